@@ -1,0 +1,123 @@
+// One interface for every collective the engine issues. Implementations: a
+// single-process one (world size 1), Open MPI (CPU ranks, one communication
+// thread), and NCCL (GPU ranks, bootstrapped over MPI; the CUDA issue).
+//
+// Every call is asynchronous underneath: the *_async variants return a Handle
+// that the caller waits on; the plain variants are async + wait. Buffers must stay
+// alive and untouched until the handle completes. Calls are executed in issue
+// order on every rank, as MPI and NCCL require.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "profiler/comm_record.h"
+
+namespace hybrid::engine::comm {
+
+using kernels::DType;
+
+enum class ReduceOp { sum, max, min };
+
+using profiler::CollectiveKind;
+using profiler::CommRecord;
+
+class Handle {
+ public:
+  virtual ~Handle() = default;
+  virtual void wait() = 0;         // blocks until complete; rethrows a failure
+  virtual bool ready() const = 0;  // non-blocking test
+};
+using HandlePtr = std::shared_ptr<Handle>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string name() const = 0;  // "single", "mpi", "nccl"
+
+  // In place over `count` elements of `buf`.
+  virtual HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) = 0;
+  // send: concatenation of every rank's part in rank order (Σ counts elements);
+  // recv: this rank's part, counts[rank] elements. Counts may differ and be 0.
+  virtual HandlePtr reduce_scatter_async(const void* send, void* recv,
+                                         const std::vector<size_t>& counts, DType dt,
+                                         ReduceOp op) = 0;
+  // send: this rank's counts[rank] elements; recv: all parts in rank order.
+  // send may alias its own slot inside recv.
+  virtual HandlePtr all_gather_async(const void* send, void* recv,
+                                     const std::vector<size_t>& counts, DType dt) = 0;
+  virtual HandlePtr broadcast_async(void* buf, size_t bytes, int root) = 0;
+  virtual HandlePtr barrier_async() = 0;
+
+  void all_reduce(void* buf, size_t count, DType dt, ReduceOp op) {
+    all_reduce_async(buf, count, dt, op)->wait();
+  }
+  void reduce_scatter(const void* send, void* recv, const std::vector<size_t>& counts, DType dt,
+                      ReduceOp op) {
+    reduce_scatter_async(send, recv, counts, dt, op)->wait();
+  }
+  void all_gather(const void* send, void* recv, const std::vector<size_t>& counts, DType dt) {
+    all_gather_async(send, recv, counts, dt)->wait();
+  }
+  void broadcast(void* buf, size_t bytes, int root) { broadcast_async(buf, bytes, root)->wait(); }
+  void barrier() { barrier_async()->wait(); }
+
+  // Called on completion of every collective, from the communication thread.
+  // The comm tracer installs itself here; nothing synchronises for it.
+  using Observer = std::function<void(const CommRecord&)>;
+  void set_observer(Observer obs) { observer_ = std::move(obs); }
+
+  // Calls and bytes so far per kind (message sizes as in CollectiveRecord); a
+  // snapshot, safe to take while collectives are in flight.
+  struct Counters {
+    uint64_t calls[5] = {};
+    uint64_t bytes[5] = {};
+    uint64_t total_bytes() const { return bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4]; }
+  };
+  Counters counters() const {
+    Counters c;
+    for (int k = 0; k < 5; ++k) {
+      c.calls[k] = calls_[k].load(std::memory_order_relaxed);
+      c.bytes[k] = bytes_[k].load(std::memory_order_relaxed);
+    }
+    return c;
+  }
+  void reset_counters() {
+    for (int k = 0; k < 5; ++k) calls_[k] = 0, bytes_[k] = 0;
+  }
+
+ protected:
+  // Implementations call this once per completed collective.
+  void notify(const CommRecord& r) {
+    calls_[int(r.kind)].fetch_add(1, std::memory_order_relaxed);
+    bytes_[int(r.kind)].fetch_add(r.bytes, std::memory_order_relaxed);
+    if (observer_) observer_(r);
+  }
+
+ private:
+  Observer observer_;
+  std::atomic<uint64_t> calls_[5] = {};
+  std::atomic<uint64_t> bytes_[5] = {};
+};
+
+// World size 1: every collective is a copy or nothing, completed at once.
+std::unique_ptr<Communicator> make_single_communicator();
+
+// Open MPI. Initialises MPI (MPI_THREAD_SERIALIZED) if needed; all MPI calls run
+// on one communication thread. `clock` gives the tracer's time base in ns.
+std::unique_ptr<Communicator> make_mpi_communicator(std::function<int64_t()> clock = {});
+
+// True when this process was started by mpirun/srun with more than one rank.
+bool launched_with_multiple_ranks();
+
+}  // namespace hybrid::engine::comm

@@ -1,0 +1,163 @@
+// ds_config.json, parsed and validated: DeepSpeed's keys with DeepSpeed's
+// semantics (for the keys we implement), plus our own top-level "hybrid" block.
+//
+// parse_config() resolves "auto" values and the batch triad, checks types and
+// ranges, and throws ConfigError naming the key and the value at fault. Keys it
+// does not implement are collected in Config::ignored_keys (reported once).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/dtype.h"
+
+namespace hybrid::engine {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;  // message starts with "config: "
+};
+
+struct ModelConfig {
+  std::string type = "gpt2";
+  int n_layer = 4;
+  int n_embd = 256;
+  int n_head = 4;
+  int vocab_size = 8192;
+  int padded_vocab_size = 0;  // 0: vocab_size rounded up to a multiple of 128
+  int seq_len = 128;          // block size: the longest sequence (wpe rows)
+};
+
+struct DataConfig {
+  bool synthetic = true;  // "synthetic": generated in memory, learnable structure
+  std::string train;      // glob of llm.c token shards
+  std::string val;
+};
+
+struct OptimizerConfig {
+  std::string type = "AdamW";  // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW)
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool adam_w_mode = true;
+  bool bias_correction = true;
+};
+
+struct SchedulerConfig {
+  std::string type;  // "" (constant lr) | WarmupLR | WarmupDecayLR | WarmupCosineLR
+  float warmup_min_lr = 0.0f;
+  float warmup_max_lr = 1e-3f;
+  int64_t warmup_num_steps = 1000;
+  std::string warmup_type = "log";  // "log" | "linear"
+  int64_t total_num_steps = 0;      // WarmupDecayLR, WarmupCosineLR
+  float cos_min_ratio = 1e-4f;      // WarmupCosineLR
+  float warmup_min_ratio = 0.0f;    // WarmupCosineLR
+};
+
+struct Fp16Config {
+  bool enabled = false;
+  float loss_scale = 0.0f;  // 0: dynamic
+  int initial_scale_power = 16;
+  int loss_scale_window = 1000;
+  int hysteresis = 2;
+  bool consecutive_hysteresis = false;
+  float min_loss_scale = 1.0f;
+};
+
+struct OffloadConfig {
+  std::string device = "none";  // none | cpu | nvme
+  bool pin_memory = false;
+};
+
+struct ZeroConfig {
+  int stage = 0;
+  int64_t reduce_bucket_size = 500'000'000;     // elements, as DeepSpeed counts them
+  int64_t allgather_bucket_size = 500'000'000;  // elements
+  bool overlap_comm = false;                    // DeepSpeed's default is stage-dependent; resolved in parse
+  bool contiguous_gradients = true;
+  bool reduce_scatter = true;
+  int64_t stage3_prefetch_bucket_size = 50'000'000;
+  int64_t stage3_param_persistence_threshold = 100'000;
+  int64_t stage3_max_live_parameters = 1'000'000'000;
+  OffloadConfig offload_optimizer;
+  OffloadConfig offload_param;
+};
+
+struct FlopsProfilerConfig {
+  bool enabled = false;
+  int profile_step = 1;
+  int module_depth = -1;
+  int top_modules = 1;
+  bool detailed = true;
+  std::string output_file;  // empty: stdout
+};
+
+struct CommsLoggerConfig {
+  bool enabled = false;
+  bool verbose = false;
+  bool prof_all = true;
+  std::vector<std::string> prof_ops;
+};
+
+struct ProfilerConfig {  // hybrid.profiler
+  bool trace = false;          // record events of profiled steps into the run store
+  int trace_steps = 2;         // how many steps (from flops_profiler.profile_step) keep events
+  std::string chrome_trace;    // write a Chrome trace JSON here at the end
+};
+
+struct Config {
+  nlohmann::json raw;  // the file as given (stored with each run)
+
+  // Batch triad, resolved: train_batch_size = micro × accumulation × world size.
+  int train_batch_size = 0;
+  int train_micro_batch_size_per_gpu = 0;
+  int gradient_accumulation_steps = 0;
+
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  float gradient_clipping = 0.0f;  // 0: off
+  int steps_per_print = 10;
+  bool wall_clock_breakdown = false;
+  Fp16Config fp16;
+  bool bf16 = false;
+  kernels::DType grad_accum_dtype = kernels::DType::f32;  // resolved: param dtype unless data_types.grad_accum_dtype
+  bool grad_accum_dtype_set = false;
+  ZeroConfig zero;
+  FlopsProfilerConfig flops_profiler;
+  CommsLoggerConfig comms_logger;
+
+  // "hybrid" block
+  ModelConfig model;
+  DataConfig data;
+  std::string init_from;         // llm.c checkpoint to start from
+  std::string device = "auto";   // auto | cpu | cuda
+  uint64_t memory_budget = 0;    // bytes per rank; 0: unlimited
+  uint64_t seed = 1234;
+  int threads = 0;               // OpenMP threads per rank; 0: cores / local ranks
+  ProfilerConfig profiler;
+
+  std::vector<std::string> ignored_keys;  // dotted paths of keys we do not implement
+
+  kernels::DType param_dtype() const {
+    return fp16.enabled ? kernels::DType::f16 : bf16 ? kernels::DType::bf16 : kernels::DType::f32;
+  }
+  int padded_vocab() const {
+    return model.padded_vocab_size > 0 ? model.padded_vocab_size
+                                       : (model.vocab_size + 127) / 128 * 128;
+  }
+};
+
+// Parses and validates. world_size resolves the batch triad as DeepSpeed does.
+Config parse_config(const nlohmann::json& j, int world_size = 1);
+Config load_config(const std::string& path, int world_size = 1);  // reads, then parse_config
+
+// Parses sizes such as "8GiB", "512MiB", "1.5GB", 1073741824 (bytes).
+uint64_t parse_byte_size(const nlohmann::json& v, const std::string& key);
+
+}  // namespace hybrid::engine

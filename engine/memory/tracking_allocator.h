@@ -1,0 +1,97 @@
+// Counts every byte the engine holds, per category, and enforces an optional
+// per-rank budget. Exceeding the budget raises OutOfMemoryError naming the
+// category, so memory limits and OOM pruning behave the same on the CPU (budget)
+// and the GPU (real device memory, reported by the backend's allocator).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "kernels/ops.h"
+
+namespace hybrid::engine {
+
+enum class MemCategory : uint8_t {
+  params = 0,       // 16-bit (or fp32) working parameters, gathered ZeRO-3 params included
+  grads = 1,        // gradients (full, or this rank's partition)
+  master = 2,       // fp32 master weights
+  optimizer = 3,    // optimizer moments
+  activations = 4,  // activations saved for backward and their gradients
+  comm = 5,         // communication buckets and staging buffers
+  other = 6,
+};
+constexpr int kMemCategoryCount = 7;
+std::string_view mem_category_name(MemCategory c);
+
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use, uint64_t budget);
+  MemCategory category() const { return category_; }
+  uint64_t requested() const { return requested_; }
+
+ private:
+  MemCategory category_;
+  uint64_t requested_;
+};
+
+struct MemoryStats {
+  std::array<uint64_t, kMemCategoryCount> current{};
+  std::array<uint64_t, kMemCategoryCount> peak{};
+  uint64_t total_current = 0;
+  uint64_t total_peak = 0;
+};
+
+class TrackingAllocator {
+ public:
+  // budget 0: unlimited. backend owns the memory (host or device).
+  TrackingAllocator(kernels::Backend& backend, uint64_t budget);
+
+  void* allocate(size_t bytes, MemCategory category);
+  void deallocate(void* ptr, size_t bytes, MemCategory category);
+
+  MemoryStats stats() const;
+  uint64_t budget() const { return budget_; }
+  void reset_peaks();
+  kernels::Backend& backend() { return backend_; }
+
+ private:
+  kernels::Backend& backend_;
+  uint64_t budget_;
+  std::array<std::atomic<uint64_t>, kMemCategoryCount> current_{};
+  std::array<std::atomic<uint64_t>, kMemCategoryCount> peak_{};
+  std::atomic<uint64_t> total_{0};
+  std::atomic<uint64_t> total_peak_{0};
+};
+
+// An owned allocation from a TrackingAllocator, released on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(TrackingAllocator& alloc, size_t bytes, MemCategory category, bool zeroed = true);
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void reset();
+  void* data() const { return ptr_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+  bool empty() const { return ptr_ == nullptr; }
+  MemCategory category() const { return category_; }
+
+ private:
+  TrackingAllocator* alloc_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  MemCategory category_ = MemCategory::other;
+};
+
+}  // namespace hybrid::engine

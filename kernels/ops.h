@@ -1,0 +1,143 @@
+// The backend-neutral op interface: every op the engine runs is declared here
+// once, and each backend (kernels/cpu, kernels/cuda) implements all of them.
+//
+// Conventions, shared by every backend:
+// - Shapes follow GPT-2: B batch, T sequence, C channels, NH heads, V vocabulary,
+//   Vp padded vocabulary (rows >= V of the embedding are padding). Row-major.
+// - `dt` is the storage dtype of activations, parameters and their gradients in
+//   that call; arithmetic is fp32. Layernorm statistics and cross-entropy
+//   statistics are fp32 whatever dt is.
+// - Every backward op ACCUMULATES (+=) into every gradient it writes, inputs and
+//   parameters alike, so that tied weights, residual branches and gradient
+//   accumulation compose without copies. The one exception is
+//   cross_entropy_backward, which overwrites (it may run in place on the logits).
+//   A null gradient pointer means "not needed" and is skipped.
+// - Pointers are device pointers of the backend (host memory on the CPU).
+// - Linear layers use PyTorch's layout: weight [out, in], out = inp · weightᵀ + bias.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/dtype.h"
+
+namespace hybrid::kernels {
+
+enum class BackendKind { cpu, cuda };
+
+struct AdamWParams {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled_weight_decay = true;  // AdamW; false = Adam with L2 added to the gradient
+  int64_t step = 1;                    // 1-based, for bias correction
+  bool bias_correction = true;
+};
+
+// Result of one pass over a gradient buffer: sum of squares (for the global norm)
+// and whether any element is inf/NaN (for the fp16 loss scaler).
+struct GradStats {
+  double sum_squares = 0.0;
+  bool non_finite = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendKind kind() const = 0;
+  virtual std::string name() const = 0;  // e.g. "cpu (oneDNN, 2 threads)", "cuda:0 NVIDIA H200"
+  virtual bool supports(DType dt) const = 0;
+
+  // ---- memory --------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* ptr, size_t bytes) = 0;
+  virtual void zero(void* ptr, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device → device
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void synchronize() = 0;  // waits for all queued work of the compute stream
+
+  // ---- dense algebra -------------------------------------------------------
+  // C[M,N] = alpha · op(A) · op(B) + beta · C, row-major, all in dt (fp32 accumulate).
+  virtual void gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                    const void* A, int lda, const void* B, int ldb, float beta, void* C,
+                    int ldc) = 0;
+
+  // out[M,N] = inp[M,K] · weight[N,K]ᵀ + bias[N] (bias may be null).
+  virtual void matmul_forward(DType dt, void* out, const void* inp, const void* weight,
+                              const void* bias, int M, int K, int N) = 0;
+  // dinp += dout · weight; dweight += doutᵀ · inp; dbias += Σ_rows dout.
+  virtual void matmul_backward(DType dt, void* dinp, void* dweight, void* dbias,
+                               const void* dout, const void* inp, const void* weight, int M,
+                               int K, int N) = 0;
+
+  // ---- transformer ops -----------------------------------------------------
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+  virtual void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                               const void* wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                                const int32_t* tokens, int B, int T, int C) = 0;
+
+  // N rows of C channels; mean and rstd are fp32 [N], saved for backward.
+  virtual void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
+                                 const void* weight, const void* bias, int N, int C) = 0;
+  virtual void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias,
+                                  const void* dout, const void* inp, const void* weight,
+                                  const float* mean, const float* rstd, int N, int C) = 0;
+
+  // GELU, tanh approximation.
+  virtual void gelu_forward(DType dt, void* out, const void* inp, size_t n) = 0;
+  virtual void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout,
+                             size_t n) = 0;
+
+  // Causal multi-head self-attention. qkv [B,T,3C] holds q, k, v per token (GPT-2's
+  // c_attn layout); out [B,T,C]. What forward keeps for backward is the backend's
+  // choice: it writes attention_saved_bytes() bytes to `saved`.
+  virtual size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const = 0;
+  virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
+                                 int T, int C, int NH) = 0;
+  virtual void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
+                                  const void* out, const void* saved, int B, int T, int C,
+                                  int NH) = 0;
+
+  // out = a + b, n elements.
+  virtual void residual_forward(DType dt, void* out, const void* a, const void* b,
+                                size_t n) = 0;
+
+  // Fused softmax + cross-entropy over the first V of Vp logits per row (N rows).
+  // losses[i] = logsumexp(logits[i]) - logits[i, targets[i]]; lse (fp32 [N]) is saved.
+  virtual void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
+                                     const int32_t* targets, int N, int V, int Vp) = 0;
+  // dlogits[i,:] = dloss · (softmax(logits[i]) - onehot(targets[i])); padded columns
+  // get 0. Overwrites dlogits, which may alias logits.
+  virtual void cross_entropy_backward(DType dt, void* dlogits, const void* logits,
+                                      const float* lse, const int32_t* targets, float dloss,
+                                      int N, int V, int Vp) = 0;
+
+  // ---- elementwise and reductions -----------------------------------------
+  // dst[i] (dst_dt) = convert(src[i]) (src_dt).
+  virtual void convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n) = 0;
+  // dst[i] += alpha · src[i], across dtypes.
+  virtual void add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n,
+                   float alpha) = 0;
+  // x[i] *= alpha.
+  virtual void scale(DType dt, void* x, size_t n, float alpha) = 0;
+  virtual GradStats grad_stats(DType dt, const void* x, size_t n) = 0;
+
+  // Fused AdamW on fp32 master weights: g = grad · grad_scale (grad in grad_dt);
+  // updates master, m, v; writes the updated weights to param_out in param_dt when
+  // param_out is non-null (the 16-bit copy the model computes with).
+  virtual void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
+                     const void* grad, float grad_scale, DType param_dt, void* param_out,
+                     size_t n) = 0;
+};
+
+// The CPU backend always exists; its GEMM library is measured in bench/.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace hybrid::kernels

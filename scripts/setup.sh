@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package hybrid needs to build, test, benchmark and view.
+# Idempotent: when everything is present it only checks (about a second).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config git
+  libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri xvfb xauth
+  libopenmpi-dev openmpi-bin
+  libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
+  libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all ${#packages[@]} packages present"
