@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri xvfb xauth
   libopenmpi-dev openmpi-bin
-  libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
+  zlib1g-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev
 )
 

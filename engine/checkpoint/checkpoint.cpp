@@ -1,0 +1,167 @@
+#include "engine/checkpoint/checkpoint.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "engine/data/atomic_file.h"
+
+namespace hybrid::engine {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'H', 'Y', 'B', 'R', 'I', 'D', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+struct PartitionHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t rank;
+  int64_t begin;
+  int64_t end;
+  uint32_t state_floats;
+  uint32_t crc32;
+  uint64_t payload_bytes;
+  uint8_t reserved[16];
+};
+static_assert(sizeof(PartitionHeader) == 64);
+
+uint32_t crc_of(const std::vector<float>& a, const std::vector<float>& b) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32_z(crc, reinterpret_cast<const Bytef*>(a.data()), a.size() * 4);
+  crc = crc32_z(crc, reinterpret_cast<const Bytef*>(b.data()), b.size() * 4);
+  return uint32_t(crc);
+}
+
+std::string where(const std::string& dir, const std::string& tag) { return dir + "/" + tag; }
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  AtomicFileWriter w(path);
+  w.write(text.data(), text.size());
+  w.commit();
+}
+
+}  // namespace
+
+std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}.bin", rank); }
+
+void write_checkpoint(const std::string& dir, const std::string& tag, comm::Communicator& comm,
+                      const nlohmann::json& meta, const PartitionData* mine) {
+  if (tag.empty() || tag.find('/') != std::string::npos || tag == "latest")
+    throw CheckpointError(fmt::format("checkpoint: invalid tag '{}'", tag));
+  const std::string root = where(dir, tag);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw CheckpointError(fmt::format("checkpoint: cannot create {}: {}", root, ec.message()));
+
+  // Each rank's failure must reach every rank, or the others would hang or
+  // publish `latest` over an incomplete checkpoint.
+  float failed = 0.0f;
+  std::string error;
+  try {
+    if (mine) {
+      PartitionHeader h{};
+      std::memcpy(h.magic, kMagic, 8);
+      h.version = kVersion;
+      h.rank = uint32_t(comm.rank());
+      h.begin = mine->range.begin;
+      h.end = mine->range.end;
+      h.state_floats = uint32_t(mine->state_floats);
+      h.payload_bytes = (mine->master.size() + mine->state.size()) * 4;
+      h.crc32 = crc_of(mine->master, mine->state);
+      AtomicFileWriter w(root + "/" + partition_file_name(comm.rank()));
+      w.write(&h, sizeof h);
+      w.write(mine->master.data(), mine->master.size() * 4);
+      w.write(mine->state.data(), mine->state.size() * 4);
+      w.commit();
+    }
+  } catch (const std::exception& e) {
+    failed = 1.0f;
+    error = e.what();
+  }
+  comm.all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);
+  if (failed > 0.0f)
+    throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank failed to write its partition", root)
+                                        : fmt::format("checkpoint {}: {}", root, error));
+  if (comm.rank() == 0) {
+    write_text_atomically(root + "/meta.json", meta.dump(2));
+    write_text_atomically(dir + "/latest", tag + "\n");
+  }
+  comm.barrier();
+}
+
+std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag) {
+  if (!tag.empty()) return tag;
+  std::ifstream in(dir + "/latest");
+  if (!in) throw CheckpointError(fmt::format("checkpoint: {}/latest not found (no checkpoint saved in {}?)", dir, dir));
+  std::string t;
+  std::getline(in, t);
+  if (t.empty()) throw CheckpointError(fmt::format("checkpoint: {}/latest is empty", dir));
+  return t;
+}
+
+nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& tag) {
+  const std::string path = where(dir, tag) + "/meta.json";
+  std::ifstream in(path);
+  if (!in) throw CheckpointError(fmt::format("checkpoint {}: meta.json missing (incomplete checkpoint)", where(dir, tag)));
+  try {
+    auto meta = nlohmann::json::parse(in);
+    if (meta.value("format", "") != "hybrid-checkpoint")
+      throw CheckpointError(fmt::format("checkpoint {}: meta.json is not a hybrid checkpoint", where(dir, tag)));
+    return meta;
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
+  }
+}
+
+void read_checkpoint_range(const std::string& dir, const std::string& tag, const nlohmann::json& meta,
+                           FlatRange want, int state_floats, float* master, float* state) {
+  const std::string root = where(dir, tag);
+  const size_t n = size_t(want.size());
+  std::fill(master, master + n, 0.0f);
+  if (state) std::fill(state, state + n * size_t(state_floats), 0.0f);
+  for (const auto& part : meta.at("partitions")) {
+    const FlatRange range{part.at("begin").get<int64_t>(), part.at("end").get<int64_t>()};
+    const FlatRange overlap = range.intersect(want);
+    if (overlap.empty()) continue;
+    const std::string path = root + "/" + partition_file_name(part.at("rank").get<int>());
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw CheckpointError(fmt::format("checkpoint {}: {} missing", root, fs::path(path).filename().string()));
+    PartitionHeader h{};
+    in.read(reinterpret_cast<char*>(&h), sizeof h);
+    const std::string name = fs::path(path).filename().string();
+    if (!in || std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kVersion)
+      throw CheckpointError(fmt::format("checkpoint {}: {} is not a partition file (bad header)", root, name));
+    const size_t file_n = size_t(h.end - h.begin);
+    const uint64_t expected = (file_n + file_n * h.state_floats) * 4;
+    if (h.begin != range.begin || h.end != range.end || h.payload_bytes != expected)
+      throw CheckpointError(fmt::format("checkpoint {}: {} does not match meta.json", root, name));
+    std::vector<float> fmaster(file_n), fstate(file_n * h.state_floats);
+    in.read(reinterpret_cast<char*>(fmaster.data()), std::streamsize(file_n * 4));
+    in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
+    if (!in) {
+      const auto size = fs::file_size(path);
+      throw CheckpointError(fmt::format("checkpoint {}: {} is truncated (expected {} bytes, found {})",
+                                        root, name, sizeof h + expected, size));
+    }
+    if (crc_of(fmaster, fstate) != h.crc32)
+      throw CheckpointError(fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
+    if (state && int(h.state_floats) != state_floats)
+      throw CheckpointError(fmt::format("checkpoint {}: optimizer state has {} floats per parameter, this optimizer needs {}",
+                                        root, h.state_floats, state_floats));
+    const size_t src0 = size_t(overlap.begin - range.begin), dst0 = size_t(overlap.begin - want.begin);
+    const size_t count = size_t(overlap.size());
+    std::copy_n(fmaster.data() + src0, count, master + dst0);
+    if (state)
+      for (int k = 0; k < state_floats; ++k)
+        std::copy_n(fstate.data() + size_t(k) * file_n + src0, count, state + size_t(k) * n + dst0);
+  }
+}
+
+}  // namespace hybrid::engine

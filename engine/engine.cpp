@@ -1,0 +1,205 @@
+#include "engine/engine.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <thread>
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "engine/comm/factory.h"
+#include "kernels/registry.h"
+
+namespace hybrid {
+
+using namespace engine;
+using kernels::DType;
+
+namespace {
+
+// OpenMP threads per rank: the configured number, or the cores shared evenly
+// among the ranks of this host (oversubscribing cores only slows everyone).
+int threads_per_rank(const Config& cfg) {
+  if (cfg.threads > 0) return cfg.threads;
+  int local = 1;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var)) {
+      local = std::max(1, std::atoi(v));
+      break;
+    }
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local);
+}
+
+int local_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return 0;
+}
+
+ZeroSetup zero_setup(const Config& cfg) {
+  ZeroSetup z;
+  z.stage = cfg.zero.stage;
+  z.param_dtype = cfg.param_dtype();
+  z.accum_dtype = cfg.grad_accum_dtype;
+  z.reduce_bucket_elems = cfg.zero.reduce_bucket_size;
+  z.allgather_bucket_elems = cfg.zero.allgather_bucket_size;
+  z.overlap_comm = cfg.zero.overlap_comm;
+  z.prefetch_bucket_elems = cfg.zero.stage3_prefetch_bucket_size;
+  z.persistence_threshold = cfg.zero.stage3_param_persistence_threshold;
+  z.max_live_parameters = cfg.zero.stage3_max_live_parameters;
+  return z;
+}
+
+}  // namespace
+
+std::unique_ptr<GPT2> make_gpt2(const Config& cfg) {
+  return std::make_unique<GPT2>(cfg.model, cfg.padded_vocab());
+}
+
+Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opts)
+    : cfg_(cfg), quiet_(opts.quiet) {
+  omp_set_num_threads(threads_per_rank(cfg));
+  if (opts.backend) {
+    backend_ = std::move(opts.backend);
+  } else {
+    auto choice = kernels::make_backend(cfg.device, local_rank());
+    backend_ = std::move(choice.backend);
+    backend_note_ = choice.note;
+  }
+  auto clock = [this] { return tracer_.now_ns(); };
+  comm_ = opts.communicator ? std::move(opts.communicator) : comm::make_communicator(clock);
+  tracer_.set_rank(comm_->rank());
+  optimizer_name_ = tracer_.intern("optimizer");
+  if (!backend_->supports(cfg.param_dtype()))
+    throw ConfigError(fmt::format("config: dtype {} is not supported by the {} backend",
+                                  kernels::dtype_name(cfg.param_dtype()), backend_->name()));
+  if (!backend_note_.empty()) log(backend_note_);
+  if (cfg.zero.offload_optimizer.device != "none" || cfg.zero.offload_param.device != "none") {
+    if (backend_->kind() == kernels::BackendKind::cpu)
+      log("zero_optimization.offload_optimizer/offload_param: accepted, no effect on the CPU "
+          "backend (everything already lives in host memory)");
+  }
+
+  alloc_ = std::make_unique<TrackingAllocator>(*backend_, cfg.memory_budget);
+  if (comm_->world_size() > 1) scalar_ = Buffer(*alloc_, sizeof(float), MemCategory::comm);
+  model_ = std::move(model);
+  tree_ = std::make_unique<ModuleTree>(*model_);
+  optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
+  scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
+  schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
+
+  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *comm_, *alloc_,
+                                        optimizer_->state_floats_per_param(), &exposed_, clock);
+  const auto dt = cfg.param_dtype();
+  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
+  ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
+                                            cfg.model.seq_len);
+  ctx_->set_param_access(zero_.get());
+  ctx_->set_hooks(zero_.get());
+  ctx_->set_tracer(&tracer_, tree_->modules());
+  ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
+
+  const auto init = model_->initial_parameters(*tree_, cfg.seed);
+  set_parameters(init);
+}
+
+Engine::~Engine() = default;
+
+void Engine::log(const std::string& line) const {
+  if (!quiet_ && comm_->rank() == 0) std::printf("%s\n", line.c_str());
+}
+
+void Engine::set_parameters(const std::vector<float>& flat) {
+  if (int64_t(flat.size()) != tree_->param_count())
+    throw std::invalid_argument(fmt::format("set_parameters: expected {} values, got {}",
+                                            tree_->param_count(), flat.size()));
+  const FlatRange r = zero_->optimizer_range();
+  std::vector<float> mine(size_t(r.size()), 0.0f);
+  for (int64_t i = r.begin; i < std::min(r.end, int64_t(flat.size())); ++i)
+    mine[size_t(i - r.begin)] = flat[size_t(i)];
+  std::vector<float> state(size_t(r.size()) * size_t(optimizer_->state_floats_per_param()), 0.0f);
+  zero_->load_from_host(mine.data(), state.data());
+  zero_->zero_grads();
+}
+
+double Engine::mean_over_ranks(double v) {
+  if (comm_->world_size() == 1) return v;
+  float f = float(v);
+  backend_->copy_from_host(scalar_.data(), &f, sizeof f);
+  comm_->all_reduce(scalar_.data(), 1, DType::f32, comm::ReduceOp::sum);
+  backend_->copy_to_host(&f, scalar_.data(), sizeof f);
+  return double(f) / comm_->world_size();
+}
+
+float Engine::current_lr() const { return schedule_->lr_for_update(applied_steps_); }
+
+float Engine::forward(const int32_t* inputs, const int32_t* targets) {
+  if (micro_step_ == 0) tracer_.set_step(int32_t(global_step_));
+  const int B = ctx_->B(), T = ctx_->T();
+  const size_t n = size_t(B) * T;
+  backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
+  backend_->copy_from_host(model_->targets_buffer(), targets, n * sizeof(int32_t));
+  ctx_->forward(*model_);
+  zero_->end_forward();
+  host_losses_.resize(n);
+  backend_->copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
+  double sum = 0.0;
+  for (float l : host_losses_) sum += l;
+  return float(sum / double(n));
+}
+
+void Engine::backward() {
+  const int gas = cfg_.gradient_accumulation_steps;
+  const double tokens = double(ctx_->B()) * ctx_->T();
+  ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
+  const bool reduce = cfg_.zero.stage >= 2 || micro_step_ == gas - 1;
+  zero_->begin_backward(reduce);
+  ctx_->backward(*model_);
+  zero_->end_backward();
+}
+
+bool Engine::step() {
+  if (++micro_step_ < cfg_.gradient_accumulation_steps) return false;
+  micro_step_ = 0;
+  profiler::Scope scope(&tracer_, optimizer_name_, profiler::Category::optimizer);
+
+  const float scale = scaler_.scale();
+  last_ = StepStats{};
+  last_.loss_scale = scale;
+  const GradSummary g = zero_->finish_gradients();
+  ++global_step_;
+  last_.step = global_step_;
+  if (g.overflow) {
+    // DeepSpeed skips the update and does not advance the LR schedule.
+    zero_->zero_grads();
+    scaler_.update(true);
+    ++skipped_steps_;
+    last_.skipped = true;
+    last_.lr = current_lr();
+    return true;
+  }
+  const double ranks = double(comm_->world_size());
+  const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
+  double combined = ranks * scale;  // divides out the loss scale and the rank sum
+  if (cfg_.gradient_clipping > 0.0f) {
+    const double ratio = (norm + 1e-6) / cfg_.gradient_clipping;
+    if (ratio > 1.0) combined *= ratio;
+  }
+  last_.grad_norm = float(norm);
+  last_.lr = current_lr();
+  ++applied_steps_;
+  zero_->apply_optimizer(*optimizer_, last_.lr, applied_steps_, float(1.0 / combined));
+  zero_->zero_grads();
+  scaler_.update(false);
+  return true;
+}
+
+std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<GPT2> model,
+                                   EngineOptions opts) {
+  return std::make_unique<Engine>(cfg, std::move(model), std::move(opts));
+}
+
+}  // namespace hybrid

@@ -1,0 +1,120 @@
+// Engine::save_checkpoint / load_checkpoint: what a resume needs, and nothing
+// that can be derived (16-bit parameters come from the master weights; the data
+// position and the LR come from the step counters).
+#include <fmt/format.h>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/engine.h"
+
+namespace hybrid {
+
+using namespace engine;
+
+namespace {
+constexpr int kMetaVersion = 1;
+}
+
+void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
+  if (micro_step_ != 0)
+    throw CheckpointError("checkpoint: save only at an accumulation boundary (after step())");
+  const auto& part = zero_->partition();
+  const FlatRange range = zero_->optimizer_range();
+  const bool replicated = cfg_.zero.stage == 0;  // stage 0: rank 0 writes the one copy
+
+  nlohmann::json partitions = nlohmann::json::array();
+  if (replicated) {
+    partitions.push_back({{"rank", 0}, {"begin", 0}, {"end", part.padded()}});
+  } else {
+    for (int r = 0; r < part.world_size(); ++r)
+      partitions.push_back({{"rank", r}, {"begin", part.shard(r).begin}, {"end", part.shard(r).end}});
+  }
+  nlohmann::json meta = {
+      {"format", "hybrid-checkpoint"},
+      {"version", kMetaVersion},
+      {"tag", tag},
+      {"global_step", global_step_},
+      {"applied_steps", applied_steps_},
+      {"skipped_steps", skipped_steps_},
+      {"loss_scaler", scaler_.state()},
+      {"data_position", {{"step", global_step_}, {"samples", global_step_ * cfg_.train_batch_size}}},
+      {"rng", {{"seed", cfg_.seed}}},
+      {"world_size", part.world_size()},
+      {"zero_stage", cfg_.zero.stage},
+      {"dtype", std::string(kernels::dtype_name(cfg_.param_dtype()))},
+      {"param_count", tree_->param_count()},
+      {"optimizer", optimizer_->name()},
+      {"state_floats", optimizer_->state_floats_per_param()},
+      {"model",
+       {{"type", cfg_.model.type},
+        {"n_layer", cfg_.model.n_layer},
+        {"n_embd", cfg_.model.n_embd},
+        {"n_head", cfg_.model.n_head},
+        {"vocab_size", cfg_.model.vocab_size},
+        {"padded_vocab_size", cfg_.padded_vocab()},
+        {"seq_len", cfg_.model.seq_len}}},
+      {"partitions", partitions},
+  };
+
+  PartitionData mine;
+  const bool writes = !replicated || rank() == 0;
+  if (writes) {
+    mine.range = range;
+    mine.state_floats = optimizer_->state_floats_per_param();
+    mine.master = zero_->master_to_host();
+    mine.state = zero_->state_to_host();
+  }
+  write_checkpoint(dir, tag, *comm_, meta, writes ? &mine : nullptr);
+  log(fmt::format("saved checkpoint {}/{} (step {})", dir, tag, global_step_));
+}
+
+std::string Engine::load_checkpoint(const std::string& dir, const std::string& want_tag) {
+  const std::string tag = resolve_checkpoint_tag(dir, want_tag);
+  const auto meta = read_checkpoint_meta(dir, tag);
+  const std::string where = dir + "/" + tag;
+  const auto& m = meta.at("model");
+  if (meta.at("param_count").get<int64_t>() != tree_->param_count() ||
+      m.at("n_layer").get<int>() != cfg_.model.n_layer || m.at("n_embd").get<int>() != cfg_.model.n_embd ||
+      m.at("padded_vocab_size").get<int>() != cfg_.padded_vocab())
+    throw CheckpointError(fmt::format(
+        "checkpoint {}: model shape differs (checkpoint: {} parameters, n_layer {}, n_embd {}; config: {}, {}, {})",
+        where, meta.at("param_count").get<int64_t>(), m.at("n_layer").get<int>(), m.at("n_embd").get<int>(),
+        tree_->param_count(), cfg_.model.n_layer, cfg_.model.n_embd));
+  const int sf = optimizer_->state_floats_per_param();
+  if (meta.at("state_floats").get<int>() != sf)
+    throw CheckpointError(fmt::format("checkpoint {}: saved with optimizer {} ({} state floats per parameter), "
+                                      "this run uses {} ({})",
+                                      where, meta.at("optimizer").get<std::string>(),
+                                      meta.at("state_floats").get<int>(), optimizer_->name(), sf));
+
+  // Every rank validates what it reads; a failure anywhere stops all ranks.
+  const FlatRange range = zero_->optimizer_range();
+  std::vector<float> master(size_t(range.size())), state(size_t(range.size()) * size_t(sf));
+  float failed = 0.0f;
+  std::string error;
+  try {
+    read_checkpoint_range(dir, tag, meta, range, sf, master.data(), state.data());
+  } catch (const std::exception& e) {
+    failed = 1.0f;
+    error = e.what();
+  }
+  comm_->all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);
+  if (failed > 0.0f)
+    throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank could not read its partition", where)
+                                        : error);
+
+  zero_->load_from_host(master.data(), state.data());
+  zero_->zero_grads();
+  global_step_ = meta.at("global_step").get<int64_t>();
+  applied_steps_ = meta.at("applied_steps").get<int64_t>();
+  skipped_steps_ = meta.at("skipped_steps").get<int64_t>();
+  micro_step_ = 0;
+  if (cfg_.fp16.enabled && meta.at("loss_scaler").value("dynamic", false) == scaler_.dynamic())
+    scaler_.load_state(meta.at("loss_scaler"));
+  log(fmt::format("loaded checkpoint {} (step {}{})", where, global_step_,
+                  meta.at("world_size").get<int>() != world_size()
+                      ? fmt::format(", saved with {} ranks, now {}", meta.at("world_size").get<int>(), world_size())
+                      : std::string()));
+  return tag;
+}
+
+}  // namespace hybrid

@@ -1,0 +1,80 @@
+// What a module sees while it runs: the backend, the dtype, the micro-batch
+// shape and inputs, and where its parameters and gradients live right now.
+// Every module boundary goes through forward()/backward() here, which is where
+// ZeRO-3 gathers and releases parameters, gradients are handed to the reducer,
+// and the profiler times the module.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/module.h"
+#include "kernels/ops.h"
+#include "profiler/tracer.h"
+
+namespace hybrid::engine {
+
+// Resolves parameter and gradient pointers (ZeRO decides where they are).
+class ParamAccess {
+ public:
+  virtual ~ParamAccess() = default;
+  virtual const void* param(const ParamSpec& p) = 0;  // valid inside the module's forward/backward
+  virtual void* grad(const ParamSpec& p) = 0;         // valid inside the module's backward
+};
+
+// Called at every module boundary (ZeRO-3 gathering, gradient hand-off).
+class ModuleHooks {
+ public:
+  virtual ~ModuleHooks() = default;
+  virtual void before_forward(const Module&) {}
+  virtual void after_forward(const Module&) {}
+  virtual void before_backward(const Module&) {}
+  virtual void after_backward(const Module&) {}
+};
+
+class ExecutionContext {
+ public:
+  ExecutionContext(kernels::Backend& backend, kernels::DType dt, int B, int T)
+      : backend_(backend), dt_(dt), B_(B), T_(T) {}
+
+  kernels::Backend& backend() const { return backend_; }
+  kernels::DType dtype() const { return dt_; }
+  int B() const { return B_; }
+  int T() const { return T_; }
+
+  // Device copies of this micro-batch's tokens and targets ([B,T] int32).
+  const int32_t* tokens() const { return tokens_; }
+  const int32_t* targets() const { return targets_; }
+  void set_batch(const int32_t* tokens, const int32_t* targets) {
+    tokens_ = tokens;
+    targets_ = targets;
+  }
+  // d(loss)/d(per-token loss) for this micro-step: loss_scale / (B·T·accumulation).
+  float dloss() const { return dloss_; }
+  void set_dloss(float d) { dloss_ = d; }
+
+  const void* param(const ParamSpec& p) { return params_->param(p); }
+  void* grad(const ParamSpec& p) { return params_->grad(p); }
+  void set_param_access(ParamAccess* a) { params_ = a; }
+  void set_hooks(ModuleHooks* h) { hooks_ = h; }
+
+  // Profiling: events per module boundary (names interned once per module).
+  void set_tracer(profiler::Tracer* t, const std::vector<Module*>& modules);
+
+  void forward(Module& m);
+  void backward(Module& m);
+
+ private:
+  kernels::Backend& backend_;
+  kernels::DType dt_;
+  int B_, T_;
+  const int32_t* tokens_ = nullptr;
+  const int32_t* targets_ = nullptr;
+  float dloss_ = 1.0f;
+  ParamAccess* params_ = nullptr;
+  ModuleHooks* hooks_ = nullptr;
+  profiler::Tracer* tracer_ = nullptr;
+  std::vector<uint32_t> names_;  // module id → interned name (category tells fwd/bwd)
+};
+
+}  // namespace hybrid::engine

@@ -1,0 +1,109 @@
+// GPT-2 built from modules: embedding → n_layer blocks (ln_1, attn{c_attn, core,
+// c_proj}, ln_2, mlp{c_fc, gelu, c_proj}, two residual adds) → ln_f → lm_head
+// (tied to the token embedding) → loss. Shapes and initialisation as GPT-2
+// (normal 0.02; residual projections 0.02/√(2·n_layer); layernorm 1/0; padded
+// vocabulary rows 0).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/config/config.h"
+#include "engine/memory/tracking_allocator.h"
+#include "engine/model/layers.h"
+
+namespace hybrid::engine {
+
+// Every activation buffer of one micro-batch: sizes in one place, shared by the
+// model (which allocates them) and the analytical memory model (which predicts).
+struct ActivationLayout {
+  struct Entry {
+    const char* name;
+    uint64_t bytes;
+    int count;  // how many buffers of this size (per layer ones × n_layer)
+  };
+  std::vector<Entry> entries;
+  uint64_t total_bytes() const;
+
+  static ActivationLayout gpt2(const ModelConfig& m, int padded_vocab, int B, int T,
+                               kernels::DType dt, uint64_t attention_saved_bytes);
+};
+
+class Block final : public Module {
+ public:
+  Block(std::string name, int C, int n_head, int n_layer);
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+  uint64_t forward_flops(int B, int T) const override;
+  uint64_t backward_flops(int B, int T) const override;
+
+  LayerNorm* ln_1;
+  Module* attn;
+  Linear* c_attn;
+  AttentionCore* core;
+  Linear* attn_proj;
+  LayerNorm* ln_2;
+  Module* mlp;
+  Linear* c_fc;
+  Gelu* gelu;
+  Linear* mlp_proj;
+
+  // Residual stream: residual_in → residual_mid (after attention) → residual_out.
+  const void* residual_in = nullptr;
+  void* residual_mid = nullptr;
+  void* residual_out = nullptr;
+  void* branch_out = nullptr;  // scratch for c_proj outputs
+  void* dresidual = nullptr;   // one gradient buffer for the whole residual stream
+  std::vector<std::pair<void*, size_t>> grad_scratch;  // zeroed at the start of backward
+
+ private:
+  int C_;
+};
+
+class GPT2 final : public Module {
+ public:
+  GPT2(const ModelConfig& cfg, int padded_vocab);
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+
+  // Allocates activations for micro-batch [B,T] and wires every module.
+  void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt);
+  int bound_B() const { return B_; }
+  int bound_T() const { return T_; }
+
+  const ModelConfig& config() const { return cfg_; }
+  int padded_vocab() const { return Vp_; }
+  const float* losses() const { return ce_->losses; }  // [B·T] after forward (device)
+  int32_t* tokens_buffer() const { return tokens_; }    // [B·T] device, filled by the engine
+  int32_t* targets_buffer() const { return targets_; }
+
+  Embedding* embedding;
+  std::vector<Block*> blocks;
+  LayerNorm* ln_f;
+  Linear* lm_head;
+  CrossEntropyLoss* ce_;
+
+  // Host-side initial values of every parameter (fp32, flat order), seeded.
+  std::vector<float> initial_parameters(const ModuleTree& tree, uint64_t seed) const;
+
+ private:
+  ModelConfig cfg_;
+  int Vp_;
+  int B_ = 0, T_ = 0;
+  std::vector<Buffer> activations_;
+  int32_t* tokens_ = nullptr;
+  int32_t* targets_ = nullptr;
+  void* dresidual_ = nullptr;
+  void* dlnf_ = nullptr;
+};
+
+// Mapping between the engine's flat parameters and llm.c's checkpoint layout
+// (engine/data/llmc_checkpoint.h).
+struct Gpt2Weights;
+void gpt2_from_llmc(const GPT2& model, const ModuleTree& tree, const Gpt2Weights& w,
+                    std::vector<float>& flat);
+void gpt2_to_llmc(const GPT2& model, const ModuleTree& tree, const std::vector<float>& flat,
+                  Gpt2Weights& w);
+
+}  // namespace hybrid::engine

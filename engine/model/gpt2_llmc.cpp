@@ -1,0 +1,94 @@
+// Mapping between the engine's module-ordered flat parameters and llm.c's
+// tensor-ordered checkpoint layout (engine/data/llmc_checkpoint.h). Both use
+// PyTorch's [out, in] weight layout, so each tensor is a straight copy.
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2.h"
+
+namespace hybrid::engine {
+
+namespace {
+
+// Calls fn(llm.c tensor, offset in it, flat offset, count) for every parameter.
+template <class Fn>
+void for_each_tensor(const GPT2& model, const ModuleTree& tree, Gpt2Weights& w, Fn&& fn) {
+  std::unordered_map<std::string, const ParamSpec*> by_name;
+  for (auto* p : tree.params()) by_name[p->name] = p;
+  auto spec = [&](const std::string& name) -> const ParamSpec& {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw std::logic_error("gpt2: no parameter " + name);
+    return *it->second;
+  };
+  auto whole = [&](std::vector<float>& t, const std::string& name) {
+    const auto& p = spec(name);
+    fn(t, 0, p.offset, p.numel);
+  };
+  auto layer = [&](std::vector<float>& t, int l, const std::string& name) {
+    const auto& p = spec(fmt::format("h.{}.{}", l, name));
+    fn(t, size_t(l) * size_t(p.numel), p.offset, p.numel);
+  };
+  whole(w.wte, "embedding.wte");
+  whole(w.wpe, "embedding.wpe");
+  for (int l = 0; l < model.config().n_layer; ++l) {
+    layer(w.ln1w, l, "ln_1.weight");
+    layer(w.ln1b, l, "ln_1.bias");
+    layer(w.qkvw, l, "attn.c_attn.weight");
+    layer(w.qkvb, l, "attn.c_attn.bias");
+    layer(w.attprojw, l, "attn.c_proj.weight");
+    layer(w.attprojb, l, "attn.c_proj.bias");
+    layer(w.ln2w, l, "ln_2.weight");
+    layer(w.ln2b, l, "ln_2.bias");
+    layer(w.fcw, l, "mlp.c_fc.weight");
+    layer(w.fcb, l, "mlp.c_fc.bias");
+    layer(w.fcprojw, l, "mlp.c_proj.weight");
+    layer(w.fcprojb, l, "mlp.c_proj.bias");
+  }
+  whole(w.lnfw, "ln_f.weight");
+  whole(w.lnfb, "ln_f.bias");
+}
+
+void check_shape(const GPT2& model, const Gpt2Weights& w) {
+  const auto& c = model.config();
+  if (w.num_layers != c.n_layer || w.channels != c.n_embd || w.num_heads != c.n_head ||
+      w.vocab_size != c.vocab_size || w.padded_vocab_size != model.padded_vocab() ||
+      w.max_seq_len != c.seq_len)
+    throw std::invalid_argument(fmt::format(
+        "llm.c checkpoint shape (n_layer {}, n_embd {}, n_head {}, vocab {} padded {}, seq_len {}) "
+        "differs from the model's (n_layer {}, n_embd {}, n_head {}, vocab {} padded {}, seq_len {})",
+        w.num_layers, w.channels, w.num_heads, w.vocab_size, w.padded_vocab_size, w.max_seq_len,
+        c.n_layer, c.n_embd, c.n_head, c.vocab_size, model.padded_vocab(), c.seq_len));
+}
+
+}  // namespace
+
+void gpt2_from_llmc(const GPT2& model, const ModuleTree& tree, const Gpt2Weights& w,
+                    std::vector<float>& flat) {
+  check_shape(model, w);
+  flat.assign(size_t(tree.param_count()), 0.0f);
+  Gpt2Weights& src = const_cast<Gpt2Weights&>(w);  // only read: for_each_tensor serves both ways
+  for_each_tensor(model, tree, src, [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
+    std::copy_n(t.data() + at, size_t(n), flat.data() + offset);
+  });
+}
+
+void gpt2_to_llmc(const GPT2& model, const ModuleTree& tree, const std::vector<float>& flat,
+                  Gpt2Weights& w) {
+  const auto& c = model.config();
+  w.num_layers = c.n_layer;
+  w.channels = c.n_embd;
+  w.num_heads = c.n_head;
+  w.vocab_size = c.vocab_size;
+  w.padded_vocab_size = model.padded_vocab();
+  w.max_seq_len = c.seq_len;
+  w.allocate();
+  for_each_tensor(model, tree, w, [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
+    std::copy_n(flat.data() + offset, size_t(n), t.data() + at);
+  });
+}
+
+}  // namespace hybrid::engine

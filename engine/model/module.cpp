@@ -1,0 +1,58 @@
+#include "engine/model/module.h"
+
+#include "engine/model/execution_context.h"
+
+namespace hybrid::engine {
+
+int64_t Module::own_param_count() const {
+  int64_t n = 0;
+  for (auto* p : own_params_) n += p->numel;
+  return n;
+}
+
+ParamSpec* Module::declare_param(const std::string& local_name, std::vector<int64_t> shape,
+                                 ParamInit init, float init_std) {
+  auto spec = std::make_unique<ParamSpec>();
+  spec->name = name_.empty() ? local_name : name_ + "." + local_name;
+  spec->numel = 1;
+  for (auto d : shape) spec->numel *= d;
+  spec->shape = std::move(shape);
+  spec->init = init;
+  spec->init_std = init_std;
+  ParamSpec* raw = spec.get();
+  param_storage_.push_back(std::move(spec));
+  own_params_.push_back(raw);
+  used_params_.push_back(raw);
+  return raw;
+}
+
+void Sequential::forward(ExecutionContext& ctx) {
+  for (auto* c : children()) ctx.forward(*c);
+}
+
+void Sequential::backward(ExecutionContext& ctx) {
+  for (auto it = children().rbegin(); it != children().rend(); ++it) ctx.backward(**it);
+}
+
+ModuleTree::ModuleTree(Module& root) { visit(root, -1, 0); }
+
+void ModuleTree::visit(Module& m, int parent, int depth) {
+  m.id_ = int(modules_.size());
+  m.parent_ = parent;
+  m.depth_ = depth;
+  modules_.push_back(&m);
+  Range range{param_count_, param_count_};
+  for (auto* p : m.own_params_) {
+    p->id = int(params_.size());
+    p->owner = m.id_;
+    p->offset = param_count_;
+    param_count_ += p->numel;
+    params_.push_back(p);
+  }
+  range.end = param_count_;
+  own_ranges_.push_back(range);
+  if (range.size() > 0) param_modules_.push_back(&m);
+  for (auto* c : m.children_) visit(*c, m.id_, depth + 1);
+}
+
+}  // namespace hybrid::engine

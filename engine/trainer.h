@@ -1,0 +1,67 @@
+// The training driver behind hybrid-train (and the benchmarks and autotuner
+// trials that run it): data, the loop, logging, checkpoints, the run store and
+// the structured result.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/config/config.h"
+#include "engine/memory/tracking_allocator.h"
+
+namespace hybrid {
+
+struct TrainOptions {
+  int64_t steps = 0;          // 0: config's hybrid.steps, else 20
+  std::string db;             // run store (SQLite); empty: none
+  std::string run_name;
+  std::string save_dir;       // checkpoint at the end (and every save_every steps)
+  int64_t save_every = 0;
+  std::string load_dir;       // resume from DIR/latest (or load_tag)
+  std::string load_tag;
+  std::string result_path;    // JSON summary (rank 0), written even on failure
+  bool quiet = false;
+  int64_t kill_after_step = 0;  // testing: SIGKILL this process after that step
+};
+
+struct TrainSummary {
+  std::string status = "ok";  // ok | oom | config_error | failed
+  std::string error_kind;     // e.g. OutOfMemoryError
+  std::string error;
+  int64_t steps = 0;          // steps run by this invocation
+  int64_t global_step = 0;
+  double final_loss = 0.0;
+  std::vector<double> losses;  // per step, averaged over ranks
+  double ms_per_step_median = 0.0;
+  double tokens_per_s = 0.0;
+  double samples_per_s = 0.0;
+  double flops_per_step = 0.0;  // model FLOPs: (6·N + 6·L·C·T)·B·T per sequence batch
+  double achieved_flops_per_s = 0.0;
+  int64_t skipped_steps = 0;
+  double exposed_comm_ms_per_step = 0.0;
+  engine::MemoryStats memory;
+  std::optional<uint64_t> predicted_peak_bytes;
+  int64_t run_id = 0;
+  int world_size = 1;
+  int rank = 0;  // who produced it: only rank 0 writes the result file
+
+  nlohmann::json to_json() const;
+};
+
+// Runs the whole job; never throws for training failures (they land in the
+// summary), only for programming errors.
+TrainSummary run_training(const engine::Config& cfg, const TrainOptions& opts);
+
+// Writes the summary atomically (the --result file).
+void write_train_result(const std::string& path, const TrainSummary& s);
+
+// Model FLOPs of one optimizer step over the global batch, as the issue's
+// benchmarks count them: (6·N + 6·L·C·T) per token.
+double model_flops_per_step(const engine::Config& cfg, int64_t n_params, int world_size);
+
+}  // namespace hybrid

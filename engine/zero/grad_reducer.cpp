@@ -1,0 +1,215 @@
+#include "engine/zero/grad_reducer.h"
+
+#include <algorithm>
+
+namespace hybrid::engine {
+
+using kernels::dtype_size;
+
+GradReducer::GradReducer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
+                         comm::Communicator& comm, TrackingAllocator& alloc,
+                         CommWaitRecorder* waits, std::function<int64_t()> clock)
+    : setup_(setup), tree_(tree), part_(part), comm_(comm), alloc_(alloc),
+      backend_(alloc.backend()), waits_(waits), clock_(std::move(clock)),
+      staged_(setup.stage >= 2), dsize_(dtype_size(setup.param_dtype)),
+      asize_(dtype_size(setup.accum_dtype)) {
+  const auto& params = tree.params();
+  std::vector<int> users(params.size(), 0);
+  for (auto* m : tree.modules())
+    for (auto* p : m->used_params()) ++users[size_t(p->id)];
+  shared_.resize(params.size());
+  int64_t unshared_total = 0, largest = 1;
+  for (auto* p : params) {
+    shared_[size_t(p->id)] = users[size_t(p->id)] > 1;
+    if (!shared_[size_t(p->id)]) {
+      unshared_total += p->numel;
+      largest = std::max(largest, p->numel);
+    }
+  }
+  // A bucket never needs to exceed the gradients it could ever hold, and must
+  // hold the largest single parameter.
+  bucket_cap_ = std::max(largest, std::min(setup.reduce_bucket_elems, std::max<int64_t>(unshared_total, 1)));
+
+  const int64_t P = part.padded();
+  const int64_t S = part.shard_size();
+  if (!staged_) {
+    working_ = Buffer(alloc, size_t(P) * dsize_, MemCategory::grads);
+    if (setup.separate_accum()) accum_ = Buffer(alloc, size_t(P) * asize_, MemCategory::grads);
+    if (setup.stage == 1) reduced_ = Buffer(alloc, size_t(S) * asize_, MemCategory::grads);
+    return;
+  }
+  accum_ = Buffer(alloc, size_t(S) * asize_, MemCategory::grads);
+  shared_bufs_.resize(params.size());
+  shared_recv_.resize(params.size());
+  for (auto* p : params)
+    if (shared_[size_t(p->id)]) {
+      shared_bufs_[size_t(p->id)] = Buffer(alloc, size_t(p->numel) * dsize_, MemCategory::comm);
+      shared_recv_[size_t(p->id)] =
+          Buffer(alloc, size_t(std::min(p->numel, S)) * dsize_, MemCategory::comm, false);
+    }
+  staged_addr_.assign(params.size(), nullptr);
+  const int nbuckets = setup.overlap_comm ? 2 : 1;
+  for (int b = 0; b < nbuckets; ++b) {
+    buckets_[size_t(b)].mem = Buffer(alloc, size_t(bucket_cap_) * dsize_, MemCategory::comm, false);
+    // A range of at most bucket_cap_ elements overlaps one shard in at most this many.
+    buckets_[size_t(b)].recv =
+        Buffer(alloc, size_t(std::min(bucket_cap_, S)) * dsize_, MemCategory::comm, false);
+  }
+}
+
+void GradReducer::begin_backward(bool reduce) {
+  reduce_ = reduce;
+  open_ = {0, 0};
+  if (!staged_) return;
+  // Shared gradients are accumulated over the whole backward pass: their previous
+  // reduction must be done before they are cleared.
+  finish();
+  for (auto& b : shared_bufs_)
+    if (!b.empty()) backend_.zero(b.data(), b.bytes());
+}
+
+void GradReducer::before_module_backward(const Module& m) {
+  const auto& own = m.own_params();
+  for (auto it = own.rbegin(); it != own.rend(); ++it)
+    if (!shared_[size_t((*it)->id)]) assign(**it);
+}
+
+void* GradReducer::grad(const ParamSpec& p) {
+  if (!staged_) return static_cast<char*>(working_.data()) + size_t(p.offset) * dsize_;
+  if (shared_[size_t(p.id)]) return shared_bufs_[size_t(p.id)].data();
+  return staged_addr_[size_t(p.id)];
+}
+
+char* GradReducer::staging_address(int64_t flat) const {
+  return buckets_[size_t(current_)].mem.as<char>() +
+         size_t(bucket_cap_ - (open_.end - flat)) * dsize_;
+}
+
+void GradReducer::assign(const ParamSpec& p) {
+  const int64_t a = p.offset, b = p.offset + p.numel;
+  if (!open_.empty() && b == open_.begin && open_.end - a <= bucket_cap_) {
+    open_.begin = a;
+  } else {
+    close_bucket();
+    open_ = {a, b};
+    if (staged_) {
+      if (setup_.overlap_comm) current_ = 1 - current_;
+      auto& bucket = buckets_[size_t(current_)];
+      if (bucket.pending >= 0) wait_and_apply(size_t(bucket.pending));
+      bucket.pending = -1;
+    }
+  }
+  if (staged_) {
+    char* addr = staging_address(a);
+    backend_.zero(addr, size_t(p.numel) * dsize_);
+    staged_addr_[size_t(p.id)] = addr;
+  }
+}
+
+void GradReducer::close_bucket() {
+  if (open_.empty()) return;
+  const FlatRange range = open_;
+  if (staged_) {
+    const char* src = staging_address(range.begin);
+    open_ = {0, 0};
+    auto& bucket = buckets_[size_t(current_)];
+    bucket.pending = int(reduce_range(range, src, bucket.recv.data()));
+    if (!setup_.overlap_comm) wait_and_apply(pending_.size() - 1);
+    return;
+  }
+  open_ = {0, 0};
+  if (setup_.separate_accum()) {
+    char* w = working_.as<char>() + size_t(range.begin) * dsize_;
+    backend_.add(setup_.accum_dtype, accum_.as<char>() + size_t(range.begin) * asize_,
+                 setup_.param_dtype, w, size_t(range.size()), 1.0f);
+    backend_.zero(w, size_t(range.size()) * dsize_);
+  }
+  if (reduce_) {
+    reduce_range(range, nullptr, nullptr);
+    if (!setup_.overlap_comm) wait_and_apply(pending_.size() - 1);
+  }
+}
+
+
+size_t GradReducer::reduce_range(FlatRange range, const void* staged_src, void* recv) {
+  Pending p;
+  p.range = range;
+  const size_t n = size_t(range.size());
+  char* full = (setup_.separate_accum() ? accum_ : working_).as<char>();
+  if (setup_.stage == 0) {
+    p.handle = comm_.all_reduce_async(full + size_t(range.begin) * asize_, n, setup_.accum_dtype,
+                                      comm::ReduceOp::sum);
+  } else if (setup_.stage == 1) {
+    // Lands directly in this rank's slot of the reduced shard.
+    const FlatRange own = part_.own(), mine = range.intersect(own);
+    char* dst = reduced_.as<char>() + size_t(mine.empty() ? 0 : mine.begin - own.begin) * asize_;
+    p.handle = comm_.reduce_scatter_async(full + size_t(range.begin) * asize_, dst,
+                                          part_.counts(range), setup_.accum_dtype, comm::ReduceOp::sum);
+  } else {
+    p.recv = recv;
+    p.handle = comm_.reduce_scatter_async(staged_src, recv, part_.counts(range), setup_.param_dtype,
+                                          comm::ReduceOp::sum);
+  }
+  pending_.push_back(std::move(p));
+  return pending_.size() - 1;
+}
+
+void GradReducer::apply(Pending& p) {
+  p.applied = true;
+  if (!staged_) return;  // stages 0/1 reduce in place
+  const FlatRange own = part_.own();
+  const FlatRange mine = p.range.intersect(own);
+  if (mine.empty()) return;
+  backend_.add(setup_.accum_dtype, accum_.as<char>() + size_t(mine.begin - own.begin) * asize_,
+               setup_.param_dtype, p.recv, size_t(mine.size()), 1.0f);
+}
+
+void GradReducer::wait_and_apply(size_t index) {
+  Pending& p = pending_[index];
+  if (p.applied) return;
+  const int64_t t0 = clock_();
+  p.handle->wait();
+  if (waits_) waits_->record_wait(t0, clock_());
+  apply(p);
+}
+
+void GradReducer::end_backward() {
+  close_bucket();
+  const auto& params = tree_.params();
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    const ParamSpec& p = **it;
+    if (!shared_[size_t(p.id)]) continue;
+    const FlatRange range{p.offset, p.offset + p.numel};
+    if (staged_) {
+      reduce_range(range, shared_bufs_[size_t(p.id)].data(), shared_recv_[size_t(p.id)].data());
+      if (!setup_.overlap_comm) wait_and_apply(pending_.size() - 1);
+    } else {
+      open_ = range;  // reuse the bucket path: accumulate, then reduce if due
+      close_bucket();
+    }
+  }
+}
+
+void GradReducer::finish() {
+  for (size_t i = 0; i < pending_.size(); ++i) wait_and_apply(i);
+  pending_.clear();
+  for (auto& b : buckets_) b.pending = -1;
+}
+
+FlatRange GradReducer::optimizer_range() const {
+  return setup_.stage == 0 ? FlatRange{0, part_.padded()} : part_.own();
+}
+
+void* GradReducer::optimizer_grads() const {
+  if (staged_) return accum_.data();
+  if (setup_.stage == 1) return reduced_.data();
+  char* base = (setup_.separate_accum() ? accum_ : working_).as<char>();
+  return base + size_t(optimizer_range().begin) * asize_;
+}
+
+void GradReducer::zero_accumulated() {
+  if (!working_.empty()) backend_.zero(working_.data(), working_.bytes());
+  if (!accum_.empty()) backend_.zero(accum_.data(), accum_.bytes());
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,141 @@
+#include "engine/zero/param_gatherer.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace hybrid::engine {
+
+ParamGatherer::ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
+                             comm::Communicator& comm, TrackingAllocator& alloc,
+                             const void* param_shard, CommWaitRecorder* waits,
+                             std::function<int64_t()> clock)
+    : setup_(setup), tree_(tree), part_(part), comm_(comm), alloc_(alloc),
+      shard_(static_cast<const char*>(param_shard)), waits_(waits), clock_(std::move(clock)),
+      dsize_(kernels::dtype_size(setup.param_dtype)) {
+  unit_of_module_.assign(tree.modules().size(), -1);
+  for (auto* m : tree.param_modules()) {
+    const auto r = tree.own_range(*m);
+    Unit u;
+    u.range = {r.begin, r.end};
+    u.persistent = r.size() < setup.persistence_threshold;
+    unit_of_module_[size_t(m->id())] = int(units_.size());
+    units_.push_back(std::move(u));
+  }
+  module_units_.resize(tree.modules().size());
+  for (auto* m : tree.modules()) {
+    auto& list = module_units_[size_t(m->id())];
+    for (auto* p : m->used_params()) {
+      const int u = unit_of_module_[size_t(p->owner)];
+      if (std::find(list.begin(), list.end(), u) == list.end()) list.push_back(u);
+    }
+  }
+  refresh_persistent();
+}
+
+int64_t ParamGatherer::persistent_elements() const {
+  int64_t n = 0;
+  for (auto& u : units_)
+    if (u.persistent) n += u.range.size();
+  return n;
+}
+
+void ParamGatherer::start_gather(Unit& u) {
+  if (u.mem.empty()) {
+    u.mem = Buffer(alloc_, size_t(u.range.size()) * dsize_, MemCategory::params, false);
+    live_elems_ += u.range.size();
+  }
+  const auto counts = part_.counts(u.range);
+  const FlatRange own = part_.own();
+  const FlatRange mine = u.range.intersect(own);
+  const char* send = shard_ + size_t(mine.empty() ? 0 : mine.begin - own.begin) * dsize_;
+  u.pending = comm_.all_gather_async(send, u.mem.data(), counts, setup_.param_dtype);
+}
+
+void ParamGatherer::ensure_live(Unit& u) {
+  if (u.mem.empty()) start_gather(u);
+  if (u.pending) {
+    const int64_t t0 = clock_();
+    u.pending->wait();
+    if (waits_) waits_->record_wait(t0, clock_());
+    u.pending.reset();
+  }
+}
+
+void ParamGatherer::release(Unit& u) {
+  if (u.persistent || u.refs > 0 || u.mem.empty()) return;
+  if (u.pending) u.pending->wait();  // a prefetch nobody used: let it land first
+  u.pending.reset();
+  live_elems_ -= u.range.size();
+  u.mem.reset();
+}
+
+void ParamGatherer::prefetch(const std::vector<int>& order, size_t from) {
+  int64_t budget = setup_.prefetch_bucket_elems;
+  for (size_t i = from; i < order.size() && budget > 0; ++i) {
+    for (int ui : module_units_[size_t(order[i])]) {
+      Unit& u = units_[size_t(ui)];
+      if (u.persistent) continue;
+      budget -= u.range.size();  // what is already gathered ahead counts too
+      if (!u.mem.empty()) continue;
+      if (live_elems_ + u.range.size() > setup_.max_live_parameters) return;
+      start_gather(u);
+    }
+  }
+}
+
+void ParamGatherer::before(const Module& m, bool forward) {
+  const auto& units = units_of(m);
+  if (units.empty()) return;
+  const int dir = forward ? 0 : 1;
+  auto& order = order_[dir];
+  if (!recorded_[dir]) {
+    order.push_back(m.id());
+  } else if (cursor_[dir] < order.size() && order[cursor_[dir]] == m.id()) {
+    ++cursor_[dir];
+  } else {
+    // The pass diverged from the recorded one: record afresh.
+    recorded_[dir] = false;
+    order.assign(1, m.id());
+  }
+  for (int ui : units) {
+    Unit& u = units_[size_t(ui)];
+    ensure_live(u);
+    ++u.refs;
+  }
+  if (recorded_[dir]) prefetch(order, cursor_[dir]);
+}
+
+void ParamGatherer::after(const Module& m, bool) {
+  for (int ui : units_of(m)) {
+    Unit& u = units_[size_t(ui)];
+    --u.refs;
+    release(u);
+  }
+}
+
+const void* ParamGatherer::param(const ParamSpec& p) const {
+  const Unit& u = units_[size_t(unit_of_module_[size_t(p.owner)])];
+  if (u.mem.empty() || u.pending)
+    throw std::logic_error("ZeRO-3: parameter " + p.name + " used while not gathered");
+  return u.mem.as<char>() + size_t(p.offset - u.range.begin) * dsize_;
+}
+
+void ParamGatherer::refresh_persistent() {
+  for (auto& u : units_)
+    if (u.persistent) start_gather(u);
+  for (auto& u : units_)
+    if (u.persistent) ensure_live(u);
+}
+
+void ParamGatherer::release_all() {
+  for (int dir = 0; dir < 2; ++dir) {
+    if (!order_[dir].empty()) recorded_[dir] = true;
+    cursor_[dir] = 0;
+  }
+  for (auto& u : units_) {
+    if (u.refs != 0) throw std::logic_error("ZeRO-3: unbalanced gather/release");
+    release(u);
+  }
+}
+
+}  // namespace hybrid::engine

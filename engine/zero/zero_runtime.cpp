@@ -1,0 +1,167 @@
+#include "engine/zero/zero_runtime.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hybrid::engine {
+
+using kernels::DType;
+
+ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
+                         TrackingAllocator& alloc, int optimizer_state_floats,
+                         CommWaitRecorder* waits, std::function<int64_t()> clock)
+    : setup_(setup), tree_(tree), part_(tree.param_count(), comm.world_size(), comm.rank()),
+      comm_(comm), alloc_(alloc), backend_(alloc.backend()), waits_(waits), clock_(clock),
+      state_floats_(optimizer_state_floats), dsize_(kernels::dtype_size(setup.param_dtype)) {
+  const size_t P = size_t(part_.padded()), S = size_t(part_.shard_size());
+  params_ = Buffer(alloc, (setup.stage == 3 ? S : P) * dsize_, MemCategory::params);
+  const size_t n_opt = setup.stage == 0 ? P : S;
+  if (setup.separate_master()) master_ = Buffer(alloc, n_opt * 4, MemCategory::master);
+  if (state_floats_ > 0)
+    state_ = Buffer(alloc, n_opt * size_t(state_floats_) * 4, MemCategory::optimizer);
+  scalars_ = Buffer(alloc, 2 * sizeof(float), MemCategory::comm);
+  reducer_ = std::make_unique<GradReducer>(setup, tree, part_, comm, alloc, waits, clock);
+  if (setup.stage == 3)
+    gatherer_ = std::make_unique<ParamGatherer>(setup, tree, part_, comm, alloc, params_.data(),
+                                                waits, clock);
+}
+
+const void* ZeroRuntime::param(const ParamSpec& p) {
+  if (gatherer_) return gatherer_->param(p);
+  return params_.as<char>() + size_t(p.offset) * dsize_;
+}
+
+void ZeroRuntime::before_forward(const Module& m) {
+  if (gatherer_) gatherer_->before(m, true);
+}
+void ZeroRuntime::after_forward(const Module& m) {
+  if (gatherer_) gatherer_->after(m, true);
+}
+void ZeroRuntime::before_backward(const Module& m) {
+  if (gatherer_) gatherer_->before(m, false);
+  reducer_->before_module_backward(m);
+}
+void ZeroRuntime::after_backward(const Module& m) {
+  if (gatherer_) gatherer_->after(m, false);
+}
+
+void ZeroRuntime::end_forward() {
+  if (gatherer_) gatherer_->release_all();
+}
+
+void ZeroRuntime::end_backward() {
+  reducer_->end_backward();
+  if (gatherer_) gatherer_->release_all();
+}
+
+GradSummary ZeroRuntime::finish_gradients() {
+  reducer_->finish();
+  const FlatRange r = reducer_->optimizer_range();
+  const auto stats = backend_.grad_stats(setup_.accum_dtype, reducer_->optimizer_grads(), size_t(r.size()));
+  GradSummary s{stats.sum_squares, stats.non_finite};
+  if (setup_.stage > 0 && comm_.world_size() > 1) {
+    // Each rank measured its own shard: one all-reduce agrees on the norm and on
+    // overflow (any rank's inf/NaN makes the sum positive).
+    float both[2] = {float(s.sum_squares), s.overflow ? 1.0f : 0.0f};
+    backend_.copy_from_host(scalars_.data(), both, sizeof both);
+    const int64_t t0 = clock_();
+    comm_.all_reduce(scalars_.data(), 2, DType::f32, comm::ReduceOp::sum);
+    if (waits_) waits_->record_wait(t0, clock_());
+    backend_.copy_to_host(both, scalars_.data(), sizeof both);
+    s.sum_squares = both[0];
+    s.overflow = both[1] > 0.0f || !std::isfinite(both[0]);
+  }
+  return s;
+}
+
+float* ZeroRuntime::master_ptr() const {
+  if (!master_.empty()) return master_.as<float>();
+  // fp32 parameters are their own master copy.
+  if (setup_.stage == 0 || setup_.stage == 3) return params_.as<float>();
+  return params_.as<float>() + part_.own().begin;
+}
+
+void* ZeroRuntime::param_out_ptr() const {
+  if (master_.empty()) return nullptr;
+  if (setup_.stage == 0 || setup_.stage == 3) return params_.data();
+  return params_.as<char>() + size_t(part_.own().begin) * dsize_;
+}
+
+void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale) {
+  const FlatRange r = reducer_->optimizer_range();
+  OptimizerStepArgs a;
+  a.lr = lr;
+  a.step = step;
+  a.grad_dtype = setup_.accum_dtype;
+  a.grad = reducer_->optimizer_grads();
+  a.grad_scale = grad_scale;
+  a.master = master_ptr();
+  a.state = state_.empty() ? nullptr : state_.as<float>();
+  a.param_dtype = setup_.param_dtype;
+  a.param_out = param_out_ptr();
+  a.n = size_t(r.size());
+  opt.step(backend_, a);
+  sync_working_params();
+}
+
+void ZeroRuntime::sync_working_params() {
+  if (setup_.stage == 1 || setup_.stage == 2) gather_params();
+  if (gatherer_) gatherer_->refresh_persistent();
+}
+
+void ZeroRuntime::gather_params() {
+  if (comm_.world_size() == 1) return;
+  const int64_t P = part_.padded();
+  const int64_t chunk = std::max<int64_t>(setup_.allgather_bucket_elems, 1);
+  std::vector<comm::HandlePtr> handles;
+  for (int64_t c0 = 0; c0 < P; c0 += chunk) {
+    const FlatRange range{c0, std::min(P, c0 + chunk)};
+    const FlatRange mine = range.intersect(part_.own());
+    char* recv = params_.as<char>() + size_t(range.begin) * dsize_;
+    const char* send = params_.as<char>() + size_t(mine.empty() ? range.begin : mine.begin) * dsize_;
+    handles.push_back(comm_.all_gather_async(send, recv, part_.counts(range), setup_.param_dtype));
+  }
+  const int64_t t0 = clock_();
+  for (auto& h : handles) h->wait();
+  if (waits_) waits_->record_wait(t0, clock_());
+}
+
+std::vector<float> ZeroRuntime::master_to_host() const {
+  const FlatRange r = reducer_->optimizer_range();
+  std::vector<float> out(size_t(r.size()));
+  backend_.copy_to_host(out.data(), master_ptr(), out.size() * 4);
+  return out;
+}
+
+std::vector<float> ZeroRuntime::state_to_host() const {
+  std::vector<float> out(state_.bytes() / 4);
+  if (!out.empty()) backend_.copy_to_host(out.data(), state_.data(), state_.bytes());
+  return out;
+}
+
+void ZeroRuntime::load_from_host(const float* master, const float* state) {
+  const FlatRange r = reducer_->optimizer_range();
+  const size_t n = size_t(r.size());
+  backend_.copy_from_host(master_ptr(), master, n * 4);
+  if (!master_.empty()) backend_.convert(setup_.param_dtype, param_out_ptr(), DType::f32, master_ptr(), n);
+  if (state && !state_.empty()) backend_.copy_from_host(state_.data(), state, state_.bytes());
+  sync_working_params();
+}
+
+std::vector<float> ZeroRuntime::full_master() {
+  const size_t P = size_t(part_.padded());
+  std::vector<float> full(P);
+  if (setup_.stage == 0) {
+    backend_.copy_to_host(full.data(), master_ptr(), P * 4);
+  } else {
+    // Through device memory: communicators work on the backend's buffers.
+    Buffer gathered(alloc_, P * 4, MemCategory::other, false);
+    std::vector<size_t> counts(size_t(part_.world_size()), size_t(part_.shard_size()));
+    comm_.all_gather(master_ptr(), gathered.data(), counts, DType::f32);
+    backend_.copy_to_host(full.data(), gathered.data(), P * 4);
+  }
+  full.resize(size_t(part_.param_count()));
+  return full;
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,103 @@
+// Where parameters, gradients, master weights and optimizer state live for a
+// given ZeRO stage, and the optimizer step over this rank's partition.
+//
+//            16-bit params   gradients            fp32 master + optimizer state
+//   stage 0  full            full, all-reduced    full (replicated)
+//   stage 1  full            full, reduce-scat.   shard
+//   stage 2  full            shard (+ buckets)    shard
+//   stage 3  shard (+ live)  shard (+ buckets)    shard
+//
+// With fp32 parameters there is no separate master copy: the optimizer updates
+// the parameters (or their shard) in place.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+#include "engine/memory/tracking_allocator.h"
+#include "engine/model/execution_context.h"
+#include "engine/optim/optimizer.h"
+#include "engine/zero/grad_reducer.h"
+#include "engine/zero/param_gatherer.h"
+#include "engine/zero/partition.h"
+
+namespace hybrid::engine {
+
+struct GradSummary {
+  double sum_squares = 0.0;  // of the accumulated (scaled, rank-summed) gradients, all ranks
+  bool overflow = false;     // any inf/NaN on any rank
+};
+
+class ZeroRuntime final : public ParamAccess, public ModuleHooks {
+ public:
+  ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
+              TrackingAllocator& alloc, int optimizer_state_floats, CommWaitRecorder* waits,
+              std::function<int64_t()> clock);
+
+  const ZeroSetup& setup() const { return setup_; }
+  const Partition& partition() const { return part_; }
+
+  // ParamAccess
+  const void* param(const ParamSpec& p) override;
+  void* grad(const ParamSpec& p) override { return reducer_->grad(p); }
+  // ModuleHooks
+  void before_forward(const Module& m) override;
+  void after_forward(const Module& m) override;
+  void before_backward(const Module& m) override;
+  void after_backward(const Module& m) override;
+
+  void end_forward();
+  void begin_backward(bool reduce) { reducer_->begin_backward(reduce); }
+  void end_backward();
+
+  // At the accumulation boundary: completes all reductions and measures the
+  // gradients (norm, overflow) across ranks.
+  GradSummary finish_gradients();
+  // Runs the optimizer over this rank's range, then brings every rank's working
+  // parameters up to date (all-gather for stages 1/2, persistent refresh for 3).
+  void apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale);
+  void zero_grads() { reducer_->zero_accumulated(); }
+
+  // The flat range this rank's optimizer owns (stage 0: everything).
+  FlatRange optimizer_range() const { return reducer_->optimizer_range(); }
+  // Host copies of this rank's fp32 master weights and optimizer state
+  // (optimizer_range().size() and × state floats).
+  std::vector<float> master_to_host() const;
+  std::vector<float> state_to_host() const;
+  // Sets master weights (and derived working parameters) and optimizer state for
+  // this rank's range from host values; collective for stages 1–3.
+  void load_from_host(const float* master, const float* state);
+  // Every parameter in fp32, gathered from all ranks (collective).
+  std::vector<float> full_master();
+
+  int64_t bucket_capacity() const { return reducer_->bucket_capacity(); }
+  ParamGatherer* gatherer() { return gatherer_.get(); }
+
+ private:
+  float* master_ptr() const;
+  void* param_out_ptr() const;
+  void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
+  void sync_working_params();
+
+  ZeroSetup setup_;
+  const ModuleTree& tree_;
+  Partition part_;
+  comm::Communicator& comm_;
+  TrackingAllocator& alloc_;
+  kernels::Backend& backend_;
+  CommWaitRecorder* waits_;
+  std::function<int64_t()> clock_;
+  int state_floats_;
+  size_t dsize_;
+
+  Buffer params_;  // full (stages 0–2) or shard (3), param dtype
+  Buffer master_;  // fp32, optimizer range; empty when params are fp32
+  Buffer state_;   // fp32 optimizer state, optimizer range × state_floats
+  Buffer scalars_; // device scratch for the norm/overflow all-reduce
+  std::unique_ptr<GradReducer> reducer_;
+  std::unique_ptr<ParamGatherer> gatherer_;
+};
+
+}  // namespace hybrid::engine
