@@ -149,6 +149,16 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out) {
   if (!opts.save_dir.empty() && (opts.save_every <= 0 || engine->global_step() % opts.save_every != 0))
     engine->save_checkpoint(opts.save_dir, fmt::format("step{:06d}", engine->global_step()));
 
+  if (!opts.export_path.empty()) {
+    const auto flat = engine->gather_parameters();  // collective
+    if (rank0) {
+      Gpt2Weights w;
+      gpt2_to_llmc(engine->model(), engine->module_tree(), flat, w);
+      write_llmc_checkpoint(opts.export_path, w);
+      say("exported fp32 weights to " + opts.export_path);
+    }
+  }
+
   out.steps = steps;
   out.global_step = engine->global_step();
   out.final_loss = out.losses.back();

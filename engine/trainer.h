@@ -25,6 +25,7 @@ struct TrainOptions {
   std::string load_dir;       // resume from DIR/latest (or load_tag)
   std::string load_tag;
   std::string result_path;    // JSON summary (rank 0), written even on failure
+  std::string export_path;    // final fp32 weights, consolidated, in llm.c's checkpoint format
   bool quiet = false;
   int64_t kill_after_step = 0;  // testing: SIGKILL this process after that step
 };

@@ -111,7 +111,8 @@ class Communicator {
 };
 
 // World size 1: every collective is a copy or nothing, completed at once.
-std::unique_ptr<Communicator> make_single_communicator();
+// `clock` (ns) stamps its CommRecords, as for the MPI communicator.
+std::unique_ptr<Communicator> make_single_communicator(std::function<int64_t()> clock = {});
 
 // Open MPI. Initialises MPI (MPI_THREAD_SERIALIZED) if needed; all MPI calls run
 // on one communication thread. `clock` gives the tracer's time base in ns.

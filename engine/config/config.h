@@ -37,6 +37,12 @@ struct DataConfig {
   bool synthetic = true;  // "synthetic": generated in memory, learnable structure
   std::string train;      // glob of llm.c token shards
   std::string val;
+  // Synthetic data ({"synthetic": {...}} form; engine/data/synthetic.h): a sparse
+  // random Markov chain seeded from hybrid.seed.
+  int64_t synthetic_tokens = int64_t(1) << 21;     // training stream length
+  int64_t synthetic_val_tokens = int64_t(1) << 17;  // validation stream length
+  int synthetic_branching = 4;                      // likely successors per token
+  float synthetic_noise = 0.05f;                    // probability of a uniform random token
 };
 
 struct OptimizerConfig {
@@ -58,6 +64,9 @@ struct SchedulerConfig {
   int64_t total_num_steps = 0;      // WarmupDecayLR, WarmupCosineLR
   float cos_min_ratio = 1e-4f;      // WarmupCosineLR
   float warmup_min_ratio = 0.0f;    // WarmupCosineLR
+  // WarmupLR without warmup_max_lr warms up to the optimizer's lr (DeepSpeed >= 0.14);
+  // LrSchedule then uses its base lr instead of warmup_max_lr.
+  bool warmup_max_lr_from_optimizer = false;
 };
 
 struct Fp16Config {
@@ -73,6 +82,7 @@ struct Fp16Config {
 struct OffloadConfig {
   std::string device = "none";  // none | cpu | nvme
   bool pin_memory = false;
+  std::string nvme_path;  // required when device is "nvme"
 };
 
 struct ZeroConfig {

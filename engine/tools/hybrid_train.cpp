@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
   app.add_option("--load-tag", opts.load_tag, "checkpoint tag to load instead of `latest`");
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
+  app.add_option("--export-llmc", opts.export_path,
+                 "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
   app.add_option("--kill-after-step", opts.kill_after_step, "testing: SIGKILL this process after step N")
       ->group("");

@@ -148,6 +148,15 @@ void ZeroRuntime::load_from_host(const float* master, const float* state) {
   sync_working_params();
 }
 
+std::vector<float> ZeroRuntime::grads_to_host() const {
+  const size_t n = size_t(reducer_->optimizer_range().size());
+  Buffer f32(alloc_, n * 4, MemCategory::other, false);
+  backend_.convert(DType::f32, f32.data(), setup_.accum_dtype, reducer_->optimizer_grads(), n);
+  std::vector<float> out(n);
+  backend_.copy_to_host(out.data(), f32.data(), n * 4);
+  return out;
+}
+
 std::vector<float> ZeroRuntime::full_master() {
   const size_t P = size_t(part_.padded());
   std::vector<float> full(P);

@@ -69,6 +69,9 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   // Sets master weights (and derived working parameters) and optimizer state for
   // this rank's range from host values; collective for stages 1–3.
   void load_from_host(const float* master, const float* state);
+  // This rank's reduced gradients over optimizer_range() in fp32, as the
+  // optimizer would see them before unscaling (call after finish_gradients).
+  std::vector<float> grads_to_host() const;
   // Every parameter in fp32, gathered from all ranks (collective).
   std::vector<float> full_master();
 

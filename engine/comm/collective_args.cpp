@@ -1,0 +1,51 @@
+#include "engine/comm/collective_args.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+
+namespace hybrid::engine::comm {
+
+size_t sum_counts(const std::vector<size_t>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), size_t{0});
+}
+
+size_t part_offset(const std::vector<size_t>& counts, int rank) {
+  return std::accumulate(counts.begin(), counts.begin() + rank, size_t{0});
+}
+
+void check_counts(std::string_view op, const std::vector<size_t>& counts, int world_size) {
+  if (counts.size() != size_t(world_size))
+    throw std::invalid_argument(fmt::format("{}: counts has {} entries, expected one per rank ({})",
+                                            op, counts.size(), world_size));
+}
+
+void check_buffer(std::string_view op, std::string_view what, const void* p, size_t bytes) {
+  if (!p && bytes > 0)
+    throw std::invalid_argument(fmt::format("{}: {} is null but must hold {} bytes", op, what, bytes));
+}
+
+void check_root(std::string_view op, int root, int world_size) {
+  if (root < 0 || root >= world_size)
+    throw std::invalid_argument(
+        fmt::format("{}: root {} is not a rank (world size {})", op, root, world_size));
+}
+
+bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
+  if (an == 0 || bn == 0) return false;
+  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bn && pb < pa + an;
+}
+
+CommRecord make_record(CollectiveKind kind, uint64_t bytes, int world_size, size_t dtype_bytes) {
+  CommRecord r;
+  r.kind = kind;
+  r.bytes = bytes;
+  r.world_size = world_size;
+  r.dtype_bytes = uint8_t(dtype_bytes);
+  return r;
+}
+
+}  // namespace hybrid::engine::comm

@@ -1,0 +1,32 @@
+// Argument checks and message sizes shared by the communicators, so every
+// implementation refuses the same inputs with the same words and reports bytes
+// as nccl-tests counts them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+
+namespace hybrid::engine::comm {
+
+size_t sum_counts(const std::vector<size_t>& counts);
+// Element offset of rank's part in a concatenation of parts in rank order.
+size_t part_offset(const std::vector<size_t>& counts, int rank);
+
+// Throws std::invalid_argument ("<op>: ...") unless there is one count per rank.
+void check_counts(std::string_view op, const std::vector<size_t>& counts, int world_size);
+// Throws std::invalid_argument ("<op>: <what> is null ...") for a null buffer that
+// should hold `bytes` > 0 bytes.
+void check_buffer(std::string_view op, std::string_view what, const void* p, size_t bytes);
+void check_root(std::string_view op, int root, int world_size);
+
+// True when [a, a+an) and [b, b+bn) share a byte (empty ranges share none).
+bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);
+
+// A record with nccl-tests' message size for the collective; times left to fill.
+CommRecord make_record(CollectiveKind kind, uint64_t bytes, int world_size, size_t dtype_bytes);
+
+}  // namespace hybrid::engine::comm

@@ -1,0 +1,256 @@
+#include "engine/comm/mpi_communicator.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "engine/comm/collective_args.h"
+
+namespace hybrid::engine::comm {
+
+namespace {
+
+// SERIALIZED: at most one communication thread per process may call MPI.
+std::atomic<bool> g_instance_alive{false};
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(std::function<int64_t()> clock) : clock_(std::move(clock)) {
+  if (!clock_)
+    clock_ = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+  if (g_instance_alive.exchange(true))
+    throw std::logic_error(
+        "make_mpi_communicator: an MPI communicator already exists in this process (MPI calls are "
+        "serialised on its one communication thread); reuse it");
+  try {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw std::runtime_error("make_mpi_communicator: MPI was already finalised in this process");
+    int provided = MPI_THREAD_SINGLE;
+    if (!initialized) {
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+                "MPI_Init_thread");
+      owns_mpi_ = true;
+    } else {
+      check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+    }
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw std::runtime_error(fmt::format(
+          "make_mpi_communicator: MPI provides {}, but calls from a communication thread need "
+          "MPI_THREAD_SERIALIZED{}",
+          thread_level_name(provided),
+          owns_mpi_ ? "" : " (initialise MPI with MPI_Init_thread, or let the communicator do it)"));
+
+    std::promise<void> started;
+    auto ready = started.get_future();
+    thread_ = std::thread([this, &started] { loop(started); });
+    ready.get();  // rethrows a setup failure (the thread has then exited)
+  } catch (...) {
+    if (thread_.joinable()) thread_.join();
+    if (owns_mpi_) MPI_Finalize();
+    g_instance_alive = false;
+    throw;
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();  // runs what is still queued, then frees the communicator
+  if (owns_mpi_) MPI_Finalize();
+  g_instance_alive = false;
+}
+
+void MpiCommunicator::setup() {
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  // Errors come back as codes (then exceptions on the failing handle) rather than abort.
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &world_size_), "MPI_Comm_size");
+  types_.create();
+}
+
+void MpiCommunicator::teardown() noexcept {
+  types_.free();
+  int finalized = 1;
+  MPI_Finalized(&finalized);  // a program that finalised early leaves nothing to free
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  comm_ = MPI_COMM_NULL;
+}
+
+void MpiCommunicator::loop(std::promise<void>& started) {
+  try {
+    setup();
+  } catch (...) {
+    teardown();
+    started.set_exception(std::current_exception());
+    return;
+  }
+  started.set_value();
+
+  for (;;) {
+    Request req;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, and everything issued has run
+      req = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::exception_ptr error;
+    req.record.start_ns = clock_();
+    try {
+      req.run(comm_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    req.record.end_ns = clock_();
+    // Counters and observer first, so a finished wait() sees them updated.
+    if (req.traced && !error) {
+      try {
+        notify(req.record);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    req.handle->complete(error);
+  }
+  teardown();
+}
+
+HandlePtr MpiCommunicator::enqueue(Request r) {
+  r.handle = std::make_shared<CompletionHandle>();
+  HandlePtr h = r.handle;
+  r.record.issue_ns = clock_();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(r));
+  }
+  cv_.notify_one();
+  return h;
+}
+
+MpiContext MpiCommunicator::context() const {
+  MpiContext c;
+  c.rank = rank_;
+  c.world_size = world_size_;
+  c.types = &types_;
+  c.chunk = chunk_elements();
+  return c;
+}
+
+void MpiCommunicator::set_chunk_elements(size_t n) {
+  if (n == 0 || n > size_t(INT_MAX))
+    throw std::invalid_argument(
+        fmt::format("mpi: chunk_elements must be in 1..{} (MPI's int counts), got {}", INT_MAX, n));
+  chunk_.store(n, std::memory_order_relaxed);
+}
+
+HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) {
+  check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
+  Request r;
+  r.traced = true;
+  r.record = make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_size_,
+                         dtype_size(dt));
+  r.run = [c = context(), buf, count, dt, op](MPI_Comm comm) mutable {
+    c.comm = comm;
+    mpi_all_reduce(c, buf, count, dt, op);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv,
+                                                const std::vector<size_t>& counts, DType dt,
+                                                ReduceOp op) {
+  check_counts("reduce_scatter", counts, world_size_);
+  const size_t es = dtype_size(dt);
+  check_buffer("reduce_scatter", "send", send, sum_counts(counts) * es);
+  check_buffer("reduce_scatter", "recv", recv, counts[size_t(rank_)] * es);
+  Request r;
+  r.traced = true;
+  r.record = make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, world_size_, es);
+  r.run = [c = context(), send, recv, counts, dt, op](MPI_Comm comm) mutable {
+    c.comm = comm;
+    mpi_reduce_scatter(c, send, recv, counts, dt, op);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv,
+                                            const std::vector<size_t>& counts, DType dt) {
+  check_counts("all_gather", counts, world_size_);
+  const size_t es = dtype_size(dt);
+  const size_t total = sum_counts(counts), mine = counts[size_t(rank_)];
+  check_buffer("all_gather", "send", send, mine * es);
+  check_buffer("all_gather", "recv", recv, total * es);
+  const void* slot = static_cast<const std::byte*>(recv) + part_offset(counts, rank_) * es;
+  if (send != slot && ranges_overlap(send, mine * es, recv, total * es))
+    throw std::invalid_argument(
+        "all_gather: send overlaps recv but is not this rank's slot in it (only exact in-place "
+        "aliasing is allowed)");
+  Request r;
+  r.traced = true;
+  r.record = make_record(CollectiveKind::all_gather, total * es, world_size_, es);
+  r.run = [c = context(), send, recv, counts, dt](MPI_Comm comm) mutable {
+    c.comm = comm;
+    mpi_all_gather(c, send, recv, counts, dt);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
+  check_root("broadcast", root, world_size_);
+  check_buffer("broadcast", "buf", buf, bytes);
+  Request r;
+  r.traced = true;
+  r.record = make_record(CollectiveKind::broadcast, bytes, world_size_, 1);
+  r.run = [c = context(), buf, bytes, root](MPI_Comm comm) mutable {
+    c.comm = comm;
+    mpi_broadcast(c, buf, bytes, root);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::barrier_async() {
+  Request r;
+  r.traced = true;
+  r.record = make_record(CollectiveKind::barrier, 0, world_size_, 1);
+  r.run = [c = context()](MPI_Comm comm) mutable {
+    c.comm = comm;
+    mpi_barrier(c);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::run_on_comm_thread(std::function<void(MPI_Comm)> fn) {
+  if (!fn) throw std::invalid_argument("run_on_comm_thread: empty function");
+  Request r;
+  r.run = std::move(fn);
+  return enqueue(std::move(r));
+}
+
+std::unique_ptr<Communicator> make_mpi_communicator(std::function<int64_t()> clock) {
+  return std::make_unique<MpiCommunicator>(std::move(clock));
+}
+
+}  // namespace hybrid::engine::comm

@@ -1,0 +1,394 @@
+// ds_config.json → Config, with DeepSpeed's semantics for the keys we implement
+// (runtime/config.py, zero/config.py, precision_config.py, lr_schedules.py).
+// The "hybrid" block is parsed in config_hybrid.cpp.
+#include "engine/config/config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "engine/config/config_reader.h"
+
+namespace hybrid::engine {
+
+using nlohmann::json;
+using config_detail::fail;
+using config_detail::ObjectReader;
+
+namespace {
+
+constexpr int64_t kIntMax = INT_MAX;
+
+// DeepSpeed's _set_batch_related_parameters followed by _batch_assertion.
+void resolve_batch(ObjectReader& top, int world_size, Config& c) {
+  const auto tb = top.integer("train_batch_size", 1, kIntMax);
+  const auto mb = top.integer("train_micro_batch_size_per_gpu", 1, kIntMax);
+  const auto gas = top.integer("gradient_accumulation_steps", 1, kIntMax);
+  const int64_t w = world_size;
+  int64_t t = 0, m = 0, g = 0;
+  std::string how;  // how a derived value came about, for the error messages
+  if (tb && mb && gas) {
+    t = *tb, m = *mb, g = *gas;
+  } else if (tb && mb) {
+    t = *tb, m = *mb, g = t / m / w;
+    how = fmt::format("gradient_accumulation_steps derived as train_batch_size {} // "
+                      "train_micro_batch_size_per_gpu {} // world_size {}", t, m, w);
+  } else if (tb && gas) {
+    t = *tb, g = *gas, m = t / w / g;
+    how = fmt::format("train_micro_batch_size_per_gpu derived as train_batch_size {} // "
+                      "world_size {} // gradient_accumulation_steps {}", t, w, g);
+  } else if (mb && gas) {
+    m = *mb, g = *gas, t = m * g * w;  // int64: no overflow for int inputs and sane world sizes
+    how = "train_batch_size derived as their product";
+  } else if (tb) {
+    t = *tb, g = 1, m = t / w;
+    how = fmt::format("gradient_accumulation_steps defaults to 1, train_micro_batch_size_per_gpu "
+                      "derived as train_batch_size {} // world_size {}", t, w);
+  } else if (mb) {
+    m = *mb, g = 1, t = m * w;
+    how = "gradient_accumulation_steps defaults to 1, train_batch_size derived";
+  } else {
+    throw ConfigError(
+        "config: train_batch_size or train_micro_batch_size_per_gpu must be given (\"auto\" "
+        "counts as not given; gradient_accumulation_steps alone is not enough)");
+  }
+  const std::string why = how.empty() ? "" : " (" + how + ")";
+  if (m <= 0)
+    throw ConfigError(fmt::format("config: train_micro_batch_size_per_gpu resolves to {}{}; it "
+                                  "must be greater than 0", m, why));
+  if (g <= 0)
+    throw ConfigError(fmt::format("config: gradient_accumulation_steps resolves to {}{}; it must "
+                                  "be greater than 0", g, why));
+  if (t != m * g * w)
+    throw ConfigError(fmt::format(
+        "config: train_batch_size {} must equal train_micro_batch_size_per_gpu {} * "
+        "gradient_accumulation_steps {} * world_size {} = {}{}", t, m, g, w, m * g * w, why));
+  if (t > kIntMax)
+    throw ConfigError(fmt::format("config: train_batch_size resolves to {}{}, more than {}", t,
+                                  why, kIntMax));
+  c.train_batch_size = int(t);
+  c.train_micro_batch_size_per_gpu = int(m);
+  c.gradient_accumulation_steps = int(g);
+}
+
+void parse_optimizer(const json& block, Config& c) {
+  ObjectReader r(block, "optimizer", c.ignored_keys);
+  const json* type = r.get("type");
+  if (!type) throw ConfigError("config: optimizer.type must be given (\"Adam\" or \"AdamW\")");
+  if (!type->is_string()) fail("optimizer.type", "one of Adam, AdamW", *type);
+  std::string name = type->get<std::string>();
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  // DeepSpeed lower-cases the names it knows.
+  if (lower == "adam") c.optimizer.type = "Adam";
+  else if (lower == "adamw") c.optimizer.type = "AdamW";
+  else fail("optimizer.type", "one of Adam, AdamW (the optimizers hybrid implements)", *type);
+
+  OptimizerConfig& o = c.optimizer;
+  bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
+  if (const json* params = r.object("params")) {
+    ObjectReader p(*params, "optimizer.params", c.ignored_keys);
+    if (auto v = p.number("lr", 0.0)) o.lr = float(*v);
+    if (const json* b = p.get("betas")) {
+      const char* what = "a list of two numbers in [0, 1)";
+      if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
+        fail("optimizer.params.betas", what, *b);
+      const double b1 = (*b)[0].get<double>(), b2 = (*b)[1].get<double>();
+      if (!(b1 >= 0.0 && b1 < 1.0 && b2 >= 0.0 && b2 < 1.0)) fail("optimizer.params.betas", what, *b);
+      o.beta1 = float(b1), o.beta2 = float(b2);
+    }
+    if (auto v = p.number("eps", 0.0, std::numeric_limits<double>::max(), true)) o.eps = float(*v);
+    if (auto v = p.number("weight_decay", 0.0)) o.weight_decay = float(*v);
+    if (auto v = p.boolean("bias_correction")) o.bias_correction = *v;
+    if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;
+    if (p.get("max_grad_norm"))  // DeepSpeed raises here too
+      throw ConfigError("config: optimizer.params.max_grad_norm is not supported; use the top-level "
+                        "gradient_clipping");
+    if (auto v = p.boolean("amsgrad"); v && *v)
+      throw ConfigError("config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
+                        "got true");
+    p.finish();
+  }
+  // DeepSpeed: "AdamW" always decouples weight decay; "Adam" does unless adam_w_mode is false.
+  o.adam_w_mode = o.type == "AdamW" || adam_w_mode;
+  r.finish();
+}
+
+void parse_scheduler(const json& block, Config& c) {
+  ObjectReader r(block, "scheduler", c.ignored_keys);
+  const auto type = r.choice("type", {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR"});
+  if (!type) {  // DeepSpeed builds no scheduler without a type
+    r.finish();
+    return;
+  }
+  SchedulerConfig& s = c.scheduler;
+  s.type = *type;
+  const bool cosine = s.type == "WarmupCosineLR";
+  const bool decay = s.type == "WarmupDecayLR";
+  // Parameters of the other warmup schedules are errors, as DeepSpeed's keyword
+  // arguments are (TypeError there).
+  const std::vector<std::string> lr_keys = {"warmup_min_lr", "warmup_max_lr"};
+  const std::vector<std::string> ratio_keys = {"warmup_min_ratio", "cos_min_ratio"};
+  const json* params = r.object("params");
+  const json empty = json::object();
+  ObjectReader p(params ? *params : empty, "scheduler.params", c.ignored_keys);
+  for (const auto& k : cosine ? lr_keys : ratio_keys)
+    if (const json* v = p.get(k))
+      throw ConfigError(fmt::format("config: scheduler.params.{} is not a parameter of {}, got {}",
+                                    k, s.type, config_detail::describe(*v)));
+  if (!cosine && !decay && p.get("total_num_steps"))
+    throw ConfigError("config: scheduler.params.total_num_steps is not a parameter of WarmupLR");
+
+  if (auto v = p.integer("warmup_num_steps", 1)) s.warmup_num_steps = *v;
+  if (auto v = p.choice("warmup_type", {"log", "linear"})) s.warmup_type = *v;
+  if (cosine) {
+    if (auto v = p.number("warmup_min_ratio", 0.0)) s.warmup_min_ratio = float(*v);
+    if (auto v = p.number("cos_min_ratio", 0.0)) s.cos_min_ratio = float(*v);
+  } else {
+    if (auto v = p.number("warmup_min_lr", 0.0)) s.warmup_min_lr = float(*v);
+    if (auto v = p.number("warmup_max_lr", 0.0)) {
+      s.warmup_max_lr = float(*v);
+    } else if (!decay) {
+      // DeepSpeed's WarmupLR defaults warmup_max_lr to the optimizer's lr; WarmupDecayLR to 0.001.
+      s.warmup_max_lr = c.optimizer.lr;
+      s.warmup_max_lr_from_optimizer = true;
+    }
+  }
+  if (cosine || decay) {
+    const auto total = p.integer("total_num_steps", 1);
+    if (!total)
+      throw ConfigError(fmt::format("config: scheduler.params.total_num_steps must be given for {} "
+                                    "(a positive integer)", s.type));
+    s.total_num_steps = *total;
+  }
+  p.finish();
+  r.finish();
+}
+
+void parse_fp16(const json& block, Config& c) {
+  ObjectReader r(block, "fp16", c.ignored_keys);
+  Fp16Config& f = c.fp16;
+  if (auto v = r.boolean("enabled")) f.enabled = *v;
+  if (auto v = r.number("loss_scale", 0.0, std::numeric_limits<double>::max(), false,
+                        "a number >= 0 (0: dynamic loss scaling)"))
+    f.loss_scale = float(*v);
+  if (auto v = r.integer("initial_scale_power", 0, 127)) f.initial_scale_power = int(*v);
+  if (auto v = r.integer("loss_scale_window", 1, kIntMax)) f.loss_scale_window = int(*v);
+  if (auto v = r.integer("hysteresis", 1, kIntMax)) f.hysteresis = int(*v);
+  if (auto v = r.boolean("consecutive_hysteresis")) f.consecutive_hysteresis = *v;
+  if (auto v = r.number("min_loss_scale", 0.0, std::numeric_limits<double>::max(), true))
+    f.min_loss_scale = float(*v);
+  r.finish();
+}
+
+void parse_bf16(const json& block, const std::string& name, Config& c) {
+  ObjectReader r(block, name, c.ignored_keys);
+  if (auto v = r.boolean("enabled")) c.bf16 = *v;
+  r.finish();
+}
+
+void parse_data_types(const json& block, Config& c) {
+  ObjectReader r(block, "data_types", c.ignored_keys);
+  if (auto v = r.string("grad_accum_dtype")) {
+    try {
+      c.grad_accum_dtype = kernels::parse_dtype(*v);
+    } catch (const std::invalid_argument&) {
+      fail("data_types.grad_accum_dtype", "one of \"fp32\", \"fp16\", \"bf16\"", json(*v));
+    }
+    c.grad_accum_dtype_set = true;
+  }
+  r.finish();
+}
+
+void parse_offload(const json& block, const std::string& path, OffloadConfig& o,
+                   std::vector<std::string>& ignored) {
+  ObjectReader r(block, path, ignored);
+  if (auto v = r.choice("device", {"none", "cpu", "nvme"})) o.device = *v;
+  if (auto v = r.boolean("pin_memory")) o.pin_memory = *v;
+  if (auto v = r.string("nvme_path")) o.nvme_path = *v;
+  if (o.device == "nvme" && o.nvme_path.empty())
+    throw ConfigError(fmt::format("config: {}.nvme_path must be given when device is \"nvme\"", path));
+  r.finish();
+}
+
+void parse_zero(const json& z, Config& c) {
+  ZeroConfig& zc = c.zero;
+  if (z.is_boolean()) {  // DeepSpeed's deprecated form: true means stage 1
+    zc.stage = z.get<bool>() ? 1 : 0;
+    zc.overlap_comm = false;
+    return;
+  }
+  if (!z.is_object()) fail("zero_optimization", "an object (or a boolean, the deprecated form)", z);
+  ObjectReader r(z, "zero_optimization", c.ignored_keys);
+  if (auto v = r.integer("stage", INT64_MIN, INT64_MAX, "0..3")) {
+    if (*v < 0 || *v > 3) fail("zero_optimization.stage", "0..3", z["stage"]);
+    zc.stage = int(*v);
+  }
+  if (auto v = r.integer("reduce_bucket_size", 1)) zc.reduce_bucket_size = *v;
+  if (auto v = r.integer("allgather_bucket_size", 1)) zc.allgather_bucket_size = *v;
+  if (auto v = r.boolean("contiguous_gradients")) zc.contiguous_gradients = *v;
+  if (auto v = r.boolean("reduce_scatter")) zc.reduce_scatter = *v;
+  // DeepSpeed's overlap_comm default depends on the stage: true for stage 3 only.
+  const auto overlap = r.boolean("overlap_comm");
+  zc.overlap_comm = overlap ? *overlap : zc.stage == 3;
+  // Stage-3 knobs: DeepSpeed accepts both the stage3_ name and the plain alias.
+  auto aliased = [&](const char* name, const char* alias, int64_t lo) {
+    auto v = r.integer(name, lo);
+    auto w = r.integer(alias, lo);
+    return v ? v : w;
+  };
+  if (auto v = aliased("stage3_prefetch_bucket_size", "prefetch_bucket_size", 1))
+    zc.stage3_prefetch_bucket_size = *v;
+  if (auto v = aliased("stage3_param_persistence_threshold", "param_persistence_threshold", 0))
+    zc.stage3_param_persistence_threshold = *v;
+  if (auto v = aliased("stage3_max_live_parameters", "max_live_parameters", 1))
+    zc.stage3_max_live_parameters = *v;
+  // Deprecated booleans that DeepSpeed maps onto the offload blocks.
+  if (auto v = r.boolean("cpu_offload"); v && *v) zc.offload_optimizer.device = "cpu";
+  if (auto v = r.boolean("cpu_offload_param"); v && *v) zc.offload_param.device = "cpu";
+  if (const json* o = r.object("offload_optimizer"))
+    parse_offload(*o, "zero_optimization.offload_optimizer", zc.offload_optimizer, c.ignored_keys);
+  if (const json* o = r.object("offload_param"))
+    parse_offload(*o, "zero_optimization.offload_param", zc.offload_param, c.ignored_keys);
+  r.finish();
+}
+
+void parse_flops_profiler(const json& block, Config& c) {
+  ObjectReader r(block, "flops_profiler", c.ignored_keys);
+  FlopsProfilerConfig& f = c.flops_profiler;
+  if (auto v = r.boolean("enabled")) f.enabled = *v;
+  if (auto v = r.integer("profile_step", 1, kIntMax)) f.profile_step = int(*v);
+  if (auto v = r.integer("module_depth", -1, kIntMax, "-1 (all) or a non-negative integer"))
+    f.module_depth = int(*v);
+  if (auto v = r.integer("top_modules", 1, kIntMax)) f.top_modules = int(*v);
+  if (auto v = r.boolean("detailed")) f.detailed = *v;
+  if (auto v = r.string("output_file")) f.output_file = *v;
+  r.finish();
+}
+
+void parse_comms_logger(const json& block, Config& c) {
+  ObjectReader r(block, "comms_logger", c.ignored_keys);
+  CommsLoggerConfig& l = c.comms_logger;
+  if (auto v = r.boolean("enabled")) l.enabled = *v;
+  if (auto v = r.boolean("verbose")) l.verbose = *v;
+  if (auto v = r.boolean("prof_all")) l.prof_all = *v;
+  if (const json* ops = r.get("prof_ops")) {
+    if (!ops->is_array()) fail("comms_logger.prof_ops", "a list of strings", *ops);
+    for (const auto& op : *ops) {
+      if (!op.is_string()) fail("comms_logger.prof_ops", "a list of strings", *ops);
+      l.prof_ops.push_back(op.get<std::string>());
+    }
+  }
+  r.finish();
+}
+
+}  // namespace
+
+Config parse_config(const json& j, int world_size) {
+  if (world_size < 1)
+    throw ConfigError(fmt::format("config: world_size must be at least 1, got {}", world_size));
+  if (!j.is_object()) fail("the top level", "a JSON object", j);
+  Config c;
+  c.raw = j;
+  ObjectReader top(j, "", c.ignored_keys);
+
+  resolve_batch(top, world_size, c);
+  if (const json* o = top.object("optimizer")) parse_optimizer(*o, c);
+  if (const json* s = top.object("scheduler")) parse_scheduler(*s, c);  // after the optimizer's lr
+  if (auto v = top.number("gradient_clipping", 0.0, std::numeric_limits<double>::max(), false,
+                          "a number >= 0 (0: off)"))
+    c.gradient_clipping = float(*v);
+  if (auto v = top.integer("steps_per_print", 1, kIntMax)) c.steps_per_print = int(*v);
+  if (auto v = top.boolean("wall_clock_breakdown")) c.wall_clock_breakdown = *v;
+
+  if (const json* f = top.object("fp16")) parse_fp16(*f, c);
+  // DeepSpeed reads "bf16", falling back to the older spelling "bfloat16".
+  if (const json* b = top.object("bf16")) parse_bf16(*b, "bf16", c);
+  else if (const json* b16 = top.object("bfloat16")) parse_bf16(*b16, "bfloat16", c);
+  if (c.fp16.enabled && c.bf16)
+    throw ConfigError("config: fp16.enabled and bf16.enabled cannot both be true (bfloat16 and "
+                      "fp16 modes cannot be simultaneously enabled)");
+  if (const json* d = top.object("data_types")) parse_data_types(*d, c);
+  if (!c.grad_accum_dtype_set) c.grad_accum_dtype = c.param_dtype();
+
+  if (const json* z = top.get("zero_optimization")) parse_zero(*z, c);
+  if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
+  if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
+  // DeepSpeed turns the step timers on whenever the flops profiler is on.
+  c.wall_clock_breakdown = c.wall_clock_breakdown || c.flops_profiler.enabled;
+
+  if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
+  top.finish();
+  std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
+  return c;
+}
+
+namespace {
+
+// Rejects duplicate keys as DeepSpeed does (dict_raise_error_on_duplicate_keys);
+// nlohmann would silently keep the last one.
+struct DuplicateKeyCheck {
+  struct Frame {
+    bool object = true;
+    std::set<std::string> keys;
+    std::string key;
+  };
+  std::vector<Frame> stack;
+  std::string duplicate;  // dotted path of the first duplicate
+
+  bool operator()(int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: stack.push_back({true, {}, {}}); break;
+      case json::parse_event_t::array_start: stack.push_back({false, {}, {}}); break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!stack.empty()) stack.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!stack.empty()) {
+          Frame& f = stack.back();
+          f.key = parsed.get<std::string>();
+          if (!f.keys.insert(f.key).second && duplicate.empty()) {
+            for (const Frame& fr : stack)
+              if (fr.object) duplicate += (duplicate.empty() ? "" : ".") + fr.key;
+          }
+        }
+        break;
+      case json::parse_event_t::value: break;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+Config load_config(const std::string& path, int world_size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("config: cannot open {}: {}", path, std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw ConfigError(fmt::format("config: cannot read {}", path));
+  const std::string text = ss.str();
+  json j;
+  DuplicateKeyCheck dup;
+  try {
+    // Comments are accepted: DeepSpeed reads its config with hjson.
+    j = json::parse(text, std::ref(dup), /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    if (auto pos = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && pos != std::string::npos)
+      msg = msg.substr(pos + 2);  // "parse error at line L, column C: ..."
+    throw ConfigError(fmt::format("config: {}: invalid JSON: {}", path, msg));
+  }
+  if (!dup.duplicate.empty())
+    throw ConfigError(fmt::format("config: {}: duplicate key {}", path, dup.duplicate));
+  return parse_config(j, world_size);
+}
+
+}  // namespace hybrid::engine

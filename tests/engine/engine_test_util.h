@@ -1,0 +1,94 @@
+// Shared helpers of the engine tests: tiny configs, temporary directories, and
+// running the real command-line tools (under mpirun when asked).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/config/config.h"
+
+namespace hybrid::test {
+
+// A GPT-2 small enough for a step in milliseconds; `patch` is merged over it.
+inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::json::object()) {
+  nlohmann::json j = {
+      {"train_micro_batch_size_per_gpu", 2},
+      {"gradient_accumulation_steps", 1},
+      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
+      {"steps_per_print", 1000},
+      {"hybrid",
+       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64},
+                   {"seq_len", 16}}},
+        {"data", "synthetic"},
+        {"seed", 7}}},
+  };
+  j.merge_patch(patch);
+  return j;
+}
+
+inline engine::Config tiny_config(const nlohmann::json& patch = nlohmann::json::object(), int world = 1) {
+  return engine::parse_config(tiny_config_json(patch), world);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("hybrid_test_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream(path) << j.dump(2);
+}
+
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command and captures its output.
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline std::string tool(const std::string& name) {
+  return std::string(HYBRID_BINARY_DIR) + "/engine/" + name;
+}
+
+// "mpirun -np N" for N > 1, nothing for a single process.
+inline std::string launcher(int ranks) {
+  return ranks > 1 ? std::string(HYBRID_MPIEXEC) + " -np " + std::to_string(ranks) + " " : std::string();
+}
+
+}  // namespace hybrid::test
