@@ -7,6 +7,7 @@
 
 #include "engine/model/gpt2.h"
 #include "engine/util/units.h"
+#include "engine/zero/bucket_plan.h"
 #include "engine/zero/partition.h"
 
 namespace hybrid::engine {
@@ -131,19 +132,10 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
                                 (z.stage == 1 ? uint64_t(S) * a : 0);
   } else {
     b[at(MemCategory::grads)] = uint64_t(S) * a;
-    std::vector<int> users(tree.params().size(), 0);
-    for (auto* mod : tree.modules())
-      for (auto* p : mod->used_params()) ++users[size_t(p->id)];
-    int64_t unshared = 0, largest = 1;
-    for (auto* p : tree.params()) {
-      if (users[size_t(p->id)] > 1) {
-        comm += uint64_t(p->numel) * d + uint64_t(std::min(p->numel, S)) * d;
-      } else {
-        unshared += p->numel;
-        largest = std::max(largest, p->numel);
-      }
-    }
-    const int64_t cap = std::max(largest, std::min<int64_t>(z.reduce_bucket_size, std::max<int64_t>(unshared, 1)));
+    const auto shared = shared_parameters(tree);
+    for (auto* p : tree.params())
+      if (shared[size_t(p->id)]) comm += uint64_t(p->numel) * d + uint64_t(std::min(p->numel, S)) * d;
+    const int64_t cap = reduce_bucket_capacity(tree, z.reduce_bucket_size);
     const uint64_t buckets = z.overlap_comm ? 2 : 1;
     comm += buckets * (uint64_t(cap) * d + uint64_t(std::min(cap, S)) * d);
   }

@@ -11,6 +11,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#if defined(__F16C__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
 
 namespace hybrid::kernels {
 
@@ -49,8 +53,17 @@ inline bf16_t float_to_bf16(float f) {
 float f16_to_float_slow(f16_t h);
 f16_t float_to_f16_slow(float f);
 
+// With F16C (every x86-64-v3 CPU) one instruction does the exact conversion; the
+// portable versions above are the reference (tests/kernels checks they agree).
+#if defined(__F16C__) && !defined(__CUDACC__)
+inline float f16_to_float(f16_t h) { return _cvtsh_ss(h.bits); }
+inline f16_t float_to_f16(float f) {
+  return {uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+}
+#else
 inline float f16_to_float(f16_t h) { return f16_to_float_slow(h); }
 inline f16_t float_to_f16(float f) { return float_to_f16_slow(f); }
+#endif
 
 // Generic load/store used by templated kernels: T is float, f16_t or bf16_t.
 template <class T>

@@ -24,7 +24,8 @@ void check_counts(std::string_view op, const std::vector<size_t>& counts, int wo
 
 void check_buffer(std::string_view op, std::string_view what, const void* p, size_t bytes) {
   if (!p && bytes > 0)
-    throw std::invalid_argument(fmt::format("{}: {} is null but must hold {} bytes", op, what, bytes));
+    throw std::invalid_argument(
+        fmt::format("{}: {} is null but must hold {} bytes", op, what, bytes));
 }
 
 void check_root(std::string_view op, int root, int world_size) {

@@ -1,7 +1,7 @@
 #include "engine/comm/factory.h"
 
-#include <mpi.h>
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <charconv>
 #include <cstdlib>

@@ -65,8 +65,8 @@ void mpi_reduce_scatter(const MpiContext& c, const void* send, void* recv,
     for (int r = 0; r < c.world_size; ++r) {
       const size_t count = counts[size_t(r)];
       for_each_piece(count, c.chunk, [&](size_t off, int n) {
-        check_mpi(MPI_Reduce(at(send, offset + off, es), r == c.rank ? at(out, off, es) : nullptr, n,
-                             type, mop, r, c.comm),
+        check_mpi(MPI_Reduce(at(send, offset + off, es), r == c.rank ? at(out, off, es) : nullptr,
+                             n, type, mop, r, c.comm),
                   "MPI_Reduce (split reduce-scatter)");
       });
       offset += count;

@@ -16,10 +16,14 @@ std::atomic<bool> g_instance_alive{false};
 
 const char* thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
   }
   return "unknown";
 }
@@ -56,7 +60,8 @@ MpiCommunicator::MpiCommunicator(std::function<int64_t()> clock) : clock_(std::m
           "make_mpi_communicator: MPI provides {}, but calls from a communication thread need "
           "MPI_THREAD_SERIALIZED{}",
           thread_level_name(provided),
-          owns_mpi_ ? "" : " (initialise MPI with MPI_Init_thread, or let the communicator do it)"));
+          owns_mpi_ ? ""
+                    : " (initialise MPI with MPI_Init_thread, or let the communicator do it)"));
 
     std::promise<void> started;
     auto ready = started.get_future();
@@ -170,8 +175,8 @@ HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, R
   check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
   Request r;
   r.traced = true;
-  r.record = make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_size_,
-                         dtype_size(dt));
+  r.record =
+      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_size_, dtype_size(dt));
   r.run = [c = context(), buf, count, dt, op](MPI_Comm comm) mutable {
     c.comm = comm;
     mpi_all_reduce(c, buf, count, dt, op);

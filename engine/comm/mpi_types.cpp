@@ -30,9 +30,12 @@ namespace {
 // scalar paths agree bit for bit: the second operand wins unless x > y (x < y).
 template <ReduceOp Op>
 inline float combine(float x, float y) {
-  if constexpr (Op == ReduceOp::sum) return x + y;
-  else if constexpr (Op == ReduceOp::max) return x > y ? x : y;
-  else return x < y ? x : y;
+  if constexpr (Op == ReduceOp::sum)
+    return x + y;
+  else if constexpr (Op == ReduceOp::max)
+    return x > y ? x : y;
+  else
+    return x < y ? x : y;
 }
 
 template <class T, ReduceOp Op>
@@ -47,9 +50,12 @@ void reduce_half(void* in, void* inout, int* len, MPI_Datatype*) {
       const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
       const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
       __m256 z;
-      if constexpr (Op == ReduceOp::sum) z = _mm256_add_ps(x, y);
-      else if constexpr (Op == ReduceOp::max) z = _mm256_max_ps(x, y);
-      else z = _mm256_min_ps(x, y);
+      if constexpr (Op == ReduceOp::sum)
+        z = _mm256_add_ps(x, y);
+      else if constexpr (Op == ReduceOp::max)
+        z = _mm256_max_ps(x, y);
+      else
+        z = _mm256_min_ps(x, y);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(b + i),
                        _mm256_cvtps_ph(z, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
@@ -62,9 +68,12 @@ void reduce_half(void* in, void* inout, int* len, MPI_Datatype*) {
 template <class T>
 MPI_User_function* pick(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return &reduce_half<T, ReduceOp::sum>;
-    case ReduceOp::max: return &reduce_half<T, ReduceOp::max>;
-    case ReduceOp::min: return &reduce_half<T, ReduceOp::min>;
+    case ReduceOp::sum:
+      return &reduce_half<T, ReduceOp::sum>;
+    case ReduceOp::max:
+      return &reduce_half<T, ReduceOp::max>;
+    case ReduceOp::min:
+      return &reduce_half<T, ReduceOp::min>;
   }
   throw std::invalid_argument("mpi: invalid reduce op");
 }
@@ -75,9 +84,12 @@ int half_index(DType dt) { return dt == DType::f16 ? 0 : 1; }
 
 MPI_User_function* half_reduce_function(DType dt, ReduceOp op) {
   switch (dt) {
-    case DType::f16: return pick<f16_t>(op);
-    case DType::bf16: return pick<bf16_t>(op);
-    case DType::f32: break;
+    case DType::f16:
+      return pick<f16_t>(op);
+    case DType::bf16:
+      return pick<bf16_t>(op);
+    case DType::f32:
+      break;
   }
   throw std::invalid_argument("half_reduce_function: fp32 uses MPI's own MPI_FLOAT operations");
 }
@@ -123,9 +135,12 @@ MPI_Datatype MpiTypes::datatype(DType dt) const {
 MPI_Op MpiTypes::op(DType dt, ReduceOp op) const {
   if (dt == DType::f32) {
     switch (op) {
-      case ReduceOp::sum: return MPI_SUM;
-      case ReduceOp::max: return MPI_MAX;
-      case ReduceOp::min: return MPI_MIN;
+      case ReduceOp::sum:
+        return MPI_SUM;
+      case ReduceOp::max:
+        return MPI_MAX;
+      case ReduceOp::min:
+        return MPI_MIN;
     }
   }
   return ops_[half_index(dt)][int(op)];

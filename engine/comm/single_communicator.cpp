@@ -62,7 +62,9 @@ class SingleCommunicator final : public Communicator {
     return run(CollectiveKind::broadcast, bytes, 1, [] {});
   }
 
-  HandlePtr barrier_async() override { return run(CollectiveKind::barrier, 0, 1, [] {}); }
+  HandlePtr barrier_async() override {
+    return run(CollectiveKind::barrier, 0, 1, [] {});
+  }
 
  private:
   template <class Fn>

@@ -3,7 +3,10 @@
 // The "hybrid" block is parsed in config_hybrid.cpp.
 #include "engine/config/config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -11,15 +14,13 @@
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "engine/config/config_reader.h"
 
 namespace hybrid::engine {
 
-using nlohmann::json;
 using config_detail::fail;
 using config_detail::ObjectReader;
+using nlohmann::json;
 
 namespace {
 
@@ -37,19 +38,25 @@ void resolve_batch(ObjectReader& top, int world_size, Config& c) {
     t = *tb, m = *mb, g = *gas;
   } else if (tb && mb) {
     t = *tb, m = *mb, g = t / m / w;
-    how = fmt::format("gradient_accumulation_steps derived as train_batch_size {} // "
-                      "train_micro_batch_size_per_gpu {} // world_size {}", t, m, w);
+    how = fmt::format(
+        "gradient_accumulation_steps derived as train_batch_size {} // "
+        "train_micro_batch_size_per_gpu {} // world_size {}",
+        t, m, w);
   } else if (tb && gas) {
     t = *tb, g = *gas, m = t / w / g;
-    how = fmt::format("train_micro_batch_size_per_gpu derived as train_batch_size {} // "
-                      "world_size {} // gradient_accumulation_steps {}", t, w, g);
+    how = fmt::format(
+        "train_micro_batch_size_per_gpu derived as train_batch_size {} // "
+        "world_size {} // gradient_accumulation_steps {}",
+        t, w, g);
   } else if (mb && gas) {
     m = *mb, g = *gas, t = m * g * w;  // int64: no overflow for int inputs and sane world sizes
     how = "train_batch_size derived as their product";
   } else if (tb) {
     t = *tb, g = 1, m = t / w;
-    how = fmt::format("gradient_accumulation_steps defaults to 1, train_micro_batch_size_per_gpu "
-                      "derived as train_batch_size {} // world_size {}", t, w);
+    how = fmt::format(
+        "gradient_accumulation_steps defaults to 1, train_micro_batch_size_per_gpu "
+        "derived as train_batch_size {} // world_size {}",
+        t, w);
   } else if (mb) {
     m = *mb, g = 1, t = m * w;
     how = "gradient_accumulation_steps defaults to 1, train_batch_size derived";
@@ -60,18 +67,23 @@ void resolve_batch(ObjectReader& top, int world_size, Config& c) {
   }
   const std::string why = how.empty() ? "" : " (" + how + ")";
   if (m <= 0)
-    throw ConfigError(fmt::format("config: train_micro_batch_size_per_gpu resolves to {}{}; it "
-                                  "must be greater than 0", m, why));
+    throw ConfigError(
+        fmt::format("config: train_micro_batch_size_per_gpu resolves to {}{}; it "
+                    "must be greater than 0",
+                    m, why));
   if (g <= 0)
-    throw ConfigError(fmt::format("config: gradient_accumulation_steps resolves to {}{}; it must "
-                                  "be greater than 0", g, why));
+    throw ConfigError(
+        fmt::format("config: gradient_accumulation_steps resolves to {}{}; it must "
+                    "be greater than 0",
+                    g, why));
   if (t != m * g * w)
-    throw ConfigError(fmt::format(
-        "config: train_batch_size {} must equal train_micro_batch_size_per_gpu {} * "
-        "gradient_accumulation_steps {} * world_size {} = {}{}", t, m, g, w, m * g * w, why));
+    throw ConfigError(
+        fmt::format("config: train_batch_size {} must equal train_micro_batch_size_per_gpu {} * "
+                    "gradient_accumulation_steps {} * world_size {} = {}{}",
+                    t, m, g, w, m * g * w, why));
   if (t > kIntMax)
-    throw ConfigError(fmt::format("config: train_batch_size resolves to {}{}, more than {}", t,
-                                  why, kIntMax));
+    throw ConfigError(
+        fmt::format("config: train_batch_size resolves to {}{}, more than {}", t, why, kIntMax));
   c.train_batch_size = int(t);
   c.train_micro_batch_size_per_gpu = int(m);
   c.gradient_accumulation_steps = int(g);
@@ -84,11 +96,15 @@ void parse_optimizer(const json& block, Config& c) {
   if (!type->is_string()) fail("optimizer.type", "one of Adam, AdamW", *type);
   std::string name = type->get<std::string>();
   std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return std::tolower(ch); });
   // DeepSpeed lower-cases the names it knows.
-  if (lower == "adam") c.optimizer.type = "Adam";
-  else if (lower == "adamw") c.optimizer.type = "AdamW";
-  else fail("optimizer.type", "one of Adam, AdamW (the optimizers hybrid implements)", *type);
+  if (lower == "adam")
+    c.optimizer.type = "Adam";
+  else if (lower == "adamw")
+    c.optimizer.type = "AdamW";
+  else
+    fail("optimizer.type", "one of Adam, AdamW (the optimizers hybrid implements)", *type);
 
   OptimizerConfig& o = c.optimizer;
   bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
@@ -100,7 +116,8 @@ void parse_optimizer(const json& block, Config& c) {
       if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
         fail("optimizer.params.betas", what, *b);
       const double b1 = (*b)[0].get<double>(), b2 = (*b)[1].get<double>();
-      if (!(b1 >= 0.0 && b1 < 1.0 && b2 >= 0.0 && b2 < 1.0)) fail("optimizer.params.betas", what, *b);
+      if (!(b1 >= 0.0 && b1 < 1.0 && b2 >= 0.0 && b2 < 1.0))
+        fail("optimizer.params.betas", what, *b);
       o.beta1 = float(b1), o.beta2 = float(b2);
     }
     if (auto v = p.number("eps", 0.0, std::numeric_limits<double>::max(), true)) o.eps = float(*v);
@@ -108,11 +125,13 @@ void parse_optimizer(const json& block, Config& c) {
     if (auto v = p.boolean("bias_correction")) o.bias_correction = *v;
     if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;
     if (p.get("max_grad_norm"))  // DeepSpeed raises here too
-      throw ConfigError("config: optimizer.params.max_grad_norm is not supported; use the top-level "
-                        "gradient_clipping");
+      throw ConfigError(
+          "config: optimizer.params.max_grad_norm is not supported; use the top-level "
+          "gradient_clipping");
     if (auto v = p.boolean("amsgrad"); v && *v)
-      throw ConfigError("config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
-                        "got true");
+      throw ConfigError(
+          "config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
+          "got true");
     p.finish();
   }
   // DeepSpeed: "AdamW" always decouples weight decay; "Adam" does unless adam_w_mode is false.
@@ -163,8 +182,10 @@ void parse_scheduler(const json& block, Config& c) {
   if (cosine || decay) {
     const auto total = p.integer("total_num_steps", 1);
     if (!total)
-      throw ConfigError(fmt::format("config: scheduler.params.total_num_steps must be given for {} "
-                                    "(a positive integer)", s.type));
+      throw ConfigError(
+          fmt::format("config: scheduler.params.total_num_steps must be given for {} "
+                      "(a positive integer)",
+                      s.type));
     s.total_num_steps = *total;
   }
   p.finish();
@@ -213,7 +234,8 @@ void parse_offload(const json& block, const std::string& path, OffloadConfig& o,
   if (auto v = r.boolean("pin_memory")) o.pin_memory = *v;
   if (auto v = r.string("nvme_path")) o.nvme_path = *v;
   if (o.device == "nvme" && o.nvme_path.empty())
-    throw ConfigError(fmt::format("config: {}.nvme_path must be given when device is \"nvme\"", path));
+    throw ConfigError(
+        fmt::format("config: {}.nvme_path must be given when device is \"nvme\"", path));
   r.finish();
 }
 
@@ -309,11 +331,14 @@ Config parse_config(const json& j, int world_size) {
 
   if (const json* f = top.object("fp16")) parse_fp16(*f, c);
   // DeepSpeed reads "bf16", falling back to the older spelling "bfloat16".
-  if (const json* b = top.object("bf16")) parse_bf16(*b, "bf16", c);
-  else if (const json* b16 = top.object("bfloat16")) parse_bf16(*b16, "bfloat16", c);
+  if (const json* b = top.object("bf16"))
+    parse_bf16(*b, "bf16", c);
+  else if (const json* b16 = top.object("bfloat16"))
+    parse_bf16(*b16, "bfloat16", c);
   if (c.fp16.enabled && c.bf16)
-    throw ConfigError("config: fp16.enabled and bf16.enabled cannot both be true (bfloat16 and "
-                      "fp16 modes cannot be simultaneously enabled)");
+    throw ConfigError(
+        "config: fp16.enabled and bf16.enabled cannot both be true (bfloat16 and "
+        "fp16 modes cannot be simultaneously enabled)");
   if (const json* d = top.object("data_types")) parse_data_types(*d, c);
   if (!c.grad_accum_dtype_set) c.grad_accum_dtype = c.param_dtype();
 
@@ -344,8 +369,12 @@ struct DuplicateKeyCheck {
 
   bool operator()(int, json::parse_event_t event, json& parsed) {
     switch (event) {
-      case json::parse_event_t::object_start: stack.push_back({true, {}, {}}); break;
-      case json::parse_event_t::array_start: stack.push_back({false, {}, {}}); break;
+      case json::parse_event_t::object_start:
+        stack.push_back({true, {}, {}});
+        break;
+      case json::parse_event_t::array_start:
+        stack.push_back({false, {}, {}});
+        break;
       case json::parse_event_t::object_end:
       case json::parse_event_t::array_end:
         if (!stack.empty()) stack.pop_back();
@@ -360,7 +389,8 @@ struct DuplicateKeyCheck {
           }
         }
         break;
-      case json::parse_event_t::value: break;
+      case json::parse_event_t::value:
+        break;
     }
     return true;
   }

@@ -64,7 +64,8 @@ struct SchedulerConfig {
   int64_t total_num_steps = 0;      // WarmupDecayLR, WarmupCosineLR
   float cos_min_ratio = 1e-4f;      // WarmupCosineLR
   float warmup_min_ratio = 0.0f;    // WarmupCosineLR
-  // WarmupLR without warmup_max_lr warms up to the optimizer's lr (DeepSpeed >= 0.14);
+  // WarmupLR without warmup_max_lr warms up to the optimizer's lr (current DeepSpeed;
+  // older releases used 0.001).
   // LrSchedule then uses its base lr instead of warmup_max_lr.
   bool warmup_max_lr_from_optimizer = false;
 };

@@ -1,20 +1,20 @@
 // Our own top-level "hybrid" block of ds_config.json (model, data, device,
 // memory budget, seed, threads, profiler) and byte-size parsing.
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "engine/config/config.h"
 #include "engine/config/config_reader.h"
 
 namespace hybrid::engine {
 
-using nlohmann::json;
 using config_detail::fail;
 using config_detail::ObjectReader;
+using nlohmann::json;
 
 uint64_t parse_byte_size(const json& v, const std::string& key) {
   const char* what = "a size such as \"8GiB\", \"512MiB\", \"1.5GB\" or a number of bytes";
@@ -37,10 +37,16 @@ uint64_t parse_byte_size(const json& v, const std::string& key) {
   std::string unit = s.substr(i, j - i);
   for (auto& ch : unit) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   // Decimal units are powers of 1000 (GB), binary ones powers of 1024 (GiB).
-  static const std::pair<const char*, double> units[] = {
-      {"", 1.0},     {"b", 1.0},       {"kb", 1e3},     {"mb", 1e6},     {"gb", 1e9},
-      {"tb", 1e12},  {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0},
-      {"tib", 1099511627776.0}};
+  static const std::pair<const char*, double> units[] = {{"", 1.0},
+                                                         {"b", 1.0},
+                                                         {"kb", 1e3},
+                                                         {"mb", 1e6},
+                                                         {"gb", 1e9},
+                                                         {"tb", 1e12},
+                                                         {"kib", 1024.0},
+                                                         {"mib", 1048576.0},
+                                                         {"gib", 1073741824.0},
+                                                         {"tib", 1099511627776.0}};
   for (const auto& [name, mult] : units) {
     if (unit != name) continue;
     const double bytes = std::round(value * mult);
@@ -67,12 +73,15 @@ void parse_model(const json& block, Config& c) {
   if (auto v = r.integer("seq_len", 1, kIntMax)) m.seq_len = int(*v);
   r.finish();
   if (m.n_embd % m.n_head != 0)
-    throw ConfigError(fmt::format("config: hybrid.model.n_embd ({}) must be divisible by "
-                                  "hybrid.model.n_head ({})", m.n_embd, m.n_head));
+    throw ConfigError(
+        fmt::format("config: hybrid.model.n_embd ({}) must be divisible by "
+                    "hybrid.model.n_head ({})",
+                    m.n_embd, m.n_head));
   if (m.padded_vocab_size != 0 && m.padded_vocab_size < m.vocab_size)
-    throw ConfigError(fmt::format("config: hybrid.model.padded_vocab_size must be 0 (round up to a "
-                                  "multiple of 128) or >= vocab_size ({}), got {}",
-                                  m.vocab_size, m.padded_vocab_size));
+    throw ConfigError(
+        fmt::format("config: hybrid.model.padded_vocab_size must be 0 (round up to a "
+                    "multiple of 128) or >= vocab_size ({}), got {}",
+                    m.vocab_size, m.padded_vocab_size));
 }
 
 void parse_synthetic(const json& block, Config& c) {
@@ -99,17 +108,21 @@ void parse_data(const json& v, Config& c) {
   const auto val = r.string("val");
   const json* synth = r.get("synthetic");
   if (synth && train)
-    throw ConfigError("config: hybrid.data must give either \"train\" (token shards) or "
-                      "\"synthetic\", not both");
+    throw ConfigError(
+        "config: hybrid.data must give either \"train\" (token shards) or "
+        "\"synthetic\", not both");
   if (synth) {
-    if (synth->is_object()) parse_synthetic(*synth, c);
+    if (synth->is_object())
+      parse_synthetic(*synth, c);
     else if (!(synth->is_boolean() && synth->get<bool>()))
-      fail("hybrid.data.synthetic", "true or an object {tokens, val_tokens, branching, noise}", *synth);
+      fail("hybrid.data.synthetic", "true or an object {tokens, val_tokens, branching, noise}",
+           *synth);
     d.synthetic = true;
   } else {
     if (!train)
-      throw ConfigError("config: hybrid.data.train must be given (a glob of llm.c token shards), "
-                        "or use \"data\": \"synthetic\"");
+      throw ConfigError(
+          "config: hybrid.data.train must be given (a glob of llm.c token shards), "
+          "or use \"data\": \"synthetic\"");
     if (train->empty()) fail("hybrid.data.train", "a non-empty glob", json(*train));
     d.synthetic = false;
     d.train = *train;
@@ -135,9 +148,11 @@ void parse_hybrid_block(const json& block, Config& c) {
   if (const json* d = h.get("data")) parse_data(*d, c);
   if (auto v = h.string("init_from")) c.init_from = *v;
   if (auto v = h.choice("device", {"auto", "cpu", "cuda"})) c.device = *v;
-  if (const json* v = h.get("memory_budget")) c.memory_budget = parse_byte_size(*v, "hybrid.memory_budget");
+  if (const json* v = h.get("memory_budget"))
+    c.memory_budget = parse_byte_size(*v, "hybrid.memory_budget");
   if (const json* v = h.get("seed")) {
-    if (v->is_number_unsigned()) c.seed = v->get<uint64_t>();
+    if (v->is_number_unsigned())
+      c.seed = v->get<uint64_t>();
     else {
       const int64_t s = to_integer(*v, "hybrid.seed", "a non-negative integer");
       if (s < 0) fail("hybrid.seed", "a non-negative integer", *v);

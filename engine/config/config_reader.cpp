@@ -1,9 +1,9 @@
 #include "engine/config/config_reader.h"
 
+#include <fmt/format.h>
+
 #include <climits>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace hybrid::engine::config_detail {
 
@@ -19,7 +19,9 @@ void fail(std::string_view key, std::string_view what, const json& got) {
   throw ConfigError(fmt::format("config: {} must be {}, got {}", key, what, describe(got)));
 }
 
-bool is_unset(const json& v) { return v.is_null() || (v.is_string() && v.get_ref<const std::string&>() == "auto"); }
+bool is_unset(const json& v) {
+  return v.is_null() || (v.is_string() && v.get_ref<const std::string&>() == "auto");
+}
 
 static std::string integer_what(int64_t lo, int64_t hi) {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -75,8 +77,9 @@ std::optional<int64_t> ObjectReader::integer(std::string_view key, int64_t lo, i
   if (!v) return std::nullopt;
   // An int-sized upper bound is a storage limit, not worth a mention unless exceeded.
   const bool int_limit = hi == INT_MAX;
-  std::string desc = what.empty() ? integer_what(lo, int_limit ? std::numeric_limits<int64_t>::max() : hi)
-                                  : std::string(what);
+  std::string desc = what.empty()
+                         ? integer_what(lo, int_limit ? std::numeric_limits<int64_t>::max() : hi)
+                         : std::string(what);
   const int64_t x = to_integer(*v, key_path(key), desc);
   if (x > hi && int_limit && what.empty()) desc += fmt::format(" no larger than {}", hi);
   if (x < lo || x > hi) fail(key_path(key), desc, *v);
@@ -91,10 +94,14 @@ std::optional<double> ObjectReader::number(std::string_view key, double lo, doub
   if (desc.empty()) {
     const bool has_lo = lo > -std::numeric_limits<double>::max();
     const bool has_hi = hi < std::numeric_limits<double>::max();
-    if (has_lo && has_hi) desc = fmt::format("a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi);
-    else if (has_lo) desc = fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
-    else if (has_hi) desc = fmt::format("a number <= {}", hi);
-    else desc = "a finite number";
+    if (has_lo && has_hi)
+      desc = fmt::format("a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi);
+    else if (has_lo)
+      desc = fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
+    else if (has_hi)
+      desc = fmt::format("a number <= {}", hi);
+    else
+      desc = "a finite number";
   }
   if (!v->is_number()) fail(key_path(key), desc, *v);
   const double x = v->get<double>();

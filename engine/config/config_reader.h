@@ -7,13 +7,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/config/config.h"
 
@@ -43,11 +42,13 @@ class ObjectReader {
   std::optional<bool> boolean(std::string_view key);
   // Integers accept integral floating-point JSON numbers too (5e8).
   // `what` overrides the range description in the error message.
-  std::optional<int64_t> integer(std::string_view key, int64_t lo = std::numeric_limits<int64_t>::min(),
+  std::optional<int64_t> integer(std::string_view key,
+                                 int64_t lo = std::numeric_limits<int64_t>::min(),
                                  int64_t hi = std::numeric_limits<int64_t>::max(),
                                  std::string_view what = {});
   // Finite numbers; lo_open excludes lo itself.
-  std::optional<double> number(std::string_view key, double lo = -std::numeric_limits<double>::max(),
+  std::optional<double> number(std::string_view key,
+                               double lo = -std::numeric_limits<double>::max(),
                                double hi = std::numeric_limits<double>::max(), bool lo_open = false,
                                std::string_view what = {});
   std::optional<std::string> string(std::string_view key);

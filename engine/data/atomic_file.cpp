@@ -1,14 +1,13 @@
 #include "engine/data/atomic_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "engine/data/data_file_error.h"
 
@@ -59,7 +58,8 @@ void AtomicFileWriter::commit() {
   const int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) raise(path_, "close", errno);
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) raise(path_, "move the temporary file into place", errno);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    raise(path_, "move the temporary file into place", errno);
   committed_ = true;
   // Make the rename itself durable.
   const int dir = ::open(parent_dir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -1,20 +1,22 @@
 #include "engine/data/data_loader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "engine/data/data_file_error.h"
 
 namespace hybrid::engine {
 
-DataLoader::DataLoader(TokenDataset data, BatchShape shape) : data_(std::move(data)), shape_(shape) {
+DataLoader::DataLoader(TokenDataset data, BatchShape shape)
+    : data_(std::move(data)), shape_(shape) {
   const BatchShape& s = shape_;
   if (s.micro_batch <= 0 || s.seq_len <= 0 || s.grad_accum <= 0 || s.world_size <= 0)
     throw std::invalid_argument(fmt::format(
         "data loader: micro_batch ({}), seq_len ({}), grad_accum ({}) and world_size ({}) must be "
-        "positive", s.micro_batch, s.seq_len, s.grad_accum, s.world_size));
+        "positive",
+        s.micro_batch, s.seq_len, s.grad_accum, s.world_size));
   if (s.rank < 0 || s.rank >= s.world_size)
     throw std::invalid_argument(
         fmt::format("data loader: rank {} outside 0..{}", s.rank, s.world_size - 1));
@@ -34,10 +36,11 @@ int64_t DataLoader::steps_per_epoch() const {
 int64_t DataLoader::sample_index(int64_t step, int micro_step, int row) const {
   if (step < 0) throw std::out_of_range(fmt::format("data loader: negative step {}", step));
   if (micro_step < 0 || micro_step >= shape_.grad_accum)
-    throw std::out_of_range(fmt::format("data loader: micro_step {} outside 0..{}", micro_step,
-                                        shape_.grad_accum - 1));
+    throw std::out_of_range(
+        fmt::format("data loader: micro_step {} outside 0..{}", micro_step, shape_.grad_accum - 1));
   const int64_t b = shape_.micro_batch;
-  return step * samples_per_step() + (int64_t(micro_step) * shape_.world_size + shape_.rank) * b + row;
+  return step * samples_per_step() + (int64_t(micro_step) * shape_.world_size + shape_.rank) * b +
+         row;
 }
 
 int64_t DataLoader::sample_start(int64_t sample) const {

@@ -12,7 +12,8 @@ DataSources open_data_sources(const Config& c) {
     spec.branching = c.data.synthetic_branching;
     spec.noise = c.data.synthetic_noise;
     spec.seed = c.seed;
-    SyntheticData d = make_synthetic_data(spec, c.data.synthetic_tokens, c.data.synthetic_val_tokens);
+    SyntheticData d =
+        make_synthetic_data(spec, c.data.synthetic_tokens, c.data.synthetic_val_tokens);
     out.train = std::move(d.train);
     out.val = std::move(d.val);
     out.synthetic = true;

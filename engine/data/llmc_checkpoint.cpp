@@ -1,6 +1,7 @@
 #include "engine/data/llmc_checkpoint.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "engine/data/atomic_file.h"
 #include "engine/data/data_file_error.h"
@@ -25,8 +24,10 @@ constexpr size_t kChunk = size_t(1) << 20;  // elements per read/convert/write c
 
 std::string shape_problem(int64_t maxT, int64_t V, int64_t Vp, int64_t L, int64_t NH, int64_t C) {
   if (maxT <= 0 || V <= 0 || Vp <= 0 || L <= 0 || NH <= 0 || C <= 0)
-    return fmt::format("non-positive dimension (max_seq_len {}, vocab_size {}, padded_vocab_size {}, "
-                       "num_layers {}, num_heads {}, channels {})", maxT, V, Vp, L, NH, C);
+    return fmt::format(
+        "non-positive dimension (max_seq_len {}, vocab_size {}, padded_vocab_size {}, "
+        "num_layers {}, num_heads {}, channels {})",
+        maxT, V, Vp, L, NH, C);
   if (Vp < V) return fmt::format("padded_vocab_size {} < vocab_size {}", Vp, V);
   if (C % NH != 0) return fmt::format("channels {} not divisible by num_heads {}", C, NH);
   return {};
@@ -51,8 +52,8 @@ struct Fd {
 std::array<size_t, kLlmcTensorCount> Gpt2Weights::tensor_sizes() const {
   const size_t maxT = size_t(max_seq_len), Vp = size_t(padded_vocab_size), L = size_t(num_layers),
                C = size_t(channels);
-  return {Vp * C,     maxT * C, L * C,         L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-          L * C,      L * C,    L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+  return {Vp * C, maxT * C, L * C,         L * C,     L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+          L * C,  L * C,    L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C,     C,         C};
 }
 
 size_t Gpt2Weights::num_parameters() const {
@@ -62,17 +63,18 @@ size_t Gpt2Weights::num_parameters() const {
 }
 
 std::array<std::vector<float>*, kLlmcTensorCount> Gpt2Weights::tensors() {
-  return {&wte, &wpe, &ln1w, &ln1b, &qkvw, &qkvb, &attprojw, &attprojb,
-          &ln2w, &ln2b, &fcw, &fcb, &fcprojw, &fcprojb, &lnfw, &lnfb};
+  return {&wte,  &wpe,  &ln1w, &ln1b, &qkvw,    &qkvb,    &attprojw, &attprojb,
+          &ln2w, &ln2b, &fcw,  &fcb,  &fcprojw, &fcprojb, &lnfw,     &lnfb};
 }
 
 std::array<const std::vector<float>*, kLlmcTensorCount> Gpt2Weights::tensors() const {
-  return {&wte, &wpe, &ln1w, &ln1b, &qkvw, &qkvb, &attprojw, &attprojb,
-          &ln2w, &ln2b, &fcw, &fcb, &fcprojw, &fcprojb, &lnfw, &lnfb};
+  return {&wte,  &wpe,  &ln1w, &ln1b, &qkvw,    &qkvb,    &attprojw, &attprojb,
+          &ln2w, &ln2b, &fcw,  &fcb,  &fcprojw, &fcprojb, &lnfw,     &lnfb};
 }
 
 void Gpt2Weights::allocate() {
-  if (auto p = shape_problem(max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels);
+  if (auto p = shape_problem(max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads,
+                             channels);
       !p.empty())
     throw std::invalid_argument("gpt2 weights: " + p);
   const auto sizes = tensor_sizes();
@@ -81,15 +83,17 @@ void Gpt2Weights::allocate() {
 }
 
 void Gpt2Weights::validate() const {
-  if (auto p = shape_problem(max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels);
+  if (auto p = shape_problem(max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads,
+                             channels);
       !p.empty())
     throw std::invalid_argument("gpt2 weights: " + p);
   const auto sizes = tensor_sizes();
   const auto ts = tensors();
   for (size_t i = 0; i < kLlmcTensorCount; ++i)
     if (ts[i]->size() != sizes[i])
-      throw std::invalid_argument(fmt::format("gpt2 weights: {} has {} elements, the shape needs {}",
-                                              tensor_names[i], ts[i]->size(), sizes[i]));
+      throw std::invalid_argument(
+          fmt::format("gpt2 weights: {} has {} elements, the shape needs {}", tensor_names[i],
+                      ts[i]->size(), sizes[i]));
 }
 
 Gpt2Weights read_llmc_checkpoint(const std::string& path) {
@@ -101,8 +105,10 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
     throw DataFileError(fmt::format("{}: not a regular file", path));
   const uint64_t file_bytes = uint64_t(st.st_size);
   if (file_bytes < kHeaderBytes)
-    throw DataFileError(fmt::format("{}: too small for an llm.c checkpoint ({} bytes; the header "
-                                    "alone is {} bytes)", path, file_bytes, kHeaderBytes));
+    throw DataFileError(
+        fmt::format("{}: too small for an llm.c checkpoint ({} bytes; the header "
+                    "alone is {} bytes)",
+                    path, file_bytes, kHeaderBytes));
   std::array<int32_t, kHeaderInts> h{};
   if (::pread(f.fd, h.data(), kHeaderBytes, 0) != ssize_t(kHeaderBytes))
     throw DataFileError(fmt::format("{}: cannot read the checkpoint header", path));
@@ -110,8 +116,10 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
     throw DataFileError(fmt::format("{}: bad magic {} (an llm.c GPT-2 checkpoint starts with {})",
                                     path, h[0], kLlmcCheckpointMagic));
   if (h[1] != kLlmcVersionFp32 && h[1] != kLlmcVersionBf16)
-    throw DataFileError(fmt::format("{}: unsupported checkpoint version {} (supported: 3 = fp32, "
-                                    "5 = bf16)", path, h[1]));
+    throw DataFileError(
+        fmt::format("{}: unsupported checkpoint version {} (supported: 3 = fp32, "
+                    "5 = bf16)",
+                    path, h[1]));
   if (auto p = shape_problem(h[2], h[3], h[7], h[4], h[5], h[6]); !p.empty())
     throw DataFileError(fmt::format("{}: inconsistent header: {}", path, p));
 
@@ -121,17 +129,19 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
   const size_t elem = h[1] == kLlmcVersionBf16 ? 2 : 4;
   const unsigned __int128 expected = param_count(h[2], h[7], h[4], h[6]) * elem;
   const uint64_t payload = file_bytes - kHeaderBytes;
-  const std::string shape =
-      fmt::format("L={} C={} Vp={} maxT={} in {}", h[4], h[6], h[7], h[2], elem == 2 ? "bf16" : "fp32");
+  const std::string shape = fmt::format("L={} C={} Vp={} maxT={} in {}", h[4], h[6], h[7], h[2],
+                                        elem == 2 ? "bf16" : "fp32");
   // A double prints any 128-bit count; exact below 2^53, which covers real files.
   if (expected > payload)
-    throw DataFileError(fmt::format("{}: truncated: the header ({}) needs {:.0f} bytes of "
-                                    "parameters, but only {} bytes follow it", path, shape,
-                                    double(expected), payload));
+    throw DataFileError(
+        fmt::format("{}: truncated: the header ({}) needs {:.0f} bytes of "
+                    "parameters, but only {} bytes follow it",
+                    path, shape, double(expected), payload));
   if (expected < payload)
-    throw DataFileError(fmt::format("{}: size mismatch: the header ({}) needs {} bytes of "
-                                    "parameters, but {} bytes follow it", path, shape,
-                                    uint64_t(expected), payload));
+    throw DataFileError(
+        fmt::format("{}: size mismatch: the header ({}) needs {} bytes of "
+                    "parameters, but {} bytes follow it",
+                    path, shape, uint64_t(expected), payload));
 
   w.allocate();
   off_t offset = off_t(kHeaderBytes);

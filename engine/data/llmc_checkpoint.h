@@ -35,8 +35,8 @@ struct Gpt2Weights {
       fcprojw, fcprojb, lnfw, lnfb;
 
   static constexpr std::array<std::string_view, kLlmcTensorCount> tensor_names = {
-      "wte",      "wpe",  "ln1w", "ln1b", "qkvw", "qkvb",    "attprojw", "attprojb",
-      "ln2w",     "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",  "lnfb"};
+      "wte",  "wpe",  "ln1w", "ln1b", "qkvw",    "qkvb",    "attprojw", "attprojb",
+      "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",     "lnfb"};
 
   // Element counts of the 16 tensors for this shape, in file order.
   std::array<size_t, kLlmcTensorCount> tensor_sizes() const;

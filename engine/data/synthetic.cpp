@@ -1,11 +1,11 @@
 #include "engine/data/synthetic.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "engine/data/data_file_error.h"
 #include "engine/data/token_shard.h"
@@ -38,7 +38,7 @@ struct Rng {
     for (auto& w : s) w = splitmix64(seed);
   }
   uint64_t next() { return xoshiro_next(s); }
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }           // [0, 1)
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }                // [0, 1)
   uint32_t below(uint32_t n) { return uint32_t(((next() >> 32) * n) >> 32); }  // [0, n)
 };
 
@@ -54,13 +54,16 @@ uint64_t synthetic_stream_seed(uint64_t seed, int stream) {
 MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
   const int v = spec.vocab_size, k = spec.branching;
   if (v < 2 || v > 65536)
-    throw std::invalid_argument(fmt::format("synthetic data: vocab_size must be in 2..65536 (uint16 "
-                                            "tokens), got {}", v));
+    throw std::invalid_argument(
+        fmt::format("synthetic data: vocab_size must be in 2..65536 (uint16 "
+                    "tokens), got {}",
+                    v));
   if (k < 1 || k > v)
     throw std::invalid_argument(
         fmt::format("synthetic data: branching must be in 1..vocab_size ({}), got {}", v, k));
   if (!(spec.noise > 0.0 && spec.noise <= 1.0))
-    throw std::invalid_argument(fmt::format("synthetic data: noise must be in (0, 1], got {}", spec.noise));
+    throw std::invalid_argument(
+        fmt::format("synthetic data: noise must be in (0, 1], got {}", spec.noise));
 
   Rng rng(synthetic_stream_seed(spec.seed, -1));
   succ_.resize(size_t(v) * k);
@@ -98,7 +101,8 @@ MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
     std::fill(next.begin(), next.end(), base);
     for (int i = 0; i < v; ++i) {
       const double mass = (1.0 - eps) * pi[size_t(i)];
-      for (int j = 0; j < k; ++j) next[succ_[size_t(i) * k + j]] += mass * weight_[size_t(i) * k + j];
+      for (int j = 0; j < k; ++j)
+        next[succ_[size_t(i) * k + j]] += mass * weight_[size_t(i) * k + j];
     }
     double diff = 0.0;
     for (int i = 0; i < v; ++i) diff += std::fabs(next[size_t(i)] - pi[size_t(i)]);
@@ -136,25 +140,35 @@ MarkovStream::MarkovStream(const MarkovChain& chain, uint64_t stream_seed) : cha
 
 uint64_t MarkovStream::next() { return xoshiro_next(s_); }
 
-double MarkovStream::uniform() { return double(next() >> 11) * 0x1.0p-53; }
-
 void MarkovStream::generate(std::span<uint16_t> out) {
   const int v = chain_.spec_.vocab_size, k = chain_.spec_.branching;
   const double eps = chain_.spec_.noise;
+  const double* cumul = chain_.cumul_.data();
+  const uint16_t* succ = chain_.succ_.data();
+  // Local state: the loop is one dependent chain of loads, keep it in registers.
+  uint64_t s[4] = {s_[0], s_[1], s_[2], s_[3]};
+  int state = state_;
   for (auto& tok : out) {
-    const double u = uniform();
+    const double u = double(xoshiro_next(s) >> 11) * 0x1.0p-53;
     if (u < eps) {
-      state_ = int(((next() >> 32) * uint64_t(v)) >> 32);
+      state = int(((xoshiro_next(s) >> 32) * uint64_t(v)) >> 32);
     } else {
       // Given u >= eps, (u - eps) / (1 - eps) is uniform on [0, 1): reuse it.
       const double r = (u - eps) / (1.0 - eps);
-      const double* c = &chain_.cumul_[size_t(state_) * k];
+      const double* c = cumul + size_t(state) * k;
+      // The successor is the number of running sums <= r (the last is 1 > r).
       int j = 0;
-      while (j < k - 1 && r >= c[j]) ++j;
-      state_ = chain_.succ_[size_t(state_) * k + j];
+      if (k <= 16) {
+        for (int i = 0; i < k - 1; ++i) j += r >= c[i];  // branch-free for small rows
+      } else {
+        j = int(std::upper_bound(c, c + k - 1, r) - c);
+      }
+      state = succ[size_t(state) * k + j];
     }
-    tok = uint16_t(state_);
+    tok = uint16_t(state);
   }
+  std::copy(s, s + 4, s_);
+  state_ = state;
 }
 
 void UnigramCounter::add(std::span<const uint16_t> tokens) {
@@ -169,11 +183,12 @@ double UnigramCounter::entropy() const {
   return h;
 }
 
-SyntheticData make_synthetic_data(const SyntheticSpec& spec, int64_t train_tokens, int64_t val_tokens) {
+SyntheticData make_synthetic_data(const SyntheticSpec& spec, int64_t train_tokens,
+                                  int64_t val_tokens) {
   if (train_tokens <= 0 || val_tokens < 0)
-    throw std::invalid_argument(fmt::format(
-        "synthetic data: need train_tokens > 0 and val_tokens >= 0, got {} and {}", train_tokens,
-        val_tokens));
+    throw std::invalid_argument(
+        fmt::format("synthetic data: need train_tokens > 0 and val_tokens >= 0, got {} and {}",
+                    train_tokens, val_tokens));
   const MarkovChain chain(spec);
   SyntheticData d;
   std::vector<uint16_t> train(static_cast<size_t>(train_tokens));
@@ -191,11 +206,13 @@ SyntheticData make_synthetic_data(const SyntheticSpec& spec, int64_t train_token
 
 SyntheticShards write_synthetic_shards(
     const std::string& dir, const SyntheticSpec& spec, int64_t train_tokens, int64_t val_tokens,
-    int64_t shard_tokens, const std::function<void(const std::string&, int64_t, int64_t)>& progress) {
+    int64_t shard_tokens,
+    const std::function<void(const std::string&, int64_t, int64_t)>& progress) {
   if (train_tokens <= 0 || val_tokens < 0 || shard_tokens <= 0 || shard_tokens > INT32_MAX)
-    throw std::invalid_argument(fmt::format(
-        "synthetic shards: need tokens > 0, val tokens >= 0 and 0 < shard tokens <= {}, got {}, {}, {}",
-        INT32_MAX, train_tokens, val_tokens, shard_tokens));
+    throw std::invalid_argument(
+        fmt::format("synthetic shards: need tokens > 0, val tokens >= 0 and 0 < shard tokens <= "
+                    "{}, got {}, {}, {}",
+                    INT32_MAX, train_tokens, val_tokens, shard_tokens));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw DataFileError(fmt::format("{}: cannot create directory: {}", dir, ec.message()));

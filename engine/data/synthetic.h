@@ -30,7 +30,7 @@ class MarkovChain {
   explicit MarkovChain(const SyntheticSpec& spec);  // throws std::invalid_argument
 
   const SyntheticSpec& spec() const { return spec_; }
-  double transition(int from, int to) const;   // P(to | from)
+  double transition(int from, int to) const;  // P(to | from)
   std::span<const uint16_t> successors(int from) const;
   const std::vector<double>& stationary() const { return stationary_; }
   double entropy_rate() const { return entropy_rate_; }              // nats per token
@@ -39,9 +39,9 @@ class MarkovChain {
  private:
   friend class MarkovStream;
   SyntheticSpec spec_;
-  std::vector<uint16_t> succ_;   // [vocab][branching]
-  std::vector<double> weight_;   // [vocab][branching], each row sums to 1
-  std::vector<double> cumul_;    // running sums of weight_ per row
+  std::vector<uint16_t> succ_;  // [vocab][branching]
+  std::vector<double> weight_;  // [vocab][branching], each row sums to 1
+  std::vector<double> cumul_;   // running sums of weight_ per row
   std::vector<double> stationary_;
   double entropy_rate_ = 0.0;
   double stationary_entropy_ = 0.0;
@@ -58,7 +58,6 @@ class MarkovStream {
   uint64_t s_[4];  // xoshiro256** state
   int state_;      // the last token emitted
   uint64_t next();
-  double uniform();
 };
 
 // Empirical unigram entropy (nats) of a token stream, accumulated in pieces.
@@ -79,13 +78,14 @@ uint64_t synthetic_stream_seed(uint64_t seed, int stream);  // 0: train, 1: val
 
 struct SyntheticData {
   TokenDataset train;
-  TokenDataset val;  // empty when val_tokens == 0
+  TokenDataset val;              // empty when val_tokens == 0
   double unigram_entropy = 0.0;  // measured on the training stream
   double entropy_rate = 0.0;     // analytic
 };
 
 // Generates both streams in memory (the "data": "synthetic" path).
-SyntheticData make_synthetic_data(const SyntheticSpec& spec, int64_t train_tokens, int64_t val_tokens);
+SyntheticData make_synthetic_data(const SyntheticSpec& spec, int64_t train_tokens,
+                                  int64_t val_tokens);
 
 struct SyntheticShards {
   std::vector<std::string> files;  // train_000000.bin …, then val_000000.bin …

@@ -1,11 +1,10 @@
 #include "engine/data/token_dataset.h"
 
+#include <fmt/format.h>
 #include <glob.h>
 
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "engine/data/data_file_error.h"
 #include "engine/data/token_shard.h"
@@ -23,7 +22,8 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   ::globfree(&g);
   if (rc == GLOB_NOMATCH || (rc == 0 && files.empty()))
     throw DataFileError(fmt::format("{}: no token shards match this glob", pattern));
-  if (rc != 0) throw DataFileError(fmt::format("{}: cannot expand this glob (glob error {})", pattern, rc));
+  if (rc != 0)
+    throw DataFileError(fmt::format("{}: cannot expand this glob (glob error {})", pattern, rc));
   std::sort(files.begin(), files.end());  // byte order, whatever the locale
   return files;
 }
@@ -77,8 +77,10 @@ uint16_t TokenDataset::at(int64_t i) const {
 
 void TokenDataset::copy_wrapped(int64_t start, int64_t count, int32_t* out) const {
   if (count <= 0) return;
-  if (total_ == 0) throw std::logic_error(fmt::format("{}: reading from an empty token stream", name_));
-  if (start < 0) throw std::out_of_range(fmt::format("{}: negative token position {}", name_, start));
+  if (total_ == 0)
+    throw std::logic_error(fmt::format("{}: reading from an empty token stream", name_));
+  if (start < 0)
+    throw std::out_of_range(fmt::format("{}: negative token position {}", name_, start));
   int64_t pos = start % total_;
   size_t k = segment_of(pos);
   while (count > 0) {

@@ -1,6 +1,7 @@
 #include "engine/data/token_shard.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,18 +10,17 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "engine/data/atomic_file.h"
 #include "engine/data/data_file_error.h"
 
 namespace hybrid::engine {
 
 void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
-  if (tokens.empty()) throw DataFileError(fmt::format("{}: refusing to write an empty token shard", path));
+  if (tokens.empty())
+    throw DataFileError(fmt::format("{}: refusing to write an empty token shard", path));
   if (tokens.size() > size_t(INT32_MAX))
-    throw DataFileError(fmt::format("{}: {} tokens do not fit one shard (the header's count is int32)",
-                                    path, tokens.size()));
+    throw DataFileError(fmt::format(
+        "{}: {} tokens do not fit one shard (the header's count is int32)", path, tokens.size()));
   std::array<int32_t, kTokenShardHeaderInts> header{};
   header[0] = kTokenShardMagic;
   header[1] = kTokenShardVersion;
@@ -51,9 +51,9 @@ MappedTokenShard::MappedTokenShard(const std::string& path) : path_(path) {
     throw DataFileError(fmt::format("{}: not a regular file", path));
   const uint64_t file_bytes = uint64_t(st.st_size);
   if (file_bytes < kTokenShardHeaderBytes)
-    throw DataFileError(fmt::format(
-        "{}: too small for a token shard ({} bytes; the header alone is {} bytes)", path, file_bytes,
-        kTokenShardHeaderBytes));
+    throw DataFileError(
+        fmt::format("{}: too small for a token shard ({} bytes; the header alone is {} bytes)",
+                    path, file_bytes, kTokenShardHeaderBytes));
   std::array<int32_t, kTokenShardHeaderInts> header{};
   if (::pread(f.fd, header.data(), sizeof(header), 0) != ssize_t(sizeof(header)))
     throw DataFileError(fmt::format("{}: cannot read the shard header", path));
@@ -65,8 +65,8 @@ MappedTokenShard::MappedTokenShard(const std::string& path) : path_(path) {
                                     header[1], kTokenShardVersion));
   const int64_t declared = header[2];
   if (declared <= 0)
-    throw DataFileError(fmt::format(
-        "{}: header declares {} tokens; a shard must hold at least one", path, declared));
+    throw DataFileError(fmt::format("{}: header declares {} tokens; a shard must hold at least one",
+                                    path, declared));
   const uint64_t payload = file_bytes - kTokenShardHeaderBytes;
   const uint64_t expected = uint64_t(declared) * sizeof(uint16_t);
   if (payload < expected)
@@ -83,7 +83,8 @@ MappedTokenShard::MappedTokenShard(const std::string& path) : path_(path) {
     map_ = nullptr;
     throw DataFileError(fmt::format("{}: cannot map the shard: {}", path, std::strerror(errno)));
   }
-  tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map_) + kTokenShardHeaderBytes);
+  tokens_ =
+      reinterpret_cast<const uint16_t*>(static_cast<const char*>(map_) + kTokenShardHeaderBytes);
   count_ = declared;
 }
 

@@ -1,11 +1,11 @@
 #include "engine/optim/lr_schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace hybrid::engine {
 
@@ -15,7 +15,8 @@ LrSchedule::LrSchedule(const SchedulerConfig& cfg, float base_lr)
   if (!t.empty() && t != "WarmupLR" && t != "WarmupDecayLR" && t != "WarmupCosineLR")
     throw std::invalid_argument(fmt::format(
         "lr_schedule: unknown scheduler type \"{}\" (supported: WarmupLR, WarmupDecayLR, "
-        "WarmupCosineLR, or none)", t));
+        "WarmupCosineLR, or none)",
+        t));
   if (t.empty()) return;
   if (cfg_.warmup_num_steps <= 0)
     throw std::invalid_argument(fmt::format(
@@ -24,8 +25,8 @@ LrSchedule::LrSchedule(const SchedulerConfig& cfg, float base_lr)
     throw std::invalid_argument(fmt::format(
         "lr_schedule: warmup_type must be \"log\" or \"linear\", got \"{}\"", cfg_.warmup_type));
   if (t != "WarmupLR" && cfg_.total_num_steps <= 0)
-    throw std::invalid_argument(fmt::format(
-        "lr_schedule: {} needs total_num_steps > 0, got {}", t, cfg_.total_num_steps));
+    throw std::invalid_argument(
+        fmt::format("lr_schedule: {} needs total_num_steps > 0, got {}", t, cfg_.total_num_steps));
   min_lr_ = cfg_.warmup_min_lr;
   max_lr_ = (t == "WarmupLR" && cfg_.warmup_max_lr_from_optimizer) ? double(base_lr_)
                                                                    : double(cfg_.warmup_max_lr);
@@ -40,7 +41,8 @@ double LrSchedule::warmup_fraction(int64_t step) const {
 float LrSchedule::lr(int64_t step) const {
   const std::string& t = cfg_.type;
   if (t.empty()) return base_lr_;
-  if (step < -1) throw std::invalid_argument(fmt::format("lr_schedule: step must be >= -1, got {}", step));
+  if (step < -1)
+    throw std::invalid_argument(fmt::format("lr_schedule: step must be >= -1, got {}", step));
   if (t == "WarmupCosineLR") {
     if (step < 0) return 0.0f;  // DeepSpeed installs lr 0 before its first step()
     double ratio;

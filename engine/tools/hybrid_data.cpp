@@ -4,18 +4,18 @@
 //       with learnable structure, and prints its entropies.
 //   hybrid-data info FILE...
 //       validates token shards and llm.c checkpoints and prints what they hold.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "engine/data/data_file_error.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -47,7 +47,8 @@ int run_synth(const SynthOptions& o) {
   const int64_t val_tokens = o.val_tokens < 0 ? o.tokens / 10 : o.val_tokens;
   const auto t0 = std::chrono::steady_clock::now();
   auto progress = [&](const std::string& file, int64_t done, int64_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double eta = done > 0 ? elapsed * double(total - done) / double(done) : 0.0;
     const std::string when = done < total ? "ETA " + format_duration(eta) : "done";
     fmt::print("wrote {}  [{:5.1f}%, {} tokens, {}]\n", file, 100.0 * double(done) / double(total),
@@ -76,14 +77,16 @@ int run_info(const std::vector<std::string>& files) {
       in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
       if (magic == kLlmcCheckpointMagic) {
         const Gpt2Weights w = read_llmc_checkpoint(file);
-        fmt::print("{}: llm.c GPT-2 checkpoint, {} parameters, L={} C={} NH={} V={} Vp={} maxT={}\n",
-                   file, format_count(double(w.num_parameters())), w.num_layers, w.channels,
-                   w.num_heads, w.vocab_size, w.padded_vocab_size, w.max_seq_len);
+        fmt::print(
+            "{}: llm.c GPT-2 checkpoint, {} parameters, L={} C={} NH={} V={} Vp={} maxT={}\n", file,
+            format_count(double(w.num_parameters())), w.num_layers, w.channels, w.num_heads,
+            w.vocab_size, w.padded_vocab_size, w.max_seq_len);
       } else {
         // Anything else is read as a token shard, whose checks name what is wrong.
         const MappedTokenShard shard(file);
         uint16_t max_token = 0;
-        for (int64_t i = 0; i < shard.size(); ++i) max_token = std::max(max_token, shard.tokens()[i]);
+        for (int64_t i = 0; i < shard.size(); ++i)
+          max_token = std::max(max_token, shard.tokens()[i]);
         fmt::print("{}: llm.c token shard, {} tokens, largest token {}\n", file,
                    format_count(double(shard.size())), max_token);
       }
@@ -103,22 +106,31 @@ int main(int argc, char** argv) {
 
   SynthOptions so;
   CLI::App* synth = app.add_subcommand(
-      "synth", "Write synthetic llm.c token shards (a sparse random Markov chain: learnable structure)");
+      "synth",
+      "Write synthetic llm.c token shards (a sparse random Markov chain: learnable structure)");
   synth->add_option("--out", so.out, "Output directory (created if needed)")->required();
-  synth->add_option("--tokens", so.tokens, "Training tokens to write")->required()->check(CLI::PositiveNumber);
-  synth->add_option("--vocab", so.vocab, "Vocabulary size (2..65536)")->required()->check(CLI::Range(2, 65536));
+  synth->add_option("--tokens", so.tokens, "Training tokens to write")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  synth->add_option("--vocab", so.vocab, "Vocabulary size (2..65536)")
+      ->required()
+      ->check(CLI::Range(2, 65536));
   synth->add_option("--seed", so.seed, "Seed of the chain and the streams")->capture_default_str();
   synth->add_option("--shard-tokens", so.shard_tokens, "Tokens per shard file")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(INT32_MAX)));
-  synth->add_option("--val-tokens", so.val_tokens, "Validation tokens (default: a tenth of --tokens; 0: none)")
+  synth
+      ->add_option("--val-tokens", so.val_tokens,
+                   "Validation tokens (default: a tenth of --tokens; 0: none)")
       ->check(CLI::NonNegativeNumber);
-  synth->add_option("--branching", so.branching, "Likely successors per token")->capture_default_str();
+  synth->add_option("--branching", so.branching, "Likely successors per token")
+      ->capture_default_str();
   synth->add_option("--noise", so.noise, "Probability of a uniform random next token, in (0, 1]")
       ->capture_default_str();
 
   std::vector<std::string> info_files;
-  CLI::App* info = app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
+  CLI::App* info =
+      app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
   info->add_option("files", info_files, "Files to inspect")->required();
 
   CLI11_PARSE(app, argc, argv);

@@ -1,6 +1,9 @@
 #include "engine/zero/grad_reducer.h"
 
+#include "engine/zero/bucket_plan.h"
+
 #include <algorithm>
+#include <stdexcept>
 
 namespace hybrid::engine {
 
@@ -14,21 +17,8 @@ GradReducer::GradReducer(const ZeroSetup& setup, const ModuleTree& tree, const P
       staged_(setup.stage >= 2), dsize_(dtype_size(setup.param_dtype)),
       asize_(dtype_size(setup.accum_dtype)) {
   const auto& params = tree.params();
-  std::vector<int> users(params.size(), 0);
-  for (auto* m : tree.modules())
-    for (auto* p : m->used_params()) ++users[size_t(p->id)];
-  shared_.resize(params.size());
-  int64_t unshared_total = 0, largest = 1;
-  for (auto* p : params) {
-    shared_[size_t(p->id)] = users[size_t(p->id)] > 1;
-    if (!shared_[size_t(p->id)]) {
-      unshared_total += p->numel;
-      largest = std::max(largest, p->numel);
-    }
-  }
-  // A bucket never needs to exceed the gradients it could ever hold, and must
-  // hold the largest single parameter.
-  bucket_cap_ = std::max(largest, std::min(setup.reduce_bucket_elems, std::max<int64_t>(unshared_total, 1)));
+  shared_ = shared_parameters(tree);
+  bucket_cap_ = reduce_bucket_capacity(tree, setup.reduce_bucket_elems);
 
   const int64_t P = part.padded();
   const int64_t S = part.shard_size();
@@ -69,9 +59,30 @@ void GradReducer::begin_backward(bool reduce) {
 }
 
 void GradReducer::before_module_backward(const Module& m) {
-  const auto& own = m.own_params();
-  for (auto it = own.rbegin(); it != own.rend(); ++it)
-    if (!shared_[size_t((*it)->id)]) assign(**it);
+  // A module's unshared gradients form one contiguous range that enters one
+  // bucket as a whole: a bucket must never be reduced while the module that
+  // writes into it is still to run.
+  FlatRange run{0, 0};
+  for (auto* p : m.own_params()) {
+    if (shared_[size_t(p->id)]) continue;
+    const FlatRange r{p->offset, p->offset + p->numel};
+    if (run.empty()) {
+      run = r;
+    } else if (r.begin == run.end) {
+      run.end = r.end;
+    } else {
+      throw std::logic_error("ZeRO: module " + m.name() + " has non-contiguous unshared parameters");
+    }
+  }
+  if (run.empty()) return;
+  assign(run);
+  if (staged_)
+    for (auto* p : m.own_params())
+      if (!shared_[size_t(p->id)]) {
+        char* addr = staging_address(p->offset);
+        backend_.zero(addr, size_t(p->numel) * dsize_);
+        staged_addr_[size_t(p->id)] = addr;
+      }
 }
 
 void* GradReducer::grad(const ParamSpec& p) {
@@ -85,24 +96,18 @@ char* GradReducer::staging_address(int64_t flat) const {
          size_t(bucket_cap_ - (open_.end - flat)) * dsize_;
 }
 
-void GradReducer::assign(const ParamSpec& p) {
-  const int64_t a = p.offset, b = p.offset + p.numel;
-  if (!open_.empty() && b == open_.begin && open_.end - a <= bucket_cap_) {
-    open_.begin = a;
-  } else {
-    close_bucket();
-    open_ = {a, b};
-    if (staged_) {
-      if (setup_.overlap_comm) current_ = 1 - current_;
-      auto& bucket = buckets_[size_t(current_)];
-      if (bucket.pending >= 0) wait_and_apply(size_t(bucket.pending));
-      bucket.pending = -1;
-    }
+void GradReducer::assign(FlatRange range) {
+  if (!open_.empty() && range.end == open_.begin && open_.end - range.begin <= bucket_cap_) {
+    open_.begin = range.begin;
+    return;
   }
+  close_bucket();
+  open_ = range;
   if (staged_) {
-    char* addr = staging_address(a);
-    backend_.zero(addr, size_t(p.numel) * dsize_);
-    staged_addr_[size_t(p.id)] = addr;
+    if (setup_.overlap_comm) current_ = 1 - current_;
+    auto& bucket = buckets_[size_t(current_)];
+    if (bucket.pending >= 0) wait_and_apply(size_t(bucket.pending));
+    bucket.pending = -1;
   }
 }
 

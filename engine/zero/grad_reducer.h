@@ -1,8 +1,8 @@
 // Gradient bucketing and reduction for every ZeRO stage.
 //
-// Backward visits parameters from the end of the flat space to its start, so a
-// bucket is a flat range that grows downward; when the next parameter does not
-// fit (or is not adjacent), the bucket is closed and its reduction starts
+// Backward visits modules from the end of the flat space to its start, so a
+// bucket is a flat range that grows downward; when the next module's gradients
+// do not fit (or are not adjacent), the bucket is closed and its reduction starts
 // asynchronously while backward goes on (overlap_comm), with at most two
 // buckets in flight.
 //   stage 0: full gradient buffer; buckets all-reduced in place (last micro-step)
@@ -64,7 +64,7 @@ class GradReducer {
     bool applied = false;
   };
 
-  void assign(const ParamSpec& p);
+  void assign(FlatRange module_range);
   void close_bucket();
   // Starts the reduction of `range`; stages 2/3 read staged_src and land in recv.
   size_t reduce_range(FlatRange range, const void* staged_src, void* recv);  // index in pending_

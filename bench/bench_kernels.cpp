@@ -1,0 +1,392 @@
+// CPU backend kernels at GPT-2 124M shapes (B 4, T 256, C 768, NH 12, V 50257 → Vp 50304),
+// fp32 and bf16 storage, plus the GEMM library comparison.
+//
+// Every benchmark reports FLOP/s and bytes/s (Google Benchmark rate counters) and
+// runs on wall-clock time (the work is on OpenMP threads, not only the main one).
+// FLOPs of matmul/attention are the nominal 2·M·N·K (attention counts the full
+// T×T, as llm.c does, though the kernel skips the masked half); elementwise ops
+// count the arithmetic of their formula per element (stated at each benchmark).
+//
+// gemm/side_by_side runs oneDNN and OpenBLAS alternately inside one benchmark, so
+// the ratio oneDNN/OpenBLAS in its counters is measured under the same conditions.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/ops.h"
+
+#ifdef HYBRID_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+using hybrid::kernels::Backend;
+using hybrid::kernels::DType;
+
+constexpr int B = 4, T = 256, C = 768, NH = 12, V = 50257, Vp = 50304;
+constexpr int BT = B * T;
+
+Backend& backend() {
+  static std::unique_ptr<Backend> be = hybrid::kernels::make_cpu_backend();
+  return *be;
+}
+
+// A backend buffer of n elements of dt, filled with deterministic values in [lo, hi).
+class Buffer {
+ public:
+  Buffer(DType dt, size_t n, float lo = -1.0f, float hi = 1.0f, uint32_t seed = 1)
+      : bytes_(n * hybrid::kernels::dtype_size(dt)), ptr_(backend().allocate(bytes_)) {
+    std::vector<float> v(n);
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (auto& f : v) {
+      x = x * 1664525u + 1013904223u;
+      f = lo + (hi - lo) * float(x >> 8) / 16777216.0f;
+    }
+    backend().convert(dt, ptr_, DType::f32, v.data(), n);
+  }
+  ~Buffer() { backend().deallocate(ptr_, bytes_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  size_t bytes_;
+  void* ptr_;
+};
+
+std::vector<int32_t> tokens(int n, int bound) {
+  std::vector<int32_t> t(n);
+  uint32_t x = 7;
+  for (auto& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = int32_t((x >> 8) % uint32_t(bound));
+  }
+  return t;
+}
+
+void counters(benchmark::State& s, double flops, double bytes) {
+  s.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
+                                             benchmark::Counter::OneK::kIs1024);
+}
+
+double es(DType dt) { return double(hybrid::kernels::dtype_size(dt)); }
+
+// ---- linear layers ------------------------------------------------------------
+
+// One linear layer forward of GPT-2: M = B·T rows, K → N. FLOPs 2·M·N·K.
+void matmul_forward(benchmark::State& s, DType dt, int K, int N) {
+  Buffer out(dt, size_t(BT) * N), inp(dt, size_t(BT) * K), w(dt, size_t(N) * K), b(dt, N);
+  for (auto _ : s) backend().matmul_forward(dt, out.get(), inp.get(), w.get(), b.get(), BT, K, N);
+  counters(s, 2.0 * BT * N * K, es(dt) * (double(BT) * K + double(N) * K + N + double(BT) * N));
+}
+
+// Backward: dinp and dweight GEMMs (2 × 2·M·N·K) plus the bias column sums.
+void matmul_backward(benchmark::State& s, DType dt, int K, int N) {
+  Buffer dinp(dt, size_t(BT) * K, 0, 0), dw(dt, size_t(N) * K, 0, 0), db(dt, N, 0, 0);
+  Buffer dout(dt, size_t(BT) * N), inp(dt, size_t(BT) * K), w(dt, size_t(N) * K);
+  for (auto _ : s)
+    backend().matmul_backward(dt, dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
+                              BT, K, N);
+  counters(s, 4.0 * BT * N * K + double(BT) * N,
+           es(dt) * (double(BT) * N + 3.0 * BT * K + 3.0 * N * K + 2.0 * N));
+}
+
+// ---- transformer ops ----------------------------------------------------------
+
+// out = wte[token] + wpe[t]: 1 FLOP per element, 3 streams.
+void encoder_forward(benchmark::State& s, DType dt) {
+  Buffer out(dt, size_t(BT) * C), wte(dt, size_t(Vp) * C), wpe(dt, size_t(T) * C);
+  const auto tok = tokens(BT, V);
+  for (auto _ : s)
+    backend().encoder_forward(dt, out.get(), tok.data(), wte.get(), wpe.get(), B, T, C);
+  counters(s, double(BT) * C, es(dt) * 3.0 * BT * C);
+}
+
+// dwte[token] += dout, dwpe[t] += dout: 2 FLOPs per element.
+void encoder_backward(benchmark::State& s, DType dt) {
+  Buffer dout(dt, size_t(BT) * C), dwte(dt, size_t(Vp) * C, 0, 0), dwpe(dt, size_t(T) * C, 0, 0);
+  const auto tok = tokens(BT, V);
+  for (auto _ : s)
+    backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), B, T, C);
+  counters(s, 2.0 * BT * C, es(dt) * 5.0 * BT * C);
+}
+
+// Mean, variance (3), normalise-scale-shift (4): 8 FLOPs per element.
+void layernorm_forward(benchmark::State& s, DType dt) {
+  Buffer out(dt, size_t(BT) * C), inp(dt, size_t(BT) * C), w(dt, C), b(dt, C);
+  std::vector<float> mean(BT), rstd(BT);
+  for (auto _ : s)
+    backend().layernorm_forward(dt, out.get(), mean.data(), rstd.data(), inp.get(), w.get(),
+                                b.get(), BT, C);
+  counters(s, 8.0 * BT * C, es(dt) * 2.0 * BT * C + 8.0 * BT);
+}
+
+// Recompute norm (2), two reductions (3), dinp (5), dweight/dbias (3): 13 FLOPs per element.
+void layernorm_backward(benchmark::State& s, DType dt) {
+  Buffer dinp(dt, size_t(BT) * C, 0, 0), dw(dt, C, 0, 0), db(dt, C, 0, 0);
+  Buffer dout(dt, size_t(BT) * C), inp(dt, size_t(BT) * C), w(dt, C);
+  std::vector<float> mean(BT, 0.0f), rstd(BT, 1.0f);
+  for (auto _ : s)
+    backend().layernorm_backward(dt, dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
+                                 mean.data(), rstd.data(), BT, C);
+  counters(s, 13.0 * BT * C, es(dt) * 4.0 * BT * C + 8.0 * BT);
+}
+
+// GELU on the MLP hidden layer (B·T·4C). Forward ≈ 20 FLOPs per element (the
+// exp polynomial inside tanh included), backward ≈ 30.
+void gelu_forward(benchmark::State& s, DType dt) {
+  const size_t n = size_t(BT) * 4 * C;
+  Buffer out(dt, n), inp(dt, n, -4, 4);
+  for (auto _ : s) backend().gelu_forward(dt, out.get(), inp.get(), n);
+  counters(s, 20.0 * n, es(dt) * 2.0 * n);
+}
+
+void gelu_backward(benchmark::State& s, DType dt) {
+  const size_t n = size_t(BT) * 4 * C;
+  Buffer dinp(dt, n, 0, 0), inp(dt, n, -4, 4), dout(dt, n);
+  for (auto _ : s) backend().gelu_backward(dt, dinp.get(), inp.get(), dout.get(), n);
+  counters(s, 30.0 * n, es(dt) * 4.0 * n);
+}
+
+// Nominal FLOPs: q·kᵀ and P·v, 2·T·T·hs each per (b, h) = 4·B·T²·C.
+void attention_forward(benchmark::State& s, DType dt) {
+  Buffer out(dt, size_t(BT) * C), qkv(dt, size_t(BT) * 3 * C);
+  const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
+  std::vector<float> saved(saved_bytes / sizeof(float));
+  for (auto _ : s) backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+  counters(s, 4.0 * B * T * double(T) * C, es(dt) * 4.0 * BT * C + double(saved_bytes));
+}
+
+// Nominal FLOPs: four T×T×hs GEMMs per (b, h) = 8·B·T²·C.
+void attention_backward(benchmark::State& s, DType dt) {
+  Buffer out(dt, size_t(BT) * C), qkv(dt, size_t(BT) * 3 * C), dout(dt, size_t(BT) * C);
+  Buffer dqkv(dt, size_t(BT) * 3 * C, 0, 0);
+  const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
+  std::vector<float> saved(saved_bytes / sizeof(float));
+  backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+  for (auto _ : s)
+    backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), B,
+                                 T, C, NH);
+  counters(s, 8.0 * B * T * double(T) * C, es(dt) * 10.0 * BT * C + double(saved_bytes));
+}
+
+// out = a + b: 1 FLOP, 3 streams per element.
+void residual_forward(benchmark::State& s, DType dt) {
+  const size_t n = size_t(BT) * C;
+  Buffer out(dt, n), a(dt, n), b(dt, n);
+  for (auto _ : s) backend().residual_forward(dt, out.get(), a.get(), b.get(), n);
+  counters(s, double(n), es(dt) * 3.0 * n);
+}
+
+// Forward: max (1), subtract + exp (≈ 12) + sum (1) per logit ≈ 14 FLOPs.
+void cross_entropy_forward(benchmark::State& s, DType dt) {
+  Buffer logits(dt, size_t(BT) * Vp, -4, 4);
+  std::vector<float> losses(BT), lse(BT);
+  const auto tgt = tokens(BT, V);
+  for (auto _ : s)
+    backend().cross_entropy_forward(dt, losses.data(), lse.data(), logits.get(), tgt.data(), BT, V,
+                                    Vp);
+  counters(s, 14.0 * BT * V, es(dt) * double(BT) * Vp);
+}
+
+// Backward (in place, as the engine runs it): subtract + exp + scale ≈ 14 FLOPs per logit.
+void cross_entropy_backward(benchmark::State& s, DType dt) {
+  Buffer logits(dt, size_t(BT) * Vp, -4, 4);
+  std::vector<float> losses(BT), lse(BT);
+  const auto tgt = tokens(BT, V);
+  backend().cross_entropy_forward(dt, losses.data(), lse.data(), logits.get(), tgt.data(), BT, V,
+                                  Vp);
+  for (auto _ : s)
+    backend().cross_entropy_backward(dt, logits.get(), logits.get(), lse.data(), tgt.data(),
+                                     1.0f / BT, BT, V, Vp);
+  counters(s, 14.0 * BT * V, es(dt) * 2.0 * BT * Vp);
+}
+
+// ---- elementwise over a 16 Mi-element flat buffer (a slice of the 124M parameters) ----
+constexpr size_t kFlat = size_t(16) << 20;
+
+// fp32 master → dt working copy (0 FLOPs counted as 1 per element for the rate).
+void convert(benchmark::State& s, DType dt) {
+  Buffer src(DType::f32, kFlat), dst(dt, kFlat);
+  for (auto _ : s) backend().convert(dt, dst.get(), DType::f32, src.get(), kFlat);
+  counters(s, double(kFlat), (4.0 + es(dt)) * kFlat);
+}
+
+// dst += alpha·src (gradient accumulation into fp32): 2 FLOPs per element.
+void add(benchmark::State& s, DType dt) {
+  Buffer dst(DType::f32, kFlat), src(dt, kFlat);
+  for (auto _ : s) backend().add(DType::f32, dst.get(), dt, src.get(), kFlat, 1e-3f);
+  counters(s, 2.0 * kFlat, (8.0 + es(dt)) * kFlat);
+}
+
+void scale(benchmark::State& s, DType dt) {
+  Buffer x(dt, kFlat);
+  for (auto _ : s) backend().scale(dt, x.get(), kFlat, 1.0f);
+  counters(s, double(kFlat), 2.0 * es(dt) * kFlat);
+}
+
+// Σx² and the inf/NaN test: 2 FLOPs per element, one read.
+void grad_stats(benchmark::State& s, DType dt) {
+  Buffer x(dt, kFlat);
+  for (auto _ : s) benchmark::DoNotOptimize(backend().grad_stats(dt, x.get(), kFlat));
+  counters(s, 2.0 * kFlat, es(dt) * kFlat);
+}
+
+// AdamW with dt gradients and a dt param_out: ≈ 16 FLOPs per element; master, m, v
+// read and written (24 bytes), grad read and param_out written (2·es).
+void adamw(benchmark::State& s, DType dt) {
+  Buffer master(DType::f32, kFlat), m(DType::f32, kFlat, 0, 0), v(DType::f32, kFlat, 0, 0);
+  Buffer grad(dt, kFlat), out(dt, kFlat);
+  hybrid::kernels::AdamWParams p;
+  p.weight_decay = 0.1f;
+  for (auto _ : s)
+    backend().adamw(p, master.as<float>(), m.as<float>(), v.as<float>(), dt, grad.get(), 1.0f, dt,
+                    out.get(), kFlat);
+  counters(s, 16.0 * kFlat, (24.0 + 2.0 * es(dt)) * kFlat);
+}
+
+// ---- attention's per-head GEMMs: where the threads go -------------------------
+// The B·NH = 48 score GEMMs q·kᵀ (T × T × hs) of one attention forward, run (a) as
+// attention runs them, one head per OpenMP thread with oneDNN single-threaded
+// inside the region, and (b) one head after another, each GEMM threaded by
+// oneDNN. Alternated in one benchmark; the counter is the speed-up of (a) over (b).
+void attention_gemm_threading(benchmark::State& s) {
+  const int heads = B * NH, hs = C / NH;
+  Buffer q(DType::f32, size_t(heads) * T * hs), k(DType::f32, size_t(heads) * T * hs);
+  Buffer S(DType::f32, size_t(heads) * T * T, 0, 0);
+  const float* qp = q.as<float>();
+  const float* kp = k.as<float>();
+  float* sp = S.as<float>();
+  auto head = [&](int h) {
+    hybrid::kernels::cpu::gemm(DType::f32, false, true, T, T, hs, 1.0f, qp + size_t(h) * T * hs, hs,
+                               kp + size_t(h) * T * hs, hs, 0.0f, sp + size_t(h) * T * T, T);
+  };
+#ifndef _OPENMP
+  s.SkipWithError("built without OpenMP: nothing to compare");
+  return;
+#endif
+  using clock = std::chrono::steady_clock;
+  double t_inside = 0.0, t_serial = 0.0;
+  for (auto _ : s) {
+    const auto t0 = clock::now();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < heads; ++h) head(h);
+    const auto t1 = clock::now();
+    for (int h = 0; h < heads; ++h) head(h);
+    const auto t2 = clock::now();
+    t_inside += std::chrono::duration<double>(t1 - t0).count();
+    t_serial += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double flops = 2.0 * heads * T * double(T) * hs * double(s.iterations());
+  s.counters["per_head_threads_GFLOP/s"] = flops / t_inside / 1e9;
+  s.counters["threaded_gemm_GFLOP/s"] = flops / t_serial / 1e9;
+  s.counters["speedup"] = t_serial / t_inside;
+}
+
+// ---- GEMM library comparison: 2048 × 3072 × 768, C = A·B --------------------
+constexpr int GM = 2048, GN = 3072, GK = 768;
+constexpr double kGemmFlops = 2.0 * GM * GN * GK;
+
+void gemm_onednn(benchmark::State& s, DType dt) {
+  Buffer a(dt, size_t(GM) * GK), b(dt, size_t(GK) * GN), c(dt, size_t(GM) * GN, 0, 0);
+  for (auto _ : s)
+    backend().gemm(dt, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN, 0.0f, c.get(), GN);
+  counters(s, kGemmFlops, es(dt) * (double(GM) * GK + double(GK) * GN + double(GM) * GN));
+  s.SetLabel(hybrid::kernels::cpu::gemm_impl_name(dt, false, false, GM, GN, GK));
+}
+
+#ifdef HYBRID_HAVE_OPENBLAS
+void gemm_openblas(benchmark::State& s) {
+  Buffer a(DType::f32, size_t(GM) * GK), b(DType::f32, size_t(GK) * GN),
+      c(DType::f32, size_t(GM) * GN, 0, 0);
+  for (auto _ : s)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GM, GN, GK, 1.0f, a.as<float>(), GK,
+                b.as<float>(), GN, 0.0f, c.as<float>(), GN);
+  counters(s, kGemmFlops, 4.0 * (double(GM) * GK + double(GK) * GN + double(GM) * GN));
+  s.SetLabel("OpenBLAS " + std::string(openblas_get_config()));
+}
+
+// Both libraries alternately, same buffers, timed separately: the ratio is measured
+// side by side in one run. The benchmark's own time is the pair.
+void gemm_side_by_side(benchmark::State& s) {
+  Buffer a(DType::f32, size_t(GM) * GK), b(DType::f32, size_t(GK) * GN),
+      c(DType::f32, size_t(GM) * GN, 0, 0);
+  using clock = std::chrono::steady_clock;
+  double t_dnnl = 0.0, t_blas = 0.0;
+  for (auto _ : s) {
+    const auto t0 = clock::now();
+    backend().gemm(DType::f32, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN, 0.0f,
+                   c.get(), GN);
+    const auto t1 = clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GM, GN, GK, 1.0f, a.as<float>(), GK,
+                b.as<float>(), GN, 0.0f, c.as<float>(), GN);
+    const auto t2 = clock::now();
+    t_dnnl += std::chrono::duration<double>(t1 - t0).count();
+    t_blas += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double n = double(s.iterations());
+  s.counters["oneDNN_GFLOP/s"] = kGemmFlops * n / t_dnnl / 1e9;
+  s.counters["OpenBLAS_GFLOP/s"] = kGemmFlops * n / t_blas / 1e9;
+  s.counters["ratio_oneDNN/OpenBLAS"] = t_blas / t_dnnl;
+  std::printf(
+      "gemm %dx%dx%d fp32: oneDNN %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s, ratio oneDNN/OpenBLAS "
+      "%.3f\n",
+      GM, GN, GK, kGemmFlops * n / t_dnnl / 1e9, kGemmFlops * n / t_blas / 1e9, t_blas / t_dnnl);
+}
+#endif
+
+#define HYBRID_BENCH_DT(fn, ...)                                      \
+  BENCHMARK_CAPTURE(fn, fp32, DType::f32 __VA_OPT__(, ) __VA_ARGS__)  \
+      ->UseRealTime()                                                 \
+      ->Unit(benchmark::kMillisecond);                                \
+  BENCHMARK_CAPTURE(fn, bf16, DType::bf16 __VA_OPT__(, ) __VA_ARGS__) \
+      ->UseRealTime()                                                 \
+      ->Unit(benchmark::kMillisecond)
+
+// qkv (768 → 2304), attention projection (768 → 768), MLP fc (768 → 3072) and proj (3072 → 768).
+HYBRID_BENCH_DT(matmul_forward, C, 3 * C);
+HYBRID_BENCH_DT(matmul_backward, C, 3 * C);
+BENCHMARK_CAPTURE(matmul_forward, fc_fp32, DType::f32, C, 4 * C)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(matmul_forward, proj_fp32, DType::f32, 4 * C, C)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+HYBRID_BENCH_DT(encoder_forward);
+HYBRID_BENCH_DT(encoder_backward);
+HYBRID_BENCH_DT(layernorm_forward);
+HYBRID_BENCH_DT(layernorm_backward);
+HYBRID_BENCH_DT(gelu_forward);
+HYBRID_BENCH_DT(gelu_backward);
+HYBRID_BENCH_DT(attention_forward);
+HYBRID_BENCH_DT(attention_backward);
+HYBRID_BENCH_DT(residual_forward);
+HYBRID_BENCH_DT(cross_entropy_forward);
+HYBRID_BENCH_DT(cross_entropy_backward);
+HYBRID_BENCH_DT(convert);
+HYBRID_BENCH_DT(add);
+HYBRID_BENCH_DT(scale);
+HYBRID_BENCH_DT(grad_stats);
+HYBRID_BENCH_DT(adamw);
+BENCHMARK(attention_gemm_threading)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(gemm_onednn, fp32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(gemm_onednn, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+#ifdef HYBRID_HAVE_OPENBLAS
+BENCHMARK(gemm_openblas)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(gemm_side_by_side)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,152 @@
+#include "bench/compare/benchmark_file.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace hybrid::bench {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+  throw std::runtime_error(fmt::format("{}: {}", source, what));
+}
+
+// Old Google Benchmark versions wrote no run_type; their aggregates carry an
+// aggregate_name (or a name suffix), everything else is a repetition.
+bool is_aggregate(const nlohmann::json& entry) {
+  if (auto it = entry.find("run_type"); it != entry.end() && it->is_string()) {
+    return it->get<std::string>() == "aggregate";
+  }
+  return entry.contains("aggregate_name");
+}
+
+double number_field(const nlohmann::json& entry, const char* key, const std::string& source,
+                    const std::string& name) {
+  auto it = entry.find(key);
+  if (it == entry.end() || !it->is_number()) {
+    fail(source, fmt::format("benchmark '{}' has no numeric \"{}\"", name, key));
+  }
+  return it->get<double>();
+}
+
+}  // namespace
+
+Metric parse_metric(std::string_view text) {
+  if (text == "real_time") return Metric::RealTime;
+  if (text == "cpu_time") return Metric::CpuTime;
+  throw std::invalid_argument(
+      fmt::format("--metric must be real_time or cpu_time, got '{}'", text));
+}
+
+std::string_view metric_name(Metric metric) {
+  return metric == Metric::RealTime ? "real_time" : "cpu_time";
+}
+
+const BenchmarkSamples* BenchmarkFile::find(std::string_view name) const {
+  for (const auto& b : benchmarks) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+double time_unit_to_ns(std::string_view unit) {
+  if (unit == "ns") return 1.0;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  throw std::invalid_argument(fmt::format("unknown time_unit '{}' (expected ns, us, ms or s)", unit));
+}
+
+BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source) {
+  if (!doc.is_object()) fail(source, "not Google Benchmark output (top level is not an object)");
+  auto list = doc.find("benchmarks");
+  if (list == doc.end() || !list->is_array()) {
+    fail(source, "not Google Benchmark output (no \"benchmarks\" array)");
+  }
+  if (list->empty()) fail(source, "contains no benchmarks");
+
+  BenchmarkFile file;
+  file.source = source;
+  if (auto ctx = doc.find("context"); ctx != doc.end() && ctx->is_object()) file.context = *ctx;
+
+  // Names that appeared only as aggregates, to tell the user why they have no samples.
+  std::vector<std::string> aggregate_only;
+  auto find_or_add = [&file](const std::string& name) -> BenchmarkSamples& {
+    for (auto& b : file.benchmarks) {
+      if (b.name == name) return b;
+    }
+    BenchmarkSamples b;
+    b.name = name;
+    file.benchmarks.push_back(std::move(b));
+    return file.benchmarks.back();
+  };
+
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& entry = (*list)[i];
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+      fail(source, fmt::format("benchmarks[{}] is not a Google Benchmark result (no \"name\")", i));
+    }
+    std::string name = entry.value("run_name", entry["name"].get<std::string>());
+    if (is_aggregate(entry)) {
+      aggregate_only.push_back(name);
+      continue;
+    }
+    BenchmarkSamples& b = find_or_add(name);
+    b.threads = entry.value("threads", 1);
+    if (entry.value("error_occurred", false)) {
+      b.error = true;
+      b.error_message = entry.value("error_message", std::string("(no message)"));
+      continue;
+    }
+    std::string unit = entry.value("time_unit", std::string("ns"));
+    double scale = 0;
+    try {
+      scale = time_unit_to_ns(unit);
+    } catch (const std::exception& e) {
+      fail(source, fmt::format("benchmark '{}': {}", name, e.what()));
+    }
+    b.time_unit = unit;
+    b.real_time_ns.push_back(number_field(entry, "real_time", source, name) * scale);
+    b.cpu_time_ns.push_back(number_field(entry, "cpu_time", source, name) * scale);
+  }
+
+  for (const auto& name : aggregate_only) {
+    if (!file.find(name)) {
+      fail(source, fmt::format("benchmark '{}' has only aggregates, no repetitions (run with "
+                               "--benchmark_repetitions=N --benchmark_report_aggregates_only=false)",
+                               name));
+    }
+  }
+  for (const auto& b : file.benchmarks) {
+    if (!b.error && b.repetitions() < 2) {
+      fail(source, fmt::format("benchmark '{}' has {} repetition; the comparison needs at least 2 "
+                               "(run with --benchmark_repetitions=N)",
+                               b.name, b.repetitions()));
+    }
+  }
+  return file;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path.string(), "no such file");
+  if (std::filesystem::is_directory(path, ec)) fail(path.string(), "is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path.string(), "cannot be opened for reading");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path.string(), fmt::format("not valid JSON ({})", e.what()));
+  }
+}
+
+BenchmarkFile load_benchmark_file(const std::filesystem::path& path) {
+  return parse_benchmark_json(read_json_file(path), path.string());
+}
+
+}  // namespace hybrid::bench

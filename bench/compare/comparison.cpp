@@ -1,0 +1,237 @@
+#include "bench/compare/comparison.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/compare/statistics.h"
+
+namespace hybrid::bench {
+
+namespace {
+
+bool is_calibration(const std::string& name, const CompareOptions& options) {
+  return name.rfind(options.calibration_prefix, 0) == 0;
+}
+
+Verdict decide(double change, double p_value, const CompareOptions& options) {
+  const bool significant = p_value < options.alpha;
+  if (std::abs(change) <= options.threshold) return Verdict::NoChange;
+  if (!significant) return Verdict::NotSignificant;
+  return change > 0 ? Verdict::Regression : Verdict::Improvement;
+}
+
+std::vector<double> scaled(const std::vector<double>& values, double factor) {
+  std::vector<double> out(values);
+  for (double& v : out) v /= factor;
+  return out;
+}
+
+// Geometric mean of the calibration medians present in both runs (one per run).
+std::optional<CalibrationInfo> find_calibration(const BenchmarkFile& baseline,
+                                                const BenchmarkFile& current,
+                                                const CompareOptions& options) {
+  CalibrationInfo info;
+  std::vector<double> base_medians, cur_medians;
+  int slower = 0, faster = 0;
+  for (const auto& b : baseline.benchmarks) {
+    if (!is_calibration(b.name, options) || b.error) continue;
+    const BenchmarkSamples* c = current.find(b.name);
+    if (!c || c->error) continue;
+    info.names.push_back(b.name);
+    const auto& x = b.samples(options.metric);
+    const auto& y = c->samples(options.metric);
+    base_medians.push_back(median(x));
+    cur_medians.push_back(median(y));
+    const double p = mann_whitney_u(y, x).p_value;
+    info.p_value = info.names.size() == 1 ? p : std::max(info.p_value, p);
+    if (p < options.alpha) (cur_medians.back() > base_medians.back() ? slower : faster) += 1;
+  }
+  if (info.names.empty()) return std::nullopt;
+  info.baseline_ns = geometric_mean(base_medians);
+  info.current_ns = geometric_mean(cur_medians);
+  const int n = static_cast<int>(info.names.size());
+  info.significant = slower == n || faster == n;
+  info.applied = options.normalize && (info.significant || options.normalize_always);
+  return info;
+}
+
+bool has_calibration(const BenchmarkFile& file, const CompareOptions& options) {
+  for (const auto& b : file.benchmarks) {
+    if (is_calibration(b.name, options) && !b.error) return true;
+  }
+  return false;
+}
+
+std::string context_string(const BenchmarkFile& file, const char* group, const char* key) {
+  const nlohmann::json* node = &file.context;
+  if (group) {
+    auto it = file.context.find(group);
+    if (it == file.context.end() || !it->is_object()) return {};
+    node = &*it;
+  }
+  auto it = node->find(key);
+  return it != node->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+void note_machine_differences(const BenchmarkFile& baseline, const BenchmarkFile& current,
+                              ComparisonReport& report) {
+  struct Field {
+    const char* group;
+    const char* key;
+    const char* label;
+  };
+  const Field fields[] = {{"hybrid_machine", "cpu_model", "CPU model"},
+                          {nullptr, "host_name", "host"},
+                          {"hybrid_machine", "openblas_coretype", "OPENBLAS_CORETYPE"}};
+  for (const auto& f : fields) {
+    std::string a = context_string(baseline, f.group, f.key);
+    std::string b = context_string(current, f.group, f.key);
+    if (!a.empty() && !b.empty() && a != b) {
+      report.notes.push_back(fmt::format(
+          "{} differs between the runs ('{}' vs '{}'): absolute times are not comparable{}",
+          f.label, a, b, report.options.normalize ? "; normalisation helps only partly" : ""));
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::Regression: return "REGRESSION";
+    case Verdict::Improvement: return "IMPROVEMENT";
+    case Verdict::NoChange: return "no change";
+    case Verdict::NotSignificant: return "not significant";
+  }
+  return "?";
+}
+
+double parse_threshold(std::string_view text) {
+  std::string_view number = text;
+  bool percent = false;
+  if (!number.empty() && number.back() == '%') {
+    percent = true;
+    number.remove_suffix(1);
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
+      !std::isfinite(value) || value < 0) {
+    throw std::invalid_argument(fmt::format(
+        "--threshold must be a non-negative fraction or percentage (0.05 or 5%), got '{}'", text));
+  }
+  return percent ? value / 100.0 : value;
+}
+
+void validate(const CompareOptions& options) {
+  if (!(options.alpha > 0 && options.alpha < 1)) {
+    throw std::invalid_argument(fmt::format("--alpha must be in (0, 1), got {}", options.alpha));
+  }
+  if (!(options.threshold >= 0) || !std::isfinite(options.threshold)) {
+    throw std::invalid_argument(
+        fmt::format("--threshold must be non-negative, got {}", options.threshold));
+  }
+}
+
+ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile& current,
+                              const CompareOptions& options) {
+  validate(options);
+  ComparisonReport report;
+  report.options = options;
+  report.baseline_source = baseline.source;
+  report.current_source = current.source;
+
+  if (options.normalize) {
+    for (const BenchmarkFile* file : {&baseline, &current}) {
+      if (!has_calibration(*file, options)) {
+        throw std::runtime_error(fmt::format(
+            "{}: --normalize needs a calibration benchmark (a name starting with '{}'), none found "
+            "(add bench_calibration to the suite)",
+            file->source, options.calibration_prefix));
+      }
+    }
+  }
+  report.calibration = find_calibration(baseline, current, options);
+  if (options.normalize && !report.calibration) {
+    throw std::runtime_error(fmt::format(
+        "{} and {}: --normalize needs a calibration benchmark present in both runs; their "
+        "calibration benchmarks have different names",
+        baseline.source, current.source));
+  }
+  const bool apply = options.normalize && report.calibration->applied;
+  const double base_factor = apply ? report.calibration->baseline_ns : 1.0;
+  const double cur_factor = apply ? report.calibration->current_ns : 1.0;
+
+  std::set<std::string> too_few_noted;
+  std::vector<double> ratios;
+  for (const auto& b : baseline.benchmarks) {
+    const BenchmarkSamples* c = current.find(b.name);
+    if (!c) {
+      report.missing.push_back(b.name);
+      continue;
+    }
+    if (b.error || c->error) {
+      const BenchmarkSamples& bad = b.error ? b : *c;
+      report.errored.push_back(fmt::format("{}: {} ({})", b.name, bad.error_message,
+                                           b.error ? baseline.source : current.source));
+      continue;
+    }
+    const bool calibration = is_calibration(b.name, options);
+    // The calibration is compared raw: dividing it by itself would always give 1.
+    const double bf = calibration ? 1.0 : base_factor;
+    const double cf = calibration ? 1.0 : cur_factor;
+    const std::vector<double> x = scaled(b.samples(options.metric), bf);
+    const std::vector<double> y = scaled(c->samples(options.metric), cf);
+
+    BenchmarkComparison row;
+    row.name = b.name;
+    row.baseline_repetitions = x.size();
+    row.current_repetitions = y.size();
+    row.baseline_median_ns = median(b.samples(options.metric));
+    row.current_median_ns = median(c->samples(options.metric));
+    row.raw_change = row.current_median_ns / row.baseline_median_ns - 1.0;
+    row.change = median(y) / median(x) - 1.0;
+    const MannWhitneyResult test = mann_whitney_u(y, x);
+    row.p_value = test.p_value;
+    row.method = test.method;
+    const double min_p =
+        mann_whitney_min_p_value(static_cast<int>(y.size()), static_cast<int>(x.size()));
+    row.significance_reachable = min_p < options.alpha;
+    row.verdict = decide(row.change, row.p_value, options);
+
+    if (!row.significance_reachable) {
+      std::string key = fmt::format("{}/{}", x.size(), y.size());
+      if (too_few_noted.insert(key).second) {
+        int needed = 2;
+        while (needed < 1000 && mann_whitney_min_p_value(needed, needed) >= options.alpha) ++needed;
+        report.notes.push_back(fmt::format(
+            "{} vs {} repetitions can never reach p < {} (smallest possible p = {:.3f}): such "
+            "benchmarks are never flagged; use at least {} repetitions",
+            x.size(), y.size(), options.alpha, min_p, needed));
+      }
+    }
+    if (calibration) {
+      report.calibration_rows.push_back(row);
+      continue;
+    }
+    if (row.verdict == Verdict::Regression) ++report.regressions;
+    if (row.verdict == Verdict::Improvement) ++report.improvements;
+    ratios.push_back(1.0 + row.change);
+    report.rows.push_back(std::move(row));
+  }
+  for (const auto& c : current.benchmarks) {
+    if (!baseline.find(c.name)) report.added.push_back(c.name);
+  }
+  if (!ratios.empty()) report.geomean_ratio = geometric_mean(ratios);
+  if (report.rows.empty()) {
+    report.notes.push_back("no benchmark is present in both runs: nothing was compared");
+  }
+  note_machine_differences(baseline, current, report);
+  return report;
+}
+
+}  // namespace hybrid::bench

@@ -1,0 +1,269 @@
+#include "bench/compare/runner.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/compare/benchmark_file.h"
+#include "bench/compare/machine_info.h"
+#include "bench/compare/process.h"
+
+namespace hybrid::bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A private folder for the executables' raw outputs, removed however the run ends.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            fmt::format("hybrid-bench-{}-{}-{}", ::getpid(), counter++,
+                        std::chrono::steady_clock::now().time_since_epoch().count());
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string format_seconds(double s) {
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool quote = a.find_first_of(" \t'\"$*?[]()|&;<>\\") != std::string::npos;
+    out += quote ? "'" + a + "'" : a;
+  }
+  return out;
+}
+
+// How many benchmarks the filter selects, by asking the executable itself; nullopt
+// for mpirun entries (listing would need the launcher) or when listing fails.
+std::optional<int> count_benchmarks(const SuiteEntry& entry, const fs::path& executable,
+                                    const fs::path& work) {
+  if (entry.mpirun_np > 0) return std::nullopt;
+  std::vector<std::string> argv = {executable.string(), "--benchmark_list_tests=true",
+                                   "--benchmark_filter=" + entry.filter};
+  argv.insert(argv.end(), entry.args.begin(), entry.args.end());
+  const fs::path listing = work / "list.txt";
+  ProcessResult r = run_process(
+      argv,
+      {.stdout_file = listing, .stderr_file = {}, .quiet_stderr = true, .timeout_s = 60, .env = entry.env});
+  if (!r.ok()) return std::nullopt;
+  std::ifstream in(listing);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) ++n;
+  }
+  return n;
+}
+
+// Google Benchmark grows the iteration count until one repetition lasts min_time,
+// so a repetition costs about twice min_time (plus warm-up).
+double estimate_seconds(const SuiteEntry& entry, int repetitions, int benchmarks) {
+  const double per_rep = 2.0 * entry.min_time_s + entry.min_warmup_time_s.value_or(0.0);
+  return benchmarks * repetitions * per_rep + 0.2;
+}
+
+nlohmann::json env_object(const std::vector<std::pair<std::string, std::string>>& env) {
+  nlohmann::json o = nlohmann::json::object();
+  for (const auto& [k, v] : env) o[k] = v;
+  return o;
+}
+
+}  // namespace
+
+fs::path find_executable(const std::string& name, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p(name);
+  if (p.is_absolute()) {
+    if (fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0) return p;
+    throw std::runtime_error(fmt::format("benchmark executable {} does not exist or is not executable", name));
+  }
+  for (const fs::path& candidate : {dir / p, dir / "bench" / p}) {
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  throw std::runtime_error(fmt::format(
+      "benchmark executable '{}' not found in {} or {} (build it: cmake --build BUILD --target {}, "
+      "or pass --build-dir)",
+      name, dir.string(), (dir / "bench").string(), p.filename().string()));
+}
+
+std::vector<std::string> benchmark_command(const SuiteEntry& entry, int repetitions,
+                                           const fs::path& executable, const fs::path& out_file,
+                                           const std::string& mpiexec) {
+  std::vector<std::string> argv;
+  if (entry.mpirun_np > 0) argv = {mpiexec, "-np", std::to_string(entry.mpirun_np)};
+  argv.push_back(executable.string());
+  argv.push_back("--benchmark_format=json");
+  argv.push_back("--benchmark_out_format=json");
+  argv.push_back("--benchmark_out=" + out_file.string());
+  argv.push_back(fmt::format("--benchmark_repetitions={}", repetitions));
+  argv.push_back("--benchmark_report_aggregates_only=false");
+  argv.push_back("--benchmark_filter=" + entry.filter);
+  argv.push_back(fmt::format("--benchmark_min_time={}", entry.min_time_s));
+  if (entry.min_warmup_time_s) {
+    argv.push_back(fmt::format("--benchmark_min_warmup_time={}", *entry.min_warmup_time_s));
+  }
+  if (entry.interleave) argv.push_back("--benchmark_enable_random_interleaving=true");
+  argv.insert(argv.end(), entry.args.begin(), entry.args.end());
+  return argv;
+}
+
+nlohmann::json merge_benchmark_outputs(const std::vector<nlohmann::json>& outputs,
+                                       const std::vector<std::string>& executable_names) {
+  if (outputs.empty()) throw std::invalid_argument("merge_benchmark_outputs: nothing to merge");
+  // Which outputs each run name appears in, to find the ones to renumber.
+  std::map<std::string, int> outputs_with;
+  for (const auto& out : outputs) {
+    std::map<std::string, bool> seen;
+    for (const auto& b : out.at("benchmarks")) {
+      seen[b.value("run_name", b.value("name", std::string()))] = true;
+    }
+    for (const auto& [name, yes] : seen) outputs_with[name] += 1;
+  }
+
+  nlohmann::json merged;
+  merged["context"] = outputs.front().value("context", nlohmann::json::object());
+  merged["benchmarks"] = nlohmann::json::array();
+  std::map<std::string, int> next_index;  // per repeated run name
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (auto b : outputs[i].at("benchmarks")) {
+      const std::string name = b.value("run_name", b.value("name", std::string()));
+      if (i < executable_names.size()) b["hybrid_executable"] = executable_names[i];
+      if (outputs_with[name] > 1) {
+        if (b.value("run_type", std::string()) == "aggregate") continue;
+        b["repetition_index"] = next_index[name]++;
+      }
+      merged["benchmarks"].push_back(std::move(b));
+    }
+  }
+  for (auto& b : merged["benchmarks"]) {
+    const std::string name = b.value("run_name", b.value("name", std::string()));
+    if (outputs_with[name] > 1) b["repetitions"] = next_index[name];
+  }
+  return merged;
+}
+
+nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
+  TempDir work;
+  auto say = [&options](const std::string& line) {
+    if (options.progress) *options.progress << line << std::endl;
+  };
+
+  // Resolve everything first: a missing executable fails before any time is spent.
+  struct Planned {
+    const SuiteEntry* entry;
+    fs::path executable;
+    int repetitions;
+    std::optional<int> count;
+    double estimate_s;
+  };
+  std::vector<Planned> plan;
+  for (std::size_t i = 0; i < suite.entries.size(); ++i) {
+    const SuiteEntry& e = suite.entries[i];
+    Planned p{&e, {}, options.repetitions.value_or(suite.repetitions_for(e)), std::nullopt, 0};
+    if (p.repetitions < 2) {
+      throw std::runtime_error(fmt::format(
+          "suite '{}': {} repetitions requested; the comparison needs at least 2", suite.name, p.repetitions));
+    }
+    try {
+      p.executable = find_executable(e.executable, options.executable_dir);
+    } catch (const std::exception& ex) {
+      throw std::runtime_error(fmt::format("suite '{}' entry {}: {}", suite.name, i, ex.what()));
+    }
+    p.count = count_benchmarks(e, p.executable, work.path());
+    if (p.count && *p.count == 0) {
+      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}): filter '{}' matches no benchmark",
+                                           suite.name, i, e.executable, e.filter));
+    }
+    p.estimate_s = estimate_seconds(e, p.repetitions, p.count.value_or(1));
+    plan.push_back(std::move(p));
+  }
+
+  double remaining_estimate = 0;
+  for (const auto& p : plan) remaining_estimate += p.estimate_s;
+  say(fmt::format("suite '{}': {} executables, about {}", suite.name, plan.size(),
+                  format_seconds(remaining_estimate)));
+
+  std::vector<nlohmann::json> outputs;
+  std::vector<std::string> names;
+  nlohmann::json entries_done = nlohmann::json::array();
+  double speed = 1.0;  // measured / estimated so far, to correct the ETA
+  double measured_total = 0, estimated_total = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const Planned& p = plan[i];
+    const SuiteEntry& e = *p.entry;
+    remaining_estimate -= p.estimate_s;
+    say(fmt::format("[{}/{}] {} (filter '{}', {} benchmarks x {} repetitions){}", i + 1, plan.size(),
+                    e.executable, e.filter, p.count ? std::to_string(*p.count) : "?", p.repetitions,
+                    e.mpirun_np ? fmt::format(" under mpirun -np {}", e.mpirun_np) : ""));
+    const fs::path out_file = work.path() / fmt::format("out{}.json", i);
+    const std::vector<std::string> argv =
+        benchmark_command(e, p.repetitions, p.executable, out_file, options.mpiexec);
+    ProcessResult r = run_process(argv, {.stdout_file = work.path() / fmt::format("stdout{}.txt", i),
+                                         .stderr_file = {},
+                                         .quiet_stderr = false,
+                                         .timeout_s = e.timeout_s,
+                                         .env = e.env});
+    if (!r.ok()) {
+      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}", suite.name, i,
+                                           e.executable, r.describe(), join_command(argv)));
+    }
+    nlohmann::json out;
+    try {
+      out = read_json_file(out_file);
+      parse_benchmark_json(out, e.executable + " output");  // validates: repetitions present
+    } catch (const std::exception& ex) {
+      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}, filter '{}'): {}", suite.name, i,
+                                           e.executable, e.filter, ex.what()));
+    }
+    measured_total += r.wall_s;
+    estimated_total += p.estimate_s;
+    speed = measured_total / estimated_total;
+    say(fmt::format("      done in {}; ETA {}", format_seconds(r.wall_s),
+                    format_seconds(remaining_estimate * speed)));
+    entries_done.push_back({{"executable", e.executable},
+                            {"path", p.executable.string()},
+                            {"filter", e.filter},
+                            {"min_time", e.min_time_s},
+                            {"repetitions", p.repetitions},
+                            {"mpirun_np", e.mpirun_np},
+                            {"env", env_object(e.env)},
+                            {"command", join_command(argv)},
+                            {"wall_s", r.wall_s},
+                            {"context", out.value("context", nlohmann::json::object())}});
+    outputs.push_back(std::move(out));
+    names.push_back(e.executable);
+  }
+
+  nlohmann::json merged = merge_benchmark_outputs(outputs, names);
+  merged["context"]["hybrid_machine"] = describe_machine(options.source_dir);
+  merged["context"]["hybrid_suite"] = {{"name", suite.name},
+                                       {"description", suite.description},
+                                       {"entries", entries_done},
+                                       {"wall_s", measured_total}};
+  return merged;
+}
+
+}  // namespace hybrid::bench

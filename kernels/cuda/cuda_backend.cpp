@@ -1,0 +1,218 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/launchers.h"
+
+namespace hybrid::kernels {
+
+using cuda::CudaError;
+
+int cuda_device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    return 0;
+  }
+  if (n <= 0 && why) *why = "cudaGetDeviceCount: no CUDA device";
+  return n > 0 ? n : 0;
+}
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  std::string why;
+  const int count = cuda_device_count(&why);
+  if (device < 0 || device >= count)
+    throw CudaError("cuda backend: device " + std::to_string(device) + " does not exist (" +
+                    (count ? std::to_string(count) + " devices" : why) + ")");
+  HYBRID_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  HYBRID_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  cc_major_ = prop.major;
+  name_ = "cuda:" + std::to_string(device) + " " + prop.name;
+  HYBRID_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+  HYBRID_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+  const std::string label = "cuda:" + std::to_string(device);
+  alloc_ = std::make_unique<cuda::CachingAllocator>(
+      label,
+      [](size_t bytes) -> void* {
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes);
+        if (e == cudaErrorMemoryAllocation) {
+          cudaGetLastError();
+          return nullptr;
+        }
+        if (e != cudaSuccess) cuda::throw_cuda_error(e, "cudaMalloc", __FILE__, __LINE__);
+        return p;
+      },
+      [](void* p) { cudaFree(p); },
+      [] {
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return std::string("device state unknown");
+        return "device has " + cuda::format_byte_size(free_b) + " free of " +
+               cuda::format_byte_size(total_b);
+      });
+  gemm_ = std::make_unique<cuda::LtGemm>(*alloc_);
+}
+
+CudaBackend::~CudaBackend() {
+  // Nothing may throw here: errors at teardown are ignored.
+  if (compute_) cudaStreamSynchronize(compute_);
+  if (comm_) cudaStreamSynchronize(comm_);
+  gemm_.reset();
+  alloc_.reset();
+  if (compute_) cudaStreamDestroy(compute_);
+  if (comm_) cudaStreamDestroy(comm_);
+}
+
+bool CudaBackend::supports(DType dt) const {
+  return dt != DType::bf16 || cc_major_ >= 8;  // bf16 arithmetic types need sm_80
+}
+
+void CudaBackend::set_allow_tf32(bool on) { gemm_->set_allow_tf32(on); }
+
+// ---- memory ---------------------------------------------------------------
+
+void* CudaBackend::allocate(size_t bytes) { return alloc_->allocate(bytes); }
+void CudaBackend::deallocate(void* ptr, size_t) { alloc_->deallocate(ptr); }
+
+void CudaBackend::zero(void* ptr, size_t bytes) {
+  if (bytes) HYBRID_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, compute_));
+}
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src)
+    HYBRID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+}
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  HYBRID_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, compute_));
+  HYBRID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  if (!bytes) return;
+  HYBRID_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, compute_));
+  HYBRID_CUDA_CHECK(cudaStreamSynchronize(compute_));  // host_src may be reused at once
+}
+void CudaBackend::synchronize() { HYBRID_CUDA_CHECK(cudaStreamSynchronize(compute_)); }
+
+// ---- dense algebra ----------------------------------------------------------
+
+void CudaBackend::gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const void* A, int lda, const void* B, int ldb, float beta, void* C,
+                       int ldc) {
+  cuda::GemmCall g;
+  g.trans_a = trans_a, g.trans_b = trans_b;
+  g.M = M, g.N = N, g.K = K;
+  g.alpha = alpha, g.beta = beta;
+  g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
+  gemm_->run(dt, g, compute_);
+}
+
+void CudaBackend::matmul_forward(DType dt, void* out, const void* inp, const void* weight,
+                                 const void* bias, int M, int K, int N) {
+  cuda::GemmCall g;
+  g.trans_b = true;  // out = inp · weightᵀ
+  g.M = M, g.N = N, g.K = K;
+  g.A = inp, g.lda = K, g.B = weight, g.ldb = K, g.C = out, g.ldc = N;
+  if (bias) g.epilogue = cuda::Epilogue::bias, g.bias = bias;
+  gemm_->run(dt, g, compute_);
+}
+
+void CudaBackend::matmul_forward_gelu(DType dt, void* out, void* pre_gelu, const void* inp,
+                                      const void* weight, const void* bias, int M, int K, int N) {
+  if (!bias || !pre_gelu)
+    throw std::invalid_argument("matmul_forward_gelu: bias and pre_gelu are required");
+  cuda::GemmCall g;
+  g.trans_b = true;
+  g.M = M, g.N = N, g.K = K;
+  g.A = inp, g.lda = K, g.B = weight, g.ldb = K, g.C = out, g.ldc = N;
+  g.epilogue = cuda::Epilogue::gelu_bias, g.bias = bias, g.aux = pre_gelu, g.ld_aux = N;
+  gemm_->run(dt, g, compute_);
+}
+
+void CudaBackend::matmul_backward(DType dt, void* dinp, void* dweight, void* dbias,
+                                  const void* dout, const void* inp, const void* weight, int M,
+                                  int K, int N) {
+  if (dinp) gemm(dt, false, false, M, K, N, 1.0f, dout, N, weight, K, 1.0f, dinp, K);
+  if (dweight) gemm(dt, true, false, N, K, M, 1.0f, dout, N, inp, K, 1.0f, dweight, K);
+  if (dbias) cuda::column_sum_accumulate(dt, dbias, dout, M, N, *alloc_, compute_);
+}
+
+// ---- transformer ops ---------------------------------------------------------
+
+void CudaBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                                  const void* wpe, int B, int T, int C) {
+  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, compute_);
+}
+void CudaBackend::encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                                   const int32_t* tokens, int B, int T, int C) {
+  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, *alloc_, compute_);
+}
+void CudaBackend::layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
+                                    const void* weight, const void* bias, int N, int C) {
+  cuda::layernorm_forward(dt, out, mean, rstd, inp, weight, bias, N, C, compute_);
+}
+void CudaBackend::layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias,
+                                     const void* dout, const void* inp, const void* weight,
+                                     const float* mean, const float* rstd, int N, int C) {
+  cuda::layernorm_backward(dt, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, *alloc_,
+                           compute_);
+}
+void CudaBackend::gelu_forward(DType dt, void* out, const void* inp, size_t n) {
+  cuda::gelu_forward(dt, out, inp, n, compute_);
+}
+void CudaBackend::gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) {
+  cuda::gelu_backward(dt, dinp, inp, dout, n, compute_);
+}
+size_t CudaBackend::attention_saved_bytes(DType dt, int B, int T, int C, int NH) const {
+  return cuda::attention_saved_bytes(dt, B, T, C, NH);
+}
+void CudaBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
+                                    int C, int NH) {
+  cuda::attention_forward(dt, out, saved, qkv, B, T, C, NH, *gemm_, *alloc_, compute_);
+}
+void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
+                                     const void*, const void* saved, int B, int T, int C, int NH) {
+  cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, *gemm_, *alloc_, compute_);
+}
+void CudaBackend::residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) {
+  cuda::residual_forward(dt, out, a, b, n, compute_);
+}
+void CudaBackend::cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
+                                        const int32_t* targets, int N, int V, int Vp) {
+  cuda::cross_entropy_forward(dt, losses, lse, logits, targets, N, V, Vp, compute_);
+}
+void CudaBackend::cross_entropy_backward(DType dt, void* dlogits, const void* logits,
+                                         const float* lse, const int32_t* targets, float dloss,
+                                         int N, int V, int Vp) {
+  cuda::cross_entropy_backward(dt, dlogits, logits, lse, targets, dloss, N, V, Vp, compute_);
+}
+
+// ---- elementwise and reductions ---------------------------------------------
+
+void CudaBackend::convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n) {
+  cuda::convert(dst_dt, dst, src_dt, src, n, compute_);
+}
+void CudaBackend::add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, float alpha) {
+  cuda::add(dst_dt, dst, src_dt, src, n, alpha, compute_);
+}
+void CudaBackend::scale(DType dt, void* x, size_t n, float alpha) {
+  cuda::scale(dt, x, n, alpha, compute_);
+}
+GradStats CudaBackend::grad_stats(DType dt, const void* x, size_t n) {
+  return cuda::grad_stats(dt, x, n, *alloc_, compute_);
+}
+void CudaBackend::adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
+                        const void* grad, float grad_scale, DType param_dt, void* param_out,
+                        size_t n) {
+  cuda::adamw(p, master, m, v, grad_dt, grad, grad_scale, param_dt, param_out, n, compute_);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace hybrid::kernels

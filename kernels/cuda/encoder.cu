@@ -1,0 +1,112 @@
+// Token + position embedding. Forward is a gather. Backward is deterministic
+// without atomics: the (token, position) pairs are radix-sorted by token (stable,
+// so positions keep their order), then the block at the start of each run of
+// equal tokens sums those dout rows in fp32 and adds once into dwte. dwpe sums
+// over the batch per (t, c). Same inputs give bit-identical gradients.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/launch_config.h"
+#include "kernels/cuda/launchers.h"
+
+namespace hybrid::kernels::cuda {
+
+namespace {
+
+template <class T>
+__global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
+                                       int BT, int T_, int C) {
+  const size_t total = size_t(BT) * C;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t bt = i / C, c = i % C;
+    const size_t t = bt % T_;
+    const int32_t tok = tokens[bt];
+    out[i] = from_f32<T>(to_f32(wte[size_t(tok) * C + c]) + to_f32(wpe[t * C + c]));
+  }
+}
+
+__global__ void iota_kernel(int32_t* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = i;
+}
+
+// Block i handles sorted position i if it starts a run of equal tokens.
+template <class T>
+__global__ void encoder_wte_backward_kernel(T* dwte, const T* dout, const int32_t* sorted_tokens,
+                                            const int32_t* sorted_pos, int BT, int C) {
+  const int i = blockIdx.x;
+  const int32_t tok = sorted_tokens[i];
+  if (i > 0 && sorted_tokens[i - 1] == tok) return;
+  int end = i + 1;
+  while (end < BT && sorted_tokens[end] == tok) ++end;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int j = i; j < end; ++j) acc += to_f32(dout[size_t(sorted_pos[j]) * C + c]);
+    T* dst = dwte + size_t(tok) * C + c;
+    *dst = from_f32<T>(to_f32(*dst) + acc);
+  }
+}
+
+template <class T>
+__global__ void encoder_wpe_backward_kernel(T* dwpe, const T* dout, int B, int T_, int C) {
+  const size_t total = size_t(T_) * C;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    float acc = 0.0f;
+    for (int b = 0; b < B; ++b) acc += to_f32(dout[size_t(b) * total + i]);
+    dwpe[i] = from_f32<T>(to_f32(dwpe[i]) + acc);
+  }
+}
+
+}  // namespace
+
+void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                     int B, int T, int C, cudaStream_t s) {
+  const LaunchConfig c = launch_config(size_t(B) * T * C, 256, 8192);
+  if (!c.grid) return;
+  dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
+    encoder_forward_kernel<E><<<c.grid, c.block, 0, s>>>(static_cast<E*>(out), tokens,
+                                                         static_cast<const E*>(wte),
+                                                         static_cast<const E*>(wpe), B * T, T, C);
+  });
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
+void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
+                      int B, int T, int C, CachingAllocator& alloc, cudaStream_t s) {
+  const int BT = B * T;
+  if (BT <= 0 || C <= 0) return;
+  if (dwpe) {
+    const LaunchConfig c = launch_config(size_t(T) * C, 256, 8192);
+    dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
+      encoder_wpe_backward_kernel<E><<<c.grid, c.block, 0, s>>>(
+          static_cast<E*>(dwpe), static_cast<const E*>(dout), B, T, C);
+    });
+    HYBRID_CUDA_CHECK_LAUNCH();
+  }
+  if (!dwte) return;
+  Scratch sorted_tokens(alloc, size_t(BT) * sizeof(int32_t));
+  Scratch pos(alloc, size_t(BT) * sizeof(int32_t));
+  Scratch sorted_pos(alloc, size_t(BT) * sizeof(int32_t));
+  iota_kernel<<<unsigned(ceil_div(size_t(BT), 256)), 256, 0, s>>>(pos.as<int32_t>(), BT);
+  HYBRID_CUDA_CHECK_LAUNCH();
+  size_t temp_bytes = 0;
+  HYBRID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens,
+                                                    sorted_tokens.as<int32_t>(), pos.as<int32_t>(),
+                                                    sorted_pos.as<int32_t>(), BT, 0, 31, s));
+  Scratch temp(alloc, temp_bytes);
+  HYBRID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, tokens,
+                                                    sorted_tokens.as<int32_t>(), pos.as<int32_t>(),
+                                                    sorted_pos.as<int32_t>(), BT, 0, 31, s));
+  const unsigned block = C >= 256 ? 256u : unsigned(ceil_div(size_t(C), 32) * 32);
+  dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
+    encoder_wte_backward_kernel<E><<<unsigned(BT), block, 0, s>>>(
+        static_cast<E*>(dwte), static_cast<const E*>(dout), sorted_tokens.as<int32_t>(),
+        sorted_pos.as<int32_t>(), BT, C);
+  });
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hybrid::kernels::cuda

@@ -1,0 +1,91 @@
+// Host-callable launchers of the CUDA kernels, one op family per .cu file. Each
+// takes the stream it runs on; those needing scratch memory take the caching
+// allocator (scratch is freed stream-ordered, see caching_allocator.h).
+// Pointers are device pointers; dtypes are storage dtypes, arithmetic is fp32.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+#include "kernels/ops.h"
+
+namespace hybrid::kernels::cuda {
+
+class CachingAllocator;
+class LtGemm;
+
+// Scratch memory released (into the cache) at scope exit.
+class Scratch {
+ public:
+  Scratch(CachingAllocator& alloc, size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  CachingAllocator& alloc_;
+  void* ptr_;
+};
+
+// elementwise.cu
+void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n, cudaStream_t s);
+void convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, cudaStream_t s);
+void add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, float alpha,
+         cudaStream_t s);
+void scale(DType dt, void* x, size_t n, float alpha, cudaStream_t s);
+// out[m, :] += bias for M rows of N (fallback when cuBLASLt has no bias epilogue).
+void add_bias_rows(DType dt, void* out, const void* bias, int M, int N, cudaStream_t s);
+
+// gelu.cu (tanh approximation)
+void gelu_forward(DType dt, void* out, const void* inp, size_t n, cudaStream_t s);
+void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n,
+                   cudaStream_t s);
+
+// column_sum.cu: dst[N] += Σ_rows src[M, N], deterministic (fixed-order partials).
+void column_sum_accumulate(DType dt, void* dst, const void* src, int M, int N,
+                           CachingAllocator& alloc, cudaStream_t s);
+
+// layernorm.cu
+void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
+                       const void* weight, const void* bias, int N, int C, cudaStream_t s);
+void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
+                        const void* inp, const void* weight, const float* mean, const float* rstd,
+                        int N, int C, CachingAllocator& alloc, cudaStream_t s);
+
+// encoder.cu (backward is deterministic: tokens sorted, one pass per distinct token)
+void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                     int B, int T, int C, cudaStream_t s);
+void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
+                      int B, int T, int C, CachingAllocator& alloc, cudaStream_t s);
+
+// cross_entropy.cu
+void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
+                           const int32_t* targets, int N, int V, int Vp, cudaStream_t s);
+void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
+                            const int32_t* targets, float dloss, int N, int V, int Vp,
+                            cudaStream_t s);
+
+// attention.cu (cuBLASLt batched GEMMs + fused causal softmax; saves the
+// attention matrix [B, NH, T, T] in dt)
+size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH);
+void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
+                       int NH, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s);
+void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
+                        int B, int T, int C, int NH, LtGemm& gemm, CachingAllocator& alloc,
+                        cudaStream_t s);
+
+// grad_stats.cu: one pass; the result is copied to the host (synchronises s).
+GradStats grad_stats(DType dt, const void* x, size_t n, CachingAllocator& alloc, cudaStream_t s);
+
+// adamw.cu
+void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
+           const void* grad, float grad_scale, DType param_dt, void* param_out, size_t n,
+           cudaStream_t s);
+
+}  // namespace hybrid::kernels::cuda

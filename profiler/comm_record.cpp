@@ -1,0 +1,22 @@
+#include "profiler/comm_record.h"
+
+namespace hybrid::profiler {
+
+// The names DeepSpeed's comms logger prints, so summaries read the same.
+std::string_view collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::broadcast:
+      return "broadcast";
+    case CollectiveKind::barrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,269 @@
+// The profiler's data layer: plain rows that the engine writes, the autotuner
+// writes, and the viewer, reports and hybrid-prof read. The run store
+// (profiler/store/run_store.h) maps each struct to one table (docs/schema.md).
+//
+// Conventions shared by every struct:
+// - times of day are unix seconds (double); durations are ns (int64) or ms (double)
+//   as the field name says; sizes are bytes; rates are per second.
+// - std::optional marks values that may be unknown (NULL in the database).
+// - ids are assigned by the store; fields marked "store" are ignored on write.
+// - == compares every field (NaN != NaN, as for doubles).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/event.h"
+
+namespace hybrid::profiler {
+
+enum class RunStatus : uint8_t { running, ok, failed, oom, config_error, killed };
+enum class SweepStatus : uint8_t { running, done, failed, stopped };
+enum class TrialStatus : uint8_t {
+  pending,
+  running,
+  ok,
+  oom,
+  timeout,
+  crash,
+  config_error,
+  failed
+};
+
+std::string_view to_string(RunStatus s);
+std::string_view to_string(SweepStatus s);
+std::string_view to_string(TrialStatus s);
+// Each throws std::invalid_argument naming the value when it is not one of the above.
+RunStatus parse_run_status(std::string_view s);
+SweepStatus parse_sweep_status(std::string_view s);
+TrialStatus parse_trial_status(std::string_view s);
+
+// One training run: one process group (all ranks) executing one config.
+struct RunInfo {
+  int64_t id = 0;  // store
+  std::string name;
+  std::string config_json = "{}";  // the resolved ds_config.json
+  std::string host;                // host of rank 0
+  std::string device;              // e.g. "NVIDIA H200" or "AMD EPYC 7R13 (2 cores)"
+  std::string backend;             // "cpu" | "cuda"
+  int world_size = 1;
+  std::string dtype;  // "fp32" | "fp16" | "bf16"
+  int zero_stage = 0;
+  int micro_batch = 0;  // per rank
+  int grad_accum = 1;
+  int seq_len = 0;
+  uint64_t n_params = 0;
+  std::string git_revision;
+  std::string hybrid_version;
+  double started_at = 0;  // 0 on create_run → now
+  std::optional<double> finished_at;
+  RunStatus status = RunStatus::running;
+  std::string error;                // failure message (empty when ok)
+  std::string summary_json = "{}";  // what hybrid-train --result writes
+  // Crash detection (store): the creating process, and the last write to the run.
+  int64_t writer_pid = 0;
+  std::string writer_host;
+  double last_update = 0;
+
+  friend bool operator==(const RunInfo&, const RunInfo&) = default;
+};
+
+// One process of a run: where it ran, and how its tracer clock maps to wall time
+// (steady clocks of different processes do not share an epoch).
+struct RankInfo {
+  int rank = 0;
+  std::string host;           // store: filled from the registering process
+  int64_t pid = 0;            // store
+  int64_t epoch_unix_ns = 0;  // unix time of the tracer's epoch (Event::start_ns = 0)
+
+  friend bool operator==(const RankInfo&, const RankInfo&) = default;
+};
+
+// One optimizer step, as rank 0 sees it (global numbers).
+struct StepRow {
+  int64_t step = 0;
+  double loss = 0;  // NaN allowed (overflowed fp16 step)
+  double lr = 0;
+  double loss_scale = 1;  // 1 when no dynamic scaling
+  bool skipped = false;   // overflow: the optimizer did not step
+  double grad_norm = 0;   // NaN allowed
+  double step_ms = 0;
+  double tokens_per_s = 0;
+  double flops_per_s = 0;  // achieved model FLOP/s, all ranks together
+
+  friend bool operator==(const StepRow&, const StepRow&) = default;
+};
+
+// One optimizer step on one rank. A separate row (and table) because every rank
+// writes its own concurrently, while StepRow is written once by rank 0.
+struct StepRankRow {
+  int64_t step = 0;
+  int rank = 0;
+  double compute_ms = 0;
+  double comm_ms = 0;          // total time collectives were in flight
+  double exposed_comm_ms = 0;  // part of comm_ms the compute lane waited for
+
+  friend bool operator==(const StepRankRow&, const StepRankRow&) = default;
+};
+
+// One module of the model tree. Parameters are counted once: a tied weight
+// belongs to the one module that owns it, and n_params excludes children.
+struct ModuleInfo {
+  int32_t id = 0;          // Event::module_id refers to this
+  int32_t parent_id = -1;  // -1: a root
+  std::string name;        // "h.3.attn"
+  std::string type;        // "Attention"
+  int depth = 0;           // 0 for roots
+  uint64_t n_params = 0;
+  uint64_t activation_bytes = 0;  // saved for backward, per micro batch
+
+  friend bool operator==(const ModuleInfo&, const ModuleInfo&) = default;
+};
+
+// A module's cost on one rank in one profiled step. Values are inclusive (a
+// module's time and FLOPs include its children's), summed over micro-steps;
+// a container without a row of its own is the sum of its children in reports.
+struct LayerStat {
+  int rank = 0;
+  int32_t module_id = 0;
+  int64_t step = 0;
+  int64_t fwd_ns = 0;
+  int64_t bwd_ns = 0;
+  uint64_t fwd_flops = 0;
+  uint64_t bwd_flops = 0;
+  uint64_t fwd_macs = 0;  // multiply-accumulates of matmul-like ops only
+  uint64_t bwd_macs = 0;
+  int64_t calls = 0;  // forward invocations
+
+  friend bool operator==(const LayerStat&, const LayerStat&) = default;
+};
+
+// Collectives of one kind and message size on one rank (nccl-tests conventions).
+struct CommStatRow {
+  int rank = 0;
+  std::string op;      // collective_name(): "all_reduce", ...
+  uint64_t bytes = 0;  // message size (see CommRecord::bytes)
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  double algbw_gbps = 0;  // bytes / mean time, GB/s (1e9)
+  double busbw_gbps = 0;  // algbw × the op's bus factor
+
+  friend bool operator==(const CommStatRow&, const CommStatRow&) = default;
+};
+
+// One tracking-allocator category on one rank.
+struct MemoryRow {
+  int rank = 0;
+  std::string category;  // "params", "grads", "optimizer", "activations", "comm", ...
+  uint64_t current_bytes = 0;
+  uint64_t peak_bytes = 0;
+  std::optional<uint64_t> predicted_bytes;  // from the memory model, when known
+
+  friend bool operator==(const MemoryRow&, const MemoryRow&) = default;
+};
+
+// Events as the tracer produces them: Event::name_id indexes `names`.
+struct EventSet {
+  std::vector<Event> events;
+  std::vector<std::string> names;
+};
+
+struct EventFilter {
+  std::optional<int> rank;
+  std::optional<int64_t> step_min;  // inclusive
+  std::optional<int64_t> step_max;  // inclusive
+};
+
+// Everything of a run except its events: what the reports take.
+struct RunProfile {
+  RunInfo run;
+  std::vector<RankInfo> ranks;
+  std::vector<StepRow> steps;
+  std::vector<StepRankRow> step_ranks;
+  std::vector<ModuleInfo> modules;
+  std::vector<LayerStat> layers;
+  std::vector<CommStatRow> comm;
+  std::vector<MemoryRow> memory;
+};
+
+// --- autotuner --------------------------------------------------------------
+
+struct SweepInfo {
+  int64_t id = 0;  // store
+  std::string name;
+  std::string base_config_json = "{}";
+  std::string space_json = "{}";
+  std::string strategy;  // "grid" | "random" | "model"
+  std::string metric;    // e.g. "tokens_per_s"
+  SweepStatus status = SweepStatus::running;
+  double created_at = 0;  // store
+  std::optional<double> finished_at;
+
+  friend bool operator==(const SweepInfo&, const SweepInfo&) = default;
+};
+
+// One candidate config of a sweep; `key` is a stable string of the config point,
+// unique per sweep, so a resumed sweep finds its trials again.
+struct TrialRow {
+  int64_t id = 0;  // store
+  int64_t sweep_id = 0;
+  std::string key;
+  std::string config_json = "{}";
+  TrialStatus status = TrialStatus::pending;
+  std::string reason;  // why it failed / what it measured
+  std::optional<double> metric;
+  std::optional<double> tokens_per_s;
+  std::optional<double> samples_per_s;
+  std::optional<double> flops_per_s;
+  std::optional<double> latency_ms;  // per step
+  std::optional<uint64_t> predicted_mem_bytes;
+  std::optional<uint64_t> peak_mem_bytes;
+  std::optional<double> predicted_step_ms;
+  std::optional<double> wall_s;
+  std::string output_tail;
+  std::optional<int64_t> run_id;  // the run the trial process wrote, if any
+  double created_at = 0;          // store
+  double updated_at = 0;          // store
+
+  friend bool operator==(const TrialRow&, const TrialRow&) = default;
+};
+
+// A candidate the memory model ruled out before running it.
+struct PrunedCandidate {
+  std::string key;
+  std::string config_json = "{}";
+  uint64_t predicted_mem_bytes = 0;
+  uint64_t budget_bytes = 0;
+  std::string reason;
+
+  friend bool operator==(const PrunedCandidate&, const PrunedCandidate&) = default;
+};
+
+struct BandwidthSample {
+  std::string op;
+  uint64_t bytes = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+
+  friend bool operator==(const BandwidthSample&, const BandwidthSample&) = default;
+};
+
+// What `hybrid-tune probe` measured on a machine: the cost model's inputs.
+struct ProbeResult {
+  int64_t id = 0;         // store
+  double created_at = 0;  // store
+  std::string host;
+  std::string device;
+  int world_size = 1;
+  double gemm_flops_per_s = 0;
+  std::vector<BandwidthSample> bandwidth;  // per op and message size
+
+  friend bool operator==(const ProbeResult&, const ProbeResult&) = default;
+};
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,329 @@
+#include "profiler/report_flops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "profiler/report_format.h"
+
+namespace hybrid::profiler {
+
+namespace {
+
+using report::format_count;
+using report::format_flop;
+using report::format_flop_rate;
+using report::format_ms;
+using report::format_percent;
+
+struct Cost {
+  double fwd_ns = 0, bwd_ns = 0, fwd_flops = 0, bwd_flops = 0, fwd_macs = 0, bwd_macs = 0;
+  Cost& operator+=(const Cost& o) {
+    fwd_ns += o.fwd_ns;
+    bwd_ns += o.bwd_ns;
+    fwd_flops += o.fwd_flops;
+    bwd_flops += o.bwd_flops;
+    fwd_macs += o.fwd_macs;
+    bwd_macs += o.bwd_macs;
+    return *this;
+  }
+};
+
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+};
+
+Spread spread(const std::vector<double>& v) {
+  if (v.empty()) return {};
+  Spread s{0, v[0], v[0]};
+  for (double x : v) {
+    s.mean += x;
+    s.min = std::min(s.min, x);
+    s.max = std::max(s.max, x);
+  }
+  s.mean /= double(v.size());
+  return s;
+}
+
+std::string ms_spread(const Spread& s) {
+  return fmt::format("{} [{}, {}]", format_ms(s.mean), format_ms(s.min), format_ms(s.max));
+}
+
+double rate(double flops, double ns) { return ns > 0 ? flops / (ns * 1e-9) : 0.0; }
+
+// The module tree with every module's cost per rank; a module without a row of its
+// own costs what its children do (LayerStat values are inclusive).
+class Tree {
+ public:
+  Tree(const RunProfile& p, int64_t step) {
+    modules_ = p.modules;
+    for (size_t i = 0; i < modules_.size(); ++i) index_[modules_[i].id] = i;
+    // Stats for modules the table does not know still count, as roots.
+    for (const auto& l : p.layers)
+      if (l.step == step && !index_.count(l.module_id)) {
+        index_[l.module_id] = modules_.size();
+        modules_.push_back({l.module_id, -1, fmt::format("#{}", l.module_id), "?", 0, 0, 0});
+      }
+    children_.resize(modules_.size());
+    for (size_t i = 0; i < modules_.size(); ++i) {
+      auto parent = index_.find(modules_[i].parent_id);
+      if (modules_[i].parent_id >= 0 && parent != index_.end())
+        children_[parent->second].push_back(i);
+      else
+        roots_.push_back(i);
+    }
+    std::set<int> rank_set;
+    for (const auto& l : p.layers)
+      if (l.step == step) rank_set.insert(l.rank);
+    ranks_.assign(rank_set.begin(), rank_set.end());
+    for (int r : ranks_) {
+      std::vector<std::optional<Cost>> own(modules_.size());
+      for (const auto& l : p.layers)
+        if (l.step == step && l.rank == r)
+          own[index_.at(l.module_id)] =
+              Cost{double(l.fwd_ns),    double(l.bwd_ns),   double(l.fwd_flops),
+                   double(l.bwd_flops), double(l.fwd_macs), double(l.bwd_macs)};
+      std::vector<Cost> eff(modules_.size());
+      for (size_t root : roots_) resolve(root, own, eff);
+      cost_.push_back(std::move(eff));
+    }
+    params_.assign(modules_.size(), 0);
+    for (size_t root : roots_) subtree_params(root);
+  }
+
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  const std::vector<size_t>& roots() const { return roots_; }
+  const std::vector<size_t>& children(size_t i) const { return children_[i]; }
+  const std::vector<int>& ranks() const { return ranks_; }
+  double params(size_t i) const { return params_[i]; }
+
+  // One field of module i (or of the whole model when i is npos) on every rank.
+  template <class Field>
+  std::vector<double> per_rank(size_t i, Field f) const {
+    std::vector<double> v;
+    for (const auto& eff : cost_) {
+      if (i != npos) {
+        v.push_back(f(eff[i]));
+      } else {
+        double sum = 0;
+        for (size_t root : roots_) sum += f(eff[root]);
+        v.push_back(sum);
+      }
+    }
+    return v;
+  }
+  static constexpr size_t npos = size_t(-1);
+
+ private:
+  void resolve(size_t i, const std::vector<std::optional<Cost>>& own, std::vector<Cost>& eff) {
+    Cost sum;
+    for (size_t c : children_[i]) {
+      resolve(c, own, eff);
+      sum += eff[c];
+    }
+    eff[i] = own[i] ? *own[i] : sum;
+  }
+  double subtree_params(size_t i) {
+    double total = double(modules_[i].n_params);
+    for (size_t c : children_[i]) total += subtree_params(c);
+    return params_[i] = total;
+  }
+
+  std::vector<ModuleInfo> modules_;
+  std::unordered_map<int32_t, size_t> index_;
+  std::vector<std::vector<size_t>> children_;
+  std::vector<size_t> roots_;
+  std::vector<int> ranks_;
+  std::vector<std::vector<Cost>> cost_;  // [rank][module]
+  std::vector<double> params_;
+};
+
+double mean_of(const std::vector<double>& v) { return spread(v).mean; }
+
+constexpr auto kFwdNs = [](const Cost& c) { return c.fwd_ns; };
+constexpr auto kBwdNs = [](const Cost& c) { return c.bwd_ns; };
+constexpr auto kFwdFlops = [](const Cost& c) { return c.fwd_flops; };
+constexpr auto kBwdFlops = [](const Cost& c) { return c.bwd_flops; };
+constexpr auto kFwdMacs = [](const Cost& c) { return c.fwd_macs; };
+constexpr auto kBwdMacs = [](const Cost& c) { return c.bwd_macs; };
+
+std::vector<double> to_ms(std::vector<double> ns) {
+  for (double& x : ns) x *= 1e-6;
+  return ns;
+}
+
+std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
+  const RunInfo& run = p.run;
+  double params = double(run.n_params);
+  if (params == 0)
+    for (size_t r : t.roots()) params += t.params(r);
+  const auto fwd_ms = to_ms(t.per_rank(Tree::npos, kFwdNs));
+  const auto bwd_ms = to_ms(t.per_rank(Tree::npos, kBwdNs));
+  std::vector<double> both_ms(fwd_ms.size());
+  for (size_t i = 0; i < both_ms.size(); ++i) both_ms[i] = fwd_ms[i] + bwd_ms[i];
+  const double fwd_flops = mean_of(t.per_rank(Tree::npos, kFwdFlops));
+  const double bwd_flops = mean_of(t.per_rank(Tree::npos, kBwdFlops));
+  std::vector<double> fwd_rate, bwd_rate, both_rate;
+  const auto fwd_f = t.per_rank(Tree::npos, kFwdFlops), bwd_f = t.per_rank(Tree::npos, kBwdFlops);
+  double flops_all_ranks = 0;
+  for (size_t i = 0; i < fwd_ms.size(); ++i) {
+    fwd_rate.push_back(rate(fwd_f[i], fwd_ms[i] * 1e6));
+    bwd_rate.push_back(rate(bwd_f[i], bwd_ms[i] * 1e6));
+    both_rate.push_back(rate(fwd_f[i] + bwd_f[i], both_ms[i] * 1e6));
+    flops_all_ranks += fwd_f[i] + bwd_f[i];
+  }
+  const StepRow* step_row = nullptr;
+  for (const auto& s : p.steps)
+    if (s.step == step) step_row = &s;
+
+  std::string ranks_line = fmt::format("{} of {}", t.ranks().size(), run.world_size);
+  if (int(t.ranks().size()) < run.world_size) {
+    std::string missing;
+    for (int r = 0; r < run.world_size; ++r)
+      if (!std::binary_search(t.ranks().begin(), t.ranks().end(), r))
+        missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
+    ranks_line += " (missing: " + missing + ")";
+  }
+
+  auto spread_rate = [](const std::vector<double>& v) {
+    const Spread s = spread(v);
+    return fmt::format("{} [{}, {}]", format_flop_rate(s.mean), format_flop_rate(s.min),
+                       format_flop_rate(s.max));
+  };
+  std::string out;
+  auto row = [&](std::string_view label, const std::string& value) {
+    out += fmt::format("{:<44}{}\n", std::string(label) + ":", value);
+  };
+  row("run", fmt::format("{} {}", run.id, run.name));
+  row("profiled step", std::to_string(step));
+  row("world size", std::to_string(run.world_size));
+  row("ranks in profile", ranks_line);
+  row("micro batch size per rank", std::to_string(run.micro_batch));
+  row("gradient accumulation steps", std::to_string(run.grad_accum));
+  row("sequence length", std::to_string(run.seq_len));
+  row("dtype / ZeRO stage", fmt::format("{} / {}", run.dtype, run.zero_stage));
+  row("params", format_count(params));
+  row("fwd latency per rank (mean [min, max])", ms_spread(spread(fwd_ms)));
+  row("bwd latency per rank (mean [min, max])", ms_spread(spread(bwd_ms)));
+  row("fwd+bwd latency per rank (mean [min, max])", ms_spread(spread(both_ms)));
+  row("step latency", step_row ? format_ms(step_row->step_ms) : std::string("-"));
+  row("fwd FLOPs per rank", format_flop(fwd_flops));
+  row("bwd FLOPs per rank", format_flop(bwd_flops));
+  row("bwd / fwd FLOPs", fwd_flops > 0 ? fmt::format("{:.2f}", bwd_flops / fwd_flops) : "-");
+  row("FLOPs per step (all ranks)", format_flop(flops_all_ranks));
+  row("fwd FLOP/s per rank (mean [min, max])", spread_rate(fwd_rate));
+  row("bwd FLOP/s per rank (mean [min, max])", spread_rate(bwd_rate));
+  row("fwd+bwd FLOP/s per rank (mean [min, max])", spread_rate(both_rate));
+  row("achieved FLOP/s of the step (all ranks)",
+      step_row ? format_flop_rate(step_row->flops_per_s) : std::string("-"));
+  return out;
+}
+
+std::string aggregated(const Tree& t, const FlopsReportOptions& o) {
+  int max_depth = 0;
+  for (const auto& m : t.modules()) max_depth = std::max(max_depth, m.depth);
+  if (o.module_depth >= 0) max_depth = std::min(max_depth, o.module_depth);
+  const double total_ns =
+      mean_of(t.per_rank(Tree::npos, kFwdNs)) + mean_of(t.per_rank(Tree::npos, kBwdNs));
+  std::string out = fmt::format(
+      "Top {} module type(s) per depth by fwd+bwd latency (rank mean; sums over "
+      "modules of the type):\n",
+      o.top_modules);
+  for (int d = 0; d <= max_depth; ++d) {
+    struct Group {
+      int modules = 0;
+      double params = 0, fwd_macs = 0, fwd_ns = 0, bwd_ns = 0;
+    };
+    std::map<std::string, Group> groups;
+    for (size_t i = 0; i < t.modules().size(); ++i) {
+      if (t.modules()[i].depth != d) continue;
+      Group& g = groups[t.modules()[i].type];
+      ++g.modules;
+      g.params += t.params(i);
+      g.fwd_macs += mean_of(t.per_rank(i, kFwdMacs));
+      g.fwd_ns += mean_of(t.per_rank(i, kFwdNs));
+      g.bwd_ns += mean_of(t.per_rank(i, kBwdNs));
+    }
+    std::vector<std::pair<std::string, Group>> sorted(groups.begin(), groups.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.second.fwd_ns + a.second.bwd_ns > b.second.fwd_ns + b.second.bwd_ns;
+    });
+    if (int(sorted.size()) > o.top_modules) sorted.resize(size_t(std::max(0, o.top_modules)));
+    report::TextTable table({fmt::format("depth {}", d), "modules", "params", "fwd MACs",
+                             "fwd latency", "bwd latency", "share of fwd+bwd"});
+    for (const auto& [type, g] : sorted)
+      table.add_row({type, std::to_string(g.modules), format_count(g.params),
+                     format_count(g.fwd_macs), format_ms(g.fwd_ns * 1e-6),
+                     format_ms(g.bwd_ns * 1e-6),
+                     format_percent(total_ns > 0 ? (g.fwd_ns + g.bwd_ns) / total_ns : 0)});
+    out += table.render("  ");
+  }
+  return out;
+}
+
+std::string module_table(const Tree& t, const FlopsReportOptions& o, bool forward) {
+  const auto ns_of = forward ? +kFwdNs : +kBwdNs;
+  const auto flops_of = forward ? +kFwdFlops : +kBwdFlops;
+  const auto macs_of = forward ? +kFwdMacs : +kBwdMacs;
+  const double total_ns = mean_of(t.per_rank(Tree::npos, ns_of));
+  double total_params = 0;
+  for (size_t r : t.roots()) total_params += t.params(r);
+  report::TextTable table(
+      {"module", "type", "params", "MACs", "FLOPs", "latency [min, max]", "FLOP/s", "share"}, 2);
+  auto visit = [&](auto&& self, size_t i) -> void {
+    const ModuleInfo& m = t.modules()[i];
+    if (o.module_depth >= 0 && m.depth > o.module_depth) return;
+    const double flops = mean_of(t.per_rank(i, flops_of));
+    const Spread ms = spread(to_ms(t.per_rank(i, ns_of)));
+    table.add_row({std::string(size_t(2 * m.depth), ' ') + m.name, m.type,
+                   fmt::format("{} ({})", format_count(t.params(i)),
+                               format_percent(total_params > 0 ? t.params(i) / total_params : 0)),
+                   format_count(mean_of(t.per_rank(i, macs_of))), format_flop(flops), ms_spread(ms),
+                   format_flop_rate(rate(flops, ms.mean * 1e6)),
+                   format_percent(total_ns > 0 ? ms.mean * 1e6 / total_ns : 0)});
+    for (size_t c : t.children(i)) self(self, c);
+  };
+  for (size_t r : t.roots()) visit(visit, r);
+  return table.render("  ");
+}
+
+}  // namespace
+
+std::string flops_report(const RunProfile& p, const FlopsReportOptions& o) {
+  std::set<int64_t> steps;
+  for (const auto& l : p.layers) steps.insert(l.step);
+  std::string out = report::section("hybrid flops profiler");
+  if (steps.empty()) {
+    out += fmt::format("run {} has no layer profile (enable flops_profiler in the config)\n",
+                       p.run.id);
+    return out;
+  }
+  const int64_t step = o.step.value_or(*steps.rbegin());
+  if (!steps.count(step)) {
+    std::string have;
+    for (int64_t s : steps) have += fmt::format("{}{}", have.empty() ? "" : ", ", s);
+    throw std::invalid_argument(
+        fmt::format("flops report: run {} has no layer profile for step {} (profiled steps: {})",
+                    p.run.id, step, have));
+  }
+  const Tree tree(p, step);
+  out += summary(p, tree, step);
+  out += '\n';
+  out += report::section("aggregated profile per depth");
+  out += aggregated(tree, o);
+  out += '\n';
+  out += report::section("forward, per module (rank mean; latency [min, max] over ranks)");
+  out += "share = part of the model's forward latency; values include child modules\n";
+  out += module_table(tree, o, true);
+  out += '\n';
+  out += report::section("backward, per module (rank mean; latency [min, max] over ranks)");
+  out += "share = part of the model's backward latency; values include child modules\n";
+  out += module_table(tree, o, false);
+  return out;
+}
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,13 @@
+// The step table of a run: loss, learning rate, loss scale, skipped steps, time,
+// tokens/s and achieved FLOP/s, with a summary line.
+#pragma once
+
+#include <string>
+
+#include "profiler/profile_data.h"
+
+namespace hybrid::profiler {
+
+std::string steps_report(const RunProfile& profile);
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,240 @@
+#include "profiler/store/connection.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <limits>
+
+namespace hybrid::profiler::store {
+
+namespace {
+
+bool is_busy(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+std::string sql_excerpt(std::string_view sql) {
+  constexpr size_t kMax = 80;
+  std::string s(sql.substr(0, kMax));
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return sql.size() > kMax ? s + "..." : s;
+}
+
+}  // namespace
+
+// --- Statement --------------------------------------------------------------
+
+Statement::Statement(Connection& conn, sqlite3_stmt* stmt, bool* in_use)
+    : conn_(conn), stmt_(stmt), in_use_(in_use) {}
+
+Statement::~Statement() {
+  if (in_use_) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *in_use_ = false;
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+}
+
+void Statement::bind_int(int i, int64_t v) {
+  if (int rc = sqlite3_bind_int64(stmt_, i, v); rc != SQLITE_OK) conn_.fail(rc, "bind");
+}
+
+void Statement::bind_u64(int i, uint64_t v) {
+  // SQLite integers are signed 64-bit; larger counts would silently wrap.
+  if (v > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw StoreError("database " + conn_.path() + ": value " + std::to_string(v) +
+                     " for parameter " + std::to_string(i) + " exceeds the 64-bit signed range");
+  bind_int(i, int64_t(v));
+}
+
+void Statement::bind_double(int i, double v) {
+  if (int rc = sqlite3_bind_double(stmt_, i, v); rc != SQLITE_OK) conn_.fail(rc, "bind");
+}
+
+void Statement::bind_text(int i, std::string_view v) {
+  // An empty view may hold a null pointer, which SQLite would bind as NULL.
+  const char* data = v.data() ? v.data() : "";
+  if (int rc = sqlite3_bind_text(stmt_, i, data, int(v.size()), SQLITE_TRANSIENT); rc != SQLITE_OK)
+    conn_.fail(rc, "bind");
+}
+
+void Statement::bind_null(int i) {
+  if (int rc = sqlite3_bind_null(stmt_, i); rc != SQLITE_OK) conn_.fail(rc, "bind");
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  sqlite3_reset(stmt_);
+  conn_.fail(rc, sql_excerpt(sqlite3_sql(stmt_)));
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+  sqlite3_reset(stmt_);
+}
+
+bool Statement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+int64_t Statement::i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+uint64_t Statement::u64(int col) const { return uint64_t(sqlite3_column_int64(stmt_, col)); }
+
+double Statement::f64(int col) const {
+  return is_null(col) ? std::numeric_limits<double>::quiet_NaN()
+                      : sqlite3_column_double(stmt_, col);
+}
+
+std::string Statement::text(int col) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  return p ? std::string(p, size_t(sqlite3_column_bytes(stmt_, col))) : std::string();
+}
+
+std::optional<int64_t> Statement::opt_i64(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<int64_t>(i64(col));
+}
+std::optional<uint64_t> Statement::opt_u64(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<uint64_t>(u64(col));
+}
+std::optional<double> Statement::opt_f64(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<double>(sqlite3_column_double(stmt_, col));
+}
+
+// --- Connection -------------------------------------------------------------
+
+Connection::Connection(const std::filesystem::path& path, bool read_only)
+    : path_(path.string()), read_only_(read_only) {
+  std::error_code ec;
+  if (read_only && !std::filesystem::exists(path, ec))
+    throw StoreError("database " + path_ + " does not exist (opening read-only)");
+  if (std::filesystem::is_directory(path, ec))
+    throw StoreError("database " + path_ + " is a directory, not a database file");
+
+  const int flags =
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;  // one RunStore serializes its own calls
+  if (int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw StoreError("cannot open database " + path_ + ": " + msg);
+  }
+  try {
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_extended_result_codes(db_, 1);
+    // The first read of the file: anything that is not SQLite fails here.
+    {
+      sqlite3_stmt* probe = nullptr;
+      int rc = sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_schema", -1, &probe, nullptr);
+      if (rc == SQLITE_OK) {
+        rc = sqlite3_step(probe);
+        if (rc == SQLITE_ROW) rc = SQLITE_OK;
+      }
+      sqlite3_finalize(probe);
+      if ((rc & 0xff) == SQLITE_NOTADB)
+        throw StoreError("database " + path_ + " is not a SQLite database (" + sqlite3_errstr(rc) +
+                         ")");
+      if (rc != SQLITE_OK) fail(rc, "reading the schema");
+    }
+    if (read_only) {
+      exec("PRAGMA query_only = ON");
+    } else {
+      // WAL: readers (the viewer) never block the writers (ranks, trials), and a
+      // crash mid-transaction leaves the last committed state.
+      for (int attempt = 1;; ++attempt) {
+        try {
+          sqlite3_stmt* st = nullptr;
+          int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &st, nullptr);
+          std::string mode;
+          if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+            rc = SQLITE_OK;
+          }
+          sqlite3_finalize(st);
+          if (rc != SQLITE_OK) fail(rc, "PRAGMA journal_mode = WAL");
+          if (mode != "wal")
+            throw StoreError("database " + path_ + ": cannot switch to WAL mode (journal mode is " +
+                             mode + ")");
+          break;
+        } catch (const StoreBusyError&) {
+          if (attempt >= kWriteAttempts) throw;
+          backoff(attempt);
+        }
+      }
+      exec("PRAGMA synchronous = NORMAL");  // durable across process crashes in WAL mode
+    }
+    exec("PRAGMA foreign_keys = ON");
+  } catch (...) {
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Connection::~Connection() {
+  for (auto& [sql, c] : cache_) sqlite3_finalize(c.stmt);
+  sqlite3_close_v2(db_);
+}
+
+void Connection::fail(int rc, std::string_view context) const {
+  std::string msg = "database " + path_ + ": " + sqlite3_errmsg(db_);
+  if (!context.empty()) msg += " (in " + std::string(context) + ")";
+  if (is_busy(rc))
+    throw StoreBusyError(msg + "; another process held the lock for longer than " +
+                         std::to_string(kBusyTimeoutMs / 1000) + " s");
+  if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_AUTH)
+    msg += "; the database is open read-only";
+  throw StoreError(msg);
+}
+
+void Connection::require_writable() const {
+  if (read_only_)
+    throw StoreError("database " + path_ + " is open read-only; this operation writes");
+}
+
+void Connection::exec(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  sqlite3_free(err);  // sqlite3_errmsg still holds the message
+  if (rc != SQLITE_OK) fail(rc, sql_excerpt(sql));
+}
+
+Statement Connection::prepare(const std::string& sql) {
+  auto [it, inserted] = cache_.try_emplace(sql);
+  Cached& c = it->second;
+  if (inserted) {
+    if (int rc = sqlite3_prepare_v3(db_, sql.c_str(), int(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                                    &c.stmt, nullptr);
+        rc != SQLITE_OK) {
+      cache_.erase(it);
+      fail(rc, sql_excerpt(sql));
+    }
+  }
+  if (c.in_use) {  // nested use of the same SQL: a private copy
+    sqlite3_stmt* own = nullptr;
+    if (int rc = sqlite3_prepare_v2(db_, sql.c_str(), int(sql.size()), &own, nullptr);
+        rc != SQLITE_OK)
+      fail(rc, sql_excerpt(sql));
+    return Statement(*this, own, nullptr);
+  }
+  c.in_use = true;
+  return Statement(*this, c.stmt, &c.in_use);
+}
+
+int64_t Connection::pragma_int(const std::string& name) {
+  auto st = prepare("PRAGMA " + name);
+  return st.step() ? st.i64(0) : 0;
+}
+
+int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Connection::changes() const { return sqlite3_changes64(db_); }
+
+void Connection::rollback() noexcept {
+  if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+}  // namespace hybrid::profiler::store

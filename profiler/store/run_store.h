@@ -1,0 +1,141 @@
+// The run store: every run, step, layer profile, collective, event, sweep and
+// trial in one SQLite file (default results/hybrid.db; schema in docs/schema.md).
+//
+// Who opens it, and how:
+// - every process of a training run opens its own RunStore (never share one
+//   across fork or MPI ranks); rank 0 calls create_run and broadcasts the id, each
+//   rank then writes its own rows (register_rank, step_ranks, layer_stats, ...).
+//   WAL mode plus a 10 s busy timeout and retried write transactions let many
+//   processes write at once; each add_* call is one transaction.
+// - the autotuner writes sweeps and trials while its trial processes write runs.
+// - the viewer and hybrid-prof open read-only: nothing is ever written, no
+//   migration runs, and each read sees the latest committed state (refresh by
+//   reading again).
+// A RunStore is safe to call from several threads (calls are serialized).
+// Errors are StoreError (profiler/store/store_error.h) naming the file.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/profile_data.h"
+#include "profiler/store/store_error.h"
+
+namespace hybrid::profiler {
+
+namespace store {
+class Connection;
+class Statement;
+}  // namespace store
+
+// Unix time (ns) of a steady-clock time point, e.g. Tracer::epoch() for register_rank.
+int64_t unix_ns_of(std::chrono::steady_clock::time_point t);
+
+enum class OpenMode { read_write, read_only };
+
+class RunStore {
+ public:
+  // read_write creates the file (and directories) if missing and migrates an older
+  // schema; read_only requires an existing, current database.
+  explicit RunStore(const std::filesystem::path& path, OpenMode mode = OpenMode::read_write);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const;
+  bool read_only() const;
+  static int schema_version();        // the version this build writes
+  int opened_schema_version() const;  // the version the file had when opened (0: new)
+
+  // --- runs: writers ------------------------------------------------------
+  // Inserts the run as `running`, owned by this process (pid, host) for crash
+  // detection; started_at = now when 0. Returns the new id.
+  int64_t create_run(const RunInfo& info);
+  // Rewrites the descriptive fields of run info.id (not status, times or writer).
+  void update_run(const RunInfo& info);
+  // Sets the final status (not `running`), error message, summary and finish time.
+  void finish_run(int64_t run_id, RunStatus status, std::string_view error = {},
+                  std::string_view summary_json = "{}");
+  void heartbeat(int64_t run_id);  // every add_* on a run also counts as one
+  // Records this process as `rank` of the run (host and pid filled in here).
+  void register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns);
+  void add_steps(int64_t run_id, std::span<const StepRow> rows);
+  void add_step_ranks(int64_t run_id, std::span<const StepRankRow> rows);
+  void add_modules(int64_t run_id, std::span<const ModuleInfo> modules);
+  void add_layer_stats(int64_t run_id, std::span<const LayerStat> rows);
+  void add_comm_stats(int64_t run_id, std::span<const CommStatRow> rows);
+  void add_memory(int64_t run_id, std::span<const MemoryRow> rows);
+  // Events as the tracer drained them, with its name table (Event::name_id indexes
+  // `names`); names are interned into the store's own table. One transaction.
+  void add_events(int64_t run_id, std::span<const Event> events,
+                  std::span<const std::string> names);
+  // Rows are replaced when their key exists (a re-written step, module, ...).
+
+  // Marks `running` runs whose writer died as failed: a writer on this host whose
+  // process no longer exists (or is another process with the same pid), and, when
+  // heartbeat_timeout_s is given, a writer on another host silent for longer.
+  // Returns the ids marked.
+  std::vector<int64_t> mark_stale_runs(std::optional<double> heartbeat_timeout_s = std::nullopt);
+
+  // --- runs: readers ------------------------------------------------------
+  std::vector<RunInfo> list_runs();
+  std::optional<RunInfo> find_run(int64_t run_id);
+  RunInfo get_run(int64_t run_id);  // throws StoreError when missing
+  std::vector<RankInfo> ranks(int64_t run_id);
+  std::vector<StepRow> steps(int64_t run_id);
+  std::vector<StepRankRow> step_ranks(int64_t run_id);
+  std::vector<ModuleInfo> modules(int64_t run_id);
+  std::vector<LayerStat> layer_stats(int64_t run_id, std::optional<int> rank = std::nullopt);
+  std::vector<CommStatRow> comm_stats(int64_t run_id);
+  std::vector<MemoryRow> memory(int64_t run_id);
+  // Sorted by rank, then start time; names hold only the names these events use.
+  EventSet events(int64_t run_id, const EventFilter& filter = {});
+  int64_t event_count(int64_t run_id);
+  // All of the above but events, from one snapshot; throws when the run is missing.
+  RunProfile load_profile(int64_t run_id);
+
+  // --- autotuner ----------------------------------------------------------
+  int64_t create_sweep(const SweepInfo& info);
+  void set_sweep_status(int64_t sweep_id, SweepStatus status);  // finished_at unless running
+  // Inserts or updates the trial (sweep_id, key); returns its id.
+  int64_t upsert_trial(const TrialRow& trial);
+  void add_pruned(int64_t sweep_id, std::span<const PrunedCandidate> rows);
+  int64_t add_probe(const ProbeResult& probe);
+
+  std::vector<SweepInfo> sweeps();
+  SweepInfo get_sweep(int64_t sweep_id);  // throws StoreError when missing
+  std::vector<TrialRow> trials(int64_t sweep_id);
+  std::optional<TrialRow> find_trial(int64_t sweep_id, std::string_view key);
+  std::vector<PrunedCandidate> pruned(int64_t sweep_id);
+  // The newest probe, of `host` when given.
+  std::optional<ProbeResult> latest_probe(std::optional<std::string_view> host = std::nullopt);
+
+  // PRAGMA integrity_check: "ok" or the problems found.
+  std::string integrity_check();
+
+ private:
+  void touch(int64_t run_id);  // inside a write transaction
+  RunInfo read_run_row(store::Statement& st);
+  std::vector<RankInfo> ranks_unlocked(int64_t run_id);
+  std::vector<StepRow> steps_unlocked(int64_t run_id);
+  std::vector<StepRankRow> step_ranks_unlocked(int64_t run_id);
+  std::vector<ModuleInfo> modules_unlocked(int64_t run_id);
+  std::vector<LayerStat> layer_stats_unlocked(int64_t run_id, std::optional<int> rank);
+  std::vector<CommStatRow> comm_stats_unlocked(int64_t run_id);
+  std::vector<MemoryRow> memory_unlocked(int64_t run_id);
+  std::optional<RunInfo> find_run_unlocked(int64_t run_id);
+  TrialRow read_trial_row(store::Statement& st);
+
+  std::mutex mutex_;
+  std::unique_ptr<store::Connection> conn_;
+  int opened_version_ = 0;
+};
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,195 @@
+// RunStore writers for runs: one write transaction per call, cached statements,
+// and a heartbeat (runs.last_update) with every write to a run.
+#include <fmt/format.h>
+
+#include "profiler/store/connection.h"
+#include "profiler/store/process_info.h"
+#include "profiler/store/run_store.h"
+
+namespace hybrid::profiler {
+
+int64_t RunStore::create_run(const RunInfo& info) {
+  std::lock_guard lock(mutex_);
+  const double now = store::unix_now();
+  const int64_t pid = store::this_pid();
+  const std::string host = store::this_host();
+  return conn_->write_transaction([&] {
+    auto st = conn_->prepare(
+        "INSERT INTO runs (name, config_json, host, device, backend, world_size, dtype, "
+        "zero_stage, micro_batch, grad_accum, seq_len, n_params, git_revision, hybrid_version, "
+        "started_at, status, writer_pid, writer_host, writer_start, last_update) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'running', "
+        "?16, ?17, ?18, ?19)");
+    st.bind(info.name, info.config_json, info.host.empty() ? host : info.host, info.device,
+            info.backend, info.world_size, info.dtype, info.zero_stage, info.micro_batch,
+            info.grad_accum, info.seq_len, info.n_params, info.git_revision, info.hybrid_version,
+            info.started_at > 0 ? info.started_at : now, pid, host, store::process_start_ticks(pid),
+            now)
+        .run();
+    return conn_->last_insert_rowid();
+  });
+}
+
+void RunStore::update_run(const RunInfo& info) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    auto st = conn_->prepare(
+        "UPDATE runs SET name = ?2, config_json = ?3, host = ?4, device = ?5, backend = ?6, "
+        "world_size = ?7, dtype = ?8, zero_stage = ?9, micro_batch = ?10, grad_accum = ?11, "
+        "seq_len = ?12, n_params = ?13, git_revision = ?14, hybrid_version = ?15, "
+        "summary_json = ?16 WHERE id = ?1");
+    st.bind(info.id, info.name, info.config_json, info.host, info.device, info.backend,
+            info.world_size, info.dtype, info.zero_stage, info.micro_batch, info.grad_accum,
+            info.seq_len, info.n_params, info.git_revision, info.hybrid_version, info.summary_json)
+        .run();
+    touch(info.id);
+  });
+}
+
+void RunStore::finish_run(int64_t run_id, RunStatus status, std::string_view error,
+                          std::string_view summary_json) {
+  if (status == RunStatus::running)
+    throw std::invalid_argument(
+        fmt::format("finish_run: run {} cannot finish with status 'running'", run_id));
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "UPDATE runs SET status = ?2, error = ?3, summary_json = ?4, finished_at = ?5 "
+        "WHERE id = ?1");
+    st.bind(run_id, to_string(status), error, summary_json, store::unix_now()).run();
+  });
+}
+
+void RunStore::heartbeat(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] { touch(run_id); });
+}
+
+void RunStore::register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)");
+    st.bind(run_id, rank, store::this_host(), store::this_pid(), epoch_unix_ns).run();
+  });
+}
+
+void RunStore::add_steps(int64_t run_id, std::span<const StepRow> rows) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO steps (run_id, step, loss, lr, loss_scale, skipped, grad_norm, "
+        "step_ms, tokens_per_s, flops_per_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    for (const auto& r : rows)
+      st.bind(run_id, r.step, r.loss, r.lr, r.loss_scale, r.skipped, r.grad_norm, r.step_ms,
+              r.tokens_per_s, r.flops_per_s)
+          .run();
+  });
+}
+
+void RunStore::add_step_ranks(int64_t run_id, std::span<const StepRankRow> rows) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO step_ranks (run_id, step, rank, compute_ms, comm_ms, "
+        "exposed_comm_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    for (const auto& r : rows)
+      st.bind(run_id, r.step, r.rank, r.compute_ms, r.comm_ms, r.exposed_comm_ms).run();
+  });
+}
+
+void RunStore::add_modules(int64_t run_id, std::span<const ModuleInfo> modules) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO modules (run_id, module_id, parent_id, name, type, depth, "
+        "n_params, activation_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    for (const auto& m : modules)
+      st.bind(run_id, m.id, m.parent_id >= 0 ? std::optional<int32_t>(m.parent_id) : std::nullopt,
+              m.name, m.type, m.depth, m.n_params, m.activation_bytes)
+          .run();
+  });
+}
+
+void RunStore::add_layer_stats(int64_t run_id, std::span<const LayerStat> rows) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO layer_stats (run_id, rank, module_id, step, fwd_ns, bwd_ns, "
+        "fwd_flops, bwd_flops, fwd_macs, bwd_macs, calls) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    for (const auto& r : rows)
+      st.bind(run_id, r.rank, r.module_id, r.step, r.fwd_ns, r.bwd_ns, r.fwd_flops, r.bwd_flops,
+              r.fwd_macs, r.bwd_macs, r.calls)
+          .run();
+  });
+}
+
+void RunStore::add_comm_stats(int64_t run_id, std::span<const CommStatRow> rows) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO comm_stats (run_id, rank, op, bytes, count, total_ns, min_ns, "
+        "max_ns, algbw_gbps, busbw_gbps) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    for (const auto& r : rows)
+      st.bind(run_id, r.rank, r.op, r.bytes, r.count, r.total_ns, r.min_ns, r.max_ns, r.algbw_gbps,
+              r.busbw_gbps)
+          .run();
+  });
+}
+
+void RunStore::add_memory(int64_t run_id, std::span<const MemoryRow> rows) {
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto st = conn_->prepare(
+        "INSERT OR REPLACE INTO memory (run_id, rank, category, current_bytes, peak_bytes, "
+        "predicted_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    for (const auto& r : rows)
+      st.bind(run_id, r.rank, r.category, r.current_bytes, r.peak_bytes, r.predicted_bytes).run();
+  });
+}
+
+void RunStore::add_events(int64_t run_id, std::span<const Event> events,
+                          std::span<const std::string> names) {
+  // Validate before taking the write lock: nothing is written for bad input.
+  std::vector<int64_t> store_ids(names.size(), -1);
+  for (const Event& e : events) {
+    if (e.name_id >= names.size())
+      throw std::invalid_argument(fmt::format(
+          "add_events: event name_id {} is outside the {} names given", e.name_id, names.size()));
+    store_ids[e.name_id] = 0;  // used
+  }
+  std::lock_guard lock(mutex_);
+  conn_->write_transaction([&] {
+    touch(run_id);
+    auto intern = conn_->prepare("INSERT OR IGNORE INTO event_names (name) VALUES (?1)");
+    auto lookup = conn_->prepare("SELECT id FROM event_names WHERE name = ?1");
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (store_ids[i] < 0) continue;
+      intern.bind(names[i]).run();
+      lookup.bind(names[i]);
+      if (!lookup.step())
+        throw StoreError(fmt::format("database {}: event name '{}' vanished", path(), names[i]));
+      store_ids[i] = lookup.i64(0);
+      lookup.run();  // finish and reset
+    }
+    auto st = conn_->prepare(
+        "INSERT INTO events (run_id, rank, step, lane, category, name_id, module_id, start_ns, "
+        "dur_ns, bytes, flops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    for (const Event& e : events)
+      st.bind(run_id, e.rank, e.step, e.lane, uint8_t(e.category), store_ids[e.name_id],
+              e.module_id, e.start_ns, e.dur_ns, e.bytes, e.flops)
+          .run();
+  });
+}
+
+}  // namespace hybrid::profiler

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Measures how far the benchmark regression check can be trusted on this machine,
+# counting false alarms (an unchanged run flagged) and catches (an injected slowdown
+# of one benchmark, default +30 %, flagged), all compared with --normalize:
+#
+#   sequential   one baseline run of the suite, then N unchanged runs and N slowed
+#                runs, each compared against that baseline: what comparing against a
+#                stored baseline gives;
+#   alternating  N times scripts/bench-ci-check.sh: baseline, unchanged and slowed
+#                collected in alternated rounds in the same window: what CI runs.
+#
+# Each comparison is judged with both metrics (real_time and cpu_time, same runs).
+# It takes a while (about 20 minutes for N = 10 on 2 busy cores): run it in the
+# background, e.g. `nice scripts/bench-noise-check.sh build > noise.log 2>&1 &`.
+#
+# usage: scripts/bench-noise-check.sh [BUILD_DIR] [N] [SOURCE_DIR]
+# env:   BENCH_NOISE_MODE  sequential | alternating | both (default both)
+#        BENCH_CHECK_TARGET, BENCH_CHECK_SLOWDOWN, BENCH_CHECK_THRESHOLD, BENCH_CHECK_SUITE,
+#        BENCH_CHECK_ROUNDS, BENCH_CHECK_REPS as in scripts/bench-ci-check.sh;
+#        BENCH_CHECK_OUT keeps every run and report.
+set -euo pipefail
+
+build_dir=${1:-build}
+runs=${2:-10}
+source_dir=${3:-$(cd "$(dirname "$0")/.." && pwd)}
+mode=${BENCH_NOISE_MODE:-both}
+target=${BENCH_CHECK_TARGET:-^canary/softmax$}
+slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
+threshold=${BENCH_CHECK_THRESHOLD:-10%}
+suite=${BENCH_CHECK_SUITE:-ci}
+metrics="real_time cpu_time"
+
+bench="$build_dir/bench/hybrid-bench"
+[ -x "$bench" ] || { echo "bench-noise-check: $bench not found (build the hybrid-bench target)" >&2; exit 2; }
+
+if [ -n "${BENCH_CHECK_OUT:-}" ]; then
+  out=$BENCH_CHECK_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+
+run_suite() {  # name [env assignments...]
+  local name=$1
+  shift
+  env "$@" "$bench" run --suite "$suite" --suites "$source_dir/bench/suites.json" \
+    --build-dir "$build_dir/bench" --out "$out/$name.json" 2> "$out/$name.log"
+}
+
+# Compares CURRENT against BASE with one metric; prints "<exit code> <flagged target
+# rows> <target rows> <regressions> <normalised change of the first target row>".
+judge() {  # base current metric report
+  local rc=0
+  "$bench" compare "$1" "$2" --normalize --threshold "$threshold" --metric "$3" > "$4" || rc=$?
+  awk -v re="$target" -v rc="$rc" '
+    $1 ~ re && NF > 3 { n++; if ($NF == "REGRESSION") f++; if (change == "") change = $6 }
+    / regressions?, / { regs = $1 }
+    END { printf "%d %d %d %d %s\n", rc, f + 0, n + 0, regs + 0, change }' "$4"
+}
+
+declare -A false_alarms catches
+tally() {  # mode kind base current label -> one line, counts updated
+  local line="$5:"
+  for m in $metrics; do
+    read -r rc flagged matched regs change < <(judge "$3" "$4" "$m" "${4%.json}.$m.txt")
+    [ "$rc" -eq 2 ] && { echo "compare failed: $4" >&2; exit 2; }
+    if [ "$2" = unchanged ]; then
+      [ "$rc" -eq 1 ] && false_alarms[$1.$m]=$((${false_alarms[$1.$m]:-0} + 1))
+      line+="  $m: $regs flagged (target $change)"
+    else
+      [ "$matched" -gt 0 ] && [ "$flagged" -eq "$matched" ] && catches[$1.$m]=$((${catches[$1.$m]:-0} + 1))
+      line+="  $m: target $change, flagged $flagged/$matched ($regs in all)"
+    fi
+  done
+  echo "$line  ($((SECONDS - start)) s)"
+}
+
+start=$SECONDS
+echo "suite '$suite', threshold $threshold, target '$target' +$slowdown, N = $runs, mode $mode"
+if [ "$mode" = sequential ] || [ "$mode" = both ]; then
+  echo "-- sequential: one baseline, then $runs unchanged and $runs slowed runs"
+  run_suite base
+  for kind in unchanged slowed; do
+    for i in $(seq 1 "$runs"); do
+      if [ "$kind" = slowed ]; then
+        run_suite "$kind$i" "HYBRID_BENCH_SLOWDOWN=$target=$slowdown"
+      else
+        run_suite "$kind$i"
+      fi
+      tally sequential "$kind" "$out/base.json" "$out/$kind$i.json" "$kind $i/$runs"
+    done
+  done
+fi
+if [ "$mode" = alternating ] || [ "$mode" = both ]; then
+  echo "-- alternating: $runs x scripts/bench-ci-check.sh"
+  for i in $(seq 1 "$runs"); do
+    dir="$out/alt$i"
+    BENCH_CHECK_OUT="$dir" "$source_dir/scripts/bench-ci-check.sh" "$build_dir" "$source_dir" \
+      > "$out/alt$i.log" 2>&1 || true
+    [ -f "$dir/slowed.json" ] || { echo "bench-ci-check failed, see $out/alt$i.log" >&2; exit 2; }
+    tally alternating unchanged "$dir/base.json" "$dir/unchanged.json" "unchanged $i/$runs"
+    tally alternating slowed "$dir/base.json" "$dir/slowed.json" "slowed    $i/$runs"
+  done
+fi
+echo
+for md in sequential alternating; do
+  { [ "$mode" = "$md" ] || [ "$mode" = both ]; } || continue
+  for m in $metrics; do
+    echo "$md $m: false alarms ${false_alarms[$md.$m]:-0}/$runs unchanged runs flagged;" \
+         "catches ${catches[$md.$m]:-0}/$runs injected +$slowdown slowdowns of '$target' flagged"
+  done
+done
+echo "(threshold $threshold, --normalize, $((SECONDS - start)) s)"

@@ -1,0 +1,179 @@
+// hybrid-bench as CI calls it: the real executable, its exit codes (0 pass, 1
+// regression, 2 error), its report files, and `run` writing a baseline.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/compare/benchmark_file.h"
+#include "bench/compare/process.h"
+#include "bench_test_support.h"
+
+namespace hybrid::bench {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::bench_binary;
+using testing::fixture;
+using testing::read_text;
+using testing::ScratchDir;
+
+struct Cli {
+  int exit_code;
+  std::string out, err;
+};
+
+Cli hybrid_bench(std::vector<std::string> args) {
+  static int counter = 0;
+  ScratchDir dir("cli" + std::to_string(counter++));
+  args.insert(args.begin(), bench_binary("hybrid-bench").string());
+  ProcessResult r = run_process(args, {.stdout_file = dir / "out.txt",
+                                       .stderr_file = dir / "err.txt",
+                                       .quiet_stderr = false,
+                                       .timeout_s = 300,
+                                       .env = {}});
+  EXPECT_TRUE(r.exited) << r.describe();
+  return {r.exit_code, read_text(dir / "out.txt"), read_text(dir / "err.txt")};
+}
+
+class HybridBenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(bench_binary("hybrid-bench")))
+        << "build the hybrid-bench target first";
+  }
+};
+
+TEST_F(HybridBenchCli, IdenticalRunsExitZero) {
+  Cli c = hybrid_bench({"compare", fixture("base.json"), fixture("base.json")});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_THAT(c.out, HasSubstr("0 regressions, 0 improvements, 4 compared"));
+}
+
+TEST_F(HybridBenchCli, RegressionExitsOneAndWritesReports) {
+  ScratchDir dir("reports");
+  Cli c = hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--markdown",
+                        dir / "report.md", "--json", dir / "report.json"});
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_THAT(c.out, HasSubstr("REGRESSION"));
+  EXPECT_THAT(read_text(dir / "report.md"), HasSubstr("regression detected"));
+  nlohmann::json j = nlohmann::json::parse(read_text(dir / "report.json"));
+  EXPECT_EQ(j["regressions"], 1);
+  EXPECT_EQ(j["exit_code"], 1);
+  // Only the two reports: no temporary file is left beside them.
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 2);
+}
+
+TEST_F(HybridBenchCli, NormaliseTurnsASlowerMachineIntoAPass) {
+  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("slow20.json")}).exit_code, 1);
+  Cli c = hybrid_bench({"compare", fixture("base.json"), fixture("slow20.json"), "--normalize"});
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_THAT(c.out, ::testing::ContainsRegex("machine speed ratio 1\\.(1[89]|2[01])"));
+}
+
+TEST_F(HybridBenchCli, ThresholdAndAlphaOptionsAreUsed) {
+  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"),
+                          "--threshold", "35%"})
+                .exit_code,
+            0);
+  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--alpha",
+                          "0.00001"})
+                .exit_code,
+            0);
+  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--metric",
+                          "cpu_time", "--threshold", "0.1"})
+                .exit_code,
+            1);
+}
+
+TEST_F(HybridBenchCli, ErrorsExitTwoAndNameTheInput) {
+  Cli missing = hybrid_bench({"compare", fixture("base.json"), "/nonexistent/new.json"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/new.json: no such file"));
+
+  Cli not_json = hybrid_bench({"compare", fixture("not_json.json"), fixture("base.json")});
+  EXPECT_EQ(not_json.exit_code, 2);
+  EXPECT_THAT(not_json.err, HasSubstr("not_json.json: not valid JSON"));
+
+  Cli threshold = hybrid_bench({"compare", fixture("base.json"), fixture("base.json"),
+                                "--threshold", "lots"});
+  EXPECT_EQ(threshold.exit_code, 2);
+  EXPECT_THAT(threshold.err, HasSubstr("--threshold"));
+
+  Cli metric = hybrid_bench({"compare", fixture("base.json"), fixture("base.json"), "--metric", "wall"});
+  EXPECT_EQ(metric.exit_code, 2);
+  EXPECT_THAT(metric.err, HasSubstr("--metric"));
+
+  EXPECT_EQ(hybrid_bench({}).exit_code, 2);                   // no subcommand
+  EXPECT_EQ(hybrid_bench({"compare", "only_one.json"}).exit_code, 2);
+  EXPECT_EQ(hybrid_bench({"--help"}).exit_code, 0);
+}
+
+TEST_F(HybridBenchCli, RunWritesOutputAndBaseline) {
+  ScratchDir dir("run");
+  std::ofstream(dir / "suites.json") << R"({"suites": {"tiny": {"repetitions": 3, "entries": [
+      {"executable": "bench_calibration", "filter": "^(calibration/compute|canary/softmax)$",
+       "min_time": 0.005}]}}})";
+  Cli c = hybrid_bench({"run", "--suite", "tiny", "--suites", dir / "suites.json", "--out",
+                        dir / "out" / "run.json", "--update-baseline", "--baseline-dir",
+                        dir / "baselines", "--repetitions", "4"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_THAT(c.err, HasSubstr("[1/1] bench_calibration"));
+  EXPECT_THAT(c.err, HasSubstr("ETA"));
+  BenchmarkFile run = load_benchmark_file(dir / "out" / "run.json");
+  BenchmarkFile baseline = load_benchmark_file(dir / "baselines" / "tiny.json");
+  EXPECT_EQ(run.find("canary/softmax")->repetitions(), 4u);
+  EXPECT_EQ(baseline.benchmarks.size(), 2u);
+  EXPECT_EQ(run.context["hybrid_suite"]["name"], "tiny");
+
+  // The fresh run compares against its own baseline without error.
+  Cli cmp = hybrid_bench({"compare", dir / "baselines" / "tiny.json", dir / "out" / "run.json",
+                          "--normalize", "--quiet"});
+  EXPECT_NE(cmp.exit_code, 2) << cmp.err;
+  EXPECT_TRUE(cmp.out.empty());
+}
+
+TEST_F(HybridBenchCli, RunWithUnknownSuiteNamesTheFile) {
+  ScratchDir dir("unknown");
+  std::ofstream(dir / "suites.json")
+      << R"({"suites": {"tiny": {"entries": [{"executable": "bench_calibration"}]}}})";
+  Cli c = hybrid_bench({"run", "--suite", "huge", "--suites", dir / "suites.json", "--out",
+                        dir / "x.json"});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_THAT(c.err, HasSubstr("no suite named 'huge' (suites: tiny)"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
+}
+
+TEST_F(HybridBenchCli, MergeKeepsEveryRepetition) {
+  ScratchDir dir("merge");
+  Cli c = hybrid_bench({"merge", "--out", dir / "all.json", fixture("base.json"),
+                        fixture("rerun.json")});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  BenchmarkFile merged = load_benchmark_file(dir / "all.json");
+  BenchmarkFile base = load_benchmark_file(fixture("base.json"));
+  BenchmarkFile rerun = load_benchmark_file(fixture("rerun.json"));
+  ASSERT_EQ(merged.benchmarks.size(), base.benchmarks.size());
+  for (const auto& b : merged.benchmarks) {
+    std::vector<double> expected = base.find(b.name)->real_time_ns;
+    const auto& more = rerun.find(b.name)->real_time_ns;
+    expected.insert(expected.end(), more.begin(), more.end());
+    EXPECT_EQ(b.real_time_ns, expected) << b.name;  // 10 + 10, in input order
+  }
+  EXPECT_EQ(merged.context["hybrid_merged_from"].size(), 2u);
+
+  Cli bad = hybrid_bench({"merge", "--out", dir / "bad.json", fixture("base.json"),
+                          fixture("single_rep.json")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("single_rep.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.json"));
+}
+
+TEST_F(HybridBenchCli, ListShowsTheCheckedInSuites) {
+  Cli c = hybrid_bench({"list"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_THAT(c.out, HasSubstr("ci: "));
+  EXPECT_THAT(c.out, HasSubstr("bench_calibration"));
+}
+
+}  // namespace
+}  // namespace hybrid::bench

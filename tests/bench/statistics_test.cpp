@@ -1,0 +1,34 @@
+// Median and geometric mean against values worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bench/compare/statistics.h"
+
+namespace hybrid::bench {
+namespace {
+
+TEST(Statistics, MedianOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{5, 1, 3}), 3.0);
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{4, 1, 3, 2}), 2.5);  // (2 + 3) / 2
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{7}), 7.0);
+  // An outlier moves the mean (26.2) but not the median.
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{10, 11, 9, 10, 91}), 10.0);
+}
+
+TEST(Statistics, GeometricMeanCancelsOppositeRatios) {
+  EXPECT_NEAR(geometric_mean(std::vector<double>{2.0, 0.5}), 1.0, 1e-15);
+  EXPECT_NEAR(geometric_mean(std::vector<double>{1.0, 4.0, 16.0}), 4.0, 1e-13);
+  EXPECT_NEAR(geometric_mean(std::vector<double>{1.3}), 1.3, 1e-15);
+}
+
+TEST(Statistics, InvalidInputsAreErrors) {
+  EXPECT_THROW(median(std::vector<double>{}), std::invalid_argument);
+  EXPECT_THROW(geometric_mean(std::vector<double>{}), std::invalid_argument);
+  EXPECT_THROW(geometric_mean(std::vector<double>{1.0, 0.0}), std::invalid_argument);
+  EXPECT_THROW(geometric_mean(std::vector<double>{1.0, -2.0}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hybrid::bench

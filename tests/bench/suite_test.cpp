@@ -1,0 +1,114 @@
+// Suite definitions: the checked-in bench/suites.json is valid and every suite can be
+// normalised; malformed definitions fail with the key at fault.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "bench/compare/suite.h"
+#include "bench_test_support.h"
+
+namespace hybrid::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_suites(nlohmann::json::parse(text), "suites.json");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Suite, CheckedInSuitesAreValidAndCalibrated) {
+  const auto path = std::filesystem::path(HYBRID_SOURCE_DIR) / "bench" / "suites.json";
+  auto suites = load_suites(path);
+  ASSERT_TRUE(suites.count("ci"));
+  for (const auto& [name, suite] : suites) {
+    SCOPED_TRACE(name);
+    EXPECT_GE(suite.repetitions, 4);  // fewer can never reach p < 0.05
+    // --normalize needs a calibration benchmark in every run of every suite.
+    bool calibrated = false;
+    for (const auto& e : suite.entries) {
+      if (e.executable == "bench_calibration" &&
+          std::regex_search("calibration/compute", std::regex(e.filter))) {
+        calibrated = true;
+      }
+      EXPECT_GE(suite.repetitions_for(e), 4) << e.executable;
+    }
+    EXPECT_TRUE(calibrated);
+  }
+}
+
+TEST(Suite, DefaultsAndOverrides) {
+  auto suites = parse_suites(nlohmann::json::parse(R"({"suites": {"s": {
+      "repetitions": 7,
+      "entries": [
+        {"executable": "bench_a"},
+        {"executable": "bench_b", "filter": "^x/", "min_time": 0.25, "repetitions": 3,
+         "mpirun_np": 2, "interleave": false, "min_warmup_time": 0.1, "timeout_s": 30,
+         "args": ["--benchmark_time_unit=ms"], "env": {"OMP_NUM_THREADS": "1"}}]}}})"),
+                             "inline");
+  const Suite& s = suites.at("s");
+  ASSERT_EQ(s.entries.size(), 2u);
+  const SuiteEntry& a = s.entries[0];
+  EXPECT_EQ(a.filter, ".");
+  EXPECT_DOUBLE_EQ(a.min_time_s, 0.1);
+  EXPECT_EQ(s.repetitions_for(a), 7);
+  EXPECT_EQ(a.mpirun_np, 0);
+  EXPECT_TRUE(a.interleave);
+  const SuiteEntry& b = s.entries[1];
+  EXPECT_EQ(b.filter, "^x/");
+  EXPECT_DOUBLE_EQ(b.min_time_s, 0.25);
+  EXPECT_EQ(s.repetitions_for(b), 3);
+  EXPECT_EQ(b.mpirun_np, 2);
+  EXPECT_FALSE(b.interleave);
+  EXPECT_DOUBLE_EQ(b.min_warmup_time_s.value(), 0.1);
+  EXPECT_DOUBLE_EQ(b.timeout_s, 30);
+  EXPECT_THAT(b.args, ::testing::ElementsAre("--benchmark_time_unit=ms"));
+  ASSERT_EQ(b.env.size(), 1u);
+  EXPECT_EQ(b.env[0].first, "OMP_NUM_THREADS");
+  EXPECT_EQ(b.env[0].second, "1");
+  EXPECT_TRUE(a.env.empty());
+
+  auto mpi = parse_suites(nlohmann::json::parse(
+      R"({"suites": {"m": {"entries": [{"executable": "bench_comm", "mpirun_np": 2}]}}})"), "inline");
+  EXPECT_FALSE(mpi.at("m").entries[0].interleave);  // ranks must run the same order
+}
+
+TEST(Suite, ErrorsNameTheKey) {
+  EXPECT_THAT(parse_error(R"({"suite": {}})"), HasSubstr("suites.json: suites is missing"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": []}}})"),
+              HasSubstr("suites.ci.entries must be a non-empty array"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"filter": "x"}]}}})"),
+              HasSubstr("suites.ci.entries[0].executable is missing"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "min_time": -1}]}}})"),
+              HasSubstr("suites.ci.entries[0].min_time must be a positive number, got -1"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "repetitions": 1}]}}})"),
+              HasSubstr("suites.ci.entries[0].repetitions must be an integer >= 2, got 1"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "filtr": "x"}]}}})"),
+              HasSubstr("suites.ci.entries[0].filtr is not a known key"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "env": {"A": 1}}]}}})"),
+              HasSubstr("suites.ci.entries[0].env.A must be a non-empty string, got 1"));
+  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"repetitions": "ten", "entries": [{"executable": "b"}]}}})"),
+              HasSubstr("suites.ci.repetitions must be an integer >= 2"));
+}
+
+TEST(Suite, UnknownSuiteListsTheKnownOnes) {
+  auto suites = parse_suites(
+      nlohmann::json::parse(R"({"suites": {"ci": {"entries": [{"executable": "b"}]},
+                                           "nightly": {"entries": [{"executable": "b"}]}}})"),
+      "suites.json");
+  try {
+    find_suite(suites, "weekly", "suites.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no suite named 'weekly' (suites: ci, nightly)"));
+  }
+  EXPECT_EQ(find_suite(suites, "nightly", "suites.json").name, "nightly");
+}
+
+}  // namespace
+}  // namespace hybrid::bench

@@ -1,0 +1,399 @@
+// Every op of the CUDA backend against the CPU backend (the oracle), in fp32,
+// fp16 and bf16, on the same dt-rounded inputs; plus the caching allocator on
+// real device memory. Skips (with the reason) without a usable CUDA device.
+//
+// Error metric: rel_err = max|gpu − cpu| / max|cpu| per tensor (reference.h).
+// Tolerances (per dtype, stated once): fp32 1e-4 (cuBLAS without TF32 vs oneDNN,
+// different summation order); fp16 5e-3 (≈ 10 ulp of 2^-11); bf16 3e-2 (≈ 8 ulp
+// of 2^-8). Chained ops (attention backward) get 4× that.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/registry.h"
+#include "reference.h"
+
+#if HYBRID_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+namespace hybrid::kernels {
+namespace {
+
+using test::Buf;
+using test::random_floats;
+using test::random_ints;
+using test::rel_err;
+
+double tolerance(DType dt) {
+  switch (dt) {
+    case DType::f32: return 1e-4;
+    case DType::f16: return 5e-3;
+    case DType::bf16: return 3e-2;
+  }
+  return 0;
+}
+
+// One tensor on both backends, from the same host values.
+class Pair {
+ public:
+  Pair(Backend& cpu, Backend& gpu, DType dt, const std::vector<float>& values)
+      : cpu_(cpu), gpu_(gpu), dt_(dt), n_(values.size()), bytes_(n_ * dtype_size(dt)) {
+    Buf host(dt, values);
+    c_ = cpu.allocate(bytes_ ? bytes_ : 1);
+    g_ = gpu.allocate(bytes_ ? bytes_ : 1);
+    cpu.copy_from_host(c_, host.data(), bytes_);
+    gpu.copy_from_host(g_, host.data(), bytes_);
+  }
+  Pair(Backend& cpu, Backend& gpu, DType dt, size_t n) : Pair(cpu, gpu, dt, std::vector<float>(n, 0.0f)) {}
+  ~Pair() {
+    cpu_.deallocate(c_, bytes_ ? bytes_ : 1);
+    gpu_.deallocate(g_, bytes_ ? bytes_ : 1);
+  }
+  Pair(const Pair&) = delete;
+  void* c() const { return c_; }
+  void* g() const { return g_; }
+  std::vector<float> cpu_values() const { return read(cpu_, c_); }
+  std::vector<float> gpu_values() const { return read(gpu_, g_); }
+  double err() const { return rel_err(gpu_values(), cpu_values()); }
+
+ private:
+  std::vector<float> read(Backend& b, void* p) const {
+    Buf host(dt_, n_);
+    b.copy_to_host(host.data(), p, bytes_);
+    return host.get();
+  }
+  Backend& cpu_;
+  Backend& gpu_;
+  DType dt_;
+  size_t n_, bytes_;
+  void *c_ = nullptr, *g_ = nullptr;
+};
+
+// Raw bytes (int32 tokens, fp32 statistics) on both backends.
+template <class T>
+class RawPair {
+ public:
+  RawPair(Backend& cpu, Backend& gpu, const std::vector<T>& v) : cpu_(cpu), gpu_(gpu), n_(v.size()) {
+    c_ = static_cast<T*>(cpu.allocate(bytes()));
+    g_ = static_cast<T*>(gpu.allocate(bytes()));
+    cpu.copy_from_host(c_, v.data(), n_ * sizeof(T));
+    gpu.copy_from_host(g_, v.data(), n_ * sizeof(T));
+  }
+  ~RawPair() {
+    cpu_.deallocate(c_, bytes());
+    gpu_.deallocate(g_, bytes());
+  }
+  T* c() const { return c_; }
+  T* g() const { return g_; }
+  std::vector<T> cpu_values() const { return read(cpu_, c_); }
+  std::vector<T> gpu_values() const { return read(gpu_, g_); }
+
+ private:
+  size_t bytes() const { return n_ ? n_ * sizeof(T) : 1; }
+  std::vector<T> read(Backend& b, T* p) const {
+    std::vector<T> v(n_);
+    b.copy_to_host(v.data(), p, n_ * sizeof(T));
+    return v;
+  }
+  Backend& cpu_;
+  Backend& gpu_;
+  size_t n_;
+  T *c_ = nullptr, *g_ = nullptr;
+};
+
+class CudaOps : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    try {
+      auto choice = make_backend("cuda", 0);
+      gpu_ = std::move(choice.backend);
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << "no CUDA backend: " << e.what();
+    }
+    cpu_ = make_cpu_backend();
+    if (!gpu_->supports(dt())) GTEST_SKIP() << gpu_->name() << " lacks " << dtype_name(dt());
+  }
+  DType dt() const { return GetParam(); }
+  double tol() const { return tolerance(dt()); }
+  Pair pair(const std::vector<float>& v) { return Pair(*cpu_, *gpu_, dt(), v); }
+  Pair pair_rand(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    return pair(random_floats(n, seed, lo, hi));
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+TEST_P(CudaOps, GemmAllTransposesWithAlphaBeta) {
+  const int M = 37, N = 29, K = 53;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      const int lda = ta ? M : K, ldb = tb ? K : N;
+      auto A = pair_rand(size_t(M) * K, 1);
+      auto B = pair_rand(size_t(K) * N, 2);
+      auto C = pair_rand(size_t(M) * N, 3);
+      for (Backend* b : {cpu_.get(), gpu_.get()}) {
+        const bool g = b == gpu_.get();
+        b->gemm(dt(), ta, tb, M, N, K, 0.75f, g ? A.g() : A.c(), lda, g ? B.g() : B.c(), ldb, 0.5f,
+                g ? C.g() : C.c(), N);
+      }
+      EXPECT_LT(C.err(), tol()) << "trans_a " << ta << " trans_b " << tb;
+    }
+}
+
+TEST_P(CudaOps, MatmulForwardBackwardAccumulate) {
+  const int M = 64, K = 48, N = 40;
+  auto inp = pair_rand(size_t(M) * K, 4);
+  auto w = pair_rand(size_t(N) * K, 5);
+  auto bias = pair_rand(N, 6);
+  auto out = pair(std::vector<float>(size_t(M) * N));
+  auto out_nb = pair(std::vector<float>(size_t(M) * N));
+  cpu_->matmul_forward(dt(), out.c(), inp.c(), w.c(), bias.c(), M, K, N);
+  gpu_->matmul_forward(dt(), out.g(), inp.g(), w.g(), bias.g(), M, K, N);
+  cpu_->matmul_forward(dt(), out_nb.c(), inp.c(), w.c(), nullptr, M, K, N);
+  gpu_->matmul_forward(dt(), out_nb.g(), inp.g(), w.g(), nullptr, M, K, N);
+  EXPECT_LT(out.err(), tol());
+  EXPECT_LT(out_nb.err(), tol());
+  // Gradients start non-zero: backward must add (+=), not overwrite.
+  auto dout = pair_rand(size_t(M) * N, 7);
+  auto dinp = pair_rand(size_t(M) * K, 8);
+  auto dw = pair_rand(size_t(N) * K, 9);
+  auto db = pair_rand(N, 10);
+  cpu_->matmul_backward(dt(), dinp.c(), dw.c(), db.c(), dout.c(), inp.c(), w.c(), M, K, N);
+  gpu_->matmul_backward(dt(), dinp.g(), dw.g(), db.g(), dout.g(), inp.g(), w.g(), M, K, N);
+  EXPECT_LT(dinp.err(), tol());
+  EXPECT_LT(dw.err(), tol());
+  EXPECT_LT(db.err(), tol());
+}
+
+#if HYBRID_HAVE_CUDA
+TEST_P(CudaOps, MatmulGeluEpilogueMatchesMatmulThenGelu) {
+  auto* cuda = dynamic_cast<CudaBackend*>(gpu_.get());
+  ASSERT_NE(cuda, nullptr);
+  const int M = 64, K = 64, N = 96;
+  auto inp = pair_rand(size_t(M) * K, 11);
+  auto w = pair_rand(size_t(N) * K, 12);
+  auto bias = pair_rand(N, 13);
+  auto pre = pair(std::vector<float>(size_t(M) * N));
+  auto out = pair(std::vector<float>(size_t(M) * N));
+  cpu_->matmul_forward(dt(), pre.c(), inp.c(), w.c(), bias.c(), M, K, N);
+  cpu_->gelu_forward(dt(), out.c(), pre.c(), size_t(M) * N);
+  cuda->matmul_forward_gelu(dt(), out.g(), pre.g(), inp.g(), w.g(), bias.g(), M, K, N);
+  EXPECT_LT(pre.err(), tol());
+  // cuBLASLt's GELU is the tanh form too; the output rounds once more.
+  EXPECT_LT(out.err(), 2 * tol());
+}
+#endif
+
+TEST_P(CudaOps, EncoderForwardBackward) {
+  const int B = 3, T = 17, C = 40, V = 23;
+  auto tokens = random_ints(size_t(B) * T, V, 14);
+  tokens[0] = tokens[1] = tokens[5] = 7;  // repeated tokens exercise the accumulation
+  RawPair<int32_t> tok(*cpu_, *gpu_, tokens);
+  auto wte = pair_rand(size_t(V) * C, 15);
+  auto wpe = pair_rand(size_t(T) * C, 16);
+  auto out = pair(std::vector<float>(size_t(B) * T * C));
+  cpu_->encoder_forward(dt(), out.c(), tok.c(), wte.c(), wpe.c(), B, T, C);
+  gpu_->encoder_forward(dt(), out.g(), tok.g(), wte.g(), wpe.g(), B, T, C);
+  EXPECT_LT(out.err(), tol());
+  auto dout = pair_rand(size_t(B) * T * C, 17);
+  auto dwte = pair_rand(size_t(V) * C, 18);
+  auto dwpe = pair_rand(size_t(T) * C, 19);
+  cpu_->encoder_backward(dt(), dwte.c(), dwpe.c(), dout.c(), tok.c(), B, T, C);
+  gpu_->encoder_backward(dt(), dwte.g(), dwpe.g(), dout.g(), tok.g(), B, T, C);
+  EXPECT_LT(dwte.err(), tol());
+  EXPECT_LT(dwpe.err(), tol());
+  // Deterministic: a second run on fresh copies gives identical bits.
+  auto dwte2 = pair_rand(size_t(V) * C, 18);
+  gpu_->encoder_backward(dt(), dwte2.g(), nullptr, dout.g(), tok.g(), B, T, C);
+  EXPECT_EQ(dwte2.gpu_values(), dwte.gpu_values());
+}
+
+TEST_P(CudaOps, LayernormForwardBackward) {
+  for (int C : {40, 768}) {
+    const int N = 70;
+    auto x = pair_rand(size_t(N) * C, 20, -2.0f, 3.0f);
+    auto w = pair_rand(C, 21, 0.5f, 1.5f);
+    auto b = pair_rand(C, 22);
+    auto out = pair(std::vector<float>(size_t(N) * C));
+    RawPair<float> mean(*cpu_, *gpu_, std::vector<float>(N)), rstd(*cpu_, *gpu_, std::vector<float>(N));
+    cpu_->layernorm_forward(dt(), out.c(), mean.c(), rstd.c(), x.c(), w.c(), b.c(), N, C);
+    gpu_->layernorm_forward(dt(), out.g(), mean.g(), rstd.g(), x.g(), w.g(), b.g(), N, C);
+    EXPECT_LT(out.err(), tol()) << "C=" << C;
+    EXPECT_LT(rel_err(mean.gpu_values(), mean.cpu_values()), 1e-5) << "C=" << C;  // fp32 statistics
+    EXPECT_LT(rel_err(rstd.gpu_values(), rstd.cpu_values()), 1e-5) << "C=" << C;
+    auto dout = pair_rand(size_t(N) * C, 23);
+    auto dx = pair_rand(size_t(N) * C, 24);
+    auto dw = pair_rand(C, 25);
+    auto db = pair_rand(C, 26);
+    cpu_->layernorm_backward(dt(), dx.c(), dw.c(), db.c(), dout.c(), x.c(), w.c(), mean.c(), rstd.c(), N, C);
+    gpu_->layernorm_backward(dt(), dx.g(), dw.g(), db.g(), dout.g(), x.g(), w.g(), mean.g(), rstd.g(), N, C);
+    EXPECT_LT(dx.err(), tol()) << "C=" << C;
+    EXPECT_LT(dw.err(), tol()) << "C=" << C;
+    EXPECT_LT(db.err(), tol()) << "C=" << C;
+  }
+}
+
+TEST_P(CudaOps, GeluForwardBackward) {
+  const size_t n = 10007;
+  auto x = pair_rand(n, 27, -4.0f, 4.0f);
+  auto out = pair(std::vector<float>(n));
+  cpu_->gelu_forward(dt(), out.c(), x.c(), n);
+  gpu_->gelu_forward(dt(), out.g(), x.g(), n);
+  EXPECT_LT(out.err(), tol());
+  auto dout = pair_rand(n, 28);
+  auto dx = pair_rand(n, 29);
+  cpu_->gelu_backward(dt(), dx.c(), x.c(), dout.c(), n);
+  gpu_->gelu_backward(dt(), dx.g(), x.g(), dout.g(), n);
+  EXPECT_LT(dx.err(), tol());
+}
+
+TEST_P(CudaOps, AttentionForwardBackward) {
+  const int B = 2, T = 33, C = 48, NH = 4;
+  auto qkv = pair_rand(size_t(B) * T * 3 * C, 30);
+  auto out = pair(std::vector<float>(size_t(B) * T * C));
+  const size_t cs = cpu_->attention_saved_bytes(dt(), B, T, C, NH);
+  const size_t gs = gpu_->attention_saved_bytes(dt(), B, T, C, NH);
+  EXPECT_EQ(gs, size_t(B) * NH * T * T * dtype_size(dt()));
+  void* csaved = cpu_->allocate(cs ? cs : 1);
+  void* gsaved = gpu_->allocate(gs);
+  cpu_->attention_forward(dt(), out.c(), csaved, qkv.c(), B, T, C, NH);
+  gpu_->attention_forward(dt(), out.g(), gsaved, qkv.g(), B, T, C, NH);
+  EXPECT_LT(out.err(), 2 * tol());
+  auto dout = pair_rand(size_t(B) * T * C, 31);
+  auto dqkv = pair_rand(size_t(B) * T * 3 * C, 32);
+  cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, B, T, C, NH);
+  gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, B, T, C, NH);
+  EXPECT_LT(dqkv.err(), 4 * tol());
+  cpu_->deallocate(csaved, cs ? cs : 1);
+  gpu_->deallocate(gsaved, gs);
+}
+
+TEST_P(CudaOps, ResidualConvertAddScale) {
+  const size_t n = 4099;
+  auto a = pair_rand(n, 33);
+  auto b = pair_rand(n, 34);
+  auto out = pair(std::vector<float>(n));
+  cpu_->residual_forward(dt(), out.c(), a.c(), b.c(), n);
+  gpu_->residual_forward(dt(), out.g(), a.g(), b.g(), n);
+  EXPECT_LT(out.err(), tol());
+  cpu_->scale(dt(), a.c(), n, -1.5f);
+  gpu_->scale(dt(), a.g(), n, -1.5f);
+  EXPECT_LT(a.err(), tol());
+  for (DType src : {DType::f32, DType::f16, DType::bf16}) {
+    Pair s(*cpu_, *gpu_, src, random_floats(n, 35));
+    auto dst = pair_rand(n, 36);
+    cpu_->add(dt(), dst.c(), src, s.c(), n, 0.25f);
+    gpu_->add(dt(), dst.g(), src, s.g(), n, 0.25f);
+    EXPECT_LT(dst.err(), tol()) << "add from " << dtype_name(src);
+    cpu_->convert(dt(), dst.c(), src, s.c(), n);
+    gpu_->convert(dt(), dst.g(), src, s.g(), n);
+    // A conversion is exact rounding: identical bits.
+    EXPECT_EQ(dst.gpu_values(), dst.cpu_values()) << "convert from " << dtype_name(src);
+  }
+}
+
+TEST_P(CudaOps, CrossEntropyForwardBackwardInPlace) {
+  const int N = 37, V = 50, Vp = 64;
+  auto logits_v = random_floats(size_t(N) * Vp, 37, -3.0f, 3.0f);
+  auto logits = pair(logits_v);
+  RawPair<int32_t> targets(*cpu_, *gpu_, random_ints(N, V, 38));
+  RawPair<float> losses(*cpu_, *gpu_, std::vector<float>(N)), lse(*cpu_, *gpu_, std::vector<float>(N));
+  cpu_->cross_entropy_forward(dt(), losses.c(), lse.c(), logits.c(), targets.c(), N, V, Vp);
+  gpu_->cross_entropy_forward(dt(), losses.g(), lse.g(), logits.g(), targets.g(), N, V, Vp);
+  EXPECT_LT(rel_err(losses.gpu_values(), losses.cpu_values()), 1e-5);  // fp32 statistics
+  EXPECT_LT(rel_err(lse.gpu_values(), lse.cpu_values()), 1e-5);
+  auto dlogits = pair(std::vector<float>(size_t(N) * Vp, 5.0f));  // overwritten, not accumulated
+  cpu_->cross_entropy_backward(dt(), dlogits.c(), logits.c(), lse.c(), targets.c(), 1.0f / N, N, V, Vp);
+  gpu_->cross_entropy_backward(dt(), dlogits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V, Vp);
+  EXPECT_LT(dlogits.err(), tol());
+  const auto g = dlogits.gpu_values();
+  for (int i = 0; i < N; ++i)
+    for (int j = V; j < Vp; ++j) ASSERT_EQ(g[size_t(i) * Vp + j], 0.0f) << "padding " << i << "," << j;
+  // In place: dlogits aliasing logits gives the same result.
+  gpu_->cross_entropy_backward(dt(), logits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V, Vp);
+  EXPECT_EQ(logits.gpu_values(), g);
+}
+
+TEST_P(CudaOps, GradStatsSumOfSquaresAndNonFinite) {
+  const size_t n = 300001;
+  auto v = random_floats(n, 39);
+  Pair x = pair(v);
+  const GradStats c = cpu_->grad_stats(dt(), x.c(), n);
+  const GradStats g = gpu_->grad_stats(dt(), x.g(), n);
+  EXPECT_FALSE(g.non_finite);
+  EXPECT_NEAR(g.sum_squares, c.sum_squares, 1e-5 * c.sum_squares);
+  // One non-finite element anywhere sets the flag.
+  v[n - 3] = std::numeric_limits<float>::infinity();
+  Pair y = pair(v);
+  EXPECT_TRUE(gpu_->grad_stats(dt(), y.g(), n).non_finite);
+  v[n - 3] = std::nanf("");
+  Pair z = pair(v);
+  EXPECT_TRUE(gpu_->grad_stats(dt(), z.g(), n).non_finite);
+}
+
+TEST_P(CudaOps, AdamWUpdatesMasterStateAndLowPrecisionCopy) {
+  const size_t n = 5003;
+  AdamWParams p;
+  p.lr = 1e-2f;
+  p.weight_decay = 0.1f;
+  p.step = 3;
+  for (bool decoupled : {true, false}) {
+    p.decoupled_weight_decay = decoupled;
+    auto master_v = random_floats(n, 40), m_v = random_floats(n, 41, -0.1f, 0.1f),
+         v_v = random_floats(n, 42, 0.0f, 0.01f);
+    RawPair<float> master(*cpu_, *gpu_, master_v), m(*cpu_, *gpu_, m_v), v(*cpu_, *gpu_, v_v);
+    auto grad = pair_rand(n, 43);
+    auto param = pair(std::vector<float>(n));
+    cpu_->adamw(p, master.c(), m.c(), v.c(), dt(), grad.c(), 0.5f, dt(), param.c(), n);
+    gpu_->adamw(p, master.g(), m.g(), v.g(), dt(), grad.g(), 0.5f, dt(), param.g(), n);
+    EXPECT_LT(rel_err(master.gpu_values(), master.cpu_values()), 1e-6) << decoupled;
+    EXPECT_LT(rel_err(m.gpu_values(), m.cpu_values()), 1e-6) << decoupled;
+    EXPECT_LT(rel_err(v.gpu_values(), v.cpu_values()), 1e-6) << decoupled;
+    EXPECT_LT(param.err(), tol()) << decoupled;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+#if HYBRID_HAVE_CUDA
+TEST(CudaAllocator, ReusesFreedBlocksAndNamesTheSizeOnOom) {
+  std::unique_ptr<Backend> b;
+  try {
+    b = make_backend("cuda", 0).backend;
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no CUDA backend: " << e.what();
+  }
+  auto& cuda = dynamic_cast<CudaBackend&>(*b);
+  const auto s0 = cuda.memory_stats();
+  void* p = b->allocate(3 << 20);
+  const auto s1 = cuda.memory_stats();
+  EXPECT_EQ(s1.allocated - s0.allocated, uint64_t(4) << 20);  // 3 MiB rounds to a 2 MiB multiple
+  b->deallocate(p, 3 << 20);
+  EXPECT_EQ(cuda.memory_stats().cached - s0.cached, uint64_t(4) << 20);
+  void* q = b->allocate((3 << 20) + 100);  // same class: the cached block comes back
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(cuda.memory_stats().cache_hits, s1.cache_hits + 1);
+  EXPECT_EQ(cuda.memory_stats().upstream_allocs, s1.upstream_allocs);
+  EXPECT_GE(cuda.memory_stats().peak_allocated, s1.allocated);
+  b->deallocate(q, 0);
+  try {
+    b->allocate(size_t(1) << 50);  // 1 PiB
+    FAIL() << "allocating 1 PiB succeeded";
+  } catch (const cuda::DeviceOutOfMemoryError& e) {
+    EXPECT_EQ(e.requested(), size_t(1) << 50);
+    EXPECT_NE(std::string(e.what()).find("1024.00 TiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  cuda.empty_cache();
+  EXPECT_EQ(cuda.memory_stats().cached, 0u);
+}
+#endif
+
+}  // namespace
+}  // namespace hybrid::kernels

@@ -1,0 +1,157 @@
+// hybrid-prof end to end: the real binary on a real database written through the
+// store. Reports carry the stored numbers, the trace parses, and every user error
+// (missing database, missing run, unknown step or report) exits non-zero with a
+// message naming what was wrong.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "profiler/store/run_store.h"
+#include "sample_profile.h"
+#include "store_test_util.h"
+
+namespace hybrid::profiler {
+namespace {
+
+const std::filesystem::path kBinary =
+    std::filesystem::path(HYBRID_BINARY_DIR) / "profiler/hybrid-prof";
+
+struct Result {
+  int rc = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result prof(const std::string& args) {
+  const std::string cmd = kBinary.string() + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class HybridProf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(kBinary))
+        << kBinary << " is missing: build the hybrid-prof target before these tests";
+    db_ = (dir_ / "hybrid.db").string();
+    RunStore store(db_);
+    const RunProfile p = test::sample_profile();
+    RunInfo info = p.run;
+    run_ = store.create_run(info);
+    store.register_rank(run_, 0, 1'000'000'000);
+    store.register_rank(run_, 1, 1'001'000'000);
+    store.add_modules(run_, p.modules);
+    store.add_layer_stats(run_, p.layers);
+    store.add_steps(run_, p.steps);
+    store.add_step_ranks(run_, p.step_ranks);
+    store.add_comm_stats(run_, p.comm);
+    store.add_memory(run_, p.memory);
+    Event e;
+    e.start_ns = 2000;
+    e.dur_ns = 1000;
+    e.module_id = 3;
+    e.step = 3;
+    e.category = Category::forward;
+    std::vector<Event> events(3, e);
+    events[1].rank = 1;
+    events[2].lane = kLaneComm;
+    events[2].category = Category::comm;
+    events[2].name_id = 1;
+    events[2].start_ns = 500;
+    store.add_events(run_, events, std::vector<std::string>{"forward h.0.attn", "all_reduce"});
+    store.finish_run(run_, RunStatus::ok);
+  }
+
+  test::TempDir dir_;
+  std::string db_;
+  int64_t run_ = 0;
+  std::string run_args() const { return "--db " + db_ + " --run " + std::to_string(run_); }
+};
+
+TEST_F(HybridProf, HelpAndRunList) {
+  const Result help = prof("--help");
+  EXPECT_EQ(help.rc, 0) << help.out;
+  EXPECT_NE(help.out.find("export-trace"), std::string::npos) << help.out;
+  const Result runs = prof("runs --db " + db_);
+  EXPECT_EQ(runs.rc, 0) << runs.out;
+  EXPECT_NE(runs.out.find("tiny"), std::string::npos) << runs.out;
+  EXPECT_NE(runs.out.find(" ok "), std::string::npos) << runs.out;
+}
+
+TEST_F(HybridProf, ReportsCarryTheStoredNumbers) {
+  const Result flops = prof("report flops " + run_args() + " --depth 1");
+  EXPECT_EQ(flops.rc, 0) << flops.out;
+  EXPECT_NE(flops.out.find("24.19 ms [21.50 ms, 26.88 ms]"), std::string::npos) << flops.out;
+  EXPECT_NE(flops.out.find("h.0 "), std::string::npos) << flops.out;
+  EXPECT_EQ(flops.out.find("h.0.attn"), std::string::npos) << "--depth 1 shows depth ≤ 1 only";
+  const Result comm = prof("report comm " + run_args());
+  EXPECT_EQ(comm.rc, 0) << comm.out;
+  EXPECT_NE(comm.out.find("0.600 ms"), std::string::npos) << comm.out;
+  const Result steps = prof("report steps " + run_args());
+  EXPECT_EQ(steps.rc, 0) << steps.out;
+  EXPECT_NE(steps.out.find("10.1234"), std::string::npos) << steps.out;
+  EXPECT_NE(steps.out.find("nan"), std::string::npos) << "the NaN loss survives the database";
+  const Result memory = prof("report memory " + run_args());
+  EXPECT_EQ(memory.rc, 0) << memory.out;
+  EXPECT_NE(memory.out.find("3.10 GiB"), std::string::npos) << memory.out;
+}
+
+TEST_F(HybridProf, ExportsAParsableTrace) {
+  const auto out = dir_ / "trace.json";
+  const Result r = prof("export-trace " + run_args() + " -o " + out.string());
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote 3 events"), std::string::npos) << r.out;
+  const auto trace = nlohmann::json::parse(test::read_file(out));
+  int complete = 0;
+  for (const auto& e : trace.at("traceEvents")) complete += e.at("ph") == "X";
+  EXPECT_EQ(complete, 3);
+  EXPECT_TRUE(trace.at("otherData").at("clocks_aligned").get<bool>());
+  const Result only1 = prof("export-trace " + run_args() + " --rank 1 -o " + out.string());
+  EXPECT_NE(only1.out.find("wrote 1 events"), std::string::npos) << only1.out;
+}
+
+TEST_F(HybridProf, UserErrorsExitNonZeroWithAClearMessage) {
+  const Result no_run = prof("report steps --db " + db_ + " --run 999");
+  EXPECT_EQ(no_run.rc, 1);
+  EXPECT_NE(no_run.out.find("run 999 not found"), std::string::npos) << no_run.out;
+  const auto missing = dir_ / "nope.db";
+  const Result no_db = prof("runs --db " + missing.string());
+  EXPECT_EQ(no_db.rc, 1);
+  EXPECT_NE(no_db.out.find("database " + missing.string() + " does not exist"), std::string::npos)
+      << no_db.out;
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "a reading command created the database";
+  const Result bad_step = prof("report flops " + run_args() + " --step 9");
+  EXPECT_EQ(bad_step.rc, 1);
+  EXPECT_NE(bad_step.out.find("no layer profile for step 9"), std::string::npos) << bad_step.out;
+  const Result bad_kind = prof("report bogus " + run_args());
+  EXPECT_NE(bad_kind.rc, 0);
+  EXPECT_NE(bad_kind.out.find("bogus"), std::string::npos) << bad_kind.out;
+  const Result no_cmd = prof("");
+  EXPECT_NE(no_cmd.rc, 0);
+}
+
+TEST_F(HybridProf, MigrateUpgradesAnOldDatabaseForTheReaders) {
+  const auto old = dir_ / "old.db";
+  test::exec_sql(old, test::read_file(std::filesystem::path(HYBRID_SOURCE_DIR) /
+                                      "tests/profiler/data/store_schema_v1.sql"));
+  const Result refused = prof("runs --db " + old.string());
+  EXPECT_EQ(refused.rc, 1);
+  EXPECT_NE(refused.out.find("hybrid-prof migrate"), std::string::npos) << refused.out;
+  const Result migrated = prof("migrate --db " + old.string());
+  EXPECT_EQ(migrated.rc, 0) << migrated.out;
+  EXPECT_NE(migrated.out.find("schema version 1 → 2"), std::string::npos) << migrated.out;
+  EXPECT_EQ(prof("runs --db " + old.string()).rc, 0);
+  const Result stale = prof("mark-stale --db " + db_);
+  EXPECT_EQ(stale.rc, 0) << stale.out;
+  EXPECT_NE(stale.out.find("marked 0 run(s) failed"), std::string::npos) << stale.out;
+}
+
+}  // namespace
+}  // namespace hybrid::profiler

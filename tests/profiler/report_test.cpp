@@ -1,0 +1,241 @@
+// The text reports contain the numbers they were given: figures are parsed back
+// out of the text and compared with values worked out independently here (by
+// hand in sample_profile.h), to the precision printed (±half the last digit).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "profiler/report_comm.h"
+#include "profiler/report_flops.h"
+#include "profiler/report_format.h"
+#include "profiler/report_memory.h"
+#include "profiler/report_steps.h"
+#include "sample_profile.h"
+
+namespace hybrid::profiler {
+namespace {
+
+// The first line containing `key`.
+std::string line_with(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(key) != std::string::npos) return line;
+  ADD_FAILURE() << "no line with '" << key << "' in:\n" << text;
+  return {};
+}
+
+// Every decimal number in `s` after `after`, in order.
+std::vector<double> numbers(const std::string& s, const std::string& after = "") {
+  const std::string tail = s.substr(after.empty() ? 0 : s.find(after) + after.size());
+  static const std::regex num(R"([-+]?\d+(\.\d+)?)");
+  std::vector<double> out;
+  for (auto it = std::sregex_iterator(tail.begin(), tail.end(), num); it != std::sregex_iterator();
+       ++it)
+    out.push_back(std::stod(it->str()));
+  return out;
+}
+
+// The text between the section header containing `title` and the next header.
+std::string section_of(const std::string& text, const std::string& title) {
+  const auto start = text.find(title);
+  if (start == std::string::npos) return {};
+  const auto end = text.find("\n---", start);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+TEST(ReportFormat, UnitsAndTables) {
+  using namespace report;
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1610612736ull), "1.50 GiB");
+  EXPECT_EQ(format_ms(12.345), "12.35 ms");
+  EXPECT_EQ(format_ms(0.0421), "0.042 ms");
+  EXPECT_EQ(format_ms(1234.56), "1234.6 ms");
+  EXPECT_EQ(format_flop(3.7e12), "3.70 TFLOP");
+  EXPECT_EQ(format_flop_rate(1.5232e14), "152.32 TFLOP/s");
+  EXPECT_EQ(format_flop_rate(999), "999.00 FLOP/s");
+  EXPECT_EQ(format_count(124'439'808), "124.44 M");
+  EXPECT_EQ(format_count(512), "512");
+  EXPECT_EQ(format_percent(0.12345), "12.35%");
+  TextTable t({"name", "value"});
+  t.add_row({"a", "1"});
+  t.add_row({"longer", "12345"});
+  EXPECT_EQ(t.render(), "name    value\n-------------\na           1\nlonger  12345\n");
+  EXPECT_THROW(t.add_row({"only one"}), std::invalid_argument);
+}
+
+TEST(FlopsReport, SummaryCoversEveryRankWithMinMaxMean) {
+  const RunProfile p = test::sample_profile();
+  const std::string text = flops_report(p);
+  EXPECT_NE(line_with(text, "profiled step:").find("3"), std::string::npos);  // the last one
+  EXPECT_NE(line_with(text, "ranks in profile:").find("2 of 2"), std::string::npos);
+  EXPECT_NE(line_with(text, "params:").find("623.87 K"), std::string::npos);
+  EXPECT_NE(line_with(text, "micro batch size per rank:").find("4"), std::string::npos);
+
+  // fwd: rank 0 21.5 ms, rank 1 26.875 ms → mean 24.1875 ms.
+  auto fwd = numbers(line_with(text, "fwd latency per rank"), ":");
+  ASSERT_EQ(fwd.size(), 3u);
+  EXPECT_NEAR(fwd[0], 24.1875, 0.005);
+  EXPECT_NEAR(fwd[1], 21.5, 0.005);
+  EXPECT_NEAR(fwd[2], 26.875, 0.005);
+  auto bwd = numbers(line_with(text, "bwd latency per rank"), ":");
+  ASSERT_EQ(bwd.size(), 3u);
+  EXPECT_NEAR(bwd[0], 2 * 24.1875, 0.05);
+  auto both = numbers(line_with(text, "fwd+bwd latency per rank"), ":");
+  EXPECT_NEAR(both.at(0), 3 * 24.1875, 0.05);
+
+  EXPECT_NE(line_with(text, "step latency:").find("95.50 ms"), std::string::npos);
+  EXPECT_NE(line_with(text, "fwd FLOPs per rank:").find("24.00 GFLOP"), std::string::npos);
+  EXPECT_NE(line_with(text, "bwd FLOPs per rank:").find("48.00 GFLOP"), std::string::npos);
+  EXPECT_NE(line_with(text, "bwd / fwd FLOPs:").find("2.00"), std::string::npos);
+  // Both ranks: 2 × (24.001 + 48.002) GFLOP.
+  EXPECT_NE(line_with(text, "FLOPs per step (all ranks):").find("144.01 GFLOP"), std::string::npos);
+  // fwd FLOP/s: 24.001e9 / 21.5 ms = 1.116 TFLOP/s on rank 0, / 26.875 ms = 893.1 GFLOP/s on
+  // rank 1.
+  const std::string rate = line_with(text, "fwd FLOP/s per rank");
+  EXPECT_NE(rate.find("[893.06 GFLOP/s, 1.12 TFLOP/s]"), std::string::npos) << rate;
+  EXPECT_NE(line_with(text, "achieved FLOP/s of the step").find("1.50 TFLOP/s"), std::string::npos);
+
+  RunProfile three = p;
+  three.run.world_size = 3;
+  EXPECT_NE(line_with(flops_report(three), "ranks in profile:").find("2 of 3 (missing: 2)"),
+            std::string::npos);
+}
+
+TEST(FlopsReport, ModuleTreeForwardAndBackwardWithContainerSums) {
+  const std::string text = flops_report(test::sample_profile());
+  const std::string fwd = section_of(text, "forward, per module");
+  const std::string bwd = section_of(text, "backward, per module");
+  ASSERT_FALSE(fwd.empty());
+  ASSERT_FALSE(bwd.empty());
+  // h.0 has no row of its own: attn + mlp = 10 ms on rank 0, 12.5 ms on rank 1.
+  const std::string h0 = line_with(fwd, "h.0 ");
+  EXPECT_NE(h0.find("11.25 ms [10.00 ms, 12.50 ms]"), std::string::npos) << h0;
+  EXPECT_NE(h0.find("49.73 K (7.97%)"), std::string::npos) << h0;  // 49,728 of 623,872 params
+  EXPECT_NE(h0.find("46.51%"), std::string::npos) << h0;           // 11.25 / 24.1875 of the forward
+  EXPECT_NE(h0.find("12.00 GFLOP"), std::string::npos) << h0;
+  EXPECT_NE(line_with(bwd, "h.0 ").find("22.50 ms [20.00 ms, 25.00 ms]"), std::string::npos);
+  EXPECT_NE(line_with(bwd, "h.0 ").find("24.00 GFLOP"), std::string::npos);
+  // The model row is the whole forward: 100%.
+  EXPECT_NE(line_with(fwd, "  model ").find("100.00%"), std::string::npos);
+  // Every module appears, children indented under their parent.
+  for (const auto& m : test::sample_modules())
+    EXPECT_NE(fwd.find(std::string(size_t(2 * m.depth), ' ') + m.name + " "), std::string::npos)
+        << m.name;
+}
+
+TEST(FlopsReport, DepthLimitAndTopModules) {
+  FlopsReportOptions o;
+  o.module_depth = 1;
+  const std::string shallow = flops_report(test::sample_profile(), o);
+  EXPECT_EQ(shallow.find("h.0.attn"), std::string::npos);
+  EXPECT_NE(shallow.find("h.0 "), std::string::npos);
+  EXPECT_EQ(section_of(shallow, "aggregated profile").find("depth 2"), std::string::npos);
+
+  o.module_depth = -1;
+  o.top_modules = 1;
+  const std::string agg = section_of(flops_report(test::sample_profile(), o), "aggregated profile");
+  // At depth 2 the MLPs (36 ms fwd+bwd on rank 0) outrank the attentions (24 ms).
+  const std::string depth2 = agg.substr(agg.find("depth 2"));
+  EXPECT_NE(depth2.find("MLP"), std::string::npos) << agg;
+  EXPECT_EQ(depth2.find("Attention"), std::string::npos) << agg;
+  // Two MLPs, rank mean: fwd (12 + 15) / 2 = 13.5 ms.
+  EXPECT_NE(line_with(depth2, "MLP").find("13.50 ms"), std::string::npos) << depth2;
+  o.top_modules = 2;
+  const std::string agg2 =
+      section_of(flops_report(test::sample_profile(), o), "aggregated profile");
+  EXPECT_NE(agg2.substr(agg2.find("depth 2")).find("Attention"), std::string::npos);
+}
+
+TEST(FlopsReport, ChoosesTheRequestedStepAndRejectsUnknownOnes) {
+  FlopsReportOptions o;
+  o.step = 2;
+  const std::string text = flops_report(test::sample_profile(), o);
+  auto fwd = numbers(line_with(text, "fwd latency per rank"), ":");
+  ASSERT_EQ(fwd.size(), 3u);
+  EXPECT_NEAR(fwd[0], 7.0, 0.005);  // only wte was profiled at step 2, on rank 0
+  EXPECT_NE(line_with(text, "ranks in profile:").find("1 of 2 (missing: 1)"), std::string::npos);
+  o.step = 9;
+  try {
+    flops_report(test::sample_profile(), o);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no layer profile for step 9 (profiled steps: 2, 3)"),
+              std::string::npos)
+        << e.what();
+  }
+  RunProfile empty = test::sample_profile();
+  empty.layers.clear();
+  EXPECT_NE(flops_report(empty).find("has no layer profile"), std::string::npos);
+}
+
+TEST(CommReport, ByOpAndSizeAndExposedPerStep) {
+  const std::string text = comm_report(test::sample_profile());
+  const std::string row = line_with(text, "all_reduce");
+  // size, ranks, count/rank, mean latency (12 ms / 20 calls), min, max, total per rank.
+  EXPECT_NE(row.find("1.00 MiB"), std::string::npos) << row;
+  EXPECT_NE(row.find("10.0"), std::string::npos) << row;
+  EXPECT_NE(row.find("0.600 ms"), std::string::npos) << row;
+  EXPECT_NE(row.find("0.400 ms"), std::string::npos) << row;
+  EXPECT_NE(row.find("0.900 ms"), std::string::npos) << row;
+  EXPECT_NE(row.find("6.00 ms"), std::string::npos) << row;
+  EXPECT_NE(row.find("1.75 GB/s (1.50 GB/s)"), std::string::npos) << row;  // algbw mean (min)
+  EXPECT_NE(row.find("2.75 GB/s (2.50 GB/s)"), std::string::npos) << row;  // busbw
+  // Step 3: comm mean 21 ms, exposed mean 6 ms, max 7 ms, hidden 1 − 12/42 = 71.43%.
+  const std::string step = line_with(text.substr(text.find("Per step")), "  3  ");
+  auto v = numbers(step);
+  ASSERT_EQ(v.size(), 7u) << step;
+  EXPECT_EQ(v[0], 3);
+  EXPECT_EQ(v[1], 2);
+  EXPECT_NEAR(v[2], 82.5, 0.005);
+  EXPECT_NEAR(v[3], 21.0, 0.005);
+  EXPECT_NEAR(v[4], 6.0, 0.005);
+  EXPECT_NEAR(v[5], 7.0, 0.005);
+  EXPECT_NEAR(v[6], 71.43, 0.005);
+  EXPECT_NE(line_with(text, "total comm").find("21.00 ms, exposed 6.00 ms (28.57% of comm)"),
+            std::string::npos);
+
+  RunProfile none = test::sample_profile();
+  none.comm.clear();
+  none.step_ranks.clear();
+  EXPECT_NE(comm_report(none).find("no collectives recorded"), std::string::npos);
+}
+
+TEST(StepsReport, EveryStepAndTheSummary) {
+  const std::string text = steps_report(test::sample_profile());
+  const std::string s1 = line_with(text, "10.1234");
+  EXPECT_NE(s1.find("1.000e-04"), std::string::npos) << s1;
+  EXPECT_NE(s1.find("65536"), std::string::npos) << s1;
+  EXPECT_NE(s1.find("100.0 ms"), std::string::npos) << s1;
+  EXPECT_NE(s1.find("8.19 K"), std::string::npos) << s1;
+  EXPECT_NE(s1.find("1.20 TFLOP/s"), std::string::npos) << s1;
+  EXPECT_NE(line_with(text, "nan").find("yes"), std::string::npos);  // the skipped step
+  // Median of 100, 80, 95.5 ms; mean tokens/s (8192 + 0 + 8500) / 3 = 5564.
+  const std::string summary = line_with(text, "median step");
+  EXPECT_NE(summary.find("95.50 ms"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("5.56 K tokens/s"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("900.00 GFLOP/s"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("1 skipped"), std::string::npos) << summary;
+}
+
+TEST(MemoryReport, PerRankCategoriesWithPredictionRatio) {
+  const std::string text = memory_report(test::sample_profile());
+  const std::string rank0 =
+      text.substr(text.find("rank 0:"), text.find("rank 1:") - text.find("rank 0:"));
+  const std::string act = line_with(rank0, "activations");
+  EXPECT_NE(act.find("2.00 GiB"), std::string::npos) << act;
+  EXPECT_NE(act.find("1.60 GiB"), std::string::npos) << act;
+  EXPECT_NE(act.find("1.25"), std::string::npos) << act;
+  EXPECT_NE(line_with(rank0, "params").find("1.00"), std::string::npos);
+  // Sums: peak 3.5 GiB against 3.1 GiB predicted → 1.13.
+  const std::string total = line_with(rank0, "total (sum)");
+  EXPECT_NE(total.find("3.50 GiB"), std::string::npos) << total;
+  EXPECT_NE(total.find("3.10 GiB"), std::string::npos) << total;
+  EXPECT_NE(total.find("1.13"), std::string::npos) << total;
+  const std::string grads = line_with(text.substr(text.find("rank 1:")), "grads");
+  EXPECT_NE(grads.find("4.00 KiB"), std::string::npos) << grads;
+  EXPECT_NE(grads.find(" - "), std::string::npos) << grads;  // no prediction
+}
+
+}  // namespace
+}  // namespace hybrid::profiler

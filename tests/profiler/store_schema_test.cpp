@@ -1,0 +1,239 @@
+// Schema versions and opening rules: creation, migration from every earlier
+// version (frozen DDL fixtures in tests/profiler/data), refusal of newer versions,
+// of non-SQLite and foreign SQLite files, and the read-only mode.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "profiler/store/run_store.h"
+#include "store_test_util.h"
+
+namespace hybrid::profiler {
+namespace {
+
+using test::exec_sql;
+using test::query_sql;
+using test::TempDir;
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const StoreError& e) {
+    return e.what();
+  }
+  return "(no StoreError)";
+}
+
+std::filesystem::path fixture(int version) {
+  return std::filesystem::path(HYBRID_SOURCE_DIR) / "tests/profiler/data" /
+         ("store_schema_v" + std::to_string(version) + ".sql");
+}
+
+// Tables, indexes and their DDL, as SQLite keeps them.
+std::string schema_of(const std::filesystem::path& db) {
+  return query_sql(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name");
+}
+
+TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
+  TempDir dir;
+  const auto db = dir / "sub/dir/fresh.db";  // directories are created
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 0);
+  EXPECT_EQ(RunStore::schema_version(), 2);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "2");
+  EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
+  EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(store.integrity_check(), "ok");
+  // Reopening changes nothing.
+  const std::string before = schema_of(db);
+  RunStore again(db);
+  EXPECT_EQ(again.opened_schema_version(), 2);
+  EXPECT_EQ(schema_of(db), before);
+}
+
+TEST(StoreSchema, MigratesFromEveryEarlierVersion) {
+  TempDir dir;
+  const auto fresh = dir / "fresh.db";
+  { RunStore store(fresh); }
+  for (int v = 1; v < RunStore::schema_version(); ++v) {
+    SCOPED_TRACE("from version " + std::to_string(v));
+    ASSERT_TRUE(std::filesystem::exists(fixture(v)))
+        << "every released schema version needs a frozen fixture: " << fixture(v);
+    const auto db = dir / ("v" + std::to_string(v) + ".db");
+    exec_sql(db, test::read_file(fixture(v)));
+    ASSERT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(v));
+    // Rows an old build wrote (tables of version 1 exist in every version).
+    exec_sql(db,
+             "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
+             "VALUES (7, 'old run', 1700000000.5, 1700000100.0, 'ok', 2);"
+             "INSERT INTO steps VALUES (7, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
+             "INSERT INTO event_names (id, name) VALUES (3, 'forward h.0');"
+             "INSERT INTO events VALUES (7, 1, 0, 0, 1, 3, 4, 1000, 500, 0, 123456);");
+
+    RunStore store(db);
+    EXPECT_EQ(store.opened_schema_version(), v);
+    EXPECT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(RunStore::schema_version()));
+    // The migrated file has exactly the schema of a fresh one.
+    EXPECT_EQ(schema_of(db), schema_of(fresh));
+    EXPECT_EQ(store.integrity_check(), "ok");
+    // Old rows read back through the current code.
+    const RunInfo run = store.get_run(7);
+    EXPECT_EQ(run.name, "old run");
+    EXPECT_EQ(run.status, RunStatus::ok);
+    EXPECT_EQ(run.world_size, 2);
+    ASSERT_EQ(store.steps(7).size(), 1u);
+    EXPECT_EQ(store.steps(7)[0].loss, 10.5);
+    const EventSet ev = store.events(7);
+    ASSERT_EQ(ev.events.size(), 1u);
+    EXPECT_EQ(ev.names.at(ev.events[0].name_id), "forward h.0");
+    EXPECT_EQ(ev.events[0].flops, 123456u);
+    EXPECT_EQ(ev.events[0].rank, 1);
+    // New tables work, and point at old rows.
+    const int64_t sweep = store.create_sweep({});
+    TrialRow t;
+    t.sweep_id = sweep;
+    t.key = "k";
+    t.run_id = 7;
+    store.upsert_trial(t);
+    EXPECT_EQ(store.find_trial(sweep, "k")->run_id, 7);
+    // And new runs get ids after the old ones.
+    EXPECT_GT(store.create_run({}), 7);
+  }
+}
+
+TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
+  TempDir dir;
+  const auto db = dir / "old.db";
+  exec_sql(db, test::read_file(fixture(1)));
+  const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
+  EXPECT_NE(
+      msg.find("database " + db.string() + " has schema version 1, older than this build (2)"),
+      std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "1");
+  EXPECT_EQ(query_sql(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'sweeps'"), "0");
+}
+
+TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
+  TempDir dir;
+  const auto db = dir / "new.db";
+  { RunStore store(db); }
+  exec_sql(db, "PRAGMA user_version = 7");
+  const std::string expected = "database " + db.string() +
+                               " has schema version 7, newer than this build supports (2); "
+                               "upgrade hybrid";
+  EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
+  EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
+}
+
+TEST(StoreSchema, NonSqliteFileIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const auto path = dir / "notes.db";
+  std::string content;
+  for (int i = 0; i < 200; ++i) content += "this is a text file, not a database\n";
+  std::ofstream(path) << content;
+  for (OpenMode mode : {OpenMode::read_write, OpenMode::read_only}) {
+    const std::string msg = error_of([&] { RunStore store(path, mode); });
+    EXPECT_NE(msg.find("database " + path.string() + " is not a SQLite database"),
+              std::string::npos)
+        << msg;
+  }
+  EXPECT_EQ(test::read_file(path), content);
+}
+
+TEST(StoreSchema, ForeignSqliteDatabaseIsRefused) {
+  TempDir dir;
+  const auto other = dir / "other.db";
+  exec_sql(other, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)");
+  const std::string msg = error_of([&] { RunStore store(other); });
+  EXPECT_NE(msg.find("is not a hybrid run store"), std::string::npos) << msg;
+  EXPECT_EQ(query_sql(other, "SELECT count(*) FROM sqlite_schema"), "1");  // nothing added
+
+  const auto app = dir / "app.db";
+  exec_sql(app, "PRAGMA application_id = 42");
+  const std::string app_msg = error_of([&] { RunStore store(app); });
+  EXPECT_NE(app_msg.find("is not a hybrid run store (application_id 0x2a)"), std::string::npos)
+      << app_msg;
+}
+
+TEST(StoreSchema, ReadOnlyNeedsAnExistingRunStore) {
+  TempDir dir;
+  const auto missing = dir / "missing.db";
+  const std::string msg = error_of([&] { RunStore store(missing, OpenMode::read_only); });
+  EXPECT_NE(msg.find("database " + missing.string() + " does not exist"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(missing));
+
+  const auto empty = dir / "empty.db";
+  std::ofstream(empty).close();  // zero bytes: a valid, empty SQLite file
+  const std::string empty_msg = error_of([&] { RunStore store(empty, OpenMode::read_only); });
+  EXPECT_NE(empty_msg.find("is empty: no hybrid run store"), std::string::npos) << empty_msg;
+
+  const std::string dir_msg = error_of([&] { RunStore store(dir.path(), OpenMode::read_write); });
+  EXPECT_NE(dir_msg.find("is a directory"), std::string::npos) << dir_msg;
+}
+
+TEST(StoreSchema, ReadOnlyModeNeverWrites) {
+  TempDir dir;
+  const auto db = dir / "ro.db";
+  int64_t run = 0, sweep = 0;
+  {
+    RunStore store(db);
+    run = store.create_run({});
+    sweep = store.create_sweep({});
+  }
+  const std::string before = query_sql(db, "SELECT id, status, last_update FROM runs");
+  RunStore ro(db, OpenMode::read_only);
+  EXPECT_TRUE(ro.read_only());
+  const std::vector<std::function<void()>> writes = {
+      [&] { ro.create_run({}); },          [&] { ro.finish_run(run, RunStatus::ok); },
+      [&] { ro.heartbeat(run); },          [&] { ro.add_steps(run, std::vector<StepRow>{{}}); },
+      [&] { ro.add_events(run, {}, {}); }, [&] { ro.mark_stale_runs(); },
+      [&] { ro.create_sweep({}); },        [&] { ro.set_sweep_status(sweep, SweepStatus::done); },
+      [&] { ro.add_probe({}); },
+  };
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const std::string msg = error_of(writes[i]);
+    EXPECT_NE(msg.find("is open read-only"), std::string::npos) << "write #" << i << ": " << msg;
+  }
+  EXPECT_EQ(query_sql(db, "SELECT id, status, last_update FROM runs"), before);
+  EXPECT_EQ(query_sql(db, "SELECT count(*) FROM steps"), "0");
+  EXPECT_EQ(ro.list_runs().size(), 1u);
+}
+
+TEST(StoreSchema, ReadOnlyReaderSeesLaterCommits) {
+  TempDir dir;
+  const auto db = dir / "live.db";
+  RunStore writer(db);
+  const int64_t run = writer.create_run({});
+  RunStore viewer(db, OpenMode::read_only);
+  EXPECT_EQ(viewer.list_runs().size(), 1u);
+  EXPECT_EQ(viewer.steps(run).size(), 0u);
+  writer.create_run({});
+  writer.add_steps(run, std::vector<StepRow>{{0, 1, 1, 1, false, 1, 1, 1, 1}});
+  EXPECT_EQ(viewer.list_runs().size(), 2u);  // a refresh is just another read
+  EXPECT_EQ(viewer.steps(run).size(), 1u);
+}
+
+TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
+  TempDir dir;
+  const auto db = dir / "race.db";
+  constexpr int kProcs = 4;
+  std::vector<pid_t> kids;
+  for (int i = 0; i < kProcs; ++i)
+    kids.push_back(test::fork_child([&] {
+      RunStore store(db);
+      RunInfo r;
+      r.name = "proc " + std::to_string(i);
+      return store.create_run(r) > 0;
+    }));
+  for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
+  RunStore store(db, OpenMode::read_only);
+  EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "2");
+  EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+}  // namespace
+}  // namespace hybrid::profiler
