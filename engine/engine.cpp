@@ -53,6 +53,27 @@ ZeroSetup zero_setup(const Config& cfg) {
   return z;
 }
 
+// The ZeRO runtime reports each blocking wait here; the comm tracer books it
+// against the step it started in (exposed communication).
+class TracerWaits final : public CommWaitRecorder {
+ public:
+  explicit TracerWaits(profiler::CommTracer& t) : t_(t) {}
+  void record_wait(int64_t start_ns, int64_t end_ns) override {
+    t_.record_wait(start_ns, end_ns, t_.step_at(start_ns));
+  }
+
+ private:
+  profiler::CommTracer& t_;
+};
+
+profiler::CommTracerOptions comm_tracer_options(const Config& cfg) {
+  profiler::CommTracerOptions o;
+  o.verbose = cfg.comms_logger.enabled && cfg.comms_logger.verbose;
+  o.prof_all = cfg.comms_logger.prof_all;
+  o.prof_ops = cfg.comms_logger.prof_ops;
+  return o;
+}
+
 }  // namespace
 
 std::unique_ptr<GPT2> make_gpt2(const Config& cfg) {
@@ -72,6 +93,9 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   auto clock = [this] { return tracer_.now_ns(); };
   comm_ = opts.communicator ? std::move(opts.communicator) : comm::make_communicator(clock);
   tracer_.set_rank(comm_->rank());
+  comm_tracer_ = std::make_unique<profiler::CommTracer>(comm_tracer_options(cfg), &tracer_);
+  comm_->set_observer(comm_tracer_->observer());
+  waits_ = std::make_unique<TracerWaits>(*comm_tracer_);
   optimizer_name_ = tracer_.intern("optimizer");
   if (!backend_->supports(cfg.param_dtype()))
     throw ConfigError(fmt::format("config: dtype {} is not supported by the {} backend",
@@ -84,7 +108,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   }
 
   alloc_ = std::make_unique<TrackingAllocator>(*backend_, cfg.memory_budget);
-  if (comm_->world_size() > 1) scalar_ = Buffer(*alloc_, sizeof(float), MemCategory::comm);
+  if (comm_->world_size() > 1) scalar_ = Buffer(*alloc_, sizeof(int64_t), MemCategory::comm);
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
   optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
@@ -92,7 +116,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
   zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *comm_, *alloc_,
-                                        optimizer_->state_floats_per_param(), &exposed_, clock);
+                                        optimizer_->state_floats_per_param(), waits_.get(), clock);
   const auto dt = cfg.param_dtype();
   model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
@@ -134,10 +158,33 @@ double Engine::mean_over_ranks(double v) {
   return double(f) / comm_->world_size();
 }
 
+int64_t Engine::broadcast_from_rank0(int64_t v) {
+  if (comm_->world_size() == 1) return v;
+  backend_->copy_from_host(scalar_.data(), &v, sizeof v);
+  comm_->broadcast(scalar_.data(), sizeof v, 0);
+  backend_->copy_to_host(&v, scalar_.data(), sizeof v);
+  return v;
+}
+
+std::vector<float> Engine::all_gather_floats(const std::vector<float>& mine) {
+  const size_t n = mine.size(), W = size_t(comm_->world_size());
+  std::vector<float> all(n * W);
+  Buffer dev(*alloc_, n * W * sizeof(float), MemCategory::other, false);
+  float* slot = dev.as<float>() + n * size_t(comm_->rank());
+  backend_->copy_from_host(slot, mine.data(), n * sizeof(float));
+  comm_->all_gather(slot, dev.data(), std::vector<size_t>(W, n), DType::f32);
+  backend_->copy_to_host(all.data(), dev.data(), n * W * sizeof(float));
+  return all;
+}
+
 float Engine::current_lr() const { return schedule_->lr_for_update(applied_steps_); }
 
 float Engine::forward(const int32_t* inputs, const int32_t* targets) {
-  if (micro_step_ == 0) tracer_.set_step(int32_t(global_step_));
+  if (micro_step_ == 0) {
+    // Steps are numbered from 1 everywhere (logs, store, traces): the step being run.
+    tracer_.set_step(int32_t(global_step_ + 1));
+    comm_tracer_->begin_step(int32_t(global_step_ + 1));
+  }
   const int B = ctx_->B(), T = ctx_->T();
   const size_t n = size_t(B) * T;
   backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));

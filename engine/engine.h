@@ -22,22 +22,12 @@
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/zero/zero_runtime.h"
+#include "profiler/comm_tracer.h"
 #include "profiler/tracer.h"
 
 namespace hybrid {
 
 using engine::Config;
-
-// Exposed (non-overlapped) communication: time the compute thread spent waiting.
-class ExposedCommClock final : public engine::CommWaitRecorder {
- public:
-  void record_wait(int64_t start_ns, int64_t end_ns) override { total_ns_ += end_ns - start_ns; }
-  int64_t total_ns() const { return total_ns_; }
-  void reset() { total_ns_ = 0; }
-
- private:
-  int64_t total_ns_ = 0;
-};
 
 struct StepStats {
   int64_t step = 0;          // global step just completed (1-based)
@@ -96,7 +86,8 @@ class Engine {
   engine::TrackingAllocator& allocator() { return *alloc_; }
   engine::ZeroRuntime& zero() { return *zero_; }
   profiler::Tracer& tracer() { return tracer_; }
-  ExposedCommClock& exposed_comm() { return exposed_; }
+  // Every collective and every compute-thread wait, per step (exposed vs total).
+  profiler::CommTracer& comm_tracer() { return *comm_tracer_; }
   const std::string& backend_note() const { return backend_note_; }
 
   // Every parameter in fp32 (collective: all ranks must call).
@@ -106,8 +97,11 @@ class Engine {
   void set_parameters(const std::vector<float>& flat);
   int64_t param_count() const { return tree_->param_count(); }
 
-  // Mean of a per-rank value over all ranks (collective; identity on one rank).
-  double mean_over_ranks(double v);
+  // Small collectives on host values (through device scratch when needed):
+  double mean_over_ranks(double v);                 // identity on one rank
+  int64_t broadcast_from_rank0(int64_t v);
+  std::vector<float> all_gather_floats(const std::vector<float>& mine);  // equal sizes, rank order
+  void barrier() { comm_->barrier(); }
 
  private:
   void log(const std::string& line) const;
@@ -117,7 +111,8 @@ class Engine {
   std::string backend_note_;
   std::unique_ptr<engine::comm::Communicator> comm_;
   profiler::Tracer tracer_;
-  ExposedCommClock exposed_;
+  std::unique_ptr<profiler::CommTracer> comm_tracer_;
+  std::unique_ptr<engine::CommWaitRecorder> waits_;  // books waits into comm_tracer_
   std::unique_ptr<engine::TrackingAllocator> alloc_;
   std::unique_ptr<engine::GPT2> model_;
   std::unique_ptr<engine::ModuleTree> tree_;
@@ -135,7 +130,7 @@ class Engine {
   int64_t skipped_steps_ = 0;
   StepStats last_;
   std::vector<float> host_losses_;
-  engine::Buffer scalar_;  // device scratch for mean_over_ranks
+  engine::Buffer scalar_;  // 8 bytes of device scratch for the small collectives
 };
 
 // Builds the model the config describes (GPT-2).

@@ -126,7 +126,7 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
 
   // Gradients and communication buffers (engine/zero/grad_reducer.cpp).
   uint64_t comm = 2 * sizeof(float);                 // norm/overflow scalars
-  if (world_size > 1) comm += sizeof(float);         // the loss average
+  if (world_size > 1) comm += sizeof(int64_t);       // the engine's small collectives
   if (z.stage < 2) {
     b[at(MemCategory::grads)] = uint64_t(P) * d + (separate_accum ? uint64_t(P) * a : 0) +
                                 (z.stage == 1 ? uint64_t(S) * a : 0);

@@ -17,6 +17,7 @@
 #include "engine/data/synthetic.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/run_recorder.h"
 #include "engine/util/units.h"
 #include "profiler/flops.h"
 
@@ -82,7 +83,7 @@ double median(std::vector<double> v) {
 
 
 // The training loop proper; failures propagate to run_training.
-void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out) {
+void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRecorder& recorder) {
   auto engine = initialize(cfg, make_gpt2(cfg), EngineOptions{.quiet = opts.quiet});
   out.world_size = engine->world_size();
   out.rank = engine->rank();
@@ -116,23 +117,35 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out) {
 
   const int64_t steps = opts.steps > 0 ? opts.steps : 20;
   const int64_t first = engine->global_step();
+  recorder.attach(*engine, steps);
+  auto& tracer = engine->tracer();
+  const uint32_t step_name = tracer.intern("step"), data_name = tracer.intern("data");
   std::vector<double> step_ms;
   double exposed_total_ms = 0.0;
   for (int64_t s = first; s < first + steps; ++s) {
+    tracer.set_enabled(recorder.profiled(s + 1));
+    tracer.set_step(int32_t(s + 1));
     const auto t0 = std::chrono::steady_clock::now();
-    engine->exposed_comm().reset();
     double loss = 0.0;
-    for (int k = 0; k < gas; ++k) {
-      loader.fill(s, k, inputs.data(), targets.data());
-      loss += engine->forward(inputs, targets);
-      engine->backward();
-      engine->step();
+    {
+      profiler::Scope step_scope(&tracer, step_name, profiler::Category::step);
+      for (int k = 0; k < gas; ++k) {
+        {
+          profiler::Scope data_scope(&tracer, data_name, profiler::Category::data);
+          loader.fill(s, k, inputs.data(), targets.data());
+        }
+        loss += engine->forward(inputs, targets);
+        engine->backward();
+        engine->step();
+      }
     }
+    tracer.set_enabled(false);
     loss = engine->mean_over_ranks(loss / gas);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
-    exposed_total_ms += double(engine->exposed_comm().total_ns()) / 1e6;
+    exposed_total_ms += double(engine->comm_tracer().step_totals(int32_t(s + 1)).exposed_ns) / 1e6;
     out.losses.push_back(loss);
+    recorder.on_step(s + 1, loss, ms, out.flops_per_step);
     const auto& st = engine->last_step();
     const int64_t done = s - first + 1;
     if (done == 1 || done == steps || (cfg.steps_per_print > 0 && (s + 1) % cfg.steps_per_print == 0))
@@ -179,6 +192,9 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out) {
     if (out.memory.peak[size_t(c)])
       mem += fmt::format(" {} {}", mem_category_name(MemCategory(c)), format_bytes(out.memory.peak[size_t(c)]));
   say(mem + fmt::format(" | total {}", format_bytes(out.memory.total_peak)));
+  recorder.finish(out);
+  out.run_id = recorder.run_id();
+  if (out.run_id && !opts.db.empty()) say(fmt::format("recorded as run {} in {}", out.run_id, opts.db));
 }
 
 // This process's rank as the launcher announced it (valid before MPI starts).
@@ -201,14 +217,20 @@ void write_train_result(const std::string& path, const TrainSummary& s) {
 TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
   TrainSummary s;
   s.rank = launcher_rank();
+  std::unique_ptr<RunRecorder> recorder;
   try {
-    train(cfg, opts, s);
+    recorder = std::make_unique<RunRecorder>(cfg, opts, s.rank);
+    train(cfg, opts, s, *recorder);
   } catch (const OutOfMemoryError& e) {
     s.status = "oom", s.error_kind = "OutOfMemoryError", s.error = e.what();
   } catch (const ConfigError& e) {
     s.status = "config_error", s.error_kind = "ConfigError", s.error = e.what();
   } catch (const std::exception& e) {
     s.status = "failed", s.error_kind = "Error", s.error = e.what();
+  }
+  if (s.status != "ok" && recorder) {
+    s.run_id = recorder->run_id();
+    recorder->fail(s);
   }
   if (s.rank == 0) write_train_result(opts.result_path, s);
   return s;

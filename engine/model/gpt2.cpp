@@ -206,6 +206,31 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt) {
   auto* ce_stats = static_cast<float*>(take(N * 8));
   ce_->losses = ce_stats;
   ce_->lse = ce_stats + N;
+
+  // What each module keeps for backward (outputs and statistics; scratch and
+  // gradient buffers are shared and belong to the model).
+  const uint64_t act = N * C * d;
+  embedding->set_activation_bytes(act);
+  for (auto* b : blocks) {
+    b->ln_1->set_activation_bytes(act + N * 8);
+    b->c_attn->set_activation_bytes(3 * act);
+    b->core->set_activation_bytes(act + saved);
+    b->attn_proj->set_activation_bytes(0);  // writes the shared branch buffer
+    b->attn->set_activation_bytes(4 * act + saved);
+    b->ln_2->set_activation_bytes(act + N * 8);
+    b->c_fc->set_activation_bytes(4 * act);
+    b->gelu->set_activation_bytes(4 * act);
+    b->mlp_proj->set_activation_bytes(0);
+    b->mlp->set_activation_bytes(8 * act);
+    b->set_activation_bytes(b->ln_1->activation_bytes() + b->attn->activation_bytes() +
+                            b->ln_2->activation_bytes() + b->mlp->activation_bytes() + 2 * act);
+  }
+  ln_f->set_activation_bytes(act + N * 8);
+  lm_head->set_activation_bytes(N * size_t(Vp_) * d);
+  ce_->set_activation_bytes(N * 8);
+  uint64_t total = 0;
+  for (auto* c : children()) total += c->activation_bytes();
+  set_activation_bytes(total);
 }
 
 void GPT2::forward(ExecutionContext& ctx) {

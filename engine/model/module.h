@@ -51,6 +51,11 @@ class Module {
   virtual void forward(ExecutionContext& ctx) = 0;
   virtual void backward(ExecutionContext& ctx) = 0;
 
+  // Bytes of activations this module keeps for backward per micro-batch
+  // (children included), set when the model binds its buffers.
+  uint64_t activation_bytes() const { return activation_bytes_; }
+  void set_activation_bytes(uint64_t b) { activation_bytes_ = b; }
+
   // FLOPs of this module's own ops (children excluded), for the FLOPs profiler.
   virtual uint64_t forward_flops(int B, int T) const { (void)B, (void)T; return 0; }
   virtual uint64_t backward_flops(int B, int T) const { (void)B, (void)T; return 0; }
@@ -75,6 +80,7 @@ class Module {
   int id_ = -1;
   int parent_ = -1;
   int depth_ = 0;
+  uint64_t activation_bytes_ = 0;
   std::vector<std::unique_ptr<ParamSpec>> param_storage_;
   std::vector<ParamSpec*> own_params_;
   std::vector<ParamSpec*> used_params_;

@@ -1,0 +1,262 @@
+#include "engine/run_recorder.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+#include "engine/memory_model.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/report_flops.h"
+#include "profiler/store/process_info.h"
+#include "profiler/store/run_store.h"
+
+namespace hybrid {
+
+using namespace engine;
+using profiler::Category;
+
+namespace {
+
+profiler::RunStatus run_status(const std::string& s) {
+  if (s == "ok") return profiler::RunStatus::ok;
+  if (s == "oom") return profiler::RunStatus::oom;
+  if (s == "config_error") return profiler::RunStatus::config_error;
+  return profiler::RunStatus::failed;
+}
+
+// Whether anything asks for per-module profiles of some steps.
+bool wants_profile(const Config& cfg, const TrainOptions& opts) {
+  return cfg.flops_profiler.enabled || cfg.profiler.trace || !cfg.profiler.chrome_trace.empty() ||
+         !opts.db.empty();
+}
+
+}  // namespace
+
+RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
+    : cfg_(cfg), opts_(opts), rank_(rank) {
+  if (opts.db.empty() || rank != 0) return;
+  store_ = std::make_unique<profiler::RunStore>(opts.db);
+  profiler::RunInfo info;
+  info.name = opts.run_name;
+  info.config_json = cfg.raw.dump();
+  info.host = profiler::store::this_host();
+  info.world_size = cfg.train_batch_size / (cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps);
+  info.dtype = std::string(kernels::dtype_name(cfg.param_dtype()));
+  info.zero_stage = cfg.zero.stage;
+  info.micro_batch = cfg.train_micro_batch_size_per_gpu;
+  info.grad_accum = cfg.gradient_accumulation_steps;
+  info.seq_len = cfg.model.seq_len;
+  info.hybrid_version = "0.1.0";
+  info.git_revision = HYBRID_GIT_REVISION;
+  run_id_ = store_->create_run(info);
+}
+
+RunRecorder::~RunRecorder() = default;
+
+void RunRecorder::attach(Engine& engine, int64_t steps) {
+  engine_ = &engine;
+  run_id_ = engine.broadcast_from_rank0(run_id_);
+  if (!opts_.db.empty() && rank_ != 0) store_ = std::make_unique<profiler::RunStore>(opts_.db);
+
+  // The profiled window (steps numbered from 1): DeepSpeed's profile_step, or
+  // the third step (past warm-up) for a run that is only being recorded.
+  const int64_t first = engine.global_step() + 1;
+  if (wants_profile(cfg_, opts_)) {
+    const int64_t at = cfg_.flops_profiler.enabled ? cfg_.flops_profiler.profile_step : std::min<int64_t>(3, steps);
+    profile_begin_ = first + std::max<int64_t>(at, 1) - 1;
+    const int64_t len = cfg_.flops_profiler.enabled && !cfg_.profiler.trace ? 1 : std::max(1, cfg_.profiler.trace_steps);
+    profile_end_ = std::min(first + steps, profile_begin_ + len);
+  }
+
+  for (auto* m : engine.module_tree().modules()) {
+    profiler::ModuleInfo info;
+    info.id = m->id();
+    info.parent_id = m->parent();
+    info.name = m->name().empty() ? "model" : m->name();
+    info.type = m->type();
+    info.depth = m->depth();
+    info.n_params = uint64_t(m->own_param_count());
+    info.activation_bytes = m->activation_bytes();
+    modules_.push_back(info);
+  }
+  if (!store_) return;
+  store_->register_rank(run_id_, rank_, profiler::unix_ns_of(engine.tracer().epoch()));
+  if (rank_ == 0) {
+    auto info = store_->get_run(run_id_);
+    info.device = engine.backend().name();
+    info.backend = engine.backend().kind() == kernels::BackendKind::cuda ? "cuda" : "cpu";
+    info.world_size = engine.world_size();
+    info.n_params = uint64_t(engine.param_count());
+    store_->update_run(info);
+    store_->add_modules(run_id_, modules_);
+  }
+}
+
+bool RunRecorder::profiled(int64_t step) const { return step >= profile_begin_ && step < profile_end_; }
+
+void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flops_per_step) {
+  const auto& st = engine_->last_step();
+  const auto totals = engine_->comm_tracer().step_totals(int32_t(step));
+  const double exposed_ms = double(totals.exposed_ns) / 1e6;
+  step_ranks_.push_back({step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
+  if (rank_ == 0) {
+    profiler::StepRow r;
+    r.step = step;
+    r.loss = loss;
+    r.lr = st.lr;
+    r.loss_scale = st.loss_scale;
+    r.skipped = st.skipped;
+    r.grad_norm = st.skipped ? std::numeric_limits<double>::quiet_NaN() : st.grad_norm;
+    r.step_ms = step_ms;
+    const double tokens = double(cfg_.train_batch_size) * cfg_.model.seq_len;
+    r.tokens_per_s = tokens / (step_ms / 1e3);
+    r.flops_per_s = flops_per_step / (step_ms / 1e3);
+    steps_.push_back(r);
+    if (profiled(step)) profiled_rows_.push_back(r);
+  }
+  // Flushed in batches, so a viewer watching the file sees the run progress.
+  if (store_ && step_ranks_.size() >= 10) flush_steps();
+}
+
+void RunRecorder::flush_steps() {
+  if (!store_) return;
+  if (!steps_.empty()) store_->add_steps(run_id_, steps_);
+  if (!step_ranks_.empty()) store_->add_step_ranks(run_id_, step_ranks_);
+  steps_.clear();
+  step_ranks_.clear();
+}
+
+std::vector<profiler::LayerStat> RunRecorder::layer_stats(const std::vector<profiler::Event>& events) const {
+  // Times are inclusive as measured; FLOPs are recorded by the op-owning
+  // module and added up the tree so that every row is inclusive too.
+  std::map<std::pair<int64_t, int32_t>, profiler::LayerStat> rows;
+  const auto& mods = engine_->module_tree().modules();
+  for (const auto& e : events) {
+    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward)) continue;
+    const bool fwd = e.category == Category::forward;
+    const bool macs = mods[size_t(e.module_id)]->type() == "Linear" || mods[size_t(e.module_id)]->type() == "AttentionCore";
+    for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
+      auto& r = rows[{e.step, m}];
+      r.rank = rank_;
+      r.module_id = m;
+      r.step = e.step;
+      if (m == e.module_id) {
+        (fwd ? r.fwd_ns : r.bwd_ns) += e.dur_ns;
+        if (fwd) ++r.calls;
+      }
+      (fwd ? r.fwd_flops : r.bwd_flops) += e.flops;
+      if (macs) (fwd ? r.fwd_macs : r.bwd_macs) += e.flops / 2;
+    }
+  }
+  std::vector<profiler::LayerStat> out;
+  for (auto& [key, r] : rows) out.push_back(r);
+  return out;
+}
+
+void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& mine) {
+  // Every rank's module times reach rank 0 through one all-gather; FLOPs are
+  // the same formulas everywhere.
+  const int W = engine_->world_size();
+  const size_t M = modules_.size();
+  std::vector<float> local(2 * M, 0.0f);
+  int64_t step = profile_begin_;
+  for (const auto& r : mine)
+    if (r.step == step) {
+      local[2 * size_t(r.module_id)] = float(r.fwd_ns);
+      local[2 * size_t(r.module_id) + 1] = float(r.bwd_ns);
+    }
+  const auto all = engine_->all_gather_floats(local);
+  if (rank_ != 0) return;
+  profiler::RunProfile p;
+  p.run.id = run_id_;
+  p.run.world_size = W;
+  p.steps = profiled_rows_;
+  p.run.micro_batch = cfg_.train_micro_batch_size_per_gpu;
+  p.run.grad_accum = cfg_.gradient_accumulation_steps;
+  p.run.seq_len = cfg_.model.seq_len;
+  p.run.n_params = uint64_t(engine_->param_count());
+  p.run.dtype = std::string(kernels::dtype_name(cfg_.param_dtype()));
+  p.run.zero_stage = cfg_.zero.stage;
+  p.modules = modules_;
+  for (int r = 0; r < W; ++r)
+    for (auto row : mine) {
+      if (row.step != step) continue;
+      row.rank = r;
+      row.fwd_ns = int64_t(all[size_t(r) * 2 * M + 2 * size_t(row.module_id)]);
+      row.bwd_ns = int64_t(all[size_t(r) * 2 * M + 2 * size_t(row.module_id) + 1]);
+      p.layers.push_back(row);
+    }
+  profiler::FlopsReportOptions o;
+  o.module_depth = cfg_.flops_profiler.module_depth;
+  o.top_modules = cfg_.flops_profiler.top_modules;
+  o.step = step;
+  const std::string text = profiler::flops_report(p, o);
+  if (cfg_.flops_profiler.output_file.empty()) {
+    std::printf("%s\n", text.c_str());
+  } else {
+    std::ofstream(cfg_.flops_profiler.output_file) << text;
+  }
+}
+
+void RunRecorder::finish(const TrainSummary& summary) {
+  Engine& e = *engine_;
+  events_ = e.tracer().drain();
+  const auto stats = layer_stats(events_);
+  if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);
+  if (cfg_.comms_logger.enabled && rank_ == 0) std::printf("%s\n", e.comm_tracer().summary().c_str());
+
+  if (store_) {
+    flush_steps();
+    store_->add_layer_stats(run_id_, stats);
+    store_->add_events(run_id_, events_, e.tracer().names());
+    std::vector<profiler::CommStatRow> comm;
+    for (const auto& c : e.comm_tracer().stats()) {
+      profiler::CommStatRow row;
+      row.rank = rank_;
+      row.op = std::string(profiler::collective_name(c.kind));
+      row.bytes = c.msg_bytes;
+      row.count = int64_t(c.count);
+      row.total_ns = c.total_ns;
+      row.min_ns = c.min_ns;
+      row.max_ns = c.max_ns;
+      row.algbw_gbps = c.mean_algbw_gbps();
+      row.busbw_gbps = c.mean_busbw_gbps();
+      comm.push_back(row);
+    }
+    store_->add_comm_stats(run_id_, comm);
+    const auto predicted = predict_memory(cfg_, e.world_size(), e.backend());
+    std::vector<profiler::MemoryRow> mem;
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      mem.push_back({rank_, std::string(mem_category_name(MemCategory(c))), summary.memory.current[size_t(c)],
+                     summary.memory.peak[size_t(c)], predicted.bytes[size_t(c)]});
+    store_->add_memory(run_id_, mem);
+  }
+  e.barrier();  // every rank's rows are in before the run is declared finished
+  if (store_ && rank_ == 0) {
+    store_->finish_run(run_id_, profiler::RunStatus::ok, {}, summary.to_json().dump());
+    if (!cfg_.profiler.chrome_trace.empty()) {
+      const auto set = store_->events(run_id_);
+      const auto run = store_->get_run(run_id_);
+      profiler::write_chrome_trace(cfg_.profiler.chrome_trace,
+                                   profiler::chrome_trace(set, modules_, store_->ranks(run_id_), &run));
+    }
+  } else if (!cfg_.profiler.chrome_trace.empty() && rank_ == 0) {
+    profiler::EventSet set{events_, e.tracer().names()};
+    profiler::write_chrome_trace(cfg_.profiler.chrome_trace, profiler::chrome_trace(set, modules_, {}, nullptr));
+  }
+}
+
+void RunRecorder::fail(const TrainSummary& summary) {
+  if (!store_ || rank_ != 0 || !run_id_) return;
+  try {
+    flush_steps();
+    store_->finish_run(run_id_, run_status(summary.status), summary.error, summary.to_json().dump());
+  } catch (const std::exception& err) {
+    std::fprintf(stderr, "hybrid-train: could not record the failure in %s: %s\n", opts_.db.c_str(), err.what());
+  }
+}
+
+}  // namespace hybrid
