@@ -14,7 +14,7 @@
 #include "engine/data/atomic_file.h"
 #include "engine/data/data_loader.h"
 #include "engine/data/llmc_checkpoint.h"
-#include "engine/data/synthetic.h"
+#include "engine/data/data_sources.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
 #include "engine/run_recorder.h"
@@ -49,7 +49,17 @@ nlohmann::json TrainSummary::to_json() const {
       {"peak_memory_total_bytes", memory.total_peak},
       {"world_size", world_size},
   };
-  if (predicted_peak_bytes) j["predicted_peak_bytes"] = *predicted_peak_bytes;
+  if (predicted_peak_bytes) {
+    j["predicted_peak_bytes"] = *predicted_peak_bytes;
+    nlohmann::json pm = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c) pm[std::string(mem_category_name(MemCategory(c)))] = predicted_memory[size_t(c)];
+    j["predicted_memory_bytes"] = pm;
+  }
+  nlohmann::json comm = nlohmann::json::object();
+  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+    comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] = comm_bytes_per_step[size_t(k)];
+  j["comm_bytes_per_step"] = comm;
+  if (!std::isnan(unigram_entropy)) j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};
   if (run_id) j["run_id"] = run_id;
   if (status != "ok") j["error"] = {{"kind", error_kind}, {"message", error}};
   return j;
@@ -63,16 +73,6 @@ double model_flops_per_step(const Config& cfg, int64_t n_params, int world_size)
 }
 
 namespace {
-
-TokenDataset training_data(const Config& cfg) {
-  if (!cfg.data.synthetic) return TokenDataset::open(cfg.data.train, cfg.model.vocab_size);
-  SyntheticSpec spec;
-  spec.vocab_size = cfg.model.vocab_size;
-  spec.branching = cfg.data.synthetic_branching;
-  spec.noise = cfg.data.synthetic_noise;
-  spec.seed = cfg.seed;
-  return make_synthetic_data(spec, cfg.data.synthetic_tokens, 0).train;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -110,7 +110,12 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   }
   if (!opts.load_dir.empty()) engine->load_checkpoint(opts.load_dir, opts.load_tag);
 
-  DataLoader loader(training_data(cfg), BatchShape{B, T, gas, engine->world_size(), engine->rank()});
+  auto data = open_data_sources(cfg);
+  if (data.synthetic) {
+    out.unigram_entropy = data.unigram_entropy;
+    out.entropy_rate = data.entropy_rate;
+  }
+  DataLoader loader(std::move(data.train), BatchShape{B, T, gas, engine->world_size(), engine->rank()});
   std::vector<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   out.flops_per_step = model_flops_per_step(cfg, engine->param_count(), engine->world_size());
   const double tokens_per_step = double(B) * gas * engine->world_size() * T;
@@ -118,6 +123,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   const int64_t steps = opts.steps > 0 ? opts.steps : 20;
   const int64_t first = engine->global_step();
   recorder.attach(*engine, steps);
+  const auto comm_before = engine->communicator().counters();
   auto& tracer = engine->tracer();
   const uint32_t step_name = tracer.intern("step"), data_name = tracer.intern("data");
   std::vector<double> step_ms;
@@ -159,6 +165,10 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
       ::kill(::getpid(), SIGKILL);
     }
   }
+  out.memory = engine->allocator().stats();  // training's peaks, before any export
+  const auto comm_after = engine->communicator().counters();
+  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+    out.comm_bytes_per_step[size_t(k)] = double(comm_after.bytes[k] - comm_before.bytes[k]) / double(steps);
   if (!opts.save_dir.empty() && (opts.save_every <= 0 || engine->global_step() % opts.save_every != 0))
     engine->save_checkpoint(opts.save_dir, fmt::format("step{:06d}", engine->global_step()));
 
@@ -181,8 +191,10 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   out.achieved_flops_per_s = out.flops_per_step / (out.ms_per_step_median / 1e3);
   out.skipped_steps = engine->skipped_steps();
   out.exposed_comm_ms_per_step = exposed_total_ms / double(steps);
-  out.memory = engine->allocator().stats();
-  out.predicted_peak_bytes = predict_memory(cfg, engine->world_size(), engine->backend()).total();
+  const auto predicted = predict_memory(cfg, engine->world_size(), engine->backend());
+  out.predicted_peak_bytes = predicted.total();
+  out.predicted_memory = predicted.bytes;
+
 
   say(fmt::format("done: {} steps, median {:.1f} ms/step, {:.0f} tokens/s, {}, final loss {:.4f}, "
                   "{} skipped", steps, out.ms_per_step_median, out.tokens_per_s,

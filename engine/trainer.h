@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ struct TrainSummary {
   double exposed_comm_ms_per_step = 0.0;
   engine::MemoryStats memory;
   std::optional<uint64_t> predicted_peak_bytes;
+  std::array<uint64_t, engine::kMemCategoryCount> predicted_memory{};  // by category
+  // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
+  // all_gather, broadcast, barrier), from the communicator's counters.
+  std::array<double, 5> comm_bytes_per_step{};
+  // Synthetic data: its measured unigram entropy and analytic entropy rate (nats).
+  double unigram_entropy = std::numeric_limits<double>::quiet_NaN();
+  double entropy_rate = std::numeric_limits<double>::quiet_NaN();
   int64_t run_id = 0;
   int world_size = 1;
   int rank = 0;  // who produced it: only rank 0 writes the result file

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/memory_model.h"
@@ -75,6 +76,98 @@ TEST(ZeroMpi, EveryStageAndWorldSizeMatchesTheSingleProcessRun) {
       EXPECT_NEAR(losses.back(), ref_losses.back(), 1e-4) << "stage " << stage << ", " << ranks << " ranks";
     }
   }
+}
+
+// Theory of one step's message bytes per stage (gas = 1), in nccl-tests' message
+// sizes, from the model's flat layout: N parameters (P padded), d bytes each.
+struct Theory {
+  double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
+};
+
+Theory zero_theory(const engine::Config& cfg, int ranks) {
+  engine::GPT2 model(cfg.model, cfg.padded_vocab());
+  engine::ModuleTree tree(model);
+  const double N = double(tree.param_count());
+  const double P = std::ceil(N / ranks) * ranks;
+  const double d = double(kernels::dtype_size(cfg.param_dtype()));
+  const double scalars = ranks > 1 ? 4.0 : 0.0;  // the loss average
+  Theory t;
+  switch (cfg.zero.stage) {
+    case 0: t.all_reduce = N * d + scalars; break;  // gradients, once
+    case 1:
+    case 2:
+      t.reduce_scatter = N * d;  // gradients (the padding is never reduced)
+      t.all_gather = P * d;      // updated parameters
+      t.all_reduce = 8 + scalars;  // norm and overflow
+      break;
+    case 3: {
+      // Each unit is gathered for every module that uses it, forward and
+      // backward; the tied embedding is gathered again for lm_head. Persistent
+      // (small) units are refreshed once per step instead.
+      double gathered = 0, persistent = 0;
+      for (auto* m : tree.param_modules()) {
+        const double n = double(tree.own_range(*m).size());
+        if (n < cfg.zero.stage3_param_persistence_threshold) persistent += n;
+        else gathered += n;
+      }
+      const double tied = double(model.embedding->wte()->numel + model.embedding->wpe()->numel);
+      t.all_gather = (2 * (gathered + tied) + persistent) * d;
+      t.reduce_scatter = N * d;
+      t.all_reduce = 8 + scalars;
+      break;
+    }
+  }
+  return t;
+}
+
+TEST(ZeroMpi, CommunicationVolumeAndMemoryMatchTheory) {
+  test::TempDir dir;
+  double bytes_stage2 = 0, bytes_stage3 = 0;
+  for (int ranks : {2, 4}) {
+    for (int stage : {0, 1, 2, 3}) {
+      const auto patch = zero_patch(stage, 1);
+      const auto run = train(dir, "v" + std::to_string(stage) + "w" + std::to_string(ranks), ranks, patch);
+      ASSERT_FALSE(run.weights.empty());
+      const auto theory = zero_theory(test::tiny_config(patch, ranks), ranks);
+      const auto& c = run.result.at("comm_bytes_per_step");
+      const double ar = c.at("all_reduce"), rs = c.at("reduce_scatter"), ag = c.at("all_gather");
+      const std::string where = "stage " + std::to_string(stage) + ", " + std::to_string(ranks) + " ranks";
+      EXPECT_NEAR(ar, theory.all_reduce, 0.05 * theory.all_reduce + 1e-9) << where;
+      EXPECT_NEAR(rs, theory.reduce_scatter, 0.05 * theory.reduce_scatter + 1e-9) << where;
+      EXPECT_NEAR(ag, theory.all_gather, 0.05 * theory.all_gather + 1e-9) << where;
+      std::printf("%s: all-reduce %.0f B, reduce-scatter %.0f B, all-gather %.0f B per step (theory %.0f / %.0f / %.0f)\n",
+                  where.c_str(), ar, rs, ag, theory.all_reduce, theory.reduce_scatter, theory.all_gather);
+      if (ranks == 2 && stage == 2) bytes_stage2 = ar + rs + ag;
+      if (ranks == 2 && stage == 3) bytes_stage3 = ar + rs + ag;
+
+      // Memory per category, every rank alike: measured peak within 10 % of the model.
+      const auto& peak = run.result.at("peak_memory_bytes");
+      const auto& pred = run.result.at("predicted_memory_bytes");
+      for (auto it = peak.begin(); it != peak.end(); ++it) {
+        const double m = it.value().get<double>(), p = pred.at(it.key()).get<double>();
+        EXPECT_NEAR(p, m, 0.10 * std::max(m, 1.0)) << where << ", " << it.key();
+      }
+    }
+  }
+  std::printf("stage 3 / stage 2 bytes per step: %.2f (1.5 plus the tied embedding's second gather)\n",
+              bytes_stage3 / bytes_stage2);
+  EXPECT_GT(bytes_stage3 / bytes_stage2, 1.45);
+}
+
+TEST(ZeroMpi, MemoryBudgetBelowTheNeedFailsNamingTheCategory) {
+  test::TempDir dir;
+  test::write_json(dir / "cfg.json", test::tiny_config_json({{"zero_optimization", {{"stage", 2}}},
+                                                             {"hybrid", {{"memory_budget", "300KiB"}}}}));
+  const auto r = test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --quiet --config " +
+                                   (dir / "cfg.json") + " --steps 2 --result " + (dir / "r.json"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const auto res = test::read_json(dir / "r.json");
+  EXPECT_EQ(res.at("status"), "oom");
+  const std::string msg = res.at("error").at("message");
+  EXPECT_NE(msg.find("out of memory: allocating"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("budget of 300.00 KiB"), std::string::npos) << msg;
+  EXPECT_TRUE(std::regex_search(msg, std::regex(" for (params|grads|master|optimizer|activations|comm) ")))
+      << "the message names the category: " << msg;
 }
 
 }  // namespace
