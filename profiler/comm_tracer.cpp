@@ -31,17 +31,36 @@ std::string format_latency(double ns) {
 
 std::string format_bw(double gbps) { return fmt::format("{:.3f} GB/s", gbps); }
 
-// Adds [start, end) to a running union whose intervals arrive in start order.
-int64_t extend_cover(int64_t& cover_end, int64_t start, int64_t end) {
-  if (end <= start) return 0;
-  if (start >= cover_end) {
-    cover_end = end;
-    return end - start;
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Sorted, disjoint union of half-open intervals (empty ones dropped).
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (auto [s, e] : v) {
+    if (e <= s) continue;
+    if (!out.empty() && s <= out.back().second) out.back().second = std::max(out.back().second, e);
+    else out.emplace_back(s, e);
   }
-  if (end <= cover_end) return 0;
-  const int64_t added = end - cover_end;
-  cover_end = end;
-  return added;
+  return out;
+}
+
+int64_t measure(const Intervals& u) {
+  int64_t t = 0;
+  for (auto [s, e] : u) t += e - s;
+  return t;
+}
+
+// Length of the intersection of two sorted, disjoint unions.
+int64_t overlap(const Intervals& a, const Intervals& b) {
+  int64_t t = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
+    if (e > s) t += e - s;
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return t;
 }
 
 }  // namespace
@@ -163,7 +182,7 @@ void CommTracer::on_record(const CommRecord& r) {
     StepAccum& acc = step_accum(step);
     acc.totals.collectives += 1;
     acc.totals.bytes += r.bytes;
-    acc.totals.comm_ns += extend_cover(acc.comm_cover_end, r.start_ns, r.end_ns);
+    acc.comm.emplace_back(r.start_ns, r.end_ns);
     if (prof) {
       CommStat& s = stats_[{int(r.kind), r.bytes}];
       if (s.count == 0) {
@@ -209,7 +228,7 @@ bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step) {
   if (!options_.enabled) return true;
   StepAccum& acc = step_accum(step);
   acc.totals.waits += 1;
-  acc.totals.exposed_ns += extend_cover(acc.wait_cover_end, start_ns, end_ns);
+  acc.waits.emplace_back(start_ns, end_ns);
   if (tracer_ && tracer_->enabled()) {
     Event e;
     e.start_ns = start_ns;
@@ -235,16 +254,30 @@ std::vector<StepCommTotals> CommTracer::steps() const {
   std::lock_guard lock(mutex_);
   std::vector<StepCommTotals> out;
   out.reserve(steps_.size());
-  for (const auto& [step, acc] : steps_) out.push_back(acc.totals);
+  for (const auto& [step, acc] : steps_) out.push_back(totals_locked(step));
   return out;
 }
 
 StepCommTotals CommTracer::step_totals(int32_t step) const {
   std::lock_guard lock(mutex_);
-  auto it = steps_.find(step);
-  if (it != steps_.end()) return it->second.totals;
+  return totals_locked(step);
+}
+
+StepCommTotals CommTracer::totals_locked(int32_t step) const {
   StepCommTotals t;
   t.step = step;
+  auto it = steps_.find(step);
+  if (it == steps_.end()) return t;
+  t = it->second.totals;
+  const Intervals comm = merged(it->second.comm), waits = merged(it->second.waits);
+  t.comm_ns = measure(comm);
+  t.blocked_ns = measure(waits);
+  // A wait may cover a collective issued in a neighbouring step (one issued at
+  // the end of a step and waited for at the start of the next).
+  Intervals nearby = it->second.comm;
+  for (int32_t n : {step - 1, step + 1})
+    if (auto o = steps_.find(n); o != steps_.end()) nearby.insert(nearby.end(), o->second.comm.begin(), o->second.comm.end());
+  t.exposed_ns = std::min(t.comm_ns, overlap(waits, merged(std::move(nearby))));
   return t;
 }
 

@@ -65,8 +65,11 @@ struct CommStat {
 };
 
 // One step's communication. comm_ns is the union of the collectives' execution
-// intervals (start..end); exposed_ns the union of the compute thread's waits.
-// Overlap shows as exposed_ns < comm_ns. Every collective counts here, whatever
+// intervals (start..end); blocked_ns the union of the compute thread's waits;
+// exposed_ns the part of the waits during which communication was in flight
+// (waits ∩ collectives), so exposed_ns <= comm_ns always and the wake-up after a
+// completion counts as blocked, not as communication. Overlap shows as
+// exposed_ns < comm_ns. Every collective counts here, whatever
 // the prof_ops filter says, since exposed time is measured against all of them.
 struct StepCommTotals {
   int32_t step = -1;
@@ -74,6 +77,7 @@ struct StepCommTotals {
   uint64_t bytes = 0;
   int64_t comm_ns = 0;
   int64_t exposed_ns = 0;
+  int64_t blocked_ns = 0;
   uint64_t waits = 0;
   int64_t hidden_ns() const { return comm_ns > exposed_ns ? comm_ns - exposed_ns : 0; }
 };
@@ -142,11 +146,11 @@ class CommTracer {
 
  private:
   struct StepAccum {
-    StepCommTotals totals;
-    int64_t comm_cover_end = INT64_MIN;  // running unions: intervals arrive in
-    int64_t wait_cover_end = INT64_MIN;  // start order from one FIFO thread each
+    StepCommTotals totals;  // counts and bytes; times are derived from the intervals
+    std::vector<std::pair<int64_t, int64_t>> comm, waits;
   };
   StepAccum& step_accum(int32_t step);  // mutex held
+  StepCommTotals totals_locked(int32_t step) const;
   int32_t step_at_locked(int64_t t_ns) const;
 
   CommTracerOptions options_;

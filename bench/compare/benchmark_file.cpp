@@ -60,7 +60,8 @@ double time_unit_to_ns(std::string_view unit) {
   throw std::invalid_argument(fmt::format("unknown time_unit '{}' (expected ns, us, ms or s)", unit));
 }
 
-BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source) {
+BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source,
+                                   std::size_t min_repetitions) {
   if (!doc.is_object()) fail(source, "not Google Benchmark output (top level is not an object)");
   auto list = doc.find("benchmarks");
   if (list == doc.end() || !list->is_array()) {
@@ -121,10 +122,11 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     }
   }
   for (const auto& b : file.benchmarks) {
-    if (!b.error && b.repetitions() < 2) {
-      fail(source, fmt::format("benchmark '{}' has {} repetition; the comparison needs at least 2 "
-                               "(run with --benchmark_repetitions=N)",
-                               b.name, b.repetitions()));
+    if (!b.error && b.repetitions() < min_repetitions) {
+      fail(source, fmt::format("benchmark '{}' has {} repetition{}; the comparison needs at least {} "
+                               "(run with --benchmark_repetitions=N, or merge several runs)",
+                               b.name, b.repetitions(), b.repetitions() == 1 ? "" : "s",
+                               min_repetitions));
     }
   }
   return file;

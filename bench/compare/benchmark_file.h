@@ -52,8 +52,10 @@ double time_unit_to_ns(std::string_view unit);
 
 // Parses an already-loaded document; `source` names it in error messages.
 // Throws std::runtime_error naming the source when the document is not Google
-// Benchmark output, has no benchmarks, or a benchmark has fewer than 2 repetitions.
-BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source);
+// Benchmark output, has no benchmarks, or a benchmark has fewer than
+// `min_repetitions` repetitions (2 for a comparison; 1 for a round that will be merged).
+BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source,
+                                   std::size_t min_repetitions = 2);
 
 // Reads and parses a file; errors name the path (missing, unreadable, not JSON, ...).
 BenchmarkFile load_benchmark_file(const std::filesystem::path& path);

@@ -93,6 +93,10 @@ int do_run(const RunArgs& a) {
   options.progress = &std::cerr;
 
   const nlohmann::json result = run_suite(suite, options);
+  if (a.repetitions == 1) {
+    std::cerr << "note: 1 repetition per benchmark: merge several such runs (hybrid-bench merge) "
+                 "before comparing\n";
+  }
   const std::string text = result.dump(2) + "\n";
   fs::path out = a.out;
   if (out.empty() && !a.update_baseline) {
@@ -118,7 +122,7 @@ int do_merge(const std::string& out, const std::vector<std::string>& inputs) {
   std::vector<nlohmann::json> docs;
   for (const auto& in : inputs) {
     docs.push_back(read_json_file(in));
-    parse_benchmark_json(docs.back(), in);  // each input must be a usable run on its own
+    parse_benchmark_json(docs.back(), in, 1);  // a round may hold a single repetition
   }
   nlohmann::json merged = merge_benchmark_outputs(docs, {});
   merged["context"]["hybrid_merged_from"] = inputs;
@@ -172,8 +176,9 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run a benchmark suite and write one merged JSON file");
   run->add_option("--suite", ra.suite, "Suite name (see `hybrid-bench list`)")->required();
   run->add_option("--out", ra.out, "Output file (default results/runs/<suite>-<date>.json)");
-  run->add_option("--repetitions", ra.repetitions, "Repetitions for every entry (default: the suite's)")
-      ->check(CLI::Range(2, 1000000));
+  run->add_option("--repetitions", ra.repetitions,
+                  "Repetitions for every entry (default: the suite's; 1 for a round to be merged)")
+      ->check(CLI::Range(1, 1000000));
   run->add_flag("--update-baseline", ra.update_baseline,
                 "Also write results/baselines/<suite>.json");
   run->add_option("--build-dir", ra.build_dir,

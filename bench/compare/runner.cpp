@@ -183,9 +183,9 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
   for (std::size_t i = 0; i < suite.entries.size(); ++i) {
     const SuiteEntry& e = suite.entries[i];
     Planned p{&e, {}, options.repetitions.value_or(suite.repetitions_for(e)), std::nullopt, 0};
-    if (p.repetitions < 2) {
-      throw std::runtime_error(fmt::format(
-          "suite '{}': {} repetitions requested; the comparison needs at least 2", suite.name, p.repetitions));
+    if (p.repetitions < 1) {
+      throw std::runtime_error(
+          fmt::format("suite '{}': {} repetitions requested; at least 1", suite.name, p.repetitions));
     }
     try {
       p.executable = find_executable(e.executable, options.executable_dir);
@@ -233,7 +233,7 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     nlohmann::json out;
     try {
       out = read_json_file(out_file);
-      parse_benchmark_json(out, e.executable + " output");  // validates: repetitions present
+      parse_benchmark_json(out, e.executable + " output", 1);  // validates: repetitions present
     } catch (const std::exception& ex) {
       throw std::runtime_error(fmt::format("suite '{}' entry {} ({}, filter '{}'): {}", suite.name, i,
                                            e.executable, e.filter, ex.what()));

@@ -161,10 +161,16 @@ TEST_F(HybridBenchCli, MergeKeepsEveryRepetition) {
   }
   EXPECT_EQ(merged.context["hybrid_merged_from"].size(), 2u);
 
+  // Single-repetition rounds are what merge is for: two of them make a comparable run.
+  Cli rounds = hybrid_bench({"merge", "--out", dir / "rounds.json", fixture("single_rep.json"),
+                             fixture("single_rep.json")});
+  ASSERT_EQ(rounds.exit_code, 0) << rounds.err;
+  EXPECT_EQ(load_benchmark_file(dir / "rounds.json").benchmarks[0].repetitions(), 2u);
+
   Cli bad = hybrid_bench({"merge", "--out", dir / "bad.json", fixture("base.json"),
-                          fixture("single_rep.json")});
+                          fixture("not_gbench.json")});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_THAT(bad.err, HasSubstr("single_rep.json"));
+  EXPECT_THAT(bad.err, HasSubstr("not_gbench.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.json"));
 }
 

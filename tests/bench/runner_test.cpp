@@ -157,6 +157,17 @@ TEST(Runner, RepetitionOverrideAppliesToEveryEntry) {
   EXPECT_EQ(f.find("canary/softmax")->repetitions(), 2u);
 }
 
+TEST(Runner, SingleRepetitionRoundsAreAllowed) {
+  Suite suite = calibration_suite({calibration_entry("^canary/")});
+  RunOptions o = run_options();
+  o.repetitions = 1;
+  nlohmann::json round = run_suite(suite, o);
+  EXPECT_EQ(parse_benchmark_json(round, "round", 1).find("canary/softmax")->repetitions(), 1u);
+  EXPECT_THROW(parse_benchmark_json(round, "round"), std::runtime_error);  // not comparable alone
+  nlohmann::json merged = merge_benchmark_outputs({round, run_suite(suite, o)}, {});
+  EXPECT_EQ(parse_benchmark_json(merged, "merged").find("canary/softmax")->repetitions(), 2u);
+}
+
 TEST(Runner, FilterMatchingNothingIsAnError) {
   Suite suite = calibration_suite({calibration_entry("^no_such_benchmark$")});
   try {

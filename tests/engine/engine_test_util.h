@@ -30,7 +30,7 @@ inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::j
         {"data", "synthetic"},
         {"seed", 7}}},
   };
-  j.merge_patch(patch);
+  if (!patch.is_null()) j.merge_patch(patch);
   return j;
 }
 

@@ -235,15 +235,17 @@ TEST(CommTracerSteps, ExposedTimeIsTheComputeThreadsWaits) {
   EXPECT_EQ(s0.collectives, 3u);
   EXPECT_EQ(s0.bytes, 7000u);
   EXPECT_EQ(s0.comm_ns, 100 + 100 + 150);  // [10,210) ∪ [250,400)
-  EXPECT_EQ(s0.exposed_ns, 65);
+  EXPECT_EQ(s0.blocked_ns, 65);
+  EXPECT_EQ(s0.exposed_ns, 60);  // [150,215) ∩ comm: the last 5 ns were the wake-up
   EXPECT_EQ(s0.waits, 1u);
-  EXPECT_EQ(s0.hidden_ns(), 350 - 65);
+  EXPECT_EQ(s0.hidden_ns(), 350 - 60);
   EXPECT_LT(s0.exposed_ns, s0.comm_ns);  // overlap
 
   const auto s1 = t.step_totals(1);
   EXPECT_EQ(s1.collectives, 1u);
   EXPECT_EQ(s1.comm_ns, 90);
-  EXPECT_EQ(s1.exposed_ns, 105);  // the wait includes the wake-up after completion
+  EXPECT_EQ(s1.blocked_ns, 105);  // the wait includes the wake-up after completion…
+  EXPECT_EQ(s1.exposed_ns, 90);   // …which is not communication: exposed <= comm
   EXPECT_EQ(s1.hidden_ns(), 0);
 
   EXPECT_EQ(t.step_at(-5), -1);
@@ -270,7 +272,8 @@ TEST(CommTracerSteps, OverlappingIntervalsAreCountedOnce) {
   EXPECT_TRUE(t.record_wait(0, 40, 3));
   EXPECT_TRUE(t.record_wait(30, 60, 3));  // overlaps the previous wait
   EXPECT_TRUE(t.record_wait(70, 70, 3));  // empty
-  EXPECT_EQ(t.step_totals(3).exposed_ns, 60);
+  EXPECT_EQ(t.step_totals(3).blocked_ns, 60);
+  EXPECT_EQ(t.step_totals(3).exposed_ns, 60);  // all of it during [0,120)
   EXPECT_EQ(t.step_totals(3).waits, 3u);
 }
 
@@ -283,7 +286,7 @@ TEST(CommTracerSteps, WaitsFromOtherThreadsAreRejected) {
   other.join();
   EXPECT_FALSE(accepted);
   EXPECT_EQ(t.rejected_waits(), 1u);
-  EXPECT_EQ(t.step_totals(0).exposed_ns, 0);
+  EXPECT_EQ(t.step_totals(0).blocked_ns, 0);
   EXPECT_EQ(t.step_totals(0).waits, 0u);
 
   // Rebinding the compute thread moves the acceptance with it.
@@ -294,7 +297,7 @@ TEST(CommTracerSteps, WaitsFromOtherThreadsAreRejected) {
   rebinder.join();
   EXPECT_TRUE(accepted);
   EXPECT_FALSE(t.record_wait(20, 30, 0));
-  EXPECT_EQ(t.step_totals(0).exposed_ns, 10);
+  EXPECT_EQ(t.step_totals(0).blocked_ns, 10);
 }
 
 TEST(CommTracerSteps, TimedWaitBooksTheIntervalAlsoOnFailure) {
@@ -311,7 +314,8 @@ TEST(CommTracerSteps, TimedWaitBooksTheIntervalAlsoOnFailure) {
     throw std::runtime_error("collective failed");
   }),
                std::runtime_error);
-  EXPECT_EQ(t.step_totals(2).exposed_ns, 40 + 40);
+  EXPECT_EQ(t.step_totals(2).blocked_ns, 40 + 40);
+  EXPECT_EQ(t.step_totals(2).exposed_ns, 0);  // no collective was in flight
   EXPECT_EQ(t.step_totals(2).waits, 2u);
 
   const auto events = tracer.drain();

@@ -1,0 +1,20 @@
+// The sweep's answer as a file: the best trial's complete ds_config.json, which
+// hybrid-train runs as is — the autotuning block removed, the tuned values set,
+// and the batch triad written out consistently (train_batch_size =
+// micro-batch × accumulation × ranks) for the world size it was tuned on.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hybrid::autotune {
+
+// The config to write: validated with parse_config(…, world_size); throws
+// engine::ConfigError (naming the key) when it does not parse.
+nlohmann::json best_config_json(const nlohmann::json& trial_config, int world_size);
+
+// Writes it atomically (temporary file, then rename); creates the directory.
+void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size);
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,80 @@
+#include "autotune/cluster_rates.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "profiler/comm_tracer.h"
+
+namespace hybrid::autotune {
+
+using profiler::CollectiveKind;
+
+namespace {
+
+void machine_defaults(ClusterRates& r, kernels::BackendKind kind) {
+  const bool gpu = kind == kernels::BackendKind::cuda;
+  r.memory_bytes_per_s = gpu ? 2e12 : 10e9;
+  r.op_overhead_s = gpu ? 10e-6 : 20e-6;
+}
+
+}  // namespace
+
+double ClusterRates::collective_s(CollectiveKind kind, uint64_t bytes) const {
+  if (bytes == 0) return 0.0;
+  const std::string_view name = profiler::collective_name(kind);
+  std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
+  for (const auto& s : bandwidth)
+    if (s.op == name && s.algbw_gbps > 0) pts.emplace_back(double(s.bytes), double(s.bytes) / (s.algbw_gbps * 1e9));
+  if (pts.empty()) {
+    // Not probed: derive from all-reduce's bus bandwidth and this op's bus factor.
+    const double factor = profiler::bus_factor(kind, std::max(2, world_size));
+    for (const auto& s : bandwidth)
+      if (s.op == "all_reduce" && s.busbw_gbps > 0)
+        pts.emplace_back(double(s.bytes), double(s.bytes) * factor / (s.busbw_gbps * 1e9));
+  }
+  if (pts.empty()) return double(bytes) / 1e9;  // 1 GB/s: only without any bandwidth data
+  std::sort(pts.begin(), pts.end());
+  const double b = double(bytes);
+  if (b <= pts.front().first) return pts.front().second;
+  if (b >= pts.back().first) return pts.back().second * b / pts.back().first;
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (b <= pts[i].first) {
+      const double x0 = std::log(pts[i - 1].first), x1 = std::log(pts[i].first);
+      const double y0 = std::log(pts[i - 1].second), y1 = std::log(pts[i].second);
+      const double t = x1 > x0 ? (std::log(b) - x0) / (x1 - x0) : 0.0;
+      return std::exp(y0 + t * (y1 - y0));
+    }
+  return pts.back().second;
+}
+
+ClusterRates rates_from_probe(const profiler::ProbeResult& probe, kernels::BackendKind kind) {
+  ClusterRates r;
+  machine_defaults(r, kind);
+  r.gemm_flops_per_s = probe.gemm_flops_per_s;
+  r.bandwidth = probe.bandwidth;
+  r.world_size = probe.world_size;
+  r.source = fmt::format("probe {} of {} ({} rank(s), {})", probe.id, probe.host, probe.world_size, probe.device);
+  return r;
+}
+
+ClusterRates default_rates(kernels::BackendKind kind, int world_size) {
+  ClusterRates r;
+  machine_defaults(r, kind);
+  const bool gpu = kind == kernels::BackendKind::cuda;
+  r.gemm_flops_per_s = gpu ? 300e12 : 50e9;
+  r.world_size = world_size;
+  // A latency floor and a bus bandwidth typical of the interconnect.
+  const double latency = gpu ? 20e-6 : 30e-6, busbw = gpu ? 100e9 : 2e9;
+  for (uint64_t bytes = 1 << 10; bytes <= (uint64_t(1) << 30); bytes <<= 4) {
+    const double t = latency + double(bytes) * profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size)) / busbw;
+    const double algbw = double(bytes) / t / 1e9;
+    r.bandwidth.push_back({"all_reduce", bytes, algbw,
+                           algbw * profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size))});
+  }
+  r.source = "defaults (no probe)";
+  return r;
+}
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,187 @@
+#include "autotune/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/model/gpt2.h"
+#include "engine/trainer.h"
+#include "engine/zero/partition.h"
+#include "kernels/dtype.h"
+
+namespace hybrid::autotune {
+
+using profiler::CollectiveKind;
+
+const char* feature_name(size_t f) {
+  static const char* names[kFeatureCount] = {"compute", "comm_exposed", "comm_overlapped", "micro_steps",
+                                             "optimizer"};
+  return f < kFeatureCount ? names[f] : "?";
+}
+
+Weights prior_weights() { return {1.0, 1.0, 0.3, 1.0, 1.0}; }
+
+namespace {
+
+// Time of `total` bytes sent as messages of at most `bucket` bytes.
+double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, double bucket) {
+  if (total <= 0) return 0.0;
+  bucket = std::max(1.0, std::min(bucket, total));
+  const double full = std::floor(total / bucket);
+  const double rest = total - full * bucket;
+  return full * r.collective_s(kind, uint64_t(bucket)) + (rest > 0 ? r.collective_s(kind, uint64_t(rest)) : 0.0);
+}
+
+}  // namespace
+
+StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRates& rates) {
+  StepFeatures f;
+  engine::GPT2 model(cfg.model, cfg.padded_vocab());
+  engine::ModuleTree tree(model);
+  const engine::Partition part(tree.param_count(), world, 0);
+  const double P = double(part.padded()), S = double(part.shard_size());
+  const double d = double(kernels::dtype_size(cfg.param_dtype()));
+  const double a = double(kernels::dtype_size(cfg.grad_accum_dtype));
+  const int G = cfg.gradient_accumulation_steps;
+  const auto& z = cfg.zero;
+
+  f.samples_per_step = double(cfg.train_batch_size);
+  f.tokens_per_step = double(cfg.train_batch_size) * cfg.model.seq_len;
+  f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
+  f.x[kCompute] = f.flops_per_step / world / rates.gemm_flops_per_s;
+
+  const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
+  f.x[kMicroSteps] = double(G) * ops_per_micro_step * rates.op_overhead_s;
+
+  const double n_opt = z.stage == 0 ? P : S;
+  f.x[kOptimizer] = n_opt * (a + 4 * 3 + 4 * 3 + d) / rates.memory_bytes_per_s;
+
+  if (world > 1) {
+    const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;
+    double reduce = 0, gather = 0;
+    switch (z.stage) {
+      case 0:
+        reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs);
+        break;
+      case 1:
+        reduce = bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
+        break;
+      case 2:
+        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
+        break;
+      default: {
+        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        double per_pass = 0;  // one all-gather per non-persistent module, forward and backward
+        for (auto* m : tree.param_modules()) {
+          const double n = double(tree.own_range(*m).size());
+          if (n >= double(z.stage3_param_persistence_threshold))
+            per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d));
+        }
+        gather = 2.0 * G * per_pass;
+        break;
+      }
+    }
+    // With overlap_comm, gradient reductions (and stage 3's prefetched gathers) run behind backward.
+    f.x[kCommOverlapped] = z.overlap_comm ? reduce + (z.stage == 3 ? gather : 0.0) : 0.0;
+    f.x[kCommExposed] = z.overlap_comm ? (z.stage == 3 ? 0.0 : gather) : reduce + gather;
+    const double bytes_reduce = (z.stage >= 2 ? G : 1) * P * d;
+    const double bytes_gather = z.stage == 0 ? 0.0 : (z.stage == 3 ? 2.0 * G : 1.0) * P * d;
+    f.comm_bytes_per_step = bytes_reduce + bytes_gather;
+  }
+  return f;
+}
+
+Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows, const std::vector<double>& b,
+                          const Weights& prior, double ridge) {
+  constexpr size_t K = kFeatureCount;
+  std::array<bool, K> free{};
+  free.fill(true);
+  Weights w = prior;
+  for (size_t round = 0; round <= K; ++round) {
+    // Normal equations over the free weights; fixed ones are 0.
+    std::vector<size_t> idx;
+    for (size_t j = 0; j < K; ++j)
+      if (free[j]) idx.push_back(j);
+    const size_t n = idx.size();
+    std::vector<double> M(n * n, 0.0), v(n, 0.0);
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (size_t p = 0; p < n; ++p) {
+        v[p] += rows[r][idx[p]] * b[r];
+        for (size_t q = 0; q < n; ++q) M[p * n + q] += rows[r][idx[p]] * rows[r][idx[q]];
+      }
+    for (size_t p = 0; p < n; ++p) {
+      M[p * n + p] += ridge;
+      v[p] += ridge * prior[idx[p]];
+    }
+    // Gaussian elimination with partial pivoting (M is symmetric positive definite).
+    for (size_t c = 0; c < n; ++c) {
+      size_t piv = c;
+      for (size_t r = c + 1; r < n; ++r)
+        if (std::fabs(M[r * n + c]) > std::fabs(M[piv * n + c])) piv = r;
+      if (piv != c) {
+        for (size_t q = 0; q < n; ++q) std::swap(M[c * n + q], M[piv * n + q]);
+        std::swap(v[c], v[piv]);
+      }
+      for (size_t r = c + 1; r < n; ++r) {
+        const double f = M[r * n + c] / M[c * n + c];
+        for (size_t q = c; q < n; ++q) M[r * n + q] -= f * M[c * n + q];
+        v[r] -= f * v[c];
+      }
+    }
+    std::vector<double> x(n, 0.0);
+    for (size_t c = n; c-- > 0;) {
+      double s = v[c];
+      for (size_t q = c + 1; q < n; ++q) s -= M[c * n + q] * x[q];
+      x[c] = s / M[c * n + c];
+    }
+    w.fill(0.0);
+    size_t worst = K;
+    for (size_t p = 0; p < n; ++p) {
+      w[idx[p]] = x[p];
+      if (x[p] < 0 && (worst == K || x[p] < w[worst])) worst = idx[p];
+    }
+    if (worst == K) return w;
+    free[worst] = false;  // pin the most negative weight at 0 and solve again
+    w[worst] = 0.0;
+  }
+  for (auto& x : w) x = std::max(0.0, x);
+  return w;
+}
+
+CostModel::CostModel(Weights prior, double ridge) : prior_(prior), w_(prior), ridge_(ridge) {}
+
+void CostModel::observe(const StepFeatures& f, double step_s) {
+  if (!(step_s > 0)) return;
+  xs_.push_back(f.x);
+  ys_.push_back(step_s);
+  fit();
+}
+
+void CostModel::fit() {
+  // Relative errors: row x/y against target 1, so fast and slow configs count alike.
+  std::vector<std::array<double, kFeatureCount>> rows(xs_.size());
+  std::vector<double> ones(xs_.size(), 1.0);
+  for (size_t i = 0; i < xs_.size(); ++i)
+    for (size_t j = 0; j < kFeatureCount; ++j) rows[i][j] = xs_[i][j] / ys_[i];
+  w_ = ridge_nonnegative(rows, ones, prior_, ridge_);
+}
+
+double CostModel::predict_s(const StepFeatures& f) const {
+  double t = 0;
+  for (size_t j = 0; j < kFeatureCount; ++j) t += w_[j] * f.x[j];
+  return std::max(t, 1e-9);
+}
+
+double CostModel::mean_relative_error() const {
+  if (ys_.empty()) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < ys_.size(); ++i) {
+    double t = 0;
+    for (size_t j = 0; j < kFeatureCount; ++j) t += w_[j] * xs_[i][j];
+    s += std::fabs(t - ys_[i]) / ys_[i];
+  }
+  return s / double(ys_.size());
+}
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,95 @@
+#include "autotune/device_info.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "autotune/tune_error.h"
+#include "kernels/registry.h"
+
+#ifdef HYBRID_AUTOTUNE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace hybrid::autotune {
+
+namespace {
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "CPU";
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(colon + 2);
+      break;
+    }
+  return fmt::format("{} ({} cores)", model, std::max(1u, std::thread::hardware_concurrency()));
+}
+
+uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+#ifdef HYBRID_AUTOTUNE_CUDA
+bool cuda_device(int index, DeviceInfo& d, std::string& why) {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess || n <= 0) {
+    why = err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device";
+    return false;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index % n) != cudaSuccess) {
+    why = "cudaGetDeviceProperties failed";
+    return false;
+  }
+  d.kind = kernels::BackendKind::cuda;
+  d.name = prop.name;
+  d.memory_bytes = prop.totalGlobalMem;
+  return true;
+}
+#endif
+
+}  // namespace
+
+DeviceInfo detect_device(const std::string& device) {
+  DeviceInfo d;
+  d.name = cpu_name();
+  d.memory_bytes = physical_memory();
+  if (device == "cpu") return d;
+  const bool want_cuda = device.rfind("cuda", 0) == 0;
+  int index = 0;
+  if (want_cuda && device.size() > 5) index = std::atoi(device.c_str() + 5);
+  std::string why = "this build has no CUDA backend";
+#ifdef HYBRID_AUTOTUNE_CUDA
+  DeviceInfo g = d;
+  if (cuda_device(index, g, why)) return g;
+#else
+  (void)index;
+#endif
+  if (want_cuda) throw TuneError(fmt::format("config: hybrid.device is \"{}\" but no GPU is usable: {}", device, why));
+  d.note = "device auto: CPU (" + why + ")";
+  return d;
+}
+
+MemoryBudget memory_budget(const engine::Config& base, const DeviceInfo& dev, int ranks_per_host) {
+  MemoryBudget b;
+  if (base.memory_budget > 0) {
+    b.bytes = base.memory_budget;
+    b.source = "hybrid.memory_budget";
+  } else if (dev.kind == kernels::BackendKind::cuda) {
+    b.bytes = dev.memory_bytes / 100 * 95;
+    b.source = fmt::format("device memory of {} less 5 %", dev.name);
+  } else {
+    b.bytes = dev.memory_bytes / uint64_t(std::max(1, ranks_per_host));
+    b.source = fmt::format("host memory / {} rank(s)", std::max(1, ranks_per_host));
+  }
+  return b;
+}
+
+}  // namespace hybrid::autotune

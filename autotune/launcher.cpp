@@ -1,0 +1,96 @@
+#include "autotune/launcher.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "autotune/tune_error.h"
+
+namespace hybrid::autotune {
+
+std::string default_launcher_template(int nprocs) {
+  if (nprocs <= 1) return "{cmd}";
+  std::string mpirun = "mpirun";
+#ifdef HYBRID_MPIEXEC
+  if (::access(HYBRID_MPIEXEC, X_OK) == 0) mpirun = HYBRID_MPIEXEC;
+#endif
+  return mpirun + " -np {nprocs} {cmd}";
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (char ch : text) {
+    if (quote) {
+      if (ch == quote)
+        quote = 0;
+      else
+        cur += ch;
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      in_word = true;
+    } else if (ch == ' ' || ch == '\t' || ch == '\n') {
+      if (in_word) words.push_back(cur), cur.clear(), in_word = false;
+    } else {
+      cur += ch;
+      in_word = true;
+    }
+  }
+  if (quote) throw TuneError(fmt::format("launcher: unterminated {} quote in \"{}\"", quote, text));
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+std::vector<std::string> expand_launcher(const std::string& tmpl, const std::vector<std::string>& cmd,
+                                         const std::map<std::string, std::string>& vars) {
+  const auto words = split_words(tmpl);
+  std::vector<std::string> out;
+  bool placed = false;
+  for (const auto& w : words) {
+    if (w == "{cmd}") {
+      out.insert(out.end(), cmd.begin(), cmd.end());
+      placed = true;
+      continue;
+    }
+    std::string s;
+    for (size_t i = 0; i < w.size();) {
+      if (w[i] == '{') {
+        const size_t close = w.find('}', i);
+        if (close == std::string::npos) {
+          s += w.substr(i);
+          break;
+        }
+        const std::string name = w.substr(i + 1, close - i - 1);
+        if (name == "cmd")
+          throw TuneError(fmt::format("launcher: {{cmd}} must be a word of its own in \"{}\"", tmpl));
+        const auto it = vars.find(name);
+        if (it == vars.end()) {
+          std::string known = "cmd";
+          for (const auto& [k, v] : vars) known += ", " + k;
+          throw TuneError(fmt::format("launcher: unknown placeholder {{{}}} in \"{}\" (known: {})", name, tmpl, known));
+        }
+        s += it->second;
+        i = close + 1;
+      } else {
+        s += w[i++];
+      }
+    }
+    out.push_back(s);
+  }
+  if (!placed) out.insert(out.end(), cmd.begin(), cmd.end());
+  if (out.empty()) throw TuneError("launcher: the template is empty");
+  return out;
+}
+
+std::string join_command(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) {
+    if (!s.empty()) s += ' ';
+    s += w.find_first_of(" \t\"'") == std::string::npos && !w.empty() ? w : "'" + w + "'";
+  }
+  return s;
+}
+
+}  // namespace hybrid::autotune

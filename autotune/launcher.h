@@ -1,0 +1,33 @@
+// Launcher templates: how a trial (or the probe) is started on the cluster's
+// ranks, e.g. "mpirun -np {nprocs} {cmd}" or "srun -n {nprocs} --exclusive {cmd}".
+// No shell is involved: the template is split into words (single and double
+// quotes group words), {cmd} as a word of its own becomes the command's words,
+// and these placeholders are replaced inside any word:
+//   {nprocs}   ranks per trial            {key}     the trial key (mbs=4,gas=1,...)
+//   {config}   the trial's config file    {dir}     the trial's directory
+// A template without {cmd} gets the command appended. A launcher that is a
+// script can therefore route trials by key (tests use that to make chosen
+// trials crash or hang).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hybrid::autotune {
+
+// "{cmd}" for one process, else "<mpirun> -np {nprocs} {cmd}" with the mpirun
+// this build found (or "mpirun" from PATH).
+std::string default_launcher_template(int nprocs);
+
+// Splits a template into words; throws TuneError on an unterminated quote or
+// an unknown {placeholder}.
+std::vector<std::string> split_words(const std::string& text);
+
+std::vector<std::string> expand_launcher(const std::string& tmpl, const std::vector<std::string>& cmd,
+                                         const std::map<std::string, std::string>& vars);
+
+// Joins words for display, quoting the ones with spaces.
+std::string join_command(const std::vector<std::string>& words);
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,137 @@
+// hybrid-tune: finds the fastest config that fits in memory.
+//   hybrid-tune --config ds.json [--space space.json] [--nprocs N] [--strategy grid|random|model] ...
+//   hybrid-tune probe [--nprocs N] [--launcher T] [--db DB]
+//   hybrid-tune probe-worker --out F   (what `probe` runs under the launcher)
+// Exit status: 0 a best config was written (or --dry-run / probe done), 1 an
+// error (message names the input at fault), 3 no trial succeeded, 130 interrupted.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "autotune/launcher.h"
+#include "autotune/probe.h"
+#include "autotune/sweep.h"
+#include "autotune/sweep_plan.h"
+#include "autotune/trial_runner.h"
+#include "autotune/tune_error.h"
+#include "profiler/store/run_store.h"
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+extern "C" void on_signal(int) { g_cancel.store(true); }
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hybrid::autotune;
+  CLI::App app{"hybrid-tune: finds the fastest ZeRO / batch config that fits in memory, trials as real processes, "
+               "evidence in SQLite"};
+  app.require_subcommand(0, 1);
+  TuneOptions o;
+  app.add_option("--config", o.config, "ds_config.json to tune (its \"autotuning\" block is read)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--space", o.space, "search space JSON (default: micro-batch sizes x ZeRO stages)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--nprocs", o.nprocs, "ranks per trial (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--launcher", o.launcher,
+                 "launcher template, e.g. \"mpirun -np {nprocs} {cmd}\" or \"srun -n {nprocs} {cmd}\"; placeholders "
+                 "{nprocs} {cmd} {key} {config} {dir} (default: mpirun for N > 1, none for 1)");
+  app.add_option("--strategy", o.strategy, "grid | random | model (default: autotuning.tuner_type, else grid)");
+  app.add_option("--metric", o.metric,
+                 "throughput (samples/s) | latency (ms/step, lower is better) | flops | tokens_per_s "
+                 "(default: autotuning.metric, else throughput)");
+  app.add_option("--db", o.db, "run store (SQLite)")->capture_default_str();
+  app.add_option("--out", o.out, "where to write the best config (default: best.json beside the database)");
+  app.add_flag("--dry-run", o.dry_run, "list candidates with predicted memory and step time; run nothing");
+  app.add_option("--max-trials", o.max_trials, "at most this many trials (default: autotuning.tuner_num_trials, 50)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--time-budget", o.time_budget_s, "stop starting trials after this many seconds (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--early-stop", o.early_stop,
+                 "stop after K trials without improvement (default: autotuning.tuner_early_stopping, 5; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--trial-timeout", o.trial_timeout_s, "seconds before a trial's process group is killed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", o.steps, "steps per trial (default: autotuning.end_profile_step, 5)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--start-step", o.start_step,
+                 "first measured step (default: autotuning.start_profile_step, 3)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "seed of the random strategy")->capture_default_str();
+  app.add_option("--name", o.name, "sweep name (default: <config>/<strategy>/<metric>/np<N>)");
+  app.add_flag("--no-prune", o.no_prune, "run candidates the memory model predicts over budget (to check the model)");
+  app.add_flag("--no-probe", o.no_probe, "never run a probe automatically (use the stored one or defaults)");
+  app.add_option("--train-bin", o.train_bin, "hybrid-train executable (default: beside hybrid-tune)");
+  app.add_option("--min-gain", o.min_gain,
+                 "model strategy: stop when no candidate is predicted to improve by more than this fraction")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+
+  auto* probe = app.add_subcommand("probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
+  int probe_nprocs = 1;
+  std::string probe_launcher, probe_db = "results/hybrid.db";
+  ProbeOptions po;
+  double probe_timeout = 300;
+  probe->add_option("--nprocs", probe_nprocs, "ranks")->check(CLI::PositiveNumber);
+  probe->add_option("--launcher", probe_launcher, "launcher template (as for tuning)");
+  probe->add_option("--db", probe_db, "run store to record the probe in")->capture_default_str();
+  probe->add_option("--device", po.device, "auto | cpu | cuda")->capture_default_str();
+  probe->add_option("--dtype", po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
+  probe->add_option("--gemm-size", po.gemm_size, "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
+  probe->add_option("--timeout", probe_timeout, "seconds")->capture_default_str();
+
+  auto* worker = app.add_subcommand("probe-worker", "one rank of `probe` (run under the launcher)");
+  worker->group("");
+  std::string worker_out;
+  ProbeOptions wo;
+  worker->add_option("--out", worker_out, "rank 0 writes the result here")->required();
+  worker->add_option("--device", wo.device);
+  worker->add_option("--dtype", wo.dtype);
+  worker->add_option("--gemm-size", wo.gemm_size);
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*worker) {
+      run_probe_worker(wo, worker_out);
+      return 0;
+    }
+    if (*probe) {
+      const std::string dir = (std::filesystem::path(probe_db).parent_path() / "tune" / "probe").string();
+      auto p = launch_probe(self_executable(), probe_nprocs, probe_launcher, po, dir, probe_timeout);
+      p.host = host_name();
+      hybrid::profiler::RunStore store(probe_db);
+      p.id = store.add_probe(p);
+      std::cout << format_probe(p) << "stored as probe " << p.id << " in " << probe_db << "\n";
+      return 0;
+    }
+    if (o.config.empty()) {
+      std::fprintf(stderr, "hybrid-tune: --config is required (see --help)\n");
+      return 1;
+    }
+    const SweepPlan plan = plan_sweep(o);
+    if (plan.settings.dry_run) {
+      print_dry_run(plan, std::cout);
+      return 0;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const SweepResult r = run_sweep(plan, std::cout, &g_cancel);
+    if (r.interrupted) return 130;
+    return r.best ? 0 : 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hybrid-tune: %s\n", e.what());
+    return 1;
+  }
+}

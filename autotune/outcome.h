@@ -1,0 +1,70 @@
+// A trial's outcome, classified from what the process returned and the
+// structured result JSON that hybrid-train writes (--result) — never from its
+// text output (DeepSpeed's autotuner calls a trial failed when any stderr line
+// contains "error").
+//
+//   timeout       the tuner killed the process group at the trial timeout
+//   crash         the launcher died of a signal, or exited 128+N (mpirun's way
+//                 of saying a rank died of signal N), without an error result
+//   oom           result status "oom" (or exit status 3 without a result)
+//   config_error  result status "config_error" (or exit status 2 without one)
+//   failed        anything else that is not a clean success
+//   ok            exit status 0 and result status "ok" with measurements
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autotune/metric.h"
+#include "profiler/profile_data.h"
+
+namespace hybrid::autotune {
+
+struct ExitInfo {
+  bool started = true;      // false: the launcher could not be executed
+  std::string start_error;  // why (exec's errno)
+  int exit_code = 0;        // when signal == 0
+  int signal = 0;           // the launcher process died of this signal
+  bool timed_out = false;
+  double timeout_s = 0;
+};
+
+// The result file as read back: its JSON, or why there is none.
+struct ResultFile {
+  std::optional<nlohmann::json> json;
+  std::string problem;  // "no result file", "invalid JSON: ...", "" when json is set
+};
+ResultFile read_result_file(const std::string& path);
+
+// Which steps the metric covers (1-based, inclusive), and per-step times when
+// the run store has them (steps table of the trial's run), in step order.
+struct MeasureWindow {
+  int start_step = 1;
+  int end_step = 0;  // 0: all steps
+  std::vector<double> store_step_ms;
+};
+
+struct TrialOutcome {
+  profiler::TrialStatus status = profiler::TrialStatus::failed;
+  std::string reason;
+  std::optional<Measurement> measurement;  // ok trials
+  std::optional<uint64_t> peak_mem_bytes;  // measured on rank 0 (result JSON)
+  std::optional<int64_t> run_id;           // the run the trial wrote to the store
+};
+
+TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window);
+
+// The measurement over the window: the median step time of steps
+// start..end taken from result["step_ms"] when hybrid-train writes per-step
+// times, else from the run store's steps, else hybrid-train's median over all
+// steps; rates are the per-step work (derived from the result) over that time.
+// `source` says which was used.
+Measurement measure(const nlohmann::json& result, const MeasureWindow& window, std::string* source = nullptr);
+
+std::string signal_name(int sig);  // "SIGSEGV"
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,83 @@
+#include "autotune/trial_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "autotune/launcher.h"
+#include "autotune/process.h"
+#include "engine/data/atomic_file.h"
+
+namespace hybrid::autotune {
+
+namespace fs = std::filesystem;
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("hybrid-tune") : p.string();
+}
+
+std::string find_train_binary(const std::string& self_exe) {
+  const fs::path dir = fs::path(self_exe).parent_path();
+  for (const fs::path& p : {dir / "hybrid-train", dir / ".." / "engine" / "hybrid-train"})
+    if (::access(p.c_str(), X_OK) == 0) return fs::weakly_canonical(p).string();
+  return "hybrid-train";
+}
+
+TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
+                   const std::atomic<bool>* cancel) {
+  TrialRun run;
+  fs::create_directories(spec.dir);
+  const std::string cfg = (fs::path(spec.dir) / "config.json").string();
+  const std::string result = (fs::path(spec.dir) / "result.json").string();
+  const std::string log = (fs::path(spec.dir) / "output.log").string();
+  {
+    const std::string text = c.config.dump(2) + "\n";
+    engine::AtomicFileWriter w(cfg);
+    w.write(text.data(), text.size());
+    w.commit();
+  }
+  // A result or log of an earlier attempt (a resumed sweep) must not be read as this one's.
+  fs::remove(result);
+  fs::remove(log);
+
+  std::vector<std::string> cmd = {spec.train_bin, "--config", cfg, "--steps", std::to_string(spec.steps),
+                                  "--result", result};
+  if (!spec.db.empty()) cmd.insert(cmd.end(), {"--db", spec.db});
+  if (!spec.run_name.empty()) cmd.insert(cmd.end(), {"--name", spec.run_name});
+  const std::string tmpl = spec.launcher_template.empty() ? default_launcher_template(spec.nprocs)
+                                                          : spec.launcher_template;
+  run.argv = expand_launcher(tmpl, cmd,
+                             {{"nprocs", std::to_string(spec.nprocs)}, {"key", c.key}, {"config", cfg}, {"dir", spec.dir}});
+
+  ProcessOptions po;
+  po.timeout_s = spec.timeout_s;
+  po.log_path = log;
+  po.cancel = cancel;
+  const ProcessResult pr = run_process(run.argv, po);
+  run.wall_s = pr.wall_s;
+  run.cancelled = pr.cancelled;
+  run.output_tail = read_tail(log);
+
+  const ResultFile rf = read_result_file(result);
+  MeasureWindow window;
+  window.start_step = spec.start_profile_step;
+  window.end_step = spec.steps;
+  if (store && rf.json && rf.json->contains("run_id") && (*rf.json)["run_id"].is_number_integer()) {
+    try {
+      auto steps = store->steps((*rf.json)["run_id"].get<int64_t>());
+      std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+      for (const auto& s : steps) window.store_step_ms.push_back(s.step_ms);
+    } catch (const std::exception&) {
+      // The run's rows are a refinement; the result file alone still measures the trial.
+    }
+  }
+  run.outcome = classify_trial(pr.exit, rf, window);
+  return run;
+}
+
+}  // namespace hybrid::autotune

@@ -1,0 +1,125 @@
+// hybrid-view: the interactive profile viewer over a run store.
+//   hybrid-view [results/hybrid.db] [--run N] [--compare N]
+//   hybrid-view DB --screenshot out.png [--window NAME|all] [--frames N] [--size WxH]
+// Exit status: 0 ok; 1 bad arguments or no display; 2 the database could not be
+// opened or read (the window, and a screenshot, show why; stderr says it too).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/view/app.h"
+#include "gui/view/gl_host.h"
+
+namespace {
+
+using hybrid::gui::App;
+using hybrid::gui::AppOptions;
+using hybrid::gui::GlHost;
+using hybrid::gui::HostOptions;
+using hybrid::gui::WindowId;
+
+bool parse_size(const std::string& s, int& w, int& h) {
+  char x = 0;
+  return std::sscanf(s.c_str(), "%d%c%d", &w, &x, &h) == 3 && (x == 'x' || x == 'X') && w >= 320 &&
+         h >= 240 && w <= 8192 && h <= 8192;
+}
+
+std::string suffixed(const std::string& path, std::string_view name) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "_" + std::string(name) + p.extension().string())).string();
+}
+
+void render_frames(GlHost& host, App& app, int frames) {
+  for (int i = 0; i < frames; ++i) {
+    host.poll_events(false);
+    host.begin_frame();
+    app.frame();
+    host.render();
+    if (i + 1 < frames) host.swap();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"hybrid-view: interactive viewer of hybrid run stores (sweeps, runs, layers, timeline)"};
+  AppOptions opts;
+  opts.db_path = "results/hybrid.db";
+  std::optional<int64_t> run, compare;
+  std::string screenshot, window = "layers", size = "1280x800";
+  int frames = 4;
+  cli.add_option("database", opts.db_path, "run store to open read-only (default results/hybrid.db)");
+  cli.add_option("--run", run, "run to show (default: the newest)");
+  cli.add_option("--compare", compare, "run to compare with (default: the newest other run)");
+  cli.add_option("--screenshot", screenshot,
+                 "render without interaction, write this PNG and exit (run under xvfb-run without a display)");
+  cli.add_option("--window", window,
+                 "window to screenshot: sweeps, overview, layers, timeline, collectives, compare, or all "
+                 "(one PNG each, named OUT_<window>.png)");
+  cli.add_option("--frames", frames, "frames to render before the screenshot (default 4)")
+      ->check(CLI::Range(1, 1000));
+  cli.add_option("--size", size, "window size WxH (default 1280x800)");
+  CLI11_PARSE(cli, argc, argv);
+  opts.run = run;
+  opts.compare_run = compare;
+
+  HostOptions host_opts;
+  if (!parse_size(size, host_opts.width, host_opts.height)) {
+    std::cerr << "hybrid-view: --size must be WxH between 320x240 and 8192x8192, got '" << size << "'\n";
+    return 1;
+  }
+  std::vector<WindowId> windows;
+  try {
+    if (window == "all")
+      windows.assign(std::begin(hybrid::gui::kAllWindows), std::end(hybrid::gui::kAllWindows));
+    else
+      windows.push_back(hybrid::gui::parse_window(window));
+  } catch (const std::exception& e) {
+    std::cerr << "hybrid-view: " << e.what() << "\n";
+    return 1;
+  }
+  const bool test_mode = !screenshot.empty();
+  if (test_mode) {
+    host_opts.vsync = false;
+    host_opts.save_settings = false;
+    opts.poll_interval_s = 1e9;  // a screenshot shows the database as opened
+  }
+  if (!GlHost::display_available()) {
+    std::cerr << "hybrid-view: no X display (DISPLAY is not set); for screenshots run it under "
+                 "xvfb-run -a -s \"-screen 0 1280x800x24\"\n";
+    return 1;
+  }
+  try {
+    GlHost host(host_opts);
+    App app(opts);
+    const int status = app.db_error().empty() ? 0 : 2;
+    if (test_mode) {
+      for (WindowId w : windows) {
+        app.show_window(w);
+        render_frames(host, app, frames);
+        const std::string out = windows.size() == 1 ? screenshot : suffixed(screenshot, window_name(w));
+        host.save_png(out);
+        host.swap();
+        std::cout << "wrote " << out << "\n";
+      }
+      return status;
+    }
+    app.show_window(windows.front());
+    while (!host.should_close()) {
+      host.poll_events(true);
+      host.begin_frame();
+      app.frame();
+      host.render();
+      host.swap();
+    }
+    return app.db_error().empty() ? 0 : status;
+  } catch (const std::exception& e) {
+    std::cerr << "hybrid-view: " << e.what() << "\n";
+    return 1;
+  }
+}

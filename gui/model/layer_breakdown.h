@@ -1,0 +1,115 @@
+// The layer breakdown of one profiled step: one row per module of the model tree
+// (forward, backward, exposed communication, FLOPs, achieved FLOP/s, share of the
+// step, parameters, activation memory), plus the rows that complete the step.
+//
+// "The step", on each rank, is the sum of the top-level rows:
+//   Σ root modules' (forward + backward)      layer stats, inclusive of children
+// + optimizer                                  outermost optimizer scopes (events)
+// + exposed communication outside modules      waits in no module/optimizer scope (events)
+// + other                                      measured step time − the three above, ≥ 0
+// where the measured step time is the rank's step event when recorded, else the
+// step's step_ms (rank 0's wall time). So the top-level shares sum to 100 % by
+// construction, and "other" is what the profiler did not attribute (data loading,
+// the loss scaler's bookkeeping, launch overhead). When the attributed time exceeds
+// the measurement (clocks of different scopes), "other" is 0 and the step is the sum.
+// Exposed comm inside a module or the optimizer stays in that row (its bar shows it).
+//
+// Values are per rank, then shown as the mean over ranks with [min, max]; a
+// share is a row's mean time over the step's mean time, so shares of the top-level
+// rows sum to 100 % exactly (linearity of the mean). Children's shares are parts of
+// the step too (and of their parent), never summed with it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/model/stats.h"
+#include "profiler/profile_data.h"
+
+namespace hybrid::gui {
+
+enum class LayerRowKind { module, optimizer, exposed_comm, other };
+
+// The stacked bar of a row: parts of its mean time (ms) that add up to total_ms.mean.
+struct LayerBar {
+  double forward = 0;   // forward compute (forward minus the waits inside it)
+  double backward = 0;  // backward compute
+  double other = 0;     // optimizer compute, unattributed time
+  double exposed = 0;   // waits for communication inside the row
+};
+
+struct LayerRow {
+  LayerRowKind kind = LayerRowKind::module;
+  int32_t module_id = -1;  // for module rows
+  std::string name;
+  std::string type;
+  int depth = 0;
+  int parent = -1;  // row index
+  std::vector<int> children;
+  Spread fwd_ms, bwd_ms;  // inclusive of child modules
+  Spread exposed_ms;      // waits inside the row (inclusive of children)
+  Spread total_ms;        // fwd + bwd for modules; the row's time otherwise
+  double fwd_flops = 0;   // mean over ranks
+  double bwd_flops = 0;
+  double flops_per_s = 0;  // (fwd + bwd FLOPs) / total time, from the means
+  double share = 0;        // total_ms.mean / step_ms.mean
+  uint64_t params = 0;            // including children
+  uint64_t activation_bytes = 0;  // saved for backward per micro batch, including children
+  int64_t calls = 0;              // forward invocations (rank mean, rounded)
+  LayerBar bar;
+};
+
+struct LayerBreakdown {
+  int64_t run_id = 0;
+  int64_t step = -1;                    // the profiled step shown; -1 when none
+  std::vector<int64_t> profiled_steps;  // steps with layer stats
+  std::vector<int> ranks;               // ranks included
+  bool has_events = false;              // optimizer / exposed rows measured from events
+  bool step_measured = false;           // a measured step time existed on every rank
+  Spread step_ms;                       // the step as defined above
+  std::vector<LayerRow> rows;           // module tree in preorder, then the step rows
+  std::vector<int> top_rows;            // rows whose shares sum to 100 %
+
+  int find_module(int32_t module_id) const;  // row index or -1
+  int find_name(std::string_view name) const;
+};
+
+struct LayerOptions {
+  std::optional<int64_t> step;  // default: the last profiled step
+  std::optional<int> rank;      // default: every rank with layer stats
+};
+
+// Throws std::invalid_argument when options name a step or rank the profile lacks.
+LayerBreakdown build_layer_breakdown(const profiler::RunProfile& profile,
+                                     const profiler::EventSet& events,
+                                     const LayerOptions& options = {});
+
+// --- sorting the tree --------------------------------------------------------
+
+enum class LayerColumn {
+  tree,  // model order
+  name,  // natural order: h.2 before h.10
+  fwd,
+  bwd,
+  exposed,
+  total,
+  flops,
+  flops_per_s,
+  share,
+  params,
+  activations,
+};
+
+// The rows to show, in order: siblings sorted by the column (ties in model
+// order), each row followed by its children when `expanded(row)` (always when
+// `expanded` is empty).
+std::vector<int> layer_display_order(const LayerBreakdown& b, LayerColumn column, bool ascending,
+                                     const std::function<bool(int)>& expanded);
+
+// Compares names with digit runs as numbers ("h.2" < "h.10"); <0, 0, >0.
+int natural_compare(std::string_view a, std::string_view b);
+
+}  // namespace hybrid::gui

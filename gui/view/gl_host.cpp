@@ -1,0 +1,128 @@
+#include "gui/view/gl_host.h"
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+#include <GL/gl.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+#include <stb_image_write.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "gui/view/theme.h"
+
+namespace hybrid::gui {
+
+namespace {
+
+std::string last_glfw_error() {
+  const char* msg = nullptr;
+  glfwGetError(&msg);
+  return msg ? msg : "unknown GLFW error";
+}
+
+}  // namespace
+
+bool GlHost::display_available() {
+  const char* d = std::getenv("DISPLAY");
+  return d && *d;
+}
+
+GlHost::GlHost(const HostOptions& o) {
+  if (!glfwInit())
+    throw std::runtime_error("cannot start GLFW (" + last_glfw_error() +
+                             "); is there an X display? run under xvfb-run for screenshots");
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  window_ = glfwCreateWindow(o.width, o.height, o.title.c_str(), nullptr, nullptr);
+  if (!window_) {
+    const std::string why = last_glfw_error();
+    glfwTerminate();
+    throw std::runtime_error("cannot create a " + std::to_string(o.width) + "x" +
+                             std::to_string(o.height) + " window with OpenGL 3.3 core: " + why);
+  }
+  glfwMakeContextCurrent(window_);
+  glfwSwapInterval(o.vsync ? 1 : 0);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  if (!o.save_settings) io.IniFilename = nullptr;
+  io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+  apply_theme(o.font_px);
+  ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  imgui_ready_ = true;
+}
+
+GlHost::~GlHost() {
+  if (imgui_ready_) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+  if (window_) glfwDestroyWindow(window_);
+  glfwTerminate();
+}
+
+bool GlHost::should_close() const { return glfwWindowShouldClose(window_); }
+
+void GlHost::poll_events(bool wait) {
+  if (wait)
+    glfwWaitEventsTimeout(0.25);  // wakes up to poll the database even when idle
+  else
+    glfwPollEvents();
+}
+
+void GlHost::begin_frame() {
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+}
+
+void GlHost::render() {
+  ImGui::Render();
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  glViewport(0, 0, w, h);
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  glClearColor(bg.x, bg.y, bg.z, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+}
+
+void GlHost::swap() { glfwSwapBuffers(window_); }
+
+void GlHost::framebuffer_size(int& w, int& h) const { glfwGetFramebufferSize(window_, &w, &h); }
+
+void GlHost::save_png(const std::filesystem::path& path) const {
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  std::vector<unsigned char> pixels(size_t(w) * size_t(h) * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+  }
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  stbi_flip_vertically_on_write(1);  // GL rows start at the bottom
+  if (!stbi_write_png(tmp.c_str(), w, h, 3, pixels.data(), w * 3))
+    throw std::runtime_error("cannot write screenshot " + tmp.string());
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw std::runtime_error("cannot write screenshot " + path.string() + ": " + ec.message());
+  }
+}
+
+}  // namespace hybrid::gui

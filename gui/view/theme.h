@@ -1,0 +1,38 @@
+// Colours and fonts shared by every window: one colour per event category and per
+// ZeRO stage, so the timeline, the bars and the legends agree.
+#pragma once
+
+#include <imgui.h>
+
+#include "gui/model/layer_breakdown.h"
+#include "profiler/event.h"
+
+namespace hybrid::gui {
+
+// Dark theme, and DejaVu Sans at font_px when installed (ImGui's font otherwise).
+void apply_theme(float font_px);
+
+ImU32 category_color(profiler::Category c);
+ImU32 zero_stage_color(int stage);  // -1: unknown
+
+namespace colors {
+inline constexpr ImU32 kForward = IM_COL32(76, 139, 214, 255);
+inline constexpr ImU32 kBackward = IM_COL32(232, 145, 58, 255);
+inline constexpr ImU32 kExposed = IM_COL32(214, 69, 65, 255);
+inline constexpr ImU32 kOther = IM_COL32(140, 140, 150, 255);
+inline constexpr ImU32 kOptimizer = IM_COL32(89, 178, 112, 255);
+inline constexpr ImU32 kGrid = IM_COL32(255, 255, 255, 28);
+inline constexpr ImU32 kAxis = IM_COL32(255, 255, 255, 90);
+inline constexpr ImU32 kText = IM_COL32(220, 220, 225, 255);
+inline constexpr ImU32 kDimText = IM_COL32(150, 150, 160, 255);
+inline constexpr ImU32 kHighlight = IM_COL32(255, 236, 110, 255);
+inline constexpr ImU32 kError = IM_COL32(240, 90, 80, 255);
+inline constexpr ImU32 kGood = IM_COL32(110, 200, 120, 255);
+}  // namespace colors
+
+ImVec4 to_vec4(ImU32 c);
+
+// A titled separator between the parts of a window.
+void section(const char* title);
+
+}  // namespace hybrid::gui

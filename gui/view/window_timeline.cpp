@@ -1,0 +1,249 @@
+// Step timeline: lanes per rank (compute, comm, optimizer, GPU streams), nested
+// scopes in rows, zoom with the wheel around the mouse, pan by dragging, fit with
+// a double click; tooltips with name, duration, bytes and FLOPs; the selected
+// module's events highlighted. Level of detail: layout_row merges sub-pixel events,
+// so a frame draws at most a few boxes per pixel column whatever the event count.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gui/model/step_accounting.h"
+#include "gui/view/plot.h"
+#include "gui/view/theme.h"
+#include "gui/view/windows.h"
+#include "profiler/report_format.h"
+
+namespace hybrid::gui {
+
+namespace {
+
+using profiler::report::format_bytes;
+using profiler::report::format_flop;
+using profiler::report::format_flop_rate;
+
+constexpr float kLabelWidth = 170;
+constexpr float kRulerHeight = 22;
+constexpr float kLaneGap = 6;
+
+ImU32 event_color(const profiler::Event& e) {
+  return is_comm_wait(e) ? colors::kExposed : category_color(e.category);
+}
+
+ImU32 dim(ImU32 c) { return (c & 0x00FFFFFFu) | (IM_COL32(0, 0, 0, 80) & 0xFF000000u); }
+
+std::string time_label(double ns) {
+  const double a = std::fabs(ns);
+  if (a >= 1e9) return fmt::format("{:.3g} s", ns * 1e-9);
+  if (a >= 1e6) return fmt::format("{:.4g} ms", ns * 1e-6);
+  if (a >= 1e3) return fmt::format("{:.4g} us", ns * 1e-3);
+  return fmt::format("{:.0f} ns", ns);
+}
+
+}  // namespace
+
+void TimelineWindow::fit(const TimelineModel& m) {
+  const double span = std::max<double>(double(m.end_ns), 1000.0);
+  view_begin_ns_ = -0.01 * span;
+  view_end_ns_ = span * 1.01;
+  fitted_ = true;
+  fitted_for_ = &m;
+}
+
+void TimelineWindow::draw(App& app) {
+  RunView* run = app.run();
+  if (!run) {
+    ImGui::TextColored(to_vec4(colors::kDimText), "No run selected.");
+    return;
+  }
+  TimelineModel& m = run->timeline;
+  // Step filter.
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Steps");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(140);
+  const std::string label =
+      run->timeline_step ? fmt::format("step {}", *run->timeline_step) : "all profiled";
+  if (ImGui::BeginCombo("##tlstep", label.c_str())) {
+    if (ImGui::Selectable("all profiled", !run->timeline_step)) {
+      run->timeline_step.reset();
+      run->rebuild_timeline();
+      fitted_ = false;
+    }
+    for (int64_t s : run->layers.profiled_steps)
+      if (ImGui::Selectable(fmt::format("step {}", s).c_str(), run->timeline_step == s)) {
+        run->timeline_step = s;
+        run->rebuild_timeline();
+        fitted_ = false;
+      }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Fit")) fitted_ = false;
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(colors::kDimText), "%zu events · showing %s of %s · %zu boxes drawn%s",
+                     m.event_count(), time_label(view_end_ns_ - view_begin_ns_).c_str(),
+                     time_label(double(m.end_ns)).c_str(), boxes_drawn_,
+                     m.clocks_aligned ? "" : " · rank clocks not aligned");
+  if (app.selected_module >= 0) {
+    ImGui::SameLine();
+    ImGui::TextColored(to_vec4(colors::kHighlight), "highlight: %s", app.selected_module_name.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("clear")) app.select_module(-1, "");
+  }
+  for (auto [c, name] : {std::pair{profiler::Category::forward, "forward"},
+                         {profiler::Category::backward, "backward"},
+                         {profiler::Category::optimizer, "optimizer"},
+                         {profiler::Category::comm, "collective"},
+                         {profiler::Category::data, "data"},
+                         {profiler::Category::kernel, "GPU kernel"}}) {
+    ImGui::TextColored(to_vec4(category_color(c)), "■ %s", name);
+    ImGui::SameLine();
+  }
+  ImGui::TextColored(to_vec4(colors::kExposed), "■ comm wait (exposed)");
+  ImGui::TextColored(to_vec4(colors::kDimText),
+                     "wheel: zoom · drag: pan · double-click: fit · click: highlight a module");
+  if (m.events.empty()) {
+    ImGui::TextColored(to_vec4(colors::kDimText),
+                       "This run has no events: profiled steps record them (flops_profiler).");
+    return;
+  }
+  draw_canvas(&app, m, ImGui::GetContentRegionAvail());
+}
+
+void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) {
+  if (!fitted_ || fitted_for_ != &m) fit(m);
+  size.x = std::max(size.x, kLabelWidth + 100);
+  size.y = std::max(size.y, 80.0f);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("##timeline", size);
+  const bool hovered = ImGui::IsItemHovered();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImGuiIO& io = ImGui::GetIO();
+  // A click that did not drag (dragging pans).
+  const bool clicked = hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                       io.MouseDragMaxDistanceSqr[0] < 9.0f;
+
+  const float x0 = origin.x + kLabelWidth, x1 = origin.x + size.x;
+  const float track_w = x1 - x0;
+  double ns_per_px = (view_end_ns_ - view_begin_ns_) / double(track_w);
+
+  // Zoom around the mouse, pan by dragging, fit on double click.
+  if (hovered) {
+    const double t_mouse = view_begin_ns_ + double(io.MousePos.x - x0) * ns_per_px;
+    if (io.MouseWheel != 0) {
+      const double f = std::pow(1.25, -double(io.MouseWheel));
+      const double span = std::clamp((view_end_ns_ - view_begin_ns_) * f, 100.0,
+                                     std::max(1e3, double(m.end_ns) * 4));
+      const double frac = (t_mouse - view_begin_ns_) / (view_end_ns_ - view_begin_ns_);
+      view_begin_ns_ = t_mouse - frac * span;
+      view_end_ns_ = view_begin_ns_ + span;
+    }
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
+      const double d = double(io.MouseDelta.x) * ns_per_px;
+      view_begin_ns_ -= d;
+      view_end_ns_ -= d;
+    }
+    if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) fit(m);
+    ns_per_px = (view_end_ns_ - view_begin_ns_) / double(track_w);
+  }
+
+  // Rows share the height; each lane at least one row.
+  size_t total_rows = 0;
+  for (const auto& l : m.lanes) total_rows += std::max<size_t>(1, l.rows.size());
+  const float avail = size.y - kRulerHeight - kLaneGap * float(m.lanes.size());
+  const float row_px = std::clamp(avail / float(std::max<size_t>(1, total_rows)), 6.0f, 22.0f);
+  const auto geometry = layout_lanes(m, row_px, kLaneGap);
+
+  // Ruler.
+  dl->AddRectFilled(origin, ImVec2(x1, origin.y + kRulerHeight), IM_COL32(255, 255, 255, 10));
+  dl->PushClipRect(ImVec2(x0, origin.y), ImVec2(x1, origin.y + size.y), true);
+  for (double t : nice_ticks(view_begin_ns_, view_end_ns_, 8)) {
+    const float x = x0 + float((t - view_begin_ns_) / ns_per_px);
+    dl->AddLine(ImVec2(x, origin.y + kRulerHeight - 6), ImVec2(x, origin.y + size.y), colors::kGrid);
+    dl->AddText(ImVec2(x + 3, origin.y + 3), colors::kDimText, time_label(t).c_str());
+  }
+  dl->PopClipRect();
+
+  const bool highlight = app && app->selected_module >= 0;
+  const int32_t selected = app ? app->selected_module : -1;
+  const float top = origin.y + kRulerHeight + 2;
+  const float min_px = 1.0f;
+  boxes_drawn_ = 0;
+  struct Hover {
+    const TimelineRow* row = nullptr;
+    int box_count = 0;
+    int event = -1;
+  } hover;
+  const ImVec2 mouse = io.MousePos;
+  for (size_t li = 0; li < m.lanes.size(); ++li) {
+    const TimelineLane& lane = m.lanes[li];
+    const float ly = top + geometry[li].y;
+    if (ly > origin.y + size.y) break;
+    if (li % 2 == 0)
+      dl->AddRectFilled(ImVec2(origin.x, ly), ImVec2(x1, ly + geometry[li].height),
+                        IM_COL32(255, 255, 255, 8));
+    dl->PushClipRect(ImVec2(origin.x, ly), ImVec2(x0 - 4, ly + geometry[li].height), true);
+    dl->AddText(ImVec2(origin.x + 4, ly + 1), colors::kText, lane.label.c_str());
+    dl->PopClipRect();
+    dl->PushClipRect(ImVec2(x0, ly), ImVec2(x1, ly + geometry[li].height), true);
+    for (size_t d = 0; d < lane.rows.size(); ++d) {
+      const TimelineRow& row = lane.rows[d];
+      const float ry0 = ly + float(d) * row_px, ry1 = ry0 + row_px - 1;
+      scratch_.clear();
+      layout_row(row, view_begin_ns_, view_end_ns_, ns_per_px, min_px, scratch_);
+      const bool mouse_in_row = hovered && mouse.y >= ry0 && mouse.y < ry1 && mouse.x >= x0;
+      for (const TimelineBox& b : scratch_) {
+        const profiler::Event& e = m.events[row.events[b.first].source];
+        ImU32 c = event_color(e);
+        if (b.count > 1) c = dim(c) | IM_COL32(0, 0, 0, 200);
+        const bool is_sel = highlight && e.module_id == selected && b.count == 1;
+        if (highlight && !is_sel) c = dim(c);
+        const ImVec2 a(x0 + b.x0, ry0), z(x0 + b.x1, ry1);
+        dl->AddRectFilled(a, z, c);
+        if (is_sel) dl->AddRect(a, z, colors::kHighlight, 0, 0, 2.0f);
+        if (b.count == 1 && b.x1 - b.x0 > 40 && row_px >= 12) {
+          const std::string& name = m.name_of(e);
+          dl->PushClipRect(ImVec2(std::max(a.x, x0), a.y), ImVec2(std::min(z.x, x1), z.y), true);
+          dl->AddText(ImVec2(std::max(a.x, x0) + 3, a.y + (row_px - ImGui::GetTextLineHeight()) / 2 - 1),
+                      IM_COL32(15, 15, 20, 255), name.c_str());
+          dl->PopClipRect();
+        }
+        if (mouse_in_row && mouse.x >= x0 + b.x0 - 1 && mouse.x <= x0 + b.x1 + 1) {
+          hover.row = &row;
+          hover.box_count = int(b.count);
+          hover.event = int(b.first);
+        }
+        ++boxes_drawn_;
+      }
+    }
+    dl->PopClipRect();
+  }
+
+  if (hover.row && hover.event >= 0) {
+    const TimelineEvent& te = hover.row->events[size_t(hover.event)];
+    const profiler::Event& e = m.events[te.source];
+    ImGui::BeginTooltip();
+    if (hover.box_count > 1) {
+      ImGui::Text("%d events merged at this zoom (zoom in to separate them)", hover.box_count);
+      ImGui::Separator();
+      ImGui::TextColored(to_vec4(colors::kDimText), "first:");
+    }
+    ImGui::TextColored(to_vec4(event_color(e)), "%s", m.name_of(e).c_str());
+    ImGui::Text("%s%s · rank %d · step %d", std::string(profiler::category_name(e.category)).c_str(),
+                is_comm_wait(e) ? " (wait: exposed)" : "", int(e.rank), int(e.step));
+    ImGui::Text("duration %s · at %s", time_label(double(e.dur_ns)).c_str(),
+                time_label(double(te.start_ns)).c_str());
+    if (e.bytes) ImGui::Text("bytes %s", format_bytes(e.bytes).c_str());
+    if (e.flops)
+      ImGui::Text("FLOPs %s (%s)", format_flop(double(e.flops)).c_str(),
+                  e.dur_ns > 0 ? format_flop_rate(double(e.flops) / (double(e.dur_ns) * 1e-9)).c_str() : "-");
+    if (e.module_id >= 0) ImGui::TextColored(to_vec4(colors::kDimText), "module #%d (click to highlight)", e.module_id);
+    ImGui::EndTooltip();
+    if (app && clicked && e.module_id >= 0 && hover.box_count == 1)
+      app->select_module(e.module_id, m.name_of(e));
+  }
+}
+
+}  // namespace hybrid::gui
