@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds everything
+# (CUDA parts compile and link when nvcc exists; warnings are errors), runs every
+# test, then checks the benchmark regression comparer on this machine.
+#
+#   scripts/test.sh [BUILD_DIR]        (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+scripts/setup.sh
+start=$SECONDS
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYBRID_WERROR=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "test.sh: build done in $((SECONDS - start)) s"
+
+# Every test may start real mpirun processes and a display server.
+source scripts/mpi-env.sh
+(cd "$build" && ctest --output-on-failure -j2 --timeout 900)
+echo "test.sh: tests done in $((SECONDS - start)) s"
+
+scripts/bench-ci-check.sh "$build" "$PWD"
+echo "test.sh: all done in $((SECONDS - start)) s"
