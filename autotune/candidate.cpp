@@ -134,11 +134,11 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, 
     if (fixed_global) {
       const int64_t tbs = tbs_axis ? value_of("train_batch_size")->get<int64_t>()
                                    : engine::parse_config(base, W).train_batch_size;
-      if (tbs % (mbs * W) != 0)
-        reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks", tbs, mbs, W);
       gas = tbs / (mbs * W);
-      if (gas < 1 && reason.empty())
+      if (gas < 1)
         reason = fmt::format("train_batch_size {} is smaller than micro-batch {} x {} ranks", tbs, mbs, W);
+      else if (tbs % (mbs * W) != 0)
+        reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks", tbs, mbs, W);
     } else if (const json* g = value_of("gradient_accumulation_steps")) {
       gas = g->get<int64_t>();
     }

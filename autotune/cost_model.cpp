@@ -93,7 +93,7 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
 }
 
 Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows, const std::vector<double>& b,
-                          const Weights& prior, double ridge) {
+                          const Weights& prior, const Weights& penalty) {
   constexpr size_t K = kFeatureCount;
   std::array<bool, K> free{};
   free.fill(true);
@@ -111,8 +111,8 @@ Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& 
         for (size_t q = 0; q < n; ++q) M[p * n + q] += rows[r][idx[p]] * rows[r][idx[q]];
       }
     for (size_t p = 0; p < n; ++p) {
-      M[p * n + p] += ridge;
-      v[p] += ridge * prior[idx[p]];
+      M[p * n + p] += penalty[idx[p]];
+      v[p] += penalty[idx[p]] * prior[idx[p]];
     }
     // Gaussian elimination with partial pivoting (M is symmetric positive definite).
     for (size_t c = 0; c < n; ++c) {
@@ -164,7 +164,15 @@ void CostModel::fit() {
   std::vector<double> ones(xs_.size(), 1.0);
   for (size_t i = 0; i < xs_.size(); ++i)
     for (size_t j = 0; j < kFeatureCount; ++j) rows[i][j] = xs_[i][j] / ys_[i];
-  w_ = ridge_nonnegative(rows, ones, prior_, ridge_);
+  Weights penalty{};
+  for (size_t j = 0; j < kFeatureCount; ++j) {
+    double share = 0;  // mean squared contribution per unit weight
+    for (const auto& r : rows) share += r[j] * r[j];
+    share /= double(std::max<size_t>(1, rows.size()));
+    // A feature absent from every observation keeps its prior weight.
+    penalty[j] = ridge_ * std::max(share, 1e-12);
+  }
+  w_ = ridge_nonnegative(rows, ones, prior_, penalty);
 }
 
 double CostModel::predict_s(const StepFeatures& f) const {

@@ -19,7 +19,10 @@
 // Prior weights are 1 (0.3 for overlapped communication); after each trial the
 // weights are refitted by least squares on relative errors, with a ridge
 // penalty pulling them towards the prior and weights kept non-negative, so one
-// trial already rescales the model and more trials separate the terms.
+// trial already rescales the model and more trials separate the terms. The
+// penalty of each weight is scaled by how much its feature contributes to the
+// measured times (mean squared share per unit weight), so the prior counts as
+// a fixed small fraction of one observation however far off its scale is.
 #pragma once
 
 #include <array>
@@ -50,7 +53,7 @@ Weights prior_weights();
 
 class CostModel {
  public:
-  explicit CostModel(Weights prior = prior_weights(), double ridge = 0.01);
+  explicit CostModel(Weights prior = prior_weights(), double ridge = 1e-2);
 
   void observe(const StepFeatures& f, double step_s);  // refits
   double predict_s(const StepFeatures& f) const;
@@ -67,9 +70,9 @@ class CostModel {
   std::vector<double> ys_;
 };
 
-// Solves (AᵀA + λI) w = Aᵀb + λ·prior over the free (non-negative) weights;
-// exposed for tests. rows: A's rows; b: targets.
+// Solves (AᵀA + Λ) w = Aᵀb + Λ·prior over the free (non-negative) weights, Λ
+// the diagonal of `penalty`; exposed for tests. rows: A's rows; b: targets.
 Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows, const std::vector<double>& b,
-                          const Weights& prior, double ridge);
+                          const Weights& prior, const Weights& penalty);
 
 }  // namespace hybrid::autotune

@@ -24,7 +24,7 @@ void fail(std::string_view prefix, std::string_view key, std::string_view what, 
 namespace {
 
 std::string integer_what(int64_t lo, int64_t hi) {
-  if (hi == std::numeric_limits<int64_t>::max()) {
+  if (hi >= std::numeric_limits<int32_t>::max()) {  // "positive", not "in 1..2147483647"
     if (lo == 1) return "a positive integer";
     if (lo == 0) return "a non-negative integer";
     return fmt::format("an integer >= {}", lo);

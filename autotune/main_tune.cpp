@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--start-step", o.start_step,
                  "first measured step (default: autotuning.start_profile_step, 3)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--statistic", o.statistic,
+                 "median | min of the measured steps' times (min: steadier on a machine shared with other work)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the random strategy")->capture_default_str();
   app.add_option("--name", o.name, "sweep name (default: <config>/<strategy>/<metric>/np<N>)");
   app.add_flag("--no-prune", o.no_prune, "run candidates the memory model predicts over budget (to check the model)");
@@ -89,6 +92,10 @@ int main(int argc, char** argv) {
   probe->add_option("--device", po.device, "auto | cpu | cuda")->capture_default_str();
   probe->add_option("--dtype", po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
   probe->add_option("--gemm-size", po.gemm_size, "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
+  uint64_t max_message = uint64_t(16) << 20;
+  probe->add_option("--max-message", max_message, "largest collective message in bytes (sizes 4 KiB, x4, ...)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   probe->add_option("--timeout", probe_timeout, "seconds")->capture_default_str();
 
   auto* worker = app.add_subcommand("probe-worker", "one rank of `probe` (run under the launcher)");
@@ -99,6 +106,7 @@ int main(int argc, char** argv) {
   worker->add_option("--device", wo.device);
   worker->add_option("--dtype", wo.dtype);
   worker->add_option("--gemm-size", wo.gemm_size);
+  worker->add_option("--message-bytes", wo.message_bytes);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -108,6 +116,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*probe) {
+      for (uint64_t b = 4096; b <= max_message; b *= 4) po.message_bytes.push_back(b);
       const std::string dir = (std::filesystem::path(probe_db).parent_path() / "tune" / "probe").string();
       auto p = launch_probe(self_executable(), probe_nprocs, probe_launcher, po, dir, probe_timeout);
       p.host = host_name();

@@ -1,5 +1,7 @@
 #include "autotune/outcome.h"
 
+#include "autotune/tune_error.h"
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -33,6 +35,14 @@ ResultFile read_result_file(const std::string& path) {
   }
   return r;
 }
+
+StepStatistic parse_statistic(const std::string& name) {
+  if (name == "median") return StepStatistic::median;
+  if (name == "min") return StepStatistic::min;
+  throw TuneError(fmt::format("--statistic must be median or min, got \"{}\"", name));
+}
+
+const char* statistic_name(StepStatistic s) { return s == StepStatistic::min ? "min" : "median"; }
 
 std::string signal_name(int sig) {
   static const std::pair<int, const char*> names[] = {
@@ -92,14 +102,20 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
     for (const auto& v : r["step_ms"])
       if (v.is_number()) steps.push_back(v.get<double>());
     win = window_of(steps, w);
-    if (!win.empty()) src = fmt::format("median of steps {}..{} (result step_ms)", w.start_step, w.start_step + int(win.size()) - 1);
+    if (!win.empty())
+      src = fmt::format("{} of steps {}..{} (result step_ms)", statistic_name(w.statistic), w.start_step,
+                        w.start_step + int(win.size()) - 1);
   }
   if (win.empty()) {
     win = window_of(w.store_step_ms, w);
-    if (!win.empty()) src = fmt::format("median of steps {}..{} (run store)", w.start_step, w.start_step + int(win.size()) - 1);
+    if (!win.empty())
+      src = fmt::format("{} of steps {}..{} (run store)", statistic_name(w.statistic), w.start_step,
+                        w.start_step + int(win.size()) - 1);
   }
   Measurement m;
-  m.step_ms = win.empty() ? all_median_ms : median(win);
+  m.step_ms = win.empty()                              ? all_median_ms
+              : w.statistic == StepStatistic::min ? *std::min_element(win.begin(), win.end())
+                                                  : median(win);
   if (win.empty()) src = "median over all steps (hybrid-train)";
   if (m.step_ms > 0) {
     m.samples_per_s = samples / (m.step_ms / 1e3);
@@ -145,7 +161,7 @@ TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, cons
   }
   if (exit.signal != 0) {
     o.status = TrialStatus::crash;
-    o.reason = fmt::format("launcher killed by {}", signal_name(exit.signal));
+    o.reason = fmt::format("the trial process (launcher or rank) was killed by {}", signal_name(exit.signal));
     return o;
   }
   if (exit.exit_code > 128 && exit.exit_code <= 128 + 64 && status != "failed") {

@@ -40,12 +40,20 @@ struct ResultFile {
 };
 ResultFile read_result_file(const std::string& path);
 
+// How the window's step times become one: the median (default, DeepSpeed-like
+// and robust to a stray slow step) or the minimum (the config's undisturbed
+// speed; steadier when other work shares the machine).
+enum class StepStatistic { median, min };
+StepStatistic parse_statistic(const std::string& name);  // "median" | "min"; TuneError otherwise
+const char* statistic_name(StepStatistic s);
+
 // Which steps the metric covers (1-based, inclusive), and per-step times when
 // the run store has them (steps table of the trial's run), in step order.
 struct MeasureWindow {
   int start_step = 1;
   int end_step = 0;  // 0: all steps
   std::vector<double> store_step_ms;
+  StepStatistic statistic = StepStatistic::median;
 };
 
 struct TrialOutcome {
@@ -58,7 +66,7 @@ struct TrialOutcome {
 
 TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window);
 
-// The measurement over the window: the median step time of steps
+// The measurement over the window: the median (or minimum) step time of steps
 // start..end taken from result["step_ms"] when hybrid-train writes per-step
 // times, else from the run store's steps, else hybrid-train's median over all
 // steps; rates are the per-step work (derived from the result) over that time.

@@ -177,6 +177,7 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const st
   std::filesystem::remove(log);
   std::vector<std::string> cmd = {self, "probe-worker", "--out", out, "--device", opts.device, "--dtype", opts.dtype};
   if (opts.gemm_size > 0) cmd.insert(cmd.end(), {"--gemm-size", std::to_string(opts.gemm_size)});
+  for (uint64_t b : opts.message_bytes) cmd.insert(cmd.end(), {"--message-bytes", std::to_string(b)});
   const std::string tmpl = launcher_template.empty() ? default_launcher_template(nprocs) : launcher_template;
   const auto argv = expand_launcher(tmpl, cmd,
                                     {{"nprocs", std::to_string(nprocs)}, {"key", "probe"}, {"config", ""}, {"dir", work_dir}});

@@ -31,6 +31,11 @@ std::string progress_line(Metric m, const ProgressInfo& p) {
       what += fmt::format(" ({:.1f} ms/step, predicted {:.1f})", *t.latency_ms, *t.predicted_step_ms);
   } else {
     what = fmt::format("{}: {}", profiler::to_string(t.status), fit(t.reason, 70));
+    // The last line the trial printed often says what the reason cannot (a launcher's complaint).
+    std::string tail = t.output_tail;
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+    const size_t nl = tail.rfind('\n');
+    if (!tail.empty()) what += fmt::format(" (last output: {})", fit(nl == std::string::npos ? tail : tail.substr(nl + 1), 80));
   }
   std::string best = "none yet";
   if (p.best && p.best->metric) best = fmt::format("{} [{}]", format_metric(m, *p.best->metric), p.best->key);

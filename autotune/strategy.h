@@ -4,7 +4,7 @@
 //   model   the candidate whose cost-model prediction is best, refitting the
 //           model (autotune/cost_model.h) after every trial; it stops by itself
 //           once no untried candidate is predicted to beat the best measured
-//           metric by more than min_gain.
+//           metric by more than min_gain (after at least min_trials ok trials).
 // Budgets (trials, wall time) and early stopping (K trials without improvement)
 // are the sweep's, common to all strategies.
 #pragma once
@@ -48,7 +48,9 @@ std::unique_ptr<Strategy> make_random_strategy(uint64_t seed, size_t candidate_c
 struct ModelStrategyOptions {
   Metric metric = Metric::throughput;
   double min_gain = 0.0;   // relative predicted improvement needed to go on
-  size_t min_trials = 2;   // ok trials before the model may stop the sweep
+  // Ok trials before the model may stop the sweep: one more than it has weights,
+  // so that it never stops on a fit that merely interpolates a few points.
+  size_t min_trials = kFeatureCount + 1;
 };
 // features[i]: the cost-model features of candidate i.
 std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features, ModelStrategyOptions opts);

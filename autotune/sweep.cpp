@@ -227,9 +227,10 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
                      s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower", s.nprocs,
                      s.launcher);
   out << fmt::format("{} candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
-                     "at most {} trials of {} steps (measured: steps {}..{})\n",
+                     "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
                      plan.runnable.size(), plan.pruned.size(), engine::format_bytes(plan.budget.bytes),
-                     plan.budget.source, plan.dropped.size(), planned, s.steps, s.start_step, s.steps);
+                     plan.budget.source, plan.dropped.size(), planned, s.steps, statistic_name(s.statistic),
+                     s.start_step, s.steps);
   if (!plan.pruned.empty()) out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
   out.flush();
 
@@ -290,6 +291,7 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
     spec.nprocs = s.nprocs;
     spec.steps = s.steps;
     spec.start_profile_step = s.start_step;
+    spec.statistic = s.statistic;
     spec.timeout_s = s.trial_timeout_s;
     spec.db = s.db;
     spec.run_name = fmt::format("{}#{}/{}", s.name, sweep->id, c.key);
@@ -305,6 +307,11 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
       break;
     }
     fill_from_outcome(row, run, s.metric);
+    if (row.run_id && !store.find_run(*row.run_id)) {
+      // Only a run the store holds can be linked (a result may carry a stale id).
+      row.reason += fmt::format(" (result names run {}, which the store does not hold)", *row.run_id);
+      row.run_id.reset();
+    }
     store.upsert_trial(row);
     ++res.ran;
     wall_sum += run.wall_s;

@@ -26,6 +26,7 @@ json SweepPlan::identity() const {
             {"launcher", s.launcher},
             {"steps", s.steps},
             {"start_profile_step", s.start_step},
+            {"statistic", statistic_name(s.statistic)},
             {"prune", s.prune}};
   if (s.strategy == "random") j["seed"] = s.seed;
   return j;
@@ -70,6 +71,7 @@ SweepSettings resolve(const TuneOptions& o, const AutotuningOptions& at) {
     throw TuneError(fmt::format("the first measured step ({}, autotuning.start_profile_step or --start-step) is after "
                                 "the last ({}, autotuning.end_profile_step or --steps)",
                                 s.start_step, s.steps));
+  s.statistic = parse_statistic(o.statistic);
   s.seed = o.seed;
   s.min_gain = o.min_gain;
   s.self_exe = self_executable();

@@ -14,6 +14,7 @@
 #include "autotune/candidate.h"
 #include "autotune/device_info.h"
 #include "autotune/metric.h"
+#include "autotune/outcome.h"
 #include "autotune/space.h"
 #include "engine/config/config.h"
 #include "engine/memory_model.h"
@@ -38,6 +39,7 @@ struct TuneOptions {
   double trial_timeout_s = 600;
   int steps = 0;
   int start_step = 0;
+  std::string statistic = "median";
   uint64_t seed = 0;
   std::string name;
   bool no_prune = false;
@@ -60,6 +62,7 @@ struct SweepSettings {
   int early_stop = 5;
   double trial_timeout_s = 600;
   int steps = 5, start_step = 3;
+  StepStatistic statistic = StepStatistic::median;
   uint64_t seed = 0;
   double min_gain = 0.0;
 };

@@ -67,6 +67,7 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   MeasureWindow window;
   window.start_step = spec.start_profile_step;
   window.end_step = spec.steps;
+  window.statistic = spec.statistic;
   if (store && rf.json && rf.json->contains("run_id") && (*rf.json)["run_id"].is_number_integer()) {
     try {
       auto steps = store->steps((*rf.json)["run_id"].get<int64_t>());

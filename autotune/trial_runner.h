@@ -2,9 +2,10 @@
 // started through the launcher template for `steps` steps (the autotuning
 // block's end_profile_step) with a result file and the run store, the process
 // group killed at the timeout, and the outcome classified from the exit status
-// and the result JSON (autotune/outcome.h). The metric is the median step time
-// of steps start_profile_step..end_profile_step: per-step times come from the
-// run store's steps of the trial's run (run_id in the result), falling back to
+// and the result JSON (autotune/outcome.h). The metric is the median (or, with
+// --statistic min, the minimum) step time of steps
+// start_profile_step..end_profile_step: per-step times come from the run
+// store's steps of the trial's run (run_id in the result), falling back to
 // hybrid-train's median over all steps when the run was not stored.
 //
 // Files in the trial directory: config.json, result.json, output.log.
@@ -26,6 +27,7 @@ struct TrialSpec {
   int nprocs = 1;
   int steps = 5;
   int start_profile_step = 3;
+  StepStatistic statistic = StepStatistic::median;
   double timeout_s = 600;
   std::string db;        // run store the trial records its run in ("" none)
   std::string run_name;  // name of that run

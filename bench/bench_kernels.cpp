@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/slowdown.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 
@@ -82,12 +83,18 @@ void counters(benchmark::State& s, double flops, double bytes) {
 
 double es(DType dt) { return double(hybrid::kernels::dtype_size(dt)); }
 
+// The benchmark loop with the injected-slowdown hook (bench/slowdown.h), matched
+// against "<op>/<dtype>" (e.g. HYBRID_BENCH_SLOWDOWN="^layernorm_forward/fp32=0.30").
+hybrid::bench::SlowedLoop loop(benchmark::State& s, const char* op, DType dt) {
+  return hybrid::bench::slowed(s, std::string(op) + "/" + std::string(hybrid::kernels::dtype_name(dt)));
+}
+
 // ---- linear layers ------------------------------------------------------------
 
 // One linear layer forward of GPT-2: M = B·T rows, K → N. FLOPs 2·M·N·K.
 void matmul_forward(benchmark::State& s, DType dt, int K, int N) {
   Buffer out(dt, size_t(BT) * N), inp(dt, size_t(BT) * K), w(dt, size_t(N) * K), b(dt, N);
-  for (auto _ : s) backend().matmul_forward(dt, out.get(), inp.get(), w.get(), b.get(), BT, K, N);
+  for (auto _ : loop(s, __func__, dt)) backend().matmul_forward(dt, out.get(), inp.get(), w.get(), b.get(), BT, K, N);
   counters(s, 2.0 * BT * N * K, es(dt) * (double(BT) * K + double(N) * K + N + double(BT) * N));
 }
 
@@ -95,7 +102,7 @@ void matmul_forward(benchmark::State& s, DType dt, int K, int N) {
 void matmul_backward(benchmark::State& s, DType dt, int K, int N) {
   Buffer dinp(dt, size_t(BT) * K, 0, 0), dw(dt, size_t(N) * K, 0, 0), db(dt, N, 0, 0);
   Buffer dout(dt, size_t(BT) * N), inp(dt, size_t(BT) * K), w(dt, size_t(N) * K);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().matmul_backward(dt, dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
                               BT, K, N);
   counters(s, 4.0 * BT * N * K + double(BT) * N,
@@ -108,7 +115,7 @@ void matmul_backward(benchmark::State& s, DType dt, int K, int N) {
 void encoder_forward(benchmark::State& s, DType dt) {
   Buffer out(dt, size_t(BT) * C), wte(dt, size_t(Vp) * C), wpe(dt, size_t(T) * C);
   const auto tok = tokens(BT, V);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().encoder_forward(dt, out.get(), tok.data(), wte.get(), wpe.get(), B, T, C);
   counters(s, double(BT) * C, es(dt) * 3.0 * BT * C);
 }
@@ -117,7 +124,7 @@ void encoder_forward(benchmark::State& s, DType dt) {
 void encoder_backward(benchmark::State& s, DType dt) {
   Buffer dout(dt, size_t(BT) * C), dwte(dt, size_t(Vp) * C, 0, 0), dwpe(dt, size_t(T) * C, 0, 0);
   const auto tok = tokens(BT, V);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), B, T, C);
   counters(s, 2.0 * BT * C, es(dt) * 5.0 * BT * C);
 }
@@ -126,7 +133,7 @@ void encoder_backward(benchmark::State& s, DType dt) {
 void layernorm_forward(benchmark::State& s, DType dt) {
   Buffer out(dt, size_t(BT) * C), inp(dt, size_t(BT) * C), w(dt, C), b(dt, C);
   std::vector<float> mean(BT), rstd(BT);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().layernorm_forward(dt, out.get(), mean.data(), rstd.data(), inp.get(), w.get(),
                                 b.get(), BT, C);
   counters(s, 8.0 * BT * C, es(dt) * 2.0 * BT * C + 8.0 * BT);
@@ -137,7 +144,7 @@ void layernorm_backward(benchmark::State& s, DType dt) {
   Buffer dinp(dt, size_t(BT) * C, 0, 0), dw(dt, C, 0, 0), db(dt, C, 0, 0);
   Buffer dout(dt, size_t(BT) * C), inp(dt, size_t(BT) * C), w(dt, C);
   std::vector<float> mean(BT, 0.0f), rstd(BT, 1.0f);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().layernorm_backward(dt, dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
                                  mean.data(), rstd.data(), BT, C);
   counters(s, 13.0 * BT * C, es(dt) * 4.0 * BT * C + 8.0 * BT);
@@ -148,14 +155,14 @@ void layernorm_backward(benchmark::State& s, DType dt) {
 void gelu_forward(benchmark::State& s, DType dt) {
   const size_t n = size_t(BT) * 4 * C;
   Buffer out(dt, n), inp(dt, n, -4, 4);
-  for (auto _ : s) backend().gelu_forward(dt, out.get(), inp.get(), n);
+  for (auto _ : loop(s, __func__, dt)) backend().gelu_forward(dt, out.get(), inp.get(), n);
   counters(s, 20.0 * n, es(dt) * 2.0 * n);
 }
 
 void gelu_backward(benchmark::State& s, DType dt) {
   const size_t n = size_t(BT) * 4 * C;
   Buffer dinp(dt, n, 0, 0), inp(dt, n, -4, 4), dout(dt, n);
-  for (auto _ : s) backend().gelu_backward(dt, dinp.get(), inp.get(), dout.get(), n);
+  for (auto _ : loop(s, __func__, dt)) backend().gelu_backward(dt, dinp.get(), inp.get(), dout.get(), n);
   counters(s, 30.0 * n, es(dt) * 4.0 * n);
 }
 
@@ -164,7 +171,7 @@ void attention_forward(benchmark::State& s, DType dt) {
   Buffer out(dt, size_t(BT) * C), qkv(dt, size_t(BT) * 3 * C);
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
-  for (auto _ : s) backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+  for (auto _ : loop(s, __func__, dt)) backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
   counters(s, 4.0 * B * T * double(T) * C, es(dt) * 4.0 * BT * C + double(saved_bytes));
 }
 
@@ -175,7 +182,7 @@ void attention_backward(benchmark::State& s, DType dt) {
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
   backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), B,
                                  T, C, NH);
   counters(s, 8.0 * B * T * double(T) * C, es(dt) * 10.0 * BT * C + double(saved_bytes));
@@ -185,7 +192,7 @@ void attention_backward(benchmark::State& s, DType dt) {
 void residual_forward(benchmark::State& s, DType dt) {
   const size_t n = size_t(BT) * C;
   Buffer out(dt, n), a(dt, n), b(dt, n);
-  for (auto _ : s) backend().residual_forward(dt, out.get(), a.get(), b.get(), n);
+  for (auto _ : loop(s, __func__, dt)) backend().residual_forward(dt, out.get(), a.get(), b.get(), n);
   counters(s, double(n), es(dt) * 3.0 * n);
 }
 
@@ -194,7 +201,7 @@ void cross_entropy_forward(benchmark::State& s, DType dt) {
   Buffer logits(dt, size_t(BT) * Vp, -4, 4);
   std::vector<float> losses(BT), lse(BT);
   const auto tgt = tokens(BT, V);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().cross_entropy_forward(dt, losses.data(), lse.data(), logits.get(), tgt.data(), BT, V,
                                     Vp);
   counters(s, 14.0 * BT * V, es(dt) * double(BT) * Vp);
@@ -207,7 +214,7 @@ void cross_entropy_backward(benchmark::State& s, DType dt) {
   const auto tgt = tokens(BT, V);
   backend().cross_entropy_forward(dt, losses.data(), lse.data(), logits.get(), tgt.data(), BT, V,
                                   Vp);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().cross_entropy_backward(dt, logits.get(), logits.get(), lse.data(), tgt.data(),
                                      1.0f / BT, BT, V, Vp);
   counters(s, 14.0 * BT * V, es(dt) * 2.0 * BT * Vp);
@@ -219,27 +226,27 @@ constexpr size_t kFlat = size_t(16) << 20;
 // fp32 master → dt working copy (0 FLOPs counted as 1 per element for the rate).
 void convert(benchmark::State& s, DType dt) {
   Buffer src(DType::f32, kFlat), dst(dt, kFlat);
-  for (auto _ : s) backend().convert(dt, dst.get(), DType::f32, src.get(), kFlat);
+  for (auto _ : loop(s, __func__, dt)) backend().convert(dt, dst.get(), DType::f32, src.get(), kFlat);
   counters(s, double(kFlat), (4.0 + es(dt)) * kFlat);
 }
 
 // dst += alpha·src (gradient accumulation into fp32): 2 FLOPs per element.
 void add(benchmark::State& s, DType dt) {
   Buffer dst(DType::f32, kFlat), src(dt, kFlat);
-  for (auto _ : s) backend().add(DType::f32, dst.get(), dt, src.get(), kFlat, 1e-3f);
+  for (auto _ : loop(s, __func__, dt)) backend().add(DType::f32, dst.get(), dt, src.get(), kFlat, 1e-3f);
   counters(s, 2.0 * kFlat, (8.0 + es(dt)) * kFlat);
 }
 
 void scale(benchmark::State& s, DType dt) {
   Buffer x(dt, kFlat);
-  for (auto _ : s) backend().scale(dt, x.get(), kFlat, 1.0f);
+  for (auto _ : loop(s, __func__, dt)) backend().scale(dt, x.get(), kFlat, 1.0f);
   counters(s, double(kFlat), 2.0 * es(dt) * kFlat);
 }
 
 // Σx² and the inf/NaN test: 2 FLOPs per element, one read.
 void grad_stats(benchmark::State& s, DType dt) {
   Buffer x(dt, kFlat);
-  for (auto _ : s) benchmark::DoNotOptimize(backend().grad_stats(dt, x.get(), kFlat));
+  for (auto _ : loop(s, __func__, dt)) benchmark::DoNotOptimize(backend().grad_stats(dt, x.get(), kFlat));
   counters(s, 2.0 * kFlat, es(dt) * kFlat);
 }
 
@@ -250,7 +257,7 @@ void adamw(benchmark::State& s, DType dt) {
   Buffer grad(dt, kFlat), out(dt, kFlat);
   hybrid::kernels::AdamWParams p;
   p.weight_decay = 0.1f;
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().adamw(p, master.as<float>(), m.as<float>(), v.as<float>(), dt, grad.get(), 1.0f, dt,
                     out.get(), kFlat);
   counters(s, 16.0 * kFlat, (24.0 + 2.0 * es(dt)) * kFlat);
@@ -300,7 +307,7 @@ constexpr double kGemmFlops = 2.0 * GM * GN * GK;
 
 void gemm_onednn(benchmark::State& s, DType dt) {
   Buffer a(dt, size_t(GM) * GK), b(dt, size_t(GK) * GN), c(dt, size_t(GM) * GN, 0, 0);
-  for (auto _ : s)
+  for (auto _ : loop(s, __func__, dt))
     backend().gemm(dt, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN, 0.0f, c.get(), GN);
   counters(s, kGemmFlops, es(dt) * (double(GM) * GK + double(GK) * GN + double(GM) * GN));
   s.SetLabel(hybrid::kernels::cpu::gemm_impl_name(dt, false, false, GM, GN, GK));

@@ -10,6 +10,8 @@
 #include <omp.h>
 
 #include "engine/comm/factory.h"
+#include "engine/comm/nccl_communicator.h"
+#include "engine/util/units.h"
 #include "kernels/registry.h"
 
 namespace hybrid {
@@ -66,6 +68,23 @@ class TracerWaits final : public CommWaitRecorder {
   profiler::CommTracer& t_;
 };
 
+// NCCL for the device buffers of a CUDA backend, its ncclUniqueId broadcast over
+// the host communicator (whose own thread does the MPI call, as
+// MPI_THREAD_SERIALIZED requires). Also for one rank: the single-process
+// communicator copies with memmove, which cannot touch device memory.
+std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend, comm::Communicator& host,
+                                                  std::function<int64_t()> clock) {
+  comm::NcclOptions o;
+  o.device = backend.device_index();
+  o.compute_stream = backend.compute_stream_handle();
+  o.comm_stream = backend.comm_stream_handle();
+  o.clock = std::move(clock);
+  o.rank = host.rank();
+  o.world_size = host.world_size();
+  o.bootstrap_broadcast = [&host](void* data, size_t bytes) { host.broadcast(data, bytes, 0); };
+  return comm::make_nccl_communicator(std::move(o));
+}
+
 profiler::CommTracerOptions comm_tracer_options(const Config& cfg) {
   profiler::CommTracerOptions o;
   o.verbose = cfg.comms_logger.enabled && cfg.comms_logger.verbose;
@@ -80,6 +99,22 @@ std::unique_ptr<GPT2> make_gpt2(const Config& cfg) {
   return std::make_unique<GPT2>(cfg.model, cfg.padded_vocab());
 }
 
+// Forwards tracer scopes to the CUPTI collector of the moment (only profiled
+// steps have one), so the tracer's listener list never changes.
+class Engine::CollectorSlot final : public profiler::RangeListener {
+ public:
+  void set(profiler::RangeListener* target) { target_ = target; }
+  void on_begin(std::string_view name, profiler::Category category, int32_t module_id) override {
+    if (target_) target_->on_begin(name, category, module_id);
+  }
+  void on_end(profiler::Category category, int32_t module_id) override {
+    if (target_) target_->on_end(category, module_id);
+  }
+
+ private:
+  profiler::RangeListener* target_ = nullptr;
+};
+
 Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opts)
     : cfg_(cfg), quiet_(opts.quiet) {
   omp_set_num_threads(threads_per_rank(cfg));
@@ -90,33 +125,36 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
     backend_ = std::move(choice.backend);
     backend_note_ = choice.note;
   }
-  auto clock = [this] { return tracer_.now_ns(); };
-  comm_ = opts.communicator ? std::move(opts.communicator) : comm::make_communicator(clock);
-  tracer_.set_rank(comm_->rank());
-  comm_tracer_ = std::make_unique<profiler::CommTracer>(comm_tracer_options(cfg), &tracer_);
-  comm_->set_observer(comm_tracer_->observer());
-  waits_ = std::make_unique<TracerWaits>(*comm_tracer_);
+  if (backend_->kind() == kernels::BackendKind::cpu) {
+    host_backend_ = backend_.get();
+  } else {
+    host_backend_owned_ = kernels::make_cpu_backend();
+    host_backend_ = host_backend_owned_.get();
+  }
+  setup_communicators(opts);
   optimizer_name_ = tracer_.intern("optimizer");
   if (!backend_->supports(cfg.param_dtype()))
     throw ConfigError(fmt::format("config: dtype {} is not supported by the {} backend",
                                   kernels::dtype_name(cfg.param_dtype()), backend_->name()));
   if (!backend_note_.empty()) log(backend_note_);
-  if (cfg.zero.offload_optimizer.device != "none" || cfg.zero.offload_param.device != "none") {
-    if (backend_->kind() == kernels::BackendKind::cpu)
-      log("zero_optimization.offload_optimizer/offload_param: accepted, no effect on the CPU "
-          "backend (everything already lives in host memory)");
-  }
+  setup_gpu_profiling();
 
   alloc_ = std::make_unique<TrackingAllocator>(*backend_, cfg.memory_budget);
-  if (comm_->world_size() > 1) scalar_ = Buffer(*alloc_, sizeof(int64_t), MemCategory::comm);
+  // Host memory: page-locked from the device backend when pin_memory asks for it.
+  const bool pin = cfg.zero.offload_optimizer.pin_memory;
+  host_alloc_ = std::make_unique<TrackingAllocator>(*host_backend_, pin ? *backend_ : *host_backend_, 0);
+  const bool offload = cfg.zero.offload_optimizer.device != "none";
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
   optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
-  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *comm_, *alloc_,
+  auto clock = [this] { return tracer_.now_ns(); };
+  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *device_comm_, *host_comm_, *alloc_,
+                                        offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock);
+  describe_offload();
   const auto dt = cfg.param_dtype();
   model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
@@ -133,7 +171,83 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
 Engine::~Engine() = default;
 
 void Engine::log(const std::string& line) const {
-  if (!quiet_ && comm_->rank() == 0) std::printf("%s\n", line.c_str());
+  if (!quiet_ && host_comm_->rank() == 0) std::printf("%s\n", line.c_str());
+}
+
+void Engine::setup_communicators(EngineOptions& opts) {
+  auto clock = [this] { return tracer_.now_ns(); };
+  comm_tracer_ = std::make_unique<profiler::CommTracer>(comm_tracer_options(cfg_), &tracer_);
+  waits_ = std::make_unique<TracerWaits>(*comm_tracer_);
+  host_comm_ = opts.communicator ? std::move(opts.communicator) : comm::make_communicator(clock);
+  tracer_.set_rank(host_comm_->rank());
+  if (opts.device_communicator) {
+    device_comm_owned_ = std::move(opts.device_communicator);
+  } else if (backend_->kind() == kernels::BackendKind::cuda) {
+    device_comm_owned_ = make_nccl_for(*backend_, *host_comm_, clock);
+  }
+  device_comm_ = device_comm_owned_ ? device_comm_owned_.get() : host_comm_.get();
+  if (device_comm_->world_size() != host_comm_->world_size() || device_comm_->rank() != host_comm_->rank())
+    throw std::invalid_argument(fmt::format(
+        "engine: the device communicator ({}, rank {} of {}) and the host communicator ({}, rank {} of {}) "
+        "disagree",
+        device_comm_->name(), device_comm_->rank(), device_comm_->world_size(), host_comm_->name(),
+        host_comm_->rank(), host_comm_->world_size()));
+  host_comm_->set_observer(comm_tracer_->observer());
+  if (device_comm_ != host_comm_.get()) device_comm_->set_observer(comm_tracer_->observer());
+  if (device_comm_ != host_comm_.get())
+    log(fmt::format("communication: {} for gradients and parameters, {} for host values ({} rank(s))",
+                    device_comm_->name(), host_comm_->name(), host_comm_->world_size()));
+}
+
+void Engine::setup_gpu_profiling() {
+  if (backend_->kind() != kernels::BackendKind::cuda) return;  // CPU: no listeners at all
+  nvtx_ = profiler::make_nvtx_listener();
+  if (nvtx_) tracer_.add_listener(nvtx_.get());
+  cupti_slot_ = std::make_unique<CollectorSlot>();
+  tracer_.add_listener(cupti_slot_.get());
+}
+
+void Engine::update_gpu_collection() {
+  if (!cupti_slot_) return;
+  if (tracer_.enabled() && !cupti_) {
+    cupti_ = profiler::make_cupti_collector(tracer_);
+    cupti_slot_->set(cupti_.get());
+    if (!cupti_status_logged_) log(cupti_->status());
+    cupti_status_logged_ = true;
+  } else if (!tracer_.enabled() && cupti_) {
+    flush_gpu_activity();  // the profiled window is over
+  }
+}
+
+size_t Engine::flush_gpu_activity() {
+  if (!cupti_) return 0;
+  backend_->synchronize();  // every kernel of the profiled steps has finished
+  const size_t n = cupti_->flush(true);
+  cupti_slot_->set(nullptr);
+  cupti_.reset();  // disables CUPTI until the next profiled step
+  return n;
+}
+
+void Engine::describe_offload() {
+  const auto& z = cfg_.zero;
+  if (z.offload_param.device != "none")
+    log(fmt::format("zero_optimization.offload_param.device \"{}\": accepted but not implemented; parameters "
+                    "stay in {} memory",
+                    z.offload_param.device, backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
+  if (!zero_->optimizer_offloaded()) return;
+  if (z.offload_optimizer.device == "nvme")
+    log("zero_optimization.offload_optimizer.device \"nvme\": not implemented; offloading to host memory "
+        "(\"cpu\") instead");
+  const auto host = host_alloc_->stats();
+  const uint64_t kept = host.current[size_t(MemCategory::master)] + host.current[size_t(MemCategory::optimizer)];
+  std::string line = fmt::format(
+      "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's partition ({}) live "
+      "in {} host memory; {} runs on the CPU, gradients go down and parameters up each step",
+      optimizer_->name(), format_bytes(kept), host_alloc_->pinned() ? "page-locked" : "pageable",
+      optimizer_->name());
+  if (backend_->kind() == kernels::BackendKind::cpu)
+    line += " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts them)";
+  log(line);
 }
 
 void Engine::set_parameters(const std::vector<float>& flat) {
@@ -150,31 +264,34 @@ void Engine::set_parameters(const std::vector<float>& flat) {
 }
 
 double Engine::mean_over_ranks(double v) {
-  if (comm_->world_size() == 1) return v;
+  if (host_comm_->world_size() == 1) return v;
   float f = float(v);
-  backend_->copy_from_host(scalar_.data(), &f, sizeof f);
-  comm_->all_reduce(scalar_.data(), 1, DType::f32, comm::ReduceOp::sum);
-  backend_->copy_to_host(&f, scalar_.data(), sizeof f);
-  return double(f) / comm_->world_size();
+  host_comm_->all_reduce(&f, 1, DType::f32, comm::ReduceOp::sum);
+  return double(f) / host_comm_->world_size();
 }
 
 int64_t Engine::broadcast_from_rank0(int64_t v) {
-  if (comm_->world_size() == 1) return v;
-  backend_->copy_from_host(scalar_.data(), &v, sizeof v);
-  comm_->broadcast(scalar_.data(), sizeof v, 0);
-  backend_->copy_to_host(&v, scalar_.data(), sizeof v);
+  if (host_comm_->world_size() == 1) return v;
+  host_comm_->broadcast(&v, sizeof v, 0);
   return v;
 }
 
 std::vector<float> Engine::all_gather_floats(const std::vector<float>& mine) {
-  const size_t n = mine.size(), W = size_t(comm_->world_size());
+  const size_t n = mine.size(), W = size_t(host_comm_->world_size());
   std::vector<float> all(n * W);
-  Buffer dev(*alloc_, n * W * sizeof(float), MemCategory::other, false);
-  float* slot = dev.as<float>() + n * size_t(comm_->rank());
-  backend_->copy_from_host(slot, mine.data(), n * sizeof(float));
-  comm_->all_gather(slot, dev.data(), std::vector<size_t>(W, n), DType::f32);
-  backend_->copy_to_host(all.data(), dev.data(), n * W * sizeof(float));
+  float* slot = all.data() + n * size_t(host_comm_->rank());
+  std::copy(mine.begin(), mine.end(), slot);
+  host_comm_->all_gather(slot, all.data(), std::vector<size_t>(W, n), DType::f32);
   return all;
+}
+
+comm::Communicator::Counters Engine::comm_counters() const {
+  auto c = host_comm_->counters();
+  if (device_comm_ != host_comm_.get()) {
+    const auto d = device_comm_->counters();
+    for (int k = 0; k < 5; ++k) c.calls[k] += d.calls[k], c.bytes[k] += d.bytes[k];
+  }
+  return c;
 }
 
 float Engine::current_lr() const { return schedule_->lr_for_update(applied_steps_); }
@@ -184,6 +301,7 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
     // Steps are numbered from 1 everywhere (logs, store, traces): the step being run.
     tracer_.set_step(int32_t(global_step_ + 1));
     comm_tracer_->begin_step(int32_t(global_step_ + 1));
+    update_gpu_collection();
   }
   const int B = ctx_->B(), T = ctx_->T();
   const size_t n = size_t(B) * T;
@@ -228,7 +346,7 @@ bool Engine::step() {
     last_.lr = current_lr();
     return true;
   }
-  const double ranks = double(comm_->world_size());
+  const double ranks = double(host_comm_->world_size());
   const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
   double combined = ranks * scale;  // divides out the loss scale and the rank sum
   if (cfg_.gradient_clipping > 0.0f) {

@@ -23,6 +23,7 @@
 #include "engine/precision/loss_scaler.h"
 #include "engine/zero/zero_runtime.h"
 #include "profiler/comm_tracer.h"
+#include "profiler/gpu_hooks.h"
 #include "profiler/tracer.h"
 
 namespace hybrid {
@@ -40,7 +41,13 @@ struct StepStats {
 struct EngineOptions {
   // Defaults: the config's device; MPI when launched with several ranks.
   std::unique_ptr<kernels::Backend> backend;
+  // The host communicator: small collectives on host values (loss average,
+  // run id, norm/overflow agreement, checkpoint flags, barriers).
   std::unique_ptr<engine::comm::Communicator> communicator;
+  // The device communicator for gradients and parameters. Default: NCCL
+  // (bootstrapped over the host one) when the backend is CUDA, otherwise the
+  // host communicator itself.
+  std::unique_ptr<engine::comm::Communicator> device_communicator;
   std::unique_ptr<engine::Optimizer> optimizer;  // a client optimizer, as DeepSpeed accepts
   bool quiet = false;                            // no informational lines on stdout
 };
@@ -69,8 +76,8 @@ class Engine {
 
   // ---- state ------------------------------------------------------------------
   const Config& config() const { return cfg_; }
-  int rank() const { return comm_->rank(); }
-  int world_size() const { return comm_->world_size(); }
+  int rank() const { return host_comm_->rank(); }
+  int world_size() const { return host_comm_->world_size(); }
   int64_t global_step() const { return global_step_; }
   int micro_step() const { return micro_step_; }
   int64_t skipped_steps() const { return skipped_steps_; }
@@ -82,13 +89,26 @@ class Engine {
   engine::GPT2& model() { return *model_; }
   const engine::ModuleTree& module_tree() const { return *tree_; }
   kernels::Backend& backend() { return *backend_; }
-  engine::comm::Communicator& communicator() { return *comm_; }
+  // Where ZeRO's buffers go (NCCL on GPUs); the same object as
+  // host_communicator() unless the backend is CUDA.
+  engine::comm::Communicator& communicator() { return *device_comm_; }
+  engine::comm::Communicator& host_communicator() { return *host_comm_; }
+  // Calls and bytes of both communicators (counted once when they are one).
+  engine::comm::Communicator::Counters comm_counters() const;
+  // Device (backend) memory, with the config's budget.
   engine::TrackingAllocator& allocator() { return *alloc_; }
+  // Host memory of the offloaded optimizer (empty without offload).
+  engine::TrackingAllocator& host_allocator() { return *host_alloc_; }
   engine::ZeroRuntime& zero() { return *zero_; }
   profiler::Tracer& tracer() { return tracer_; }
   // Every collective and every compute-thread wait, per step (exposed vs total).
   profiler::CommTracer& comm_tracer() { return *comm_tracer_; }
   const std::string& backend_note() const { return backend_note_; }
+  // CUDA backend: delivers the CUPTI records of the profiled steps to the tracer
+  // (kernel and memcpy events on GPU-stream lanes, attributed to modules) and
+  // stops collecting until the next profiled step. Call before draining the
+  // tracer. Returns the events added; 0 without a GPU.
+  size_t flush_gpu_activity();
 
   // Every parameter in fp32 (collective: all ranks must call).
   std::vector<float> gather_parameters() { return zero_->full_master(); }
@@ -97,23 +117,39 @@ class Engine {
   void set_parameters(const std::vector<float>& flat);
   int64_t param_count() const { return tree_->param_count(); }
 
-  // Small collectives on host values (through device scratch when needed):
+  // Small collectives on host values, over the host communicator:
   double mean_over_ranks(double v);                 // identity on one rank
   int64_t broadcast_from_rank0(int64_t v);
   std::vector<float> all_gather_floats(const std::vector<float>& mine);  // equal sizes, rank order
-  void barrier() { comm_->barrier(); }
+  void barrier() { host_comm_->barrier(); }
 
  private:
+  class CollectorSlot;
   void log(const std::string& line) const;
+  void setup_communicators(EngineOptions& opts);
+  void setup_gpu_profiling();
+  void update_gpu_collection();  // at each step's first micro-step
+  void describe_offload();
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
+  std::unique_ptr<kernels::Backend> host_backend_owned_;  // the CPU backend, when backend_ is not one
+  kernels::Backend* host_backend_ = nullptr;              // runs the offloaded optimizer
   std::string backend_note_;
-  std::unique_ptr<engine::comm::Communicator> comm_;
   profiler::Tracer tracer_;
+  // Declared before the communicators, so that it outlives them: NCCL delivers
+  // its last records while it is destroyed, also when a constructor throws.
   std::unique_ptr<profiler::CommTracer> comm_tracer_;
   std::unique_ptr<engine::CommWaitRecorder> waits_;  // books waits into comm_tracer_
+  std::unique_ptr<engine::comm::Communicator> host_comm_;
+  std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
+  engine::comm::Communicator* device_comm_ = nullptr;
+  std::unique_ptr<profiler::RangeListener> nvtx_;    // CUDA: NVTX range per scope
+  std::unique_ptr<CollectorSlot> cupti_slot_;        // CUDA: forwards scopes to the live collector
+  std::unique_ptr<profiler::GpuCollector> cupti_;    // CUDA, during profiled steps
+  bool cupti_status_logged_ = false;
   std::unique_ptr<engine::TrackingAllocator> alloc_;
+  std::unique_ptr<engine::TrackingAllocator> host_alloc_;
   std::unique_ptr<engine::GPT2> model_;
   std::unique_ptr<engine::ModuleTree> tree_;
   std::unique_ptr<engine::ExecutionContext> ctx_;
@@ -130,7 +166,6 @@ class Engine {
   int64_t skipped_steps_ = 0;
   StepStats last_;
   std::vector<float> host_losses_;
-  engine::Buffer scalar_;  // 8 bytes of device scratch for the small collectives
 };
 
 // Builds the model the config describes (GPT-2).

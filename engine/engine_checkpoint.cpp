@@ -63,7 +63,7 @@ void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
     mine.master = zero_->master_to_host();
     mine.state = zero_->state_to_host();
   }
-  write_checkpoint(dir, tag, *comm_, meta, writes ? &mine : nullptr);
+  write_checkpoint(dir, tag, *host_comm_, meta, writes ? &mine : nullptr);
   log(fmt::format("saved checkpoint {}/{} (step {})", dir, tag, global_step_));
 }
 
@@ -97,7 +97,7 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
     failed = 1.0f;
     error = e.what();
   }
-  comm_->all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);
+  host_comm_->all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);  // a host value
   if (failed > 0.0f)
     throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank could not read its partition", where)
                                         : error);

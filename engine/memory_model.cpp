@@ -8,6 +8,7 @@
 #include "engine/model/gpt2.h"
 #include "engine/util/units.h"
 #include "engine/zero/bucket_plan.h"
+#include "engine/zero/optimizer_offload.h"
 #include "engine/zero/partition.h"
 
 namespace hybrid::engine {
@@ -21,19 +22,39 @@ uint64_t MemoryPrediction::total() const {
   return t;
 }
 
+uint64_t MemoryPrediction::host_total() const {
+  uint64_t t = 0;
+  for (auto b : host) t += b;
+  return t;
+}
+
 nlohmann::json MemoryPrediction::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (int c = 0; c < kMemCategoryCount; ++c) j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
   j["total"] = total();
+  if (host_total()) {
+    nlohmann::json h = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c) h[std::string(mem_category_name(MemCategory(c)))] = host[size_t(c)];
+    h["total"] = host_total();
+    j["host"] = h;
+  }
   return j;
 }
 
-std::string MemoryPrediction::to_string() const {
+namespace {
+std::string categories(const std::array<uint64_t, kMemCategoryCount>& bytes, uint64_t total) {
   std::string s;
   for (int c = 0; c < kMemCategoryCount; ++c)
     if (bytes[size_t(c)])
       s += fmt::format("{}{} {}", s.empty() ? "" : ", ", mem_category_name(MemCategory(c)), format_bytes(bytes[size_t(c)]));
-  return s + fmt::format(" (total {})", format_bytes(total()));
+  return s + fmt::format(" (total {})", format_bytes(total));
+}
+}  // namespace
+
+std::string MemoryPrediction::to_string() const {
+  std::string s = categories(bytes, total());
+  if (host_total()) s += "; host " + categories(host, host_total());
+  return s;
 }
 
 namespace {
@@ -120,13 +141,21 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
       if (tree.own_range(*mod).size() < z.stage3_param_persistence_threshold) persistent += tree.own_range(*mod).size();
     b[at(MemCategory::params)] = uint64_t(S + persistent + stage3_peak_live(tree, cfg)) * d;
   }
-  // Master weights and optimizer state over the optimizer's range.
-  if (dt != DType::f32) b[at(MemCategory::master)] = uint64_t(n_opt) * 4;
-  b[at(MemCategory::optimizer)] = uint64_t(n_opt) * kAdamStateFloats * 4;
+  // Master weights and optimizer state over the optimizer's range: on the
+  // device, or (offloaded) in host memory with the transfer staging.
+  if (z.offload_optimizer.device != "none") {
+    const auto h = OptimizerOffload::host_bytes(n_opt, kAdamStateFloats, cfg.grad_accum_dtype, dt);
+    m.host[at(MemCategory::master)] = h.master;
+    m.host[at(MemCategory::optimizer)] = h.optimizer;
+    m.host[at(MemCategory::comm)] = h.staging;
+  } else {
+    if (dt != DType::f32) b[at(MemCategory::master)] = uint64_t(n_opt) * 4;
+    b[at(MemCategory::optimizer)] = uint64_t(n_opt) * kAdamStateFloats * 4;
+  }
 
-  // Gradients and communication buffers (engine/zero/grad_reducer.cpp).
-  uint64_t comm = 2 * sizeof(float);                 // norm/overflow scalars
-  if (world_size > 1) comm += sizeof(int64_t);       // the engine's small collectives
+  // Gradients and communication buffers (engine/zero/grad_reducer.cpp). The
+  // small collectives (loss average, norm/overflow) use host values: no buffers.
+  uint64_t comm = 0;
   if (z.stage < 2) {
     b[at(MemCategory::grads)] = uint64_t(P) * d + (separate_accum ? uint64_t(P) * a : 0) +
                                 (z.stage == 1 ? uint64_t(S) * a : 0);

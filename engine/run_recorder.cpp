@@ -203,6 +203,7 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
 
 void RunRecorder::finish(const TrainSummary& summary) {
   Engine& e = *engine_;
+  e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU events
   events_ = e.tracer().drain();
   const auto stats = layer_stats(events_);
   if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);

@@ -55,6 +55,16 @@ nlohmann::json TrainSummary::to_json() const {
     for (int c = 0; c < kMemCategoryCount; ++c) pm[std::string(mem_category_name(MemCategory(c)))] = predicted_memory[size_t(c)];
     j["predicted_memory_bytes"] = pm;
   }
+  if (host_memory.total_peak > 0) {  // the offloaded optimizer's host memory
+    nlohmann::json hp = nlohmann::json::object(), hm = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      hp[std::string(mem_category_name(MemCategory(c)))] = host_memory.peak[size_t(c)];
+      hm[std::string(mem_category_name(MemCategory(c)))] = predicted_host_memory[size_t(c)];
+    }
+    j["peak_host_memory_bytes"] = hp;
+    j["peak_host_memory_total_bytes"] = host_memory.total_peak;
+    j["predicted_host_memory_bytes"] = hm;
+  }
   nlohmann::json comm = nlohmann::json::object();
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] = comm_bytes_per_step[size_t(k)];
@@ -84,7 +94,9 @@ double median(std::vector<double> v) {
 
 // The training loop proper; failures propagate to run_training.
 void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRecorder& recorder) {
-  auto engine = initialize(cfg, make_gpt2(cfg), EngineOptions{.quiet = opts.quiet});
+  EngineOptions engine_opts;
+  engine_opts.quiet = opts.quiet;
+  auto engine = initialize(cfg, make_gpt2(cfg), std::move(engine_opts));
   out.world_size = engine->world_size();
   out.rank = engine->rank();
   const bool rank0 = engine->rank() == 0;
@@ -123,7 +135,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   const int64_t steps = opts.steps > 0 ? opts.steps : 20;
   const int64_t first = engine->global_step();
   recorder.attach(*engine, steps);
-  const auto comm_before = engine->communicator().counters();
+  const auto comm_before = engine->comm_counters();
   auto& tracer = engine->tracer();
   const uint32_t step_name = tracer.intern("step"), data_name = tracer.intern("data");
   std::vector<double> step_ms;
@@ -166,7 +178,8 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
     }
   }
   out.memory = engine->allocator().stats();  // training's peaks, before any export
-  const auto comm_after = engine->communicator().counters();
+  out.host_memory = engine->host_allocator().stats();
+  const auto comm_after = engine->comm_counters();
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     out.comm_bytes_per_step[size_t(k)] = double(comm_after.bytes[k] - comm_before.bytes[k]) / double(steps);
   if (!opts.save_dir.empty() && (opts.save_every <= 0 || engine->global_step() % opts.save_every != 0))
@@ -194,6 +207,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   const auto predicted = predict_memory(cfg, engine->world_size(), engine->backend());
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;
+  out.predicted_host_memory = predicted.host;
 
 
   say(fmt::format("done: {} steps, median {:.1f} ms/step, {:.0f} tokens/s, {}, final loss {:.4f}, "
@@ -204,6 +218,13 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
     if (out.memory.peak[size_t(c)])
       mem += fmt::format(" {} {}", mem_category_name(MemCategory(c)), format_bytes(out.memory.peak[size_t(c)]));
   say(mem + fmt::format(" | total {}", format_bytes(out.memory.total_peak)));
+  if (out.host_memory.total_peak > 0) {
+    std::string host = "peak host memory per rank (offloaded optimizer):";
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      if (out.host_memory.peak[size_t(c)])
+        host += fmt::format(" {} {}", mem_category_name(MemCategory(c)), format_bytes(out.host_memory.peak[size_t(c)]));
+    say(host + fmt::format(" | total {}", format_bytes(out.host_memory.total_peak)));
+  }
   recorder.finish(out);
   out.run_id = recorder.run_id();
   if (out.run_id && !opts.db.empty()) say(fmt::format("recorded as run {} in {}", out.run_id, opts.db));

@@ -49,6 +49,9 @@ struct TrainSummary {
   engine::MemoryStats memory;
   std::optional<uint64_t> predicted_peak_bytes;
   std::array<uint64_t, engine::kMemCategoryCount> predicted_memory{};  // by category
+  // Host memory of an offloaded optimizer (zero without offload), measured and predicted.
+  engine::MemoryStats host_memory;
+  std::array<uint64_t, engine::kMemCategoryCount> predicted_host_memory{};
   // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
   // all_gather, broadcast, barrier), from the communicator's counters.
   std::array<double, 5> comm_bytes_per_step{};

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   if (test_mode) {
     host_opts.vsync = false;
     host_opts.save_settings = false;
+    host_opts.ignore_mouse = true;
     opts.poll_interval_s = 1e9;  // a screenshot shows the database as opened
   }
   if (!GlHost::display_available()) {

@@ -18,7 +18,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/dtype.h"
@@ -45,6 +47,20 @@ struct GradStats {
   bool non_finite = false;
 };
 
+// A backend could not provide memory (device memory exhausted, pinned host
+// memory refused). The engine's tracking allocator turns it into
+// engine::OutOfMemoryError naming the category, so a real device OOM is handled
+// like an exceeded budget (status "oom", exit 3, OOM pruning).
+class BackendOutOfMemory : public std::runtime_error {
+ public:
+  BackendOutOfMemory(const std::string& msg, size_t requested)
+      : std::runtime_error(msg), requested_(requested) {}
+  size_t requested() const { return requested_; }
+
+ private:
+  size_t requested_;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -61,6 +77,40 @@ class Backend {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void synchronize() = 0;  // waits for all queued work of the compute stream
+
+  // ---- host memory and transfers (the offloaded optimizer) ------------------
+  // Host memory that copies to and from the device are fastest with: page-locked
+  // on CUDA, plain 64-byte-aligned memory otherwise. Throws BackendOutOfMemory.
+  virtual void* allocate_host(size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+      throw BackendOutOfMemory("out of host memory: cannot allocate " + std::to_string(bytes) + " bytes",
+                               bytes);
+    return p;
+  }
+  virtual void free_host(void* ptr, size_t /*bytes*/) { std::free(ptr); }
+  virtual bool pins_host_memory() const { return false; }
+  // Copies between device memory and host memory, queued after the work already
+  // on the compute stream; compute work queued after copy_from_host_async sees
+  // the data. The host buffer must stay untouched until wait_transfer(ticket)
+  // returns. Default (host backends): synchronous copies, ticket 0.
+  virtual uint64_t copy_to_host_async(void* host_dst, const void* src, size_t bytes) {
+    copy_to_host(host_dst, src, bytes);
+    return 0;
+  }
+  virtual uint64_t copy_from_host_async(void* dst, const void* host_src, size_t bytes) {
+    copy_from_host(dst, host_src, bytes);
+    return 0;
+  }
+  virtual void wait_transfer(uint64_t /*ticket*/) {}
+
+  // What a device communicator (NCCL) needs, so that engine code never includes
+  // CUDA headers: the cudaStream_t values and the device ordinal. Null / -1 on
+  // host backends.
+  virtual void* compute_stream_handle() const { return nullptr; }
+  virtual void* comm_stream_handle() const { return nullptr; }
+  virtual int device_index() const { return -1; }
 
   // ---- dense algebra -------------------------------------------------------
   // C[M,N] = alpha · op(A) · op(B) + beta · C, row-major, all in dt (fp32 accumulate).

@@ -14,13 +14,15 @@
 # runs of the same job.
 #
 # usage: scripts/bench-ci-check.sh [BUILD_DIR] [SOURCE_DIR]
-# env:   BENCH_CHECK_TARGET     regex of the benchmark(s) to slow (default ^canary/softmax$;
+# env:   BENCH_CHECK_TARGET     regex of the benchmark(s) to slow (default ^matmul_forward/fp32, a real kernel;
 #                               the benchmark must use bench/slowdown.h)
 #        BENCH_CHECK_SLOWDOWN   injected fraction (default 0.30)
 #        BENCH_CHECK_THRESHOLD  --threshold of the comparisons (default 10%)
 #        BENCH_CHECK_METRIC     --metric of the comparisons (default cpu_time: the ci suite is
 #                               single-threaded, and on a shared runner the time spent
 #                               descheduled shows in real time, not in the work done)
+#        BENCH_CHECK_CORRECTION --correction of the comparisons (default holm: six benchmarks
+#                               at alpha 0.05 each would flag unchanged code too often)
 #        BENCH_CHECK_ROUNDS     alternated rounds per run (default 10)
 #        BENCH_CHECK_REPS       repetitions per round (default 1: repetitions in one process
 #                               share its CPU placement and memory layout, so each process
@@ -32,10 +34,11 @@ set -euo pipefail
 
 build_dir=${1:-build}
 source_dir=${2:-$(cd "$(dirname "$0")/.." && pwd)}
-target=${BENCH_CHECK_TARGET:-^canary/softmax$}
+target=${BENCH_CHECK_TARGET:-^matmul_forward/fp32}
 slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
 threshold=${BENCH_CHECK_THRESHOLD:-10%}
 metric=${BENCH_CHECK_METRIC:-cpu_time}
+correction=${BENCH_CHECK_CORRECTION:-holm}
 rounds=${BENCH_CHECK_ROUNDS:-10}
 reps=${BENCH_CHECK_REPS:-1}
 suite=${BENCH_CHECK_SUITE:-ci}
@@ -62,7 +65,7 @@ run_round() {  # condition round
 compare() {  # current; prints the table, returns hybrid-bench's exit code
   local rc=0
   "$bench" compare "$out/base.json" "$out/$1.json" --normalize --threshold "$threshold" \
-    --metric "$metric" --markdown "$out/$1.md" --json "$out/$1.report.json" > "$out/$1.txt" || rc=$?
+    --metric "$metric" --correction "$correction" --markdown "$out/$1.md" --json "$out/$1.report.json" > "$out/$1.txt" || rc=$?
   cat "$out/$1.txt"
   return $rc
 }
@@ -115,7 +118,7 @@ if [ "$caught" -eq 0 ]; then
   status=1
 fi
 if [ "$status" -eq 0 ]; then
-  echo "bench-ci-check: OK: unchanged run passed, injected +$slowdown on '$target' flagged ($flagged/$matched); $rounds rounds x $reps repetitions, $metric, threshold $threshold, $((SECONDS - start)) s"
+  echo "bench-ci-check: OK: unchanged run passed, injected +$slowdown on '$target' flagged ($flagged/$matched); $rounds rounds x $reps repetitions, $metric, $correction, threshold $threshold, $((SECONDS - start)) s"
 elif [ -z "${BENCH_CHECK_OUT:-}" ]; then
   trap - EXIT
   echo "bench-ci-check: runs and reports kept in $out" >&2

@@ -16,6 +16,7 @@
 # usage: scripts/bench-noise-check.sh [BUILD_DIR] [N] [SOURCE_DIR]
 # env:   BENCH_NOISE_MODE  sequential | alternating | both (default both)
 #        BENCH_CHECK_TARGET, BENCH_CHECK_SLOWDOWN, BENCH_CHECK_THRESHOLD, BENCH_CHECK_SUITE,
+#        BENCH_CHECK_CORRECTION,
 #        BENCH_CHECK_ROUNDS, BENCH_CHECK_REPS as in scripts/bench-ci-check.sh;
 #        BENCH_CHECK_OUT keeps every run and report.
 set -euo pipefail
@@ -24,9 +25,10 @@ build_dir=${1:-build}
 runs=${2:-10}
 source_dir=${3:-$(cd "$(dirname "$0")/.." && pwd)}
 mode=${BENCH_NOISE_MODE:-both}
-target=${BENCH_CHECK_TARGET:-^canary/softmax$}
+target=${BENCH_CHECK_TARGET:-^matmul_forward/fp32}
 slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
 threshold=${BENCH_CHECK_THRESHOLD:-10%}
+correction=${BENCH_CHECK_CORRECTION:-holm}
 suite=${BENCH_CHECK_SUITE:-ci}
 metrics="real_time cpu_time"
 
@@ -52,7 +54,8 @@ run_suite() {  # name [env assignments...]
 # rows> <target rows> <regressions> <normalised change of the first target row>".
 judge() {  # base current metric report
   local rc=0
-  "$bench" compare "$1" "$2" --normalize --threshold "$threshold" --metric "$3" > "$4" || rc=$?
+  "$bench" compare "$1" "$2" --normalize --threshold "$threshold" --correction "$correction" \
+    --metric "$3" > "$4" || rc=$?
   awk -v re="$target" -v rc="$rc" '
     $1 ~ re && NF > 3 { n++; if ($NF == "REGRESSION") f++; if (change == "") change = $6 }
     / regressions?, / { regs = $1 }
@@ -77,7 +80,7 @@ tally() {  # mode kind base current label -> one line, counts updated
 }
 
 start=$SECONDS
-echo "suite '$suite', threshold $threshold, target '$target' +$slowdown, N = $runs, mode $mode"
+echo "suite '$suite', threshold $threshold, correction $correction, target '$target' +$slowdown, N = $runs, mode $mode"
 if [ "$mode" = sequential ] || [ "$mode" = both ]; then
   echo "-- sequential: one baseline, then $runs unchanged and $runs slowed runs"
   run_suite base
@@ -111,4 +114,4 @@ for md in sequential alternating; do
          "catches ${catches[$md.$m]:-0}/$runs injected +$slowdown slowdowns of '$target' flagged"
   done
 done
-echo "(threshold $threshold, --normalize, $((SECONDS - start)) s)"
+echo "(threshold $threshold, --correction $correction, --normalize, $((SECONDS - start)) s)"

@@ -2,8 +2,9 @@
 # One run on the GPU machine (H200, CUDA 13, CMake, ninja, no internet, maybe no
 # Debian -dev packages): unpack the Debian packages that scripts/fetch-gpu-deps.sh
 # put in .deps/ into .deps/root (never into /), point CMake at them, configure
-# the CUDA build (sm_90), build the gpu-labelled tests and the CUDA benchmark
-# with every core, run `ctest -L gpu` and the benchmark, print a summary. Each
+# the CUDA build (sm_90), build the gpu-labelled tests and the CUDA benchmarks
+# with every core, run `ctest -L gpu`, the op benchmark and the GPT-2 124M
+# training benchmark (tokens/s, MFU), print a summary. Each
 # phase is timed and logged; with $OUT set, logs and results go there. The whole
 # run stays under a deadline (default 570 s).
 #
@@ -135,7 +136,7 @@ fi
 
 # ---- build ---------------------------------------------------------------------
 jobs=$(nproc)
-targets=(hybrid_kernels_gpu_tests hybrid_profiler_gpu_tests hybrid_engine_gpu_tests bench_cuda_ops)
+targets=(hybrid_kernels_gpu_tests hybrid_profiler_gpu_tests hybrid_engine_gpu_tests bench_cuda_ops bench_gpu_train)
 # -k 0: a target that fails (e.g. another folder's code) does not stop the others.
 phase build cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- -k 0 || true
 
@@ -169,6 +170,17 @@ PY
   fi
 else
   printf '%-12s SKIPPED (bench_cuda_ops not built)\n' bench | tee -a "$summary"
+  failed=1
+fi
+
+# GPT-2 124M training step, bf16 and fp32, B=16 T=1024: tokens/s and MFU
+# against the device's peak (the benchmark prints which peak it used).
+train_bench="$build/bench/bench_gpu_train"
+if [[ -x "$train_bench" ]]; then
+  phase train-bench "$train_bench" --benchmark_out="$out/bench_gpu_train.json" --benchmark_out_format=json || true
+  grep -E '^(summary|peak used|bf16|f32|fp32|bench_gpu_train: skipped)' "$out/train-bench.log" | sed 's/^/    /' | tee -a "$summary" || true
+else
+  printf '%-12s SKIPPED (bench_gpu_train not built)\n' train-bench | tee -a "$summary"
   failed=1
 fi
 

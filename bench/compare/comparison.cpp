@@ -48,7 +48,9 @@ std::optional<CalibrationInfo> find_calibration(const BenchmarkFile& baseline,
     cur_medians.push_back(median(y));
     const double p = mann_whitney_u(y, x).p_value;
     info.p_value = info.names.size() == 1 ? p : std::max(info.p_value, p);
-    if (p < options.alpha) (cur_medians.back() > base_medians.back() ? slower : faster) += 1;
+    if (p < options.calibration_alpha) {
+      (cur_medians.back() > base_medians.back() ? slower : faster) += 1;
+    }
   }
   if (info.names.empty()) return std::nullopt;
   info.baseline_ns = geometric_mean(base_medians);
@@ -110,6 +112,16 @@ std::string_view verdict_name(Verdict verdict) {
   return "?";
 }
 
+Correction parse_correction(std::string_view text) {
+  if (text == "none") return Correction::None;
+  if (text == "holm") return Correction::Holm;
+  throw std::invalid_argument(fmt::format("--correction must be none or holm, got '{}'", text));
+}
+
+std::string_view correction_name(Correction correction) {
+  return correction == Correction::Holm ? "holm" : "none";
+}
+
 double parse_threshold(std::string_view text) {
   std::string_view number = text;
   bool percent = false;
@@ -130,6 +142,10 @@ double parse_threshold(std::string_view text) {
 void validate(const CompareOptions& options) {
   if (!(options.alpha > 0 && options.alpha < 1)) {
     throw std::invalid_argument(fmt::format("--alpha must be in (0, 1), got {}", options.alpha));
+  }
+  if (!(options.calibration_alpha > 0 && options.calibration_alpha < 1)) {
+    throw std::invalid_argument(
+        fmt::format("--calibration-alpha must be in (0, 1), got {}", options.calibration_alpha));
   }
   if (!(options.threshold >= 0) || !std::isfinite(options.threshold)) {
     throw std::invalid_argument(
@@ -201,6 +217,7 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
     const double min_p =
         mann_whitney_min_p_value(static_cast<int>(y.size()), static_cast<int>(x.size()));
     row.significance_reachable = min_p < options.alpha;
+    row.p_adjusted = row.p_value;
     row.verdict = decide(row.change, row.p_value, options);
 
     if (!row.significance_reachable) {
@@ -218,10 +235,21 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
       report.calibration_rows.push_back(row);
       continue;
     }
-    if (row.verdict == Verdict::Regression) ++report.regressions;
-    if (row.verdict == Verdict::Improvement) ++report.improvements;
     ratios.push_back(1.0 + row.change);
     report.rows.push_back(std::move(row));
+  }
+  if (options.correction == Correction::Holm && !report.rows.empty()) {
+    std::vector<double> p;
+    for (const auto& row : report.rows) p.push_back(row.p_value);
+    const std::vector<double> adjusted = holm_adjusted(p);
+    for (std::size_t i = 0; i < report.rows.size(); ++i) {
+      report.rows[i].p_adjusted = adjusted[i];
+      report.rows[i].verdict = decide(report.rows[i].change, adjusted[i], options);
+    }
+  }
+  for (const auto& row : report.rows) {
+    if (row.verdict == Verdict::Regression) ++report.regressions;
+    if (row.verdict == Verdict::Improvement) ++report.improvements;
   }
   for (const auto& c : current.benchmarks) {
     if (!baseline.find(c.name)) report.added.push_back(c.name);

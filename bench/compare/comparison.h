@@ -24,12 +24,22 @@ enum class Verdict { Regression, Improvement, NoChange, NotSignificant };
 // "REGRESSION", "IMPROVEMENT", "no change", "not significant".
 std::string_view verdict_name(Verdict verdict);
 
+// Correction for testing many benchmarks at once: with 6 benchmarks at alpha 0.05,
+// unchanged code is flagged far more often than 5 % of the time.
+enum class Correction { None, Holm };
+
+// "none" | "holm"; throws std::invalid_argument naming --correction otherwise.
+Correction parse_correction(std::string_view text);
+std::string_view correction_name(Correction correction);
+
 struct CompareOptions {
   double threshold = 0.05;  // relative change of the median that matters (0.05 = 5 %)
   double alpha = 0.05;      // significance level of the two-sided U test
   Metric metric = Metric::RealTime;
+  Correction correction = Correction::None;  // Holm: alpha holds for the whole family
   bool normalize = false;   // divide each run's times by its calibration median...
   bool normalize_always = false;  // ...even when the calibration did not change significantly
+  double calibration_alpha = 0.01;  // significance the calibration change needs to be divided out
   std::string calibration_prefix = "calibration/";
 };
 
@@ -48,6 +58,7 @@ struct BenchmarkComparison {
   double raw_change = 0;          // current / baseline - 1 of the raw medians
   double change = 0;              // what the verdict uses (normalised under --normalize)
   double p_value = 1;
+  double p_adjusted = 1;          // after the correction (== p_value without one); the verdict uses it
   MannWhitneyMethod method = MannWhitneyMethod::Exact;
   bool significance_reachable = true;  // false: too few repetitions for p < alpha
   Verdict verdict = Verdict::NoChange;
@@ -57,7 +68,8 @@ struct BenchmarkComparison {
 //
 // Under --normalize the factor is applied only when the machine-speed change is
 // itself significant: every calibration benchmark moved in the same direction with
-// p < alpha. A calibration median carries noise of its own, and dividing by a ratio
+// p < calibration_alpha (0.01: stricter than the benchmarks' alpha, because a wrong
+// division shifts every benchmark at once). A calibration median carries noise of its own, and dividing by a ratio
 // that is indistinguishable from 1 only adds that noise to every benchmark (on a
 // shared runner it turned a +5 % drift into +17 % "regressions"); a real drift of
 // the machine is large and consistent, and is divided out. --normalize-always skips
@@ -67,7 +79,7 @@ struct CalibrationInfo {
   double baseline_ns = 0;          // geometric mean of their medians
   double current_ns = 0;
   double p_value = 1;              // largest U-test p-value among them
-  bool significant = false;        // all moved the same way with p < alpha
+  bool significant = false;        // all moved the same way with p < calibration_alpha
   bool applied = false;            // the comparison divided it out
   double speed_ratio() const { return current_ns / baseline_ns; }  // > 1: current machine slower
 };

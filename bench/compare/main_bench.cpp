@@ -2,7 +2,8 @@
 //
 //   hybrid-bench run --suite ci [--out FILE.json] [--repetitions N] [--update-baseline]
 //   hybrid-bench compare BASE.json NEW.json [--threshold 5%] [--alpha 0.05] [--normalize]
-//                        [--metric real_time|cpu_time] [--markdown FILE] [--json FILE]
+//                        [--metric real_time|cpu_time] [--correction none|holm]
+//                        [--markdown FILE] [--json FILE]
 //   hybrid-bench merge --out ALL.json RUN1.json RUN2.json ...
 //   hybrid-bench list
 //
@@ -44,9 +45,11 @@ struct CompareArgs {
   std::string baseline, current;
   std::string threshold = "5%";
   double alpha = 0.05;
+  double calibration_alpha = 0.01;
   bool normalize = false;
   bool normalize_always = false;
   std::string metric = "real_time";
+  std::string correction = "none";
   std::string markdown, json;
   std::string calibration_prefix = "calibration/";
   bool quiet = false;
@@ -56,9 +59,11 @@ int do_compare(const CompareArgs& a) {
   CompareOptions options;
   options.threshold = parse_threshold(a.threshold);
   options.alpha = a.alpha;
+  options.calibration_alpha = a.calibration_alpha;
   options.normalize = a.normalize || a.normalize_always;
   options.normalize_always = a.normalize_always;
   options.metric = parse_metric(a.metric);
+  options.correction = parse_correction(a.correction);
   options.calibration_prefix = a.calibration_prefix;
   validate(options);
 
@@ -164,7 +169,14 @@ int main(int argc, char** argv) {
                     "when the calibration changed significantly");
   compare->add_flag("--normalize-always", ca.normalize_always,
                     "Divide by the calibration median even when its change is not significant");
+  compare->add_option("--calibration-alpha", ca.calibration_alpha,
+                      "Significance the calibration change needs to be divided out")
+      ->capture_default_str();
   compare->add_option("--metric", ca.metric, "real_time or cpu_time")->capture_default_str();
+  compare->add_option("--correction", ca.correction,
+                      "none, or holm: Holm-Bonferroni over the compared benchmarks, so alpha "
+                      "bounds the chance of any false alarm in the run")
+      ->capture_default_str();
   compare->add_option("--markdown", ca.markdown, "Also write a Markdown report (PR comment)");
   compare->add_option("--json", ca.json, "Also write a JSON report");
   compare->add_option("--calibration-prefix", ca.calibration_prefix,

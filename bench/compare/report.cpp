@@ -24,8 +24,9 @@ std::string summary_line(const ComparisonReport& r) {
 }
 
 std::string options_line(const ComparisonReport& r) {
-  return fmt::format("metric {}, threshold {:.1f}%, alpha {}, {}", metric_name(r.options.metric),
+  return fmt::format("metric {}, threshold {:.1f}%, alpha {}{}, {}", metric_name(r.options.metric),
                      r.options.threshold * 100, r.options.alpha,
+                     r.options.correction == Correction::Holm ? " (Holm-corrected)" : "",
                      !r.options.normalize ? "not normalised"
                      : r.options.normalize_always ? "normalised by calibration (always)"
                                                   : "normalised by calibration when it changed significantly");
@@ -72,13 +73,14 @@ struct Table {
   }
 };
 
-std::vector<std::string> row_cells(const BenchmarkComparison& row, bool normalized) {
+std::vector<std::string> row_cells(const BenchmarkComparison& row, bool normalized, bool holm) {
   std::vector<std::string> cells = {row.name,
                                     format_time_ns(row.baseline_median_ns),
                                     format_time_ns(row.current_median_ns),
                                     format_change(row.change)};
   if (normalized) cells.push_back(format_change(row.raw_change));
   cells.push_back(format_p(row.p_value));
+  if (holm) cells.push_back(format_p(row.p_adjusted));
   cells.push_back(fmt::format("{}/{}", row.baseline_repetitions, row.current_repetitions));
   cells.push_back(std::string(verdict_name(row.verdict)));
   return cells;
@@ -93,11 +95,13 @@ std::string calibration_label(const BenchmarkComparison& row) {
   }
 }
 
-std::vector<std::string> header_cells(bool normalized) {
+std::vector<std::string> header_cells(bool normalized, bool holm) {
   std::vector<std::string> h = {"Benchmark", "Baseline", "Current",
                                 normalized ? "Change (norm.)" : "Change"};
   if (normalized) h.push_back("Raw change");
-  h.insert(h.end(), {"p-value", "Reps", "Verdict"});
+  h.push_back("p-value");
+  if (holm) h.push_back("p (Holm)");
+  h.insert(h.end(), {"Reps", "Verdict"});
   return h;
 }
 
@@ -110,6 +114,7 @@ nlohmann::json row_json(const BenchmarkComparison& row) {
           {"raw_change", row.raw_change},
           {"change", row.change},
           {"p_value", row.p_value},
+          {"p_adjusted", row.p_adjusted},
           {"test", row.method == MannWhitneyMethod::Exact ? "mann-whitney-exact"
                                                           : "mann-whitney-asymptotic"},
           {"significance_reachable", row.significance_reachable},
@@ -139,19 +144,20 @@ std::string format_change(double change) { return fmt::format("{:+.1f}%", change
 
 std::string render_table(const ComparisonReport& r) {
   const bool normalized = r.options.normalize;
+  const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("baseline: {}\ncurrent:  {}\n{}\n", r.baseline_source,
                                 r.current_source, options_line(r));
   if (r.calibration) out += calibration_line(r) + "\n";
   out += "\n";
 
   Table table;
-  table.rows.push_back(header_cells(normalized));
+  table.rows.push_back(header_cells(normalized, holm));
   table.right_aligned.assign(table.rows[0].size(), true);
   table.right_aligned.front() = false;
   table.right_aligned.back() = false;
-  for (const auto& row : r.rows) table.rows.push_back(row_cells(row, normalized));
+  for (const auto& row : r.rows) table.rows.push_back(row_cells(row, normalized, holm));
   for (const auto& row : r.calibration_rows) {
-    auto cells = row_cells(row, normalized);
+    auto cells = row_cells(row, normalized, holm);
     cells.back() = calibration_label(row);
     table.rows.push_back(std::move(cells));
   }
@@ -175,6 +181,7 @@ std::string render_table(const ComparisonReport& r) {
 
 std::string render_markdown(const ComparisonReport& r) {
   const bool normalized = r.options.normalize;
+  const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("### Benchmark comparison: {}\n\n",
                                 r.regressions ? "regression detected" : "no regression");
   out += summary_line(r) + ".  \n";
@@ -182,12 +189,12 @@ std::string render_markdown(const ComparisonReport& r) {
   if (r.calibration) out += fmt::format("  \n{}.", calibration_line(r));
   out += "\n\n";
 
-  auto header = header_cells(normalized);
+  auto header = header_cells(normalized, holm);
   out += "| " + fmt::format("{}", fmt::join(header, " | ")) + " |\n|";
   for (std::size_t i = 0; i < header.size(); ++i) out += (i == 0 || i + 1 == header.size()) ? ":---|" : "---:|";
   out += "\n";
   auto emit = [&](const BenchmarkComparison& row, bool calibration) {
-    auto cells = row_cells(row, normalized);
+    auto cells = row_cells(row, normalized, holm);
     cells.front() = "`" + cells.front() + "`";
     if (row.verdict == Verdict::Regression || row.verdict == Verdict::Improvement) {
       cells.back() = "**" + cells.back() + "**";
@@ -238,8 +245,10 @@ nlohmann::json report_to_json(const ComparisonReport& r) {
            {{"metric", metric_name(r.options.metric)},
             {"threshold", r.options.threshold},
             {"alpha", r.options.alpha},
+            {"correction", correction_name(r.options.correction)},
             {"normalize", r.options.normalize},
             {"normalize_always", r.options.normalize_always},
+            {"calibration_alpha", r.options.calibration_alpha},
             {"calibration_prefix", r.options.calibration_prefix}}},
           {"calibration", calibration},
           {"benchmarks", rows},

@@ -201,6 +201,8 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     plan.push_back(std::move(p));
   }
 
+  // Described before the run: the date and load average of its start.
+  const nlohmann::json machine = describe_machine(options.source_dir);
   double remaining_estimate = 0;
   for (const auto& p : plan) remaining_estimate += p.estimate_s;
   say(fmt::format("suite '{}': {} executables, about {}", suite.name, plan.size(),
@@ -258,7 +260,7 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
   }
 
   nlohmann::json merged = merge_benchmark_outputs(outputs, names);
-  merged["context"]["hybrid_machine"] = describe_machine(options.source_dir);
+  merged["context"]["hybrid_machine"] = machine;
   merged["context"]["hybrid_suite"] = {{"name", suite.name},
                                        {"description", suite.description},
                                        {"entries", entries_done},

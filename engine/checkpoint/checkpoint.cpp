@@ -51,6 +51,8 @@ void write_text_atomically(const std::string& path, const std::string& text) {
 
 std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}.bin", rank); }
 
+// `comm` is the engine's host communicator: the failure flag below is a host
+// value (a device communicator such as NCCL cannot read host memory).
 void write_checkpoint(const std::string& dir, const std::string& tag, comm::Communicator& comm,
                       const nlohmann::json& meta, const PartitionData* mine) {
   if (tag.empty() || tag.find('/') != std::string::npos || tag == "latest")

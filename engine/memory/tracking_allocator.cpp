@@ -29,8 +29,21 @@ OutOfMemoryError::OutOfMemoryError(MemCategory category, uint64_t requested, uin
       category_(category),
       requested_(requested) {}
 
+OutOfMemoryError::OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use,
+                                   std::string_view space, const std::string& reason)
+    : std::runtime_error(fmt::format("out of memory: allocating {} for {} failed in {} memory with {} "
+                                     "in use by this rank ({})",
+                                     format_bytes(requested), mem_category_name(category), space,
+                                     format_bytes(in_use), reason)),
+      category_(category),
+      requested_(requested) {}
+
 TrackingAllocator::TrackingAllocator(kernels::Backend& backend, uint64_t budget)
     : backend_(backend), budget_(budget) {}
+
+TrackingAllocator::TrackingAllocator(kernels::Backend& host_backend, kernels::Backend& memory_source,
+                                     uint64_t budget)
+    : backend_(host_backend), host_source_(&memory_source), budget_(budget) {}
 
 static void raise_peak(std::atomic<uint64_t>& peak, uint64_t value) {
   uint64_t p = peak.load(std::memory_order_relaxed);
@@ -46,7 +59,10 @@ void* TrackingAllocator::allocate(size_t bytes, MemCategory category) {
   }
   void* p = nullptr;
   try {
-    p = backend_.allocate(bytes);
+    p = host_source_ ? host_source_->allocate_host(bytes) : backend_.allocate(bytes);
+  } catch (const kernels::BackendOutOfMemory& e) {
+    total_.fetch_sub(bytes);
+    throw OutOfMemoryError(category, bytes, before, host_source_ ? "host" : "device", e.what());
   } catch (...) {
     total_.fetch_sub(bytes);
     throw;
@@ -59,7 +75,11 @@ void* TrackingAllocator::allocate(size_t bytes, MemCategory category) {
 
 void TrackingAllocator::deallocate(void* ptr, size_t bytes, MemCategory category) {
   if (!ptr) return;
-  backend_.deallocate(ptr, bytes);
+  if (host_source_) {
+    host_source_->free_host(ptr, bytes);
+  } else {
+    backend_.deallocate(ptr, bytes);
+  }
   current_[size_t(category)].fetch_sub(bytes);
   total_.fetch_sub(bytes);
 }

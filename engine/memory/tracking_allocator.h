@@ -1,7 +1,14 @@
 // Counts every byte the engine holds, per category, and enforces an optional
 // per-rank budget. Exceeding the budget raises OutOfMemoryError naming the
-// category, so memory limits and OOM pruning behave the same on the CPU (budget)
-// and the GPU (real device memory, reported by the backend's allocator).
+// category, and so does a backend that runs out of memory itself
+// (kernels::BackendOutOfMemory, e.g. the CUDA caching allocator's), so memory
+// limits and OOM pruning behave the same on the CPU (budget) and the GPU (real
+// device memory).
+//
+// An engine has two: one for the backend's (device) memory, and one for host
+// memory (the offloaded optimizer's master weights and moments), whose memory
+// comes from the device backend's allocate_host (page-locked on CUDA) and which
+// the CPU backend computes on.
 #pragma once
 
 #include <array>
@@ -30,7 +37,11 @@ std::string_view mem_category_name(MemCategory c);
 
 class OutOfMemoryError : public std::runtime_error {
  public:
+  // The budget would be exceeded.
   OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use, uint64_t budget);
+  // The backend itself could not provide the memory; `reason` is what it said.
+  OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use,
+                   std::string_view space, const std::string& reason);
   MemCategory category() const { return category_; }
   uint64_t requested() const { return requested_; }
 
@@ -48,8 +59,12 @@ struct MemoryStats {
 
 class TrackingAllocator {
  public:
-  // budget 0: unlimited. backend owns the memory (host or device).
+  // Device memory: budget 0 is unlimited; backend allocates, zeroes and computes.
   TrackingAllocator(kernels::Backend& backend, uint64_t budget);
+  // Host memory: allocate_host/free_host of `memory_source` (page-locked when
+  // it pins), zeroed and computed on by `host_backend` (the CPU backend).
+  TrackingAllocator(kernels::Backend& host_backend, kernels::Backend& memory_source,
+                    uint64_t budget);
 
   void* allocate(size_t bytes, MemCategory category);
   void deallocate(void* ptr, size_t bytes, MemCategory category);
@@ -58,9 +73,13 @@ class TrackingAllocator {
   uint64_t budget() const { return budget_; }
   void reset_peaks();
   kernels::Backend& backend() { return backend_; }
+  bool host_memory() const { return host_source_ != nullptr; }
+  // Whether host memory is page-locked (false for device memory).
+  bool pinned() const { return host_source_ && host_source_->pins_host_memory(); }
 
  private:
   kernels::Backend& backend_;
+  kernels::Backend* host_source_ = nullptr;
   uint64_t budget_;
   std::array<std::atomic<uint64_t>, kMemCategoryCount> current_{};
   std::array<std::atomic<uint64_t>, kMemCategoryCount> peak_{};

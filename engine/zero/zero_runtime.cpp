@@ -8,23 +8,30 @@ namespace hybrid::engine {
 using kernels::DType;
 
 ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
-                         TrackingAllocator& alloc, int optimizer_state_floats,
-                         CommWaitRecorder* waits, std::function<int64_t()> clock)
+                         comm::Communicator& host_comm, TrackingAllocator& alloc,
+                         TrackingAllocator* offload, int optimizer_state_floats, CommWaitRecorder* waits,
+                         std::function<int64_t()> clock)
     : setup_(setup), tree_(tree), part_(tree.param_count(), comm.world_size(), comm.rank()),
-      comm_(comm), alloc_(alloc), backend_(alloc.backend()), waits_(waits), clock_(clock),
-      state_floats_(optimizer_state_floats), dsize_(kernels::dtype_size(setup.param_dtype)) {
+      comm_(comm), host_comm_(host_comm), alloc_(alloc), backend_(alloc.backend()), waits_(waits),
+      clock_(clock), state_floats_(optimizer_state_floats), dsize_(kernels::dtype_size(setup.param_dtype)) {
   const size_t P = size_t(part_.padded()), S = size_t(part_.shard_size());
   params_ = Buffer(alloc, (setup.stage == 3 ? S : P) * dsize_, MemCategory::params);
   const size_t n_opt = setup.stage == 0 ? P : S;
-  if (setup.separate_master()) master_ = Buffer(alloc, n_opt * 4, MemCategory::master);
-  if (state_floats_ > 0)
-    state_ = Buffer(alloc, n_opt * size_t(state_floats_) * 4, MemCategory::optimizer);
-  scalars_ = Buffer(alloc, 2 * sizeof(float), MemCategory::comm);
+  if (offload) {
+    offload_ = std::make_unique<OptimizerOffload>(int64_t(n_opt), state_floats_, setup.accum_dtype,
+                                                  setup.param_dtype, backend_, *offload);
+  } else {
+    if (setup.separate_master()) master_ = Buffer(alloc, n_opt * 4, MemCategory::master);
+    if (state_floats_ > 0)
+      state_ = Buffer(alloc, n_opt * size_t(state_floats_) * 4, MemCategory::optimizer);
+  }
   reducer_ = std::make_unique<GradReducer>(setup, tree, part_, comm, alloc, waits, clock);
   if (setup.stage == 3)
     gatherer_ = std::make_unique<ParamGatherer>(setup, tree, part_, comm, alloc, params_.data(),
                                                 waits, clock);
 }
+
+ZeroRuntime::~ZeroRuntime() = default;
 
 const void* ZeroRuntime::param(const ParamSpec& p) {
   if (gatherer_) return gatherer_->param(p);
@@ -62,30 +69,28 @@ GradSummary ZeroRuntime::finish_gradients() {
   if (setup_.stage > 0 && comm_.world_size() > 1) {
     // Each rank measured its own shard: one all-reduce agrees on the norm and on
     // overflow (any rank's inf/NaN makes the sum positive).
+    // Host values: the host communicator, no device round trip.
     float both[2] = {float(s.sum_squares), s.overflow ? 1.0f : 0.0f};
-    backend_.copy_from_host(scalars_.data(), both, sizeof both);
     const int64_t t0 = clock_();
-    comm_.all_reduce(scalars_.data(), 2, DType::f32, comm::ReduceOp::sum);
+    host_comm_.all_reduce(both, 2, DType::f32, comm::ReduceOp::sum);
     if (waits_) waits_->record_wait(t0, clock_());
-    backend_.copy_to_host(both, scalars_.data(), sizeof both);
     s.sum_squares = both[0];
     s.overflow = both[1] > 0.0f || !std::isfinite(both[0]);
   }
   return s;
 }
 
-float* ZeroRuntime::master_ptr() const {
-  if (!master_.empty()) return master_.as<float>();
-  // fp32 parameters are their own master copy.
-  if (setup_.stage == 0 || setup_.stage == 3) return params_.as<float>();
-  return params_.as<float>() + part_.own().begin;
-}
-
-void* ZeroRuntime::param_out_ptr() const {
-  if (master_.empty()) return nullptr;
+void* ZeroRuntime::own_params() const {
   if (setup_.stage == 0 || setup_.stage == 3) return params_.data();
   return params_.as<char>() + size_t(part_.own().begin) * dsize_;
 }
+
+float* ZeroRuntime::master_ptr() const {
+  if (!master_.empty()) return master_.as<float>();
+  return static_cast<float*>(own_params());  // fp32 parameters are their own master copy
+}
+
+void* ZeroRuntime::param_out_ptr() const { return master_.empty() ? nullptr : own_params(); }
 
 void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale) {
   const FlatRange r = reducer_->optimizer_range();
@@ -95,12 +100,17 @@ void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float 
   a.grad_dtype = setup_.accum_dtype;
   a.grad = reducer_->optimizer_grads();
   a.grad_scale = grad_scale;
-  a.master = master_ptr();
-  a.state = state_.empty() ? nullptr : state_.as<float>();
-  a.param_dtype = setup_.param_dtype;
-  a.param_out = param_out_ptr();
-  a.n = size_t(r.size());
-  opt.step(backend_, a);
+  if (offload_) {
+    // On the host, chunk by chunk: gradients down, updated parameters up.
+    offload_->step(opt, a, a.grad, own_params());
+  } else {
+    a.master = master_ptr();
+    a.state = state_.empty() ? nullptr : state_.as<float>();
+    a.param_dtype = setup_.param_dtype;
+    a.param_out = param_out_ptr();
+    a.n = size_t(r.size());
+    opt.step(backend_, a);
+  }
   sync_working_params();
 }
 
@@ -127,6 +137,7 @@ void ZeroRuntime::gather_params() {
 }
 
 std::vector<float> ZeroRuntime::master_to_host() const {
+  if (offload_) return offload_->master();
   const FlatRange r = reducer_->optimizer_range();
   std::vector<float> out(size_t(r.size()));
   backend_.copy_to_host(out.data(), master_ptr(), out.size() * 4);
@@ -134,6 +145,7 @@ std::vector<float> ZeroRuntime::master_to_host() const {
 }
 
 std::vector<float> ZeroRuntime::state_to_host() const {
+  if (offload_) return offload_->state();
   std::vector<float> out(state_.bytes() / 4);
   if (!out.empty()) backend_.copy_to_host(out.data(), state_.data(), state_.bytes());
   return out;
@@ -142,6 +154,11 @@ std::vector<float> ZeroRuntime::state_to_host() const {
 void ZeroRuntime::load_from_host(const float* master, const float* state) {
   const FlatRange r = reducer_->optimizer_range();
   const size_t n = size_t(r.size());
+  if (offload_) {
+    offload_->load(master, state, own_params());
+    sync_working_params();
+    return;
+  }
   backend_.copy_from_host(master_ptr(), master, n * 4);
   if (!master_.empty()) backend_.convert(setup_.param_dtype, param_out_ptr(), DType::f32, master_ptr(), n);
   if (state && !state_.empty()) backend_.copy_from_host(state_.data(), state, state_.bytes());
@@ -159,15 +176,16 @@ std::vector<float> ZeroRuntime::grads_to_host() const {
 
 std::vector<float> ZeroRuntime::full_master() {
   const size_t P = size_t(part_.padded());
-  std::vector<float> full(P);
-  if (setup_.stage == 0) {
-    backend_.copy_to_host(full.data(), master_ptr(), P * 4);
-  } else {
-    // Through device memory: communicators work on the backend's buffers.
-    Buffer gathered(alloc_, P * 4, MemCategory::other, false);
-    std::vector<size_t> counts(size_t(part_.world_size()), size_t(part_.shard_size()));
-    comm_.all_gather(master_ptr(), gathered.data(), counts, DType::f32);
-    backend_.copy_to_host(full.data(), gathered.data(), P * 4);
+  std::vector<float> full = master_to_host();
+  if (setup_.stage > 0) {
+    // Host values over the host communicator: this rank's shard into its slot,
+    // then an in-place all-gather.
+    std::vector<float> mine = std::move(full);
+    full.assign(P, 0.0f);
+    const size_t S = size_t(part_.shard_size());
+    float* slot = full.data() + size_t(part_.rank()) * S;
+    std::copy(mine.begin(), mine.end(), slot);
+    host_comm_.all_gather(slot, full.data(), std::vector<size_t>(size_t(part_.world_size()), S), DType::f32);
   }
   full.resize(size_t(part_.param_count()));
   return full;

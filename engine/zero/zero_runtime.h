@@ -9,6 +9,14 @@
 //
 // With fp32 parameters there is no separate master copy: the optimizer updates
 // the parameters (or their shard) in place.
+//
+// With the optimizer offloaded (engine/zero/optimizer_offload.h) the master
+// weights (fp32 parameters included) and the optimizer state of the optimizer's
+// range live in host memory instead, and the optimizer runs on the CPU.
+//
+// Two communicators: `comm` carries the big device buffers (gradient buckets,
+// parameter all-gathers: NCCL on GPUs), `host_comm` the small host values (the
+// norm/overflow agreement, full_master's gather). On the CPU both are one object.
 #pragma once
 
 #include <functional>
@@ -20,6 +28,7 @@
 #include "engine/model/execution_context.h"
 #include "engine/optim/optimizer.h"
 #include "engine/zero/grad_reducer.h"
+#include "engine/zero/optimizer_offload.h"
 #include "engine/zero/param_gatherer.h"
 #include "engine/zero/partition.h"
 
@@ -32,12 +41,15 @@ struct GradSummary {
 
 class ZeroRuntime final : public ParamAccess, public ModuleHooks {
  public:
+  // offload: the host allocator for an offloaded optimizer, or null.
   ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
-              TrackingAllocator& alloc, int optimizer_state_floats, CommWaitRecorder* waits,
-              std::function<int64_t()> clock);
+              comm::Communicator& host_comm, TrackingAllocator& alloc, TrackingAllocator* offload,
+              int optimizer_state_floats, CommWaitRecorder* waits, std::function<int64_t()> clock);
+  ~ZeroRuntime() override;
 
   const ZeroSetup& setup() const { return setup_; }
   const Partition& partition() const { return part_; }
+  bool optimizer_offloaded() const { return offload_ != nullptr; }
 
   // ParamAccess
   const void* param(const ParamSpec& p) override;
@@ -72,14 +84,16 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   // This rank's reduced gradients over optimizer_range() in fp32, as the
   // optimizer would see them before unscaling (call after finish_gradients).
   std::vector<float> grads_to_host() const;
-  // Every parameter in fp32, gathered from all ranks (collective).
+  // Every parameter in fp32, gathered from all ranks over the host communicator
+  // (collective).
   std::vector<float> full_master();
 
   int64_t bucket_capacity() const { return reducer_->bucket_capacity(); }
   ParamGatherer* gatherer() { return gatherer_.get(); }
 
  private:
-  float* master_ptr() const;
+  void* own_params() const;  // this rank's optimizer range inside params_
+  float* master_ptr() const;  // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
   void sync_working_params();
@@ -88,6 +102,7 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   const ModuleTree& tree_;
   Partition part_;
   comm::Communicator& comm_;
+  comm::Communicator& host_comm_;
   TrackingAllocator& alloc_;
   kernels::Backend& backend_;
   CommWaitRecorder* waits_;
@@ -96,9 +111,9 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   size_t dsize_;
 
   Buffer params_;  // full (stages 0–2) or shard (3), param dtype
-  Buffer master_;  // fp32, optimizer range; empty when params are fp32
-  Buffer state_;   // fp32 optimizer state, optimizer range × state_floats
-  Buffer scalars_; // device scratch for the norm/overflow all-reduce
+  Buffer master_;  // fp32, optimizer range; empty when params are fp32 or offloaded
+  Buffer state_;   // fp32 optimizer state, optimizer range × state_floats; empty when offloaded
+  std::unique_ptr<OptimizerOffload> offload_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;
 };

@@ -29,7 +29,10 @@ std::string open_error(const std::filesystem::path& path, const std::exception& 
   if (!std::filesystem::exists(path, ec))
     return fmt::format("cannot open {}: no such file (pass the run store, e.g. results/hybrid.db)",
                        path.string());
-  return fmt::format("cannot open {}: {}", path.string(), e.what());
+  // Store errors already name the file.
+  const std::string what = e.what();
+  if (what.find(path.string()) != std::string::npos) return what;
+  return fmt::format("cannot open {}: {}", path.string(), what);
 }
 
 const std::vector<profiler::TrialRow> kNoTrials;

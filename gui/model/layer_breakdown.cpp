@@ -23,7 +23,7 @@ constexpr double kMsPerNs = 1e-6;
 // own cost what their children do (LayerStat values are inclusive).
 struct Cost {
   double fwd_ms = 0, bwd_ms = 0, fwd_flops = 0, bwd_flops = 0, calls = 0;
-  double exposed_fwd_ms = 0, exposed_bwd_ms = 0;
+  WaitSplit waits_fwd, waits_bwd;  // inclusive of children
 };
 
 struct Tree {
@@ -90,30 +90,30 @@ std::vector<Cost> rank_costs(const Tree& t, const profiler::RunProfile& p, int64
     own[t.index.at(l.module_id)] = c;
   }
   std::vector<Cost> eff(t.modules.size());
-  std::vector<double> waits_fwd(t.modules.size(), 0), waits_bwd(t.modules.size(), 0);
+  std::vector<WaitSplit> waits_fwd(t.modules.size()), waits_bwd(t.modules.size());
   if (account)
     for (const auto& [module_id, w] : account->module_waits) {
       auto it = t.index.find(module_id);
       if (it == t.index.end()) continue;
-      waits_fwd[it->second] += w.fwd_ms;
-      waits_bwd[it->second] += w.bwd_ms;
+      waits_fwd[it->second] += w.fwd;
+      waits_bwd[it->second] += w.bwd;
     }
   // Reverse preorder visits children before parents.
   for (auto it = t.preorder.rbegin(); it != t.preorder.rend(); ++it) {
     const size_t i = *it;
     Cost sum;
-    double wf = waits_fwd[i], wb = waits_bwd[i];
+    WaitSplit wf = waits_fwd[i], wb = waits_bwd[i];
     for (size_t c : t.children[i]) {
       sum.fwd_ms += eff[c].fwd_ms;
       sum.bwd_ms += eff[c].bwd_ms;
       sum.fwd_flops += eff[c].fwd_flops;
       sum.bwd_flops += eff[c].bwd_flops;
-      wf += eff[c].exposed_fwd_ms;
-      wb += eff[c].exposed_bwd_ms;
+      wf += eff[c].waits_fwd;
+      wb += eff[c].waits_bwd;
     }
     eff[i] = own[i] ? *own[i] : sum;
-    eff[i].exposed_fwd_ms = wf;
-    eff[i].exposed_bwd_ms = wb;
+    eff[i].waits_fwd = wf;
+    eff[i].waits_bwd = wb;
   }
   return eff;
 }
@@ -177,7 +177,7 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
   // Per rank: module costs and the step's top-level parts.
   const size_t n = tree.modules.size();
   std::vector<std::vector<Cost>> costs;  // [rank][module]
-  std::vector<double> optimizer, optimizer_exposed, outside, other, step_total;
+  std::vector<double> optimizer, optimizer_exposed, optimizer_blocked, outside, blocked, other, step_total;
   bool measured_everywhere = true, measured_somewhere = false;
   for (int r : b.ranks) {
     auto acc = accounts.find(r);
@@ -186,17 +186,20 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     double modules_ms = 0;
     for (size_t root : tree.roots) modules_ms += costs.back()[root].fwd_ms + costs.back()[root].bwd_ms;
     const double opt = account ? account->optimizer_ms : 0;
-    const double opt_exposed = account ? account->optimizer_exposed_ms : 0;
-    const double out = account ? account->exposed_outside_ms : 0;
+    const double opt_exposed = account ? account->optimizer_waits.exposed_ms : 0;
+    const double out = account ? account->outside_waits.exposed_ms : 0;
+    const double blk = account ? account->outside_waits.blocked_ms : 0;
     std::optional<double> measured =
         account && account->step_event_ms ? account->step_event_ms : step_row_ms;
-    const double attributed = modules_ms + opt + out;
+    const double attributed = modules_ms + opt + out + blk;
     const double rest = measured ? std::max(0.0, *measured - attributed) : 0.0;
     measured_everywhere = measured_everywhere && measured.has_value();
     measured_somewhere = measured_somewhere || measured.has_value();
     optimizer.push_back(opt);
     optimizer_exposed.push_back(opt_exposed);
+    optimizer_blocked.push_back(account ? account->optimizer_waits.blocked_ms : 0);
     outside.push_back(out);
+    blocked.push_back(blk);
     other.push_back(rest);
     step_total.push_back(attributed + rest);
   }
@@ -224,8 +227,10 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     row.fwd_ms = Spread::of(per_rank(i, [](const Cost& c) { return c.fwd_ms; }));
     row.bwd_ms = Spread::of(per_rank(i, [](const Cost& c) { return c.bwd_ms; }));
     row.total_ms = Spread::of(per_rank(i, [](const Cost& c) { return c.fwd_ms + c.bwd_ms; }));
-    row.exposed_ms =
-        Spread::of(per_rank(i, [](const Cost& c) { return c.exposed_fwd_ms + c.exposed_bwd_ms; }));
+    row.exposed_ms = Spread::of(
+        per_rank(i, [](const Cost& c) { return c.waits_fwd.exposed_ms + c.waits_bwd.exposed_ms; }));
+    row.blocked_ms = Spread::of(
+        per_rank(i, [](const Cost& c) { return c.waits_fwd.blocked_ms + c.waits_bwd.blocked_ms; }));
     row.fwd_flops = mean_of(per_rank(i, [](const Cost& c) { return c.fwd_flops; }));
     row.bwd_flops = mean_of(per_rank(i, [](const Cost& c) { return c.bwd_flops; }));
     row.calls = int64_t(mean_of(per_rank(i, [](const Cost& c) { return c.calls; })) + 0.5);
@@ -234,11 +239,14 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     row.share = share_of(row.total_ms.mean);
     row.params = tree.params[i];
     row.activation_bytes = tree.activations[i];
-    const double exp_fwd = mean_of(per_rank(i, [](const Cost& c) { return c.exposed_fwd_ms; }));
-    const double exp_bwd = mean_of(per_rank(i, [](const Cost& c) { return c.exposed_bwd_ms; }));
-    row.bar.forward = std::max(0.0, row.fwd_ms.mean - exp_fwd);
-    row.bar.backward = std::max(0.0, row.bwd_ms.mean - exp_bwd);
-    row.bar.exposed = exp_fwd + exp_bwd;
+    // Bar: compute (the scope minus its waits), waits with no collective in
+    // flight (grey), exposed communication (red).
+    const double wait_fwd = mean_of(per_rank(i, [](const Cost& c) { return c.waits_fwd.total_ms(); }));
+    const double wait_bwd = mean_of(per_rank(i, [](const Cost& c) { return c.waits_bwd.total_ms(); }));
+    row.bar.forward = std::max(0.0, row.fwd_ms.mean - wait_fwd);
+    row.bar.backward = std::max(0.0, row.bwd_ms.mean - wait_bwd);
+    row.bar.other = row.blocked_ms.mean;
+    row.bar.exposed = row.exposed_ms.mean;
     row_of[i] = int(b.rows.size());
     if (row.parent >= 0)
       b.rows[size_t(row.parent)].children.push_back(row_of[i]);
@@ -247,30 +255,30 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     b.rows.push_back(std::move(row));
   }
 
-  auto add_step_row = [&](LayerRowKind kind, std::string name, std::string type,
-                          const std::vector<double>& ms, double exposed_mean,
-                          const std::vector<double>& exposed) {
+  // A row that completes the step; exposed and blocked are its waits per rank.
+  const std::vector<double> none(b.ranks.size(), 0.0);
+  auto add_step_row = [&](LayerRowKind kind, std::string name, std::string type, const std::vector<double>& ms,
+                          const std::vector<double>& exposed, const std::vector<double>& blocked_waits) {
     LayerRow row;
     row.kind = kind;
     row.name = std::move(name);
     row.type = std::move(type);
     row.total_ms = Spread::of(ms);
     row.exposed_ms = Spread::of(exposed);
+    row.blocked_ms = Spread::of(blocked_waits);
     row.share = share_of(row.total_ms.mean);
-    row.bar.exposed = exposed_mean;
-    row.bar.other = std::max(0.0, row.total_ms.mean - exposed_mean);
+    row.bar.exposed = row.exposed_ms.mean;
+    row.bar.other = std::max(0.0, row.total_ms.mean - row.exposed_ms.mean);
     b.top_rows.push_back(int(b.rows.size()));
     b.rows.push_back(std::move(row));
   };
   if (b.has_events) {
-    add_step_row(LayerRowKind::optimizer, "optimizer", "step", optimizer, mean_of(optimizer_exposed),
-                 optimizer_exposed);
-    add_step_row(LayerRowKind::exposed_comm, "exposed comm (outside modules)", "comm", outside,
-                 mean_of(outside), outside);
+    add_step_row(LayerRowKind::optimizer, "optimizer", "step", optimizer, optimizer_exposed, optimizer_blocked);
+    add_step_row(LayerRowKind::exposed_comm, "exposed comm", "outside modules", outside, outside, none);
+    if (std::any_of(blocked.begin(), blocked.end(), [](double v) { return v > 0; }))
+      add_step_row(LayerRowKind::blocked_comm, "comm wait (idle)", "no collective", blocked, none, blocked);
   }
-  if (measured_somewhere)
-    add_step_row(LayerRowKind::other, "other (unattributed)", "step", other, 0.0,
-                 std::vector<double>(other.size(), 0.0));
+  if (measured_somewhere) add_step_row(LayerRowKind::other, "other", "unattributed", other, none, none);
   return b;
 }
 

@@ -5,14 +5,18 @@
 // "The step", on each rank, is the sum of the top-level rows:
 //   Σ root modules' (forward + backward)      layer stats, inclusive of children
 // + optimizer                                  outermost optimizer scopes (events)
-// + exposed communication outside modules      waits in no module/optimizer scope (events)
-// + other                                      measured step time − the three above, ≥ 0
+// + "exposed comm"                             waits in no module/optimizer scope while a
+//                                              collective of the rank was in flight (events)
+// + "comm wait (idle)"                         the rest of those waits: no collective in
+//                                              flight (shown when > 0)
+// + "other"                                    measured step time − all of the above, ≥ 0
 // where the measured step time is the rank's step event when recorded, else the
 // step's step_ms (rank 0's wall time). So the top-level shares sum to 100 % by
 // construction, and "other" is what the profiler did not attribute (data loading,
 // the loss scaler's bookkeeping, launch overhead). When the attributed time exceeds
 // the measurement (clocks of different scopes), "other" is 0 and the step is the sum.
-// Exposed comm inside a module or the optimizer stays in that row (its bar shows it).
+// Waits inside a module or the optimizer stay in that row (its bar shows them).
+// Exposed = waits ∩ collectives, as the comm tracer books it (profiler/comm_tracer.h).
 //
 // Values are per rank, then shown as the mean over ranks with [min, max]; a
 // share is a row's mean time over the step's mean time, so shares of the top-level
@@ -31,14 +35,14 @@
 
 namespace hybrid::gui {
 
-enum class LayerRowKind { module, optimizer, exposed_comm, other };
+enum class LayerRowKind { module, optimizer, exposed_comm, blocked_comm, other };
 
 // The stacked bar of a row: parts of its mean time (ms) that add up to total_ms.mean.
 struct LayerBar {
   double forward = 0;   // forward compute (forward minus the waits inside it)
   double backward = 0;  // backward compute
-  double other = 0;     // optimizer compute, unattributed time
-  double exposed = 0;   // waits for communication inside the row
+  double other = 0;     // optimizer compute, waits with no collective in flight, unattributed time
+  double exposed = 0;   // exposed communication inside the row
 };
 
 struct LayerRow {
@@ -50,7 +54,8 @@ struct LayerRow {
   int parent = -1;  // row index
   std::vector<int> children;
   Spread fwd_ms, bwd_ms;  // inclusive of child modules
-  Spread exposed_ms;      // waits inside the row (inclusive of children)
+  Spread exposed_ms;      // exposed communication inside the row (inclusive of children)
+  Spread blocked_ms;      // waits inside the row with no collective in flight
   Spread total_ms;        // fwd + bwd for modules; the row's time otherwise
   double fwd_flops = 0;   // mean over ranks
   double bwd_flops = 0;

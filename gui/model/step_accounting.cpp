@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace hybrid::gui {
 
@@ -9,18 +10,48 @@ using profiler::Category;
 using profiler::Event;
 
 bool is_comm_wait(const Event& e) {
-  return e.category == Category::comm && e.lane != profiler::kLaneComm;
+  return e.category == Category::comm && e.lane != profiler::kLaneComm && e.lane < profiler::kLaneGpuBase;
 }
 
+bool is_collective(const Event& e) { return e.category == Category::comm && e.lane == profiler::kLaneComm; }
+
 namespace {
+
+constexpr double kMsPerNs = 1e-6;
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Sorted, disjoint union of half-open intervals.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (auto [s, e] : v) {
+    if (e <= s) continue;
+    if (!out.empty() && s <= out.back().second)
+      out.back().second = std::max(out.back().second, e);
+    else
+      out.emplace_back(s, e);
+  }
+  return out;
+}
+
+// Length of [s, e) covered by the union.
+int64_t covered(const Intervals& u, int64_t s, int64_t e) {
+  auto it = std::upper_bound(u.begin(), u.end(), std::make_pair(s, INT64_MIN));
+  if (it != u.begin()) --it;
+  int64_t t = 0;
+  for (; it != u.end() && it->first < e; ++it) {
+    const int64_t a = std::max(s, it->first), b = std::min(e, it->second);
+    if (b > a) t += b - a;
+  }
+  return t;
+}
 
 bool attributes_waits(Category c) {
   return c == Category::forward || c == Category::backward || c == Category::optimizer;
 }
 
-constexpr double kMsPerNs = 1e-6;
-
-void account_rank(std::vector<const Event*>& evs, RankStepAccount& acc) {
+void account_rank(std::vector<const Event*>& evs, const Intervals& collectives, RankStepAccount& acc) {
   // Outer scopes first: by start, and the longer of two that start together.
   std::sort(evs.begin(), evs.end(), [](const Event* a, const Event* b) {
     if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
@@ -38,15 +69,16 @@ void account_rank(std::vector<const Event*>& evs, RankStepAccount& acc) {
       continue;
     }
     if (is_comm_wait(*e)) {
-      const double ms = double(e->dur_ns) * kMsPerNs;
-      acc.exposed_total_ms += ms;
+      const int64_t exposed = covered(collectives, e->start_ns, e->start_ns + e->dur_ns);
+      const WaitSplit w{double(exposed) * kMsPerNs, double(e->dur_ns - exposed) * kMsPerNs};
+      acc.all_waits += w;
       if (open.empty()) {
-        acc.exposed_outside_ms += ms;
+        acc.outside_waits += w;
       } else if (open.back()->category == Category::optimizer) {
-        acc.optimizer_exposed_ms += ms;
+        acc.optimizer_waits += w;
       } else {
-        ModuleWaits& w = acc.module_waits[open.back()->module_id];
-        (open.back()->category == Category::forward ? w.fwd_ms : w.bwd_ms) += ms;
+        ModuleWaits& m = acc.module_waits[open.back()->module_id];
+        (open.back()->category == Category::forward ? m.fwd : m.bwd) += w;
       }
       continue;
     }
@@ -63,16 +95,17 @@ void account_rank(std::vector<const Event*>& evs, RankStepAccount& acc) {
 
 std::vector<RankStepAccount> account_step(const profiler::EventSet& events, int64_t step) {
   std::map<int, std::vector<const Event*>> by_rank;
+  std::map<int, Intervals> collectives;
   for (const Event& e : events.events) {
-    if (e.step != step) continue;
-    if (e.lane >= profiler::kLaneGpuBase) continue;  // device records are not host scopes
+    if (is_collective(e)) collectives[e.rank].emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+    if (e.step != step || e.lane >= profiler::kLaneGpuBase) continue;  // device records are not host scopes
     by_rank[e.rank].push_back(&e);
   }
   std::vector<RankStepAccount> out;
   for (auto& [rank, evs] : by_rank) {
     RankStepAccount acc;
     acc.rank = rank;
-    account_rank(evs, acc);
+    account_rank(evs, merged(std::move(collectives[rank])), acc);
     out.push_back(std::move(acc));
   }
   return out;

@@ -127,9 +127,9 @@ std::optional<int64_t> App::default_compare_run() const {
 }
 
 std::string App::run_label(const profiler::RunInfo& r) const {
-  return fmt::format("#{} {} — {} · {} rank{} · ZeRO {} · mb {} × gas {}", r.id, r.name,
-                     profiler::to_string(r.status), r.world_size, r.world_size == 1 ? "" : "s",
-                     r.zero_stage, r.micro_batch, r.grad_accum);
+  return fmt::format("#{} {} ({}, {}×{} ZeRO {} mb {} gas {})", r.id, r.name, profiler::to_string(r.status),
+                     r.world_size, r.backend.empty() ? "rank" : r.backend, r.zero_stage, r.micro_batch,
+                     r.grad_accum);
 }
 
 void App::poll() {
@@ -160,7 +160,7 @@ void App::draw_top_bar() {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Database");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(360);
+  ImGui::SetNextItemWidth(280);
   const bool enter = ImGui::InputText("##db", &path_input_, ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   if (ImGui::Button("Open") || enter) {
@@ -173,7 +173,7 @@ void App::draw_top_bar() {
   ImGui::SameLine();
   ImGui::TextUnformatted("Run");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(420);
+  ImGui::SetNextItemWidth(520);
   const std::string current = run_ ? run_label(run_->data.profile.run) : "(no run)";
   if (ImGui::BeginCombo("##run", current.c_str())) {
     for (auto it = db_->runs().rbegin(); it != db_->runs().rend(); ++it) {
@@ -211,7 +211,8 @@ void App::frame() {
   ImGui::SetNextWindowSize(vp->WorkSize);
   ImGui::Begin("hybrid-view", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoBackground);  // GlHost clears to WindowBg: one fill, not two
   draw_top_bar();
   if (!db_ || !db_->is_open()) {
     draw_error_panel();

@@ -78,7 +78,6 @@ class App {
     selected_module = module_id;
     selected_module_name = std::move(name);
   }
-  void request_window(WindowId w) { pending_window_ = w; }
   std::string run_label(const profiler::RunInfo& r) const;
 
  private:

@@ -8,6 +8,7 @@
 #include <imgui.h>
 #include <stb_image_write.h>
 
+#include <cfloat>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -33,7 +34,7 @@ bool GlHost::display_available() {
   return d && *d;
 }
 
-GlHost::GlHost(const HostOptions& o) {
+GlHost::GlHost(const HostOptions& o) : ignore_mouse_(o.ignore_mouse) {
   if (!glfwInit())
     throw std::runtime_error("cannot start GLFW (" + last_glfw_error() +
                              "); is there an X display? run under xvfb-run for screenshots");
@@ -83,7 +84,20 @@ void GlHost::poll_events(bool wait) {
 
 void GlHost::begin_frame() {
   ImGui_ImplOpenGL3_NewFrame();
+  if (!font_nearest_) {
+    // ImGui draws every shape through its font texture (the white texel). Text is
+    // pixel-aligned, so nearest filtering looks the same, and Mesa's software
+    // rasteriser fetches one texel per pixel instead of four.
+    const auto tex = static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID));
+    if (tex != 0) {
+      glBindTexture(GL_TEXTURE_2D, tex);
+      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+      font_nearest_ = true;
+    }
+  }
   ImGui_ImplGlfw_NewFrame();
+  if (ignore_mouse_) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
   ImGui::NewFrame();
 }
 

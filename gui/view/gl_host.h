@@ -18,6 +18,7 @@ struct HostOptions {
   bool vsync = true;          // off for screenshots and the benchmark
   bool save_settings = true;  // imgui.ini; off in tests
   float font_px = 15.0f;
+  bool ignore_mouse = false;  // screenshots: the pointer Xvfb parks mid-screen must not hover
 };
 
 class GlHost {
@@ -43,6 +44,8 @@ class GlHost {
  private:
   GLFWwindow* window_ = nullptr;
   bool imgui_ready_ = false;
+  bool ignore_mouse_ = false;
+  bool font_nearest_ = false;
 };
 
 }  // namespace hybrid::gui

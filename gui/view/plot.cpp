@@ -79,6 +79,7 @@ Frame draw_axes(ImDrawList* dl, ImVec2 origin, ImVec2 size, const PlotOptions& o
     dl->AddText(ImVec2(f.min.x - ts.x - 4, y - ts.y / 2), colors::kDimText, label.c_str());
   }
   for (double t : nice_ticks(x0, x1, 6)) {
+    if ((o.integer_x || log2_x) && t != std::floor(t)) continue;  // steps; powers of two
     const float x = f.px(t);
     dl->AddLine(ImVec2(x, f.min.y), ImVec2(x, f.max.y), colors::kGrid);
     const std::string label = log2_x ? short_number(std::exp2(t)) : short_number(t);

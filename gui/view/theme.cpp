@@ -13,7 +13,9 @@ void apply_theme(float font_px) {
   s.CellPadding = ImVec2(6, 3);
   s.ItemSpacing = ImVec2(8, 5);
   s.Colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.095f, 0.11f, 1.0f);
-  s.Colors[ImGuiCol_ChildBg] = ImVec4(0.11f, 0.115f, 0.13f, 1.0f);
+  // Transparent: the window behind shows through, and Mesa's software rasteriser
+  // does not fill the screen once more per child window.
+  s.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
   s.Colors[ImGuiCol_TableRowBgAlt] = ImVec4(1, 1, 1, 0.025f);
   s.Colors[ImGuiCol_Header] = ImVec4(0.26f, 0.42f, 0.66f, 0.45f);
   ImGuiIO& io = ImGui::GetIO();
@@ -23,7 +25,7 @@ void apply_theme(float font_px) {
     if (!std::filesystem::exists(path, ec)) continue;
     // Latin plus the few symbols the viewer prints (·, –, Δ, ×, ≥).
     static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0394, 0x0394, 0x2013, 0x2014,
-                                     0x2022, 0x2022, 0x2190, 0x2193, 0x2264, 0x2265,
+                                     0x2022, 0x2022, 0x2190, 0x2193, 0x2229, 0x2229, 0x2264, 0x2265,
                                      0x00D7, 0x00D7, 0x25A0, 0x25A0, 0x25CF, 0x25CF, 0};
     if (io.Fonts->AddFontFromFileTTF(path, font_px, nullptr, ranges)) return;
   }

@@ -82,9 +82,9 @@ void draw_compare_window(App& app) {
     if (r.depth > 1 && r.kind == LayerRowKind::module) continue;  // blocks and above: the full tree is in Layers
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    ImGui::Indent(float(r.depth) * 12);
+    if (r.depth > 0) ImGui::Indent(float(r.depth) * 12);  // Indent(0) would indent by the default
     ImGui::TextUnformatted(r.name.c_str());
-    ImGui::Unindent(float(r.depth) * 12);
+    if (r.depth > 0) ImGui::Unindent(float(r.depth) * 12);
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(opt_ms(r.a_ms).c_str());
     ImGui::TableNextColumn();

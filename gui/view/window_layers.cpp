@@ -120,14 +120,16 @@ void LayersWindow::draw(App& app) {
     ImGui::SetTooltip(
         "The step = the top-level modules' forward + backward\n"
         "  + optimizer + exposed communication outside modules\n"
+        "  + comm waits with no collective in flight (when any)\n"
         "  + other (measured step time minus all of that).\n"
+        "Exposed = waits while a collective was in flight (waits ∩ collectives).\n"
         "Top-level shares sum to 100%%; a child's share is part of its parent's.\n"
         "Times include child modules and sum over micro-steps;\n"
         "with all ranks: mean over ranks, [min, max] in the ranks column.");
   legend_item(colors::kForward, "forward");
   legend_item(colors::kBackward, "backward");
   legend_item(colors::kExposed, "exposed comm");
-  legend_item(colors::kOther, "optimizer / other");
+  legend_item(colors::kOther, "optimizer / wait without comm / other");
   ImGui::NewLine();
   draw_table(app, *run);
 }
@@ -136,11 +138,11 @@ void LayersWindow::draw_table(App& app, RunView& run) {
   const LayerBreakdown& b = run.layers;
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
                                 ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_Resizable |
                                 ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Hideable;
   if (!ImGui::BeginTable("##layers", kCols, flags, ImVec2(0, 0))) return;
   ImGui::TableSetupScrollFreeze(1, 1);
-  ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_NoHide, 230);
+  ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_NoHide, 200);
   ImGui::TableSetupColumn("type", ImGuiTableColumnFlags_NoSort, 0);
   ImGui::TableSetupColumn("fwd ms", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("bwd ms", ImGuiTableColumnFlags_PreferSortDescending);
@@ -148,7 +150,7 @@ void LayersWindow::draw_table(App& app, RunView& run) {
   ImGui::TableSetupColumn("total ms", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("ranks min–max", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("share", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("of the step", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_NoSort);
+  ImGui::TableSetupColumn("of the step", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort, 150);
   ImGui::TableSetupColumn("FLOPs", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("params", ImGuiTableColumnFlags_PreferSortDescending);
@@ -184,7 +186,9 @@ void LayersWindow::draw_table(App& app, RunView& run) {
       if (!r.children.empty()) ImGui::SetNextItemOpen(was_open);
       ImU32 name_color = colors::kText;
       if (r.kind == LayerRowKind::exposed_comm) name_color = colors::kExposed;
-      if (r.kind == LayerRowKind::optimizer || r.kind == LayerRowKind::other) name_color = colors::kDimText;
+      if (r.kind == LayerRowKind::optimizer || r.kind == LayerRowKind::other ||
+          r.kind == LayerRowKind::blocked_comm)
+        name_color = colors::kDimText;
       ImGui::PushStyleColor(ImGuiCol_Text, to_vec4(name_color));
       const bool open = ImGui::TreeNodeEx(r.name.c_str(), tf);
       ImGui::PopStyleColor();
@@ -229,9 +233,12 @@ void LayersWindow::draw_table(App& app, RunView& run) {
                     b.step_ms.mean);
         ImGui::Dummy(ImVec2(w, h));
         if (ImGui::IsItemHovered())
-          ImGui::SetTooltip("%s\nforward %.3f ms · backward %.3f ms\noptimizer/other %.3f ms · exposed comm %.3f ms\n%.2f%% of the step (%.2f ms)",
-                            r.name.c_str(), r.bar.forward, r.bar.backward, r.bar.other, r.bar.exposed,
-                            100.0 * r.share, b.step_ms.mean);
+          ImGui::SetTooltip(
+              "%s\nforward compute %.3f ms · backward compute %.3f ms\n"
+              "optimizer / wait without comm / other %.3f ms · exposed comm %.3f ms\n"
+              "%.2f%% of the step (%.2f ms)",
+              r.name.c_str(), r.bar.forward, r.bar.backward, r.bar.other, r.bar.exposed, 100.0 * r.share,
+              b.step_ms.mean);
       }
       ImGui::TableNextColumn();
       if (module) ImGui::TextUnformatted(format_flop(r.fwd_flops + r.bwd_flops).c_str());

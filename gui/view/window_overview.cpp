@@ -32,7 +32,9 @@ void draw_facts(const RunOverview& o) {
   if (!ImGui::BeginTable("##facts", 8, ImGuiTableFlags_SizingStretchProp)) return;
   fact("run", fmt::format("#{} {}", r.id, r.name));
   fact("status", std::string(profiler::to_string(r.status)) + (r.error.empty() ? "" : ": " + r.error));
-  fact("device", fmt::format("{} ({}) × {}", r.device, r.backend, r.world_size));
+  const bool backend_named = r.device.find(r.backend) != std::string::npos;
+  fact("device", backend_named ? fmt::format("{} × {}", r.device, r.world_size)
+                               : fmt::format("{} ({}) × {}", r.device, r.backend, r.world_size));
   fact("model", fmt::format("{} params, seq {}", format_count(double(r.n_params)), r.seq_len));
   fact("precision", fmt::format("{} · ZeRO {}", r.dtype, r.zero_stage));
   fact("batch", fmt::format("mb {} × gas {} × {} ranks", r.micro_batch, r.grad_accum, r.world_size));
@@ -126,18 +128,31 @@ void draw_overview_window(App& app) {
     const float h = std::max(150.0f, (ImGui::GetContentRegionAvail().y - 230) / 2);
     if (ImGui::BeginTable("##plots", 2, ImGuiTableFlags_SizingStretchSame)) {
       ImGui::TableNextColumn();
-      PlotOptions loss{"loss", "", false, false, skipped, colors::kError, "skipped (overflow)", h};
+      PlotOptions skipped_marks;
+      skipped_marks.markers_x = skipped;
+      skipped_marks.marker_color = colors::kError;
+      skipped_marks.marker_label = "skipped (overflow)";
+      skipped_marks.height = h;
+      PlotOptions loss = skipped_marks;
+      loss.title = "loss";
       line_plot("loss", {{&o.loss.x, &o.loss.y, colors::kForward, "loss"}}, loss);
       ImGui::TableNextColumn();
-      PlotOptions scale{"loss scale (log2)", "", true, false, skipped, colors::kError,
-                        "skipped (overflow)", h};
+      PlotOptions scale = skipped_marks;
+      scale.title = "loss scale (log2)";
+      scale.log_y = true;
       line_plot("scale", {{&o.loss_scale.x, &o.loss_scale.y, colors::kOptimizer, "loss scale"}}, scale);
       ImGui::TableNextColumn();
-      PlotOptions step{"step time", "ms", false, true, {}, 0, "", h};
+      PlotOptions step;
+      step.title = "step time";
+      step.unit = "ms";
+      step.y_from_zero = true;
+      step.height = h;
       line_plot("step", {{&o.step_ms.x, &o.step_ms.y, colors::kBackward, "ms / step"}}, step);
       ImGui::TableNextColumn();
-      PlotOptions tok{"throughput", "tokens/s", false, true, skipped, colors::kError,
-                      "skipped (overflow)", h};
+      PlotOptions tok = skipped_marks;
+      tok.title = "throughput";
+      tok.unit = "tokens/s";
+      tok.y_from_zero = true;
       line_plot("tok", {{&o.tokens_per_s.x, &o.tokens_per_s.y, colors::kGood, "tokens/s"}}, tok);
       ImGui::EndTable();
     }

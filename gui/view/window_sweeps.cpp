@@ -70,8 +70,14 @@ void SweepsWindow::draw(App& app) {
                        "No sweeps in this database (hybrid-tune writes them); the run windows still work.");
     return;
   }
-  if (sweep_id_ < 0 || !std::any_of(sweeps.begin(), sweeps.end(), [&](auto& s) { return s.id == sweep_id_; }))
+  if (sweep_id_ < 0 || !std::any_of(sweeps.begin(), sweeps.end(), [&](auto& s) { return s.id == sweep_id_; })) {
+    // The sweep of the run on screen, else the newest.
     sweep_id_ = sweeps.back().id;
+    if (const RunView* run = app.run())
+      for (const auto& s : sweeps)
+        for (const auto& t : db->trials(s.id))
+          if (t.run_id == run->data.profile.run.id) sweep_id_ = s.id;
+  }
   if (table_generation_ != db->generation() || table_sweep_ != sweep_id_) {
     const auto it = std::find_if(sweeps.begin(), sweeps.end(), [&](auto& s) { return s.id == sweep_id_; });
     table_ = build_sweep_table(*it, db->trials(sweep_id_), db->pruned(sweep_id_));
@@ -111,7 +117,8 @@ void SweepsWindow::draw(App& app) {
   }
 
   const float avail = ImGui::GetContentRegionAvail().y;
-  const float table_h = std::max(160.0f, avail * 0.5f);
+  const float rows_h = ImGui::GetFrameHeightWithSpacing() * float(t.rows.size() + 1) + 8;
+  const float table_h = std::clamp(rows_h, 120.0f, std::max(120.0f, avail * 0.5f));
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
                                 ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit |
@@ -216,7 +223,7 @@ void SweepsWindow::draw(App& app) {
     if (t.pruned.empty()) {
       ImGui::TextColored(to_vec4(colors::kDimText), "none");
     } else if (ImGui::BeginTable("##pruned", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                                    ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY)) {
+                                                    ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY)) {
       ImGui::TableSetupColumn("micro batch");
       ImGui::TableSetupColumn("ZeRO");
       ImGui::TableSetupColumn("predicted");

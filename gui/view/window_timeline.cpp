@@ -31,7 +31,13 @@ ImU32 event_color(const profiler::Event& e) {
   return is_comm_wait(e) ? colors::kExposed : category_color(e.category);
 }
 
-ImU32 dim(ImU32 c) { return (c & 0x00FFFFFFu) | (IM_COL32(0, 0, 0, 80) & 0xFF000000u); }
+// Opaque mixes with the window background (the boxes are drawn without blending).
+ImU32 mix_bg(ImU32 c, float keep) {
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  const ImVec4 v = ImGui::ColorConvertU32ToFloat4(c);
+  return ImGui::ColorConvertFloat4ToU32(
+      ImVec4(v.x * keep + bg.x * (1 - keep), v.y * keep + bg.y * (1 - keep), v.z * keep + bg.z * (1 - keep), 1));
+}
 
 std::string time_label(double ns) {
   const double a = std::fabs(ns);
@@ -169,7 +175,7 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
   const bool highlight = app && app->selected_module >= 0;
   const int32_t selected = app ? app->selected_module : -1;
   const float top = origin.y + kRulerHeight + 2;
-  const float min_px = 1.0f;
+  const float min_px = min_px_;
   boxes_drawn_ = 0;
   struct Hover {
     const TimelineRow* row = nullptr;
@@ -177,17 +183,30 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
     int event = -1;
   } hover;
   const ImVec2 mouse = io.MousePos;
+  ImFont* font = ImGui::GetFont();
+  const float font_px = ImGui::GetFontSize();
+  // One clip rectangle for all tracks, and labels clipped on the CPU: with Mesa's
+  // software rasteriser every extra draw command (a clip change) costs more than
+  // the glyphs it would save.
+  const float bottom = origin.y + size.y;
+  for (size_t li = 0; li < m.lanes.size(); ++li) {
+    const float ly = top + geometry[li].y;
+    if (ly > bottom) break;
+    if (li % 2 == 0)
+      dl->AddRectFilled(ImVec2(origin.x, ly), ImVec2(x0, ly + geometry[li].height), IM_COL32(255, 255, 255, 10));
+    dl->AddLine(ImVec2(origin.x, ly + geometry[li].height + kLaneGap / 2),
+                ImVec2(x1, ly + geometry[li].height + kLaneGap / 2), colors::kGrid);
+    const ImVec4 clip(origin.x, ly, x0 - 4, ly + geometry[li].height);
+    dl->AddText(font, font_px, ImVec2(origin.x + 4, ly + 1), colors::kText, m.lanes[li].label.c_str(), nullptr,
+                0.0f, &clip);
+  }
+  labels_.clear();
+  dl->PushClipRect(ImVec2(x0, top), ImVec2(x1, bottom), true);
+  boxes_.clear();
   for (size_t li = 0; li < m.lanes.size(); ++li) {
     const TimelineLane& lane = m.lanes[li];
     const float ly = top + geometry[li].y;
-    if (ly > origin.y + size.y) break;
-    if (li % 2 == 0)
-      dl->AddRectFilled(ImVec2(origin.x, ly), ImVec2(x1, ly + geometry[li].height),
-                        IM_COL32(255, 255, 255, 8));
-    dl->PushClipRect(ImVec2(origin.x, ly), ImVec2(x0 - 4, ly + geometry[li].height), true);
-    dl->AddText(ImVec2(origin.x + 4, ly + 1), colors::kText, lane.label.c_str());
-    dl->PopClipRect();
-    dl->PushClipRect(ImVec2(x0, ly), ImVec2(x1, ly + geometry[li].height), true);
+    if (ly > bottom) break;
     for (size_t d = 0; d < lane.rows.size(); ++d) {
       const TimelineRow& row = lane.rows[d];
       const float ry0 = ly + float(d) * row_px, ry1 = ry0 + row_px - 1;
@@ -197,19 +216,13 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
       for (const TimelineBox& b : scratch_) {
         const profiler::Event& e = m.events[row.events[b.first].source];
         ImU32 c = event_color(e);
-        if (b.count > 1) c = dim(c) | IM_COL32(0, 0, 0, 200);
+        if (b.count > 1) c = mix_bg(c, 0.7f);  // merged: darker
         const bool is_sel = highlight && e.module_id == selected && b.count == 1;
-        if (highlight && !is_sel) c = dim(c);
-        const ImVec2 a(x0 + b.x0, ry0), z(x0 + b.x1, ry1);
-        dl->AddRectFilled(a, z, c);
-        if (is_sel) dl->AddRect(a, z, colors::kHighlight, 0, 0, 2.0f);
-        if (b.count == 1 && b.x1 - b.x0 > 40 && row_px >= 12) {
-          const std::string& name = m.name_of(e);
-          dl->PushClipRect(ImVec2(std::max(a.x, x0), a.y), ImVec2(std::min(z.x, x1), z.y), true);
-          dl->AddText(ImVec2(std::max(a.x, x0) + 3, a.y + (row_px - ImGui::GetTextLineHeight()) / 2 - 1),
-                      IM_COL32(15, 15, 20, 255), name.c_str());
-          dl->PopClipRect();
-        }
+        if (highlight && !is_sel) c = mix_bg(c, 0.3f);
+        const ImVec2 a(std::max(x0 + b.x0, x0 - 2), ry0), z(std::min(x0 + b.x1, x1 + 2), ry1);
+        boxes_.add(a, z, c);
+        if ((b.count == 1 && z.x - a.x > 40 && row_px >= 12) || is_sel)
+          labels_.push_back({a, z, &m.name_of(e), is_sel});
         if (mouse_in_row && mouse.x >= x0 + b.x0 - 1 && mouse.x <= x0 + b.x1 + 1) {
           hover.row = &row;
           hover.box_count = int(b.count);
@@ -218,8 +231,17 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
         ++boxes_drawn_;
       }
     }
-    dl->PopClipRect();
   }
+  boxes_.submit(dl);
+  // Names and outlines blend over the boxes.
+  for (const Label& l : labels_) {
+    if (l.selected) dl->AddRect(l.a, l.z, colors::kHighlight, 0, 0, 2.0f);
+    if (l.z.x - l.a.x <= 40 || row_px < 12) continue;
+    const ImVec4 clip(l.a.x, l.a.y, l.z.x - 2, l.z.y);
+    dl->AddText(font, font_px, ImVec2(l.a.x + 3, l.a.y + (row_px - font_px) / 2 - 1), IM_COL32(15, 15, 20, 255),
+                l.name->c_str(), nullptr, 0.0f, &clip);
+  }
+  dl->PopClipRect();
 
   if (hover.row && hover.event >= 0) {
     const TimelineEvent& te = hover.row->events[size_t(hover.event)];

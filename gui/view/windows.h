@@ -13,6 +13,7 @@
 #include "gui/model/sweep_model.h"
 #include "gui/model/timeline_model.h"
 #include "gui/view/app.h"
+#include "gui/view/box_renderer.h"
 
 namespace hybrid::gui {
 
@@ -34,7 +35,8 @@ class LayersWindow {
 
  private:
   void draw_table(App& app, RunView& run);
-  std::unordered_set<std::string> expanded_ = {"model"};
+  // The model and its first block open: the tree's shape shows at a glance.
+  std::unordered_set<std::string> expanded_ = {"model", "h.0"};
 };
 
 class TimelineWindow {
@@ -43,6 +45,14 @@ class TimelineWindow {
   // Draws only the lanes canvas of `model` in the given size (the benchmark's frame).
   void draw_canvas(App* app, const TimelineModel& model, ImVec2 size);
   void fit(const TimelineModel& model);
+  // The visible time window (aligned ns); the next draw_canvas keeps it.
+  void set_view(const TimelineModel& model, double begin_ns, double end_ns) {
+    fit(model);
+    view_begin_ns_ = begin_ns;
+    view_end_ns_ = end_ns;
+  }
+  // Narrowest box in pixels; events below it merge (0: no merging, every event drawn).
+  void set_min_px(float px) { min_px_ = px; }
   size_t boxes_drawn() const { return boxes_drawn_; }
 
  private:
@@ -51,7 +61,15 @@ class TimelineWindow {
   bool fitted_ = false;
   const void* fitted_for_ = nullptr;
   size_t boxes_drawn_ = 0;
+  float min_px_ = 3.0f;  // events narrower than this merge (a few pixels cannot be told apart anyway)
   std::vector<TimelineBox> scratch_;
+  struct Label {
+    ImVec2 a, z;
+    const std::string* name;
+    bool selected;
+  };
+  std::vector<Label> labels_;
+  BoxRenderer boxes_;
 };
 
 }  // namespace hybrid::gui

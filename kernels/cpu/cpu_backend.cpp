@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/gemm.h"
@@ -47,7 +46,9 @@ void* CpuBackend::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p)  // the engine's tracking allocator names the category it was for
+    throw BackendOutOfMemory("out of host memory: cannot allocate " + std::to_string(bytes) + " bytes",
+                             bytes);
   return p;
 }
 

@@ -23,18 +23,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/ops.h"
+
 namespace hybrid::kernels::cuda {
 
 // Device memory exhausted even after the cache was released. The message names
-// the requested size and the allocator's state.
-class DeviceOutOfMemoryError : public std::runtime_error {
+// the requested size and the allocator's state. A BackendOutOfMemory, so the
+// engine's tracking allocator reports it as an out-of-memory of a category.
+class DeviceOutOfMemoryError : public BackendOutOfMemory {
  public:
-  DeviceOutOfMemoryError(const std::string& msg, size_t requested)
-      : std::runtime_error(msg), requested_(requested) {}
-  size_t requested() const { return requested_; }
-
- private:
-  size_t requested_;
+  using BackendOutOfMemory::BackendOutOfMemory;
 };
 
 struct AllocatorStats {

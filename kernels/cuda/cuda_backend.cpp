@@ -62,6 +62,7 @@ CudaBackend::~CudaBackend() {
   // Nothing may throw here: errors at teardown are ignored.
   if (compute_) cudaStreamSynchronize(compute_);
   if (comm_) cudaStreamSynchronize(comm_);
+  release_transfer_resources();
   gemm_.reset();
   alloc_.reset();
   if (compute_) cudaStreamDestroy(compute_);

@@ -11,6 +11,8 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/ops.h"
@@ -44,6 +46,19 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void synchronize() override;
+
+  // Page-locked host memory and the transfers of the offloaded optimizer, on a
+  // copy stream of their own (kernels/cuda/host_transfer.cpp).
+  void* allocate_host(size_t bytes) override;
+  void free_host(void* ptr, size_t bytes) override;
+  bool pins_host_memory() const override { return true; }
+  uint64_t copy_to_host_async(void* host_dst, const void* src, size_t bytes) override;
+  uint64_t copy_from_host_async(void* dst, const void* host_src, size_t bytes) override;
+  void wait_transfer(uint64_t ticket) override;
+
+  void* compute_stream_handle() const override { return compute_; }
+  void* comm_stream_handle() const override { return comm_; }
+  int device_index() const override { return device_; }
 
   void gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
             int lda, const void* B, int ldb, float beta, void* C, int ldc) override;
@@ -105,8 +120,15 @@ class CudaBackend final : public Backend {
   int cc_major_ = 0;
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_ = nullptr;
+  cudaStream_t copy_ = nullptr;  // host transfers; created on first use
+  uint64_t next_ticket_ = 1;
+  std::unordered_map<uint64_t, cudaEvent_t> transfers_;  // ticket → completion event
+  std::vector<cudaEvent_t> spare_events_;
   std::unique_ptr<cuda::CachingAllocator> alloc_;
   std::unique_ptr<cuda::LtGemm> gemm_;
+
+  uint64_t queue_transfer(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+  void release_transfer_resources() noexcept;
 };
 
 // Throws CudaError naming the device when it cannot be opened.

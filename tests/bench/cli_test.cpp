@@ -112,7 +112,7 @@ TEST_F(HybridBenchCli, ErrorsExitTwoAndNameTheInput) {
 TEST_F(HybridBenchCli, RunWritesOutputAndBaseline) {
   ScratchDir dir("run");
   std::ofstream(dir / "suites.json") << R"({"suites": {"tiny": {"repetitions": 3, "entries": [
-      {"executable": "bench_calibration", "filter": "^(calibration/compute|canary/softmax)$",
+      {"executable": "bench_calibration", "filter": "^(calibration/compute|canary/matmul)$",
        "min_time": 0.005}]}}})";
   Cli c = hybrid_bench({"run", "--suite", "tiny", "--suites", dir / "suites.json", "--out",
                         dir / "out" / "run.json", "--update-baseline", "--baseline-dir",
@@ -122,7 +122,7 @@ TEST_F(HybridBenchCli, RunWritesOutputAndBaseline) {
   EXPECT_THAT(c.err, HasSubstr("ETA"));
   BenchmarkFile run = load_benchmark_file(dir / "out" / "run.json");
   BenchmarkFile baseline = load_benchmark_file(dir / "baselines" / "tiny.json");
-  EXPECT_EQ(run.find("canary/softmax")->repetitions(), 4u);
+  EXPECT_EQ(run.find("canary/matmul")->repetitions(), 4u);
   EXPECT_EQ(baseline.benchmarks.size(), 2u);
   EXPECT_EQ(run.context["hybrid_suite"]["name"], "tiny");
 

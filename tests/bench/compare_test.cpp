@@ -166,6 +166,30 @@ TEST(Compare, NormalisationIgnoresACalibrationShiftThatIsNoise) {
   EXPECT_NEAR(always.rows[0].change, 110.0 / 105.0 - 1.0, 1e-12);  // +4.8 %, noise made visible
 }
 
+TEST(Compare, CalibrationNeedsTheStricterLevelToBeDividedOut) {
+  // 5 vs 5 separated calibration samples: exact p = 2/252 = 0.0079 < 0.01, divided out;
+  // 4 vs 4: p = 2/70 = 0.029, significant at alpha 0.05 but not at 0.01, not divided out.
+  BenchmarkFile base5 = make_file("a.json", {{"calibration/compute", {10, 11, 12, 13, 14}},
+                                             {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile cur5 = make_file("b.json", {{"calibration/compute", {20, 21, 22, 23, 24}},
+                                            {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile base4 = make_file("c.json", {{"calibration/compute", {10, 11, 12, 13}},
+                                             {"op", {50, 51, 52, 53}}});
+  BenchmarkFile cur4 = make_file("d.json", {{"calibration/compute", {20, 21, 22, 23}},
+                                            {"op", {50, 51, 52, 53}}});
+  CompareOptions options;
+  options.normalize = true;
+  ComparisonReport five = compare_runs(base5, cur5, options);
+  EXPECT_NEAR(five.calibration->p_value, 2.0 / 252.0, 1e-12);
+  EXPECT_TRUE(five.calibration->applied);
+  EXPECT_NEAR(five.rows[0].change, 12.0 / 22.0 - 1.0, 1e-12);  // the "faster" code is the machine
+  ComparisonReport four = compare_runs(base4, cur4, options);
+  EXPECT_NEAR(four.calibration->p_value, 2.0 / 70.0, 1e-12);
+  EXPECT_FALSE(four.calibration->applied);
+  options.calibration_alpha = 0.05;
+  EXPECT_TRUE(compare_runs(base4, cur4, options).calibration->applied);
+}
+
 TEST(Compare, NormalisationStillCatchesARealRegression) {
   CompareOptions options;
   options.normalize = true;
@@ -205,6 +229,33 @@ TEST(Compare, StricterAlphaMakesTheShiftNotSignificant) {
   EXPECT_EQ(row(r, "matmul/768x3072").verdict, Verdict::NotSignificant);
   EXPECT_EQ(r.exit_code(), 0);
   EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("can never reach p < 1e-05")));
+}
+
+TEST(Compare, HolmCorrectionHoldsAlphaForTheWholeRun) {
+  // Five benchmarks, each 4 vs 4 fully separated and 20 % slower: p = 2/70 = 0.029 each.
+  // Alone each is a regression; as a family of five, Holm multiplies by 5 -> 0.143.
+  std::vector<std::pair<std::string, std::vector<double>>> base, cur;
+  for (int i = 0; i < 5; ++i) {
+    base.push_back({"op" + std::to_string(i), {100, 101, 102, 103}});
+    cur.push_back({"op" + std::to_string(i), {120, 121, 122, 123}});
+  }
+  BenchmarkFile a = make_file("a.json", base), b = make_file("b.json", cur);
+  EXPECT_EQ(compare_runs(a, b, {}).regressions, 5);
+  CompareOptions options;
+  options.correction = Correction::Holm;
+  ComparisonReport r = compare_runs(a, b, options);
+  EXPECT_EQ(r.regressions, 0);
+  for (const auto& row : r.rows) {
+    EXPECT_NEAR(row.p_value, 2.0 / 70.0, 1e-12);
+    EXPECT_NEAR(row.p_adjusted, 5 * 2.0 / 70.0, 1e-12);
+    EXPECT_EQ(row.verdict, Verdict::NotSignificant);
+  }
+  // A clear regression survives the correction: 10 vs 10 separated, p = 1.8e-4 x 4.
+  ComparisonReport shifted = compare_runs(load("base.json"), load("shift30.json"), options);
+  EXPECT_EQ(row(shifted, "matmul/768x3072").verdict, Verdict::Regression);
+  EXPECT_NEAR(row(shifted, "matmul/768x3072").p_adjusted, 4 * 1.826717911095504e-4, 1e-8);
+  EXPECT_EQ(parse_correction("holm"), Correction::Holm);
+  EXPECT_THROW(parse_correction("bonferroni"), std::invalid_argument);
 }
 
 TEST(Compare, CpuTimeMetricUsesCpuTimes) {

@@ -128,7 +128,7 @@ TEST(Runner, RunsARealSuiteAndMergesItsOutputs) {
   BenchmarkFile f = parse_benchmark_json(merged, "merged");
   ASSERT_EQ(f.benchmarks.size(), 2u);
   EXPECT_EQ(f.find("calibration/compute")->repetitions(), 6u);  // run twice, 3 + 3
-  EXPECT_EQ(f.find("canary/softmax")->repetitions(), 3u);
+  EXPECT_EQ(f.find("canary/matmul")->repetitions(), 3u);
   for (const auto& b : f.benchmarks) {
     for (double t : b.real_time_ns) EXPECT_GT(t, 0.0) << b.name;
   }
@@ -154,7 +154,7 @@ TEST(Runner, RepetitionOverrideAppliesToEveryEntry) {
   RunOptions o = run_options();
   o.repetitions = 2;
   BenchmarkFile f = parse_benchmark_json(run_suite(suite, o), "merged");
-  EXPECT_EQ(f.find("canary/softmax")->repetitions(), 2u);
+  EXPECT_EQ(f.find("canary/matmul")->repetitions(), 2u);
 }
 
 TEST(Runner, SingleRepetitionRoundsAreAllowed) {
@@ -162,10 +162,10 @@ TEST(Runner, SingleRepetitionRoundsAreAllowed) {
   RunOptions o = run_options();
   o.repetitions = 1;
   nlohmann::json round = run_suite(suite, o);
-  EXPECT_EQ(parse_benchmark_json(round, "round", 1).find("canary/softmax")->repetitions(), 1u);
+  EXPECT_EQ(parse_benchmark_json(round, "round", 1).find("canary/matmul")->repetitions(), 1u);
   EXPECT_THROW(parse_benchmark_json(round, "round"), std::runtime_error);  // not comparable alone
   nlohmann::json merged = merge_benchmark_outputs({round, run_suite(suite, o)}, {});
-  EXPECT_EQ(parse_benchmark_json(merged, "merged").find("canary/softmax")->repetitions(), 2u);
+  EXPECT_EQ(parse_benchmark_json(merged, "merged").find("canary/matmul")->repetitions(), 2u);
 }
 
 TEST(Runner, FilterMatchingNothingIsAnError) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/memory_model.h"
 #include "engine/model/gpt2.h"
@@ -65,7 +67,7 @@ TEST(ZeroMpi, EveryStageAndWorldSizeMatchesTheSingleProcessRun) {
   ASSERT_FALSE(ref.weights.empty());
   for (int ranks : {1, 2, 4}) {
     for (int stage : {0, 1, 2, 3}) {
-      const auto run = train(dir, "s" + std::to_string(stage) + "w" + std::to_string(ranks), ranks,
+      const auto run = train(dir, fmt::format("s{}w{}", stage, ranks), ranks,
                              zero_patch(stage, 4 / ranks));
       ASSERT_EQ(run.weights.size(), ref.weights.size()) << "stage " << stage << ", " << ranks << " ranks";
       const double rel = max_relative_difference(run.weights, ref.weights);
@@ -126,7 +128,7 @@ TEST(ZeroMpi, CommunicationVolumeAndMemoryMatchTheory) {
   for (int ranks : {2, 4}) {
     for (int stage : {0, 1, 2, 3}) {
       const auto patch = zero_patch(stage, 1);
-      const auto run = train(dir, "v" + std::to_string(stage) + "w" + std::to_string(ranks), ranks, patch);
+      const auto run = train(dir, fmt::format("v{}w{}", stage, ranks), ranks, patch);
       ASSERT_FALSE(run.weights.empty());
       const auto theory = zero_theory(test::tiny_config(patch, ranks), ranks);
       const auto& c = run.result.at("comm_bytes_per_step");

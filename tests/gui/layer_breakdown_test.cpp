@@ -121,6 +121,32 @@ TEST(LayerBreakdown, SharesOfTheTopLevelRowsSumToTheStep) {
   }
 }
 
+TEST(LayerBreakdown, WaitsWithoutACollectiveInFlightAreTheirOwnRow) {
+  FixtureRunSpec spec;
+  spec.wait_blocked_ms = 0.5;  // after the flush, no collective of the rank in flight
+  RunFixture f(spec);
+  const LayerBreakdown b = build_layer_breakdown(f.data.profile, f.data.events);
+  ASSERT_EQ(b.top_rows.size(), 5u);  // model, optimizer, exposed comm, blocked wait, other
+  const LayerRow& out = b.rows[size_t(b.top_rows[2])];
+  const LayerRow& blocked = b.rows[size_t(b.top_rows[3])];
+  const LayerRow& other = b.rows[size_t(b.top_rows[4])];
+  EXPECT_EQ(blocked.kind, LayerRowKind::blocked_comm);
+  // Exposed = waits ∩ collectives: the blocked wait does not count there ...
+  EXPECT_NEAR(out.total_ms.mean, spec.wait_outside_ms * 1.05, 1e-5);
+  // ... but in its own row, and "other" stays what no scope claimed.
+  EXPECT_NEAR(blocked.total_ms.mean, spec.wait_blocked_ms * 1.05, 1e-5);
+  EXPECT_NEAR(other.total_ms.mean, (spec.data_ms + spec.step_tail_ms) * 1.05, 1e-5);
+  EXPECT_NEAR(top_share_sum(b), 1.0, kShareTol);
+  EXPECT_NEAR(b.step_ms.mean, f.mean_over_ranks(9, [](auto& e) { return e.step_ms; }), kMsTol);
+  // The fixture's step_ranks book exposed time the comm tracer's way: ours agrees.
+  double exposed = 0;
+  for (int i : b.top_rows) exposed += b.rows[size_t(i)].exposed_ms.mean;
+  double booked = 0;
+  for (const auto& sr : f.data.profile.step_ranks)
+    if (sr.step == 9) booked += sr.exposed_comm_ms / 2;
+  EXPECT_NEAR(exposed, booked, 1e-5);
+}
+
 TEST(LayerBreakdown, ParamsFlopsAndRatesComeFromTheTree) {
   RunFixture f;
   const LayerBreakdown b = build_layer_breakdown(f.data.profile, f.data.events);

@@ -81,7 +81,9 @@ TEST(TimelineModel, EveryEventOnceAndRowsNeverOverlap) {
       for (size_t i = 0; i < row.events.size(); ++i) {
         EXPECT_TRUE(seen.insert(row.events[i].source).second);
         EXPECT_LE(row.events[i].start_ns, row.events[i].end_ns);
-        if (i > 0) EXPECT_LE(row.events[i - 1].end_ns, row.events[i].start_ns) << lane.label;
+        if (i > 0) {
+          EXPECT_LE(row.events[i - 1].end_ns, row.events[i].start_ns) << lane.label;
+        }
       }
     }
   EXPECT_EQ(seen.size(), m.event_count());
@@ -137,13 +139,15 @@ size_t visible(const TimelineRow& row, double b, double e) {
 }
 
 TEST(TimelineModel, LevelOfDetailMergesSubPixelEventsAndLosesNone) {
-  // 4 pieces per leaf forward: ~1,200 events per rank and step in the deepest row.
+  // 8 pieces per leaf forward: 4 blocks x 6 leaves x 2 micro-steps x 8 = 384 events
+  // in the deepest row.
   FixtureRunSpec spec;
-  spec.repeat_leaves = 4;
+  spec.n_layer = 4;
+  spec.repeat_leaves = 8;
   TimelineFixture f(spec);
   const TimelineModel m = build_timeline(f.data.events, f.data.profile.ranks, 9);
   const TimelineRow& deepest = m.lanes[0].rows.back();
-  ASSERT_GT(deepest.events.size(), 100u);
+  ASSERT_EQ(deepest.events.size(), 384u);
   const double width_px = 200, span = double(m.end_ns);
   std::vector<TimelineBox> boxes;
   layout_row(deepest, 0, span, span / width_px, 1.0f, boxes);
@@ -154,7 +158,9 @@ TEST(TimelineModel, LevelOfDetailMergesSubPixelEventsAndLosesNone) {
   for (size_t i = 0; i < boxes.size(); ++i) {
     covered += boxes[i].count;
     EXPECT_GE(boxes[i].x1 - boxes[i].x0, 1.0f);
-    if (i > 0) EXPECT_EQ(boxes[i].first, boxes[i - 1].first + boxes[i - 1].count);
+    if (i > 0) {
+      EXPECT_EQ(boxes[i].first, boxes[i - 1].first + boxes[i - 1].count);
+    }
   }
   EXPECT_EQ(covered, visible(deepest, 0, span));
 

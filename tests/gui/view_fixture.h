@@ -110,6 +110,7 @@ struct FixtureRunSpec {
   double wait_in_block_ms = 0.6;  // exposed: a bucket wait inside h.0's backward
   double wait_outside_ms = 0.3;   // exposed: the final flush, outside any module
   double wait_in_optimizer_ms = 0.4;
+  double wait_blocked_ms = 0;     // a wait outside modules with no collective in flight
   double optimizer_ms = 1.5;      // optimizer compute (plus its wait)
   double data_ms = 0.4;           // batch loading inside the step: "other"
   double step_tail_ms = 0.2;      // after the optimizer: "other"
@@ -125,6 +126,7 @@ struct RankExpect {
   double optimizer_ms = 0;                   // incl. the wait inside it
   double optimizer_exposed_ms = 0;
   double outside_ms = 0;
+  double blocked_ms = 0;  // waits with no collective in flight
   double step_ms = 0;  // the step event
   double comm_ms = 0;  // union of collectives
   int64_t step_start_aligned_ns = 0;  // start of the step event on the shared clock
@@ -344,11 +346,19 @@ class FixtureWriter {
       forward(forward, 0);
       backward(backward, 0);
       if (last_micro) {
+        // The final flush: a collective queued behind the last bucket's (one FIFO comm thread).
         const int64_t w = ns(spec.wait_outside_ms);
         event(t, w, "comm_wait", Category::comm, -1, profiler::kLaneCompute);
-        comm.push_back({t - ns(1.0), t + w});
+        comm.push_back({std::max(t - ns(1.0), comm.empty() ? INT64_MIN : comm.back().second), t + w});
         ex.outside_ms += double(w) * 1e-6;
         t += w;
+        if (spec.wait_blocked_ms > 0) {
+          // Waiting on a handle whose collective has not started on this rank.
+          const int64_t b = ns(spec.wait_blocked_ms);
+          event(t, b, "comm_wait", Category::comm, -1, profiler::kLaneCompute);
+          ex.blocked_ms += double(b) * 1e-6;
+          t += b;
+        }
       }
     }
     // The optimizer: compute, then the parameter all-gather it waits for.

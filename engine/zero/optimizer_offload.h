@@ -1,0 +1,90 @@
+// ZeRO-Offload of the optimizer (zero_optimization.offload_optimizer.device
+// "cpu"): this rank's fp32 master weights and optimizer state live in host
+// memory (page-locked when the device backend pins and pin_memory asks for it),
+// the optimizer runs on the CPU backend, and each step moves only gradients
+// down and the updated working parameters up.
+//
+// One step, chunk by chunk over this rank's optimizer range, double-buffered:
+//
+//   D2H grads[k+1]  ─┐ (copy stream)
+//   AdamW[k] on host ─┤ (host, OpenMP)      while H2D params[k-1] (copy stream)
+//   H2D params[k]   ─┘
+//
+// so on a GPU the transfers of neighbouring chunks overlap the host AdamW of
+// this one. With 16-bit parameters AdamW writes the 16-bit copy into a host
+// staging chunk that goes up; with fp32 parameters the master chunk itself
+// goes up. On the CPU backend the copies are host-to-host and synchronous: the
+// same code path, with no overlap, and results identical to the on-device
+// optimizer (chunks are multiples of the CPU kernels' block, so chunking never
+// changes an element's arithmetic).
+//
+// The optimizer state is stored chunk-major (each chunk holds its
+// [s0 | s1 | …] block), so the optimizer sees each chunk as a range of its own;
+// master()/state() and load() use the usual global layout [s0(n) | s1(n) | …].
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "engine/memory/tracking_allocator.h"
+#include "engine/optim/optimizer.h"
+
+namespace hybrid::engine {
+
+class OptimizerOffload {
+ public:
+  // n: elements of this rank's optimizer range. device: the backend holding the
+  // gradients and working parameters. host: a host-memory TrackingAllocator
+  // whose backend (the CPU backend) runs the optimizer.
+  OptimizerOffload(int64_t n, int state_floats, kernels::DType grad_dtype,
+                   kernels::DType param_dtype, kernels::Backend& device, TrackingAllocator& host);
+
+  // Elements per pipeline chunk for a range of n: a quarter of it, rounded up
+  // to a multiple of 2048 (the CPU kernels' block), between 2048 and 4 Mi.
+  static int64_t chunk_elements(int64_t n);
+  // Host bytes it allocates per category for a range of n (the memory model).
+  struct HostBytes {
+    uint64_t master = 0, optimizer = 0, staging = 0;  // staging: MemCategory::comm
+  };
+  static HostBytes host_bytes(int64_t n, int state_floats, kernels::DType grad_dtype,
+                              kernels::DType param_dtype);
+
+  // One optimizer step. args carries lr, step and grad_scale (the rest is filled
+  // in here); device_grads: n gradients in grad dtype; device_params: this
+  // rank's n working parameters in param dtype, overwritten with the update.
+  void step(Optimizer& opt, OptimizerStepArgs args, const void* device_grads, void* device_params);
+
+  // Sets master weights and optimizer state (global layout; null: zeros) and
+  // writes the derived working parameters to device_params.
+  void load(const float* master, const float* state, void* device_params);
+
+  std::vector<float> master() const;
+  std::vector<float> state() const;  // global layout
+  int64_t size() const { return n_; }
+  int64_t chunk() const { return chunk_; }
+
+ private:
+  int64_t chunks() const { return n_ == 0 ? 0 : (n_ + chunk_ - 1) / chunk_; }
+  int64_t chunk_begin(int64_t k) const { return k * chunk_; }
+  int64_t chunk_size(int64_t k) const { return std::min(chunk_, n_ - k * chunk_); }
+  bool separate_params() const { return param_dtype_ != kernels::DType::f32; }
+  // Queues the H2D of chunk k's working parameters from staging slot `slot`
+  // (or the master chunk for fp32 parameters).
+  void push_params(int64_t k, int slot, void* device_params);
+
+  int64_t n_;
+  int state_floats_;
+  kernels::DType grad_dtype_, param_dtype_;
+  kernels::Backend& device_;
+  kernels::Backend& host_;
+  int64_t chunk_;
+  Buffer master_;                      // fp32, n
+  Buffer state_;                       // fp32, n × state_floats, chunk-major
+  std::array<Buffer, 2> grad_stage_;   // one chunk of gradients each
+  std::array<Buffer, 2> param_stage_;  // one chunk of 16-bit parameters each
+  std::array<uint64_t, 2> down_{};     // transfer tickets per slot
+  std::array<uint64_t, 2> up_{};
+};
+
+}  // namespace hybrid::engine

@@ -1,0 +1,88 @@
+// Shared helpers of the autotuner tests: a tiny GPT-2 config, temporary
+// directories, the real binaries of this build, and running commands.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hybrid::autotune::test {
+
+// A GPT-2 small enough for a step in milliseconds; `patch` is merged over it.
+inline nlohmann::json tiny_config(const nlohmann::json& patch = nlohmann::json::object()) {
+  nlohmann::json j = {
+      {"train_micro_batch_size_per_gpu", 1},
+      {"gradient_accumulation_steps", 1},
+      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}}}}},
+      {"steps_per_print", 1000},
+      {"hybrid",
+       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64}, {"seq_len", 16}}},
+        {"data", "synthetic"},
+        {"threads", 1},
+        {"seed", 7}}},
+  };
+  j.merge_patch(patch);
+  return j;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("hybrid_tune_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
+
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline std::string tune_bin() { return std::string(HYBRID_BINARY_DIR) + "/autotune/hybrid-tune"; }
+inline std::string train_bin() { return std::string(HYBRID_BINARY_DIR) + "/engine/hybrid-train"; }
+inline std::string data_dir() { return std::string(HYBRID_SOURCE_DIR) + "/tests/autotune/data"; }
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command and captures its output.
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace hybrid::autotune::test

@@ -1,0 +1,83 @@
+// A communicator that checks where the buffers it is given live, around a real
+// one: the engine's device communicator must only see device memory (NCCL
+// cannot read host memory) and its host communicator only host memory.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+
+namespace hybrid::test {
+
+class CheckedCommunicator final : public engine::comm::Communicator {
+ public:
+  using Communicator = engine::comm::Communicator;
+  using HandlePtr = engine::comm::HandlePtr;
+  using ReduceOp = engine::comm::ReduceOp;
+  // in_place(p, bytes): whether [p, p + bytes) is memory this communicator may touch.
+  CheckedCommunicator(Communicator& inner, std::string label, std::function<bool(const void*, size_t)> in_place)
+      : inner_(inner), label_(std::move(label)), ok_(std::move(in_place)) {}
+
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  std::string name() const override { return inner_.name(); }
+
+  HandlePtr all_reduce_async(void* buf, size_t count, kernels::DType dt, ReduceOp op) override {
+    check("all_reduce", buf, count * kernels::dtype_size(dt));
+    ++calls_[int(profiler::CollectiveKind::all_reduce)];
+    return inner_.all_reduce_async(buf, count, dt, op);
+  }
+  HandlePtr reduce_scatter_async(const void* send, void* recv, const std::vector<size_t>& counts, kernels::DType dt,
+                                 ReduceOp op) override {
+    check("reduce_scatter send", send, total(counts) * kernels::dtype_size(dt));
+    check("reduce_scatter recv", recv, counts[size_t(rank())] * kernels::dtype_size(dt));
+    ++calls_[int(profiler::CollectiveKind::reduce_scatter)];
+    return inner_.reduce_scatter_async(send, recv, counts, dt, op);
+  }
+  HandlePtr all_gather_async(const void* send, void* recv, const std::vector<size_t>& counts,
+                             kernels::DType dt) override {
+    check("all_gather send", send, counts[size_t(rank())] * kernels::dtype_size(dt));
+    check("all_gather recv", recv, total(counts) * kernels::dtype_size(dt));
+    ++calls_[int(profiler::CollectiveKind::all_gather)];
+    return inner_.all_gather_async(send, recv, counts, dt);
+  }
+  HandlePtr broadcast_async(void* buf, size_t bytes, int root) override {
+    check("broadcast", buf, bytes);
+    ++calls_[int(profiler::CollectiveKind::broadcast)];
+    return inner_.broadcast_async(buf, bytes, root);
+  }
+  HandlePtr barrier_async() override {
+    ++calls_[int(profiler::CollectiveKind::barrier)];
+    return inner_.barrier_async();
+  }
+
+  std::vector<std::string> violations() const {
+    std::lock_guard lock(mutex_);
+    return violations_;
+  }
+  uint64_t calls(profiler::CollectiveKind k) const { return calls_[int(k)]; }
+
+ private:
+  static size_t total(const std::vector<size_t>& c) {
+    size_t t = 0;
+    for (size_t x : c) t += x;
+    return t;
+  }
+  void check(const char* what, const void* p, size_t bytes) {
+    if (bytes == 0 || ok_(p, bytes)) return;
+    std::lock_guard lock(mutex_);
+    violations_.push_back(label_ + " " + what + " (" + std::to_string(bytes) + " bytes)");
+  }
+
+  Communicator& inner_;
+  std::string label_;
+  std::function<bool(const void*, size_t)> ok_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> violations_;
+  uint64_t calls_[5] = {};
+};
+
+}  // namespace hybrid::test

@@ -1,0 +1,162 @@
+// A stand-in for a device backend, for host-side tests of the engine's GPU
+// integration: every op runs on the real CPU backend, but "device" memory is
+// bookkept (live address ranges) and may be capped, so a test can tell device
+// pointers from host pointers and make the device run out of memory the way a
+// GPU does (kernels::BackendOutOfMemory from allocate, not a budget).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace hybrid::test {
+
+class DeviceDouble final : public kernels::Backend {
+ public:
+  // capacity, host_capacity (for allocate_host): 0 is unlimited.
+  explicit DeviceDouble(size_t capacity = 0, size_t host_capacity = 0)
+      : cpu_(kernels::make_cpu_backend()), capacity_(capacity), host_capacity_(host_capacity) {}
+
+  // Whether [p, p + bytes) lies inside a live allocation of this backend.
+  bool owns(const void* p, size_t bytes = 1) const {
+    std::lock_guard lock(mutex_);
+    const auto* c = static_cast<const char*>(p);
+    auto it = live_.upper_bound(c);
+    if (it == live_.begin()) return false;
+    --it;
+    return c >= it->first && c + bytes <= it->first + it->second;
+  }
+  size_t in_use() const {
+    std::lock_guard lock(mutex_);
+    return in_use_;
+  }
+
+  kernels::BackendKind kind() const override { return kernels::BackendKind::cpu; }
+  std::string name() const override { return "device double (CPU ops)"; }
+  bool supports(kernels::DType) const override { return true; }
+
+  void* allocate(size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    if (capacity_ && in_use_ + bytes > capacity_)
+      throw kernels::BackendOutOfMemory("device double: " + std::to_string(bytes) + " bytes requested, " +
+                                            std::to_string(capacity_ - in_use_) + " free",
+                                        bytes);
+    void* p = cpu_->allocate(bytes);
+    if (p) live_[static_cast<const char*>(p)] = bytes, in_use_ += bytes;
+    return p;
+  }
+  void deallocate(void* ptr, size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    if (live_.erase(static_cast<const char*>(ptr))) in_use_ -= bytes;
+    cpu_->deallocate(ptr, bytes);
+  }
+  void* allocate_host(size_t bytes) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (host_capacity_ && host_in_use_ + bytes > host_capacity_)
+        throw kernels::BackendOutOfMemory("device double: cannot pin " + std::to_string(bytes) + " host bytes",
+                                          bytes);
+      host_in_use_ += bytes;
+    }
+    return Backend::allocate_host(bytes);
+  }
+  void free_host(void* ptr, size_t bytes) override {
+    {
+      std::lock_guard lock(mutex_);
+      host_in_use_ -= bytes;
+    }
+    Backend::free_host(ptr, bytes);
+  }
+  bool pins_host_memory() const override { return true; }
+
+  void zero(void* p, size_t b) override { cpu_->zero(p, b); }
+  void copy(void* d, const void* s, size_t b) override { cpu_->copy(d, s, b); }
+  void copy_to_host(void* d, const void* s, size_t b) override { cpu_->copy_to_host(d, s, b); }
+  void copy_from_host(void* d, const void* s, size_t b) override { cpu_->copy_from_host(d, s, b); }
+  void synchronize() override {}
+
+  void gemm(kernels::DType dt, bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
+            const void* B, int ldb, float beta, void* C, int ldc) override {
+    cpu_->gemm(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  void matmul_forward(kernels::DType dt, void* out, const void* inp, const void* w, const void* b, int M, int K,
+                      int N) override {
+    cpu_->matmul_forward(dt, out, inp, w, b, M, K, N);
+  }
+  void matmul_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout, const void* inp,
+                       const void* w, int M, int K, int N) override {
+    cpu_->matmul_backward(dt, dinp, dw, db, dout, inp, w, M, K, N);
+  }
+  void encoder_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte, const void* wpe, int B,
+                       int T, int C) override {
+    cpu_->encoder_forward(dt, out, tok, wte, wpe, B, T, C);
+  }
+  void encoder_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tok, int B,
+                        int T, int C) override {
+    cpu_->encoder_backward(dt, dwte, dwpe, dout, tok, B, T, C);
+  }
+  void layernorm_forward(kernels::DType dt, void* out, float* mean, float* rstd, const void* inp, const void* w,
+                         const void* b, int N, int C) override {
+    cpu_->layernorm_forward(dt, out, mean, rstd, inp, w, b, N, C);
+  }
+  void layernorm_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout, const void* inp,
+                          const void* w, const float* mean, const float* rstd, int N, int C) override {
+    cpu_->layernorm_backward(dt, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void gelu_forward(kernels::DType dt, void* out, const void* inp, size_t n) override {
+    cpu_->gelu_forward(dt, out, inp, n);
+  }
+  void gelu_backward(kernels::DType dt, void* dinp, const void* inp, const void* dout, size_t n) override {
+    cpu_->gelu_backward(dt, dinp, inp, dout, n);
+  }
+  size_t attention_saved_bytes(kernels::DType dt, int B, int T, int C, int NH) const override {
+    return cpu_->attention_saved_bytes(dt, B, T, C, NH);
+  }
+  void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
+                         int NH) override {
+    cpu_->attention_forward(dt, out, saved, qkv, B, T, C, NH);
+  }
+  void attention_backward(kernels::DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
+                          const void* saved, int B, int T, int C, int NH) override {
+    cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH);
+  }
+  void residual_forward(kernels::DType dt, void* out, const void* a, const void* b, size_t n) override {
+    cpu_->residual_forward(dt, out, a, b, n);
+  }
+  void cross_entropy_forward(kernels::DType dt, float* losses, float* lse, const void* logits, const int32_t* t,
+                             int N, int V, int Vp) override {
+    cpu_->cross_entropy_forward(dt, losses, lse, logits, t, N, V, Vp);
+  }
+  void cross_entropy_backward(kernels::DType dt, void* dlogits, const void* logits, const float* lse,
+                              const int32_t* t, float dloss, int N, int V, int Vp) override {
+    cpu_->cross_entropy_backward(dt, dlogits, logits, lse, t, dloss, N, V, Vp);
+  }
+  void convert(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n) override {
+    cpu_->convert(ddt, d, sdt, s, n);
+  }
+  void add(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n, float alpha) override {
+    cpu_->add(ddt, d, sdt, s, n, alpha);
+  }
+  void scale(kernels::DType dt, void* x, size_t n, float alpha) override { cpu_->scale(dt, x, n, alpha); }
+  kernels::GradStats grad_stats(kernels::DType dt, const void* x, size_t n) override {
+    return cpu_->grad_stats(dt, x, n);
+  }
+  void adamw(const kernels::AdamWParams& p, float* master, float* m, float* v, kernels::DType gdt,
+             const void* grad, float grad_scale, kernels::DType pdt, void* param_out, size_t n) override {
+    cpu_->adamw(p, master, m, v, gdt, grad, grad_scale, pdt, param_out, n);
+  }
+
+ private:
+  std::unique_ptr<kernels::Backend> cpu_;
+  size_t capacity_;
+  size_t host_capacity_;
+  size_t host_in_use_ = 0;
+  mutable std::mutex mutex_;
+  std::map<const char*, size_t> live_;
+  size_t in_use_ = 0;
+};
+
+}  // namespace hybrid::test

@@ -1,0 +1,181 @@
+// hybrid-view itself, under Xvfb: it opens a real window on a fixture database,
+// renders every window and writes a screenshot of each, which must have the
+// requested size and not be blank; broken databases show their message (in the
+// window and on stderr) without a crash; the database is never modified.
+// Skips when xvfb-run is not installed. HYBRID_VIEW_SHOTS=DIR keeps the PNGs
+// (docs/images/ comes from there).
+#include <gtest/gtest.h>
+#include <stb_image.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "tests/gui/sweep_db.h"
+
+namespace hybrid::gui {
+namespace {
+
+using test::run_command;
+using test::TempDir;
+
+const std::string kViewer = std::string(HYBRID_BINARY_DIR) + "/gui/hybrid-view";
+const std::string kXvfb = "xvfb-run -a -s \"-screen 0 1280x800x24\" ";
+const char* kWindows[] = {"sweeps", "overview", "layers", "timeline", "collectives", "compare"};
+
+struct Image {
+  int w = 0, h = 0;
+  double luma_stddev = 0;  // over all pixels
+  size_t colours = 0;      // distinct RGB values (capped)
+};
+
+Image load_png(const std::filesystem::path& p) {
+  Image img;
+  int n = 0;
+  unsigned char* px = stbi_load(p.c_str(), &img.w, &img.h, &n, 3);
+  if (!px) return img;
+  double sum = 0, sum2 = 0;
+  std::set<uint32_t> colours;
+  const size_t count = size_t(img.w) * size_t(img.h);
+  for (size_t i = 0; i < count; ++i) {
+    const unsigned char* c = px + 3 * i;
+    const double l = 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
+    sum += l;
+    sum2 += l * l;
+    if (colours.size() < 100000) colours.insert(uint32_t(c[0]) << 16 | uint32_t(c[1]) << 8 | c[2]);
+  }
+  stbi_image_free(px);
+  const double mean = sum / double(count);
+  img.luma_stddev = std::sqrt(std::max(0.0, sum2 / double(count) - mean * mean));
+  img.colours = colours.size();
+  return img;
+}
+
+void keep(const std::filesystem::path& png) {
+  if (const char* dir = std::getenv("HYBRID_VIEW_SHOTS")) {
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(png, std::filesystem::path(dir) / png.filename(),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+}
+
+class Screenshots : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::program_exists("xvfb-run")) GTEST_SKIP() << "xvfb-run is not installed";
+    ASSERT_TRUE(std::filesystem::exists(kViewer)) << kViewer;
+  }
+};
+
+// A blank or single-colour frame has a luminance spread near 0; the viewer's
+// text, tables and plots give tens of levels and hundreds of colours.
+constexpr double kMinStddev = 8.0;
+constexpr size_t kMinColours = 50;
+
+// Every window of the database a real short sweep wrote (tests/gui/sweep_db.h).
+TEST_F(Screenshots, EveryWindowOfARealSweep) {
+  const auto& sweep = test::real_sweep_db();
+  if (sweep.path.empty()) {
+    if (sweep.error.find("not built") != std::string::npos) GTEST_SKIP() << sweep.error;
+    FAIL() << sweep.error;
+  }
+  const uint64_t before = test::file_checksum(sweep.path);
+  TempDir out;
+  // The best trial's run, compared with the slowest.
+  const std::string best = profiler::test::query_sql(
+      sweep.path, "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric DESC LIMIT 1");
+  const std::string worst = profiler::test::query_sql(
+      sweep.path, "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric LIMIT 1");
+  const auto r = run_command(kXvfb + kViewer + " " + sweep.path.string() + " --run " + best + " --compare " + worst +
+                             " --screenshot " + (out / "shot.png").string() + " --window all --size 1280x800");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* w : kWindows) {
+    const auto png = out / (std::string("shot_") + w + ".png");
+    ASSERT_TRUE(std::filesystem::exists(png)) << png << "\n" << r.output;
+    const Image img = load_png(png);
+    EXPECT_EQ(img.w, 1280) << w;
+    EXPECT_EQ(img.h, 800) << w;
+    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
+    EXPECT_GT(img.colours, kMinColours) << w;
+    keep(png);
+  }
+  EXPECT_EQ(test::file_checksum(sweep.path), before);
+}
+
+TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
+  test::FixtureDb fx;
+  profiler::test::exec_sql(fx.path, "PRAGMA wal_checkpoint(TRUNCATE)");
+  const uint64_t before = test::file_checksum(fx.path);
+  TempDir out;
+  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --run " +
+                             std::to_string(fx.gpu_run.run_id) + " --screenshot " + (out / "fixture.png").string() +
+                             " --window all --size 1280x800");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* w : kWindows) {
+    const auto png = out / (std::string("fixture_") + w + ".png");
+    const Image img = load_png(png);
+    EXPECT_EQ(img.w, 1280) << w;
+    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
+    keep(png);
+  }
+  EXPECT_EQ(test::file_checksum(fx.path), before);
+}
+
+TEST_F(Screenshots, OneWindowAtAnotherSize) {
+  test::FixtureDb fx;
+  TempDir out;
+  const auto png = out / "timeline.png";
+  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --screenshot " + png.string() +
+                             " --window timeline --size 1024x640 --frames 2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Image img = load_png(png);
+  EXPECT_EQ(img.w, 1024);
+  EXPECT_EQ(img.h, 640);
+  EXPECT_GT(img.luma_stddev, kMinStddev);
+}
+
+// Each broken database: exit status 2, the message on stderr, a screenshot that
+// shows it (not blank), and the file unchanged.
+void expect_error_shown(const std::filesystem::path& db, const std::string& message,
+                        const std::filesystem::path& png) {
+  const bool existed = std::filesystem::exists(db);
+  const uint64_t before = existed ? test::file_checksum(db) : 0;
+  const auto r = run_command(kXvfb + kViewer + " " + db.string() + " --screenshot " + png.string() +
+                             " --window layers");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(db.string()), std::string::npos) << r.output;
+  const Image img = load_png(png);
+  EXPECT_EQ(img.w, 1280);
+  EXPECT_GT(img.luma_stddev, 2.0);  // the dark window with the message in it
+  EXPECT_GT(img.colours, 5u);
+  EXPECT_EQ(std::filesystem::exists(db), existed);
+  if (existed) {
+    EXPECT_EQ(test::file_checksum(db), before);
+  }
+  keep(png);
+}
+
+TEST_F(Screenshots, BrokenDatabasesShowTheirMessage) {
+  TempDir dir;
+  expect_error_shown(dir / "missing.db", "no such file", dir / "error_missing.png");
+  const auto text = dir / "notes.db";
+  std::ofstream(text) << "not a database at all\n";
+  expect_error_shown(text, "not a SQLite database", dir / "error_not_sqlite.png");
+  const auto future = dir / "future.db";
+  { profiler::RunStore store(future); }
+  profiler::test::exec_sql(future, "PRAGMA user_version = 99");
+  expect_error_shown(future, "newer than this build", dir / "error_newer_schema.png");
+}
+
+TEST_F(Screenshots, BadArgumentsAreRefused) {
+  const auto r = run_command(kViewer + " x.db --screenshot /tmp/x.png --window nonsense");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("unknown window 'nonsense'"), std::string::npos) << r.output;
+  const auto s = run_command(kViewer + " x.db --screenshot /tmp/x.png --size 12x");
+  EXPECT_EQ(s.status, 1);
+  EXPECT_NE(s.output.find("--size"), std::string::npos) << s.output;
+}
+
+}  // namespace
+}  // namespace hybrid::gui

@@ -1,0 +1,173 @@
+// The engine's two communicators on 2 real MPI ranks, with a device stand-in
+// (tests/engine/device_double.h) so that device and host memory can be told
+// apart: the host values that only travel with several ranks (loss average,
+// run-id broadcast, norm/overflow agreement, checkpoint flags, the FLOPs
+// report's gather, full_master) go to the host communicator on host memory;
+// gradient and parameter collectives go to the device communicator on device
+// memory. Both wrap the one MPI communicator of the process. Also: the
+// offloaded optimizer on 2 ranks ends with the on-device optimizer's weights.
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "engine/comm/factory.h"
+#include "engine/engine.h"
+#include "mpi_test_harness.h"
+#include "tests/engine/checked_communicator.h"
+#include "tests/engine/device_double.h"
+
+namespace hybrid::test {
+namespace {
+
+struct Wired {
+  std::unique_ptr<Engine> engine;
+  const CheckedCommunicator* host = nullptr;
+  const CheckedCommunicator* device = nullptr;
+};
+
+// tests/engine/engine_test_util.h's tiny GPT-2 (that header wants the engine
+// tests' launcher settings).
+engine::Config tiny_config(const nlohmann::json& patch) {
+  nlohmann::json j = {
+      {"train_micro_batch_size_per_gpu", 2},
+      {"gradient_accumulation_steps", 1},
+      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
+      {"hybrid",
+       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64}, {"seq_len", 16}}},
+        {"data", "synthetic"},
+        {"seed", 7}}},
+  };
+  j.merge_patch(patch);
+  return engine::parse_config(j, world());
+}
+
+Wired make_engine(const nlohmann::json& patch) {
+  auto cfg = tiny_config(patch);
+  auto backend = std::make_unique<DeviceDouble>();
+  const DeviceDouble* dev = backend.get();
+  auto host = std::make_unique<CheckedCommunicator>(comm(), "host communicator got device memory:",
+                                                    [dev](const void* p, size_t) { return !dev->owns(p); });
+  auto device = std::make_unique<CheckedCommunicator>(
+      comm(), "device communicator got host memory:", [dev](const void* p, size_t n) { return dev->owns(p, n); });
+  Wired w;
+  w.host = host.get();
+  w.device = device.get();
+  EngineOptions o;
+  o.quiet = true;
+  o.backend = std::move(backend);
+  o.communicator = std::move(host);
+  o.device_communicator = std::move(device);
+  w.engine = initialize(cfg, make_gpt2(cfg), std::move(o));
+  return w;
+}
+
+void train(Engine& e, int steps) {
+  const auto& cfg = e.config();
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
+  std::vector<int32_t> in(n), tgt(n);
+  for (int s = 0; s < steps; ++s) {
+    for (size_t i = 0; i < n; ++i) {
+      in[i] = int32_t((i * 5 + size_t(s) * 3 + size_t(e.rank()) * 7) % size_t(cfg.model.vocab_size));
+      tgt[i] = int32_t((i * 5 + size_t(s) * 3 + 1) % size_t(cfg.model.vocab_size));
+    }
+    const float l = e.forward(in, tgt);
+    e.backward();
+    e.step();
+    e.mean_over_ranks(l);  // what the trainer does every step
+  }
+}
+
+nlohmann::json patch_for(int stage, bool offload) {
+  nlohmann::json p = {{"bf16", {{"enabled", true}}},
+                      {"gradient_clipping", 1.0},
+                      {"zero_optimization", {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", 3000},
+                                             {"stage3_param_persistence_threshold", 200}}}};
+  if (offload) p["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+  return p;
+}
+
+TEST_F(MpiTest, HostValuesGoToTheHostCommunicatorDeviceBuffersToTheDeviceOne) {
+  char path[256] = {};
+  std::filesystem::path dir;
+  if (rank() == 0) {
+    std::random_device rd;
+    dir = std::filesystem::temp_directory_path() / ("hybrid_engine_comms_" + std::to_string(rd()));
+    std::snprintf(path, sizeof path, "%s", dir.c_str());
+  }
+  comm().broadcast(path, sizeof path, 0);
+  dir = path;
+
+  using K = profiler::CollectiveKind;
+  for (int stage : {0, 1, 2, 3}) {
+    for (bool offload : {false, true}) {
+      auto w = make_engine(patch_for(stage, offload));
+      Engine& e = *w.engine;
+      train(e, 3);
+      EXPECT_EQ(e.broadcast_from_rank0(100 + rank()), 100);
+      const auto all = e.all_gather_floats({float(rank()), 10.0f + float(rank())});
+      EXPECT_EQ(all, (std::vector<float>{0.0f, 10.0f, 1.0f, 11.0f}));
+      const std::string tag = fmt::format("s{}{}", stage, offload ? "off" : "dev");
+      e.save_checkpoint(dir.string(), tag);
+      e.load_checkpoint(dir.string(), tag);
+      const auto weights = e.gather_parameters();
+      EXPECT_EQ(weights.size(), size_t(e.param_count()));
+
+      const std::string where = fmt::format("stage {}{}", stage, offload ? ", offload" : "");
+      for (const auto& v : w.host->violations()) ADD_FAILURE() << where << ": " << v;
+      for (const auto& v : w.device->violations()) ADD_FAILURE() << where << ": " << v;
+      // Several ranks: the norm/overflow agreement (stages 1-3) and the loss average are host all-reduces.
+      EXPECT_GE(w.host->calls(K::all_reduce), 3u + (stage > 0 ? 3u : 0u) + 1u) << where;
+      EXPECT_GE(w.host->calls(K::broadcast), 1u) << where;
+      EXPECT_GE(w.host->calls(K::barrier), 1u) << where;
+      if (stage > 0) {
+        EXPECT_GE(w.host->calls(K::all_gather), 2u) << where << ": all_gather_floats and full_master";
+      }
+      if (stage == 0) {
+        EXPECT_GT(w.device->calls(K::all_reduce), 0u) << where;
+      }
+      if (stage > 0) {
+        EXPECT_GT(w.device->calls(K::reduce_scatter), 0u) << where;
+      }
+      if (stage > 0) {
+        EXPECT_GT(w.device->calls(K::all_gather), 0u) << where << ": updated parameters";
+      }
+      EXPECT_EQ(w.device->calls(K::broadcast) + w.device->calls(K::barrier), 0u) << where;
+    }
+  }
+  comm().barrier();
+  if (rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_F(MpiTest, OffloadedOptimizerMatchesTheOnDeviceOneOnTwoRanks) {
+  for (int stage : {1, 3}) {
+    auto a = make_engine(patch_for(stage, false));
+    auto b = make_engine(patch_for(stage, true));
+    train(*a.engine, 4);
+    train(*b.engine, 4);
+    const auto wa = a.engine->gather_parameters(), wb = b.engine->gather_parameters();
+    EXPECT_TRUE(wa == wb) << "stage " << stage;
+    EXPECT_EQ(b.engine->allocator().stats().peak[size_t(engine::MemCategory::optimizer)], 0u);
+    EXPECT_EQ(b.engine->host_allocator().stats().peak[size_t(engine::MemCategory::optimizer)],
+              uint64_t(b.engine->zero().optimizer_range().size()) * 8);
+  }
+}
+
+}  // namespace
+}  // namespace hybrid::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int failed = 0;
+  {
+    auto c = hybrid::engine::comm::make_communicator(hybrid::test::test_clock_ns);
+    auto* mpi = dynamic_cast<hybrid::engine::comm::MpiCommunicator*>(c.get());
+    if (!mpi) {
+      std::fprintf(stderr, "make_communicator under mpirun gave '%s', not 'mpi'\n", c->name().c_str());
+      return 1;
+    }
+    hybrid::test::Watchdog watchdog(240, mpi->rank());
+    failed = hybrid::test::run_all_tests_on(*mpi);
+  }
+  return failed ? 1 : 0;
+}
