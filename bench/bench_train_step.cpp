@@ -4,6 +4,10 @@
 //
 //   build/bench/bench_train_step                      # GPT-2 124M (L=12 C=768 H=12 V=50257), B=4, T=256
 //   build/bench/bench_train_step --benchmark_filter=small   # the CI-sized step
+//   build/bench/bench_train_step --config my_ds_config.json [--steps 20]
+//       # a user's own config (one process, synthetic tokens), N optimizer steps:
+//       # tokens/s, FLOP/s, MFU against the GEMM rate measured in the same run
+//       # (the CPU's achievable peak), and peak memory as counters
 //
 // Model FLOPs per step: (6·N + 6·L·C·T)·B·T over wall time, N = parameters.
 // Medians of per-iteration wall times; the summary printed at the end states
@@ -13,7 +17,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "bench/slowdown.h"
@@ -48,6 +54,7 @@ engine::Config gpt2_config(int L, int C, int H, int V, int T, int B, DType dt) {
   return engine::parse_config(j, 1);
 }
 
+// One optimizer step per iteration: every micro-step of the accumulation, then step().
 void run_steps(benchmark::State& state, const std::string& name, const engine::Config& cfg) {
   EngineOptions opts;
   opts.quiet = true;
@@ -57,8 +64,10 @@ void run_steps(benchmark::State& state, const std::string& name, const engine::C
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(rng() % uint32_t(cfg.model.vocab_size));
   auto step = [&] {
-    e->forward(in, tgt);
-    e->backward();
+    for (int m = 0; m < cfg.gradient_accumulation_steps; ++m) {
+      e->forward(in, tgt);
+      e->backward();
+    }
     e->step();
   };
   step();  // warm-up: first touches of every buffer
@@ -70,7 +79,9 @@ void run_steps(benchmark::State& state, const std::string& name, const engine::C
   }
   g_flops[name] = flops;
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens/s"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] = benchmark::Counter(double(n) * cfg.gradient_accumulation_steps,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_memory_bytes"] = double(e->allocator().stats().total_peak);
 }
 
 void gemm_rate(benchmark::State& state, const std::string& name, DType dt) {
@@ -124,12 +135,87 @@ void summary() {
 
 }  // namespace
 
+// The user's config from --config FILE [--steps N], removed from argv before
+// Google Benchmark parses the rest. Bad input exits 2 naming what is wrong.
+struct UserConfig {
+  std::string path;
+  int steps = 10;
+};
+
+UserConfig take_user_config(int& argc, char** argv) {
+  UserConfig u;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const std::string& flag) -> std::string {
+      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_train_step: %s needs a value\n", flag.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--config" || a.rfind("--config=", 0) == 0) {
+      u.path = value("--config");
+    } else if (a == "--steps" || a.rfind("--steps=", 0) == 0) {
+      const std::string v = value("--steps");
+      try {
+        u.steps = std::stoi(v);
+      } catch (const std::exception&) {
+        u.steps = 0;
+      }
+      if (u.steps < 1) {
+        std::fprintf(stderr, "bench_train_step: --steps must be a positive integer, got '%s'\n", v.c_str());
+        std::exit(2);
+      }
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return u;
+}
+
+void user_summary(const std::string& name, const engine::Config& cfg) {
+  if (!g_seconds.count(name)) return;
+  const std::string gemm = std::string("gemm/2048x3072x768/") +
+                           (cfg.param_dtype() == DType::bf16 ? "bf16" : "fp32");
+  const double peak = rate(gemm);
+  const double ms = 1e3 * median(g_seconds[name]);
+  const double tokens = double(cfg.train_micro_batch_size_per_gpu) * cfg.gradient_accumulation_steps *
+                        cfg.model.seq_len;
+  std::printf("%s: %.1f ms/step (median of %zu), %.0f tokens/s, %.1f GFLOP/s", name.c_str(), ms,
+              g_seconds[name].size(), tokens / (ms / 1e3), rate(name) / 1e9);
+  if (peak > 0)
+    std::printf(", MFU %.1f %% of the %s GEMM rate measured in this run (%.1f GFLOP/s)", 100 * rate(name) / peak,
+                gemm.c_str(), peak / 1e9);
+  std::printf("\n");
+}
+
 int main(int argc, char** argv) {
+  const UserConfig user = take_user_config(argc, argv);
+  std::optional<engine::Config> user_cfg;
+  std::string user_name;
+  if (!user.path.empty()) {
+    try {
+      user_cfg = engine::load_config(user.path, 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+      return 2;
+    }
+    user_name = "config/" + std::filesystem::path(user.path).stem().string();
+    const engine::Config cfg = *user_cfg;
+    benchmark::RegisterBenchmark(user_name.c_str(), [=](benchmark::State& s) { run_steps(s, user_name, cfg); })
+        ->Iterations(user.steps)->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
   for (DType dt : {DType::f32, DType::bf16}) {
     const std::string tag(kernels::dtype_name(dt));
     const std::string gemm = "gemm/2048x3072x768/" + tag;
+    // With a user config: its step and the GEMM rate it is measured against only.
+    if (user_cfg && (user_cfg->param_dtype() == DType::bf16) != (dt == DType::bf16)) continue;
     benchmark::RegisterBenchmark(gemm.c_str(), [=](benchmark::State& s) { gemm_rate(s, gemm, dt); })
         ->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (user_cfg) continue;
     const std::string big = "train_step/gpt2_124M/" + tag;
     benchmark::RegisterBenchmark(big.c_str(), [=](benchmark::State& s) {
       run_steps(s, big, gpt2_config(12, 768, 12, 50257, 256, 4, dt));
@@ -144,5 +230,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   summary();
+  if (user_cfg) user_summary(user_name, *user_cfg);
   return 0;
 }

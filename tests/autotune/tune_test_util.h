@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/run_command.h"
+
 namespace hybrid::autotune::test {
 
 // A GPT-2 small enough for a step in milliseconds; `patch` is merged over it.
@@ -68,21 +70,7 @@ inline std::string tune_bin() { return std::string(HYBRID_BINARY_DIR) + "/autotu
 inline std::string train_bin() { return std::string(HYBRID_BINARY_DIR) + "/engine/hybrid-train"; }
 inline std::string data_dir() { return std::string(HYBRID_SOURCE_DIR) + "/tests/autotune/data"; }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command and captures its output.
-inline CommandResult run_command(const std::string& cmd) {
-  CommandResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using hybrid::test::CommandResult;
+using hybrid::test::run_command;
 
 }  // namespace hybrid::autotune::test

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/run_command.h"
+
 #include "engine/config/config.h"
 
 namespace hybrid::test {
@@ -65,22 +67,6 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command and captures its output.
-inline CommandResult run_command(const std::string& cmd) {
-  CommandResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
 
 inline std::string tool(const std::string& name) {
   return std::string(HYBRID_BINARY_DIR) + "/engine/" + name;
