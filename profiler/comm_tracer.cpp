@@ -1,5 +1,7 @@
 #include "profiler/comm_tracer.h"
 
+#include "profiler/intervals.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,38 +32,6 @@ std::string format_latency(double ns) {
 }
 
 std::string format_bw(double gbps) { return fmt::format("{:.3f} GB/s", gbps); }
-
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-
-// Sorted, disjoint union of half-open intervals (empty ones dropped).
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (auto [s, e] : v) {
-    if (e <= s) continue;
-    if (!out.empty() && s <= out.back().second) out.back().second = std::max(out.back().second, e);
-    else out.emplace_back(s, e);
-  }
-  return out;
-}
-
-int64_t measure(const Intervals& u) {
-  int64_t t = 0;
-  for (auto [s, e] : u) t += e - s;
-  return t;
-}
-
-// Length of the intersection of two sorted, disjoint unions.
-int64_t overlap(const Intervals& a, const Intervals& b) {
-  int64_t t = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const int64_t s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
-    if (e > s) t += e - s;
-    (a[i].second < b[j].second) ? ++i : ++j;
-  }
-  return t;
-}
 
 }  // namespace
 
@@ -270,8 +240,8 @@ StepCommTotals CommTracer::totals_locked(int32_t step) const {
   if (it == steps_.end()) return t;
   t = it->second.totals;
   const Intervals comm = merged(it->second.comm), waits = merged(it->second.waits);
-  t.comm_ns = measure(comm);
-  t.blocked_ns = measure(waits);
+  t.comm_ns = total_length(comm);
+  t.blocked_ns = total_length(waits);
   // A wait may cover a collective issued in a neighbouring step (one issued at
   // the end of a step and waited for at the start of the next).
   Intervals nearby = it->second.comm;

@@ -1,5 +1,7 @@
 #include "gui/model/step_accounting.h"
 
+#include "profiler/intervals.h"
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -19,33 +21,9 @@ namespace {
 
 constexpr double kMsPerNs = 1e-6;
 
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-
-// Sorted, disjoint union of half-open intervals.
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (auto [s, e] : v) {
-    if (e <= s) continue;
-    if (!out.empty() && s <= out.back().second)
-      out.back().second = std::max(out.back().second, e);
-    else
-      out.emplace_back(s, e);
-  }
-  return out;
-}
-
-// Length of [s, e) covered by the union.
-int64_t covered(const Intervals& u, int64_t s, int64_t e) {
-  auto it = std::upper_bound(u.begin(), u.end(), std::make_pair(s, INT64_MIN));
-  if (it != u.begin()) --it;
-  int64_t t = 0;
-  for (; it != u.end() && it->first < e; ++it) {
-    const int64_t a = std::max(s, it->first), b = std::min(e, it->second);
-    if (b > a) t += b - a;
-  }
-  return t;
-}
+using profiler::covered;
+using profiler::Intervals;
+using profiler::merged;
 
 bool attributes_waits(Category c) {
   return c == Category::forward || c == Category::backward || c == Category::optimizer;
