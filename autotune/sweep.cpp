@@ -226,7 +226,7 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
   out << fmt::format("sweep {} '{}': strategy {}, metric {} ({} is better), {} rank(s) via `{}`\n", sweep->id, s.name,
                      s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower", s.nprocs,
                      s.launcher);
-  out << fmt::format("{} candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
+  out << fmt::format("{} runnable candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
                      "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
                      plan.runnable.size(), plan.pruned.size(), engine::format_bytes(plan.budget.bytes),
                      plan.budget.source, plan.dropped.size(), planned, s.steps, statistic_name(s.statistic),
