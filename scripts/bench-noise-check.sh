@@ -7,7 +7,9 @@
 #                runs, each compared against that baseline: what comparing against a
 #                stored baseline gives;
 #   alternating  N times scripts/bench-ci-check.sh: baseline, unchanged and slowed
-#                collected in alternated rounds in the same window: what CI runs.
+#                collected in alternated rounds in the same window: what CI runs;
+#                then the same N unchanged and N slowed runs against ONE baseline,
+#                all N checks' baseline rounds merged (one_baseline in the summary).
 #
 # Each comparison is judged with both metrics (real_time and cpu_time, same runs).
 # It takes a while (about 20 minutes for N = 10 on 2 busy cores): run it in the
@@ -105,10 +107,20 @@ if [ "$mode" = alternating ] || [ "$mode" = both ]; then
     tally alternating unchanged "$dir/base.json" "$dir/unchanged.json" "unchanged $i/$runs"
     tally alternating slowed "$dir/base.json" "$dir/slowed.json" "slowed    $i/$runs"
   done
+  # The same runs against ONE baseline: every baseline round of the N checks merged
+  # (collected interleaved with all the unchanged and slowed runs), as a project
+  # would keep one reference run of its base revision alongside a series of changes.
+  echo "-- one baseline: the $runs checks' baseline rounds merged, against each unchanged and slowed run"
+  "$bench" merge --out "$out/one_base.json" "$out"/alt*/base.round*.json > /dev/null
+  for i in $(seq 1 "$runs"); do
+    tally one_baseline unchanged "$out/one_base.json" "$out/alt$i/unchanged.json" "unchanged $i/$runs"
+    tally one_baseline slowed "$out/one_base.json" "$out/alt$i/slowed.json" "slowed    $i/$runs"
+  done
 fi
 echo
-for md in sequential alternating; do
-  { [ "$mode" = "$md" ] || [ "$mode" = both ]; } || continue
+for md in sequential alternating one_baseline; do
+  case "$md" in one_baseline) shown=alternating ;; *) shown=$md ;; esac
+  { [ "$mode" = "$shown" ] || [ "$mode" = both ]; } || continue
   for m in $metrics; do
     echo "$md $m: false alarms ${false_alarms[$md.$m]:-0}/$runs unchanged runs flagged;" \
          "catches ${catches[$md.$m]:-0}/$runs injected +$slowdown slowdowns of '$target' flagged"
