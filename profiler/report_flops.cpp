@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "profiler/report_format.h"
+#include "profiler/spread.h"
 
 namespace hybrid::profiler {
 
@@ -33,21 +34,6 @@ struct Cost {
   }
 };
 
-struct Spread {
-  double mean = 0, min = 0, max = 0;
-};
-
-Spread spread(const std::vector<double>& v) {
-  if (v.empty()) return {};
-  Spread s{0, v[0], v[0]};
-  for (double x : v) {
-    s.mean += x;
-    s.min = std::min(s.min, x);
-    s.max = std::max(s.max, x);
-  }
-  s.mean /= double(v.size());
-  return s;
-}
 
 std::string ms_spread(const Spread& s) {
   return fmt::format("{} [{}, {}]", format_ms(s.mean), format_ms(s.min), format_ms(s.max));
@@ -142,7 +128,7 @@ class Tree {
   std::vector<double> params_;
 };
 
-double mean_of(const std::vector<double>& v) { return spread(v).mean; }
+double mean_of(const std::vector<double>& v) { return Spread::of(v).mean; }
 
 constexpr auto kFwdNs = [](const Cost& c) { return c.fwd_ns; };
 constexpr auto kBwdNs = [](const Cost& c) { return c.bwd_ns; };
@@ -190,7 +176,7 @@ std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
   }
 
   auto spread_rate = [](const std::vector<double>& v) {
-    const Spread s = spread(v);
+    const Spread s = Spread::of(v);
     return fmt::format("{} [{}, {}]", format_flop_rate(s.mean), format_flop_rate(s.min),
                        format_flop_rate(s.max));
   };
@@ -207,9 +193,9 @@ std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
   row("sequence length", std::to_string(run.seq_len));
   row("dtype / ZeRO stage", fmt::format("{} / {}", run.dtype, run.zero_stage));
   row("params", format_count(params));
-  row("fwd latency per rank (mean [min, max])", ms_spread(spread(fwd_ms)));
-  row("bwd latency per rank (mean [min, max])", ms_spread(spread(bwd_ms)));
-  row("fwd+bwd latency per rank (mean [min, max])", ms_spread(spread(both_ms)));
+  row("fwd latency per rank (mean [min, max])", ms_spread(Spread::of(fwd_ms)));
+  row("bwd latency per rank (mean [min, max])", ms_spread(Spread::of(bwd_ms)));
+  row("fwd+bwd latency per rank (mean [min, max])", ms_spread(Spread::of(both_ms)));
   row("step latency", step_row ? format_ms(step_row->step_ms) : std::string("-"));
   row("fwd FLOPs per rank", format_flop(fwd_flops));
   row("bwd FLOPs per rank", format_flop(bwd_flops));
@@ -278,7 +264,7 @@ std::string module_table(const Tree& t, const FlopsReportOptions& o, bool forwar
     const ModuleInfo& m = t.modules()[i];
     if (o.module_depth >= 0 && m.depth > o.module_depth) return;
     const double flops = mean_of(t.per_rank(i, flops_of));
-    const Spread ms = spread(to_ms(t.per_rank(i, ns_of)));
+    const Spread ms = Spread::of(to_ms(t.per_rank(i, ns_of)));
     table.add_row({std::string(size_t(2 * m.depth), ' ') + m.name, m.type,
                    fmt::format("{} ({})", format_count(t.params(i)),
                                format_percent(total_params > 0 ? t.params(i) / total_params : 0)),

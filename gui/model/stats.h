@@ -1,33 +1,15 @@
-// Small statistics shared by the view-models: a value over ranks (mean with its
-// spread) and the median of a series.
+// Small statistics shared by the view-models: a value over ranks (profiler::Spread)
+// and the median of a series.
 #pragma once
 
 #include <algorithm>
-#include <span>
 #include <vector>
+
+#include "profiler/spread.h"
 
 namespace hybrid::gui {
 
-// A quantity measured on each rank: the mean is what tables show and sort by,
-// min and max show how unbalanced the ranks are.
-struct Spread {
-  double mean = 0;
-  double min = 0;
-  double max = 0;
-
-  static Spread of(std::span<const double> values) {
-    if (values.empty()) return {};
-    Spread s{0, values[0], values[0]};
-    for (double v : values) {
-      s.mean += v;
-      s.min = std::min(s.min, v);
-      s.max = std::max(s.max, v);
-    }
-    s.mean /= double(values.size());
-    return s;
-  }
-  friend bool operator==(const Spread&, const Spread&) = default;
-};
+using profiler::Spread;
 
 // Median of the values (mean of the middle two for an even count); 0 when empty.
 inline double median(std::vector<double> values) {

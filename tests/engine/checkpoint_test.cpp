@@ -15,11 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-EngineOptions quiet() {
-  EngineOptions o;
-  o.quiet = true;
-  return o;
-}
+using test::quiet;
 
 std::vector<float> run_steps(Engine& e, int steps) {
   const auto& cfg = e.config();

@@ -16,8 +16,16 @@
 #include "tests/common/run_command.h"
 
 #include "engine/config/config.h"
+#include "engine/engine.h"
 
 namespace hybrid::test {
+
+// Engine options for tests: no informational lines on stdout.
+inline EngineOptions quiet() {
+  EngineOptions o;
+  o.quiet = true;
+  return o;
+}
 
 // A GPT-2 small enough for a step in milliseconds; `patch` is merged over it.
 inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::json::object()) {

@@ -16,11 +16,7 @@ namespace {
 
 using engine::Config;
 
-EngineOptions quiet() {
-  EngineOptions o;
-  o.quiet = true;
-  return o;
-}
+using test::quiet;
 
 engine::DataLoader loader_for(const Config& cfg, int world = 1, int rank = 0) {
   engine::SyntheticSpec spec;

@@ -12,11 +12,7 @@ namespace {
 
 using engine::MemCategory;
 
-EngineOptions quiet() {
-  EngineOptions o;
-  o.quiet = true;
-  return o;
-}
+using test::quiet;
 
 void run_steps(Engine& e, int steps) {
   const auto& cfg = e.config();

@@ -29,11 +29,7 @@ namespace {
 using engine::MemCategory;
 using kernels::DType;
 
-EngineOptions quiet() {
-  EngineOptions o;
-  o.quiet = true;
-  return o;
-}
+using test::quiet;
 
 // Steps on batches that change with the step (so every step's gradients differ).
 std::vector<float> run_steps(Engine& e, int steps) {

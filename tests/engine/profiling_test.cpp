@@ -17,11 +17,7 @@ namespace {
 
 using profiler::Category;
 
-EngineOptions quiet() {
-  EngineOptions o;
-  o.quiet = true;
-  return o;
-}
+using test::quiet;
 
 TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
   // Matmuls dominate at this width, as in real GPT-2s; the elementwise ops the
