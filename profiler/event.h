@@ -38,6 +38,9 @@ struct Event {
   uint16_t rank = 0;
   uint16_t lane = kLaneCompute;
   Category category = Category::other;
+  // GPU records (kernel, memcpy): the category of the CPU scope that launched
+  // them (forward, backward, optimizer, ...); `other` when unknown or not GPU.
+  Category scope = Category::other;
 };
 
 }  // namespace hybrid::profiler

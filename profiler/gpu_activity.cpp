@@ -193,6 +193,7 @@ std::vector<Event> GpuActivityParser::take_events(
         const ScopeTag tag = decode_external_id(corr->second);
         e.module_id = tag.module_id;
         e.step = tag.step;
+        e.scope = tag.category;
         ++stats_.attributed;
       } catch (const std::invalid_argument&) {
         ++stats_.unattributed;  // not one of ours (another tool's CUSTOM0 id)
@@ -229,47 +230,6 @@ GpuActivityParser::Stats GpuActivityParser::stats() const {
 size_t GpuActivityParser::stream_count() const {
   std::lock_guard lock(mutex_);
   return stream_lanes_.size();
-}
-
-// ---- aggregation ------------------------------------------------------------------
-
-std::vector<ModuleGpuTime> gpu_time_by_module(std::span<const Event> events) {
-  std::map<int32_t, ModuleGpuTime> by_module;
-  for (const Event& e : events) {
-    if (e.category != Category::kernel && e.category != Category::memcpy) continue;
-    ModuleGpuTime& m = by_module[e.module_id];
-    m.module_id = e.module_id;
-    if (e.category == Category::kernel) {
-      m.kernel_ns += uint64_t(e.dur_ns);
-      ++m.kernels;
-    } else {
-      m.memcpy_ns += uint64_t(e.dur_ns);
-      m.memcpy_bytes += e.bytes;
-    }
-  }
-  std::vector<ModuleGpuTime> out;
-  out.reserve(by_module.size());
-  for (auto& [id, m] : by_module) out.push_back(m);
-  return out;
-}
-
-int64_t gpu_busy_ns(std::span<const Event> events) {
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  for (const Event& e : events)
-    if (e.category == Category::kernel && e.dur_ns > 0) spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
-  std::sort(spans.begin(), spans.end());
-  int64_t busy = 0, cur_start = 0, cur_end = INT64_MIN;
-  for (auto [s, e] : spans) {
-    if (s > cur_end) {
-      if (cur_end != INT64_MIN) busy += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (cur_end != INT64_MIN) busy += cur_end - cur_start;
-  return busy;
 }
 
 }  // namespace hybrid::profiler

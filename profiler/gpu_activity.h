@@ -1,9 +1,10 @@
 // GPU activity records (what CUPTI reports: kernels, memcpys, memsets) as plain
 // structs, and their conversion into profiler Events: lanes per stream, module
 // attribution through external correlation ids, times shifted onto the tracer's
-// clock, and per-module aggregation. Nothing here includes CUPTI, so the parsing
-// and attribution are unit-tested on any machine with synthetic records; the
-// live collector (profiler/cupti_collector.cpp) only copies CUPTI's fields in.
+// clock. Nothing here includes CUPTI, so the parsing and attribution are
+// unit-tested on any machine with synthetic records; the live collector
+// (profiler/cupti_collector.cpp) only copies CUPTI's fields in. The analysis of
+// the resulting events is profiler/gpu_timeline.h.
 #pragma once
 
 #include <cstddef>
@@ -129,20 +130,5 @@ class GpuActivityParser {
   std::unordered_map<std::string, std::string> short_names_;
   Stats stats_;
 };
-
-// Aggregation of GPU events per module (kernels and copies attributed to it).
-struct ModuleGpuTime {
-  int32_t module_id = -1;
-  uint64_t kernel_ns = 0;   // sum of kernel durations
-  uint64_t kernels = 0;
-  uint64_t memcpy_ns = 0;   // copies and sets
-  uint64_t memcpy_bytes = 0;
-};
-// Sorted by module id (-1, unattributed, first). Non-GPU events are ignored.
-std::vector<ModuleGpuTime> gpu_time_by_module(std::span<const Event> events);
-
-// Wall time during which at least one kernel ran (the union of kernel intervals
-// over all streams): the GPU's busy time, for utilisation.
-int64_t gpu_busy_ns(std::span<const Event> events);
 
 }  // namespace hybrid::profiler

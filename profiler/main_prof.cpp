@@ -4,14 +4,19 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "profiler/chrome_trace.h"
+#include "profiler/gpu_timeline.h"
+#include "profiler/import/kineto_import.h"
 #include "profiler/report_comm.h"
 #include "profiler/report_flops.h"
 #include "profiler/report_format.h"
+#include "profiler/report_gpu.h"
 #include "profiler/report_memory.h"
 #include "profiler/report_steps.h"
 #include "profiler/store/run_store.h"
@@ -53,10 +58,14 @@ int list_runs(const std::string& db) {
 }
 
 int print_report(const std::string& db, const std::string& kind, int64_t run,
-                 const FlopsReportOptions& flops_options) {
+                 const FlopsReportOptions& flops_options, bool json) {
   RunStore store(db, OpenMode::read_only);
   const RunProfile profile = store.load_profile(run);
-  if (kind == "flops")
+  if (kind == "gpu" && json)
+    std::cout << gpu_report_json(profile).dump(2) << "\n";
+  else if (kind == "gpu")
+    std::cout << gpu_report(profile, store.events(run));
+  else if (kind == "flops")
     std::cout << flops_report(profile, flops_options);
   else if (kind == "comm")
     std::cout << comm_report(profile);
@@ -78,6 +87,23 @@ int export_trace(const std::string& db, int64_t run, const std::string& out,
   return 0;
 }
 
+// The files of one job become one run: read and translate everything first, then
+// write it in one transaction, so that a bad file leaves the store unchanged.
+int import_kineto(const std::string& db, const std::vector<std::string>& files,
+                  const import::KinetoImportOptions& options) {
+  const std::vector<std::filesystem::path> paths(files.begin(), files.end());
+  RunRecord record = import::import_kineto(paths, options);
+  analyze_gpu_run(record);
+  RunStore store(db, OpenMode::read_write);
+  const int64_t id = store.write_run(record);
+  std::cerr << fmt::format("imported {} GPU records and {} modules of {} rank(s) into {}\n",
+                           std::count_if(record.events.events.begin(), record.events.events.end(),
+                                         [](const Event& e) { return is_gpu_record(e); }),
+                           record.modules.size(), record.ranks.size(), db);
+  std::cout << id << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,9 +119,11 @@ int main(int argc, char** argv) {
   FlopsReportOptions flops_options;
   int64_t step = -1;
   auto* report_cmd = app.add_subcommand("report", "print a report of one run");
-  report_cmd->add_option("kind", kind, "flops | comm | steps | memory")
+  bool json = false;
+  report_cmd->add_option("kind", kind, "flops | comm | steps | memory | gpu")
       ->required()
-      ->check(CLI::IsMember({"flops", "comm", "steps", "memory"}));
+      ->check(CLI::IsMember({"flops", "comm", "steps", "memory", "gpu"}));
+  report_cmd->add_flag("--json", json, "gpu: the per-rank breakdown as JSON");
   report_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
   report_cmd->add_option("--run", run, "run id (see `hybrid-prof runs`)")->required();
   report_cmd
@@ -117,6 +145,19 @@ int main(int argc, char** argv) {
   trace_cmd->add_option("--step-min", step_min, "only steps from this one");
   trace_cmd->add_option("--step-max", step_max, "only steps up to this one");
 
+  std::vector<std::string> import_files;
+  import::KinetoImportOptions import_options;
+  bool exact_times = false;
+  auto* import_cmd = app.add_subcommand(
+      "import-kineto", "import a PyTorch profiler job (one trace per rank) as a run; prints its id");
+  import_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
+  import_cmd->add_option("files", import_files, "trace files (.json or .json.gz), one per rank")
+      ->required();
+  import_cmd->add_option("--name", import_options.run_name, "run name (default: the first file's)");
+  import_cmd->add_flag("--exact-times", exact_times,
+                       "keep nanosecond times and the last profiler step (default: rules of "
+                       "HolisticTraceAnalysis 0.5.0, see docs/profiler.md)");
+
   auto* migrate_cmd = app.add_subcommand("migrate", "upgrade the database to this build's schema");
   migrate_cmd->add_option("--db", db, "SQLite run store")->required();
 
@@ -132,7 +173,7 @@ int main(int argc, char** argv) {
     if (*runs_cmd) return list_runs(db);
     if (*report_cmd) {
       if (step >= 0) flops_options.step = step;
-      return print_report(db, kind, run, flops_options);
+      return print_report(db, kind, run, flops_options, json);
     }
     if (*trace_cmd) {
       EventFilter filter;
@@ -140,6 +181,10 @@ int main(int argc, char** argv) {
       if (step_min >= 0) filter.step_min = step_min;
       if (step_max >= 0) filter.step_max = step_max;
       return export_trace(db, run, out, filter);
+    }
+    if (*import_cmd) {
+      import_options.hta_compatible = !exact_times;
+      return import_kineto(db, import_files, import_options);
     }
     if (*migrate_cmd) {
       RunStore store(db, OpenMode::read_write);

@@ -10,6 +10,7 @@
 // - == compares every field (NaN != NaN, as for doubles).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +50,7 @@ struct RunInfo {
   std::string host;                // host of rank 0
   std::string device;              // e.g. "NVIDIA H200" or "AMD EPYC 7R13 (2 cores)"
   std::string backend;             // "cpu" | "cuda"
+  std::string source = "hybrid";   // "hybrid" (our engine) | "kineto" (an imported trace)
   int world_size = 1;
   std::string dtype;  // "fp32" | "fp16" | "bf16"
   int zero_stage = 0;
@@ -137,6 +139,11 @@ struct LayerStat {
   uint64_t fwd_macs = 0;  // multiply-accumulates of matmul-like ops only
   uint64_t bwd_macs = 0;
   int64_t calls = 0;  // forward invocations
+  // fwd_ns/bwd_ns are the module's time: on a GPU the device time of the records
+  // launched in its scope, on the CPU its scope's time. host_*_ns are always the
+  // scope's host time (on a GPU: the time spent launching).
+  int64_t host_fwd_ns = 0;
+  int64_t host_bwd_ns = 0;
 
   friend bool operator==(const LayerStat&, const LayerStat&) = default;
 };
@@ -167,6 +174,38 @@ struct MemoryRow {
   friend bool operator==(const MemoryRow&, const MemoryRow&) = default;
 };
 
+constexpr int kGpuWorkMasks = 8;
+
+// The GPU-timeline analysis of one rank (profiler/gpu_timeline.h computes it;
+// definitions in docs/profiler.md): its device over the span from its first
+// GPU record's start to its last record's end. Every *_ns is a length of time
+// in that span; times are unions over all of the rank's streams.
+struct GpuRankTimeline {
+  int rank = 0;
+  int64_t first_start_ns = 0;
+  int64_t last_end_ns = 0;
+  int64_t span_ns = 0;
+  int64_t idle_ns = 0;         // no record on any stream
+  int64_t compute_ns = 0;      // a computation kernel runs
+  int64_t non_compute_ns = 0;  // only communication and/or memory work runs
+  int64_t comm_ns = 0;         // a communication kernel runs
+  int64_t memory_ns = 0;       // a memcpy/memset runs
+  int64_t comm_overlap_ns = 0;  // a communication kernel and a computation kernel run
+  int64_t exposed_comm_ns = 0;  // a communication kernel runs and no computation kernel does
+  // Exclusive combinations of work, by bit mask (1 computation, 2 communication,
+  // 4 memory): [0] = idle_ns, [3] = computation and communication and no memory, ...
+  std::array<int64_t, kGpuWorkMasks> exclusive_ns{};
+  uint64_t computation_kernels = 0;
+  uint64_t communication_kernels = 0;
+  uint64_t memory_records = 0;
+
+  double pct(int64_t ns) const { return span_ns > 0 ? 100.0 * double(ns) / double(span_ns) : 0.0; }
+  // % of communication time during which computation runs; none without communication.
+  std::optional<double> comm_comp_overlap_pct() const;
+
+  friend bool operator==(const GpuRankTimeline&, const GpuRankTimeline&) = default;
+};
+
 // Events as the tracer produces them: Event::name_id indexes `names`.
 struct EventSet {
   std::vector<Event> events;
@@ -189,6 +228,18 @@ struct RunProfile {
   std::vector<LayerStat> layers;
   std::vector<CommStatRow> comm;
   std::vector<MemoryRow> memory;
+  std::vector<GpuRankTimeline> gpu;  // by rank; empty without GPU records
+};
+
+// A whole run at once: what an importer produces and RunStore::write_run stores.
+struct RunRecord {
+  RunInfo run;  // status and times as given (an import is finished)
+  std::vector<RankInfo> ranks;
+  std::vector<ModuleInfo> modules;
+  std::vector<StepRankRow> step_ranks;
+  std::vector<LayerStat> layers;
+  std::vector<GpuRankTimeline> gpu;
+  EventSet events;
 };
 
 // --- autotuner --------------------------------------------------------------

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kRunColumns =
     "id, name, config_json, host, device, backend, world_size, dtype, zero_stage, micro_batch, "
     "grad_accum, seq_len, n_params, git_revision, hybrid_version, started_at, finished_at, "
-    "status, error, summary_json, writer_pid, writer_host, last_update";
+    "status, error, summary_json, writer_pid, writer_host, last_update, source";
 
 }  // namespace
 
@@ -43,6 +43,7 @@ RunInfo RunStore::read_run_row(store::Statement& st) {
   r.writer_pid = st.i64(20);
   r.writer_host = st.text(21);
   r.last_update = st.f64(22);
+  r.source = st.text(23);
   return r;
 }
 
@@ -117,13 +118,13 @@ std::vector<ModuleInfo> RunStore::modules_unlocked(int64_t run_id) {
 std::vector<LayerStat> RunStore::layer_stats_unlocked(int64_t run_id, std::optional<int> rank) {
   auto st = conn_->prepare(
       "SELECT rank, module_id, step, fwd_ns, bwd_ns, fwd_flops, bwd_flops, fwd_macs, bwd_macs, "
-      "calls FROM layer_stats WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) "
-      "ORDER BY step, rank, module_id");
+      "calls, host_fwd_ns, host_bwd_ns FROM layer_stats "
+      "WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) ORDER BY step, rank, module_id");
   st.bind(run_id, rank);
   std::vector<LayerStat> out;
   while (st.step())
     out.push_back({int(st.i64(0)), int32_t(st.i64(1)), st.i64(2), st.i64(3), st.i64(4), st.u64(5),
-                   st.u64(6), st.u64(7), st.u64(8), st.i64(9)});
+                   st.u64(6), st.u64(7), st.u64(8), st.i64(9), st.i64(10), st.i64(11)});
   return out;
 }
 
@@ -148,6 +149,43 @@ std::vector<MemoryRow> RunStore::memory_unlocked(int64_t run_id) {
   while (st.step())
     out.push_back({int(st.i64(0)), st.text(1), st.u64(2), st.u64(3), st.opt_u64(4)});
   return out;
+}
+
+std::vector<GpuRankTimeline> RunStore::gpu_timeline_unlocked(int64_t run_id) {
+  auto st = conn_->prepare(
+      "SELECT rank, first_start_ns, last_end_ns, idle_ns, compute_ns, non_compute_ns, comm_ns, "
+      "memory_ns, comm_overlap_ns, computation_only_ns, communication_only_ns, "
+      "computation_communication_ns, memory_only_ns, computation_memory_ns, "
+      "communication_memory_ns, all_three_ns, computation_kernels, communication_kernels, "
+      "memory_records FROM gpu_timeline WHERE run_id = ?1 ORDER BY rank");
+  st.bind(run_id);
+  std::vector<GpuRankTimeline> out;
+  while (st.step()) {
+    GpuRankTimeline t;
+    t.rank = int(st.i64(0));
+    t.first_start_ns = st.i64(1);
+    t.last_end_ns = st.i64(2);
+    t.span_ns = t.last_end_ns - t.first_start_ns;
+    t.idle_ns = st.i64(3);
+    t.compute_ns = st.i64(4);
+    t.non_compute_ns = st.i64(5);
+    t.comm_ns = st.i64(6);
+    t.memory_ns = st.i64(7);
+    t.comm_overlap_ns = st.i64(8);
+    t.exposed_comm_ns = t.comm_ns - t.comm_overlap_ns;
+    t.exclusive_ns[0] = t.idle_ns;
+    for (int mask = 1; mask < kGpuWorkMasks; ++mask) t.exclusive_ns[size_t(mask)] = st.i64(8 + mask);
+    t.computation_kernels = st.u64(16);
+    t.communication_kernels = st.u64(17);
+    t.memory_records = st.u64(18);
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<GpuRankTimeline> RunStore::gpu_timeline(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  return gpu_timeline_unlocked(run_id);
 }
 
 std::vector<RankInfo> RunStore::ranks(int64_t run_id) {
@@ -193,6 +231,7 @@ RunProfile RunStore::load_profile(int64_t run_id) {
     p.layers = layer_stats_unlocked(run_id, std::nullopt);
     p.comm = comm_stats_unlocked(run_id);
     p.memory = memory_unlocked(run_id);
+    p.gpu = gpu_timeline_unlocked(run_id);
     return p;
   });
 }
@@ -202,7 +241,7 @@ EventSet RunStore::events(int64_t run_id, const EventFilter& filter) {
   // Only the filters given appear in the SQL, so the (run, rank, step) index serves them.
   std::string sql =
       "SELECT e.rank, e.step, e.lane, e.category, e.module_id, e.start_ns, e.dur_ns, e.bytes, "
-      "e.flops, e.name_id, n.name FROM events e JOIN event_names n ON n.id = e.name_id "
+      "e.flops, e.name_id, n.name, e.scope FROM events e JOIN event_names n ON n.id = e.name_id "
       "WHERE e.run_id = ?1";
   if (filter.rank) sql += " AND e.rank = ?2";
   if (filter.step_min) sql += " AND e.step >= ?3";
@@ -230,6 +269,8 @@ EventSet RunStore::events(int64_t run_id, const EventFilter& filter) {
     auto [it, inserted] = local.try_emplace(st.i64(9), uint32_t(out.names.size()));
     if (inserted) out.names.push_back(st.text(10));
     e.name_id = it->second;
+    const int64_t scope = st.i64(11);
+    e.scope = scope >= 0 && scope < kCategoryCount ? Category(scope) : Category::other;
     out.events.push_back(e);
   }
   return out;

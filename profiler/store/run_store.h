@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,7 +77,13 @@ class RunStore {
   // `names`); names are interned into the store's own table. One transaction.
   void add_events(int64_t run_id, std::span<const Event> events,
                   std::span<const std::string> names);
+  void add_gpu_timeline(int64_t run_id, std::span<const GpuRankTimeline> rows);
   // Rows are replaced when their key exists (a re-written step, module, ...).
+
+  // A finished run written whole, in one transaction (an imported trace): either
+  // everything is stored or, on any error, nothing. Ranks keep the host and pid
+  // given. Returns the new run id.
+  int64_t write_run(const RunRecord& record);
 
   // Marks `running` runs whose writer died as failed: a writer on this host whose
   // process no longer exists (or is another process with the same pid), and, when
@@ -95,6 +102,7 @@ class RunStore {
   std::vector<LayerStat> layer_stats(int64_t run_id, std::optional<int> rank = std::nullopt);
   std::vector<CommStatRow> comm_stats(int64_t run_id);
   std::vector<MemoryRow> memory(int64_t run_id);
+  std::vector<GpuRankTimeline> gpu_timeline(int64_t run_id);  // by rank
   // Sorted by rank, then start time; names hold only the names these events use.
   EventSet events(int64_t run_id, const EventFilter& filter = {});
   int64_t event_count(int64_t run_id);
@@ -122,6 +130,8 @@ class RunStore {
 
  private:
   void touch(int64_t run_id);  // inside a write transaction
+  // One write transaction on an existing run: touch, then body.
+  void write_to_run(int64_t run_id, const std::function<void(store::Connection&)>& body);
   RunInfo read_run_row(store::Statement& st);
   std::vector<RankInfo> ranks_unlocked(int64_t run_id);
   std::vector<StepRow> steps_unlocked(int64_t run_id);
@@ -130,6 +140,7 @@ class RunStore {
   std::vector<LayerStat> layer_stats_unlocked(int64_t run_id, std::optional<int> rank);
   std::vector<CommStatRow> comm_stats_unlocked(int64_t run_id);
   std::vector<MemoryRow> memory_unlocked(int64_t run_id);
+  std::vector<GpuRankTimeline> gpu_timeline_unlocked(int64_t run_id);
   std::optional<RunInfo> find_run_unlocked(int64_t run_id);
   TrialRow read_trial_row(store::Statement& st);
 
