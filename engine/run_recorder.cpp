@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "engine/memory_model.h"
 #include "profiler/chrome_trace.h"
+#include "profiler/gpu_timeline.h"
 #include "profiler/report_flops.h"
 #include "profiler/store/process_info.h"
 #include "profiler/store/run_store.h"
@@ -205,13 +206,28 @@ void RunRecorder::finish(const TrainSummary& summary) {
   Engine& e = *engine_;
   e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU events
   events_ = e.tracer().drain();
-  const auto stats = layer_stats(events_);
+  auto stats = layer_stats(events_);
+  std::vector<profiler::GpuRankTimeline> gpu;
+  if (e.backend().kind() == kernels::BackendKind::cuda) {
+    // On a GPU the scopes measured launches: module times, step accounting and the
+    // timeline come from the device records of the profiled steps instead.
+    const auto& names = e.tracer().names();
+    profiler::apply_device_times(stats, profiler::device_time_by_module(events_, modules_));
+    gpu = profiler::analyze_gpu_timeline(events_, names);
+    for (auto& row : profiler::gpu_step_accounting(events_, names)) {
+      row.rank = rank_;
+      step_ranks_.push_back(row);  // replaces the host row of the same step when stored
+    }
+  } else {
+    for (auto& row : stats) row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns;
+  }
   if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);
   if (cfg_.comms_logger.enabled && rank_ == 0) std::printf("%s\n", e.comm_tracer().summary().c_str());
 
   if (store_) {
     flush_steps();
     store_->add_layer_stats(run_id_, stats);
+    if (!gpu.empty()) store_->add_gpu_timeline(run_id_, gpu);
     store_->add_events(run_id_, events_, e.tracer().names());
     std::vector<profiler::CommStatRow> comm;
     for (const auto& c : e.comm_tracer().stats()) {

@@ -157,6 +157,10 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
         engine->step();
       }
     }
+    // On a GPU the step ends when its last kernel does, not when the host has
+    // queued it: wait for the device before reading the clock (the next step's
+    // first loss read would wait for it anyway).
+    engine->backend().synchronize();
     tracer.set_enabled(false);
     loss = engine->mean_over_ranks(loss / gas);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

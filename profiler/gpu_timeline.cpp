@@ -54,7 +54,8 @@ GpuRankTimeline analyze_rank(int rank, std::span<const Event* const> records,
   t.first_start_ns = INT64_MAX;
   t.last_end_ns = INT64_MIN;
   for (const Event* e : records) {
-    const std::string_view name = e->name_id < names.size() ? names[e->name_id] : "";
+    std::string_view name;  // (a ?: with "" would bind the view to a temporary string)
+    if (e->name_id < names.size()) name = names[e->name_id];
     const GpuWork w = classify_gpu_record(e->category, name);
     by_work[size_t(w)].emplace_back(e->start_ns, e->start_ns + e->dur_ns);
     t.first_start_ns = std::min(t.first_start_ns, e->start_ns);

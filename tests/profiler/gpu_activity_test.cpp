@@ -1,4 +1,4 @@
-// GPU activity parsing, attribution and aggregation with synthetic CUPTI-like
+// GPU activity parsing and attribution with synthetic CUPTI-like
 // records (runs on any machine), plus the collector's and NVTX factory's
 // behaviour in this build (inert without a GPU, never crashing).
 #include "profiler/gpu_activity.h"
@@ -201,37 +201,6 @@ TEST(GpuActivity, DroppedCountsAccumulateAndCorrelationsAreBounded) {
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].module_id, -1);  // evicted
   EXPECT_EQ(ev[1].module_id, 5);
-}
-
-TEST(GpuActivity, AggregatesPerModuleAndBusyTime) {
-  std::vector<Event> ev;
-  auto add = [&](Category c, int32_t module, int64_t start, int64_t dur, uint64_t bytes = 0) {
-    Event e;
-    e.category = c;
-    e.module_id = module;
-    e.start_ns = start;
-    e.dur_ns = dur;
-    e.bytes = bytes;
-    ev.push_back(e);
-  };
-  add(Category::kernel, 2, 0, 100);
-  add(Category::kernel, 2, 50, 100);    // overlaps the first (another stream)
-  add(Category::kernel, -1, 400, 10);
-  add(Category::memcpy, 2, 200, 30, 1 << 20);
-  add(Category::forward, 2, 0, 1000);   // CPU scope: ignored
-  const auto m = gpu_time_by_module(ev);
-  ASSERT_EQ(m.size(), 2u);
-  EXPECT_EQ(m[0].module_id, -1);
-  EXPECT_EQ(m[0].kernel_ns, 10u);
-  EXPECT_EQ(m[0].kernels, 1u);
-  EXPECT_EQ(m[1].module_id, 2);
-  EXPECT_EQ(m[1].kernel_ns, 200u);
-  EXPECT_EQ(m[1].kernels, 2u);
-  EXPECT_EQ(m[1].memcpy_ns, 30u);
-  EXPECT_EQ(m[1].memcpy_bytes, uint64_t(1) << 20);
-  // Union of [0,100) ∪ [50,150) ∪ [400,410) = 150 + 10.
-  EXPECT_EQ(gpu_busy_ns(ev), 160);
-  EXPECT_EQ(gpu_busy_ns(std::span<const Event>{}), 0);
 }
 
 bool cuda_device_present() {
