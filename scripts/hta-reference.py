@@ -1,8 +1,21 @@
 #!/usr/bin/env python3
-"""Reference figures from HolisticTraceAnalysis 0.5.0 on the four shared traces.
+"""Reference figures from the peer HolisticTraceAnalysis 0.5.0 on the four real GPU
+traces in tests/profiler/data/kineto: temporal breakdown, computation-communication
+overlap (full precision), kernel-type breakdown and top kernels per rank. The
+figures in tests/profiler/kineto_import_test.cpp come from this script. Not part of
+the build or the tests: the suite never needs the peer.
 
-Run: /tmp/hta-venv/bin/python /tmp/hta-figures.py > /tmp/hta-figures.out 2> /tmp/hta-figures.err
-Trace dirs: /tmp/hta-work/<name>/rank-N.json.gz (copies of /work/shared/traces/*).
+Set-up (PyPI; HTA 0.5.0 imports psutil without declaring it):
+  python3 -m venv --system-site-packages /tmp/hta-venv
+  /tmp/hta-venv/bin/pip install HolisticTraceAnalysis==0.5.0 psutil
+  mkdir -p /tmp/hta-work/{trace_filter_sampled,nccl_parser_config_nccl_data,ns_resolution_rank-0}
+  # HTA reads a directory per job; rank from distributedInfo.rank:
+  cp tests/profiler/data/kineto/trace_filter_sampled_rank-0.json.gz /tmp/hta-work/trace_filter_sampled/rank-0.json.gz
+  cp tests/profiler/data/kineto/trace_filter_sampled_rank-1.json.gz /tmp/hta-work/trace_filter_sampled/rank-1.json.gz
+  cp tests/profiler/data/kineto/nccl_parser_config_nccl_data.json.gz /tmp/hta-work/nccl_parser_config_nccl_data/rank-0.json.gz
+  cp tests/profiler/data/kineto/ns_resolution_rank-0.json.gz /tmp/hta-work/ns_resolution_rank-0/rank-0.json.gz
+Run:
+  /tmp/hta-venv/bin/python scripts/hta-reference.py > hta-figures.out
 """
 import gzip
 import inspect

@@ -192,6 +192,23 @@ TEST(EngineGpu, TrainerRecordsGpuKernelsInTheRunStore) {
   }
   EXPECT_GT(kernels, 10u);
   EXPECT_GT(cpu, 0u);
+  // The GPU timeline of the profiled step: one row for the rank, a breakdown that
+  // adds up, and layer rows whose times are device times (host times kept apart).
+  const auto gpu = store.gpu_timeline(s.run_id);
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_GT(gpu[0].compute_ns, 0);
+  EXPECT_EQ(gpu[0].idle_ns + gpu[0].compute_ns + gpu[0].non_compute_ns, gpu[0].span_ns);
+  int64_t device_ns = 0, host_ns = 0;
+  for (const auto& l : store.layer_stats(s.run_id)) {
+    device_ns += l.fwd_ns + l.bwd_ns;
+    host_ns += l.host_fwd_ns + l.host_bwd_ns;
+  }
+  EXPECT_GT(device_ns, 0);
+  EXPECT_GT(host_ns, 0);
+  EXPECT_NE(device_ns, host_ns);
+  const auto steps = store.step_ranks(s.run_id);
+  ASSERT_FALSE(steps.empty());
+  for (const auto& r : steps) EXPECT_LE(r.exposed_comm_ms, r.comm_ms + 1e-9);
 }
 
 }  // namespace
