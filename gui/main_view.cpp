@@ -58,9 +58,10 @@ int main(int argc, char** argv) {
   cli.add_option("--compare", compare, "run to compare with (default: the newest other run)");
   cli.add_option("--screenshot", screenshot,
                  "render without interaction, write this PNG and exit (run under xvfb-run without a display)");
-  cli.add_option("--window", window,
-                 "window to screenshot: sweeps, overview, layers, timeline, collectives, compare, or all "
-                 "(one PNG each, named OUT_<window>.png)");
+  cli.add_option(
+      "--window", window,
+      "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
+      "(one PNG each, named OUT_<window>.png)");
   cli.add_option("--frames", frames, "frames to render before the screenshot (default 4)")
       ->check(CLI::Range(1, 1000));
   cli.add_option("--size", size, "window size WxH (default 1280x800)");

@@ -236,6 +236,7 @@ struct RunRecord {
   RunInfo run;  // status and times as given (an import is finished)
   std::vector<RankInfo> ranks;
   std::vector<ModuleInfo> modules;
+  std::vector<StepRow> steps;
   std::vector<StepRankRow> step_ranks;
   std::vector<LayerStat> layers;
   std::vector<GpuRankTimeline> gpu;

@@ -22,6 +22,15 @@
 // share is a row's mean time over the step's mean time, so shares of the top-level
 // rows sum to 100 % exactly (linearity of the mean). Children's shares are parts of
 // the step too (and of their parent), never summed with it.
+//
+// On a GPU (RunInfo::backend "cuda": our CUDA runs and imported PyTorch traces) the
+// layer stats' forward/backward are device times, the host scopes' times kept
+// beside them (host_fwd_ns/host_bwd_ns: launching). Host scopes and waits do not
+// describe the device, so there are no optimizer or comm rows: the step is the
+// root modules' device time plus "other" (the measured step time minus that: device
+// idle time and work launched outside every module). Without a measured step time
+// (an imported trace has no step rows and may lack the step's event), the step is
+// the sum of the attributed rows.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +66,7 @@ struct LayerRow {
   Spread exposed_ms;      // exposed communication inside the row (inclusive of children)
   Spread blocked_ms;      // waits inside the row with no collective in flight
   Spread total_ms;        // fwd + bwd for modules; the row's time otherwise
+  Spread host_fwd_ms, host_bwd_ms;  // the scopes' host time (launch time on a GPU)
   double fwd_flops = 0;   // mean over ranks
   double bwd_flops = 0;
   double flops_per_s = 0;  // (fwd + bwd FLOPs) / total time, from the means
@@ -69,21 +79,25 @@ struct LayerRow {
 
 struct LayerBreakdown {
   int64_t run_id = 0;
-  int64_t step = -1;                    // the profiled step shown; -1 when none
+  int64_t step = -1;                    // the profiled step shown (may be -1: see has_stats)
   std::vector<int64_t> profiled_steps;  // steps with layer stats
   std::vector<int> ranks;               // ranks included
+  std::vector<int> ranks_with_stats;    // ranks with layer stats in `step` (what may be chosen)
+  bool device_times = false;            // fwd/bwd are device times (a GPU run)
+  bool host_differs = false;            // device times whose host (launch) times differ
   bool has_events = false;              // optimizer / exposed rows measured from events
   bool step_measured = false;           // a measured step time existed on every rank
   Spread step_ms;                       // the step as defined above
   std::vector<LayerRow> rows;           // module tree in preorder, then the step rows
   std::vector<int> top_rows;            // rows whose shares sum to 100 %
 
+  bool has_stats() const { return !profiled_steps.empty(); }
   int find_module(int32_t module_id) const;  // row index or -1
   int find_name(std::string_view name) const;
 };
 
 struct LayerOptions {
-  std::optional<int64_t> step;  // default: the last profiled step
+  std::optional<int64_t> step;  // default: the last profiled step with any time
   std::optional<int> rank;      // default: every rank with layer stats
 };
 
@@ -99,6 +113,7 @@ enum class LayerColumn {
   name,  // natural order: h.2 before h.10
   fwd,
   bwd,
+  host,  // host (launch) time, fwd + bwd
   exposed,
   total,
   flops,

@@ -121,11 +121,14 @@ TimelineModel build_timeline(const profiler::EventSet& set,
     m.end_ns = std::max(m.end_ns, end);
   }
   // Every rank with events shows its compute and comm lanes, even when empty, so
-  // lanes line up from rank to rank.
+  // lanes line up from rank to rank; a run without collectives (an imported trace:
+  // its communication is GPU kernels) shows no comm lanes.
+  const bool any_comm = std::any_of(set.events.begin(), set.events.end(),
+                                    [](const Event& e) { return e.lane == profiler::kLaneComm; });
   for (int r = 0; r <= max_rank; ++r)
     if (has_events[size_t(r)]) {
       by_lane[{r, 0}];
-      by_lane[{r, 1}];
+      if (any_comm) by_lane[{r, 1}];
     }
   for (auto& [key, evs] : by_lane) {
     TimelineLane lane = make_lane(key);

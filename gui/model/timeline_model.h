@@ -52,6 +52,7 @@ struct TimelineModel {
 // optimizer scopes to the optimizer lane, the comm lane's collectives to comm,
 // everything else of the host (module scopes, waits, step and data) to compute.
 // Ranks' clocks are aligned by RankInfo::epoch_unix_ns when every rank has one.
+// Each rank has a compute lane, and a comm lane when the run has collectives.
 TimelineModel build_timeline(const profiler::EventSet& events,
                              const std::vector<profiler::RankInfo>& ranks,
                              std::optional<int64_t> step = std::nullopt);

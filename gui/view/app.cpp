@@ -20,6 +20,7 @@ std::string_view window_name(WindowId w) {
     case WindowId::layers: return "layers";
     case WindowId::timeline: return "timeline";
     case WindowId::collectives: return "collectives";
+    case WindowId::gpu: return "gpu";
     case WindowId::compare: return "compare";
   }
   return "?";
@@ -30,7 +31,7 @@ WindowId parse_window(std::string_view name) {
     if (window_name(w) == name) return w;
   throw std::invalid_argument(fmt::format(
       "--window: unknown window '{}' (one of sweeps, overview, layers, timeline, collectives, "
-      "compare, all)",
+      "gpu, compare, all)",
       name));
 }
 
@@ -52,6 +53,7 @@ App::App(const AppOptions& o) : options_(o) {
   sweeps_ = std::make_unique<SweepsWindow>();
   layers_ = std::make_unique<LayersWindow>();
   timeline_ = std::make_unique<TimelineWindow>();
+  gpu_ = std::make_unique<GpuWindow>();
   open_database(o.db_path);
   if (db_ && db_->is_open()) {
     if (auto id = o.run ? o.run : default_run()) select_run(*id);
@@ -89,6 +91,7 @@ std::unique_ptr<RunView> App::load(int64_t run_id) {
   v->data = std::move(*data);
   v->overview = build_run_overview(v->data.profile);
   v->comm = build_comm_summary(v->data.profile);
+  v->gpu = build_gpu_summary(v->data.profile, v->data.events);
   v->rebuild_layers();
   v->rebuild_timeline();
   load_error_.clear();
@@ -127,6 +130,10 @@ std::optional<int64_t> App::default_compare_run() const {
 }
 
 std::string App::run_label(const profiler::RunInfo& r) const {
+  if (r.source != "hybrid")
+    return fmt::format("#{} {} ({}, imported from {}, {} × {})", r.id, r.name,
+                       profiler::to_string(r.status), r.source, r.world_size,
+                       r.backend.empty() ? "rank" : r.backend);
   return fmt::format("#{} {} ({}, {}×{} ZeRO {} mb {} gas {})", r.id, r.name, profiler::to_string(r.status),
                      r.world_size, r.backend.empty() ? "rank" : r.backend, r.zero_stage, r.micro_batch,
                      r.grad_accum);
@@ -225,7 +232,7 @@ void App::frame() {
   if (ImGui::BeginTabBar("##windows")) {
     for (WindowId w : kAllWindows) {
       static const char* titles[] = {"Sweeps & trials", "Run overview", "Layer breakdown",
-                                     "Step timeline",   "Collectives",  "Compare"};
+                                     "Step timeline", "Collectives", "GPU", "Compare"};
       ImGuiTabItemFlags flags = 0;
       if (pending_window_ == w) flags |= ImGuiTabItemFlags_SetSelected;
       if (!ImGui::BeginTabItem(titles[int(w)], nullptr, flags)) continue;
@@ -236,6 +243,7 @@ void App::frame() {
         case WindowId::layers: layers_->draw(*this); break;
         case WindowId::timeline: timeline_->draw(*this); break;
         case WindowId::collectives: draw_collectives_window(*this); break;
+        case WindowId::gpu: gpu_->draw(*this); break;
         case WindowId::compare: draw_compare_window(*this); break;
       }
       ImGui::EndChild();

@@ -15,6 +15,7 @@
 #include "gui/model/comm_model.h"
 #include "gui/model/compare_model.h"
 #include "gui/model/database.h"
+#include "gui/model/gpu_summary.h"
 #include "gui/model/layer_breakdown.h"
 #include "gui/model/run_overview.h"
 #include "gui/model/sweep_model.h"
@@ -22,10 +23,10 @@
 
 namespace hybrid::gui {
 
-enum class WindowId { sweeps, overview, layers, timeline, collectives, compare };
-inline constexpr WindowId kAllWindows[] = {WindowId::sweeps,   WindowId::overview,
-                                           WindowId::layers,   WindowId::timeline,
-                                           WindowId::collectives, WindowId::compare};
+enum class WindowId { sweeps, overview, layers, timeline, collectives, gpu, compare };
+inline constexpr WindowId kAllWindows[] = {
+    WindowId::sweeps,      WindowId::overview, WindowId::layers, WindowId::timeline,
+    WindowId::collectives, WindowId::gpu,      WindowId::compare};
 std::string_view window_name(WindowId w);  // "layers", ...
 // Accepts the names above; throws std::invalid_argument listing them otherwise.
 WindowId parse_window(std::string_view name);
@@ -37,6 +38,7 @@ struct RunView {
   LayerOptions layer_options;
   LayerBreakdown layers;
   CommSummary comm;
+  GpuSummary gpu;
   TimelineModel timeline;
   std::optional<int64_t> timeline_step;  // empty: every profiled step
   std::string error;                     // a view-model that could not be built
@@ -54,6 +56,7 @@ struct AppOptions {
 class SweepsWindow;
 class LayersWindow;
 class TimelineWindow;
+class GpuWindow;
 
 class App {
  public:
@@ -98,6 +101,7 @@ class App {
   std::unique_ptr<SweepsWindow> sweeps_;
   std::unique_ptr<LayersWindow> layers_;
   std::unique_ptr<TimelineWindow> timeline_;
+  std::unique_ptr<GpuWindow> gpu_;
   std::string load_error_;
 };
 

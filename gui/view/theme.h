@@ -28,6 +28,12 @@ inline constexpr ImU32 kDimText = IM_COL32(150, 150, 160, 255);
 inline constexpr ImU32 kHighlight = IM_COL32(255, 236, 110, 255);
 inline constexpr ImU32 kError = IM_COL32(240, 90, 80, 255);
 inline constexpr ImU32 kGood = IM_COL32(110, 200, 120, 255);
+// The GPU window: how a device spent its time.
+inline constexpr ImU32 kGpuIdle = IM_COL32(92, 94, 104, 255);
+inline constexpr ImU32 kGpuCompute = IM_COL32(76, 175, 120, 255);
+inline constexpr ImU32 kGpuNonCompute = IM_COL32(214, 120, 60, 255);
+inline constexpr ImU32 kGpuComm = IM_COL32(171, 99, 201, 255);     // as collectives
+inline constexpr ImU32 kGpuMemory = IM_COL32(255, 157, 167, 255);  // as memcpy events
 }  // namespace colors
 
 ImVec4 to_vec4(ImU32 c);

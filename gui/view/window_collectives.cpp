@@ -25,9 +25,11 @@ CommColumn comm_column(int col) {
   return col >= 0 && col < 9 ? map[col] : CommColumn::op;
 }
 
-void draw_exposure(const CommSummary& s) {
-  ImGui::Text("Communication per step: %.3f ms in flight, %.3f ms exposed (the compute lane waited)",
-              s.comm_ms_per_step, s.exposed_ms_per_step);
+// On a GPU the step rows are the device's: exposed is communication with no computation running.
+void draw_exposure(const CommSummary& s, bool gpu) {
+  ImGui::Text("Communication per step: %.3f ms in flight, %.3f ms exposed (%s)", s.comm_ms_per_step,
+              s.exposed_ms_per_step,
+              gpu ? "no computation kernel running" : "the compute lane waited");
   ImGui::Text("Hidden behind compute: ");
   ImGui::SameLine();
   ImGui::TextColored(to_vec4(s.hidden_fraction() > 0.5 ? colors::kGood : colors::kExposed), "%.1f%%",
@@ -98,8 +100,17 @@ void draw_collectives_window(App& app) {
                        static_cast<long long>(run->data.profile.run.id));
     return;
   }
-  draw_exposure(s);
+  const auto& info = run->data.profile.run;
+  draw_exposure(s, info.backend == "cuda");
   draw_steps(s);
+  if (s.rows.empty() && info.source != "hybrid") {
+    section("Collectives by op and message size");
+    ImGui::TextColored(
+        to_vec4(colors::kDimText),
+        "An imported trace has no collective records of its own: its collectives are "
+        "NCCL kernels, in the GPU window and on the timeline's GPU streams.");
+    return;
+  }
   section("Collectives by op and message size (per rank; latency [min, max] over ranks)");
   std::vector<CommRow> rows = s.rows;
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |

@@ -110,12 +110,49 @@ void draw_memory(const RunOverview& o) {
   ImGui::EndTable();
 }
 
+// An imported trace is a few profiled steps of a job, not a training run: it has
+// no step rows (loss, throughput) and no memory rows, so it gets facts of its own.
+void draw_imported(const RunView& run) {
+  const auto& r = run.data.profile.run;
+  if (ImGui::BeginTable("##facts", 8, ImGuiTableFlags_SizingStretchProp)) {
+    fact("run", fmt::format("#{} {}", r.id, r.name));
+    fact("status", std::string(profiler::to_string(r.status)));
+    fact("source", r.source == "kineto" ? "PyTorch profiler trace (kineto)" : r.source);
+    fact("device", fmt::format("{} ({})", r.device.empty() ? "-" : r.device, r.backend));
+    fact("ranks", fmt::format("{} traced of {}", run.data.profile.ranks.size(), r.world_size));
+    std::string steps;
+    for (int64_t s : run.layers.profiled_steps)
+      steps += fmt::format("{}{}", steps.empty() ? "" : ", ", s);
+    fact("profiler steps", steps.empty() ? "-" : steps);
+    fact("GPU records", fmt::format("{} rank(s)", run.gpu.ranks.size()));
+    // The traced hosts (the run's own host is the machine that imported it).
+    std::string hosts;
+    for (const auto& rank : run.data.profile.ranks)
+      if (!rank.host.empty() && hosts.find(rank.host) == std::string::npos)
+        hosts += (hosts.empty() ? "" : ", ") + rank.host;
+    fact("traced on", hosts.empty() ? "-" : hosts);
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  ImGui::PushTextWrapPos(0.0f);  // wrap at the window's edge
+  ImGui::TextColored(
+      to_vec4(colors::kDimText),
+      "An imported trace has no training steps (loss, throughput) and no memory rows: its "
+      "module times are in the Layer breakdown (device time), its streams in the Step "
+      "timeline, and how each GPU spent its time in GPU.");
+  ImGui::PopTextWrapPos();
+}
+
 }  // namespace
 
 void draw_overview_window(App& app) {
   RunView* run = app.run();
   if (!run) {
     ImGui::TextColored(to_vec4(colors::kDimText), "No run selected (the database has no runs yet).");
+    return;
+  }
+  if (run->data.profile.run.source != "hybrid") {
+    draw_imported(*run);
     return;
   }
   const RunOverview& o = run->overview;

@@ -13,6 +13,7 @@
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
 #include "gui/view/windows.h"
+#include "profiler/gpu_timeline.h"
 #include "profiler/report_format.h"
 
 namespace hybrid::gui {
@@ -27,7 +28,11 @@ constexpr float kLabelWidth = 170;
 constexpr float kRulerHeight = 22;
 constexpr float kLaneGap = 6;
 
-ImU32 event_color(const profiler::Event& e) {
+// GPU records by what they do: communication kernels as collectives, copies as memcpy.
+ImU32 event_color(const TimelineModel& m, const profiler::Event& e) {
+  if (e.category == profiler::Category::kernel &&
+      profiler::classify_gpu_record(e.category, m.name_of(e)) == profiler::GpuWork::communication)
+    return colors::kGpuComm;
   return is_comm_wait(e) ? colors::kExposed : category_color(e.category);
 }
 
@@ -103,10 +108,13 @@ void TimelineWindow::draw(App& app) {
                          {profiler::Category::optimizer, "optimizer"},
                          {profiler::Category::comm, "collective"},
                          {profiler::Category::data, "data"},
-                         {profiler::Category::kernel, "GPU kernel"}}) {
+                         {profiler::Category::kernel, "GPU kernel"},
+                         {profiler::Category::memcpy, "GPU memcpy/memset"}}) {
     ImGui::TextColored(to_vec4(category_color(c)), "■ %s", name);
     ImGui::SameLine();
   }
+  ImGui::TextColored(to_vec4(colors::kGpuComm), "■ GPU comm kernel");
+  ImGui::SameLine();
   ImGui::TextColored(to_vec4(colors::kExposed), "■ comm wait (exposed)");
   ImGui::TextColored(to_vec4(colors::kDimText),
                      "wheel: zoom · drag: pan · double-click: fit · click: highlight a module");
@@ -215,7 +223,7 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
       const bool mouse_in_row = hovered && mouse.y >= ry0 && mouse.y < ry1 && mouse.x >= x0;
       for (const TimelineBox& b : scratch_) {
         const profiler::Event& e = m.events[row.events[b.first].source];
-        ImU32 c = event_color(e);
+        ImU32 c = event_color(m, e);
         if (b.count > 1) c = mix_bg(c, 0.7f);  // merged: darker
         const bool is_sel = highlight && e.module_id == selected && b.count == 1;
         if (highlight && !is_sel) c = mix_bg(c, 0.3f);
@@ -252,7 +260,7 @@ void TimelineWindow::draw_canvas(App* app, const TimelineModel& m, ImVec2 size) 
       ImGui::Separator();
       ImGui::TextColored(to_vec4(colors::kDimText), "first:");
     }
-    ImGui::TextColored(to_vec4(event_color(e)), "%s", m.name_of(e).c_str());
+    ImGui::TextColored(to_vec4(event_color(m, e)), "%s", m.name_of(e).c_str());
     ImGui::Text("%s%s · rank %d · step %d", std::string(profiler::category_name(e.category)).c_str(),
                 is_comm_wait(e) ? " (wait: exposed)" : "", int(e.rank), int(e.step));
     ImGui::Text("duration %s · at %s", time_label(double(e.dur_ns)).c_str(),

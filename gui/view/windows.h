@@ -34,9 +34,13 @@ class LayersWindow {
   void draw(App& app);
 
  private:
+  void draw_controls(RunView& run);  // step and rank choice, expand / collapse
   void draw_table(App& app, RunView& run);
+  void draw_row(App& app, const LayerBreakdown& b, int row);
+  void draw_name_cell(App& app, const LayerBreakdown& b, int row);  // the tree node
   // The model and its first block open: the tree's shape shows at a glance.
   std::unordered_set<std::string> expanded_ = {"model", "h.0"};
+  int64_t shown_run_ = -1;
 };
 
 class TimelineWindow {
@@ -70,6 +74,14 @@ class TimelineWindow {
   };
   std::vector<Label> labels_;
   BoxRenderer boxes_;
+};
+
+class GpuWindow {
+ public:
+  void draw(App& app);
+
+ private:
+  int top_rank_index_ = 0;  // whose top kernels are listed (index into GpuSummary::ranks)
 };
 
 }  // namespace hybrid::gui

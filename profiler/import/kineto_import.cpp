@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -41,6 +42,8 @@ int32_t step_number(std::string_view name) {  // "ProfilerStep#12" → 12
   return hash == std::string_view::npos ? -1 : n;
 }
 
+}  // namespace
+
 // Modules are scope paths: (parent module, scope name) → id, shared by all ranks.
 class ModuleTable {
  public:
@@ -64,6 +67,8 @@ class ModuleTable {
   std::vector<ModuleInfo> modules_;
 };
 
+namespace {
+
 // Where a CPU instant sits: its module (innermost scope), phase and step.
 struct Placement {
   int32_t module_id = -1;
@@ -80,6 +85,7 @@ class RankTranslator {
   void run(EventSet& out, RankInfo& rank_info) {
     place_launches_and_scopes();
     std::vector<Event> events;
+    events.reserve(t_.gpu.size() + t_.scopes.size() + t_.steps.size());
     add_gpu_records(events);
     add_scope_events(events);
     int64_t epoch = INT64_MAX;
@@ -91,6 +97,7 @@ class RankTranslator {
     // Names: this trace's table appended to the run's.
     const uint32_t base = uint32_t(out.names.size());
     out.names.insert(out.names.end(), t_.names.begin(), t_.names.end());
+    out.events.reserve(out.events.size() + events.size());
     for (Event& e : events) {
       e.name_id += base;
       out.events.push_back(e);
@@ -247,63 +254,88 @@ std::string default_run_name(const std::string& path) {
 
 }  // namespace
 
-RunRecord translate_kineto(std::span<const KinetoTrace> traces, const KinetoImportOptions& options) {
-  if (traces.empty()) throw ImportError("import: no trace files given");
+KinetoRunBuilder::KinetoRunBuilder(size_t files, KinetoImportOptions options)
+    : files_(files), options_(std::move(options)), modules_(std::make_unique<ModuleTable>()) {
+  if (files == 0) throw ImportError("import: no trace files given");
+}
+
+KinetoRunBuilder::~KinetoRunBuilder() = default;
+
+void KinetoRunBuilder::add(const KinetoTrace& t) {
   // Ranks: distributedInfo says; a single file without it is rank 0.
-  std::map<int, const KinetoTrace*> by_rank;
-  for (const KinetoTrace& t : traces) {
-    if (!t.rank && traces.size() > 1)
-      throw ImportError(fmt::format(
-          "{}: no distributedInfo.rank; when several files are imported each must name its rank",
-          t.path));
-    const int rank = t.rank.value_or(0);
-    if (rank < 0 || rank > 0xffff) throw ImportError(fmt::format("{}: rank {} is out of range", t.path, rank));
-    auto [it, fresh] = by_rank.emplace(rank, &t);
-    if (!fresh)
-      throw ImportError(fmt::format("{} and {} both claim rank {} (distributedInfo.rank)",
-                                    it->second->path, t.path, rank));
-  }
-  std::optional<int> world;
-  const KinetoTrace* world_from = nullptr;
-  for (const KinetoTrace& t : traces) {
-    if (!t.world_size) continue;
-    if (world && *t.world_size != *world)
+  if (!t.rank && files_ > 1)
+    throw ImportError(fmt::format(
+        "{}: no distributedInfo.rank; when several files are imported each must name its rank",
+        t.path));
+  const int rank = t.rank.value_or(0);
+  if (rank < 0 || rank > 0xffff)
+    throw ImportError(fmt::format("{}: rank {} is out of range", t.path, rank));
+  auto [it, fresh] = rank_files_.emplace(rank, t.path);
+  if (!fresh)
+    throw ImportError(fmt::format("{} and {} both claim rank {} (distributedInfo.rank)",
+                                  it->second, t.path, rank));
+  if (t.world_size) {
+    if (world_ && *t.world_size != *world_)
       throw ImportError(fmt::format("{}: world_size {} disagrees with {} of {}", t.path,
-                                    *t.world_size, *world, world_from->path));
-    world = t.world_size;
-    world_from = &t;
+                                    *t.world_size, *world_, world_from_));
+    world_ = t.world_size;
+    world_from_ = t.path;
   }
-  const int world_size = world.value_or(int(traces.size()));
-  if (by_rank.rbegin()->first >= world_size)
-    throw ImportError(fmt::format("{}: rank {} is not below the world size {}",
-                                  by_rank.rbegin()->second->path, by_rank.rbegin()->first,
-                                  world_size));
+  if (rank_files_.size() == 1) describe_run(t);
+  if (rank == rank_files_.begin()->first) take_steps(t);  // the lowest rank's steps so far
 
-  RunRecord r;
-  ModuleTable modules;
-  nlohmann::json files = nlohmann::json::array();
-  for (const auto& [rank, t] : by_rank) {
-    RankInfo info;
-    RankTranslator(*t, rank, modules, options).run(r.events, info);
-    r.ranks.push_back(info);
-    files.push_back(t->path);
-  }
-  r.modules = modules.take();
+  RankInfo info;
+  RankTranslator(t, rank, *modules_, options_).run(record_.events, info);
+  record_.ranks.push_back(info);
+}
 
-  const KinetoTrace& first = traces.front();
-  r.run.name = options.run_name.empty() ? default_run_name(first.path) : options.run_name;
-  r.run.source = "kineto";
-  r.run.backend = "cuda";
-  r.run.world_size = world_size;
-  r.run.host = first.host;
+void KinetoRunBuilder::describe_run(const KinetoTrace& first) {
+  RunInfo& run = record_.run;
+  run.name = options_.run_name.empty() ? default_run_name(first.path) : options_.run_name;
+  run.source = "kineto";
+  run.backend = "cuda";
+  run.host = first.host;
   if (!first.gpu.empty() && first.gpu.front().device >= 0 &&
       size_t(first.gpu.front().device) < first.devices.size())
-    r.run.device = first.devices[size_t(first.gpu.front().device)];
-  r.run.config_json =
-      nlohmann::json{{"kineto", {{"files", files}, {"hta_compatible", options.hta_compatible},
-                                 {"backend", first.backend}}}}
-          .dump();
-  r.run.status = RunStatus::ok;
+    run.device = first.devices[size_t(first.gpu.front().device)];
+  backend_ = first.backend;
+  run.status = RunStatus::ok;
+}
+
+// Step rows: the profiler steps, timed by their annotations (a trace has no loss
+// or learning rate: NaN and 0).
+void KinetoRunBuilder::take_steps(const KinetoTrace& t) {
+  record_.steps.clear();
+  for (const KinetoCpuSpan& s : t.steps) {
+    StepRow row;
+    row.step = step_number(t.names[s.name]);
+    row.loss = std::numeric_limits<double>::quiet_NaN();
+    row.lr = 0;
+    row.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    row.step_ms = double(s.end_ns - s.start_ns) / 1e6;
+    if (row.step >= 0) record_.steps.push_back(row);
+  }
+  std::sort(record_.steps.begin(), record_.steps.end(),
+            [](const StepRow& a, const StepRow& b) { return a.step < b.step; });
+}
+
+RunRecord KinetoRunBuilder::finish() {
+  const int world_size = world_.value_or(int(rank_files_.size()));
+  const auto& [last_rank, last_path] = *rank_files_.rbegin();
+  if (last_rank >= world_size)
+    throw ImportError(fmt::format("{}: rank {} is not below the world size {}", last_path,
+                                  last_rank, world_size));
+  RunRecord r = std::move(record_);
+  r.run.world_size = world_size;
+  r.modules = modules_->take();
+  std::sort(r.ranks.begin(), r.ranks.end(),
+            [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& [rank, path] : rank_files_) files.push_back(path);
+  r.run.config_json = nlohmann::json{{"kineto", {{"files", files},
+                                                 {"hta_compatible", options_.hta_compatible},
+                                                 {"backend", backend_}}}}
+                          .dump();
   // Wall-clock times when the trace's clock is unix time (after 2001), else import time.
   std::map<int, int64_t> epoch;
   for (const RankInfo& k : r.ranks) epoch[k.rank] = k.epoch_unix_ns;
@@ -319,12 +351,19 @@ RunRecord translate_kineto(std::span<const KinetoTrace> traces, const KinetoImpo
   return r;
 }
 
+RunRecord translate_kineto(std::span<const KinetoTrace> traces, const KinetoImportOptions& options) {
+  KinetoRunBuilder builder(traces.size(), options);
+  for (const KinetoTrace& t : traces) builder.add(t);
+  return builder.finish();
+}
+
 RunRecord import_kineto(std::span<const std::filesystem::path> files,
                         const KinetoImportOptions& options) {
-  std::vector<KinetoTrace> traces;
-  traces.reserve(files.size());
-  for (const auto& f : files) traces.push_back(read_kineto_trace(f));
-  return translate_kineto(traces, options);
+  // One file at a time: a trace is dropped once translated, so memory holds one
+  // rank's parsed trace plus the events kept, not every rank's trace at once.
+  KinetoRunBuilder builder(files.size(), options);
+  for (const auto& f : files) builder.add(read_kineto_trace(f));
+  return builder.finish();
 }
 
 }  // namespace hybrid::profiler::import

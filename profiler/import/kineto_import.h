@@ -21,6 +21,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -32,6 +35,32 @@ namespace hybrid::profiler::import {
 struct KinetoImportOptions {
   std::string run_name;       // default: the first file's name without extensions
   bool hta_compatible = true;  // µs rounding and the last profiler step dropped
+};
+
+class ModuleTable;
+
+// Builds one run from the traces of a job, one rank at a time (each trace may be
+// dropped once added). Throws ImportError naming the file at fault: two files
+// claiming one rank, disagreeing world sizes, a rank outside the world.
+class KinetoRunBuilder {
+ public:
+  KinetoRunBuilder(size_t files, KinetoImportOptions options);
+  ~KinetoRunBuilder();
+  void add(const KinetoTrace& trace);
+  RunRecord finish();  // no analysis yet (gpu, layers and step_ranks empty)
+
+ private:
+  void describe_run(const KinetoTrace& first);
+  void take_steps(const KinetoTrace& lowest_rank);
+
+  size_t files_;
+  KinetoImportOptions options_;
+  std::unique_ptr<ModuleTable> modules_;
+  RunRecord record_;
+  std::map<int, std::string> rank_files_;
+  std::optional<int> world_;
+  std::string world_from_;
+  std::string backend_;
 };
 
 // Throws ImportError naming the file at fault, also when two files claim one rank.

@@ -174,11 +174,16 @@ int64_t RunStore::write_run(const RunRecord& r) {
   const int64_t pid = store::this_pid();
   const std::string host = store::this_host();
   return conn_->write_transaction([&] {
-    const int64_t id = insert_run(*conn_, r.run, r.run.status,
+    // The run's host is what the record says (an imported trace's, maybe none),
+    // never this machine's.
+    RunInfo info = r.run;
+    if (info.host.empty()) info.host.push_back('-');  // (not = "-": GCC 12 -Wrestrict false positive)
+    const int64_t id = insert_run(*conn_, info, r.run.status,
                                   r.run.started_at > 0 ? r.run.started_at : now, pid, host,
                                   store::process_start_ticks(pid), now);
     for (const RankInfo& rank : r.ranks) insert_rank(*conn_, id, rank);
     insert_modules(*conn_, id, r.modules);
+    insert_steps(*conn_, id, r.steps);
     insert_step_ranks(*conn_, id, r.step_ranks);
     insert_layer_stats(*conn_, id, r.layers);
     insert_gpu_timeline(*conn_, id, r.gpu);

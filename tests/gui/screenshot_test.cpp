@@ -2,8 +2,9 @@
 // renders every window and writes a screenshot of each, which must have the
 // requested size and not be blank; broken databases show their message (in the
 // window and on stderr) without a crash; the database is never modified.
-// Skips when xvfb-run is not installed. HYBRID_VIEW_SHOTS=DIR keeps the PNGs
-// (docs/images/ comes from there).
+// A real PyTorch trace, imported by the real hybrid-prof, shows its GPU streams,
+// device times and GPU summary. Skips when xvfb-run is not installed.
+// HYBRID_VIEW_SHOTS=DIR keeps the PNGs (docs/images/ comes from there).
 #include <gtest/gtest.h>
 #include <stb_image.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "tests/gui/imported_db.h"
 #include "tests/gui/sweep_db.h"
 
 namespace hybrid::gui {
@@ -21,7 +23,8 @@ using test::TempDir;
 
 const std::string kViewer = std::string(HYBRID_BINARY_DIR) + "/gui/hybrid-view";
 const std::string kXvfb = "xvfb-run -a -s \"-screen 0 1280x800x24\" ";
-const char* kWindows[] = {"sweeps", "overview", "layers", "timeline", "collectives", "compare"};
+const char* kWindows[] = {"sweeps",      "overview", "layers", "timeline",
+                          "collectives", "gpu",      "compare"};
 
 struct Image {
   int w = 0, h = 0;
@@ -49,6 +52,23 @@ Image load_png(const std::filesystem::path& p) {
   img.luma_stddev = std::sqrt(std::max(0.0, sum2 / double(count) - mean * mean));
   img.colours = colours.size();
   return img;
+}
+
+// Pixels for which `match(r, g, b)` holds.
+template <class Match>
+size_t count_pixels(const std::filesystem::path& p, Match match) {
+  int w = 0, h = 0, n = 0;
+  unsigned char* px = stbi_load(p.c_str(), &w, &h, &n, 3);
+  if (!px) return 0;
+  size_t count = 0;
+  for (size_t i = 0; i < size_t(w) * size_t(h); ++i)
+    if (match(int(px[3 * i]), int(px[3 * i + 1]), int(px[3 * i + 2]))) ++count;
+  stbi_image_free(px);
+  return count;
+}
+
+size_t count_colour(const std::filesystem::path& p, int r, int g, int b) {
+  return count_pixels(p, [&](int x, int y, int z) { return x == r && y == g && z == b; });
 }
 
 void keep(const std::filesystem::path& png) {
@@ -119,6 +139,43 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
     keep(png);
   }
   EXPECT_EQ(test::file_checksum(fx.path), before);
+}
+
+// The timeline, layer and GPU windows of a real 2-rank PyTorch trace (tests/gui/imported_db.h).
+TEST_F(Screenshots, ImportedPyTorchTrace) {
+  const auto& imported = test::imported_db();
+  if (imported.path.empty()) {
+    if (imported.error.find("not built") != std::string::npos) GTEST_SKIP() << imported.error;
+    FAIL() << imported.error;
+  }
+  const uint64_t before = test::file_checksum(imported.path);
+  TempDir out;
+  const auto r = run_command(kXvfb + kViewer + " " + imported.path.string() + " --run " +
+                             std::to_string(imported.trace_filter_run) + " --screenshot " +
+                             (out / "imported.png").string() + " --window all --size 1280x800");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* w : {"timeline", "layers", "gpu"}) {
+    const auto png = out / (std::string("imported_") + w + ".png");
+    ASSERT_TRUE(std::filesystem::exists(png)) << png << "\n" << r.output;
+    const Image img = load_png(png);
+    EXPECT_EQ(img.w, 1280) << w;
+    EXPECT_EQ(img.h, 800) << w;
+    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
+    EXPECT_GT(img.colours, kMinColours) << w;
+    keep(png);
+  }
+  // The GPU window's bars per rank (gui/view/theme.h colours): idle, compute, non-compute.
+  const auto gpu = out / "imported_gpu.png";
+  EXPECT_GT(count_colour(gpu, 92, 94, 104), 4000u);   // idle: about half of two bars
+  EXPECT_GT(count_colour(gpu, 76, 175, 120), 1500u);  // compute (and the overlapped communication)
+  EXPECT_GT(count_colour(gpu, 214, 120, 60), 1500u);  // non-compute
+  // The timeline's GPU streams: kernel boxes (yellow, darker where merged).
+  const size_t kernels =
+      count_pixels(out / "imported_timeline.png", [](int red, int green, int blue) {
+        return red > 150 && green > 120 && blue < 100 && red - blue > 90;
+      });
+  EXPECT_GT(kernels, 2000u);
+  EXPECT_EQ(test::file_checksum(imported.path), before);
 }
 
 TEST_F(Screenshots, OneWindowAtAnotherSize) {

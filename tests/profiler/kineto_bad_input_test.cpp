@@ -140,6 +140,10 @@ TEST_F(ImportKineto, GoodJobImportsAndReportsAsJsonAndText) {
                         "ncclKernel_SendRecv", "top 10 kernels of rank 1"})
     EXPECT_NE(text.output.find(s), std::string::npos) << s << " in:\n" << text.output;
   EXPECT_EQ(test::query_sql(db_, "SELECT source FROM runs WHERE id = 2"), "kineto");
+  // The traces name no host: the run says so rather than naming this machine.
+  EXPECT_EQ(test::query_sql(db_, "SELECT host FROM runs WHERE id = 2"), "-");
+  EXPECT_EQ(test::query_sql(db_, "SELECT group_concat(step) FROM steps WHERE run_id = 2"),
+            "551,552");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -126,6 +127,12 @@ TEST(KinetoImport, ModulesAndPhasesFromTheScopesOnTheLaunchingThread) {
   const RunRecord r = import_files({"nccl_parser_config_nccl_data.json.gz"});
   EXPECT_EQ(r.run.source, "kineto");
   EXPECT_EQ(r.run.backend, "cuda");
+  // Step rows from the ProfilerStep annotations: #4 lasted 222442.191 µs.
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[0].step, 4);
+  EXPECT_DOUBLE_EQ(r.steps[0].step_ms, 222.442191);
+  EXPECT_EQ(r.steps[2].step, 6);
+  EXPECT_TRUE(std::isnan(r.steps[0].loss));
   std::map<std::string, const ModuleInfo*> by_name;
   for (const auto& m : r.modules) by_name[m.name] = &m;
   ASSERT_TRUE(by_name.count("## forward ##"));
