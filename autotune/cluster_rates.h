@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "profiler/comm_record.h"
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::autotune {
 

@@ -21,6 +21,7 @@
 
 #include "autotune/metric.h"
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::autotune {
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::autotune {
 

@@ -12,6 +12,7 @@
 #include "autotune/device_info.h"
 #include "engine/memory_model.h"
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::autotune {
 

@@ -19,6 +19,7 @@
 #include "engine/config/config.h"
 #include "engine/memory_model.h"
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::autotune {
 

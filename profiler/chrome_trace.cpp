@@ -1,5 +1,7 @@
 #include "profiler/chrome_trace.h"
 
+#include "base/atomic_file.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -122,25 +124,7 @@ json chrome_trace(const EventSet& set, std::span<const ModuleInfo> modules,
 }
 
 void write_chrome_trace(const std::filesystem::path& path, const json& trace) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(long(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("chrome trace: cannot write " + tmp.string());
-    out << trace.dump();
-    out.flush();
-    if (!out) {
-      out.close();
-      std::filesystem::remove(tmp);
-      throw std::runtime_error("chrome trace: writing " + tmp.string() + " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw std::runtime_error("chrome trace: cannot rename " + tmp.string() + " to " +
-                             path.string() + ": " + ec.message());
-  }
+  base::write_file_atomic(path, trace.dump());
 }
 
 }  // namespace hybrid::profiler

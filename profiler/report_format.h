@@ -1,5 +1,4 @@
 // Text building blocks of the reports: numbers with units and aligned tables.
-// (engine/util/units.h has similar helpers; the profiler cannot include the engine.)
 #pragma once
 
 #include <cstdint>
@@ -7,15 +6,18 @@
 #include <string_view>
 #include <vector>
 
+#include "base/units.h"
+
 namespace hybrid::profiler::report {
 
-std::string format_bytes(uint64_t bytes);         // "1.50 GiB", "512 B"
-std::string format_ms(double ms);                 // "12.35 ms", "0.042 ms", "1234.5 ms"
-std::string format_flop(double flop);             // "3.70 TFLOP" (a count)
-std::string format_flop_rate(double flop_per_s);  // "152.30 TFLOP/s"
-std::string format_count(double n);               // "124.44 M", "512"
-std::string format_percent(double fraction);      // 0.123 → "12.30%"
-std::string format_gbps(double gbps);             // "12.34 GB/s"
+// Numbers with units: one format for every tool (base/units.h).
+using base::format_bytes;
+using base::format_count;
+using base::format_flop;
+using base::format_flop_rate;
+using base::format_gbps;
+using base::format_ms;
+using base::format_percent;
 
 // Columns are padded to their widest cell; the first `left_columns` are left-aligned,
 // the rest right-aligned (numbers).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/statistics.h"
 #include "profiler/report_format.h"
 
 namespace hybrid::profiler {
@@ -32,9 +33,8 @@ std::string steps_report(const RunProfile& p) {
     skipped += s.skipped ? 1 : 0;
   }
   out += table.render("  ");
-  std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
-  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  const double median = base::median(ms);
   out += fmt::format("median step {}, mean {} tokens/s, mean {}, {} skipped\n",
                      report::format_ms(median), report::format_count(tokens / double(n)),
                      report::format_flop_rate(flops / double(n)), skipped);

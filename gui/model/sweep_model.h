@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::gui {
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 #include "profiler/store/store_error.h"
 
 namespace hybrid::profiler {

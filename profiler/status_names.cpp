@@ -1,4 +1,6 @@
+// The text names of run, sweep and trial statuses (as stored), both ways.
 #include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 #include <fmt/format.h>
 

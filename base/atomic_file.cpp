@@ -1,0 +1,78 @@
+#include "base/atomic_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace hybrid::base {
+
+namespace {
+
+[[noreturn]] void raise(const std::string& path, const char* what, int err) {
+  throw FileError(fmt::format("{}: cannot {}: {}", path, what, std::strerror(err)));
+}
+
+std::filesystem::path parent_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  std::filesystem::create_directories(parent_of(path_), ec);
+  if (ec)
+    throw FileError(fmt::format("{}: cannot create folder {}: {}", path_,
+                                parent_of(path_).string(), ec.message()));
+  // pid + counter: concurrent writers (ranks, threads) never share a temporary file.
+  static std::atomic<unsigned> counter{0};
+  temp_path_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), counter.fetch_add(1));
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) raise(path_, "create a temporary file", errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFileWriter::write(const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      raise(path_, "write", errno);
+    }
+    p += n;
+    bytes -= size_t(n);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0) raise(path_, "fsync", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) raise(path_, "close", errno);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    raise(path_, "move the temporary file into place", errno);
+  committed_ = true;
+  const int dir = ::open(parent_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  AtomicFileWriter w(path.string());
+  w.write(content);
+  w.commit();
+}
+
+}  // namespace hybrid::base

@@ -1,0 +1,45 @@
+// Writing files so that a reader sees either the old file or the complete new
+// one, also after a crash or power loss: data goes to a temporary file beside the
+// target, which is fsync'ed and renamed over it, and the folder is fsync'ed so the
+// rename itself is durable. Destroyed without commit(), the temporary is removed.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace hybrid::base {
+
+// A file that cannot be read or written; the message starts with its path.
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class AtomicFileWriter {
+ public:
+  // Creates missing parent folders. Throws FileError naming the path.
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t bytes);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  void commit();  // fsync, rename over the target, fsync the folder
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// The whole content at once, through AtomicFileWriter.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace hybrid::base

@@ -1,0 +1,110 @@
+// Units (one format for every tool), the launcher's environment, and typed JSON reads.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "base/json_read.h"
+#include "base/launcher_env.h"
+#include "base/units.h"
+
+namespace hybrid::base {
+namespace {
+
+TEST(Units, OneFormatPerKindOfNumber) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(uint64_t(3) << 29), "1.50 GiB");
+  EXPECT_EQ(format_ms(12.345), "12.35 ms");
+  EXPECT_EQ(format_ms(0.0421), "0.042 ms");
+  EXPECT_EQ(format_ms(1234.5), "1234.5 ms");
+  EXPECT_EQ(format_duration(0.85), "850.0 ms");
+  EXPECT_EQ(format_duration(125), "2m05s");
+  EXPECT_EQ(format_duration(3720), "1h02m");
+  EXPECT_EQ(format_count(124.44e6), "124.44 M");
+  EXPECT_EQ(format_count(512), "512");
+  EXPECT_EQ(format_flop_rate(152.3e12), "152.30 TFLOP/s");
+  EXPECT_EQ(format_flop(3.7e12), "3.70 TFLOP");
+  EXPECT_EQ(format_percent(0.123), "12.30%");
+  EXPECT_EQ(format_percent(NAN), "-");
+  EXPECT_EQ(format_gbps(12.345), "12.35 GB/s");
+}
+
+// Sets variables for one test and restores the environment after it.
+struct Env {
+  std::vector<std::string> names;
+  void set(const char* n, const char* v) {
+    ::setenv(n, v, 1);
+    names.emplace_back(n);
+  }
+  ~Env() {
+    for (const auto& n : names) ::unsetenv(n.c_str());
+  }
+};
+
+void clear_launcher_vars() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
+                        "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                        "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_STEP_ID",
+                        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    ::unsetenv(v);
+}
+
+TEST(LauncherEnv, OpenMpiHydraAndSlurm) {
+  clear_launcher_vars();
+  EXPECT_EQ(launcher_env().world_size, 1);
+  {
+    Env e;
+    e.set("OMPI_COMM_WORLD_RANK", "3");
+    e.set("OMPI_COMM_WORLD_SIZE", "4");
+    e.set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+    e.set("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+    const auto l = launcher_env();
+    EXPECT_EQ(l.rank, 3);
+    EXPECT_EQ(l.world_size, 4);
+    EXPECT_EQ(l.local_rank, 1);
+    EXPECT_EQ(l.local_size, 2);
+  }
+  {
+    Env e;  // an sbatch script's own shell: SLURM_NTASKS is the allocation, not a world
+    e.set("SLURM_NTASKS", "8");
+    EXPECT_EQ(launcher_env().world_size, 1);
+    e.set("SLURM_STEP_ID", "0");
+    e.set("SLURM_PROCID", "5");
+    e.set("SLURM_NTASKS_PER_NODE", "2(x4)");
+    const auto l = launcher_env();
+    EXPECT_EQ(l.world_size, 8);
+    EXPECT_EQ(l.rank, 5);
+    EXPECT_EQ(l.local_size, 2);
+  }
+  {
+    Env e;
+    e.set("PMI_SIZE", "zero");
+    try {
+      launcher_env();
+      FAIL() << "no error";
+    } catch (const std::runtime_error& err) {
+      EXPECT_NE(std::string(err.what()).find("PMI_SIZE='zero'"), std::string::npos) << err.what();
+    }
+  }
+}
+
+TEST(JsonRead, PathsAndTypedReadsNameTheKey) {
+  const auto j = nlohmann::json::parse(
+      R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}, "bf16": {"enabled": true}})");
+  EXPECT_EQ(number_at(j, "zero_optimization.stage"), 2.0);
+  EXPECT_EQ(boolean_at(j, "bf16.enabled"), true);
+  EXPECT_EQ(boolean_at(j, "fp16.enabled"), std::nullopt);
+  EXPECT_EQ(string_at(j, "bf16.enabled"), std::nullopt);  // wrong type: not read
+  EXPECT_EQ(at_path(j, {"zero_optimization", "stage", "deeper"}), nullptr);
+  EXPECT_EQ(json_integer(*at_dotted(j, "zero_optimization.reduce_bucket_size"), "config",
+                         "reduce_bucket_size", 1, INT64_MAX),
+            500000000);
+  try {
+    json_integer(j["bf16"]["enabled"], "space", "bf16.enabled", 0, 3);
+    FAIL() << "no error";
+  } catch (const JsonReadError& e) {
+    EXPECT_STREQ(e.what(), "space: bf16.enabled must be an integer in 0..3, got true");
+  }
+}
+
+}  // namespace
+}  // namespace hybrid::base
