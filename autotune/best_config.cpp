@@ -1,10 +1,8 @@
 #include "autotune/best_config.h"
 
-#include <filesystem>
-
 #include "autotune/candidate.h"
+#include "base/atomic_file.h"
 #include "engine/config/config.h"
-#include "engine/data/atomic_file.h"
 
 namespace hybrid::autotune {
 
@@ -19,12 +17,8 @@ nlohmann::json best_config_json(const nlohmann::json& trial_config, int world_si
 }
 
 void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size) {
-  const std::string text = best_config_json(trial_config, world_size).dump(2) + "\n";
-  const auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  engine::AtomicFileWriter w(path);
-  w.write(text.data(), text.size());
-  w.commit();
+  // Creates missing folders; a crash leaves the old file or the whole new one.
+  base::write_file_atomic(path, best_config_json(trial_config, world_size).dump(2) + "\n");
 }
 
 }  // namespace hybrid::autotune

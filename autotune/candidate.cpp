@@ -1,6 +1,8 @@
 #include "autotune/candidate.h"
 
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -59,6 +61,111 @@ std::string stage_list(unsigned mask) {
   return s;
 }
 
+// The batch triad policy, decided once for the whole space.
+struct BatchPolicy {
+  bool tbs_axis = false;      // train_batch_size is an axis
+  bool fixed_global = false;  // the global batch is fixed: accumulation is derived from it
+  int base_gas = 1;           // the base config's own resolved accumulation, when it resolves
+};
+
+BatchPolicy batch_policy(const json& base, const SearchSpace& space, int W, std::vector<std::string>& notes) {
+  BatchPolicy b;
+  const bool gas_axis = space.find("gradient_accumulation_steps") != nullptr;
+  b.tbs_axis = space.find("train_batch_size") != nullptr;
+  b.fixed_global = b.tbs_axis || (!gas_axis && given(base, "train_batch_size"));
+  try {
+    b.base_gas = engine::parse_config(base, W).gradient_accumulation_steps;
+  } catch (const engine::ConfigError&) {
+  }
+  if (b.fixed_global && !b.tbs_axis)
+    notes.push_back(fmt::format("train_batch_size {} is fixed by the config: accumulation derived per micro-batch",
+                                base["train_batch_size"].dump()));
+  return b;
+}
+
+// Point n of the grid: one value index per axis (mixed-radix counter, last axis fastest).
+struct GridPoint {
+  const SearchSpace& space;
+  std::vector<size_t> idx;
+
+  GridPoint(const SearchSpace& sp, size_t n) : space(sp), idx(sp.axes.size(), 0) {
+    for (size_t a = space.axes.size(); a-- > 0;) {
+      idx[a] = n % space.axes[a].values.size();
+      n /= space.axes[a].values.size();
+    }
+  }
+  const json& value(size_t a) const { return space.axes[a].values[idx[a]]; }
+  const json* value_of(std::string_view name) const {
+    for (size_t a = 0; a < space.axes.size(); ++a)
+      if (space.axes[a].def->name == name) return &value(a);
+    return nullptr;
+  }
+};
+
+// Sets the point's axes other than the batch triad in cfg and returns the key
+// parts they add; nullopt when the point offloads and the backend cannot.
+std::optional<std::string> apply_axes(json& cfg, const GridPoint& pt, int stage, const EnumerateOptions& opts) {
+  std::string extra;
+  for (size_t a = 0; a < pt.space.axes.size(); ++a) {
+    const AxisDef& def = *pt.space.axes[a].def;
+    const json& v = pt.value(a);
+    if (def.short_name == "mbs" || def.short_name == "gas" || def.short_name == "tbs") continue;
+    if (!def.applies_at(stage)) continue;
+    if ((def.short_name == "offopt" || def.short_name == "offparam") && v != json("none") &&
+        !opts.offload_supported)
+      return std::nullopt;
+    set_path(cfg, def.name, v);
+    // Single-valued axes are settings of the whole sweep, not part of the point.
+    if (def.short_name != "stage" && pt.space.axes[a].values.size() > 1)
+      extra += fmt::format(",{}={}", def.short_name, format_value(v));
+  }
+  return extra;
+}
+
+struct Triad {
+  int64_t mbs = 0, gas = 1;
+  std::string reason;  // why the point is dropped; "" when it is not
+};
+
+Triad batch_triad(const json& base, const GridPoint& pt, const BatchPolicy& policy, int W) {
+  Triad t;
+  if (const json* mbs_v = pt.value_of("train_micro_batch_size_per_gpu")) {
+    t.mbs = mbs_v->get<int64_t>();
+  } else {
+    try {
+      t.mbs = engine::parse_config(base, W).train_micro_batch_size_per_gpu;
+    } catch (const engine::ConfigError&) {
+      t.mbs = 1;
+    }
+  }
+  t.gas = policy.base_gas;
+  if (policy.fixed_global) {
+    const int64_t tbs = policy.tbs_axis ? pt.value_of("train_batch_size")->get<int64_t>()
+                                        : engine::parse_config(base, W).train_batch_size;
+    t.gas = tbs / (t.mbs * W);
+    if (t.gas < 1)
+      t.reason = fmt::format("train_batch_size {} is smaller than micro-batch {} x {} ranks", tbs, t.mbs, W);
+    else if (tbs % (t.mbs * W) != 0)
+      t.reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks", tbs, t.mbs, W);
+  } else if (const json* g = pt.value_of("gradient_accumulation_steps")) {
+    t.gas = g->get<int64_t>();
+  }
+  return t;
+}
+
+void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts, std::vector<std::string>& notes) {
+  for (const auto& a : space.axes)
+    if ((a.def->short_name == "offopt" || a.def->short_name == "offparam") && !opts.offload_supported &&
+        a.values.size() > 1) {
+      notes.push_back(fmt::format("{}: only \"none\" is tried; the CPU backend keeps everything in host memory, "
+                                  "so offloading changes nothing there",
+                                  a.def->name));
+    }
+  for (const auto& a : space.axes)
+    if (a.def->stages != 0xF && a.values.size() > 1)
+      notes.push_back(fmt::format("{} is varied only at ZeRO stage(s) {}", a.def->name, stage_list(a.def->stages)));
+}
+
 }  // namespace
 
 Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, const EnumerateOptions& opts) {
@@ -66,92 +173,28 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, 
   const int W = opts.world_size;
   const json base = without_autotuning(base_in);
   Enumeration e;
-
-  // Batch triad policy, decided once for the whole space.
-  const bool gas_axis = space.find("gradient_accumulation_steps") != nullptr;
-  const bool tbs_axis = space.find("train_batch_size") != nullptr;
-  const bool fixed_global = tbs_axis || (!gas_axis && given(base, "train_batch_size"));
-  int base_gas = 1;
-  try {  // the base config's own resolved accumulation, when it resolves
-    base_gas = engine::parse_config(base, W).gradient_accumulation_steps;
-  } catch (const engine::ConfigError&) {
-  }
-  if (fixed_global && !tbs_axis)
-    e.notes.push_back(fmt::format("train_batch_size {} is fixed by the config: accumulation derived per micro-batch",
-                                  base["train_batch_size"].dump()));
-
+  const BatchPolicy policy = batch_policy(base, space, W, e.notes);
   std::set<std::string> seen;
-  std::vector<size_t> idx(space.axes.size(), 0);
   const size_t total = space.grid_size();
   for (size_t n = 0; n < total; ++n) {
-    // Mixed-radix counter, last axis fastest.
-    size_t rem = n;
-    for (size_t a = space.axes.size(); a-- > 0;) {
-      idx[a] = rem % space.axes[a].values.size();
-      rem /= space.axes[a].values.size();
-    }
-    auto value_of = [&](std::string_view name) -> const json* {
-      for (size_t a = 0; a < space.axes.size(); ++a)
-        if (space.axes[a].def->name == name) return &space.axes[a].values[idx[a]];
-      return nullptr;
-    };
-    const json* stage_v = value_of("zero_optimization.stage");
+    const GridPoint pt(space, n);
+    const json* stage_v = pt.value_of("zero_optimization.stage");
     const int stage = stage_v ? stage_v->get<int>() : base_stage(base);
-
     json cfg = base;
-    std::string extra;  // key parts beyond the batch triad and stage
-    bool offload_skipped = false;
-    for (size_t a = 0; a < space.axes.size(); ++a) {
-      const AxisDef& def = *space.axes[a].def;
-      const json& v = space.axes[a].values[idx[a]];
-      if (def.short_name == "mbs" || def.short_name == "gas" || def.short_name == "tbs") continue;
-      if (!def.applies_at(stage)) continue;
-      if ((def.short_name == "offopt" || def.short_name == "offparam") && v != json("none") &&
-          !opts.offload_supported) {
-        offload_skipped = true;
-        break;
-      }
-      set_path(cfg, def.name, v);
-      // Single-valued axes are settings of the whole sweep, not part of the point.
-      if (def.short_name != "stage" && space.axes[a].values.size() > 1)
-        extra += fmt::format(",{}={}", def.short_name, format_value(v));
-    }
-    if (offload_skipped) continue;  // one note below, not one drop per point
+    const auto extra = apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage
+    if (!extra) continue;  // offload without support: one note below, not one drop per point
 
-    const json* mbs_v = value_of("train_micro_batch_size_per_gpu");
-    int64_t mbs = 0;
-    if (mbs_v) {
-      mbs = mbs_v->get<int64_t>();
-    } else {
-      try {
-        mbs = engine::parse_config(base, W).train_micro_batch_size_per_gpu;
-      } catch (const engine::ConfigError&) {
-        mbs = 1;
-      }
-    }
-    int64_t gas = base_gas;
-    std::string reason;
-    if (fixed_global) {
-      const int64_t tbs = tbs_axis ? value_of("train_batch_size")->get<int64_t>()
-                                   : engine::parse_config(base, W).train_batch_size;
-      gas = tbs / (mbs * W);
-      if (gas < 1)
-        reason = fmt::format("train_batch_size {} is smaller than micro-batch {} x {} ranks", tbs, mbs, W);
-      else if (tbs % (mbs * W) != 0)
-        reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks", tbs, mbs, W);
-    } else if (const json* g = value_of("gradient_accumulation_steps")) {
-      gas = g->get<int64_t>();
-    }
-    const std::string key = fmt::format("mbs={},gas={},stage={}{}", mbs, gas, stage, extra);
+    Triad t = batch_triad(base, pt, policy, W);
+    const std::string key = fmt::format("mbs={},gas={},stage={}{}", t.mbs, t.gas, stage, *extra);
     if (!seen.insert(key).second) continue;
-    cfg["train_micro_batch_size_per_gpu"] = mbs;
-    cfg["gradient_accumulation_steps"] = gas;
-    cfg["train_batch_size"] = mbs * gas * W;
-    if (reason.empty() && opts.max_train_batch_size && mbs * gas * W > *opts.max_train_batch_size)
-      reason = fmt::format("train_batch_size {} is over autotuning.max_train_batch_size {}", mbs * gas * W,
-                           *opts.max_train_batch_size);
-    if (!reason.empty()) {
-      e.dropped.push_back({key, cfg, reason});
+    cfg["train_micro_batch_size_per_gpu"] = t.mbs;
+    cfg["gradient_accumulation_steps"] = t.gas;
+    cfg["train_batch_size"] = t.mbs * t.gas * W;
+    if (t.reason.empty() && opts.max_train_batch_size && t.mbs * t.gas * W > *opts.max_train_batch_size)
+      t.reason = fmt::format("train_batch_size {} is over autotuning.max_train_batch_size {}", t.mbs * t.gas * W,
+                             *opts.max_train_batch_size);
+    if (!t.reason.empty()) {
+      e.dropped.push_back({key, cfg, t.reason});
       continue;
     }
     Candidate c;
@@ -166,16 +209,7 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, 
     c.config = std::move(cfg);
     e.candidates.push_back(std::move(c));
   }
-  for (const auto& a : space.axes)
-    if ((a.def->short_name == "offopt" || a.def->short_name == "offparam") && !opts.offload_supported &&
-        a.values.size() > 1) {
-      e.notes.push_back(fmt::format("{}: only \"none\" is tried; the CPU backend keeps everything in host memory, "
-                                    "so offloading changes nothing there",
-                                    a.def->name));
-    }
-  for (const auto& a : space.axes)
-    if (a.def->stages != 0xF && a.values.size() > 1)
-      e.notes.push_back(fmt::format("{} is varied only at ZeRO stage(s) {}", a.def->name, stage_list(a.def->stages)));
+  add_space_notes(space, opts, e.notes);
   return e;
 }
 

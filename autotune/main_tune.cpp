@@ -19,6 +19,8 @@
 #include "autotune/tune_error.h"
 #include "profiler/store/run_store.h"
 
+using namespace hybrid::autotune;
+
 namespace {
 
 std::atomic<bool> g_cancel{false};
@@ -30,14 +32,7 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace hybrid::autotune;
-  CLI::App app{"hybrid-tune: finds the fastest ZeRO / batch config that fits in memory, trials as real processes, "
-               "evidence in SQLite"};
-  app.require_subcommand(0, 1);
-  TuneOptions o;
+void add_tune_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--config", o.config, "ds_config.json to tune (its \"autotuning\" block is read)")
       ->check(CLI::ExistingFile);
   app.add_option("--space", o.space, "search space JSON (default: micro-batch sizes x ZeRO stages)")
@@ -80,65 +75,98 @@ int main(int argc, char** argv) {
                  "model strategy: stop when no candidate is predicted to improve by more than this fraction")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+}
 
-  auto* probe = app.add_subcommand("probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
-  int probe_nprocs = 1;
-  std::string probe_launcher, probe_db = "results/hybrid.db";
+// `hybrid-tune probe`: its options, then the run (results stored in the run store).
+struct ProbeCommand {
+  int nprocs = 1;
+  std::string launcher, db = "results/hybrid.db";
   ProbeOptions po;
-  double probe_timeout = 300;
-  probe->add_option("--nprocs", probe_nprocs, "ranks")->check(CLI::PositiveNumber);
-  probe->add_option("--launcher", probe_launcher, "launcher template (as for tuning)");
-  probe->add_option("--db", probe_db, "run store to record the probe in")->capture_default_str();
-  probe->add_option("--device", po.device, "auto | cpu | cuda")->capture_default_str();
-  probe->add_option("--dtype", po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
-  probe->add_option("--gemm-size", po.gemm_size, "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
+  double timeout = 300;
   uint64_t max_message = uint64_t(16) << 20;
-  probe->add_option("--max-message", max_message, "largest collective message in bytes (sizes 4 KiB, x4, ...)")
+};
+
+CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
+  auto* probe = app.add_subcommand("probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
+  probe->add_option("--nprocs", c.nprocs, "ranks")->check(CLI::PositiveNumber);
+  probe->add_option("--launcher", c.launcher, "launcher template (as for tuning)");
+  probe->add_option("--db", c.db, "run store to record the probe in")->capture_default_str();
+  probe->add_option("--device", c.po.device, "auto | cpu | cuda")->capture_default_str();
+  probe->add_option("--dtype", c.po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
+  probe->add_option("--gemm-size", c.po.gemm_size, "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
+  probe->add_option("--max-message", c.max_message, "largest collective message in bytes (sizes 4 KiB, x4, ...)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  probe->add_option("--timeout", probe_timeout, "seconds")->capture_default_str();
+  probe->add_option("--timeout", c.timeout, "seconds")->capture_default_str();
+  return probe;
+}
 
+int run_probe_command(ProbeCommand c) {
+  for (uint64_t b = 4096; b <= c.max_message; b *= 4) c.po.message_bytes.push_back(b);
+  const std::string dir = (std::filesystem::path(c.db).parent_path() / "tune" / "probe").string();
+  auto p = launch_probe(self_executable(), c.nprocs, c.launcher, c.po, dir, c.timeout);
+  p.host = host_name();
+  hybrid::profiler::RunStore store(c.db);
+  p.id = store.add_probe(p);
+  std::cout << format_probe(p) << "stored as probe " << p.id << " in " << c.db << "\n";
+  return 0;
+}
+
+// `hybrid-tune probe-worker`: one rank of `probe`, under the launcher.
+struct WorkerCommand {
+  std::string out;
+  ProbeOptions po;
+};
+
+CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
   auto* worker = app.add_subcommand("probe-worker", "one rank of `probe` (run under the launcher)");
   worker->group("");
-  std::string worker_out;
-  ProbeOptions wo;
-  worker->add_option("--out", worker_out, "rank 0 writes the result here")->required();
-  worker->add_option("--device", wo.device);
-  worker->add_option("--dtype", wo.dtype);
-  worker->add_option("--gemm-size", wo.gemm_size);
-  worker->add_option("--message-bytes", wo.message_bytes);
+  worker->add_option("--out", c.out, "rank 0 writes the result here")->required();
+  worker->add_option("--device", c.po.device);
+  worker->add_option("--dtype", c.po.dtype);
+  worker->add_option("--gemm-size", c.po.gemm_size);
+  worker->add_option("--message-bytes", c.po.message_bytes);
+  return worker;
+}
 
+int run_tune(const TuneOptions& o) {
+  if (o.config.empty()) {
+    std::fprintf(stderr, "hybrid-tune: --config is required (see --help)\n");
+    return 1;
+  }
+  const SweepPlan plan = plan_sweep(o);
+  if (plan.settings.dry_run) {
+    print_dry_run(plan, std::cout);
+    return 0;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const SweepResult r = run_sweep(plan, std::cout, &g_cancel);
+  if (r.interrupted) return 130;
+  return r.best ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hybrid-tune: finds the fastest ZeRO / batch config that fits in memory, trials as real processes, "
+               "evidence in SQLite"};
+  app.require_subcommand(0, 1);
+  TuneOptions o;
+  add_tune_options(app, o);
+  ProbeCommand probe_cmd;
+  auto* probe = add_probe_command(app, probe_cmd);
+  WorkerCommand worker_cmd;
+  auto* worker = add_worker_command(app, worker_cmd);
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (*worker) {
-      run_probe_worker(wo, worker_out);
+      run_probe_worker(worker_cmd.po, worker_cmd.out);
       return 0;
     }
-    if (*probe) {
-      for (uint64_t b = 4096; b <= max_message; b *= 4) po.message_bytes.push_back(b);
-      const std::string dir = (std::filesystem::path(probe_db).parent_path() / "tune" / "probe").string();
-      auto p = launch_probe(self_executable(), probe_nprocs, probe_launcher, po, dir, probe_timeout);
-      p.host = host_name();
-      hybrid::profiler::RunStore store(probe_db);
-      p.id = store.add_probe(p);
-      std::cout << format_probe(p) << "stored as probe " << p.id << " in " << probe_db << "\n";
-      return 0;
-    }
-    if (o.config.empty()) {
-      std::fprintf(stderr, "hybrid-tune: --config is required (see --help)\n");
-      return 1;
-    }
-    const SweepPlan plan = plan_sweep(o);
-    if (plan.settings.dry_run) {
-      print_dry_run(plan, std::cout);
-      return 0;
-    }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    const SweepResult r = run_sweep(plan, std::cout, &g_cancel);
-    if (r.interrupted) return 130;
-    return r.best ? 0 : 3;
+    if (*probe) return run_probe_command(probe_cmd);
+    return run_tune(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hybrid-tune: %s\n", e.what());
     return 1;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "autotune/tune_error.h"
-#include "engine/util/units.h"
+#include "base/units.h"
 
 namespace hybrid::autotune {
 
@@ -44,7 +44,7 @@ std::string format_metric(Metric m, double v) {
     case Metric::throughput: return fmt::format("{:.1f} samples/s", v);
     case Metric::tokens: return fmt::format("{:.0f} tokens/s", v);
     case Metric::latency: return fmt::format("{:.1f} ms", v);
-    case Metric::flops: return engine::format_flops(v);
+    case Metric::flops: return base::format_flop_rate(v);
   }
   return "?";
 }

@@ -1,7 +1,5 @@
 #include "autotune/outcome.h"
 
-#include "autotune/tune_error.h"
-
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -9,6 +7,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "autotune/tune_error.h"
+#include "base/json_read.h"
+#include "base/statistics.h"
 
 namespace hybrid::autotune {
 
@@ -57,21 +59,14 @@ std::string signal_name(int sig) {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double number_or(const json& j, const char* key, double fallback) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+  return base::number_at(j, key).value_or(fallback);
 }
 
 std::string error_message(const json& r) {
   if (r.contains("error") && r["error"].is_object()) {
-    const json& e = r["error"];
-    const std::string kind = e.contains("kind") && e["kind"].is_string() ? e["kind"].get<std::string>() : "";
-    const std::string msg = e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : "";
+    const std::string kind = base::string_at(r, "error.kind").value_or("");
+    const std::string msg = base::string_at(r, "error.message").value_or("");
     return kind.empty() ? msg : kind + ": " + msg;
   }
   return "no error message in the result";
@@ -115,7 +110,7 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
   Measurement m;
   m.step_ms = win.empty()                              ? all_median_ms
               : w.statistic == StepStatistic::min ? *std::min_element(win.begin(), win.end())
-                                                  : median(win);
+                                                  : base::median(win);
   if (win.empty()) src = "median over all steps (hybrid-train)";
   if (m.step_ms > 0) {
     m.samples_per_s = samples / (m.step_ms / 1e3);
@@ -126,91 +121,73 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
   return m;
 }
 
-TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window) {
+namespace {
+
+TrialOutcome with(TrialStatus status, std::string reason) {
   TrialOutcome o;
+  o.status = status;
+  o.reason = std::move(reason);
+  return o;
+}
+
+// A clean exit with result status "ok": ok when the result measures a step.
+TrialOutcome measured(const json& r, const MeasureWindow& window) {
+  std::string source;
+  Measurement m = measure(r, window, &source);
+  if (!(m.step_ms > 0) || !(m.samples_per_s > 0))
+    return with(TrialStatus::failed, "result says ok but has no step time");
+  TrialOutcome o = with(TrialStatus::ok, source);
+  o.measurement = m;
+  return o;
+}
+
+// No usable result: hybrid-train's exit statuses (0 ok, 2 config, 3 OOM, 1 other).
+TrialOutcome from_exit_code(const ExitInfo& exit, const ResultFile& result) {
+  const std::string why = result.problem.empty() ? "no result" : result.problem;
+  switch (exit.exit_code) {
+    case 3: return with(TrialStatus::oom, "exit status 3 (out of memory), " + why);
+    case 2: return with(TrialStatus::config_error, "exit status 2 (config error), " + why);
+    default: return with(TrialStatus::failed, fmt::format("exit status {}, {}", exit.exit_code, why));
+  }
+}
+
+// The process's story and the result's status, in order of precedence: an error
+// result explains a non-zero exit better than the exit status does.
+TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result, const std::string& status,
+                                  const MeasureWindow& window) {
   const json* r = result.json ? &*result.json : nullptr;
+  if (exit.timed_out)
+    return with(TrialStatus::timeout,
+                fmt::format("no result within the trial timeout of {:g} s; process group killed", exit.timeout_s));
+  if (!exit.started) return with(TrialStatus::failed, "launcher could not be started: " + exit.start_error);
+  if (status == "oom") return with(TrialStatus::oom, error_message(*r));
+  if (status == "config_error") return with(TrialStatus::config_error, error_message(*r));
+  if (exit.signal != 0)
+    return with(TrialStatus::crash,
+                fmt::format("the trial process (launcher or rank) was killed by {}", signal_name(exit.signal)));
+  if (exit.exit_code > 128 && exit.exit_code <= 128 + 64 && status != "failed")
+    return with(TrialStatus::crash, fmt::format("exit status {}: a process died of {}", exit.exit_code,
+                                                signal_name(exit.exit_code - 128)));
+  if (status == "failed") return with(TrialStatus::failed, error_message(*r));
+  if (status == "ok" && exit.exit_code == 0) return measured(*r, window);
+  if (status == "ok")
+    return with(TrialStatus::failed, fmt::format("exit status {} although the result says ok", exit.exit_code));
+  if (!status.empty())
+    return with(TrialStatus::failed,
+                fmt::format("unknown result status \"{}\" (exit status {})", status, exit.exit_code));
+  return from_exit_code(exit, result);
+}
+
+}  // namespace
+
+TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window) {
+  const json* r = result.json ? &*result.json : nullptr;
+  const std::string status = r ? base::string_at(*r, "status").value_or("") : std::string();
+  TrialOutcome o = from_exit_and_status(exit, result, status, window);
   if (r) {
     if (r->contains("run_id") && (*r)["run_id"].is_number_integer()) o.run_id = (*r)["run_id"].get<int64_t>();
     if (r->contains("peak_memory_total_bytes") && (*r)["peak_memory_total_bytes"].is_number_unsigned())
       o.peak_mem_bytes = (*r)["peak_memory_total_bytes"].get<uint64_t>();
-  }
-  const std::string status = r && r->contains("status") && (*r)["status"].is_string()
-                                 ? (*r)["status"].get<std::string>()
-                                 : std::string();
-
-  if (exit.timed_out) {
-    o.status = TrialStatus::timeout;
-    o.reason = fmt::format("no result within the trial timeout of {:g} s; process group killed", exit.timeout_s);
-    return o;
-  }
-  if (!exit.started) {
-    o.status = TrialStatus::failed;
-    o.reason = "launcher could not be started: " + exit.start_error;
-    return o;
-  }
-  // An error result explains a non-zero exit better than the exit status does.
-  if (status == "oom") {
-    o.status = TrialStatus::oom;
-    o.reason = error_message(*r);
-    return o;
-  }
-  if (status == "config_error") {
-    o.status = TrialStatus::config_error;
-    o.reason = error_message(*r);
-    return o;
-  }
-  if (exit.signal != 0) {
-    o.status = TrialStatus::crash;
-    o.reason = fmt::format("the trial process (launcher or rank) was killed by {}", signal_name(exit.signal));
-    return o;
-  }
-  if (exit.exit_code > 128 && exit.exit_code <= 128 + 64 && status != "failed") {
-    o.status = TrialStatus::crash;
-    o.reason = fmt::format("exit status {}: a process died of {}", exit.exit_code, signal_name(exit.exit_code - 128));
-    return o;
-  }
-  if (status == "failed") {
-    o.status = TrialStatus::failed;
-    o.reason = error_message(*r);
-    return o;
-  }
-  if (status == "ok" && exit.exit_code == 0) {
-    std::string source;
-    Measurement m = measure(*r, window, &source);
-    if (!(m.step_ms > 0) || !(m.samples_per_s > 0)) {
-      o.status = TrialStatus::failed;
-      o.reason = "result says ok but has no step time";
-      return o;
-    }
-    o.status = TrialStatus::ok;
-    o.measurement = m;
-    o.reason = source;
-    return o;
-  }
-  if (status == "ok") {
-    o.status = TrialStatus::failed;
-    o.reason = fmt::format("exit status {} although the result says ok", exit.exit_code);
-    return o;
-  }
-  if (!status.empty()) {
-    o.status = TrialStatus::failed;
-    o.reason = fmt::format("unknown result status \"{}\" (exit status {})", status, exit.exit_code);
-    return o;
-  }
-  // No usable result: hybrid-train's exit statuses (0 ok, 2 config, 3 OOM, 1 other).
-  const std::string why = result.problem.empty() ? "no result" : result.problem;
-  switch (exit.exit_code) {
-    case 3:
-      o.status = TrialStatus::oom;
-      o.reason = "exit status 3 (out of memory), " + why;
-      break;
-    case 2:
-      o.status = TrialStatus::config_error;
-      o.reason = "exit status 2 (config error), " + why;
-      break;
-    default:
-      o.status = TrialStatus::failed;
-      o.reason = fmt::format("exit status {}, {}", exit.exit_code, why);
   }
   return o;
 }

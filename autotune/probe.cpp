@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -14,9 +13,12 @@
 #include "autotune/outcome.h"
 #include "autotune/process.h"
 #include "autotune/tune_error.h"
+#include "base/atomic_file.h"
+#include "base/launcher_env.h"
+#include "base/statistics.h"
+#include "base/subprocess.h"
+#include "base/units.h"
 #include "engine/comm/factory.h"
-#include "engine/data/atomic_file.h"
-#include "engine/util/units.h"
 #include "kernels/dtype.h"
 #include "kernels/registry.h"
 #include "profiler/comm_tracer.h"
@@ -30,16 +32,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int env_int(std::initializer_list<const char*> vars, int fallback) {
-  for (const char* v : vars)
-    if (const char* s = std::getenv(v)) return std::atoi(s);
-  return fallback;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Device buffer filled with small values (no denormals, no overflow in 16 bits).
 void* filled(kernels::Backend& be, kernels::DType dt, size_t n) {
@@ -57,15 +50,73 @@ void* filled(kernels::Backend& be, kernels::DType dt, size_t n) {
   return p;
 }
 
+// GEMM FLOP/s per rank: all ranks at once, as in training; the mean over ranks.
+double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DType dt,
+                    engine::comm::Communicator& comm) {
+  const int n = opts.gemm_size > 0 ? opts.gemm_size : be.kind() == kernels::BackendKind::cuda ? 8192 : 1024;
+  void* A = filled(be, dt, size_t(n) * n);
+  void* B = filled(be, dt, size_t(n) * n);
+  void* C = filled(be, dt, size_t(n) * n);
+  comm.barrier();
+  std::vector<double> times;
+  for (int i = 0; i < opts.gemm_iters + 1; ++i) {
+    const auto t0 = Clock::now();
+    be.gemm(dt, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    be.synchronize();
+    if (i > 0) times.push_back(seconds_since(t0));  // first: warm-up
+  }
+  for (void* p : {A, B, C}) be.deallocate(p, size_t(n) * n * kernels::dtype_size(dt));
+  float rate = float(2.0 * double(n) * n * n / base::median(times));
+  comm.all_reduce(&rate, 1, kernels::DType::f32, engine::comm::ReduceOp::sum);
+  return double(rate) / comm.world_size();
+}
+
+// One collective at one message size (host buffers, fp32 elements).
+profiler::BandwidthSample measure_collective(const ProbeOptions& opts, CollectiveKind kind, uint64_t bytes,
+                                            engine::comm::Communicator& comm) {
+  const int world = comm.world_size();
+  const size_t total = std::max<size_t>(size_t(bytes / 4) / size_t(world) * size_t(world), size_t(world));
+  std::vector<float> send(total, 1.0f), recv(total, 0.0f);
+  const std::vector<size_t> counts(size_t(world), total / size_t(world));
+  const int iters = opts.comm_iters > 0 ? opts.comm_iters : bytes <= (1u << 20) ? 11 : 5;
+  auto once = [&] {
+    switch (kind) {
+      case CollectiveKind::all_reduce:
+        comm.all_reduce(send.data(), total, kernels::DType::f32, engine::comm::ReduceOp::sum);
+        break;
+      case CollectiveKind::reduce_scatter:
+        comm.reduce_scatter(send.data(), recv.data(), counts, kernels::DType::f32, engine::comm::ReduceOp::sum);
+        break;
+      default:
+        comm.all_gather(send.data(), recv.data(), counts, kernels::DType::f32);
+    }
+  };
+  once();  // warm-up (connection setup)
+  // Each call timed on its own, the median kept: on a shared host a mean
+  // would measure the scheduler's time slices, not the interconnect.
+  std::vector<double> per_call;
+  for (int i = 0; i < iters; ++i) {
+    comm.barrier();
+    const auto t0 = Clock::now();
+    once();
+    per_call.push_back(seconds_since(t0));
+  }
+  float t = float(base::median(per_call));
+  comm.all_reduce(&t, 1, kernels::DType::f32, engine::comm::ReduceOp::max);  // the slowest rank bounds it
+  const uint64_t msg = uint64_t(total) * 4;
+  const double algbw = double(msg) / double(t) / 1e9;
+  return {std::string(profiler::collective_name(kind)), msg, algbw, algbw * profiler::bus_factor(kind, world)};
+}
+
 }  // namespace
 
 profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::string& out_path) {
   // Threads as the engine sets them: the host's cores shared by its ranks.
-  const int local = std::max(1, env_int({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}, 1));
-  omp_set_num_threads(std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / local));
+  const base::LauncherEnv env = base::launcher_env();
+  omp_set_num_threads(std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / env.local_size));
   auto comm = engine::comm::make_communicator();
-  const int rank = comm->rank(), world = comm->world_size();
-  auto choice = kernels::make_backend(opts.device, env_int({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, 0));
+  const int world = comm->world_size();
+  auto choice = kernels::make_backend(opts.device, env.local_rank);
   kernels::Backend& be = *choice.backend;
   const kernels::DType dt = kernels::parse_dtype(opts.dtype);
   if (!be.supports(dt)) throw TuneError(fmt::format("probe: dtype {} is not supported by {}", opts.dtype, be.name()));
@@ -73,72 +124,15 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
   profiler::ProbeResult res;
   res.world_size = world;
   res.device = fmt::format("{} | gemm {}", be.name(), kernels::dtype_name(dt));
+  res.gemm_flops_per_s = measure_gemm(opts, be, dt, *comm);
 
-  // GEMM: all ranks at once, as in training.
-  const int n = opts.gemm_size > 0 ? opts.gemm_size : be.kind() == kernels::BackendKind::cuda ? 8192 : 1024;
-  void* A = filled(be, dt, size_t(n) * n);
-  void* B = filled(be, dt, size_t(n) * n);
-  void* C = filled(be, dt, size_t(n) * n);
-  comm->barrier();
-  std::vector<double> times;
-  for (int i = 0; i < opts.gemm_iters + 1; ++i) {
-    const auto t0 = Clock::now();
-    be.gemm(dt, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-    be.synchronize();
-    if (i > 0) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());  // first: warm-up
-  }
-  for (void* p : {A, B, C}) be.deallocate(p, size_t(n) * n * kernels::dtype_size(dt));
-  float rate = float(2.0 * double(n) * n * n / median(times));
-  comm->all_reduce(&rate, 1, kernels::DType::f32, engine::comm::ReduceOp::sum);
-  res.gemm_flops_per_s = double(rate) / world;
-
-  // Collectives over message sizes (host buffers, fp32 elements).
   std::vector<uint64_t> sizes = opts.message_bytes;
   if (sizes.empty())
     for (uint64_t b = 4096; b <= (uint64_t(16) << 20); b *= 4) sizes.push_back(b);
-  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather}) {
-    if (world == 1) break;  // nothing moves between ranks
-    for (uint64_t bytes : sizes) {
-      const size_t total = std::max<size_t>(size_t(bytes / 4) / size_t(world) * size_t(world), size_t(world));
-      std::vector<float> send(total, 1.0f), recv(total, 0.0f);
-      const std::vector<size_t> counts(size_t(world), total / size_t(world));
-      const int iters = opts.comm_iters > 0 ? opts.comm_iters : bytes <= (1u << 20) ? 11 : 5;
-      auto once = [&] {
-        switch (kind) {
-          case CollectiveKind::all_reduce:
-            comm->all_reduce(send.data(), total, kernels::DType::f32, engine::comm::ReduceOp::sum);
-            break;
-          case CollectiveKind::reduce_scatter:
-            comm->reduce_scatter(send.data(), recv.data(), counts, kernels::DType::f32, engine::comm::ReduceOp::sum);
-            break;
-          default:
-            comm->all_gather(send.data(), recv.data(), counts, kernels::DType::f32);
-        }
-      };
-      once();  // warm-up (connection setup)
-      // Each call timed on its own, the median kept: on a shared host a mean
-      // would measure the scheduler's time slices, not the interconnect.
-      std::vector<double> per_call;
-      for (int i = 0; i < iters; ++i) {
-        comm->barrier();
-        const auto t0 = Clock::now();
-        once();
-        per_call.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      float t = float(median(per_call));
-      comm->all_reduce(&t, 1, kernels::DType::f32, engine::comm::ReduceOp::max);  // the slowest rank bounds it
-      const uint64_t msg = uint64_t(total) * 4;
-      const double algbw = double(msg) / double(t) / 1e9;
-      res.bandwidth.push_back({std::string(profiler::collective_name(kind)), msg, algbw,
-                               algbw * profiler::bus_factor(kind, world)});
-    }
-  }
-  if (rank == 0 && !out_path.empty()) {
-    const std::string text = probe_to_json(res).dump(2) + "\n";
-    engine::AtomicFileWriter w(out_path);
-    w.write(text.data(), text.size());
-    w.commit();
-  }
+  if (world > 1)  // else nothing moves between ranks
+    for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
+      for (uint64_t bytes : sizes) res.bandwidth.push_back(measure_collective(opts, kind, bytes, *comm));
+  if (comm->rank() == 0 && !out_path.empty()) base::write_file_atomic(out_path, probe_to_json(res).dump(2) + "\n");
   comm->barrier();
   return res;
 }
@@ -192,20 +186,20 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const st
                                 : !pr.exit.started ? pr.exit.start_error
                                 : pr.exit.signal ? "killed by " + signal_name(pr.exit.signal)
                                                  : fmt::format("exit status {}", pr.exit.exit_code),
-                                rf.json ? "" : ", " + rf.problem, read_tail(log, 20)));
+                                rf.json ? "" : ", " + rf.problem, base::read_tail(log, 20)));
   return probe_from_json(*rf.json);
 }
 
 std::string format_probe(const profiler::ProbeResult& p) {
   std::string s = fmt::format("probe{}: {} rank(s) on {}, {}\n  GEMM: {} per rank\n",
                               p.id ? fmt::format(" {}", p.id) : "", p.world_size, p.host.empty() ? "this host" : p.host,
-                              p.device, engine::format_flops(p.gemm_flops_per_s));
+                              p.device, base::format_flop_rate(p.gemm_flops_per_s));
   if (!p.bandwidth.empty()) {
     s += fmt::format("  {:<15} {:>12} {:>14} {:>14} {:>12}\n", "collective", "message", "algbw", "busbw", "time");
     for (const auto& b : p.bandwidth)
-      s += fmt::format("  {:<15} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, engine::format_bytes(b.bytes),
+      s += fmt::format("  {:<15} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, base::format_bytes(b.bytes),
                        b.algbw_gbps, b.busbw_gbps,
-                       engine::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
+                       base::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
   }
   return s;
 }

@@ -1,9 +1,9 @@
-// Runs one trial command as a child process in its own session (setsid), with
-// its output in a log file and a timeout after which the whole process group
-// is killed (SIGTERM, then SIGKILL after a grace period), so neither a hung
-// rank nor a launcher's leftover children can stall the sweep. The child also
-// gets SIGTERM if the tuner dies (PR_SET_PDEATHSIG), so a killed tuner leaves
-// no trial behind.
+// Runs one trial command (a launcher such as mpirun and its ranks) through
+// base::run_subprocess in its own session: stdout and stderr appended to the
+// trial's log, a timeout and a cancel that kill the whole process group, and
+// SIGTERM to the group if the tuner dies, so neither a hung rank nor a
+// launcher's leftover children can stall or outlive the sweep. What it adds to
+// base is the translation into ExitInfo, which classify_trial reads.
 #pragma once
 
 #include <atomic>
@@ -28,8 +28,5 @@ struct ProcessResult {
 };
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts);
-
-// The last lines of a file (at most max_bytes of them, whole lines), "" when absent.
-std::string read_tail(const std::string& path, size_t max_lines = 40, size_t max_bytes = 4096);
 
 }  // namespace hybrid::autotune

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/util/units.h"
+#include "base/units.h"
 #include "kernels/registry.h"
 
 namespace hybrid::autotune {
@@ -35,8 +35,8 @@ PruneResult prune(const std::vector<Candidate>& candidates,
     p.config_json = candidates[i].config.dump();
     p.predicted_mem_bytes = need;
     p.budget_bytes = budget.bytes;
-    p.reason = fmt::format("predicted {} per rank > budget {} ({}): {}", engine::format_bytes(need),
-                           engine::format_bytes(budget.bytes), budget.source, predictions[i].to_string());
+    p.reason = fmt::format("predicted {} per rank > budget {} ({}): {}", base::format_bytes(need),
+                           base::format_bytes(budget.bytes), budget.source, predictions[i].to_string());
     r.pruned.push_back(std::move(p));
   }
   return r;

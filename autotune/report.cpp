@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/util/units.h"
+#include "base/units.h"
 
 namespace hybrid::autotune {
 
@@ -18,7 +18,7 @@ std::string fit(const std::string& s, size_t width) {
   return s.size() <= width ? s : s.substr(0, width - 3) + "...";
 }
 
-std::string opt_bytes(const std::optional<uint64_t>& b) { return b ? engine::format_bytes(*b) : "-"; }
+std::string opt_bytes(const std::optional<uint64_t>& b) { return b ? base::format_bytes(*b) : "-"; }
 
 }  // namespace
 
@@ -39,9 +39,9 @@ std::string progress_line(Metric m, const ProgressInfo& p) {
   }
   std::string best = "none yet";
   if (p.best && p.best->metric) best = fmt::format("{} [{}]", format_metric(m, *p.best->metric), p.best->key);
-  const std::string eta = p.eta_s < 0 ? "?" : engine::format_duration(p.eta_s);
+  const std::string eta = p.eta_s < 0 ? "?" : base::format_duration(p.eta_s);
   return fmt::format("[{:>3}/{}] {} | {} | {} | best {} | ETA {}", p.done, p.planned, t.key, what,
-                     engine::format_duration(t.wall_s.value_or(0.0)), best, eta);
+                     base::format_duration(t.wall_s.value_or(0.0)), best, eta);
 }
 
 std::vector<TrialRow> ranked(Metric m, std::vector<TrialRow> trials) {
@@ -83,9 +83,9 @@ std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t ma
                      t.latency_ms ? fmt::format("{:.1f}", *t.latency_ms) : "-",
                      t.samples_per_s ? fmt::format("{:.1f}", *t.samples_per_s) : "-",
                      t.tokens_per_s ? fmt::format("{:.0f}", *t.tokens_per_s) : "-",
-                     t.flops_per_s ? engine::format_flops(*t.flops_per_s) : "-", opt_bytes(t.peak_mem_bytes),
+                     t.flops_per_s ? base::format_flop_rate(*t.flops_per_s) : "-", opt_bytes(t.peak_mem_bytes),
                      opt_bytes(t.predicted_mem_bytes), err,
-                     t.wall_s ? engine::format_duration(*t.wall_s) : "-");
+                     t.wall_s ? base::format_duration(*t.wall_s) : "-");
     if (!ok && !t.reason.empty()) s += fmt::format("     {}\n", fit(t.reason, 150));
   }
   return s;

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "autotune/json_read.h"
 #include "autotune/tune_error.h"
+#include "base/json_read.h"
 
 namespace hybrid::autotune {
 
@@ -72,15 +72,15 @@ void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<s
 json check_value(const AxisDef& def, const json& v, const std::string& where) {
   switch (def.type) {
     case AxisType::integer:
-      return json(json_read::integer(v, "space", where, def.lo, def.hi));
+      return json(base::json_integer(v, "space", where, def.lo, def.hi));
     case AxisType::boolean:
-      return json(json_read::boolean(v, "space", where));
+      return json(base::json_boolean(v, "space", where));
     case AxisType::string: {
-      const std::string s = json_read::string(v, "space", where);
+      const std::string s = base::json_string(v, "space", where);
       if (std::find(def.choices.begin(), def.choices.end(), s) == def.choices.end()) {
         std::string list;
         for (const auto& c : def.choices) list += (list.empty() ? "" : ", ") + c;
-        json_read::fail("space", where, "one of " + list, v);
+        base::json_fail("space", where, "one of " + list, v);
       }
       return json(s);
     }
@@ -92,28 +92,28 @@ std::vector<int64_t> integer_pair_or_triple(const AxisDef& def, const json& v, c
                                             bool allow_step) {
   const char* what = allow_step ? "[lo, hi] or [lo, hi, step] with lo <= hi and step >= 1"
                                 : "[lo, hi] with lo <= hi";
-  if (!v.is_array() || v.size() < 2 || v.size() > (allow_step ? 3u : 2u)) json_read::fail("space", where, what, v);
+  if (!v.is_array() || v.size() < 2 || v.size() > (allow_step ? 3u : 2u)) base::json_fail("space", where, what, v);
   std::vector<int64_t> r;
   for (size_t i = 0; i < v.size(); ++i)
-    r.push_back(json_read::integer(v[i], "space", where, i < 2 ? def.lo : 1, def.hi));
-  if (r[0] > r[1]) json_read::fail("space", where, what, v);
+    r.push_back(base::json_integer(v[i], "space", where, i < 2 ? def.lo : 1, def.hi));
+  if (r[0] > r[1]) base::json_fail("space", where, what, v);
   return r;
 }
 
 std::vector<json> expand(const AxisDef& def, const json& spec, const std::string& key) {
   std::vector<json> out;
   if (spec.is_array()) {
-    if (spec.empty()) json_read::fail("space", key, "a non-empty list", spec);
+    if (spec.empty()) base::json_fail("space", key, "a non-empty list", spec);
     for (size_t i = 0; i < spec.size(); ++i) out.push_back(check_value(def, spec[i], key));
   } else if (spec.is_object()) {
     if (spec.size() != 1)
-      json_read::fail("space", key, "one of {\"range\": [lo, hi(, step)]}, {\"pow2\": [lo, hi]}, {\"values\": [...]}",
+      base::json_fail("space", key, "one of {\"range\": [lo, hi(, step)]}, {\"pow2\": [lo, hi]}, {\"values\": [...]}",
                       spec);
     const auto& [form, arg] = *spec.items().begin();
     const std::string where = key + "." + form;
     if (form == "values") return expand(def, arg, key);
     if (def.type != AxisType::integer)
-      json_read::fail("space", key, "a list of values (ranges are for integer keys)", spec);
+      base::json_fail("space", key, "a list of values (ranges are for integer keys)", spec);
     if (form == "range") {
       const auto r = integer_pair_or_triple(def, arg, where, true);
       const int64_t step = r.size() == 3 ? r[2] : 1;
@@ -122,13 +122,13 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
       for (int64_t x = r[0]; x <= r[1]; x += step) out.push_back(json(x));
     } else if (form == "pow2" || form == "powers_of_two") {
       const auto r = integer_pair_or_triple(def, arg, where, false);
-      if (r[0] < 1) json_read::fail("space", where, "[lo, hi] with 1 <= lo <= hi", arg);
+      if (r[0] < 1) base::json_fail("space", where, "[lo, hi] with 1 <= lo <= hi", arg);
       for (int64_t x = 1; x <= r[1]; x *= 2)
         if (x >= r[0]) out.push_back(json(x));
       if (out.empty())
-        throw TuneError(fmt::format("space: {} = {} contains no power of two", where, json_read::describe(arg)));
+        throw TuneError(fmt::format("space: {} = {} contains no power of two", where, base::describe_json(arg)));
     } else {
-      json_read::fail("space", key, "one of {\"range\": ...}, {\"pow2\": ...}, {\"values\": ...}", spec);
+      base::json_fail("space", key, "one of {\"range\": ...}, {\"pow2\": ...}, {\"values\": ...}", spec);
     }
   } else {
     out.push_back(check_value(def, spec, key));
@@ -205,8 +205,9 @@ json SearchSpace::to_json() const {
   return j;
 }
 
-SearchSpace parse_space(const json& j) {
-  if (!j.is_object()) json_read::fail("space", "the top level", "a JSON object of keys to values", j);
+// base's typed reads throw JsonReadError; what the autotuner throws is a TuneError.
+SearchSpace parse_space(const json& j) try {
+  if (!j.is_object()) base::json_fail("space", "the top level", "a JSON object of keys to values", j);
   std::vector<std::pair<std::string, json>> entries;
   flatten(j, "", entries);
   std::vector<Axis> found;
@@ -232,6 +233,8 @@ SearchSpace parse_space(const json& j) {
         "space: give gradient_accumulation_steps or train_batch_size (a fixed global batch from which "
         "accumulation is derived), not both");
   return s;
+} catch (const base::JsonReadError& e) {
+  throw TuneError(e.what());
 }
 
 SearchSpace load_space(const std::string& path) {

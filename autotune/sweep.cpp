@@ -17,7 +17,7 @@
 #include "autotune/strategy.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
-#include "engine/util/units.h"
+#include "base/units.h"
 #include "profiler/store/run_store.h"
 
 namespace hybrid::autotune {
@@ -101,7 +101,7 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
   if (store) probe = store->latest_probe(host_name());
   if (!probe && store && may_probe && s.probe) {
     ProbeOptions po;
-    po.device = plan.base_cfg.device;
+    po.device = std::string(engine::to_string(plan.base_cfg.device));
     po.dtype = std::string(kernels::dtype_name(plan.base_cfg.param_dtype()));
     const std::string dir = (fs::path(s.db).parent_path() / "tune" / "probe").string();
     try {
@@ -141,14 +141,14 @@ void print_dry_run(const SweepPlan& plan, std::ostream& out) {
   const CostModel prior;
   out << fmt::format("dry run: {} candidates on {} rank(s), {} runnable, {} pruned (budget {} per rank, {}), {} dropped\n",
                      plan.enumerated, s.nprocs, plan.runnable.size(), plan.pruned.size(),
-                     engine::format_bytes(plan.budget.bytes), plan.budget.source, plan.dropped.size());
+                     base::format_bytes(plan.budget.bytes), plan.budget.source, plan.dropped.size());
   out << fmt::format("{:<44} {:>12} {:>14} {:>20}\n", "candidate", "pred. mem", "pred. ms/step",
                      fmt::format("pred. {}", metric_name(s.metric)));
   for (size_t i = 0; i < plan.runnable.size(); ++i) {
     const auto f = step_features(plan.runnable[i].parsed, s.nprocs, rates);
     const double t = prior.predict_s(f);
     out << fmt::format("{:<44} {:>12} {:>14.1f} {:>20}\n", plan.runnable[i].key,
-                       engine::format_bytes(plan.memory[i].total()), t * 1e3,
+                       base::format_bytes(plan.memory[i].total()), t * 1e3,
                        format_metric(s.metric, metric_from_step_time(s.metric, t, f.samples_per_step,
                                                                      f.tokens_per_step, f.flops_per_step)));
   }
@@ -160,212 +160,280 @@ void print_dry_run(const SweepPlan& plan, std::ostream& out) {
   out << "nothing was run (--dry-run)\n";
 }
 
+namespace {
+
+// What the steps of one sweep invocation share.
+struct SweepRun {
+  SweepRun(const SweepPlan& p, profiler::RunStore& st, std::ostream& o, const std::atomic<bool>* c)
+      : plan(p), store(st), out(o), cancel(c) {}
+  const SweepPlan& plan;
+  profiler::RunStore& store;
+  std::ostream& out;
+  const std::atomic<bool>* cancel;
+  profiler::SweepInfo sweep;
+  std::map<std::string, TrialRow> previous;  // this sweep's trials from earlier invocations, by key
+  ClusterRates rates;
+  std::vector<StepFeatures> features;  // per runnable candidate
+  std::unique_ptr<Strategy> strategy;
+  std::vector<Observation> history;  // finished trials in the order they finished
+  std::vector<bool> done;            // per runnable candidate
+  std::optional<TrialRow> best;
+  size_t planned = 0;  // trials this sweep may run in all
+  Clock::time_point t_start = Clock::now();
+  double wall_sum = 0;  // of the trials run now, for the ETA
+};
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Observation observation_of(size_t index, const TrialRow& row) {
+  return {index, row.status == TrialStatus::ok && row.metric.has_value(), row.metric.value_or(0.0),
+          row.latency_ms.value_or(0.0) / 1e3};
+}
+
+// The sweep this command already started (same name, space and base config), or a new one.
+void open_sweep(SweepRun& r) {
+  const auto& s = r.plan.settings;
+  const std::string identity = r.plan.identity().dump();
+  const std::string base = r.plan.base.dump();
+  std::optional<profiler::SweepInfo> found;
+  for (const auto& sw : r.store.sweeps())
+    if (sw.name == s.name && sw.space_json == identity && sw.base_config_json == base && (!found || sw.id > found->id))
+      found = sw;
+  if (found) {
+    r.sweep = *found;
+    for (auto& t : r.store.trials(r.sweep.id)) r.previous[t.key] = t;
+    r.store.set_sweep_status(r.sweep.id, profiler::SweepStatus::running);
+  } else {
+    r.sweep.name = s.name;
+    r.sweep.base_config_json = base;
+    r.sweep.space_json = identity;
+    r.sweep.strategy = s.strategy;
+    r.sweep.metric = std::string(metric_column(s.metric));
+    r.sweep.id = r.store.create_sweep(r.sweep);
+  }
+  r.store.add_pruned(r.sweep.id, r.plan.pruned);
+}
+
+// What earlier invocations finished becomes history; unfinished trials run again.
+void restore_history(SweepRun& r) {
+  r.done.assign(r.plan.runnable.size(), false);
+  std::vector<std::pair<double, Observation>> found;
+  size_t rerun = 0;
+  for (size_t i = 0; i < r.plan.runnable.size(); ++i) {
+    auto it = r.previous.find(r.plan.runnable[i].key);
+    if (it == r.previous.end()) continue;
+    if (!finished(it->second.status)) {
+      ++rerun;
+      continue;
+    }
+    r.done[i] = true;
+    found.emplace_back(it->second.updated_at, observation_of(i, it->second));
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [t, ob] : found) r.history.push_back(ob);
+  if (!r.previous.empty())
+    r.out << fmt::format("resuming sweep {} '{}': {} trial(s) finished, {} left unfinished to run again\n",
+                         r.sweep.id, r.plan.settings.name, r.history.size(), rerun);
+  for (const auto& [k, t] : r.previous)
+    if (t.status == TrialStatus::ok && t.metric && (!r.best || better(r.plan.settings.metric, *t.metric, *r.best->metric)))
+      r.best = t;
+}
+
+void print_header(const SweepRun& r) {
+  const auto& s = r.plan.settings;
+  const auto& plan = r.plan;
+  r.out << fmt::format("sweep {} '{}': strategy {}, metric {} ({} is better), {} rank(s) via `{}`\n", r.sweep.id,
+                       s.name, s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower",
+                       s.nprocs, s.launcher);
+  r.out << fmt::format("{} runnable candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
+                       "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
+                       plan.runnable.size(), plan.pruned.size(), base::format_bytes(plan.budget.bytes),
+                       plan.budget.source, plan.dropped.size(), r.planned, s.steps, statistic_name(s.statistic),
+                       s.start_step, s.steps);
+  if (!plan.pruned.empty()) r.out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
+  r.out.flush();
+}
+
+// Which budget stops the sweep before its next trial, or nullopt to go on.
+std::optional<std::string> budget_stop(const SweepRun& r) {
+  const auto& s = r.plan.settings;
+  if (r.history.size() >= size_t(s.max_trials)) return fmt::format("trial budget reached ({} trials)", s.max_trials);
+  if (s.time_budget_s > 0 && seconds_since(r.t_start) >= s.time_budget_s)
+    return fmt::format("time budget reached ({})", base::format_duration(s.time_budget_s));
+  if (s.early_stop > 0 && trials_since_improvement(s.metric, r.history) >= size_t(s.early_stop))
+    return fmt::format("early stop: {} trials without improvement", s.early_stop);
+  return std::nullopt;
+}
+
+// The cost model fitted to the ok trials so far.
+CostModel fitted_model(const SweepRun& r) {
+  CostModel model;
+  for (const auto& h : r.history)
+    if (h.ok) model.observe(r.features[h.index], h.step_s);
+  return model;
+}
+
+TrialSpec trial_spec(const SweepRun& r, const Candidate& c) {
+  const auto& s = r.plan.settings;
+  TrialSpec spec;
+  spec.train_bin = s.train_bin;
+  spec.launcher_template = s.launcher;
+  spec.nprocs = s.nprocs;
+  spec.steps = s.steps;
+  spec.start_profile_step = s.start_step;
+  spec.statistic = s.statistic;
+  spec.timeout_s = s.trial_timeout_s;
+  spec.db = s.db;
+  spec.run_name = fmt::format("{}#{}/{}", s.name, r.sweep.id, c.key);
+  spec.dir = (fs::path(s.db).parent_path() / "tune" / fmt::format("sweep-{}", r.sweep.id) / c.key).string();
+  return spec;
+}
+
+// Runs candidate i and records it; nullopt when the trial was interrupted.
+std::optional<TrialRow> run_candidate(SweepRun& r, size_t i) {
+  const Candidate& c = r.plan.runnable[i];
+  // The cost model's prediction for every strategy (the model strategy's own when it has one).
+  const double predicted_s = r.strategy->predicted_step_s(i).value_or(fitted_model(r).predict_s(r.features[i]));
+  TrialRow row;
+  row.sweep_id = r.sweep.id;
+  row.key = c.key;
+  row.config_json = c.config.dump();
+  row.status = TrialStatus::running;
+  row.predicted_mem_bytes = r.plan.memory[i].total();
+  row.predicted_step_ms = predicted_s * 1e3;
+  row.id = r.store.upsert_trial(row);
+
+  const TrialRun run = run_trial(c, trial_spec(r, c), &r.store, r.cancel);
+  if (run.cancelled) {
+    row.status = TrialStatus::pending;
+    row.reason = "interrupted: hybrid-tune was stopped while this trial ran";
+    row.output_tail = run.output_tail;
+    r.store.upsert_trial(row);
+    return std::nullopt;
+  }
+  fill_from_outcome(row, run, r.plan.settings.metric);
+  if (row.run_id && !r.store.find_run(*row.run_id)) {
+    // Only a run the store holds can be linked (a result may carry a stale id).
+    row.reason += fmt::format(" (result names run {}, which the store does not hold)", *row.run_id);
+    row.run_id.reset();
+  }
+  r.store.upsert_trial(row);
+  r.wall_sum += run.wall_s;
+  return row;
+}
+
+void record_and_report(SweepRun& r, size_t i, const TrialRow& row, size_t ran) {
+  const auto& s = r.plan.settings;
+  r.done[i] = true;
+  r.history.push_back(observation_of(i, row));
+  if (row.status == TrialStatus::ok && row.metric && (!r.best || better(s.metric, *row.metric, *r.best->metric)))
+    r.best = row;
+  ProgressInfo pi;
+  pi.done = r.history.size();
+  pi.planned = std::max(r.planned, r.history.size());
+  pi.trial = &row;
+  pi.best = r.best ? &*r.best : nullptr;
+  double eta = r.wall_sum / double(ran) * double(pi.planned - pi.done);
+  if (s.time_budget_s > 0) eta = std::min(eta, std::max(0.0, s.time_budget_s - seconds_since(r.t_start)));
+  pi.eta_s = eta;
+  r.out << progress_line(s.metric, pi) << "\n";
+  r.out.flush();
+}
+
+// Trials until a budget, the strategy or a cancel stops the sweep.
+void run_trials(SweepRun& r, SweepResult& res) {
+  while (true) {
+    if (r.cancel && r.cancel->load()) {
+      res.interrupted = true;
+      res.stop_reason = "interrupted";
+      return;
+    }
+    if (auto why = budget_stop(r)) {
+      res.stop_reason = *why;
+      return;
+    }
+    std::vector<size_t> remaining;
+    for (size_t i = 0; i < r.done.size(); ++i)
+      if (!r.done[i]) remaining.push_back(i);
+    const auto pick = r.strategy->next(remaining, r.history);
+    if (!pick) {
+      res.stop_reason = r.strategy->stop_reason().empty() ? "every candidate was tried" : r.strategy->stop_reason();
+      return;
+    }
+    const auto row = run_candidate(r, *pick);
+    if (!row) {
+      res.interrupted = true;
+      res.stop_reason = "interrupted";
+      return;
+    }
+    ++res.ran;
+    record_and_report(r, *pick, *row, res.ran);
+  }
+}
+
+void print_summary(const SweepRun& r, const SweepResult& res) {
+  const auto& s = r.plan.settings;
+  r.out << fmt::format("\nsweep {} stopped: {}; {} trial(s) run now, {} in the sweep\n", r.sweep.id,
+                       res.stop_reason, res.ran, res.trials.size());
+  r.out << "leaderboard (" << metric_name(s.metric) << ", " << (higher_is_better(s.metric) ? "higher" : "lower")
+        << " is better):\n"
+        << leaderboard(s.metric, res.trials);
+  if (!r.plan.pruned.empty()) r.out << "pruned by the memory model (not run):\n" << pruned_table(r.plan.pruned);
+  r.out << format_memory_check(memory_check(res.trials)) << "\n";
+  const CostModel model = fitted_model(r);
+  std::string w;
+  for (size_t f = 0; f < kFeatureCount; ++f) w += fmt::format(" {}={:.2f}", feature_name(f), model.weights()[f]);
+  r.out << fmt::format("cost model ({}): weights{}; mean |error| {:.1f} % over {} ok trials\n", r.rates.source, w,
+                       model.mean_relative_error() * 100, model.observations());
+}
+
+void write_best(const SweepRun& r, SweepResult& res) {
+  const auto& s = r.plan.settings;
+  if (!res.best) {
+    r.out << "no trial succeeded: no best config written\n";
+    return;
+  }
+  write_best_config(s.out, nlohmann::json::parse(res.best->config_json), s.nprocs);
+  res.best_path = s.out;
+  const auto command = expand_launcher(s.launcher, {s.train_bin, "--config", s.out},
+                                       {{"nprocs", std::to_string(s.nprocs)}, {"key", res.best->key},
+                                        {"config", s.out}, {"dir", "."}});
+  r.out << fmt::format("best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
+                       res.best->key, format_metric(s.metric, *res.best->metric),
+                       res.best->latency_ms.value_or(0.0), s.out, join_command(command));
+}
+
+}  // namespace
+
 SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomic<bool>* cancel) {
   const auto& s = plan.settings;
-  SweepResult res;
   profiler::RunStore store(s.db);
   for (const auto& n : plan.notes) out << "note: " << n << "\n";
   if (const auto stale = store.mark_stale_runs(); !stale.empty())
     out << fmt::format("note: marked {} run(s) of dead processes as failed\n", stale.size());
 
-  // Find the sweep this command already started, or start it.
-  const std::string identity = plan.identity().dump();
-  const std::string base = plan.base.dump();
-  std::optional<profiler::SweepInfo> sweep;
-  for (const auto& sw : store.sweeps())
-    if (sw.name == s.name && sw.space_json == identity && sw.base_config_json == base && (!sweep || sw.id > sweep->id))
-      sweep = sw;
-  std::map<std::string, TrialRow> previous;
-  if (sweep) {
-    for (auto& t : store.trials(sweep->id)) previous[t.key] = t;
-    store.set_sweep_status(sweep->id, profiler::SweepStatus::running);
-  } else {
-    profiler::SweepInfo info;
-    info.name = s.name;
-    info.base_config_json = base;
-    info.space_json = identity;
-    info.strategy = s.strategy;
-    info.metric = std::string(metric_column(s.metric));
-    info.id = store.create_sweep(info);
-    sweep = info;
-  }
-  res.sweep_id = sweep->id;
-  store.add_pruned(sweep->id, plan.pruned);
-
+  SweepRun r{plan, store, out, cancel};
+  SweepResult res;
+  open_sweep(r);
+  res.sweep_id = r.sweep.id;
   std::string probe_note;
-  const ClusterRates rates = cluster_rates_for(plan, &store, true, probe_note);
+  r.rates = cluster_rates_for(plan, &store, true, probe_note);
   out << "note: " << probe_note << "\n";
-  const auto features = features_of(plan, rates);
-  auto strategy = make_strategy(plan, features);
+  r.features = features_of(plan, r.rates);
+  r.strategy = make_strategy(plan, r.features);
+  restore_history(r);
+  r.planned = std::min<size_t>(size_t(s.max_trials), plan.runnable.size());
+  print_header(r);
+  r.t_start = Clock::now();
 
-  // What earlier invocations finished.
-  std::vector<Observation> history;
-  std::vector<bool> done(plan.runnable.size(), false);
-  {
-    std::vector<std::pair<double, Observation>> found;
-    size_t rerun = 0;
-    for (size_t i = 0; i < plan.runnable.size(); ++i) {
-      auto it = previous.find(plan.runnable[i].key);
-      if (it == previous.end()) continue;
-      if (!finished(it->second.status)) {
-        ++rerun;
-        continue;
-      }
-      done[i] = true;
-      Observation ob{i, it->second.status == TrialStatus::ok && it->second.metric.has_value(),
-                     it->second.metric.value_or(0.0), it->second.latency_ms.value_or(0.0) / 1e3};
-      found.emplace_back(it->second.updated_at, ob);
-    }
-    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [t, ob] : found) history.push_back(ob);
-    if (!previous.empty())
-      out << fmt::format("resuming sweep {} '{}': {} trial(s) finished, {} left unfinished to run again\n", sweep->id,
-                         s.name, history.size(), rerun);
-  }
-  const size_t planned = std::min<size_t>(size_t(s.max_trials), plan.runnable.size());
-  out << fmt::format("sweep {} '{}': strategy {}, metric {} ({} is better), {} rank(s) via `{}`\n", sweep->id, s.name,
-                     s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower", s.nprocs,
-                     s.launcher);
-  out << fmt::format("{} runnable candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
-                     "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
-                     plan.runnable.size(), plan.pruned.size(), engine::format_bytes(plan.budget.bytes),
-                     plan.budget.source, plan.dropped.size(), planned, s.steps, statistic_name(s.statistic),
-                     s.start_step, s.steps);
-  if (!plan.pruned.empty()) out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
-  out.flush();
-
-  const auto t_start = Clock::now();
-  double wall_sum = 0;
-  std::optional<TrialRow> best;
-  for (const auto& [k, t] : previous)
-    if (t.status == TrialStatus::ok && t.metric && (!best || better(s.metric, *t.metric, *best->metric))) best = t;
-
-  while (true) {
-    if (cancel && cancel->load()) {
-      res.interrupted = true;
-      res.stop_reason = "interrupted";
-      break;
-    }
-    if (history.size() >= size_t(s.max_trials)) {
-      res.stop_reason = fmt::format("trial budget reached ({} trials)", s.max_trials);
-      break;
-    }
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t_start).count();
-    if (s.time_budget_s > 0 && elapsed >= s.time_budget_s) {
-      res.stop_reason = fmt::format("time budget reached ({})", engine::format_duration(s.time_budget_s));
-      break;
-    }
-    if (s.early_stop > 0 && trials_since_improvement(s.metric, history) >= size_t(s.early_stop)) {
-      res.stop_reason = fmt::format("early stop: {} trials without improvement", s.early_stop);
-      break;
-    }
-    std::vector<size_t> remaining;
-    for (size_t i = 0; i < done.size(); ++i)
-      if (!done[i]) remaining.push_back(i);
-    const auto pick = strategy->next(remaining, history);
-    if (!pick) {
-      res.stop_reason = strategy->stop_reason().empty() ? "every candidate was tried" : strategy->stop_reason();
-      break;
-    }
-    const size_t i = *pick;
-    const Candidate& c = plan.runnable[i];
-
-    // The cost model's prediction for every strategy (the model strategy's own when it has one).
-    CostModel model;
-    for (const auto& h : history)
-      if (h.ok) model.observe(features[h.index], h.step_s);
-    const double predicted_s = strategy->predicted_step_s(i).value_or(model.predict_s(features[i]));
-
-    TrialRow row;
-    row.sweep_id = sweep->id;
-    row.key = c.key;
-    row.config_json = c.config.dump();
-    row.status = TrialStatus::running;
-    row.predicted_mem_bytes = plan.memory[i].total();
-    row.predicted_step_ms = predicted_s * 1e3;
-    row.id = store.upsert_trial(row);
-
-    TrialSpec spec;
-    spec.train_bin = s.train_bin;
-    spec.launcher_template = s.launcher;
-    spec.nprocs = s.nprocs;
-    spec.steps = s.steps;
-    spec.start_profile_step = s.start_step;
-    spec.statistic = s.statistic;
-    spec.timeout_s = s.trial_timeout_s;
-    spec.db = s.db;
-    spec.run_name = fmt::format("{}#{}/{}", s.name, sweep->id, c.key);
-    spec.dir = (fs::path(s.db).parent_path() / "tune" / fmt::format("sweep-{}", sweep->id) / c.key).string();
-    const TrialRun run = run_trial(c, spec, &store, cancel);
-    if (run.cancelled) {
-      row.status = TrialStatus::pending;
-      row.reason = "interrupted: hybrid-tune was stopped while this trial ran";
-      row.output_tail = run.output_tail;
-      store.upsert_trial(row);
-      res.interrupted = true;
-      res.stop_reason = "interrupted";
-      break;
-    }
-    fill_from_outcome(row, run, s.metric);
-    if (row.run_id && !store.find_run(*row.run_id)) {
-      // Only a run the store holds can be linked (a result may carry a stale id).
-      row.reason += fmt::format(" (result names run {}, which the store does not hold)", *row.run_id);
-      row.run_id.reset();
-    }
-    store.upsert_trial(row);
-    ++res.ran;
-    wall_sum += run.wall_s;
-    done[i] = true;
-    history.push_back({i, row.status == TrialStatus::ok && row.metric.has_value(), row.metric.value_or(0.0),
-                       row.latency_ms.value_or(0.0) / 1e3});
-    if (row.status == TrialStatus::ok && row.metric && (!best || better(s.metric, *row.metric, *best->metric)))
-      best = row;
-
-    ProgressInfo pi;
-    pi.done = history.size();
-    pi.planned = std::max(planned, history.size());
-    pi.trial = &row;
-    pi.best = best ? &*best : nullptr;
-    double eta = wall_sum / double(res.ran) * double(pi.planned - pi.done);
-    if (s.time_budget_s > 0)
-      eta = std::min(eta, std::max(0.0, s.time_budget_s - std::chrono::duration<double>(Clock::now() - t_start).count()));
-    pi.eta_s = eta;
-    out << progress_line(s.metric, pi) << "\n";
-    out.flush();
-  }
-
-  res.trials = store.trials(sweep->id);
+  run_trials(r, res);
+  res.trials = store.trials(r.sweep.id);
   res.best = best_trial(s.metric, res.trials);
-  out << fmt::format("\nsweep {} stopped: {}; {} trial(s) run now, {} in the sweep\n", sweep->id, res.stop_reason,
-                     res.ran, res.trials.size());
-  out << "leaderboard (" << metric_name(s.metric) << ", " << (higher_is_better(s.metric) ? "higher" : "lower")
-      << " is better):\n"
-      << leaderboard(s.metric, res.trials);
-  if (!plan.pruned.empty()) out << "pruned by the memory model (not run):\n" << pruned_table(plan.pruned);
-  out << format_memory_check(memory_check(res.trials)) << "\n";
-  {
-    CostModel model;
-    for (const auto& h : history)
-      if (h.ok) model.observe(features[h.index], h.step_s);
-    std::string w;
-    for (size_t f = 0; f < kFeatureCount; ++f) w += fmt::format(" {}={:.2f}", feature_name(f), model.weights()[f]);
-    out << fmt::format("cost model ({}): weights{}; mean |error| {:.1f} % over {} ok trials\n", rates.source, w,
-                       model.mean_relative_error() * 100, model.observations());
-  }
-  if (res.best) {
-    write_best_config(s.out, nlohmann::json::parse(res.best->config_json), s.nprocs);
-    res.best_path = s.out;
-    out << fmt::format("best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
-                       res.best->key, format_metric(s.metric, *res.best->metric), res.best->latency_ms.value_or(0.0),
-                       s.out, join_command(expand_launcher(s.launcher, {s.train_bin, "--config", s.out},
-                                                           {{"nprocs", std::to_string(s.nprocs)}, {"key", res.best->key},
-                                                            {"config", s.out}, {"dir", "."}})));
-  } else {
-    out << "no trial succeeded: no best config written\n";
-  }
-  store.set_sweep_status(sweep->id, res.interrupted ? profiler::SweepStatus::stopped
-                                    : res.best      ? profiler::SweepStatus::done
-                                                    : profiler::SweepStatus::failed);
+  print_summary(r, res);
+  write_best(r, res);
+  store.set_sweep_status(r.sweep.id, res.interrupted ? profiler::SweepStatus::stopped
+                                     : res.best      ? profiler::SweepStatus::done
+                                                     : profiler::SweepStatus::failed);
   out.flush();
   return res;
 }

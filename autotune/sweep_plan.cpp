@@ -97,7 +97,7 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   p.space = o.space.empty() ? default_space(p.autotuning) : load_space(o.space);
   p.notes.insert(p.notes.end(), p.space.notes.begin(), p.space.notes.end());
 
-  p.device = detect_device(p.base_cfg.device);
+  p.device = detect_device(std::string(engine::to_string(p.base_cfg.device)));
   if (!p.device.note.empty()) p.notes.push_back(p.device.note);
   p.budget = memory_budget(p.base_cfg, p.device, p.settings.nprocs);
 
@@ -110,7 +110,7 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   p.dropped = std::move(e.dropped);
   p.notes.insert(p.notes.end(), e.notes.begin(), e.notes.end());
 
-  const auto predictions = predict_all(e.candidates, p.base_cfg.device);
+  const auto predictions = predict_all(e.candidates, std::string(engine::to_string(p.base_cfg.device)));
   std::vector<size_t> kept;
   if (p.settings.prune) {
     PruneResult pr = prune(e.candidates, predictions, p.budget);

@@ -9,7 +9,8 @@
 
 #include "autotune/launcher.h"
 #include "autotune/process.h"
-#include "engine/data/atomic_file.h"
+#include "base/atomic_file.h"
+#include "base/subprocess.h"
 
 namespace hybrid::autotune {
 
@@ -35,12 +36,7 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   const std::string cfg = (fs::path(spec.dir) / "config.json").string();
   const std::string result = (fs::path(spec.dir) / "result.json").string();
   const std::string log = (fs::path(spec.dir) / "output.log").string();
-  {
-    const std::string text = c.config.dump(2) + "\n";
-    engine::AtomicFileWriter w(cfg);
-    w.write(text.data(), text.size());
-    w.commit();
-  }
+  base::write_file_atomic(cfg, c.config.dump(2) + "\n");
   // A result or log of an earlier attempt (a resumed sweep) must not be read as this one's.
   fs::remove(result);
   fs::remove(log);
@@ -61,7 +57,7 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   const ProcessResult pr = run_process(run.argv, po);
   run.wall_s = pr.wall_s;
   run.cancelled = pr.cancelled;
-  run.output_tail = read_tail(log);
+  run.output_tail = base::read_tail(log);
 
   const ResultFile rf = read_result_file(result);
   MeasureWindow window;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/statistics.h"
 #include "engine/engine.h"
 #include "engine/trainer.h"
 #include "kernels/registry.h"
@@ -87,12 +88,8 @@ std::map<std::string, std::vector<double>> g_seconds;
 std::map<std::string, double> g_flops;  // per iteration
 std::string g_device;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 double rate(const std::string& name) {
-  const double m = median(g_seconds[name]);
+  const double m = base::median(g_seconds[name]);
   return m > 0 ? g_flops[name] / m : 0.0;
 }
 
@@ -177,8 +174,8 @@ void summary() {
     const std::string tag(kernels::dtype_name(dt));
     const std::string step = "train/gpt2_124M/" + tag, gemm = "gemm/c_fc/" + tag;
     if (!g_seconds.count(step)) continue;
-    const double r = rate(step), tokens = double(B) * kT / median(g_seconds[step]);
-    std::printf("%s: %.1f ms/step, %.0f tokens/s, %.1f TFLOP/s model", tag.c_str(), 1e3 * median(g_seconds[step]),
+    const double r = rate(step), tokens = double(B) * kT / base::median(g_seconds[step]);
+    std::printf("%s: %.1f ms/step, %.0f tokens/s, %.1f TFLOP/s model", tag.c_str(), 1e3 * base::median(g_seconds[step]),
                 tokens, r / 1e12);
     if (peak) {
       const double p = dt == DType::bf16 ? peak->bf16 : peak->fp32;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "base/statistics.h"
 #include "bench/synthetic_kineto.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/import/kineto_import.h"
@@ -322,9 +323,7 @@ void bm_import(benchmark::State& state, const std::string& name, Work work, bool
 double median_of(const std::vector<Sample>& v, const std::function<double(const Sample&)>& f) {
   std::vector<double> x;
   for (const Sample& s : v) x.push_back(f(s));
-  std::sort(x.begin(), x.end());
-  if (x.empty()) return 0;
-  return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+  return hybrid::base::median(x);
 }
 
 struct Medians {

@@ -8,16 +8,12 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/statistics.h"
 #include "engine/engine.h"
 
 namespace {
 
 using namespace hybrid;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 std::vector<double> g_off, g_on;
 
@@ -56,7 +52,7 @@ void BM_profiling_overhead(benchmark::State& state) {
     (on_first ? g_on : g_off).push_back(a);
     (on_first ? g_off : g_on).push_back(b);
   }
-  const double off = median(g_off), on = median(g_on);
+  const double off = base::median(g_off), on = base::median(g_on);
   state.counters["step_ms_off"] = off * 1e3;
   state.counters["step_ms_on"] = on * 1e3;
   state.counters["overhead_pct"] = 100.0 * (on / off - 1.0);
@@ -70,7 +66,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  const double off = median(g_off), on = median(g_on);
+  const double off = base::median(g_off), on = base::median(g_on);
   if (off > 0)
     std::printf("\nprofiling off: %.2f ms/step, full profiling: %.2f ms/step (medians of %zu steps each): "
                 "overhead %+.2f %% (target <= 3 %%)\n",

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 
+#include "base/statistics.h"
 #include "bench/slowdown.h"
 #include "engine/engine.h"
 #include "engine/trainer.h"
@@ -34,11 +35,6 @@ using kernels::DType;
 
 std::map<std::string, std::vector<double>> g_seconds;  // per benchmark, per iteration
 std::map<std::string, double> g_flops;                 // FLOPs per iteration
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 engine::Config gpt2_config(int L, int C, int H, int V, int T, int B, DType dt) {
   nlohmann::json j = {
@@ -107,7 +103,7 @@ void gemm_rate(benchmark::State& state, const std::string& name, DType dt) {
 }
 
 double rate(const std::string& name) {
-  const double m = median(g_seconds[name]);
+  const double m = base::median(g_seconds[name]);
   return m > 0 ? g_flops[name] / m : 0.0;
 }
 
@@ -116,7 +112,7 @@ void summary() {
     std::printf("  %-34s %9.1f GFLOP/s  %10.1f ms (median)\n", what, gflops / 1e9, ms);
   };
   std::printf("\nsummary (medians, measured side by side in this run):\n");
-  for (const auto& [name, secs] : g_seconds) line(name.c_str(), rate(name), 1e3 * median(secs));
+  for (const auto& [name, secs] : g_seconds) line(name.c_str(), rate(name), 1e3 * base::median(secs));
   const double g32 = rate("gemm/2048x3072x768/fp32"), gbf = rate("gemm/2048x3072x768/bf16");
   for (const char* model : {"gpt2_124M", "small"}) {
     const std::string f32 = std::string("train_step/") + model + "/fp32", bf = std::string("train_step/") + model + "/bf16";
@@ -129,7 +125,7 @@ void summary() {
     if (g_seconds.count(f32) && g_seconds.count(bf))
       std::printf("%s bf16 step speed-up over fp32: %.2fx (target >= 1.6x where the CPU has bf16 GEMMs; "
                   "bf16 GEMM here runs at %.2fx the fp32 rate)\n",
-                  model, median(g_seconds[f32]) / median(g_seconds[bf]), g32 > 0 ? gbf / g32 : 0.0);
+                  model, base::median(g_seconds[f32]) / base::median(g_seconds[bf]), g32 > 0 ? gbf / g32 : 0.0);
   }
 }
 
@@ -181,7 +177,7 @@ void user_summary(const std::string& name, const engine::Config& cfg) {
   const std::string gemm = std::string("gemm/2048x3072x768/") +
                            (cfg.param_dtype() == DType::bf16 ? "bf16" : "fp32");
   const double peak = rate(gemm);
-  const double ms = 1e3 * median(g_seconds[name]);
+  const double ms = 1e3 * base::median(g_seconds[name]);
   const double tokens = double(cfg.train_micro_batch_size_per_gpu) * cfg.gradient_accumulation_steps *
                         cfg.model.seq_len;
   std::printf("%s: %.1f ms/step (median of %zu), %.0f tokens/s, %.1f GFLOP/s", name.c_str(), ms,

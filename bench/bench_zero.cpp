@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <map>
 
+#include "base/statistics.h"
 #include "engine/engine.h"
 
 namespace {
@@ -26,11 +27,6 @@ struct Figures {
   double step_ms = 0, comm_ms = 0, exposed_ms = 0;
 };
 std::map<std::pair<int, bool>, Figures> g_figures;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 void BM_zero_step(benchmark::State& state) {
   const int stage = int(state.range(0));
@@ -73,7 +69,7 @@ void BM_zero_step(benchmark::State& state) {
     exposed += double(t.exposed_ns) / 1e6;
   }
   const double steps = double(ms.size());
-  Figures f{median(ms), comm / steps, exposed / steps};
+  Figures f{base::median(ms), comm / steps, exposed / steps};
   g_figures[{stage, overlap}] = f;
   state.counters["step_ms"] = f.step_ms;
   state.counters["comm_ms"] = f.comm_ms;

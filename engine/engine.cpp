@@ -9,9 +9,10 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "base/launcher_env.h"
+#include "base/units.h"
 #include "engine/comm/factory.h"
 #include "engine/comm/nccl_communicator.h"
-#include "engine/util/units.h"
 #include "kernels/registry.h"
 
 namespace hybrid {
@@ -23,36 +24,10 @@ namespace {
 
 // OpenMP threads per rank: the configured number, or the cores shared evenly
 // among the ranks of this host (oversubscribing cores only slows everyone).
-int threads_per_rank(const Config& cfg) {
+int threads_per_rank(const Config& cfg, const base::LauncherEnv& env) {
   if (cfg.threads > 0) return cfg.threads;
-  int local = 1;
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(var)) {
-      local = std::max(1, std::atoi(v));
-      break;
-    }
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local);
-}
-
-int local_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char* v = std::getenv(var)) return std::atoi(v);
-  return 0;
-}
-
-ZeroSetup zero_setup(const Config& cfg) {
-  ZeroSetup z;
-  z.stage = cfg.zero.stage;
-  z.param_dtype = cfg.param_dtype();
-  z.accum_dtype = cfg.grad_accum_dtype;
-  z.reduce_bucket_elems = cfg.zero.reduce_bucket_size;
-  z.allgather_bucket_elems = cfg.zero.allgather_bucket_size;
-  z.overlap_comm = cfg.zero.overlap_comm;
-  z.prefetch_bucket_elems = cfg.zero.stage3_prefetch_bucket_size;
-  z.persistence_threshold = cfg.zero.stage3_param_persistence_threshold;
-  z.max_live_parameters = cfg.zero.stage3_max_live_parameters;
-  return z;
+  return std::max(1, cores / std::max(1, env.local_size));
 }
 
 // The ZeRO runtime reports each blocking wait here; the comm tracer books it
@@ -117,11 +92,12 @@ class Engine::CollectorSlot final : public profiler::RangeListener {
 
 Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opts)
     : cfg_(cfg), quiet_(opts.quiet) {
-  omp_set_num_threads(threads_per_rank(cfg));
+  const base::LauncherEnv env = base::launcher_env();
+  omp_set_num_threads(threads_per_rank(cfg, env));
   if (opts.backend) {
     backend_ = std::move(opts.backend);
   } else {
-    auto choice = kernels::make_backend(cfg.device, local_rank());
+    auto choice = kernels::make_backend(to_string(cfg.device), env.local_rank);
     backend_ = std::move(choice.backend);
     backend_note_ = choice.note;
   }
@@ -143,7 +119,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   // Host memory: page-locked from the device backend when pin_memory asks for it.
   const bool pin = cfg.zero.offload_optimizer.pin_memory;
   host_alloc_ = std::make_unique<TrackingAllocator>(*host_backend_, pin ? *backend_ : *host_backend_, 0);
-  const bool offload = cfg.zero.offload_optimizer.device != "none";
+  const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
   optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
@@ -230,12 +206,12 @@ size_t Engine::flush_gpu_activity() {
 
 void Engine::describe_offload() {
   const auto& z = cfg_.zero;
-  if (z.offload_param.device != "none")
+  if (z.offload_param.device != OffloadDevice::none)
     log(fmt::format("zero_optimization.offload_param.device \"{}\": accepted but not implemented; parameters "
                     "stay in {} memory",
-                    z.offload_param.device, backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
+                    to_string(z.offload_param.device), backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
   if (!zero_->optimizer_offloaded()) return;
-  if (z.offload_optimizer.device == "nvme")
+  if (z.offload_optimizer.device == OffloadDevice::nvme)
     log("zero_optimization.offload_optimizer.device \"nvme\": not implemented; offloading to host memory "
         "(\"cpu\") instead");
   const auto host = host_alloc_->stats();
@@ -243,7 +219,7 @@ void Engine::describe_offload() {
   std::string line = fmt::format(
       "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's partition ({}) live "
       "in {} host memory; {} runs on the CPU, gradients go down and parameters up each step",
-      optimizer_->name(), format_bytes(kept), host_alloc_->pinned() ? "page-locked" : "pageable",
+      optimizer_->name(), base::format_bytes(kept), host_alloc_->pinned() ? "page-locked" : "pageable",
       optimizer_->name());
   if (backend_->kind() == kernels::BackendKind::cpu)
     line += " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts them)";

@@ -1,15 +1,17 @@
 #include "engine/memory_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
-#include <fmt/format.h>
-
+#include "base/units.h"
 #include "engine/model/gpt2.h"
-#include "engine/util/units.h"
-#include "engine/zero/bucket_plan.h"
+#include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
+#include "engine/zero/param_gatherer.h"
 #include "engine/zero/partition.h"
+#include "engine/zero/zero_runtime.h"
 
 namespace hybrid::engine {
 
@@ -46,8 +48,9 @@ std::string categories(const std::array<uint64_t, kMemCategoryCount>& bytes, uin
   std::string s;
   for (int c = 0; c < kMemCategoryCount; ++c)
     if (bytes[size_t(c)])
-      s += fmt::format("{}{} {}", s.empty() ? "" : ", ", mem_category_name(MemCategory(c)), format_bytes(bytes[size_t(c)]));
-  return s + fmt::format(" (total {})", format_bytes(total));
+      s += fmt::format("{}{} {}", s.empty() ? "" : ", ", mem_category_name(MemCategory(c)),
+                       base::format_bytes(bytes[size_t(c)]));
+  return s + fmt::format(" (total {})", base::format_bytes(total));
 }
 }  // namespace
 
@@ -59,17 +62,20 @@ std::string MemoryPrediction::to_string() const {
 
 namespace {
 
+constexpr int kAdamStateFloats = 2;
+
 // ZeRO-3's peak of gathered, non-persistent parameters (elements): replays the
 // gatherer's policy (engine/zero/param_gatherer.cpp) over the recorded order —
 // gather the current module's units, prefetch ahead until the prefetch budget is
-// spent or max_live would be exceeded, release after use.
-int64_t stage3_peak_live(const ModuleTree& tree, const Config& cfg) {
-  const auto& z = cfg.zero;
+// spent or max_live would be exceeded, release after use. Unit sizes and
+// persistence come from the gatherer's layout (unit i: param_modules()[i]).
+int64_t stage3_peak_live(const ModuleTree& tree, const ZeroSetup& z, const MemoryLayout& units) {
   std::vector<int64_t> unit_size(tree.modules().size(), 0);
   std::vector<bool> persistent(tree.modules().size(), false);
-  for (auto* m : tree.param_modules()) {
-    unit_size[size_t(m->id())] = tree.own_range(*m).size();
-    persistent[size_t(m->id())] = unit_size[size_t(m->id())] < z.stage3_param_persistence_threshold;
+  for (size_t i = 0; i < tree.param_modules().size(); ++i) {
+    const int id = tree.param_modules()[i]->id();
+    unit_size[size_t(id)] = int64_t(units[i].elements);
+    persistent[size_t(id)] = units[i].residency == Residency::resident;
   }
   std::vector<std::vector<int>> uses(tree.modules().size());
   std::vector<int> forward;
@@ -114,66 +120,47 @@ int64_t stage3_peak_live(const ModuleTree& tree, const Config& cfg) {
   return peak;
 }
 
+bool offloaded(const Config& cfg) {
+  return cfg.zero.offload_optimizer.device != OffloadDevice::none;
+}
+
 }  // namespace
 
-MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
+EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
   GPT2 model(cfg.model, cfg.padded_vocab());
   ModuleTree tree(model);
   const Partition part(tree.param_count(), world_size, 0);
-  const int64_t P = part.padded(), S = part.shard_size();
-  const auto& z = cfg.zero;
-  const DType dt = cfg.param_dtype();
-  const uint64_t d = dtype_size(dt), a = dtype_size(cfg.grad_accum_dtype);
-  const bool separate_accum = dt != cfg.grad_accum_dtype;
-  const int64_t n_opt = z.stage == 0 ? P : S;
-  constexpr int kAdamStateFloats = 2;
+  const ZeroSetup z = zero_setup(cfg);
+  EngineLayouts l;
+  // In the engine's allocation order: runtime, reducer, gatherer, activations.
+  l.device.append(ZeroRuntime::layout(z, part, kAdamStateFloats, offloaded(cfg)));
+  l.device.append(GradReducer::layout(z, tree, part));
+  if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
+  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(),
+                                         cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
+                                         z.param_dtype, attention_saved_bytes));
+  if (offloaded(cfg)) {
+    const int64_t n_opt = z.stage == 0 ? part.padded() : part.shard_size();
+    l.host = OptimizerOffload::layout(n_opt, kAdamStateFloats, z.accum_dtype, z.param_dtype);
+  }
+  return l;
+}
 
+MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
+  const auto layouts = engine_layouts(cfg, world_size, attention_saved_bytes);
   MemoryPrediction m;
-  auto& b = m.bytes;
-  const auto at = [](MemCategory c) { return size_t(c); };
-
-  // Parameters.
-  if (z.stage < 3) {
-    b[at(MemCategory::params)] = uint64_t(P) * d;
-  } else {
-    int64_t persistent = 0;
-    for (auto* mod : tree.param_modules())
-      if (tree.own_range(*mod).size() < z.stage3_param_persistence_threshold) persistent += tree.own_range(*mod).size();
-    b[at(MemCategory::params)] = uint64_t(S + persistent + stage3_peak_live(tree, cfg)) * d;
+  m.bytes = layouts.device.resident_bytes();
+  m.host = layouts.host.resident_bytes();
+  // On-demand buffers on the training path: ZeRO-3's gathered parameters, at
+  // their peak. (grads_to_host's copy is a diagnostic outside training steps.)
+  if (cfg.zero.stage == 3) {
+    GPT2 model(cfg.model, cfg.padded_vocab());
+    ModuleTree tree(model);
+    const ZeroSetup z = zero_setup(cfg);
+    m.bytes[size_t(MemCategory::params)] +=
+        uint64_t(stage3_peak_live(tree, z, ParamGatherer::layout(z, tree))) *
+        dtype_size(z.param_dtype);
   }
-  // Master weights and optimizer state over the optimizer's range: on the
-  // device, or (offloaded) in host memory with the transfer staging.
-  if (z.offload_optimizer.device != "none") {
-    const auto h = OptimizerOffload::host_bytes(n_opt, kAdamStateFloats, cfg.grad_accum_dtype, dt);
-    m.host[at(MemCategory::master)] = h.master;
-    m.host[at(MemCategory::optimizer)] = h.optimizer;
-    m.host[at(MemCategory::comm)] = h.staging;
-  } else {
-    if (dt != DType::f32) b[at(MemCategory::master)] = uint64_t(n_opt) * 4;
-    b[at(MemCategory::optimizer)] = uint64_t(n_opt) * kAdamStateFloats * 4;
-  }
-
-  // Gradients and communication buffers (engine/zero/grad_reducer.cpp). The
-  // small collectives (loss average, norm/overflow) use host values: no buffers.
-  uint64_t comm = 0;
-  if (z.stage < 2) {
-    b[at(MemCategory::grads)] = uint64_t(P) * d + (separate_accum ? uint64_t(P) * a : 0) +
-                                (z.stage == 1 ? uint64_t(S) * a : 0);
-  } else {
-    b[at(MemCategory::grads)] = uint64_t(S) * a;
-    const auto shared = shared_parameters(tree);
-    for (auto* p : tree.params())
-      if (shared[size_t(p->id)]) comm += uint64_t(p->numel) * d + uint64_t(std::min(p->numel, S)) * d;
-    const int64_t cap = reduce_bucket_capacity(tree, z.reduce_bucket_size);
-    const uint64_t buckets = z.overlap_comm ? 2 : 1;
-    comm += buckets * (uint64_t(cap) * d + uint64_t(std::min(cap, S)) * d);
-  }
-  b[at(MemCategory::comm)] = comm;
-
-  b[at(MemCategory::activations)] =
-      ActivationLayout::gpt2(cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu,
-                             cfg.model.seq_len, dt, attention_saved_bytes)
-          .total_bytes();
   return m;
 }
 

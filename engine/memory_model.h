@@ -1,10 +1,11 @@
 // The analytical memory model: per-rank bytes per category for a config, world
-// size and backend, without allocating anything. ZeRO's classic split (2Ψ
-// 16-bit params, 2Ψ grads, 12Ψ fp32 master + Adam moments, divided by the world
-// size per stage) plus the engine's actual buffers: activations from the model
-// shape (engine/model/gpt2.h's ActivationLayout), communication buckets, and
-// ZeRO-3's live gathered parameters. The autotuner prunes with it; tests hold it
-// to the tracking allocator's measured peaks, category by category.
+// size and backend, without allocating anything. It sums the very layouts the
+// engine allocates from (engine/memory/layout.h): the ZeRO runtime's parameters,
+// master weights and optimizer state (ZeRO's 2Ψ + 12Ψ split per stage), the
+// gradient reducer's gradients and buckets, ZeRO-3's gathered parameters (their
+// replayed peak) and the GPT-2 activations; so a buffer cannot be allocated
+// without being predicted. The autotuner prunes with it; tests hold it to the
+// tracking allocator's measured bytes, category by category, exactly.
 //
 // `bytes` is the backend's (device) memory, what the memory budget limits;
 // `host` is the host memory of an offloaded optimizer (master weights, moments
@@ -13,11 +14,11 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "engine/config/config.h"
+#include "engine/memory/layout.h"
 #include "engine/memory/tracking_allocator.h"
 
 namespace hybrid::engine {
@@ -31,6 +32,17 @@ struct MemoryPrediction {
   nlohmann::json to_json() const;
   std::string to_string() const;  // "params 1.2 GiB, grads … (total …)[; host …]"
 };
+
+// Every buffer the engine allocates on rank 0 of world_size, in allocation
+// order: on the device (ZeRO runtime, gradient reducer, ZeRO-3 gatherer,
+// activations) and in host memory (an offloaded optimizer; empty otherwise).
+// Resident entries are held from initialisation on; on-demand ones (ZeRO-3's
+// gathered parameters) come and go, and predict_memory adds their peak.
+struct EngineLayouts {
+  MemoryLayout device;
+  MemoryLayout host;
+};
+EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes);
 
 // attention_saved_bytes: what the backend keeps per layer for attention backward
 // (Backend::attention_saved_bytes for the micro-batch).

@@ -21,13 +21,6 @@ using profiler::Category;
 
 namespace {
 
-profiler::RunStatus run_status(const std::string& s) {
-  if (s == "ok") return profiler::RunStatus::ok;
-  if (s == "oom") return profiler::RunStatus::oom;
-  if (s == "config_error") return profiler::RunStatus::config_error;
-  return profiler::RunStatus::failed;
-}
-
 // Whether anything asks for per-module profiles of some steps.
 bool wants_profile(const Config& cfg, const TrainOptions& opts) {
   return cfg.flops_profiler.enabled || cfg.profiler.trace || !cfg.profiler.chrome_trace.empty() ||
@@ -270,7 +263,7 @@ void RunRecorder::fail(const TrainSummary& summary) {
   if (!store_ || rank_ != 0 || !run_id_) return;
   try {
     flush_steps();
-    store_->finish_run(run_id_, run_status(summary.status), summary.error, summary.to_json().dump());
+    store_->finish_run(run_id_, summary.status, summary.error, summary.to_json().dump());
   } catch (const std::exception& err) {
     std::fprintf(stderr, "hybrid-train: could not record the failure in %s: %s\n", opts_.db.c_str(), err.what());
   }

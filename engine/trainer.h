@@ -5,37 +5,40 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "engine/config/config.h"
 #include "engine/memory/tracking_allocator.h"
+#include "profiler/profile_data.h"
 
 namespace hybrid {
 
 struct TrainOptions {
-  int64_t steps = 0;          // 0: config's hybrid.steps, else 20
-  std::string db;             // run store (SQLite); empty: none
+  int64_t steps = 0;  // 0: config's hybrid.steps, else 20
+  std::string db;     // run store (SQLite); empty: none
   std::string run_name;
-  std::string save_dir;       // checkpoint at the end (and every save_every steps)
+  std::string save_dir;  // checkpoint at the end (and every save_every steps)
   int64_t save_every = 0;
-  std::string load_dir;       // resume from DIR/latest (or load_tag)
+  std::string load_dir;  // resume from DIR/latest (or load_tag)
   std::string load_tag;
-  std::string result_path;    // JSON summary (rank 0), written even on failure
-  std::string export_path;    // final fp32 weights, consolidated, in llm.c's checkpoint format
+  std::string result_path;  // JSON summary (rank 0), written even on failure
+  std::string export_path;  // final fp32 weights, consolidated, in llm.c's checkpoint format
   bool quiet = false;
-  int64_t kill_after_step = 0;  // testing: SIGKILL this process after that step
+  // Called after each step (numbered from 1) once its checkpoint is saved; e.g.
+  // hybrid-train's --kill-after-step, which tests use to crash a run mid-way.
+  std::function<void(int64_t step)> after_step;
 };
 
 struct TrainSummary {
-  std::string status = "ok";  // ok | oom | config_error | failed
-  std::string error_kind;     // e.g. OutOfMemoryError
+  profiler::RunStatus status = profiler::RunStatus::ok;  // ok | oom | config_error | failed
+  std::string error_kind;                                // e.g. OutOfMemoryError
   std::string error;
-  int64_t steps = 0;          // steps run by this invocation
+  int64_t steps = 0;  // steps run by this invocation
   int64_t global_step = 0;
   double final_loss = 0.0;
   std::vector<double> losses;  // per step, averaged over ranks

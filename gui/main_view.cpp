@@ -3,9 +3,9 @@
 //   hybrid-view DB --screenshot out.png [--window NAME|all] [--frames N] [--size WxH]
 // Exit status: 0 ok; 1 bad arguments or no display; 2 the database could not be
 // opened or read (the window, and a screenshot, show why; stderr says it too).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -31,7 +31,8 @@ bool parse_size(const std::string& s, int& w, int& h) {
 
 std::string suffixed(const std::string& path, std::string_view name) {
   const std::filesystem::path p(path);
-  return (p.parent_path() / (p.stem().string() + "_" + std::string(name) + p.extension().string())).string();
+  return (p.parent_path() / (p.stem().string() + "_" + std::string(name) + p.extension().string()))
+      .string();
 }
 
 void render_frames(GlHost& host, App& app, int frames) {
@@ -44,34 +45,65 @@ void render_frames(GlHost& host, App& app, int frames) {
   }
 }
 
+struct ViewArgs {
+  AppOptions app;
+  std::string screenshot, window = "layers", size = "1280x800";
+  int frames = 4;
+};
+
+void add_options(CLI::App& cli, ViewArgs& a, std::optional<int64_t>& run,
+                 std::optional<int64_t>& compare) {
+  cli.add_option("database", a.app.db_path,
+                 "run store to open read-only (default results/hybrid.db)");
+  cli.add_option("--run", run, "run to show (default: the newest)");
+  cli.add_option("--compare", compare, "run to compare with (default: the newest other run)");
+  cli.add_option(
+      "--screenshot", a.screenshot,
+      "render without interaction, write this PNG and exit (run under xvfb-run without a display)");
+  cli.add_option(
+      "--window", a.window,
+      "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
+      "(one PNG each, named OUT_<window>.png)");
+  cli.add_option("--frames", a.frames, "frames to render before the screenshot (default 4)")
+      ->check(CLI::Range(1, 1000));
+  cli.add_option("--size", a.size, "window size WxH (default 1280x800)");
+}
+
+// Renders each window and writes its PNG; the exit status.
+int screenshots(GlHost& host, App& app, const ViewArgs& a, const std::vector<WindowId>& windows) {
+  for (WindowId w : windows) {
+    app.show_window(w);
+    render_frames(host, app, a.frames);
+    const std::string out =
+        windows.size() == 1 ? a.screenshot : suffixed(a.screenshot, window_name(w));
+    host.save_png(out);
+    host.swap();
+    std::cout << "wrote " << out << "\n";
+  }
+  return app.db_error().empty() ? 0 : 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App cli{"hybrid-view: interactive viewer of hybrid run stores (sweeps, runs, layers, timeline)"};
-  AppOptions opts;
-  opts.db_path = "results/hybrid.db";
+  CLI::App cli{
+      "hybrid-view: interactive viewer of hybrid run stores (sweeps, runs, layers, timeline)"};
+  ViewArgs args;
+  args.app.db_path = "results/hybrid.db";
   std::optional<int64_t> run, compare;
-  std::string screenshot, window = "layers", size = "1280x800";
-  int frames = 4;
-  cli.add_option("database", opts.db_path, "run store to open read-only (default results/hybrid.db)");
-  cli.add_option("--run", run, "run to show (default: the newest)");
-  cli.add_option("--compare", compare, "run to compare with (default: the newest other run)");
-  cli.add_option("--screenshot", screenshot,
-                 "render without interaction, write this PNG and exit (run under xvfb-run without a display)");
-  cli.add_option(
-      "--window", window,
-      "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
-      "(one PNG each, named OUT_<window>.png)");
-  cli.add_option("--frames", frames, "frames to render before the screenshot (default 4)")
-      ->check(CLI::Range(1, 1000));
-  cli.add_option("--size", size, "window size WxH (default 1280x800)");
+  add_options(cli, args, run, compare);
   CLI11_PARSE(cli, argc, argv);
+  AppOptions& opts = args.app;
   opts.run = run;
   opts.compare_run = compare;
+  const std::string& screenshot = args.screenshot;
+  const std::string& window = args.window;
+  const std::string& size = args.size;
 
   HostOptions host_opts;
   if (!parse_size(size, host_opts.width, host_opts.height)) {
-    std::cerr << "hybrid-view: --size must be WxH between 320x240 and 8192x8192, got '" << size << "'\n";
+    std::cerr << "hybrid-view: --size must be WxH between 320x240 and 8192x8192, got '" << size
+              << "'\n";
     return 1;
   }
   std::vector<WindowId> windows;
@@ -100,17 +132,7 @@ int main(int argc, char** argv) {
     GlHost host(host_opts);
     App app(opts);
     const int status = app.db_error().empty() ? 0 : 2;
-    if (test_mode) {
-      for (WindowId w : windows) {
-        app.show_window(w);
-        render_frames(host, app, frames);
-        const std::string out = windows.size() == 1 ? screenshot : suffixed(screenshot, window_name(w));
-        host.save_png(out);
-        host.swap();
-        std::cout << "wrote " << out << "\n";
-      }
-      return status;
-    }
+    if (test_mode) return screenshots(host, app, args, windows);
     app.show_window(windows.front());
     while (!host.should_close()) {
       host.poll_events(true);

@@ -6,10 +6,10 @@
 #include <map>
 #include <set>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "profiler/report_format.h"
 #include "profiler/spread.h"
+#include "profiler/tables/module_rollup.h"
 
 namespace hybrid::profiler {
 
@@ -21,140 +21,39 @@ using report::format_flop_rate;
 using report::format_ms;
 using report::format_percent;
 
-struct Cost {
-  double fwd_ns = 0, bwd_ns = 0, fwd_flops = 0, bwd_flops = 0, fwd_macs = 0, bwd_macs = 0;
-  Cost& operator+=(const Cost& o) {
-    fwd_ns += o.fwd_ns;
-    bwd_ns += o.bwd_ns;
-    fwd_flops += o.fwd_flops;
-    bwd_flops += o.bwd_flops;
-    fwd_macs += o.fwd_macs;
-    bwd_macs += o.bwd_macs;
-    return *this;
-  }
-};
-
-
 std::string ms_spread(const Spread& s) {
   return fmt::format("{} [{}, {}]", format_ms(s.mean), format_ms(s.min), format_ms(s.max));
 }
 
 double rate(double flops, double ns) { return ns > 0 ? flops / (ns * 1e-9) : 0.0; }
 
-// The module tree with every module's cost per rank; a module without a row of its
-// own costs what its children do (LayerStat values are inclusive).
-class Tree {
- public:
-  Tree(const RunProfile& p, int64_t step) {
-    modules_ = p.modules;
-    for (size_t i = 0; i < modules_.size(); ++i) index_[modules_[i].id] = i;
-    // Stats for modules the table does not know still count, as roots.
-    for (const auto& l : p.layers)
-      if (l.step == step && !index_.count(l.module_id)) {
-        index_[l.module_id] = modules_.size();
-        modules_.push_back({l.module_id, -1, fmt::format("#{}", l.module_id), "?", 0, 0, 0});
-      }
-    children_.resize(modules_.size());
-    for (size_t i = 0; i < modules_.size(); ++i) {
-      auto parent = index_.find(modules_[i].parent_id);
-      if (modules_[i].parent_id >= 0 && parent != index_.end())
-        children_[parent->second].push_back(i);
-      else
-        roots_.push_back(i);
-    }
-    std::set<int> rank_set;
-    for (const auto& l : p.layers)
-      if (l.step == step) rank_set.insert(l.rank);
-    ranks_.assign(rank_set.begin(), rank_set.end());
-    for (int r : ranks_) {
-      std::vector<std::optional<Cost>> own(modules_.size());
-      for (const auto& l : p.layers)
-        if (l.step == step && l.rank == r)
-          own[index_.at(l.module_id)] =
-              Cost{double(l.fwd_ns),    double(l.bwd_ns),   double(l.fwd_flops),
-                   double(l.bwd_flops), double(l.fwd_macs), double(l.bwd_macs)};
-      std::vector<Cost> eff(modules_.size());
-      for (size_t root : roots_) resolve(root, own, eff);
-      cost_.push_back(std::move(eff));
-    }
-    params_.assign(modules_.size(), 0);
-    for (size_t root : roots_) subtree_params(root);
-  }
-
-  const std::vector<ModuleInfo>& modules() const { return modules_; }
-  const std::vector<size_t>& roots() const { return roots_; }
-  const std::vector<size_t>& children(size_t i) const { return children_[i]; }
-  const std::vector<int>& ranks() const { return ranks_; }
-  double params(size_t i) const { return params_[i]; }
-
-  // One field of module i (or of the whole model when i is npos) on every rank.
-  template <class Field>
-  std::vector<double> per_rank(size_t i, Field f) const {
-    std::vector<double> v;
-    for (const auto& eff : cost_) {
-      if (i != npos) {
-        v.push_back(f(eff[i]));
-      } else {
-        double sum = 0;
-        for (size_t root : roots_) sum += f(eff[root]);
-        v.push_back(sum);
-      }
-    }
-    return v;
-  }
-  static constexpr size_t npos = size_t(-1);
-
- private:
-  void resolve(size_t i, const std::vector<std::optional<Cost>>& own, std::vector<Cost>& eff) {
-    Cost sum;
-    for (size_t c : children_[i]) {
-      resolve(c, own, eff);
-      sum += eff[c];
-    }
-    eff[i] = own[i] ? *own[i] : sum;
-  }
-  double subtree_params(size_t i) {
-    double total = double(modules_[i].n_params);
-    for (size_t c : children_[i]) total += subtree_params(c);
-    return params_[i] = total;
-  }
-
-  std::vector<ModuleInfo> modules_;
-  std::unordered_map<int32_t, size_t> index_;
-  std::vector<std::vector<size_t>> children_;
-  std::vector<size_t> roots_;
-  std::vector<int> ranks_;
-  std::vector<std::vector<Cost>> cost_;  // [rank][module]
-  std::vector<double> params_;
-};
-
 double mean_of(const std::vector<double>& v) { return Spread::of(v).mean; }
 
-constexpr auto kFwdNs = [](const Cost& c) { return c.fwd_ns; };
-constexpr auto kBwdNs = [](const Cost& c) { return c.bwd_ns; };
-constexpr auto kFwdFlops = [](const Cost& c) { return c.fwd_flops; };
-constexpr auto kBwdFlops = [](const Cost& c) { return c.bwd_flops; };
-constexpr auto kFwdMacs = [](const Cost& c) { return c.fwd_macs; };
-constexpr auto kBwdMacs = [](const Cost& c) { return c.bwd_macs; };
+constexpr auto kFwdNs = [](const ModuleCost& c) { return c.fwd_ns; };
+constexpr auto kBwdNs = [](const ModuleCost& c) { return c.bwd_ns; };
+constexpr auto kFwdFlops = [](const ModuleCost& c) { return c.fwd_flops; };
+constexpr auto kBwdFlops = [](const ModuleCost& c) { return c.bwd_flops; };
+constexpr auto kFwdMacs = [](const ModuleCost& c) { return c.fwd_macs; };
+constexpr auto kBwdMacs = [](const ModuleCost& c) { return c.bwd_macs; };
 
 std::vector<double> to_ms(std::vector<double> ns) {
   for (double& x : ns) x *= 1e-6;
   return ns;
 }
 
-std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
+std::string summary(const RunProfile& p, const ModuleRollup& t, int64_t step) {
   const RunInfo& run = p.run;
   double params = double(run.n_params);
   if (params == 0)
-    for (size_t r : t.roots()) params += t.params(r);
-  const auto fwd_ms = to_ms(t.per_rank(Tree::npos, kFwdNs));
-  const auto bwd_ms = to_ms(t.per_rank(Tree::npos, kBwdNs));
+    for (size_t r : t.tree.roots) params += double(t.tree.params[r]);
+  const auto fwd_ms = to_ms(t.model_per_rank(kFwdNs));
+  const auto bwd_ms = to_ms(t.model_per_rank(kBwdNs));
   std::vector<double> both_ms(fwd_ms.size());
   for (size_t i = 0; i < both_ms.size(); ++i) both_ms[i] = fwd_ms[i] + bwd_ms[i];
-  const double fwd_flops = mean_of(t.per_rank(Tree::npos, kFwdFlops));
-  const double bwd_flops = mean_of(t.per_rank(Tree::npos, kBwdFlops));
+  const double fwd_flops = mean_of(t.model_per_rank(kFwdFlops));
+  const double bwd_flops = mean_of(t.model_per_rank(kBwdFlops));
   std::vector<double> fwd_rate, bwd_rate, both_rate;
-  const auto fwd_f = t.per_rank(Tree::npos, kFwdFlops), bwd_f = t.per_rank(Tree::npos, kBwdFlops);
+  const auto fwd_f = t.model_per_rank(kFwdFlops), bwd_f = t.model_per_rank(kBwdFlops);
   double flops_all_ranks = 0;
   for (size_t i = 0; i < fwd_ms.size(); ++i) {
     fwd_rate.push_back(rate(fwd_f[i], fwd_ms[i] * 1e6));
@@ -166,11 +65,11 @@ std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
   for (const auto& s : p.steps)
     if (s.step == step) step_row = &s;
 
-  std::string ranks_line = fmt::format("{} of {}", t.ranks().size(), run.world_size);
-  if (int(t.ranks().size()) < run.world_size) {
+  std::string ranks_line = fmt::format("{} of {}", t.ranks.size(), run.world_size);
+  if (int(t.ranks.size()) < run.world_size) {
     std::string missing;
     for (int r = 0; r < run.world_size; ++r)
-      if (!std::binary_search(t.ranks().begin(), t.ranks().end(), r))
+      if (!std::binary_search(t.ranks.begin(), t.ranks.end(), r))
         missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
     ranks_line += " (missing: " + missing + ")";
   }
@@ -209,12 +108,11 @@ std::string summary(const RunProfile& p, const Tree& t, int64_t step) {
   return out;
 }
 
-std::string aggregated(const Tree& t, const FlopsReportOptions& o) {
+std::string aggregated(const ModuleRollup& t, const FlopsReportOptions& o) {
   int max_depth = 0;
-  for (const auto& m : t.modules()) max_depth = std::max(max_depth, m.depth);
+  for (const auto& m : t.tree.modules) max_depth = std::max(max_depth, m.depth);
   if (o.module_depth >= 0) max_depth = std::min(max_depth, o.module_depth);
-  const double total_ns =
-      mean_of(t.per_rank(Tree::npos, kFwdNs)) + mean_of(t.per_rank(Tree::npos, kBwdNs));
+  const double total_ns = mean_of(t.model_per_rank(kFwdNs)) + mean_of(t.model_per_rank(kBwdNs));
   std::string out = fmt::format(
       "Top {} module type(s) per depth by fwd+bwd latency (rank mean; sums over "
       "modules of the type):\n",
@@ -225,11 +123,11 @@ std::string aggregated(const Tree& t, const FlopsReportOptions& o) {
       double params = 0, fwd_macs = 0, fwd_ns = 0, bwd_ns = 0;
     };
     std::map<std::string, Group> groups;
-    for (size_t i = 0; i < t.modules().size(); ++i) {
-      if (t.modules()[i].depth != d) continue;
-      Group& g = groups[t.modules()[i].type];
+    for (size_t i = 0; i < t.tree.modules.size(); ++i) {
+      if (t.tree.modules[i].depth != d) continue;
+      Group& g = groups[t.tree.modules[i].type];
       ++g.modules;
-      g.params += t.params(i);
+      g.params += double(t.tree.params[i]);
       g.fwd_macs += mean_of(t.per_rank(i, kFwdMacs));
       g.fwd_ns += mean_of(t.per_rank(i, kFwdNs));
       g.bwd_ns += mean_of(t.per_rank(i, kBwdNs));
@@ -251,29 +149,30 @@ std::string aggregated(const Tree& t, const FlopsReportOptions& o) {
   return out;
 }
 
-std::string module_table(const Tree& t, const FlopsReportOptions& o, bool forward) {
+std::string module_table(const ModuleRollup& t, const FlopsReportOptions& o, bool forward) {
   const auto ns_of = forward ? +kFwdNs : +kBwdNs;
   const auto flops_of = forward ? +kFwdFlops : +kBwdFlops;
   const auto macs_of = forward ? +kFwdMacs : +kBwdMacs;
-  const double total_ns = mean_of(t.per_rank(Tree::npos, ns_of));
+  const double total_ns = mean_of(t.model_per_rank(ns_of));
   double total_params = 0;
-  for (size_t r : t.roots()) total_params += t.params(r);
+  for (size_t r : t.tree.roots) total_params += double(t.tree.params[r]);
   report::TextTable table(
       {"module", "type", "params", "MACs", "FLOPs", "latency [min, max]", "FLOP/s", "share"}, 2);
   auto visit = [&](auto&& self, size_t i) -> void {
-    const ModuleInfo& m = t.modules()[i];
+    const ModuleInfo& m = t.tree.modules[i];
     if (o.module_depth >= 0 && m.depth > o.module_depth) return;
     const double flops = mean_of(t.per_rank(i, flops_of));
     const Spread ms = Spread::of(to_ms(t.per_rank(i, ns_of)));
     table.add_row({std::string(size_t(2 * m.depth), ' ') + m.name, m.type,
-                   fmt::format("{} ({})", format_count(t.params(i)),
-                               format_percent(total_params > 0 ? t.params(i) / total_params : 0)),
+                   fmt::format("{} ({})", format_count(double(t.tree.params[i])),
+                               format_percent(
+                                   total_params > 0 ? double(t.tree.params[i]) / total_params : 0)),
                    format_count(mean_of(t.per_rank(i, macs_of))), format_flop(flops), ms_spread(ms),
                    format_flop_rate(rate(flops, ms.mean * 1e6)),
                    format_percent(total_ns > 0 ? ms.mean * 1e6 / total_ns : 0)});
-    for (size_t c : t.children(i)) self(self, c);
+    for (size_t c : t.tree.children[i]) self(self, c);
   };
-  for (size_t r : t.roots()) visit(visit, r);
+  for (size_t r : t.tree.roots) visit(visit, r);
   return table.render("  ");
 }
 
@@ -296,7 +195,7 @@ std::string flops_report(const RunProfile& p, const FlopsReportOptions& o) {
         fmt::format("flops report: run {} has no layer profile for step {} (profiled steps: {})",
                     p.run.id, step, have));
   }
-  const Tree tree(p, step);
+  const ModuleRollup tree = rollup_modules(p, step);
   out += summary(p, tree, step);
   out += '\n';
   out += report::section("aggregated profile per depth");

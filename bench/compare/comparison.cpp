@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/statistics.h"
 #include "bench/compare/statistics.h"
 
 namespace hybrid::bench {
@@ -44,8 +45,8 @@ std::optional<CalibrationInfo> find_calibration(const BenchmarkFile& baseline,
     info.names.push_back(b.name);
     const auto& x = b.samples(options.metric);
     const auto& y = c->samples(options.metric);
-    base_medians.push_back(median(x));
-    cur_medians.push_back(median(y));
+    base_medians.push_back(base::median(x));
+    cur_medians.push_back(base::median(y));
     const double p = mann_whitney_u(y, x).p_value;
     info.p_value = info.names.size() == 1 ? p : std::max(info.p_value, p);
     if (p < options.calibration_alpha) {
@@ -153,6 +154,77 @@ void validate(const CompareOptions& options) {
   }
 }
 
+namespace {
+
+// --normalize needs a calibration benchmark in each run.
+void require_calibration(const BenchmarkFile& baseline, const BenchmarkFile& current,
+                         const CompareOptions& options) {
+  for (const BenchmarkFile* file : {&baseline, &current}) {
+    if (!has_calibration(*file, options)) {
+      throw std::runtime_error(fmt::format(
+          "{}: --normalize needs a calibration benchmark (a name starting with '{}'), none found "
+          "(add bench_calibration to the suite)",
+          file->source, options.calibration_prefix));
+    }
+  }
+}
+
+// One benchmark present in both runs; times divided by the runs' factors.
+BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSamples& c,
+                                const CompareOptions& options, double bf, double cf) {
+  const std::vector<double> x = scaled(b.samples(options.metric), bf);
+  const std::vector<double> y = scaled(c.samples(options.metric), cf);
+  BenchmarkComparison row;
+  row.name = b.name;
+  row.baseline_repetitions = x.size();
+  row.current_repetitions = y.size();
+  row.baseline_median_ns = base::median(b.samples(options.metric));
+  row.current_median_ns = base::median(c.samples(options.metric));
+  row.raw_change = row.current_median_ns / row.baseline_median_ns - 1.0;
+  row.change = base::median(y) / base::median(x) - 1.0;
+  const MannWhitneyResult test = mann_whitney_u(y, x);
+  row.p_value = test.p_value;
+  row.method = test.method;
+  row.significance_reachable =
+      mann_whitney_min_p_value(static_cast<int>(y.size()), static_cast<int>(x.size())) < options.alpha;
+  row.p_adjusted = row.p_value;
+  row.verdict = decide(row.change, row.p_value, options);
+  return row;
+}
+
+// A note, once per pair of repetition counts, that such a row can never be flagged.
+void note_unreachable(const BenchmarkComparison& row, const CompareOptions& options,
+                      std::set<std::string>& noted, std::vector<std::string>& notes) {
+  const std::size_t nx = row.baseline_repetitions, ny = row.current_repetitions;
+  if (row.significance_reachable || !noted.insert(fmt::format("{}/{}", nx, ny)).second) return;
+  const double min_p = mann_whitney_min_p_value(static_cast<int>(ny), static_cast<int>(nx));
+  int needed = 2;
+  while (needed < 1000 && mann_whitney_min_p_value(needed, needed) >= options.alpha) ++needed;
+  notes.push_back(fmt::format(
+      "{} vs {} repetitions can never reach p < {} (smallest possible p = {:.3f}): such "
+      "benchmarks are never flagged; use at least {} repetitions",
+      nx, ny, options.alpha, min_p, needed));
+}
+
+// Holm's correction (when asked for) over the rows, then the counts of verdicts.
+void adjust_and_count(ComparisonReport& report, const CompareOptions& options) {
+  if (options.correction == Correction::Holm && !report.rows.empty()) {
+    std::vector<double> p;
+    for (const auto& row : report.rows) p.push_back(row.p_value);
+    const std::vector<double> adjusted = holm_adjusted(p);
+    for (std::size_t i = 0; i < report.rows.size(); ++i) {
+      report.rows[i].p_adjusted = adjusted[i];
+      report.rows[i].verdict = decide(report.rows[i].change, adjusted[i], options);
+    }
+  }
+  for (const auto& row : report.rows) {
+    if (row.verdict == Verdict::Regression) ++report.regressions;
+    if (row.verdict == Verdict::Improvement) ++report.improvements;
+  }
+}
+
+}  // namespace
+
 ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile& current,
                               const CompareOptions& options) {
   validate(options);
@@ -160,17 +232,7 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
   report.options = options;
   report.baseline_source = baseline.source;
   report.current_source = current.source;
-
-  if (options.normalize) {
-    for (const BenchmarkFile* file : {&baseline, &current}) {
-      if (!has_calibration(*file, options)) {
-        throw std::runtime_error(fmt::format(
-            "{}: --normalize needs a calibration benchmark (a name starting with '{}'), none found "
-            "(add bench_calibration to the suite)",
-            file->source, options.calibration_prefix));
-      }
-    }
-  }
+  if (options.normalize) require_calibration(baseline, current, options);
   report.calibration = find_calibration(baseline, current, options);
   if (options.normalize && !report.calibration) {
     throw std::runtime_error(fmt::format(
@@ -196,41 +258,11 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
                                            b.error ? baseline.source : current.source));
       continue;
     }
-    const bool calibration = is_calibration(b.name, options);
     // The calibration is compared raw: dividing it by itself would always give 1.
-    const double bf = calibration ? 1.0 : base_factor;
-    const double cf = calibration ? 1.0 : cur_factor;
-    const std::vector<double> x = scaled(b.samples(options.metric), bf);
-    const std::vector<double> y = scaled(c->samples(options.metric), cf);
-
-    BenchmarkComparison row;
-    row.name = b.name;
-    row.baseline_repetitions = x.size();
-    row.current_repetitions = y.size();
-    row.baseline_median_ns = median(b.samples(options.metric));
-    row.current_median_ns = median(c->samples(options.metric));
-    row.raw_change = row.current_median_ns / row.baseline_median_ns - 1.0;
-    row.change = median(y) / median(x) - 1.0;
-    const MannWhitneyResult test = mann_whitney_u(y, x);
-    row.p_value = test.p_value;
-    row.method = test.method;
-    const double min_p =
-        mann_whitney_min_p_value(static_cast<int>(y.size()), static_cast<int>(x.size()));
-    row.significance_reachable = min_p < options.alpha;
-    row.p_adjusted = row.p_value;
-    row.verdict = decide(row.change, row.p_value, options);
-
-    if (!row.significance_reachable) {
-      std::string key = fmt::format("{}/{}", x.size(), y.size());
-      if (too_few_noted.insert(key).second) {
-        int needed = 2;
-        while (needed < 1000 && mann_whitney_min_p_value(needed, needed) >= options.alpha) ++needed;
-        report.notes.push_back(fmt::format(
-            "{} vs {} repetitions can never reach p < {} (smallest possible p = {:.3f}): such "
-            "benchmarks are never flagged; use at least {} repetitions",
-            x.size(), y.size(), options.alpha, min_p, needed));
-      }
-    }
+    const bool calibration = is_calibration(b.name, options);
+    BenchmarkComparison row = compare_one(b, *c, options, calibration ? 1.0 : base_factor,
+                                          calibration ? 1.0 : cur_factor);
+    note_unreachable(row, options, too_few_noted, report.notes);
     if (calibration) {
       report.calibration_rows.push_back(row);
       continue;
@@ -238,19 +270,7 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
     ratios.push_back(1.0 + row.change);
     report.rows.push_back(std::move(row));
   }
-  if (options.correction == Correction::Holm && !report.rows.empty()) {
-    std::vector<double> p;
-    for (const auto& row : report.rows) p.push_back(row.p_value);
-    const std::vector<double> adjusted = holm_adjusted(p);
-    for (std::size_t i = 0; i < report.rows.size(); ++i) {
-      report.rows[i].p_adjusted = adjusted[i];
-      report.rows[i].verdict = decide(report.rows[i].change, adjusted[i], options);
-    }
-  }
-  for (const auto& row : report.rows) {
-    if (row.verdict == Verdict::Regression) ++report.regressions;
-    if (row.verdict == Verdict::Improvement) ++report.improvements;
-  }
+  adjust_and_count(report, options);
   for (const auto& c : current.benchmarks) {
     if (!baseline.find(c.name)) report.added.push_back(c.name);
   }

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/compare/process.h"
+#include "base/subprocess.h"
 
 namespace hybrid::bench {
 
@@ -96,9 +96,9 @@ nlohmann::json describe_machine(const std::filesystem::path& source_dir) {
   std::error_code ec;
   if (std::filesystem::exists(source_dir / ".git", ec)) {
     const std::string dir = source_dir.string();
-    if (auto rev = capture_output({"git", "-C", dir, "rev-parse", "HEAD"})) {
+    if (auto rev = base::capture_output({"git", "-C", dir, "rev-parse", "HEAD"})) {
       m["git_revision"] = *rev;
-      if (auto status = capture_output({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"})) {
+      if (auto status = base::capture_output({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"})) {
         m["git_dirty"] = !status->empty();
       }
     }

@@ -17,7 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/compare/atomic_file.h"
+#include "base/atomic_file.h"
 #include "bench/compare/benchmark_file.h"
 #include "bench/compare/comparison.h"
 #include "bench/compare/machine_info.h"
@@ -71,8 +71,8 @@ int do_compare(const CompareArgs& a) {
   const BenchmarkFile current = load_benchmark_file(a.current);
   const ComparisonReport report = compare_runs(baseline, current, options);
   if (!a.quiet) std::cout << render_table(report) << std::flush;
-  if (!a.markdown.empty()) write_file_atomic(a.markdown, render_markdown(report));
-  if (!a.json.empty()) write_file_atomic(a.json, report_to_json(report).dump(2) + "\n");
+  if (!a.markdown.empty()) hybrid::base::write_file_atomic(a.markdown, render_markdown(report));
+  if (!a.json.empty()) hybrid::base::write_file_atomic(a.json, report_to_json(report).dump(2) + "\n");
   return report.exit_code();
 }
 
@@ -110,12 +110,12 @@ int do_run(const RunArgs& a) {
     out = source_dir() / "results" / "runs" / fmt::format("{}-{}.json", suite.name, stamp);
   }
   if (!out.empty()) {
-    write_file_atomic(out, text);
+    hybrid::base::write_file_atomic(out, text);
     std::cerr << "wrote " << out.string() << "\n";
   }
   if (a.update_baseline) {
     const fs::path baseline = fs::path(a.baseline_dir) / (suite.name + ".json");
-    write_file_atomic(baseline, text);
+    hybrid::base::write_file_atomic(baseline, text);
     std::cerr << "updated baseline " << baseline.string() << "\n";
   }
   return 0;
@@ -131,7 +131,7 @@ int do_merge(const std::string& out, const std::vector<std::string>& inputs) {
   }
   nlohmann::json merged = merge_benchmark_outputs(docs, {});
   merged["context"]["hybrid_merged_from"] = inputs;
-  write_file_atomic(out, merged.dump(2) + "\n");
+  hybrid::base::write_file_atomic(out, merged.dump(2) + "\n");
   return 0;
 }
 

@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "base/subprocess.h"
+#include "base/units.h"
 #include "bench/compare/benchmark_file.h"
 #include "bench/compare/machine_info.h"
-#include "bench/compare/process.h"
 
 namespace hybrid::bench {
 
@@ -42,11 +43,6 @@ class TempDir {
   fs::path path_;
 };
 
-std::string format_seconds(double s) {
-  if (s < 60) return fmt::format("{:.0f} s", s);
-  return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-}
-
 std::string join_command(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
@@ -66,10 +62,12 @@ std::optional<int> count_benchmarks(const SuiteEntry& entry, const fs::path& exe
                                    "--benchmark_filter=" + entry.filter};
   argv.insert(argv.end(), entry.args.begin(), entry.args.end());
   const fs::path listing = work / "list.txt";
-  ProcessResult r = run_process(
-      argv,
-      {.stdout_file = listing, .stderr_file = {}, .quiet_stderr = true, .timeout_s = 60, .env = entry.env});
-  if (!r.ok()) return std::nullopt;
+  base::SubprocessOptions o;
+  o.stdout_file = listing;
+  o.quiet_stderr = true;
+  o.timeout_s = 60;
+  o.env = entry.env;
+  if (!base::run_subprocess(argv, o).ok()) return std::nullopt;
   std::ifstream in(listing);
   int n = 0;
   for (std::string line; std::getline(in, line);) {
@@ -165,20 +163,20 @@ nlohmann::json merge_benchmark_outputs(const std::vector<nlohmann::json>& output
   return merged;
 }
 
-nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
-  TempDir work;
-  auto say = [&options](const std::string& line) {
-    if (options.progress) *options.progress << line << std::endl;
-  };
+namespace {
 
-  // Resolve everything first: a missing executable fails before any time is spent.
-  struct Planned {
-    const SuiteEntry* entry;
-    fs::path executable;
-    int repetitions;
-    std::optional<int> count;
-    double estimate_s;
-  };
+// One suite entry, resolved before anything runs.
+struct Planned {
+  const SuiteEntry* entry;
+  fs::path executable;
+  int repetitions;
+  std::optional<int> count;  // benchmarks the filter selects; nullopt: unknown
+  double estimate_s;
+};
+
+// Resolves every entry first: a missing executable or an empty filter fails
+// before any time is spent.
+std::vector<Planned> plan_suite(const Suite& suite, const RunOptions& options, const fs::path& work) {
   std::vector<Planned> plan;
   for (std::size_t i = 0; i < suite.entries.size(); ++i) {
     const SuiteEntry& e = suite.entries[i];
@@ -192,7 +190,7 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     } catch (const std::exception& ex) {
       throw std::runtime_error(fmt::format("suite '{}' entry {}: {}", suite.name, i, ex.what()));
     }
-    p.count = count_benchmarks(e, p.executable, work.path());
+    p.count = count_benchmarks(e, p.executable, work);
     if (p.count && *p.count == 0) {
       throw std::runtime_error(fmt::format("suite '{}' entry {} ({}): filter '{}' matches no benchmark",
                                            suite.name, i, e.executable, e.filter));
@@ -200,19 +198,76 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     p.estimate_s = estimate_seconds(e, p.repetitions, p.count.value_or(1));
     plan.push_back(std::move(p));
   }
+  return plan;
+}
+
+struct EntryRun {
+  nlohmann::json output;  // the executable's Google Benchmark JSON
+  std::string command;
+  double wall_s = 0;
+};
+
+// Runs entry i and reads its output; throws naming the entry when it fails.
+EntryRun run_entry(const Suite& suite, std::size_t i, const Planned& p, const RunOptions& options,
+                   const fs::path& work) {
+  const SuiteEntry& e = *p.entry;
+  const fs::path out_file = work / fmt::format("out{}.json", i);
+  const std::vector<std::string> argv =
+      benchmark_command(e, p.repetitions, p.executable, out_file, options.mpiexec);
+  base::SubprocessOptions o;
+  o.stdout_file = work / fmt::format("stdout{}.txt", i);
+  o.timeout_s = e.timeout_s;
+  o.env = e.env;
+  const base::SubprocessResult r = base::run_subprocess(argv, o);
+  EntryRun run{{}, join_command(argv), r.wall_s};
+  if (!r.ok()) {
+    throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}", suite.name, i,
+                                         e.executable, r.describe(), run.command));
+  }
+  try {
+    run.output = read_json_file(out_file);
+    parse_benchmark_json(run.output, e.executable + " output", 1);  // validates: repetitions present
+  } catch (const std::exception& ex) {
+    throw std::runtime_error(fmt::format("suite '{}' entry {} ({}, filter '{}'): {}", suite.name, i,
+                                         e.executable, e.filter, ex.what()));
+  }
+  return run;
+}
+
+nlohmann::json entry_record(const Planned& p, const EntryRun& run) {
+  const SuiteEntry& e = *p.entry;
+  return {{"executable", e.executable},
+          {"path", p.executable.string()},
+          {"filter", e.filter},
+          {"min_time", e.min_time_s},
+          {"repetitions", p.repetitions},
+          {"mpirun_np", e.mpirun_np},
+          {"env", env_object(e.env)},
+          {"command", run.command},
+          {"wall_s", run.wall_s},
+          {"context", run.output.value("context", nlohmann::json::object())}};
+}
+
+}  // namespace
+
+nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
+  TempDir work;
+  auto say = [&options](const std::string& line) {
+    if (options.progress) *options.progress << line << std::endl;
+  };
+  const std::vector<Planned> plan = plan_suite(suite, options, work.path());
 
   // Described before the run: the date and load average of its start.
   const nlohmann::json machine = describe_machine(options.source_dir);
   double remaining_estimate = 0;
   for (const auto& p : plan) remaining_estimate += p.estimate_s;
   say(fmt::format("suite '{}': {} executables, about {}", suite.name, plan.size(),
-                  format_seconds(remaining_estimate)));
+                  base::format_duration(remaining_estimate)));
 
   std::vector<nlohmann::json> outputs;
   std::vector<std::string> names;
   nlohmann::json entries_done = nlohmann::json::array();
-  double speed = 1.0;  // measured / estimated so far, to correct the ETA
-  double measured_total = 0, estimated_total = 0;
+  double measured_total = 0, estimated_total = 0;  // their ratio corrects the ETA
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const Planned& p = plan[i];
     const SuiteEntry& e = *p.entry;
@@ -220,42 +275,14 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     say(fmt::format("[{}/{}] {} (filter '{}', {} benchmarks x {} repetitions){}", i + 1, plan.size(),
                     e.executable, e.filter, p.count ? std::to_string(*p.count) : "?", p.repetitions,
                     e.mpirun_np ? fmt::format(" under mpirun -np {}", e.mpirun_np) : ""));
-    const fs::path out_file = work.path() / fmt::format("out{}.json", i);
-    const std::vector<std::string> argv =
-        benchmark_command(e, p.repetitions, p.executable, out_file, options.mpiexec);
-    ProcessResult r = run_process(argv, {.stdout_file = work.path() / fmt::format("stdout{}.txt", i),
-                                         .stderr_file = {},
-                                         .quiet_stderr = false,
-                                         .timeout_s = e.timeout_s,
-                                         .env = e.env});
-    if (!r.ok()) {
-      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}", suite.name, i,
-                                           e.executable, r.describe(), join_command(argv)));
-    }
-    nlohmann::json out;
-    try {
-      out = read_json_file(out_file);
-      parse_benchmark_json(out, e.executable + " output", 1);  // validates: repetitions present
-    } catch (const std::exception& ex) {
-      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}, filter '{}'): {}", suite.name, i,
-                                           e.executable, e.filter, ex.what()));
-    }
-    measured_total += r.wall_s;
+    EntryRun run = run_entry(suite, i, p, options, work.path());
+    measured_total += run.wall_s;
     estimated_total += p.estimate_s;
-    speed = measured_total / estimated_total;
-    say(fmt::format("      done in {}; ETA {}", format_seconds(r.wall_s),
-                    format_seconds(remaining_estimate * speed)));
-    entries_done.push_back({{"executable", e.executable},
-                            {"path", p.executable.string()},
-                            {"filter", e.filter},
-                            {"min_time", e.min_time_s},
-                            {"repetitions", p.repetitions},
-                            {"mpirun_np", e.mpirun_np},
-                            {"env", env_object(e.env)},
-                            {"command", join_command(argv)},
-                            {"wall_s", r.wall_s},
-                            {"context", out.value("context", nlohmann::json::object())}});
-    outputs.push_back(std::move(out));
+    const double speed = measured_total / estimated_total;
+    say(fmt::format("      done in {}; ETA {}", base::format_duration(run.wall_s),
+                    base::format_duration(remaining_estimate * speed)));
+    entries_done.push_back(entry_record(p, run));
+    outputs.push_back(std::move(run.output));
     names.push_back(e.executable);
   }
 

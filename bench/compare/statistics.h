@@ -1,13 +1,11 @@
-// Small descriptive statistics used by the comparer.
+// Small descriptive statistics used by the comparer; the median is base::median
+// (base/statistics.h), the project's one.
 #pragma once
 
 #include <span>
 #include <vector>
 
 namespace hybrid::bench {
-
-// Median (mean of the two middle values for an even count). Throws on an empty sample.
-double median(std::span<const double> values);
 
 // Geometric mean of positive values: the right average for ratios, because a
 // 2x slowdown and a 2x speedup cancel. Throws on an empty sample or a value <= 0.

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/data/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace hybrid::engine {
 
@@ -41,12 +41,6 @@ uint32_t crc_of(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::string where(const std::string& dir, const std::string& tag) { return dir + "/" + tag; }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  AtomicFileWriter w(path);
-  w.write(text.data(), text.size());
-  w.commit();
-}
-
 }  // namespace
 
 std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}.bin", rank); }
@@ -77,7 +71,7 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
       h.state_floats = uint32_t(mine->state_floats);
       h.payload_bytes = (mine->master.size() + mine->state.size()) * 4;
       h.crc32 = crc_of(mine->master, mine->state);
-      AtomicFileWriter w(root + "/" + partition_file_name(comm.rank()));
+      base::AtomicFileWriter w(root + "/" + partition_file_name(comm.rank()));
       w.write(&h, sizeof h);
       w.write(mine->master.data(), mine->master.size() * 4);
       w.write(mine->state.data(), mine->state.size() * 4);
@@ -92,8 +86,8 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
     throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank failed to write its partition", root)
                                         : fmt::format("checkpoint {}: {}", root, error));
   if (comm.rank() == 0) {
-    write_text_atomically(root + "/meta.json", meta.dump(2));
-    write_text_atomically(dir + "/latest", tag + "\n");
+    base::write_file_atomic(root + "/meta.json", meta.dump(2));
+    base::write_file_atomic(dir + "/latest", tag + "\n");
   }
   comm.barrier();
 }

@@ -11,12 +11,10 @@
 
 namespace hybrid::engine::comm {
 
-// World size announced by the launcher's environment, without initialising MPI:
-// OMPI_COMM_WORLD_SIZE (Open MPI), PMI_SIZE (MPICH/Hydra, Intel MPI, Slurm's PMI-2),
-// MV2_COMM_WORLD_SIZE (MVAPICH), SLURM_STEP_NUM_TASKS or SLURM_NTASKS inside an
-// srun step (SLURM_STEP_ID set; a batch script alone is one process). 1 when none
-// is set. Throws std::runtime_error naming the variable if its value is not a
-// positive integer.
+// World size announced by the launcher's environment, without initialising MPI
+// (base::launcher_env(): Open MPI, MPICH/Hydra, MVAPICH, or an srun step; a batch
+// script alone is one process). 1 when none is set. Throws std::runtime_error
+// naming the variable if its value is not a positive integer.
 int launcher_world_size();
 
 std::unique_ptr<Communicator> make_communicator(std::function<int64_t()> clock = {});

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/json_read.h"
 #include "engine/config/config_reader.h"
 
 namespace hybrid::engine {
@@ -160,7 +161,7 @@ void parse_scheduler(const json& block, Config& c) {
   for (const auto& k : cosine ? lr_keys : ratio_keys)
     if (const json* v = p.get(k))
       throw ConfigError(fmt::format("config: scheduler.params.{} is not a parameter of {}, got {}",
-                                    k, s.type, config_detail::describe(*v)));
+                                    k, s.type, base::describe_json(*v)));
   if (!cosine && !decay && p.get("total_num_steps"))
     throw ConfigError("config: scheduler.params.total_num_steps is not a parameter of WarmupLR");
 
@@ -230,10 +231,10 @@ void parse_data_types(const json& block, Config& c) {
 void parse_offload(const json& block, const std::string& path, OffloadConfig& o,
                    std::vector<std::string>& ignored) {
   ObjectReader r(block, path, ignored);
-  if (auto v = r.choice("device", {"none", "cpu", "nvme"})) o.device = *v;
+  if (auto v = r.choice("device", kOffloadDevices)) o.device = *v;
   if (auto v = r.boolean("pin_memory")) o.pin_memory = *v;
   if (auto v = r.string("nvme_path")) o.nvme_path = *v;
-  if (o.device == "nvme" && o.nvme_path.empty())
+  if (o.device == OffloadDevice::nvme && o.nvme_path.empty())
     throw ConfigError(
         fmt::format("config: {}.nvme_path must be given when device is \"nvme\"", path));
   r.finish();
@@ -272,8 +273,8 @@ void parse_zero(const json& z, Config& c) {
   if (auto v = aliased("stage3_max_live_parameters", "max_live_parameters", 1))
     zc.stage3_max_live_parameters = *v;
   // Deprecated booleans that DeepSpeed maps onto the offload blocks.
-  if (auto v = r.boolean("cpu_offload"); v && *v) zc.offload_optimizer.device = "cpu";
-  if (auto v = r.boolean("cpu_offload_param"); v && *v) zc.offload_param.device = "cpu";
+  if (auto v = r.boolean("cpu_offload"); v && *v) zc.offload_optimizer.device = OffloadDevice::cpu;
+  if (auto v = r.boolean("cpu_offload_param"); v && *v) zc.offload_param.device = OffloadDevice::cpu;
   if (const json* o = r.object("offload_optimizer"))
     parse_offload(*o, "zero_optimization.offload_optimizer", zc.offload_optimizer, c.ignored_keys);
   if (const json* o = r.object("offload_param"))

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/devices.h"
 #include "kernels/dtype.h"
 
 namespace hybrid::engine {
@@ -81,9 +82,9 @@ struct Fp16Config {
 };
 
 struct OffloadConfig {
-  std::string device = "none";  // none | cpu | nvme
+  OffloadDevice device = OffloadDevice::none;
   bool pin_memory = false;
-  std::string nvme_path;  // required when device is "nvme"
+  std::string nvme_path;  // required when device is nvme
 };
 
 struct ZeroConfig {
@@ -147,7 +148,7 @@ struct Config {
   ModelConfig model;
   DataConfig data;
   std::string init_from;         // llm.c checkpoint to start from
-  std::string device = "auto";   // auto | cpu | cuda
+  Device device = Device::automatic;
   uint64_t memory_budget = 0;    // bytes per rank; 0: unlimited
   uint64_t seed = 1234;
   int threads = 0;               // OpenMP threads per rank; 0: cores / local ranks

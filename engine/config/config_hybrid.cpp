@@ -147,7 +147,7 @@ void parse_hybrid_block(const json& block, Config& c) {
   if (const json* m = h.object("model")) parse_model(*m, c);
   if (const json* d = h.get("data")) parse_data(*d, c);
   if (auto v = h.string("init_from")) c.init_from = *v;
-  if (auto v = h.choice("device", {"auto", "cpu", "cuda"})) c.device = *v;
+  if (auto v = h.choice("device", kDevices)) c.device = *v;
   if (const json* v = h.get("memory_budget"))
     c.memory_budget = parse_byte_size(*v, "hybrid.memory_budget");
   if (const json* v = h.get("seed")) {

@@ -5,18 +5,14 @@
 #include <climits>
 #include <cmath>
 
+#include "base/json_read.h"
+
 namespace hybrid::engine::config_detail {
 
 using nlohmann::json;
 
-std::string describe(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
-}
-
 void fail(std::string_view key, std::string_view what, const json& got) {
-  throw ConfigError(fmt::format("config: {} must be {}, got {}", key, what, describe(got)));
+  throw ConfigError(fmt::format("config: {} must be {}, got {}", key, what, base::describe_json(got)));
 }
 
 bool is_unset(const json& v) {

@@ -5,6 +5,7 @@
 // DeepSpeed's defaults.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -17,9 +18,6 @@
 #include "engine/config/config.h"
 
 namespace hybrid::engine::config_detail {
-
-// A short rendering of a JSON value for error messages ("5", "\"yes\"", "[1,2]").
-std::string describe(const nlohmann::json& v);
 
 // Throws ConfigError "config: <key> must be <what>, got <value>".
 [[noreturn]] void fail(std::string_view key, std::string_view what, const nlohmann::json& got);
@@ -54,6 +52,17 @@ class ObjectReader {
   std::optional<std::string> string(std::string_view key);
   // One of `choices` (exact spelling); the error lists them.
   std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices);
+  // One of an enum's values, spelled as to_string() writes them; the error lists them.
+  template <class E, size_t N>
+  std::optional<E> choice(std::string_view key, const std::array<E, N>& values) {
+    std::vector<std::string> names;
+    for (E e : values) names.emplace_back(to_string(e));
+    const auto spelled = choice(key, names);
+    if (spelled)
+      for (E e : values)
+        if (to_string(e) == *spelled) return e;
+    return std::nullopt;
+  }
   // A nested object, or nullptr when absent/null; any other type is an error.
   const nlohmann::json* object(std::string_view key);
 

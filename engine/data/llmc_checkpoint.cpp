@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "engine/data/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/data/data_file_error.h"
 #include "kernels/dtype.h"
 
@@ -187,7 +187,7 @@ void write_llmc_checkpoint(const std::string& path, const Gpt2Weights& weights, 
   h[1] = version;
   h[2] = weights.max_seq_len, h[3] = weights.vocab_size, h[4] = weights.num_layers;
   h[5] = weights.num_heads, h[6] = weights.channels, h[7] = weights.padded_vocab_size;
-  AtomicFileWriter out(path);
+  base::AtomicFileWriter out(path);
   out.write(h.data(), kHeaderBytes);
   std::vector<uint16_t> staging;
   for (const auto* t : weights.tensors()) {

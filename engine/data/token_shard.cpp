@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/data/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/data/data_file_error.h"
 
 namespace hybrid::engine {
@@ -25,7 +25,7 @@ void write_token_shard(const std::string& path, std::span<const uint16_t> tokens
   header[0] = kTokenShardMagic;
   header[1] = kTokenShardVersion;
   header[2] = int32_t(tokens.size());
-  AtomicFileWriter out(path);
+  base::AtomicFileWriter out(path);
   out.write(header.data(), sizeof(header));
   out.write(tokens.data(), tokens.size_bytes());
   out.commit();

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "engine/util/units.h"
+#include "base/units.h"
 
 namespace hybrid::engine {
+
+using base::format_bytes;
 
 std::string_view mem_category_name(MemCategory c) {
   switch (c) {

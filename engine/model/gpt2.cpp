@@ -9,47 +9,6 @@ namespace hybrid::engine {
 
 using kernels::DType;
 
-uint64_t ActivationLayout::total_bytes() const {
-  uint64_t t = 0;
-  for (auto& e : entries) t += e.bytes * uint64_t(e.count);
-  return t;
-}
-
-ActivationLayout ActivationLayout::gpt2(const ModelConfig& m, int Vp, int B, int T, DType dt,
-                                        uint64_t attention_saved_bytes) {
-  const uint64_t N = uint64_t(B) * T, C = uint64_t(m.n_embd), d = kernels::dtype_size(dt);
-  const int L = m.n_layer;
-  ActivationLayout a;
-  a.entries = {
-      {"tokens", N * 4, 1},
-      {"targets", N * 4, 1},
-      {"encoded", N * C * d, 1},
-      {"ln_1", N * C * d, L},
-      {"ln_1.stats", N * 8, L},
-      {"qkv", N * 3 * C * d, L},
-      {"attn.out", N * C * d, L},
-      {"attn.saved", attention_saved_bytes, L},
-      {"residual_mid", N * C * d, L},
-      {"ln_2", N * C * d, L},
-      {"ln_2.stats", N * 8, L},
-      {"fc", N * 4 * C * d, L},
-      {"fc.gelu", N * 4 * C * d, L},
-      {"residual_out", N * C * d, L},
-      {"branch_out", N * C * d, 1},
-      {"ln_f", N * C * d, 1},
-      {"ln_f.stats", N * 8, 1},
-      {"logits", N * uint64_t(Vp) * d, 1},
-      {"losses", N * 8, 1},
-      {"grad.residual", N * C * d, 1},
-      {"grad.ln_f", N * C * d, 1},
-      {"grad.ln", N * C * d, 2},
-      {"grad.qkv", N * 3 * C * d, 1},
-      {"grad.attn.out", N * C * d, 1},
-      {"grad.fc", N * 4 * C * d, 2},
-  };
-  return a;
-}
-
 Block::Block(std::string name, int C, int n_head, int n_layer) : Module(name, "Block"), C_(C) {
   const float proj_std = 0.02f / std::sqrt(2.0f * float(n_layer));
   ln_1 = add_child<LayerNorm>(name + ".ln_1", C);
@@ -104,133 +63,111 @@ GPT2::GPT2(const ModelConfig& cfg, int padded_vocab) : Module("", "GPT2"), cfg_(
 
 void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt) {
   if (B == B_ && T == T_) return;
-  activations_.clear();
+  activations_ = LayoutBuffers();  // the old micro-batch's buffers go first
   B_ = B;
   T_ = T;
-  const size_t N = size_t(B) * T, C = size_t(cfg_.n_embd), d = kernels::dtype_size(dt);
-  const size_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
-  auto take = [&](size_t bytes) {
-    activations_.emplace_back(alloc, bytes, MemCategory::activations, /*zeroed=*/false);
-    return activations_.back().data();
-  };
-  // Inputs first: the engine copies tokens/targets here (see Engine::forward).
-  tokens_ = static_cast<int32_t*>(take(N * 4));
-  targets_ = static_cast<int32_t*>(take(N * 4));
-
-  void* encoded = take(N * C * d);
-  void* branch_out = take(N * C * d);
-  dresidual_ = take(N * C * d);
-  void* dln_1 = take(N * C * d);
-  void* dln_2 = take(N * C * d);
-  void* dqkv = take(N * 3 * C * d);
-  void* datty = take(N * C * d);
-  void* dfc = take(N * 4 * C * d);
-  void* dfc_gelu = take(N * 4 * C * d);
-
-  embedding->out = encoded;
-  embedding->dout = dresidual_;
-  const void* residual = encoded;
+  const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
+  activations_ = LayoutBuffers(alloc, gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved));
+  const auto& a = activations_;
+  tokens_ = a.view("tokens").as<int32_t>();
+  targets_ = a.view("targets").as<int32_t>();
+  embedding->out = a.data("embedding.out");
+  embedding->dout = a.data("grad.residual");
+  const void* residual = embedding->out;
   for (auto* b : blocks) {
-    b->residual_in = residual;
-    b->ln_1->in = residual;
-    b->ln_1->out = take(N * C * d);
-    auto* stats = static_cast<float*>(take(N * 8));
-    b->ln_1->mean = stats;
-    b->ln_1->rstd = stats + N;
-    b->ln_1->din = dresidual_;
-    b->ln_1->dout = dln_1;
-
-    b->c_attn->in = b->ln_1->out;
-    b->c_attn->out = take(N * 3 * C * d);
-    b->c_attn->din = dln_1;
-    b->c_attn->dout = dqkv;
-
-    b->core->qkv = b->c_attn->out;
-    b->core->out = take(N * C * d);
-    b->core->saved = take(saved);
-    b->core->dqkv = dqkv;
-    b->core->dout = datty;
-
-    b->attn_proj->in = b->core->out;
-    b->attn_proj->out = branch_out;
-    b->attn_proj->din = datty;
-    b->attn_proj->dout = dresidual_;
-
-    b->residual_mid = take(N * C * d);
-    b->ln_2->in = b->residual_mid;
-    b->ln_2->out = take(N * C * d);
-    stats = static_cast<float*>(take(N * 8));
-    b->ln_2->mean = stats;
-    b->ln_2->rstd = stats + N;
-    b->ln_2->din = dresidual_;
-    b->ln_2->dout = dln_2;
-
-    b->c_fc->in = b->ln_2->out;
-    b->c_fc->out = take(N * 4 * C * d);
-    b->c_fc->din = dln_2;
-    b->c_fc->dout = dfc;
-
-    b->gelu->in = b->c_fc->out;
-    b->gelu->out = take(N * 4 * C * d);
-    b->gelu->din = dfc;
-    b->gelu->dout = dfc_gelu;
-
-    b->mlp_proj->in = b->gelu->out;
-    b->mlp_proj->out = branch_out;
-    b->mlp_proj->din = dfc_gelu;
-    b->mlp_proj->dout = dresidual_;
-
-    b->residual_out = take(N * C * d);
-    b->branch_out = branch_out;
-    b->dresidual = dresidual_;
-    b->grad_scratch = {{dln_1, N * C * d},     {dln_2, N * C * d}, {dqkv, N * 3 * C * d},
-                       {datty, N * C * d},     {dfc, N * 4 * C * d},
-                       {dfc_gelu, N * 4 * C * d}};
+    wire_block(*b, residual);
     residual = b->residual_out;
   }
+  const size_t N = size_t(B) * size_t(T);
   ln_f->in = residual;
-  ln_f->out = take(N * C * d);
-  auto* stats = static_cast<float*>(take(N * 8));
-  ln_f->mean = stats;
-  ln_f->rstd = stats + N;
-  ln_f->din = dresidual_;
-  dlnf_ = take(N * C * d);
-  ln_f->dout = dlnf_;
+  ln_f->out = a.data("ln_f.out");
+  ln_f->mean = a.view("ln_f.stats").as<float>();
+  ln_f->rstd = ln_f->mean + N;
+  ln_f->din = a.data("grad.residual");
+  ln_f->dout = a.data("grad.ln_f");
 
   lm_head->in = ln_f->out;
-  lm_head->out = take(N * size_t(Vp_) * d);
-  lm_head->din = dlnf_;
+  lm_head->out = a.data("lm_head.out");
+  lm_head->din = a.data("grad.ln_f");
   lm_head->dout = lm_head->out;  // dlogits are written in place over the logits
 
   ce_->logits = lm_head->out;
-  auto* ce_stats = static_cast<float*>(take(N * 8));
-  ce_->losses = ce_stats;
-  ce_->lse = ce_stats + N;
+  ce_->losses = a.view("loss.stats").as<float>();
+  ce_->lse = ce_->losses + N;
 
-  // What each module keeps for backward (outputs and statistics; scratch and
-  // gradient buffers are shared and belong to the model).
-  const uint64_t act = N * C * d;
-  embedding->set_activation_bytes(act);
-  for (auto* b : blocks) {
-    b->ln_1->set_activation_bytes(act + N * 8);
-    b->c_attn->set_activation_bytes(3 * act);
-    b->core->set_activation_bytes(act + saved);
-    b->attn_proj->set_activation_bytes(0);  // writes the shared branch buffer
-    b->attn->set_activation_bytes(4 * act + saved);
-    b->ln_2->set_activation_bytes(act + N * 8);
-    b->c_fc->set_activation_bytes(4 * act);
-    b->gelu->set_activation_bytes(4 * act);
-    b->mlp_proj->set_activation_bytes(0);
-    b->mlp->set_activation_bytes(8 * act);
-    b->set_activation_bytes(b->ln_1->activation_bytes() + b->attn->activation_bytes() +
-                            b->ln_2->activation_bytes() + b->mlp->activation_bytes() + 2 * act);
-  }
-  ln_f->set_activation_bytes(act + N * 8);
-  lm_head->set_activation_bytes(N * size_t(Vp_) * d);
-  ce_->set_activation_bytes(N * 8);
-  uint64_t total = 0;
-  for (auto* c : children()) total += c->activation_bytes();
-  set_activation_bytes(total);
+  grad_scratch_.clear();
+  for (const char* g : {"grad.residual", "grad.ln_f"})
+    grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
+  assign_activation_bytes(*this, a.layout());
+}
+
+void GPT2::wire_block(Block& b, const void* residual_in) {
+  const auto& a = activations_;
+  const std::string h = b.name();
+  const size_t N = size_t(B_) * size_t(T_);
+  void* dresidual = a.data("grad.residual");
+  void* dln_1 = a.data("grad.ln_1");
+  void* dln_2 = a.data("grad.ln_2");
+  void* dqkv = a.data("grad.qkv");
+  void* datty = a.data("grad.attn");
+  void* dfc = a.data("grad.fc");
+  void* dfc_gelu = a.data("grad.fc_gelu");
+  void* branch_out = a.data("branch_out");
+
+  b.residual_in = residual_in;
+  b.ln_1->in = residual_in;
+  b.ln_1->out = a.data(h + ".ln_1.out");
+  b.ln_1->mean = a.view(h + ".ln_1.stats").as<float>();
+  b.ln_1->rstd = b.ln_1->mean + N;
+  b.ln_1->din = dresidual;
+  b.ln_1->dout = dln_1;
+
+  b.c_attn->in = b.ln_1->out;
+  b.c_attn->out = a.data(h + ".attn.c_attn.out");
+  b.c_attn->din = dln_1;
+  b.c_attn->dout = dqkv;
+
+  b.core->qkv = b.c_attn->out;
+  b.core->out = a.data(h + ".attn.core.out");
+  b.core->saved = a.data(h + ".attn.core.saved");
+  b.core->dqkv = dqkv;
+  b.core->dout = datty;
+
+  b.attn_proj->in = b.core->out;
+  b.attn_proj->out = branch_out;
+  b.attn_proj->din = datty;
+  b.attn_proj->dout = dresidual;
+
+  b.residual_mid = a.data(h + ".residual_mid");
+  b.ln_2->in = b.residual_mid;
+  b.ln_2->out = a.data(h + ".ln_2.out");
+  b.ln_2->mean = a.view(h + ".ln_2.stats").as<float>();
+  b.ln_2->rstd = b.ln_2->mean + N;
+  b.ln_2->din = dresidual;
+  b.ln_2->dout = dln_2;
+
+  b.c_fc->in = b.ln_2->out;
+  b.c_fc->out = a.data(h + ".mlp.c_fc.out");
+  b.c_fc->din = dln_2;
+  b.c_fc->dout = dfc;
+
+  b.gelu->in = b.c_fc->out;
+  b.gelu->out = a.data(h + ".mlp.gelu.out");
+  b.gelu->din = dfc;
+  b.gelu->dout = dfc_gelu;
+
+  b.mlp_proj->in = b.gelu->out;
+  b.mlp_proj->out = branch_out;
+  b.mlp_proj->din = dfc_gelu;
+  b.mlp_proj->dout = dresidual;
+
+  b.residual_out = a.data(h + ".residual_out");
+  b.branch_out = branch_out;
+  b.dresidual = dresidual;
+  b.grad_scratch.clear();
+  for (const char* g :
+       {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.fc", "grad.fc_gelu"})
+    b.grad_scratch.emplace_back(a.data(g), a.view(g).bytes());
 }
 
 void GPT2::forward(ExecutionContext& ctx) {
@@ -242,9 +179,7 @@ void GPT2::forward(ExecutionContext& ctx) {
 }
 
 void GPT2::backward(ExecutionContext& ctx) {
-  const size_t act = size_t(ctx.B()) * ctx.T() * cfg_.n_embd * kernels::dtype_size(ctx.dtype());
-  ctx.backend().zero(dresidual_, act);
-  ctx.backend().zero(dlnf_, act);
+  for (auto& [ptr, bytes] : grad_scratch_) ctx.backend().zero(ptr, bytes);
   ctx.backward(*ce_);
   ctx.backward(*lm_head);
   ctx.backward(*ln_f);

@@ -7,28 +7,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/config/config.h"
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/layers.h"
 
 namespace hybrid::engine {
 
-// Every activation buffer of one micro-batch: sizes in one place, shared by the
-// model (which allocates them) and the analytical memory model (which predicts).
-struct ActivationLayout {
-  struct Entry {
-    const char* name;
-    uint64_t bytes;
-    int count;  // how many buffers of this size (per layer ones × n_layer)
-  };
-  std::vector<Entry> entries;
-  uint64_t total_bytes() const;
+// Every activation buffer of one micro-batch [B, T] (engine/model/gpt2_layout.cpp),
+// in allocation order: what GPT2::bind allocates and wires, what
+// Module::activation_bytes sums by owner and what the memory model predicts.
+MemoryLayout gpt2_activation_layout(const ModelConfig& m, int padded_vocab, int B, int T,
+                                    kernels::DType dt, uint64_t attention_saved_bytes);
 
-  static ActivationLayout gpt2(const ModelConfig& m, int padded_vocab, int B, int T,
-                               kernels::DType dt, uint64_t attention_saved_bytes);
-};
+// Sets every module's activation_bytes (children included) from the entries it owns.
+void assign_activation_bytes(Module& root, const MemoryLayout& layout);
 
 class Block final : public Module {
  public:
@@ -67,7 +64,8 @@ class GPT2 final : public Module {
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
 
-  // Allocates activations for micro-batch [B,T] and wires every module.
+  // Allocates activations for micro-batch [B,T] (gpt2_activation_layout) and
+  // wires every module.
   void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt);
   int bound_B() const { return B_; }
   int bound_T() const { return T_; }
@@ -91,11 +89,12 @@ class GPT2 final : public Module {
   ModelConfig cfg_;
   int Vp_;
   int B_ = 0, T_ = 0;
-  std::vector<Buffer> activations_;
+  void wire_block(Block& b, const void* residual_in);
+
+  LayoutBuffers activations_;
   int32_t* tokens_ = nullptr;
   int32_t* targets_ = nullptr;
-  void* dresidual_ = nullptr;
-  void* dlnf_ = nullptr;
+  std::vector<std::pair<void*, size_t>> grad_scratch_;  // zeroed at the start of backward
 };
 
 // Mapping between the engine's flat parameters and llm.c's checkpoint layout

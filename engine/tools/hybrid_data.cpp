@@ -17,15 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "engine/data/data_file_error.h"
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/data/synthetic.h"
 #include "engine/data/token_shard.h"
-#include "engine/util/units.h"
 
 namespace {
 
 using namespace hybrid::engine;
+using hybrid::base::format_count;
+using hybrid::base::format_duration;
 
 struct SynthOptions {
   std::string out;

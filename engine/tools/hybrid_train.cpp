@@ -1,51 +1,88 @@
 // hybrid-train: trains the model a ds_config.json describes.
-//   hybrid-train --config cfg.json [--steps N] [--db FILE] [--save DIR] [--load DIR] [--result FILE]
-//   mpirun -np 4 hybrid-train --config cfg.json ...
+//   hybrid-train --config cfg.json [--steps N] [--db FILE] [--save DIR] [--load DIR] [--result
+//   FILE] mpirun -np 4 hybrid-train --config cfg.json ...
 // Exit status: 0 ok, 2 config error, 3 out of memory, 1 any other failure; the
 // --result JSON says the same in a structured form.
-#include <cstdio>
+#include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "engine/comm/factory.h"
 #include "engine/config/config.h"
 #include "engine/trainer.h"
 
+namespace {
+
+using hybrid::profiler::RunStatus;
+
+int exit_code(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok:
+      return 0;
+    case RunStatus::config_error:
+      return 2;
+    case RunStatus::oom:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+// --kill-after-step: a crash at a known point, for the tests of resuming and of
+// failed trials (after that step's checkpoint is saved).
+std::function<void(int64_t)> kill_after(int64_t step) {
+  return [step](int64_t done) {
+    if (done != step) return;
+    std::fflush(stdout);
+    ::kill(::getpid(), SIGKILL);
+  };
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"hybrid-train: mixed-precision ZeRO training of GPT-2 from a DeepSpeed config"};
   std::string config_path;
   hybrid::TrainOptions opts;
+  int64_t kill_after_step = 0;
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")
-      ->required()->check(CLI::ExistingFile);
-  app.add_option("--steps", opts.steps, "optimizer steps to run (default 20)")->check(CLI::PositiveNumber);
-  app.add_option("--db", opts.db, "run store (SQLite) to record the run in, e.g. results/hybrid.db");
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--steps", opts.steps, "optimizer steps to run (default 20)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--db", opts.db,
+                 "run store (SQLite) to record the run in, e.g. results/hybrid.db");
   app.add_option("--name", opts.run_name, "name of the run in the store");
   app.add_option("--save", opts.save_dir, "save a checkpoint here at the end");
-  app.add_option("--save-every", opts.save_every, "also save every N steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--save-every", opts.save_every, "also save every N steps")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
   app.add_option("--load-tag", opts.load_tag, "checkpoint tag to load instead of `latest`");
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
-  app.add_option("--kill-after-step", opts.kill_after_step, "testing: SIGKILL this process after step N")
+  app.add_option("--kill-after-step", kill_after_step, "testing: SIGKILL this process after step N")
       ->group("");
   CLI11_PARSE(app, argc, argv);
+  if (kill_after_step > 0) opts.after_step = kill_after(kill_after_step);
 
   hybrid::engine::Config cfg;
   hybrid::TrainSummary summary;
   try {
     cfg = hybrid::engine::load_config(config_path, hybrid::engine::comm::launcher_world_size());
   } catch (const std::exception& e) {
-    summary.status = "config_error";
+    summary.status = RunStatus::config_error;
     summary.error_kind = "ConfigError";
     summary.error = e.what();
     std::fprintf(stderr, "hybrid-train: %s\n", e.what());
     if (!opts.result_path.empty()) hybrid::write_train_result(opts.result_path, summary);
-    return 2;
+    return exit_code(summary.status);
   }
   summary = hybrid::run_training(cfg, opts);
-  if (summary.status == "ok") return 0;
-  std::fprintf(stderr, "hybrid-train: %s\n", summary.error.c_str());
-  return summary.status == "config_error" ? 2 : summary.status == "oom" ? 3 : 1;
+  if (summary.status != RunStatus::ok)
+    std::fprintf(stderr, "hybrid-train: %s\n", summary.error.c_str());
+  return exit_code(summary.status);
 }

@@ -1,49 +1,80 @@
 #include "engine/zero/grad_reducer.h"
 
-#include "engine/zero/bucket_plan.h"
-
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+
+#include "engine/zero/bucket_plan.h"
 
 namespace hybrid::engine {
 
 using kernels::dtype_size;
 
+namespace {
+std::string bucket_name(const char* what, int b) {
+  return std::string("comm.") + what + "." + std::to_string(b);
+}
+}  // namespace
+
+MemoryLayout GradReducer::layout(const ZeroSetup& setup, const ModuleTree& tree,
+                                 const Partition& part) {
+  const uint64_t P = uint64_t(part.padded()), S = uint64_t(part.shard_size());
+  const uint64_t d = dtype_size(setup.param_dtype), a = dtype_size(setup.accum_dtype);
+  MemoryLayout l;
+  if (setup.stage < 2) {
+    l.add("grads.working", P, d, MemCategory::grads, true);
+    if (setup.separate_accum()) l.add("grads.accum", P, a, MemCategory::grads, true);
+    if (setup.stage == 1) l.add("grads.reduced", S, a, MemCategory::grads, true);
+    return l;
+  }
+  l.add("grads.accum", S, a, MemCategory::grads, true);
+  const auto shared = shared_parameters(tree);
+  for (auto* p : tree.params())
+    if (shared[size_t(p->id)]) {
+      l.add("comm.shared." + p->name, uint64_t(p->numel), d, MemCategory::comm, true);
+      l.add("comm.shared_recv." + p->name, std::min(uint64_t(p->numel), S), d, MemCategory::comm);
+    }
+  const uint64_t cap = uint64_t(reduce_bucket_capacity(tree, setup.reduce_bucket_size));
+  for (int b = 0; b < (setup.overlap_comm ? 2 : 1); ++b) {
+    l.add(bucket_name("bucket", b), cap, d, MemCategory::comm);
+    // A range of at most cap elements overlaps one shard in at most this many.
+    l.add(bucket_name("bucket_recv", b), std::min(cap, S), d, MemCategory::comm);
+  }
+  return l;
+}
+
 GradReducer::GradReducer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
                          comm::Communicator& comm, TrackingAllocator& alloc,
                          CommWaitRecorder* waits, std::function<int64_t()> clock)
-    : setup_(setup), tree_(tree), part_(part), comm_(comm), alloc_(alloc),
-      backend_(alloc.backend()), waits_(waits), clock_(std::move(clock)),
-      staged_(setup.stage >= 2), dsize_(dtype_size(setup.param_dtype)),
-      asize_(dtype_size(setup.accum_dtype)) {
+    : setup_(setup),
+      tree_(tree),
+      part_(part),
+      comm_(comm),
+      backend_(alloc.backend()),
+      waits_(waits),
+      clock_(std::move(clock)),
+      staged_(setup.stage >= 2),
+      dsize_(dtype_size(setup.param_dtype)),
+      asize_(dtype_size(setup.accum_dtype)),
+      mem_(alloc, layout(setup, tree, part)) {
   const auto& params = tree.params();
   shared_ = shared_parameters(tree);
-  bucket_cap_ = reduce_bucket_capacity(tree, setup.reduce_bucket_elems);
-
-  const int64_t P = part.padded();
-  const int64_t S = part.shard_size();
-  if (!staged_) {
-    working_ = Buffer(alloc, size_t(P) * dsize_, MemCategory::grads);
-    if (setup.separate_accum()) accum_ = Buffer(alloc, size_t(P) * asize_, MemCategory::grads);
-    if (setup.stage == 1) reduced_ = Buffer(alloc, size_t(S) * asize_, MemCategory::grads);
-    return;
-  }
-  accum_ = Buffer(alloc, size_t(S) * asize_, MemCategory::grads);
+  bucket_cap_ = reduce_bucket_capacity(tree, setup.reduce_bucket_size);
+  working_ = mem_.view_if_present("grads.working");
+  accum_ = mem_.view_if_present("grads.accum");
+  reduced_ = mem_.view_if_present("grads.reduced");
+  if (!staged_) return;
   shared_bufs_.resize(params.size());
   shared_recv_.resize(params.size());
   for (auto* p : params)
     if (shared_[size_t(p->id)]) {
-      shared_bufs_[size_t(p->id)] = Buffer(alloc, size_t(p->numel) * dsize_, MemCategory::comm);
-      shared_recv_[size_t(p->id)] =
-          Buffer(alloc, size_t(std::min(p->numel, S)) * dsize_, MemCategory::comm, false);
+      shared_bufs_[size_t(p->id)] = mem_.view("comm.shared." + p->name);
+      shared_recv_[size_t(p->id)] = mem_.view("comm.shared_recv." + p->name);
     }
   staged_addr_.assign(params.size(), nullptr);
-  const int nbuckets = setup.overlap_comm ? 2 : 1;
-  for (int b = 0; b < nbuckets; ++b) {
-    buckets_[size_t(b)].mem = Buffer(alloc, size_t(bucket_cap_) * dsize_, MemCategory::comm, false);
-    // A range of at most bucket_cap_ elements overlaps one shard in at most this many.
-    buckets_[size_t(b)].recv =
-        Buffer(alloc, size_t(std::min(bucket_cap_, S)) * dsize_, MemCategory::comm, false);
+  for (int b = 0; b < (setup.overlap_comm ? 2 : 1); ++b) {
+    buckets_[size_t(b)].mem = mem_.view(bucket_name("bucket", b));
+    buckets_[size_t(b)].recv = mem_.view(bucket_name("bucket_recv", b));
   }
 }
 

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/module.h"
 #include "engine/zero/partition.h"
@@ -31,6 +33,10 @@ class GradReducer {
   GradReducer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
               comm::Communicator& comm, TrackingAllocator& alloc, CommWaitRecorder* waits,
               std::function<int64_t()> clock);
+
+  // Every buffer the reducer allocates (grads and comm), in allocation order:
+  // what the constructor allocates and what the memory model sums.
+  static MemoryLayout layout(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part);
 
   // reduce: whether this micro-step's gradients are reduced now (always for
   // stages 2/3; only on the accumulation boundary for 0/1).
@@ -53,8 +59,8 @@ class GradReducer {
   // Staging memory of stages 2/3, with the buffer its reduce-scatter lands in.
   // Everything is allocated once, so memory is static and predictable.
   struct Bucket {
-    Buffer mem;
-    Buffer recv;
+    BufferView mem;
+    BufferView recv;
     int pending = -1;  // index in pending_ of the reduction reading it
   };
   struct Pending {
@@ -76,19 +82,19 @@ class GradReducer {
   const ModuleTree& tree_;
   const Partition& part_;
   comm::Communicator& comm_;
-  TrackingAllocator& alloc_;
   kernels::Backend& backend_;
   CommWaitRecorder* waits_;
   std::function<int64_t()> clock_;
   bool staged_;
   size_t dsize_, asize_;
 
-  Buffer working_;  // stages 0/1: full gradients in param dtype
-  Buffer accum_;    // stages 0/1 with separate accumulation: full; stages 2/3: shard
-  Buffer reduced_;  // stage 1: this rank's reduce-scatter results (the optimizer's gradients)
-  std::vector<bool> shared_;          // by param id: used by several modules
-  std::vector<Buffer> shared_bufs_;   // stages 2/3, by param id (empty when not shared)
-  std::vector<Buffer> shared_recv_;   // stages 2/3, by param id
+  LayoutBuffers mem_;   // everything below points into it
+  BufferView working_;  // stages 0/1: full gradients in param dtype
+  BufferView accum_;    // stages 0/1 with separate accumulation: full; stages 2/3: shard
+  BufferView reduced_;  // stage 1: this rank's reduce-scatter results (the optimizer's gradients)
+  std::vector<bool> shared_;             // by param id: used by several modules
+  std::vector<BufferView> shared_bufs_;  // stages 2/3, by param id (empty when not shared)
+  std::vector<BufferView> shared_recv_;  // stages 2/3, by param id
   std::vector<char*> staged_addr_;    // stages 2/3, by param id, for the current backward
   int64_t bucket_cap_ = 0;
   std::array<Bucket, 2> buckets_;

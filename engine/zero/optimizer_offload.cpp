@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace hybrid::engine {
@@ -19,29 +20,50 @@ int64_t OptimizerOffload::chunk_elements(int64_t n) {
   return std::clamp((quarter + kBlock - 1) / kBlock * kBlock, kBlock, kMaxChunk);
 }
 
+namespace {
+std::string slot_name(const char* what, int slot) {
+  return std::string("staging.") + what + "." + std::to_string(slot);
+}
+}  // namespace
+
+MemoryLayout OptimizerOffload::layout(int64_t n, int state_floats, DType grad_dtype,
+                                      DType param_dtype) {
+  const int64_t c = chunk_elements(n);
+  const int slots = int(std::min<int64_t>(2, (n + c - 1) / c));
+  MemoryLayout l;
+  l.add("master", uint64_t(n), 4, MemCategory::master, true);
+  if (state_floats > 0)
+    l.add("optimizer.state", uint64_t(n) * uint64_t(state_floats), 4, MemCategory::optimizer, true);
+  for (int s = 0; s < slots; ++s) {
+    l.add(slot_name("grads", s), uint64_t(c), dtype_size(grad_dtype), MemCategory::comm);
+    if (param_dtype != DType::f32)
+      l.add(slot_name("params", s), uint64_t(c), dtype_size(param_dtype), MemCategory::comm);
+  }
+  return l;
+}
+
 OptimizerOffload::HostBytes OptimizerOffload::host_bytes(int64_t n, int state_floats, DType grad_dtype,
                                                          DType param_dtype) {
-  const int64_t c = chunk_elements(n);
-  const uint64_t slots = uint64_t(std::min<int64_t>(2, (n + c - 1) / c));
-  HostBytes b;
-  b.master = uint64_t(n) * 4;
-  b.optimizer = uint64_t(n) * uint64_t(state_floats) * 4;
-  b.staging = slots * uint64_t(c) * dtype_size(grad_dtype);
-  if (param_dtype != DType::f32) b.staging += slots * uint64_t(c) * dtype_size(param_dtype);
-  return b;
+  const auto b = layout(n, state_floats, grad_dtype, param_dtype).resident_bytes();
+  return {b[size_t(MemCategory::master)], b[size_t(MemCategory::optimizer)],
+          b[size_t(MemCategory::comm)]};
 }
 
 OptimizerOffload::OptimizerOffload(int64_t n, int state_floats, DType grad_dtype, DType param_dtype,
                                    kernels::Backend& device, TrackingAllocator& host)
-    : n_(n), state_floats_(state_floats), grad_dtype_(grad_dtype), param_dtype_(param_dtype),
-      device_(device), host_(host.backend()), chunk_(chunk_elements(n)) {
-  master_ = Buffer(host, size_t(n) * 4, MemCategory::master);
-  if (state_floats > 0) state_ = Buffer(host, size_t(n) * size_t(state_floats) * 4, MemCategory::optimizer);
-  const int slots = int(std::min<int64_t>(2, chunks()));
-  for (int s = 0; s < slots; ++s) {
-    grad_stage_[size_t(s)] = Buffer(host, size_t(chunk_) * dtype_size(grad_dtype), MemCategory::comm, false);
-    if (separate_params())
-      param_stage_[size_t(s)] = Buffer(host, size_t(chunk_) * dtype_size(param_dtype), MemCategory::comm, false);
+    : n_(n),
+      state_floats_(state_floats),
+      grad_dtype_(grad_dtype),
+      param_dtype_(param_dtype),
+      device_(device),
+      host_(host.backend()),
+      chunk_(chunk_elements(n)),
+      mem_(host, layout(n, state_floats, grad_dtype, param_dtype)) {
+  master_ = mem_.view("master");
+  state_ = mem_.view_if_present("optimizer.state");
+  for (int s = 0; s < 2; ++s) {
+    grad_stage_[size_t(s)] = mem_.view_if_present(slot_name("grads", s));
+    param_stage_[size_t(s)] = mem_.view_if_present(slot_name("params", s));
   }
 }
 

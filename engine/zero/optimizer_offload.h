@@ -27,6 +27,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/optim/optimizer.h"
 
@@ -43,7 +45,10 @@ class OptimizerOffload {
   // Elements per pipeline chunk for a range of n: a quarter of it, rounded up
   // to a multiple of 2048 (the CPU kernels' block), between 2048 and 4 Mi.
   static int64_t chunk_elements(int64_t n);
-  // Host bytes it allocates per category for a range of n (the memory model).
+  // Every host buffer it allocates for a range of n, in allocation order.
+  static MemoryLayout layout(int64_t n, int state_floats, kernels::DType grad_dtype,
+                             kernels::DType param_dtype);
+  // That layout's bytes per category.
   struct HostBytes {
     uint64_t master = 0, optimizer = 0, staging = 0;  // staging: MemCategory::comm
   };
@@ -79,10 +84,11 @@ class OptimizerOffload {
   kernels::Backend& device_;
   kernels::Backend& host_;
   int64_t chunk_;
-  Buffer master_;                      // fp32, n
-  Buffer state_;                       // fp32, n × state_floats, chunk-major
-  std::array<Buffer, 2> grad_stage_;   // one chunk of gradients each
-  std::array<Buffer, 2> param_stage_;  // one chunk of 16-bit parameters each
+  LayoutBuffers mem_;                      // the buffers below point into it
+  BufferView master_;                      // fp32, n
+  BufferView state_;                       // fp32, n × state_floats, chunk-major
+  std::array<BufferView, 2> grad_stage_;   // one chunk of gradients each
+  std::array<BufferView, 2> param_stage_;  // one chunk of 16-bit parameters each
   std::array<uint64_t, 2> down_{};     // transfer tickets per slot
   std::array<uint64_t, 2> up_{};
 };

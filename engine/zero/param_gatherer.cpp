@@ -5,19 +5,41 @@
 
 namespace hybrid::engine {
 
+MemoryLayout ParamGatherer::layout(const ZeroSetup& setup, const ModuleTree& tree) {
+  MemoryLayout l;
+  const uint64_t d = kernels::dtype_size(setup.param_dtype);
+  for (auto* m : tree.param_modules()) {
+    const int64_t n = tree.own_range(*m).size();
+    l.add(
+        "params.gathered." + m->name(), uint64_t(n), d, MemCategory::params, false,
+        n < setup.stage3_param_persistence_threshold ? Residency::resident : Residency::on_demand);
+  }
+  return l;
+}
+
 ParamGatherer::ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
                              comm::Communicator& comm, TrackingAllocator& alloc,
                              const void* param_shard, CommWaitRecorder* waits,
                              std::function<int64_t()> clock)
-    : setup_(setup), tree_(tree), part_(part), comm_(comm), alloc_(alloc),
-      shard_(static_cast<const char*>(param_shard)), waits_(waits), clock_(std::move(clock)),
+    : setup_(setup),
+      tree_(tree),
+      part_(part),
+      comm_(comm),
+      mem_(alloc, layout(setup, tree)),
+      shard_(static_cast<const char*>(param_shard)),
+      waits_(waits),
+      clock_(std::move(clock)),
       dsize_(kernels::dtype_size(setup.param_dtype)) {
   unit_of_module_.assign(tree.modules().size(), -1);
   for (auto* m : tree.param_modules()) {
     const auto r = tree.own_range(*m);
     Unit u;
     u.range = {r.begin, r.end};
-    u.persistent = r.size() < setup.persistence_threshold;
+    u.persistent = mem_.layout()[units_.size()].residency == Residency::resident;
+    if (u.persistent) {
+      u.data = mem_.view(units_.size()).data();
+      live_elems_ += u.range.size();
+    }
     unit_of_module_[size_t(m->id())] = int(units_.size());
     units_.push_back(std::move(u));
   }
@@ -40,19 +62,20 @@ int64_t ParamGatherer::persistent_elements() const {
 }
 
 void ParamGatherer::start_gather(Unit& u) {
-  if (u.mem.empty()) {
-    u.mem = Buffer(alloc_, size_t(u.range.size()) * dsize_, MemCategory::params, false);
+  if (!u.data) {
+    u.owned = mem_.allocate(size_t(&u - units_.data()));  // unit i is layout entry i
+    u.data = u.owned.data();
     live_elems_ += u.range.size();
   }
   const auto counts = part_.counts(u.range);
   const FlatRange own = part_.own();
   const FlatRange mine = u.range.intersect(own);
   const char* send = shard_ + size_t(mine.empty() ? 0 : mine.begin - own.begin) * dsize_;
-  u.pending = comm_.all_gather_async(send, u.mem.data(), counts, setup_.param_dtype);
+  u.pending = comm_.all_gather_async(send, u.data, counts, setup_.param_dtype);
 }
 
 void ParamGatherer::ensure_live(Unit& u) {
-  if (u.mem.empty()) start_gather(u);
+  if (!u.data) start_gather(u);
   if (u.pending) {
     const int64_t t0 = clock_();
     u.pending->wait();
@@ -62,22 +85,23 @@ void ParamGatherer::ensure_live(Unit& u) {
 }
 
 void ParamGatherer::release(Unit& u) {
-  if (u.persistent || u.refs > 0 || u.mem.empty()) return;
+  if (u.persistent || u.refs > 0 || !u.data) return;
   if (u.pending) u.pending->wait();  // a prefetch nobody used: let it land first
   u.pending.reset();
   live_elems_ -= u.range.size();
-  u.mem.reset();
+  u.data = nullptr;
+  u.owned.reset();
 }
 
 void ParamGatherer::prefetch(const std::vector<int>& order, size_t from) {
-  int64_t budget = setup_.prefetch_bucket_elems;
+  int64_t budget = setup_.stage3_prefetch_bucket_size;
   for (size_t i = from; i < order.size() && budget > 0; ++i) {
     for (int ui : module_units_[size_t(order[i])]) {
       Unit& u = units_[size_t(ui)];
       if (u.persistent) continue;
       budget -= u.range.size();  // what is already gathered ahead counts too
-      if (!u.mem.empty()) continue;
-      if (live_elems_ + u.range.size() > setup_.max_live_parameters) return;
+      if (u.data) continue;
+      if (live_elems_ + u.range.size() > setup_.stage3_max_live_parameters) return;
       start_gather(u);
     }
   }
@@ -115,9 +139,9 @@ void ParamGatherer::after(const Module& m, bool) {
 
 const void* ParamGatherer::param(const ParamSpec& p) const {
   const Unit& u = units_[size_t(unit_of_module_[size_t(p.owner)])];
-  if (u.mem.empty() || u.pending)
+  if (!u.data || u.pending)
     throw std::logic_error("ZeRO-3: parameter " + p.name + " used while not gathered");
-  return u.mem.as<char>() + size_t(p.offset - u.range.begin) * dsize_;
+  return static_cast<const char*>(u.data) + size_t(p.offset - u.range.begin) * dsize_;
 }
 
 void ParamGatherer::refresh_persistent() {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/module.h"
 #include "engine/zero/partition.h"
@@ -23,6 +25,10 @@ class ParamGatherer {
   ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
                 comm::Communicator& comm, TrackingAllocator& alloc, const void* param_shard,
                 CommWaitRecorder* waits, std::function<int64_t()> clock);
+
+  // One entry per unit (module that owns parameters), in forward order:
+  // persistent units resident, the others allocated on demand while gathered.
+  static MemoryLayout layout(const ZeroSetup& setup, const ModuleTree& tree);
 
   void before(const Module& m, bool forward);
   void after(const Module& m, bool forward);
@@ -41,7 +47,8 @@ class ParamGatherer {
     FlatRange range;
     bool persistent = false;
     int refs = 0;
-    Buffer mem;
+    void* data = nullptr;  // gathered parameters; null when released
+    Buffer owned;          // the on-demand memory behind data (persistent: in mem_)
     comm::HandlePtr pending;
   };
   void start_gather(Unit& u);
@@ -54,7 +61,7 @@ class ParamGatherer {
   const ModuleTree& tree_;
   const Partition& part_;
   comm::Communicator& comm_;
-  TrackingAllocator& alloc_;
+  LayoutBuffers mem_;
   const char* shard_;
   CommWaitRecorder* waits_;
   std::function<int64_t()> clock_;

@@ -7,23 +7,45 @@ namespace hybrid::engine {
 
 using kernels::DType;
 
+MemoryLayout ZeroRuntime::layout(const ZeroSetup& setup, const Partition& part, int state_floats,
+                                 bool offloaded) {
+  const uint64_t P = uint64_t(part.padded()), S = uint64_t(part.shard_size());
+  const uint64_t n_opt = setup.stage == 0 ? P : S;
+  MemoryLayout l;
+  l.add("params", setup.stage == 3 ? S : P, kernels::dtype_size(setup.param_dtype),
+        MemCategory::params, true);
+  if (!offloaded) {
+    if (setup.separate_master()) l.add("master", n_opt, 4, MemCategory::master, true);
+    if (state_floats > 0)
+      l.add("optimizer.state", n_opt * uint64_t(state_floats), 4, MemCategory::optimizer, true);
+  }
+  // Diagnostics only (grads_to_host), never during a training step.
+  l.add("grads_to_host.f32", n_opt, 4, MemCategory::other, false, Residency::on_demand);
+  return l;
+}
+
 ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
                          comm::Communicator& host_comm, TrackingAllocator& alloc,
-                         TrackingAllocator* offload, int optimizer_state_floats, CommWaitRecorder* waits,
-                         std::function<int64_t()> clock)
-    : setup_(setup), tree_(tree), part_(tree.param_count(), comm.world_size(), comm.rank()),
-      comm_(comm), host_comm_(host_comm), alloc_(alloc), backend_(alloc.backend()), waits_(waits),
-      clock_(clock), state_floats_(optimizer_state_floats), dsize_(kernels::dtype_size(setup.param_dtype)) {
-  const size_t P = size_t(part_.padded()), S = size_t(part_.shard_size());
-  params_ = Buffer(alloc, (setup.stage == 3 ? S : P) * dsize_, MemCategory::params);
-  const size_t n_opt = setup.stage == 0 ? P : S;
+                         TrackingAllocator* offload, int optimizer_state_floats,
+                         CommWaitRecorder* waits, std::function<int64_t()> clock)
+    : setup_(setup),
+      tree_(tree),
+      part_(tree.param_count(), comm.world_size(), comm.rank()),
+      comm_(comm),
+      host_comm_(host_comm),
+      backend_(alloc.backend()),
+      waits_(waits),
+      clock_(clock),
+      state_floats_(optimizer_state_floats),
+      dsize_(kernels::dtype_size(setup.param_dtype)),
+      mem_(alloc, layout(setup, part_, optimizer_state_floats, offload != nullptr)) {
+  params_ = mem_.view("params");
+  master_ = mem_.view_if_present("master");
+  state_ = mem_.view_if_present("optimizer.state");
   if (offload) {
-    offload_ = std::make_unique<OptimizerOffload>(int64_t(n_opt), state_floats_, setup.accum_dtype,
+    const int64_t n_opt = setup.stage == 0 ? part_.padded() : part_.shard_size();
+    offload_ = std::make_unique<OptimizerOffload>(n_opt, state_floats_, setup.accum_dtype,
                                                   setup.param_dtype, backend_, *offload);
-  } else {
-    if (setup.separate_master()) master_ = Buffer(alloc, n_opt * 4, MemCategory::master);
-    if (state_floats_ > 0)
-      state_ = Buffer(alloc, n_opt * size_t(state_floats_) * 4, MemCategory::optimizer);
   }
   reducer_ = std::make_unique<GradReducer>(setup, tree, part_, comm, alloc, waits, clock);
   if (setup.stage == 3)
@@ -122,7 +144,7 @@ void ZeroRuntime::sync_working_params() {
 void ZeroRuntime::gather_params() {
   if (comm_.world_size() == 1) return;
   const int64_t P = part_.padded();
-  const int64_t chunk = std::max<int64_t>(setup_.allgather_bucket_elems, 1);
+  const int64_t chunk = std::max<int64_t>(setup_.allgather_bucket_size, 1);
   std::vector<comm::HandlePtr> handles;
   for (int64_t c0 = 0; c0 < P; c0 += chunk) {
     const FlatRange range{c0, std::min(P, c0 + chunk)};
@@ -167,7 +189,7 @@ void ZeroRuntime::load_from_host(const float* master, const float* state) {
 
 std::vector<float> ZeroRuntime::grads_to_host() const {
   const size_t n = size_t(reducer_->optimizer_range().size());
-  Buffer f32(alloc_, n * 4, MemCategory::other, false);
+  Buffer f32 = mem_.allocate(mem_.layout().index_of("grads_to_host.f32"));
   backend_.convert(DType::f32, f32.data(), setup_.accum_dtype, reducer_->optimizer_grads(), n);
   std::vector<float> out(n);
   backend_.copy_to_host(out.data(), f32.data(), n * 4);

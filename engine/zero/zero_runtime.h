@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/execution_context.h"
 #include "engine/optim/optimizer.h"
@@ -46,6 +48,13 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
               comm::Communicator& host_comm, TrackingAllocator& alloc, TrackingAllocator* offload,
               int optimizer_state_floats, CommWaitRecorder* waits, std::function<int64_t()> clock);
   ~ZeroRuntime() override;
+
+  // The runtime's own buffers (working parameters, fp32 master weights and
+  // optimizer state on the device unless offloaded, and grads_to_host's
+  // on-demand copy), in allocation order; the reducer, the gatherer and the
+  // offloaded optimizer have their own layouts.
+  static MemoryLayout layout(const ZeroSetup& setup, const Partition& part,
+                             int optimizer_state_floats, bool offloaded);
 
   const ZeroSetup& setup() const { return setup_; }
   const Partition& partition() const { return part_; }
@@ -103,16 +112,16 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   Partition part_;
   comm::Communicator& comm_;
   comm::Communicator& host_comm_;
-  TrackingAllocator& alloc_;
   kernels::Backend& backend_;
   CommWaitRecorder* waits_;
   std::function<int64_t()> clock_;
   int state_floats_;
   size_t dsize_;
 
-  Buffer params_;  // full (stages 0–2) or shard (3), param dtype
-  Buffer master_;  // fp32, optimizer range; empty when params are fp32 or offloaded
-  Buffer state_;   // fp32 optimizer state, optimizer range × state_floats; empty when offloaded
+  LayoutBuffers mem_;  // the three below point into it
+  BufferView params_;  // full (stages 0–2) or shard (3), param dtype
+  BufferView master_;  // fp32, optimizer range; empty when params are fp32 or offloaded
+  BufferView state_;  // fp32 optimizer state, optimizer range × state_floats; empty when offloaded
   std::unique_ptr<OptimizerOffload> offload_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;

@@ -1,22 +1,17 @@
-// The resolved ZeRO settings the runtime pieces share.
+// The ZeRO settings the runtime pieces share: the config's zero_optimization
+// block as parsed, plus the dtypes that the rest of the config resolves.
 #pragma once
 
 #include <cstdint>
 
+#include "engine/config/config.h"
 #include "kernels/dtype.h"
 
 namespace hybrid::engine {
 
-struct ZeroSetup {
-  int stage = 0;
+struct ZeroSetup : ZeroConfig {
   kernels::DType param_dtype = kernels::DType::f32;  // parameters and working gradients
   kernels::DType accum_dtype = kernels::DType::f32;  // gradient accumulation
-  int64_t reduce_bucket_elems = 500'000'000;
-  int64_t allgather_bucket_elems = 500'000'000;
-  bool overlap_comm = false;
-  int64_t prefetch_bucket_elems = 50'000'000;
-  int64_t persistence_threshold = 100'000;
-  int64_t max_live_parameters = 1'000'000'000;
 
   // fp32 master weights are a separate buffer only when parameters are 16-bit.
   bool separate_master() const { return param_dtype != kernels::DType::f32; }
@@ -24,6 +19,10 @@ struct ZeroSetup {
   // accumulation dtype differs from the working dtype.
   bool separate_accum() const { return param_dtype != accum_dtype; }
 };
+
+inline ZeroSetup zero_setup(const Config& cfg) {
+  return {cfg.zero, cfg.param_dtype(), cfg.grad_accum_dtype};
+}
 
 // Receives the intervals the compute thread spends blocked on communication,
 // i.e. the exposed (non-overlapped) communication time.

@@ -29,14 +29,16 @@ RunComparison compare_runs(const profiler::RunProfile& a, const LayerBreakdown& 
   for (int i : tree_order(al)) {
     const LayerRow& r = al.rows[size_t(i)];
     index[key(r)] = c.rows.size();
-    c.rows.push_back({r.name, r.kind, r.depth, r.total_ms.mean, std::nullopt, r.share, std::nullopt});
+    c.rows.push_back(
+        {r.name, r.kind, r.depth, r.total_ms.mean, std::nullopt, r.share, std::nullopt});
   }
   for (int i : tree_order(bl)) {
     const LayerRow& r = bl.rows[size_t(i)];
     auto it = index.find(key(r));
     if (it == index.end()) {
       index[key(r)] = c.rows.size();
-      c.rows.push_back({r.name, r.kind, r.depth, std::nullopt, r.total_ms.mean, std::nullopt, r.share});
+      c.rows.push_back(
+          {r.name, r.kind, r.depth, std::nullopt, r.total_ms.mean, std::nullopt, r.share});
     } else {
       c.rows[it->second].b_ms = r.total_ms.mean;
       c.rows[it->second].b_share = r.share;

@@ -31,8 +31,8 @@ struct CompareRow {
 
 struct RunComparison {
   int64_t a_run = 0, b_run = 0;
-  double a_median_step_ms = 0, b_median_step_ms = 0;  // over all steps of each run
-  double a_tokens_per_s = 0, b_tokens_per_s = 0;      // medians over steps not skipped
+  double a_median_step_ms = 0, b_median_step_ms = 0;      // over all steps of each run
+  double a_tokens_per_s = 0, b_tokens_per_s = 0;          // medians over steps not skipped
   double a_profiled_step_ms = 0, b_profiled_step_ms = 0;  // LayerBreakdown::step_ms.mean
   std::vector<CompareRow> rows;  // a's rows in model order, then rows only b has
 

@@ -17,8 +17,7 @@ FileStamp file_stamp(const std::filesystem::path& p) {
   s.size = std::filesystem::file_size(p, ec);
   const auto t = std::filesystem::last_write_time(p, ec);
   if (!ec)
-    s.mtime_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    s.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   return s;
 }
 

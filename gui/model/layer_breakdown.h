@@ -62,15 +62,15 @@ struct LayerRow {
   int depth = 0;
   int parent = -1;  // row index
   std::vector<int> children;
-  Spread fwd_ms, bwd_ms;  // inclusive of child modules
-  Spread exposed_ms;      // exposed communication inside the row (inclusive of children)
-  Spread blocked_ms;      // waits inside the row with no collective in flight
-  Spread total_ms;        // fwd + bwd for modules; the row's time otherwise
+  Spread fwd_ms, bwd_ms;            // inclusive of child modules
+  Spread exposed_ms;                // exposed communication inside the row (inclusive of children)
+  Spread blocked_ms;                // waits inside the row with no collective in flight
+  Spread total_ms;                  // fwd + bwd for modules; the row's time otherwise
   Spread host_fwd_ms, host_bwd_ms;  // the scopes' host time (launch time on a GPU)
-  double fwd_flops = 0;   // mean over ranks
+  double fwd_flops = 0;             // mean over ranks
   double bwd_flops = 0;
-  double flops_per_s = 0;  // (fwd + bwd FLOPs) / total time, from the means
-  double share = 0;        // total_ms.mean / step_ms.mean
+  double flops_per_s = 0;         // (fwd + bwd FLOPs) / total time, from the means
+  double share = 0;               // total_ms.mean / step_ms.mean
   uint64_t params = 0;            // including children
   uint64_t activation_bytes = 0;  // saved for backward per micro batch, including children
   int64_t calls = 0;              // forward invocations (rank mean, rounded)

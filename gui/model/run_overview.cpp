@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/statistics.h"
 #include "gui/model/stats.h"
 
 namespace hybrid::gui {
@@ -36,9 +37,9 @@ RunOverview build_run_overview(const profiler::RunProfile& p) {
     if (std::isfinite(s.loss)) o.final_loss = s.loss;
   }
   o.steps = int64_t(p.steps.size());
-  o.median_step_ms = median(step_ms);
-  o.median_tokens_per_s = median(tokens);
-  o.median_flops_per_s = median(flops);
+  o.median_step_ms = base::median(step_ms);
+  o.median_tokens_per_s = base::median(tokens);
+  o.median_flops_per_s = base::median(flops);
 
   std::map<std::string, MemoryCategory> cats;
   std::map<std::string, bool> all_predicted;

@@ -34,10 +34,10 @@ struct RunOverview {
   Series loss, loss_scale, step_ms, tokens_per_s;
   std::vector<int64_t> skipped_steps;
   int64_t steps = 0;
-  double median_step_ms = 0;      // over all steps
+  double median_step_ms = 0;       // over all steps
   double median_tokens_per_s = 0;  // over steps that were not skipped
   double median_flops_per_s = 0;
-  std::optional<double> final_loss;  // of the last step with a finite loss
+  std::optional<double> final_loss;    // of the last step with a finite loss
   std::vector<MemoryCategory> memory;  // by category name
   uint64_t peak_total_bytes = 0;       // Σ categories' peaks (an upper bound of the true peak)
   std::optional<uint64_t> predicted_total_bytes;  // when every category has a prediction

@@ -1,7 +1,7 @@
-// The sweeps window as data: a sweep's trials as a leaderboard (config columns
-// read from each trial's ds_config, the metric, status and failure reason), sort
-// and filter, the scatter of metric against micro-batch size by ZeRO stage, and
-// the candidates the memory model pruned.
+// The sweeps window as data: a sweep's leaderboard from the data layer
+// (profiler/tables/sweep_leaderboard.h: typed trial configs, the metric's
+// direction), sort and filter, the scatter of metric against micro-batch size by
+// ZeRO stage, and the candidates the memory model pruned.
 #pragma once
 
 #include <cstdint>
@@ -10,28 +10,14 @@
 #include <string_view>
 #include <vector>
 
-#include "profiler/profile_data.h"
 #include "profiler/sweep_data.h"
+#include "profiler/tables/sweep_leaderboard.h"
 
 namespace hybrid::gui {
 
-// The knobs a sweep varies, read from a ds_config.json; missing keys stay empty.
-struct TrialConfig {
-  std::optional<int> micro_batch;  // train_micro_batch_size_per_gpu
-  std::optional<int> grad_accum;   // gradient_accumulation_steps
-  std::optional<int> zero_stage;   // zero_optimization.stage
-  std::optional<double> reduce_bucket;     // zero_optimization.reduce_bucket_size (elements)
-  std::optional<double> allgather_bucket;  // zero_optimization.allgather_bucket_size
-  std::optional<bool> overlap_comm;        // zero_optimization.overlap_comm
-  std::string dtype;                       // "bf16" | "fp16" | "fp32"; "" when unknown
-};
-// Never throws: text that is not JSON gives an empty config.
-TrialConfig parse_trial_config(std::string_view config_json);
-
-struct SweepRow {
-  profiler::TrialRow trial;
-  TrialConfig config;
-};
+using profiler::parse_trial_config;
+using profiler::TrialConfig;
+using SweepRow = profiler::LeaderboardRow;
 
 struct ScatterPoint {
   double micro_batch = 0;
@@ -40,15 +26,10 @@ struct ScatterPoint {
   int row = 0;          // index into SweepTable::rows
 };
 
-struct SweepTable {
-  profiler::SweepInfo sweep;
-  bool higher_is_better = true;  // from the metric's name: times are minimised
-  std::vector<SweepRow> rows;    // as the store lists them
-  int best = -1;                 // row of the best ok trial
+// The data layer's leaderboard (typed configs, the metric's unit and direction,
+// best and ranking) plus what the window plots.
+struct SweepTable : profiler::SweepLeaderboard {
   std::vector<ScatterPoint> scatter;  // ok trials with a metric and a micro batch
-  std::vector<profiler::PrunedCandidate> pruned;
-  std::vector<TrialConfig> pruned_config;  // parallel to pruned
-  int count(profiler::TrialStatus s) const;
 };
 
 SweepTable build_sweep_table(const profiler::SweepInfo& sweep,

@@ -34,9 +34,18 @@ TimelineLane make_lane(const LaneKey& k) {
   TimelineLane l;
   l.rank = k.rank;
   switch (k.order) {
-    case 0: l.kind = LaneKind::compute; l.label = fmt::format("rank {} · compute", k.rank); break;
-    case 1: l.kind = LaneKind::comm; l.label = fmt::format("rank {} · comm", k.rank); break;
-    case 2: l.kind = LaneKind::optimizer; l.label = fmt::format("rank {} · optimizer", k.rank); break;
+    case 0:
+      l.kind = LaneKind::compute;
+      l.label = fmt::format("rank {} · compute", k.rank);
+      break;
+    case 1:
+      l.kind = LaneKind::comm;
+      l.label = fmt::format("rank {} · comm", k.rank);
+      break;
+    case 2:
+      l.kind = LaneKind::optimizer;
+      l.label = fmt::format("rank {} · optimizer", k.rank);
+      break;
     default:
       l.kind = LaneKind::gpu;
       l.gpu_stream = k.order - 3;
@@ -150,8 +159,8 @@ std::vector<LaneGeometry> layout_lanes(const TimelineModel& m, float row_px, flo
   return out;
 }
 
-void layout_row(const TimelineRow& row, double view_begin_ns, double view_end_ns,
-                double ns_per_px, float min_px, std::vector<TimelineBox>& out) {
+void layout_row(const TimelineRow& row, double view_begin_ns, double view_end_ns, double ns_per_px,
+                float min_px, std::vector<TimelineBox>& out) {
   const auto& evs = row.events;
   if (evs.empty() || ns_per_px <= 0) return;
   // Ends are sorted (rows never overlap): the first visible event ends after the view begins.

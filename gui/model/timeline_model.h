@@ -31,15 +31,15 @@ struct TimelineRow {
 struct TimelineLane {
   int rank = 0;
   LaneKind kind = LaneKind::compute;
-  int gpu_stream = -1;  // for gpu lanes: Event::lane − kLaneGpuBase
-  std::string label;    // "rank 0 · compute"
+  int gpu_stream = -1;            // for gpu lanes: Event::lane − kLaneGpuBase
+  std::string label;              // "rank 0 · compute"
   std::vector<TimelineRow> rows;  // by depth
 };
 
 struct TimelineModel {
   std::vector<profiler::Event> events;  // as read; names index `names`
   std::vector<std::string> names;
-  std::vector<TimelineLane> lanes;  // by rank, then compute, comm, optimizer, GPU streams
+  std::vector<TimelineLane> lanes;      // by rank, then compute, comm, optimizer, GPU streams
   std::vector<int64_t> rank_offset_ns;  // aligned = start_ns + rank_offset_ns[rank] − origin
   int64_t end_ns = 0;                   // the aligned end of the last event (begin is 0)
   bool clocks_aligned = false;          // the ranks' tracer epochs were known
@@ -78,8 +78,8 @@ struct TimelineBox {
 // at ns_per_px. An event narrower than min_px is merged with the following
 // narrow events that start within min_px of the merged box's end; every box is
 // at least min_px wide. Appends to `out`.
-void layout_row(const TimelineRow& row, double view_begin_ns, double view_end_ns,
-                double ns_per_px, float min_px, std::vector<TimelineBox>& out);
+void layout_row(const TimelineRow& row, double view_begin_ns, double view_end_ns, double ns_per_px,
+                float min_px, std::vector<TimelineBox>& out);
 
 // The event of the row under time t (± tolerance_ns), the innermost being the row
 // itself; -1 when none. When several are within the tolerance, the nearest wins.

@@ -15,13 +15,20 @@ namespace hybrid::gui {
 
 std::string_view window_name(WindowId w) {
   switch (w) {
-    case WindowId::sweeps: return "sweeps";
-    case WindowId::overview: return "overview";
-    case WindowId::layers: return "layers";
-    case WindowId::timeline: return "timeline";
-    case WindowId::collectives: return "collectives";
-    case WindowId::gpu: return "gpu";
-    case WindowId::compare: return "compare";
+    case WindowId::sweeps:
+      return "sweeps";
+    case WindowId::overview:
+      return "overview";
+    case WindowId::layers:
+      return "layers";
+    case WindowId::timeline:
+      return "timeline";
+    case WindowId::collectives:
+      return "collectives";
+    case WindowId::gpu:
+      return "gpu";
+    case WindowId::compare:
+      return "compare";
   }
   return "?";
 }
@@ -134,8 +141,9 @@ std::string App::run_label(const profiler::RunInfo& r) const {
     return fmt::format("#{} {} ({}, imported from {}, {} × {})", r.id, r.name,
                        profiler::to_string(r.status), r.source, r.world_size,
                        r.backend.empty() ? "rank" : r.backend);
-  return fmt::format("#{} {} ({}, {}×{} ZeRO {} mb {} gas {})", r.id, r.name, profiler::to_string(r.status),
-                     r.world_size, r.backend.empty() ? "rank" : r.backend, r.zero_stage, r.micro_batch,
+  return fmt::format("#{} {} ({}, {}×{} ZeRO {} mb {} gas {})", r.id, r.name,
+                     profiler::to_string(r.status), r.world_size,
+                     r.backend.empty() ? "rank" : r.backend, r.zero_stage, r.micro_batch,
                      r.grad_accum);
 }
 
@@ -206,9 +214,10 @@ void App::draw_error_panel() {
   ImGui::TextUnformatted(db_error().c_str());
   ImGui::PopTextWrapPos();
   ImGui::Spacing();
-  ImGui::TextColored(to_vec4(colors::kDimText),
-                     "hybrid-view opens hybrid run stores (SQLite, written by hybrid-train --db and "
-                     "hybrid-tune) read-only and never modifies them. Enter another path above.");
+  ImGui::TextColored(
+      to_vec4(colors::kDimText),
+      "hybrid-view opens hybrid run stores (SQLite, written by hybrid-train --db and "
+      "hybrid-tune) read-only and never modifies them. Enter another path above.");
 }
 
 void App::frame() {
@@ -232,19 +241,34 @@ void App::frame() {
   if (ImGui::BeginTabBar("##windows")) {
     for (WindowId w : kAllWindows) {
       static const char* titles[] = {"Sweeps & trials", "Run overview", "Layer breakdown",
-                                     "Step timeline", "Collectives", "GPU", "Compare"};
+                                     "Step timeline",   "Collectives",  "GPU",
+                                     "Compare"};
       ImGuiTabItemFlags flags = 0;
       if (pending_window_ == w) flags |= ImGuiTabItemFlags_SetSelected;
       if (!ImGui::BeginTabItem(titles[int(w)], nullptr, flags)) continue;
       ImGui::BeginChild("##content", ImVec2(0, 0), false);
       switch (w) {
-        case WindowId::sweeps: sweeps_->draw(*this); break;
-        case WindowId::overview: draw_overview_window(*this); break;
-        case WindowId::layers: layers_->draw(*this); break;
-        case WindowId::timeline: timeline_->draw(*this); break;
-        case WindowId::collectives: draw_collectives_window(*this); break;
-        case WindowId::gpu: gpu_->draw(*this); break;
-        case WindowId::compare: draw_compare_window(*this); break;
+        case WindowId::sweeps:
+          sweeps_->draw(*this);
+          break;
+        case WindowId::overview:
+          draw_overview_window(*this);
+          break;
+        case WindowId::layers:
+          layers_->draw(*this);
+          break;
+        case WindowId::timeline:
+          timeline_->draw(*this);
+          break;
+        case WindowId::collectives:
+          draw_collectives_window(*this);
+          break;
+        case WindowId::gpu:
+          gpu_->draw(*this);
+          break;
+        case WindowId::compare:
+          draw_compare_window(*this);
+          break;
       }
       ImGui::EndChild();
       ImGui::EndTabItem();

@@ -88,7 +88,8 @@ bool BoxRenderer::ensure_gl() {
   glBindVertexArray(vao_);
   glBindBuffer(GL_ARRAY_BUFFER, vbo_);
   glEnableVertexAttribArray(0);
-  glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, sizeof(Vertex), reinterpret_cast<void*>(offsetof(Vertex, x)));
+  glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, sizeof(Vertex),
+                        reinterpret_cast<void*>(offsetof(Vertex, x)));
   glEnableVertexAttribArray(1);
   glVertexAttribPointer(1, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(Vertex),
                         reinterpret_cast<void*>(offsetof(Vertex, color)));
@@ -99,21 +100,24 @@ bool BoxRenderer::ensure_gl() {
 void BoxRenderer::draw(const ImDrawCmd* cmd) {
   if (!ensure_gl()) return;
   const ImDrawData* dd = ImGui::GetDrawData();
-  const float l = dd->DisplayPos.x, r = l + dd->DisplaySize.x, t = dd->DisplayPos.y, b = t + dd->DisplaySize.y;
-  const float proj[16] = {2 / (r - l), 0, 0, 0, 0, 2 / (t - b), 0, 0, 0, 0, -1, 0,
-                          (r + l) / (l - r), (t + b) / (b - t), 0, 1};
+  const float l = dd->DisplayPos.x, r = l + dd->DisplaySize.x, t = dd->DisplayPos.y,
+              b = t + dd->DisplaySize.y;
+  const float proj[16] = {2 / (r - l), 0, 0, 0,  0, 2 / (t - b),       0,
+                          0,           0, 0, -1, 0, (r + l) / (l - r), (t + b) / (b - t),
+                          0,           1};
   const ImVec2 scale = dd->FramebufferScale;
   const float fb_h = dd->DisplaySize.y * scale.y;
   const ImVec4 c = cmd->ClipRect;
   glEnable(GL_SCISSOR_TEST);
-  glScissor(GLint((c.x - l) * scale.x), GLint(fb_h - (c.w - t) * scale.y), GLsizei((c.z - c.x) * scale.x),
-            GLsizei((c.w - c.y) * scale.y));
+  glScissor(GLint((c.x - l) * scale.x), GLint(fb_h - (c.w - t) * scale.y),
+            GLsizei((c.z - c.x) * scale.x), GLsizei((c.w - c.y) * scale.y));
   glDisable(GL_BLEND);  // opaque boxes: no framebuffer read-back
   glUseProgram(program_);
   glUniformMatrix4fv(proj_, 1, GL_FALSE, proj);
   glBindVertexArray(vao_);
   glBindBuffer(GL_ARRAY_BUFFER, vbo_);
-  glBufferData(GL_ARRAY_BUFFER, GLsizeiptr(verts_.size() * sizeof(Vertex)), verts_.data(), GL_STREAM_DRAW);
+  glBufferData(GL_ARRAY_BUFFER, GLsizeiptr(verts_.size() * sizeof(Vertex)), verts_.data(),
+               GL_STREAM_DRAW);
   glDrawArrays(GL_TRIANGLES, 0, GLsizei(verts_.size()));
 }
 

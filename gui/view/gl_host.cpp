@@ -1,8 +1,8 @@
 #include "gui/view/gl_host.h"
 
 #define GLFW_INCLUDE_NONE
-#include <GLFW/glfw3.h>
 #include <GL/gl.h>
+#include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "gui/view/theme.h"
 
 namespace hybrid::gui {
@@ -123,20 +123,25 @@ void GlHost::save_png(const std::filesystem::path& path) const {
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
   glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-  if (path.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-  }
-  const std::filesystem::path tmp = path.string() + ".tmp";
+  // Encoded into the atomic writer: a reader (the tests, a script polling for the
+  // file) sees the complete PNG or none; the writer creates missing folders.
+  struct Sink {
+    base::AtomicFileWriter file;
+    std::string error;  // exceptions must not cross stb's C frames
+  } sink{base::AtomicFileWriter(path.string()), {}};
+  auto write = [](void* context, void* data, int bytes) {
+    auto* s = static_cast<Sink*>(context);
+    if (!s->error.empty()) return;
+    try {
+      s->file.write(data, size_t(bytes));
+    } catch (const std::exception& e) {
+      s->error = e.what();
+    }
+  };
   stbi_flip_vertically_on_write(1);  // GL rows start at the bottom
-  if (!stbi_write_png(tmp.c_str(), w, h, 3, pixels.data(), w * 3))
-    throw std::runtime_error("cannot write screenshot " + tmp.string());
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot write screenshot " + path.string() + ": " + ec.message());
-  }
+  if (!stbi_write_png_to_func(write, &sink, w, h, 3, pixels.data(), w * 3) || !sink.error.empty())
+    throw std::runtime_error("cannot write screenshot " + path.string() + ": " + sink.error);
+  sink.file.commit();
 }
 
 }  // namespace hybrid::gui

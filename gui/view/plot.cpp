@@ -45,7 +45,9 @@ struct Frame {
     const double v = log_y ? std::log2(std::max(y, 1e-300)) : y;
     return max.y - float((v - y0) / (y1 - y0)) * (max.y - min.y);
   }
-  double x_at(float px_) const { return x0 + double(px_ - min.x) / double(max.x - min.x) * (x1 - x0); }
+  double x_at(float px_) const {
+    return x0 + double(px_ - min.x) / double(max.x - min.x) * (x1 - x0);
+  }
 };
 
 void expand_range(double& lo, double& hi) {
@@ -92,6 +94,57 @@ Frame draw_axes(ImDrawList* dl, ImVec2 origin, ImVec2 size, const PlotOptions& o
 
 }  // namespace
 
+namespace {
+
+// Each series as polylines broken at values the axis cannot show.
+void draw_series(ImDrawList* dl, const Frame& f, const std::vector<PlotSeries>& series,
+                 const PlotOptions& o) {
+  for (const auto& s : series) {
+    std::vector<ImVec2> run;
+    auto flush = [&] {
+      if (run.size() >= 2) dl->AddPolyline(run.data(), int(run.size()), s.color, 0, 2.0f);
+      if (run.size() == 1) dl->AddCircleFilled(run[0], 2.5f, s.color);
+      run.clear();
+    };
+    for (size_t i = 0; i < s.x->size() && i < s.y->size(); ++i) {
+      const double y = (*s.y)[i];
+      if (!std::isfinite(y) || (o.log_y && y <= 0)) {
+        flush();
+        continue;
+      }
+      run.emplace_back(f.px((*s.x)[i]), f.py(y));
+    }
+    flush();
+  }
+}
+
+// The nearest point of each series to the mouse, and markers near it.
+void line_tooltip(ImDrawList* dl, const Frame& f, const std::vector<PlotSeries>& series,
+                  const PlotOptions& o) {
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const double xm = f.x_at(mouse.x);
+  dl->AddLine(ImVec2(mouse.x, f.min.y), ImVec2(mouse.x, f.max.y), colors::kAxis);
+  ImGui::BeginTooltip();
+  for (const auto& s : series) {
+    size_t best = 0;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < s.x->size(); ++i)
+      if (std::fabs((*s.x)[i] - xm) < best_d) {
+        best_d = std::fabs((*s.x)[i] - xm);
+        best = i;
+      }
+    if (best < s.y->size())
+      ImGui::TextColored(to_vec4(s.color), "step %.0f  %s: %s %s", (*s.x)[best], s.label.c_str(),
+                         short_number((*s.y)[best]).c_str(), o.unit.c_str());
+  }
+  for (double m : o.markers_x)
+    if (std::fabs(m - xm) < (f.x1 - f.x0) / 60)
+      ImGui::TextColored(to_vec4(o.marker_color), "step %.0f: %s", m, o.marker_label.c_str());
+  ImGui::EndTooltip();
+}
+
+}  // namespace
+
 void line_plot(const char* id, const std::vector<PlotSeries>& series, const PlotOptions& o) {
   ImGui::PushID(id);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -128,23 +181,7 @@ void line_plot(const char* id, const std::vector<PlotSeries>& series, const Plot
     const float x = f.px(m);
     dl->AddLine(ImVec2(x, f.min.y), ImVec2(x, f.max.y), o.marker_color, 1.5f);
   }
-  for (const auto& s : series) {
-    std::vector<ImVec2> run;
-    auto flush = [&] {
-      if (run.size() >= 2) dl->AddPolyline(run.data(), int(run.size()), s.color, 0, 2.0f);
-      if (run.size() == 1) dl->AddCircleFilled(run[0], 2.5f, s.color);
-      run.clear();
-    };
-    for (size_t i = 0; i < s.x->size() && i < s.y->size(); ++i) {
-      const double y = (*s.y)[i];
-      if (!std::isfinite(y) || (o.log_y && y <= 0)) {
-        flush();
-        continue;
-      }
-      run.emplace_back(f.px((*s.x)[i]), f.py(y));
-    }
-    flush();
-  }
+  draw_series(dl, f, series, o);
   dl->PopClipRect();
   // Legend, top right.
   float lx = f.max.x - 6;
@@ -154,28 +191,7 @@ void line_plot(const char* id, const std::vector<PlotSeries>& series, const Plot
     dl->AddText(ImVec2(lx, f.min.y + 3), it->color, it->label.c_str());
     lx -= 14;
   }
-  if (hovered) {
-    const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const double xm = f.x_at(mouse.x);
-    dl->AddLine(ImVec2(mouse.x, f.min.y), ImVec2(mouse.x, f.max.y), colors::kAxis);
-    ImGui::BeginTooltip();
-    for (const auto& s : series) {
-      size_t best = 0;
-      double best_d = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < s.x->size(); ++i)
-        if (std::fabs((*s.x)[i] - xm) < best_d) {
-          best_d = std::fabs((*s.x)[i] - xm);
-          best = i;
-        }
-      if (best < s.y->size())
-        ImGui::TextColored(to_vec4(s.color), "step %.0f  %s: %s %s", (*s.x)[best], s.label.c_str(),
-                           short_number((*s.y)[best]).c_str(), o.unit.c_str());
-    }
-    for (double m : o.markers_x)
-      if (std::fabs(m - xm) < (x1 - x0) / 60)
-        ImGui::TextColored(to_vec4(o.marker_color), "step %.0f: %s", m, o.marker_label.c_str());
-    ImGui::EndTooltip();
-  }
+  if (hovered) line_tooltip(dl, f, series, o);
   ImGui::PopID();
 }
 

@@ -18,11 +18,11 @@ struct PlotSeries {
 
 struct PlotOptions {
   std::string title;
-  std::string unit;                // appended to the hover read-out
-  bool log_y = false;              // loss scale spans powers of two
-  bool y_from_zero = false;        // throughput and times read better from 0
-  bool integer_x = true;           // steps: no ticks between them
-  std::vector<double> markers_x;   // vertical marks (skipped steps)
+  std::string unit;               // appended to the hover read-out
+  bool log_y = false;             // loss scale spans powers of two
+  bool y_from_zero = false;       // throughput and times read better from 0
+  bool integer_x = true;          // steps: no ticks between them
+  std::vector<double> markers_x;  // vertical marks (skipped steps)
   ImU32 marker_color = 0;
   std::string marker_label;
   float height = 180;

@@ -24,8 +24,8 @@ void apply_theme(float font_px) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
     // Latin plus the few symbols the viewer prints (·, –, Δ, ×, ≥).
-    static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0394, 0x0394, 0x2013, 0x2014,
-                                     0x2022, 0x2022, 0x2190, 0x2193, 0x2229, 0x2229, 0x2264, 0x2265,
+    static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0394, 0x0394, 0x2013, 0x2014, 0x2022,
+                                     0x2022, 0x2190, 0x2193, 0x2229, 0x2229, 0x2264, 0x2265,
                                      0x00D7, 0x00D7, 0x25A0, 0x25A0, 0x25CF, 0x25CF, 0};
     if (io.Fonts->AddFontFromFileTTF(path, font_px, nullptr, ranges)) return;
   }
@@ -35,26 +35,40 @@ void apply_theme(float font_px) {
 ImU32 category_color(profiler::Category c) {
   using profiler::Category;
   switch (c) {
-    case Category::step: return IM_COL32(110, 110, 120, 255);
-    case Category::forward: return colors::kForward;
-    case Category::backward: return colors::kBackward;
-    case Category::optimizer: return colors::kOptimizer;
-    case Category::comm: return IM_COL32(171, 99, 201, 255);
-    case Category::data: return IM_COL32(118, 183, 178, 255);
-    case Category::kernel: return IM_COL32(237, 201, 72, 255);
-    case Category::memcpy: return IM_COL32(255, 157, 167, 255);
-    case Category::other: return IM_COL32(186, 176, 172, 255);
+    case Category::step:
+      return IM_COL32(110, 110, 120, 255);
+    case Category::forward:
+      return colors::kForward;
+    case Category::backward:
+      return colors::kBackward;
+    case Category::optimizer:
+      return colors::kOptimizer;
+    case Category::comm:
+      return IM_COL32(171, 99, 201, 255);
+    case Category::data:
+      return IM_COL32(118, 183, 178, 255);
+    case Category::kernel:
+      return IM_COL32(237, 201, 72, 255);
+    case Category::memcpy:
+      return IM_COL32(255, 157, 167, 255);
+    case Category::other:
+      return IM_COL32(186, 176, 172, 255);
   }
   return colors::kOther;
 }
 
 ImU32 zero_stage_color(int stage) {
   switch (stage) {
-    case 0: return IM_COL32(160, 160, 170, 255);
-    case 1: return IM_COL32(76, 139, 214, 255);
-    case 2: return IM_COL32(232, 145, 58, 255);
-    case 3: return IM_COL32(89, 178, 112, 255);
-    default: return IM_COL32(200, 200, 200, 255);
+    case 0:
+      return IM_COL32(160, 160, 170, 255);
+    case 1:
+      return IM_COL32(76, 139, 214, 255);
+    case 2:
+      return IM_COL32(232, 145, 58, 255);
+    case 3:
+      return IM_COL32(89, 178, 112, 255);
+    default:
+      return IM_COL32(200, 200, 200, 255);
   }
 }
 

@@ -19,9 +19,9 @@ namespace {
 using profiler::report::format_bytes;
 
 CommColumn comm_column(int col) {
-  static const CommColumn map[] = {CommColumn::op,    CommColumn::bytes, CommColumn::calls,
-                                   CommColumn::latency, CommColumn::min, CommColumn::max,
-                                   CommColumn::total, CommColumn::algbw, CommColumn::busbw};
+  static const CommColumn map[] = {CommColumn::op,      CommColumn::bytes, CommColumn::calls,
+                                   CommColumn::latency, CommColumn::min,   CommColumn::max,
+                                   CommColumn::total,   CommColumn::algbw, CommColumn::busbw};
   return col >= 0 && col < 9 ? map[col] : CommColumn::op;
 }
 
@@ -32,16 +32,17 @@ void draw_exposure(const CommSummary& s, bool gpu) {
               gpu ? "no computation kernel running" : "the compute lane waited");
   ImGui::Text("Hidden behind compute: ");
   ImGui::SameLine();
-  ImGui::TextColored(to_vec4(s.hidden_fraction() > 0.5 ? colors::kGood : colors::kExposed), "%.1f%%",
-                     100.0 * s.hidden_fraction());
+  ImGui::TextColored(to_vec4(s.hidden_fraction() > 0.5 ? colors::kGood : colors::kExposed),
+                     "%.1f%%", 100.0 * s.hidden_fraction());
   const ImVec2 p = ImGui::GetCursorScreenPos();
   const float w = std::min(600.0f, ImGui::GetContentRegionAvail().x), h = 14;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->AddRectFilled(p, ImVec2(p.x + w, p.y + h), IM_COL32(255, 255, 255, 12));
-  stacked_bar(dl, p, ImVec2(p.x + w, p.y + h),
-              {{s.exposed_ms_per_step, colors::kExposed},
-               {s.comm_ms_per_step - s.exposed_ms_per_step, category_color(profiler::Category::comm)}},
-              s.comm_ms_per_step);
+  stacked_bar(
+      dl, p, ImVec2(p.x + w, p.y + h),
+      {{s.exposed_ms_per_step, colors::kExposed},
+       {s.comm_ms_per_step - s.exposed_ms_per_step, category_color(profiler::Category::comm)}},
+      s.comm_ms_per_step);
   ImGui::Dummy(ImVec2(w, h));
   ImGui::TextColored(to_vec4(colors::kExposed), "■ exposed");
   ImGui::SameLine();
@@ -54,7 +55,8 @@ void draw_steps(const CommSummary& s) {
   for (const auto& r : s.steps) full = std::max(full, r.comm_ms.max);
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
-  const float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(s.steps.size() + 2), 180.0f);
+  const float h =
+      std::min(ImGui::GetTextLineHeightWithSpacing() * float(s.steps.size() + 2), 180.0f);
   if (!ImGui::BeginTable("##commsteps", 5, flags, ImVec2(0, h))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("step");
@@ -72,7 +74,8 @@ void draw_steps(const CommSummary& s) {
     ImGui::TableNextColumn();
     ImGui::Text("%.3f [%.3f, %.3f]", r.exposed_ms.mean, r.exposed_ms.min, r.exposed_ms.max);
     ImGui::TableNextColumn();
-    ImGui::Text("%.1f%%", r.comm_ms.mean > 0 ? 100.0 * (1 - r.exposed_ms.mean / r.comm_ms.mean) : 0.0);
+    ImGui::Text("%.1f%%",
+                r.comm_ms.mean > 0 ? 100.0 * (1 - r.exposed_ms.mean / r.comm_ms.mean) : 0.0);
     ImGui::TableNextColumn();
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float w = ImGui::GetContentRegionAvail().x, bh = ImGui::GetTextLineHeight() - 4;

@@ -43,18 +43,32 @@ enum Col {
 
 LayerColumn sort_column(int col) {
   switch (col) {
-    case kName: return LayerColumn::name;
-    case kFwd: return LayerColumn::fwd;
-    case kBwd: return LayerColumn::bwd;
-    case kHost: return LayerColumn::host;
-    case kExposed: return LayerColumn::exposed;
-    case kTotal: case kRanks: case kBar: return LayerColumn::total;
-    case kShare: return LayerColumn::share;
-    case kFlops: return LayerColumn::flops;
-    case kRate: return LayerColumn::flops_per_s;
-    case kParams: return LayerColumn::params;
-    case kActs: return LayerColumn::activations;
-    default: return LayerColumn::tree;
+    case kName:
+      return LayerColumn::name;
+    case kFwd:
+      return LayerColumn::fwd;
+    case kBwd:
+      return LayerColumn::bwd;
+    case kHost:
+      return LayerColumn::host;
+    case kExposed:
+      return LayerColumn::exposed;
+    case kTotal:
+    case kRanks:
+    case kBar:
+      return LayerColumn::total;
+    case kShare:
+      return LayerColumn::share;
+    case kFlops:
+      return LayerColumn::flops;
+    case kRate:
+      return LayerColumn::flops_per_s;
+    case kParams:
+      return LayerColumn::params;
+    case kActs:
+      return LayerColumn::activations;
+    default:
+      return LayerColumn::tree;
   }
 }
 
@@ -63,7 +77,8 @@ std::string ms(double v) { return fmt::format("{:.3f}", v); }
 void legend_item(ImU32 color, const char* label) {
   const ImVec2 p = ImGui::GetCursorScreenPos();
   const float h = ImGui::GetTextLineHeight();
-  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + h - 6, p.y + h - 3), color);
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + h - 6, p.y + h - 3),
+                                            color);
   ImGui::Dummy(ImVec2(h - 4, h));
   ImGui::SameLine();
   ImGui::TextUnformatted(label);
@@ -210,10 +225,10 @@ void LayersWindow::draw_controls(RunView& run) {
 
 void LayersWindow::draw_table(App& app, RunView& run) {
   const LayerBreakdown& b = run.layers;
-  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
-                                ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_Resizable |
-                                ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Hideable;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate | ImGuiTableFlags_RowBg |
+      ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
+      ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Hideable;
   if (!ImGui::BeginTable("##layers", kCols, flags, ImVec2(0, 0))) return;
   ImGui::TableSetupScrollFreeze(1, 1);
   ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_NoHide, 200);
@@ -228,7 +243,8 @@ void LayersWindow::draw_table(App& app, RunView& run) {
   ImGui::TableSetupColumn("total ms", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("ranks min–max", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("share", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("of the step", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort, 150);
+  ImGui::TableSetupColumn("of the step",
+                          ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort, 150);
   ImGui::TableSetupColumn("FLOPs", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("params", ImGuiTableColumnFlags_PreferSortDescending);
@@ -237,7 +253,8 @@ void LayersWindow::draw_table(App& app, RunView& run) {
 
   LayerColumn column = LayerColumn::tree;
   bool ascending = true;
-  if (const ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0) {
+  if (const ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+      specs && specs->SpecsCount > 0) {
     column = sort_column(specs->Specs[0].ColumnIndex);
     ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
   }

@@ -31,13 +31,15 @@ void draw_facts(const RunOverview& o) {
   const auto& r = o.run;
   if (!ImGui::BeginTable("##facts", 8, ImGuiTableFlags_SizingStretchProp)) return;
   fact("run", fmt::format("#{} {}", r.id, r.name));
-  fact("status", std::string(profiler::to_string(r.status)) + (r.error.empty() ? "" : ": " + r.error));
+  fact("status",
+       std::string(profiler::to_string(r.status)) + (r.error.empty() ? "" : ": " + r.error));
   const bool backend_named = r.device.find(r.backend) != std::string::npos;
   fact("device", backend_named ? fmt::format("{} × {}", r.device, r.world_size)
                                : fmt::format("{} ({}) × {}", r.device, r.backend, r.world_size));
   fact("model", fmt::format("{} params, seq {}", format_count(double(r.n_params)), r.seq_len));
   fact("precision", fmt::format("{} · ZeRO {}", r.dtype, r.zero_stage));
-  fact("batch", fmt::format("mb {} × gas {} × {} ranks", r.micro_batch, r.grad_accum, r.world_size));
+  fact("batch",
+       fmt::format("mb {} × gas {} × {} ranks", r.micro_batch, r.grad_accum, r.world_size));
   fact("step time", fmt::format("{} (median of {})", format_ms(o.median_step_ms), o.steps));
   fact("throughput", fmt::format("{:.0f} tokens/s", o.median_tokens_per_s));
   fact("achieved", format_flop_rate(o.median_flops_per_s));
@@ -56,8 +58,8 @@ void draw_memory(const RunOverview& o) {
   uint64_t scale = 1;
   for (const auto& m : o.memory)
     scale = std::max({scale, m.peak_bytes, m.current_bytes, m.predicted_bytes.value_or(0)});
-  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_SizingStretchProp;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp;
   if (!ImGui::BeginTable("##memory", 7, flags)) return;
   ImGui::TableSetupColumn("category");
   ImGui::TableSetupColumn("current");
@@ -65,7 +67,8 @@ void draw_memory(const RunOverview& o) {
   ImGui::TableSetupColumn("predicted");
   ImGui::TableSetupColumn("peak / predicted");
   ImGui::TableSetupColumn("peak rank");
-  ImGui::TableSetupColumn("peak (bar) vs predicted (mark)", ImGuiTableColumnFlags_WidthStretch, 3.0f);
+  ImGui::TableSetupColumn("peak (bar) vs predicted (mark)", ImGuiTableColumnFlags_WidthStretch,
+                          3.0f);
   ImGui::TableHeadersRow();
   for (const auto& m : o.memory) {
     ImGui::TableNextRow();
@@ -148,7 +151,8 @@ void draw_imported(const RunView& run) {
 void draw_overview_window(App& app) {
   RunView* run = app.run();
   if (!run) {
-    ImGui::TextColored(to_vec4(colors::kDimText), "No run selected (the database has no runs yet).");
+    ImGui::TextColored(to_vec4(colors::kDimText),
+                       "No run selected (the database has no runs yet).");
     return;
   }
   if (run->data.profile.run.source != "hybrid") {
@@ -177,7 +181,8 @@ void draw_overview_window(App& app) {
       PlotOptions scale = skipped_marks;
       scale.title = "loss scale (log2)";
       scale.log_y = true;
-      line_plot("scale", {{&o.loss_scale.x, &o.loss_scale.y, colors::kOptimizer, "loss scale"}}, scale);
+      line_plot("scale", {{&o.loss_scale.x, &o.loss_scale.y, colors::kOptimizer, "loss scale"}},
+                scale);
       ImGui::TableNextColumn();
       PlotOptions step;
       step.title = "step time";

@@ -22,6 +22,11 @@ class SweepsWindow {
   void draw(App& app);
 
  private:
+  void choose_sweep(App& app);  // and rebuilds the table when the store changed
+  void draw_header(App& app);   // sweep choice, counts, filter, best trial
+  void draw_trials(App& app);   // the leaderboard
+  void draw_scatter(App& app);
+  void draw_pruned();
   int64_t sweep_id_ = -1;
   SweepFilter filter_;
   SweepTable table_;
@@ -60,12 +65,36 @@ class TimelineWindow {
   size_t boxes_drawn() const { return boxes_drawn_; }
 
  private:
+  // One draw_canvas call's geometry (screen pixels) and state.
+  struct CanvasFrame {
+    ImVec2 origin;
+    float x0 = 0, x1 = 0;       // the tracks' left and right edges (labels left of x0)
+    float top = 0, bottom = 0;  // the lanes' area
+    float row_px = 0;
+    double ns_per_px = 1;
+    bool hovered = false;
+    int32_t selected_module = -1;  // highlighted module, -1: none
+    std::vector<LaneGeometry> lanes;
+  };
+  struct CanvasHover {  // the box under the mouse
+    const TimelineRow* row = nullptr;
+    int box_count = 0;
+    int event = -1;
+  };
+  void handle_input(const TimelineModel& m, CanvasFrame& f);
+  void draw_ruler(ImDrawList* dl, const CanvasFrame& f) const;
+  void draw_lane_labels(ImDrawList* dl, const TimelineModel& m, const CanvasFrame& f) const;
+  CanvasHover draw_boxes(ImDrawList* dl, const TimelineModel& m, const CanvasFrame& f);
+  void draw_row(const TimelineModel& m, const TimelineRow& row, float ry0, const CanvasFrame& f,
+                CanvasHover& hover);
+
   double view_begin_ns_ = 0;
   double view_end_ns_ = 0;
   bool fitted_ = false;
   const void* fitted_for_ = nullptr;
   size_t boxes_drawn_ = 0;
-  float min_px_ = 3.0f;  // events narrower than this merge (a few pixels cannot be told apart anyway)
+  float min_px_ =
+      3.0f;  // events narrower than this merge (a few pixels cannot be told apart anyway)
   std::vector<TimelineBox> scratch_;
   struct Label {
     ImVec2 a, z;

@@ -102,7 +102,7 @@ TEST(Candidates, OffloadOnlyWhereTheBackendSupportsIt) {
   gpu.offload_supported = true;
   const Enumeration on_gpu = enumerate_candidates(test::tiny_config(), space, gpu);
   ASSERT_EQ(on_gpu.candidates.size(), 4u);
-  EXPECT_EQ(on_gpu.candidates[1].parsed.zero.offload_optimizer.device, "cpu");
+  EXPECT_EQ(on_gpu.candidates[1].parsed.zero.offload_optimizer.device, engine::OffloadDevice::cpu);
 }
 
 TEST(Candidates, MaxTrainBatchSizeDropsLargerBatches) {

@@ -29,7 +29,7 @@ TEST(Metric, NamesParseAndRoundTrip) {
   EXPECT_EQ(metric_column(Metric::latency), "latency_ms");
   EXPECT_THROW(parse_metric("speed"), TuneError);
   EXPECT_THAT(format_metric(Metric::latency, 12.34), ::testing::HasSubstr("12.3 ms"));
-  EXPECT_THAT(format_metric(Metric::flops, 2.5e9), ::testing::HasSubstr("2.5 GFLOP/s"));
+  EXPECT_THAT(format_metric(Metric::flops, 2.5e9), ::testing::HasSubstr("2.50 GFLOP/s"));
 }
 
 TEST(Metric, ValuesFromMeasurementsAndStepTimes) {

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/subprocess.h"
 #include "bench/compare/benchmark_file.h"
-#include "bench/compare/process.h"
 #include "bench_test_support.h"
 
 namespace hybrid::bench {
@@ -25,11 +25,11 @@ Cli hybrid_bench(std::vector<std::string> args) {
   static int counter = 0;
   ScratchDir dir("cli" + std::to_string(counter++));
   args.insert(args.begin(), bench_binary("hybrid-bench").string());
-  ProcessResult r = run_process(args, {.stdout_file = dir / "out.txt",
-                                       .stderr_file = dir / "err.txt",
-                                       .quiet_stderr = false,
-                                       .timeout_s = 300,
-                                       .env = {}});
+  base::SubprocessOptions o;
+  o.stdout_file = dir / "out.txt";
+  o.stderr_file = dir / "err.txt";
+  o.timeout_s = 300;
+  const base::SubprocessResult r = base::run_subprocess(args, o);
   EXPECT_TRUE(r.exited) << r.describe();
   return {r.exit_code, read_text(dir / "out.txt"), read_text(dir / "err.txt")};
 }

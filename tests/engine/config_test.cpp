@@ -15,7 +15,9 @@ namespace {
 
 using hybrid::engine::Config;
 using hybrid::engine::ConfigError;
+using hybrid::engine::Device;
 using hybrid::engine::load_config;
+using hybrid::engine::OffloadDevice;
 using hybrid::engine::parse_byte_size;
 using hybrid::engine::parse_config;
 using hybrid::kernels::DType;
@@ -194,14 +196,14 @@ TEST(ConfigDefaults, MatchDeepSpeed) {
   EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 50'000'000);
   EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 100'000);
   EXPECT_EQ(c.zero.stage3_max_live_parameters, 1'000'000'000);
-  EXPECT_EQ(c.zero.offload_optimizer.device, "none");
+  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::none);
   EXPECT_EQ(c.flops_profiler.profile_step, 1);
   EXPECT_EQ(c.flops_profiler.module_depth, -1);
   EXPECT_EQ(c.flops_profiler.top_modules, 1);
   EXPECT_TRUE(c.flops_profiler.detailed);
   EXPECT_TRUE(c.comms_logger.prof_all);
   EXPECT_TRUE(c.data.synthetic);
-  EXPECT_EQ(c.device, "auto");
+  EXPECT_EQ(c.device, Device::automatic);
   EXPECT_EQ(c.memory_budget, 0u);
   EXPECT_TRUE(c.ignored_keys.empty());
   EXPECT_EQ(c.raw, base());
@@ -389,9 +391,9 @@ TEST(ConfigZero, StageBucketsOverlapOffload) {
   EXPECT_EQ(z3.stage3_prefetch_bucket_size, 10'000'000);
   EXPECT_EQ(z3.stage3_param_persistence_threshold, 0);
   EXPECT_EQ(z3.stage3_max_live_parameters, 300'000'000);
-  EXPECT_EQ(z3.offload_optimizer.device, "cpu");
+  EXPECT_EQ(z3.offload_optimizer.device, OffloadDevice::cpu);
   EXPECT_TRUE(z3.offload_optimizer.pin_memory);
-  EXPECT_EQ(z3.offload_param.device, "nvme");
+  EXPECT_EQ(z3.offload_param.device, OffloadDevice::nvme);
   EXPECT_EQ(z3.offload_param.nvme_path, "/local_nvme");
   EXPECT_THAT(
       error_of(with(base(), "zero_optimization", {{"offload_param", {{"device", "gpu"}}}})),
@@ -403,7 +405,7 @@ TEST(ConfigZero, StageBucketsOverlapOffload) {
   // Deprecated forms DeepSpeed still reads.
   EXPECT_EQ(parse_config(with(base(), "zero_optimization", true)).zero.stage, 1);
   EXPECT_EQ(parse_config(with(base(), "zero_optimization", false)).zero.stage, 0);
-  EXPECT_EQ(zero({{"stage", 2}, {"cpu_offload", true}}).offload_optimizer.device, "cpu");
+  EXPECT_EQ(zero({{"stage", 2}, {"cpu_offload", true}}).offload_optimizer.device, OffloadDevice::cpu);
 }
 
 TEST(ConfigProfilers, FlopsProfilerTurnsOnWallClockBreakdown) {
@@ -502,7 +504,7 @@ TEST(ConfigHybrid, ModelDataDeviceBudgetSeed) {
   EXPECT_EQ(c.data.train, "data/train_*.bin");
   EXPECT_EQ(c.data.val, "data/val_*.bin");
   EXPECT_EQ(c.init_from, "gpt2_124M.bin");
-  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.device, Device::cpu);
   EXPECT_EQ(c.memory_budget, 8ull << 30);
   EXPECT_EQ(c.seed, 42u);
   EXPECT_EQ(c.threads, 2);
@@ -547,6 +549,19 @@ TEST(ConfigHybrid, Errors) {
             "config: hybrid.threads must be a non-negative integer (0: automatic), got \"many\"");
   EXPECT_EQ(err({{"profiler", {{"trace", 1}}}}),
             "config: hybrid.profiler.trace must be true or false, got 1");
+}
+
+// Devices and offload targets are enums spelled in JSON as DeepSpeed spells them.
+TEST(ConfigHybrid, DeviceChoicesRoundTripThroughTheirSpelling) {
+  for (Device d : hybrid::engine::kDevices)
+    EXPECT_EQ(hybrid::engine::parse_device(to_string(d)), d);
+  for (OffloadDevice d : hybrid::engine::kOffloadDevices)
+    EXPECT_EQ(hybrid::engine::parse_offload_device(to_string(d)), d);
+  EXPECT_EQ(to_string(Device::automatic), "auto");
+  EXPECT_EQ(to_string(OffloadDevice::nvme), "nvme");
+  EXPECT_FALSE(hybrid::engine::parse_device("tpu"));
+  EXPECT_FALSE(hybrid::engine::parse_offload_device("disk"));
+  EXPECT_EQ(parse_config(with(base(), "hybrid", {{"device", "cuda"}})).device, Device::cuda);
 }
 
 TEST(ConfigByteSize, UnitsAndErrors) {

@@ -105,15 +105,24 @@ TEST_F(DataTest, ShardRoundTripAndLayout) {
 }
 
 TEST_F(DataTest, ShardWriteFailuresLeaveNothingBehind) {
-  const std::string p = path("missing_dir/s.bin");
+  // A regular file where the folder should be: the folder cannot be created.
+  std::ofstream(path("blocker")) << "x";
+  const std::string p = path("blocker/s.bin");
   try {
     write_token_shard(p, iota_tokens(10, 0));
-    ADD_FAILURE() << "wrote into a missing directory";
+    ADD_FAILURE() << "wrote below a regular file";
   } catch (const DataFileError& e) {
     EXPECT_THAT(e.what(), HasSubstr(p));
   }
   EXPECT_THROW(write_token_shard(path("empty.bin"), {}), DataFileError);
-  EXPECT_TRUE(listing().empty());
+  EXPECT_EQ(listing(), std::vector<std::string>{"blocker"});
+}
+
+TEST_F(DataTest, ShardWriteCreatesMissingFolders) {
+  const std::string p = path("new/dir/s.bin");
+  write_token_shard(p, iota_tokens(10, 0));
+  EXPECT_EQ(read_token_shard(p), iota_tokens(10, 0));
+  EXPECT_EQ(listing(), std::vector<std::string>{"new"});
 }
 
 TEST_F(DataTest, CorruptShardsAreRejectedWithTheReason) {
@@ -477,7 +486,7 @@ TEST_F(DataTest, HybridDataSynthWritesShardsAndPrintsEntropies) {
 
   const RunResult info = run(tool + " info " + out + "/val_000000.bin");
   EXPECT_EQ(info.status, 0) << info.output;
-  EXPECT_THAT(info.output, HasSubstr("llm.c token shard, 5.0K tokens"));
+  EXPECT_THAT(info.output, HasSubstr("llm.c token shard, 5.00 K tokens"));
 
   const RunResult bad = run(tool + " synth --out " + out + " --tokens 100 --vocab 300 --noise 0");
   EXPECT_NE(bad.status, 0);

@@ -182,7 +182,7 @@ TEST(EngineGpu, TrainerRecordsGpuKernelsInTheRunStore) {
   opts.quiet = true;
   opts.db = dir / "runs.db";
   const auto s = run_training(cfg, opts);
-  ASSERT_EQ(s.status, "ok") << s.error;
+  ASSERT_EQ(s.status, profiler::RunStatus::ok) << s.error;
   profiler::RunStore store(opts.db);
   const auto set = store.events(s.run_id);
   size_t kernels = 0, cpu = 0;

@@ -133,11 +133,11 @@ TEST(Gpt2Model, ActivationLayoutMatchesAllocation) {
   auto cfg = test::tiny_config();
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   const auto stats = e->allocator().stats();
-  const auto layout = engine::ActivationLayout::gpt2(
+  const auto layout = engine::gpt2_activation_layout(
       cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, cfg.param_dtype(),
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
                                          cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
-  EXPECT_EQ(stats.current[size_t(engine::MemCategory::activations)], layout.total_bytes());
+  EXPECT_EQ(stats.current[size_t(engine::MemCategory::activations)], layout.resident_total());
 }
 
 TEST(Gpt2Model, LlmcCheckpointRoundTripReproducesParameters) {

@@ -1,9 +1,10 @@
 // Memory accounting: the tracking allocator's budget and its out-of-memory
-// error, and the analytical model against measured peaks (single process here;
-// tests/engine/zero_mpi_test.cpp covers several ranks).
+// error, and the analytical model against measured bytes, exactly (single
+// process here; tests/engine/zero_mpi_test.cpp covers several ranks).
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "engine/memory/layout.h"
 #include "engine/memory_model.h"
 #include "engine_test_util.h"
 
@@ -71,40 +72,84 @@ TEST(TrackingAllocator, EngineUnderBudgetFailsWithOutOfMemory) {
   }
 }
 
-// Peaks measured after real steps match the model category by category.
-class MemoryModel : public ::testing::TestWithParam<std::tuple<int, std::string, bool>> {};
-
-TEST_P(MemoryModel, MatchesMeasuredPeaksPerCategory) {
-  const auto [stage, dtype, overlap] = GetParam();
-  nlohmann::json patch = {
-      {"zero_optimization", {{"stage", stage}, {"overlap_comm", overlap}, {"reduce_bucket_size", 20000},
-                             {"stage3_param_persistence_threshold", 200},
-                             {"stage3_prefetch_bucket_size", 5000}}},
-      {"gradient_accumulation_steps", 2}};
-  if (dtype == "bf16") patch["bf16"] = {{"enabled", true}};
-  if (dtype == "fp16") patch["fp16"] = {{"enabled", true}, {"initial_scale_power", 8}};
-  if (dtype == "bf16-accum32") {
-    patch["bf16"] = {{"enabled", true}};
-    patch["data_types"] = {{"grad_accum_dtype", "fp32"}};
+// The memory model sums the layouts the engine allocates from
+// (engine/memory/layout.h), so measured bytes equal predicted bytes exactly,
+// category by category. stage, dtype, overlap_comm, offloaded optimizer:
+using MemoryCase = std::tuple<int, std::string, bool, bool>;
+class MemoryModel : public ::testing::TestWithParam<MemoryCase> {
+ protected:
+  engine::Config config() const {
+    const auto& [stage, dtype, overlap, offload] = GetParam();
+    nlohmann::json patch = {{"zero_optimization",
+                             {{"stage", stage},
+                              {"overlap_comm", overlap},
+                              {"reduce_bucket_size", 20000},
+                              {"stage3_param_persistence_threshold", 200},
+                              {"stage3_prefetch_bucket_size", 5000}}},
+                            {"gradient_accumulation_steps", 2}};
+    if (offload) patch["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+    if (dtype == "bf16") patch["bf16"] = {{"enabled", true}};
+    if (dtype == "fp16") patch["fp16"] = {{"enabled", true}, {"initial_scale_power", 8}};
+    if (dtype == "bf16-accum32") {
+      patch["bf16"] = {{"enabled", true}};
+      patch["data_types"] = {{"grad_accum_dtype", "fp32"}};
+    }
+    return test::tiny_config(patch);
   }
-  auto cfg = test::tiny_config(patch);
+};
+
+void expect_equal(const engine::CategoryBytes& measured, const engine::CategoryBytes& expected,
+                  const std::string& what) {
+  for (int c = 0; c < engine::kMemCategoryCount; ++c)
+    EXPECT_EQ(measured[size_t(c)], expected[size_t(c)])
+        << what << " " << engine::mem_category_name(MemCategory(c)) << ": measured "
+        << measured[size_t(c)] << " bytes, described " << expected[size_t(c)];
+}
+
+// Peaks measured after real steps are the model's prediction, exactly.
+TEST_P(MemoryModel, MatchesMeasuredPeaksPerCategory) {
+  const auto cfg = config();
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   e->allocator().reset_peaks();
+  e->host_allocator().reset_peaks();
   run_steps(*e, 3);
   const auto measured = e->allocator().stats();
   const auto predicted = engine::predict_memory(cfg, 1, e->backend());
-  for (int c = 0; c < engine::kMemCategoryCount; ++c) {
-    const double m = double(measured.peak[size_t(c)]), p = double(predicted.bytes[size_t(c)]);
-    EXPECT_NEAR(p, m, 0.10 * std::max(m, 1.0))
-        << engine::mem_category_name(MemCategory(c)) << ": predicted " << p << ", measured " << m;
-  }
-  EXPECT_NEAR(double(predicted.total()), double(measured.total_peak), 0.10 * double(measured.total_peak));
+  expect_equal(measured.peak, predicted.bytes, "device peak");
+  expect_equal(e->host_allocator().stats().peak, predicted.host, "host peak");
+  EXPECT_EQ(predicted.total(), measured.total_peak);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stages, MemoryModel,
+// Everything initialisation allocates is in a layout, and nothing else: a
+// buffer allocated without its layout entry makes a category exceed the sums.
+// After training steps it is again so (on-demand memory was given back).
+TEST_P(MemoryModel, AllocatorHoldsExactlyTheLayouts) {
+  const auto cfg = config();
+  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  const uint64_t saved =
+      e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
+                                         cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head);
+  const auto layouts = engine::engine_layouts(cfg, 1, saved);
+  expect_equal(e->allocator().stats().current, layouts.device.resident_bytes(),
+               "device after init");
+  expect_equal(e->host_allocator().stats().current, layouts.host.resident_bytes(),
+               "host after init");
+  run_steps(*e, 2);
+  expect_equal(e->allocator().stats().current, layouts.device.resident_bytes(),
+               "device after steps");
+  expect_equal(e->host_allocator().stats().current, layouts.host.resident_bytes(),
+               "host after steps");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stages, MemoryModel,
+    ::testing::Combine(::testing::Values(0, 1, 2, 3),
+                       ::testing::Values("fp32", "bf16", "fp16", "bf16-accum32"),
+                       ::testing::Values(false, true), ::testing::Values(false)));
+INSTANTIATE_TEST_SUITE_P(Offload, MemoryModel,
                          ::testing::Combine(::testing::Values(0, 1, 2, 3),
-                                            ::testing::Values("fp32", "bf16", "fp16", "bf16-accum32"),
-                                            ::testing::Values(false, true)));
+                                            ::testing::Values("fp32", "bf16"),
+                                            ::testing::Values(true), ::testing::Values(true)));
 
 }  // namespace
 }  // namespace hybrid

@@ -1,12 +1,13 @@
 // The sweeps window's model over a real run store: config columns read from the
 // trials' ds_configs, the best trial, the scatter, pruned candidates, and the
 // leaderboard's sort orders and filters.
+#include "gui/model/sweep_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "gui/model/database.h"
-#include "gui/model/sweep_model.h"
 #include "tests/gui/view_test_util.h"
 
 namespace hybrid::gui {
@@ -22,16 +23,18 @@ TEST(SweepModel, ParsesTheKnobsOfADsConfig) {
   EXPECT_EQ(c.reduce_bucket, 5e8);
   EXPECT_EQ(c.allgather_bucket, 2e8);
   EXPECT_EQ(c.overlap_comm, true);
-  EXPECT_EQ(c.dtype, "bf16");
-  const TrialConfig fp16 = parse_trial_config(R"({"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": 2})");
-  EXPECT_EQ(fp16.dtype, "fp16");
+  EXPECT_EQ(c.dtype(), "bf16");
+  const TrialConfig fp16 =
+      parse_trial_config(R"({"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": 2})");
+  EXPECT_EQ(fp16.dtype(), "fp16");
   EXPECT_FALSE(fp16.zero_stage.has_value());
-  EXPECT_EQ(parse_trial_config(R"({"train_micro_batch_size_per_gpu": 2})").dtype, "fp32");
+  EXPECT_EQ(parse_trial_config(R"({"train_micro_batch_size_per_gpu": 2})").dtype(), "fp32");
   // Not JSON, or the wrong types: nothing, and no exception.
   const TrialConfig bad = parse_trial_config("{not json");
   EXPECT_FALSE(bad.micro_batch.has_value());
-  EXPECT_EQ(bad.dtype, "");
-  EXPECT_FALSE(parse_trial_config(R"({"zero_optimization": {"stage": "two"}})").zero_stage.has_value());
+  EXPECT_EQ(bad.dtype(), "");
+  EXPECT_FALSE(
+      parse_trial_config(R"({"zero_optimization": {"stage": "two"}})").zero_stage.has_value());
 }
 
 class SweepModelDb : public ::testing::Test {
@@ -51,7 +54,7 @@ class SweepModelDb : public ::testing::Test {
 TEST_F(SweepModelDb, LeaderboardRowsBestAndScatter) {
   const auto& trials = fx_.sweep.trials;
   ASSERT_EQ(table_.rows.size(), trials.size());
-  EXPECT_TRUE(table_.higher_is_better);  // tokens_per_s
+  EXPECT_TRUE(table_.metric.higher_is_better());  // tokens_per_s
   // The best ok trial, found independently.
   int64_t best_id = -1;
   double best = -1;
@@ -86,9 +89,11 @@ TEST_F(SweepModelDb, SortsByAnyColumnWithMissingValuesLast) {
   const auto by_metric = sweep_display_order(table_, SweepColumn::metric, false);
   ASSERT_EQ(by_metric.size(), 6u);
   for (size_t i = 1; i < 4; ++i)
-    EXPECT_GE(*table_.rows[size_t(by_metric[i - 1])].trial.metric, *table_.rows[size_t(by_metric[i])].trial.metric);
+    EXPECT_GE(*table_.rows[size_t(by_metric[i - 1])].trial.metric,
+              *table_.rows[size_t(by_metric[i])].trial.metric);
   EXPECT_EQ(by_metric[0], table_.best);
-  for (size_t i = 4; i < 6; ++i) EXPECT_FALSE(table_.rows[size_t(by_metric[i])].trial.metric.has_value());
+  for (size_t i = 4; i < 6; ++i)
+    EXPECT_FALSE(table_.rows[size_t(by_metric[i])].trial.metric.has_value());
   const auto metric_up = sweep_display_order(table_, SweepColumn::metric, true);
   EXPECT_EQ(metric_up[3], table_.best);  // largest last among the measured
   EXPECT_FALSE(table_.rows[size_t(metric_up[5])].trial.metric.has_value());
@@ -106,7 +111,8 @@ TEST_F(SweepModelDb, SortsByAnyColumnWithMissingValuesLast) {
 
   const auto by_reason = sweep_display_order(table_, SweepColumn::reason, true);
   for (size_t i = 1; i < by_reason.size(); ++i)
-    EXPECT_LE(table_.rows[size_t(by_reason[i - 1])].trial.reason, table_.rows[size_t(by_reason[i])].trial.reason);
+    EXPECT_LE(table_.rows[size_t(by_reason[i - 1])].trial.reason,
+              table_.rows[size_t(by_reason[i])].trial.reason);
 }
 
 TEST_F(SweepModelDb, Filters) {
@@ -134,7 +140,7 @@ TEST(SweepModel, LatencyMetricsAreMinimised) {
     trials[i].config_json = test::trial_config(int(i + 1), 2);
   }
   const SweepTable t = build_sweep_table(s, trials, {});
-  EXPECT_FALSE(t.higher_is_better);
+  EXPECT_FALSE(t.metric.higher_is_better());
   EXPECT_EQ(t.best, 1);
 }
 

@@ -17,7 +17,7 @@
 
 #include "profiler/profile_data.h"
 
-namespace hybrid::gui {
+namespace hybrid::profiler {
 
 // Waits of one kind of scope: exposed (a collective in flight) and blocked (none).
 struct WaitSplit {
@@ -50,11 +50,11 @@ struct RankStepAccount {
 
 // A wait is an event of category comm on the compute lane (CommTracer::record_wait);
 // collectives themselves are on the comm lane.
-bool is_comm_wait(const profiler::Event& e);
-bool is_collective(const profiler::Event& e);
+bool is_comm_wait(const Event& e);
+bool is_collective(const Event& e);
 
 // One account per rank that has events in `step`, by rank. Collectives of any
 // step in `events` count as in flight (a wait may cover one issued in the step before).
-std::vector<RankStepAccount> account_step(const profiler::EventSet& events, int64_t step);
+std::vector<RankStepAccount> account_step(const EventSet& events, int64_t step);
 
-}  // namespace hybrid::gui
+}  // namespace hybrid::profiler

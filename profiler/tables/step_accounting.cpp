@@ -1,35 +1,29 @@
-#include "gui/model/step_accounting.h"
-
-#include "profiler/intervals.h"
+#include "profiler/tables/step_accounting.h"
 
 #include <algorithm>
 #include <map>
 #include <utility>
 
-namespace hybrid::gui {
+#include "profiler/intervals.h"
 
-using profiler::Category;
-using profiler::Event;
+namespace hybrid::profiler {
 
 bool is_comm_wait(const Event& e) {
-  return e.category == Category::comm && e.lane != profiler::kLaneComm && e.lane < profiler::kLaneGpuBase;
+  return e.category == Category::comm && e.lane != kLaneComm && e.lane < kLaneGpuBase;
 }
 
-bool is_collective(const Event& e) { return e.category == Category::comm && e.lane == profiler::kLaneComm; }
+bool is_collective(const Event& e) { return e.category == Category::comm && e.lane == kLaneComm; }
 
 namespace {
 
 constexpr double kMsPerNs = 1e-6;
 
-using profiler::covered;
-using profiler::Intervals;
-using profiler::merged;
-
 bool attributes_waits(Category c) {
   return c == Category::forward || c == Category::backward || c == Category::optimizer;
 }
 
-void account_rank(std::vector<const Event*>& evs, const Intervals& collectives, RankStepAccount& acc) {
+void account_rank(std::vector<const Event*>& evs, const Intervals& collectives,
+                  RankStepAccount& acc) {
   // Outer scopes first: by start, and the longer of two that start together.
   std::sort(evs.begin(), evs.end(), [](const Event* a, const Event* b) {
     if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
@@ -60,7 +54,7 @@ void account_rank(std::vector<const Event*>& evs, const Intervals& collectives, 
       }
       continue;
     }
-    if (!attributes_waits(e->category) || e->lane != profiler::kLaneCompute) continue;
+    if (!attributes_waits(e->category) || e->lane != kLaneCompute) continue;
     if (e->category == Category::optimizer) {
       if (optimizer_depth == 0) acc.optimizer_ms += double(e->dur_ns) * kMsPerNs;
       ++optimizer_depth;
@@ -71,12 +65,12 @@ void account_rank(std::vector<const Event*>& evs, const Intervals& collectives, 
 
 }  // namespace
 
-std::vector<RankStepAccount> account_step(const profiler::EventSet& events, int64_t step) {
+std::vector<RankStepAccount> account_step(const EventSet& events, int64_t step) {
   std::map<int, std::vector<const Event*>> by_rank;
   std::map<int, Intervals> collectives;
   for (const Event& e : events.events) {
     if (is_collective(e)) collectives[e.rank].emplace_back(e.start_ns, e.start_ns + e.dur_ns);
-    if (e.step != step || e.lane >= profiler::kLaneGpuBase) continue;  // device records are not host scopes
+    if (e.step != step || e.lane >= kLaneGpuBase) continue;  // device records are not host scopes
     by_rank[e.rank].push_back(&e);
   }
   std::vector<RankStepAccount> out;
@@ -89,4 +83,4 @@ std::vector<RankStepAccount> account_step(const profiler::EventSet& events, int6
   return out;
 }
 
-}  // namespace hybrid::gui
+}  // namespace hybrid::profiler

@@ -1,0 +1,36 @@
+// A sweep's trials as a leaderboard: each trial with its typed config, the
+// metric with its unit and direction (profiler/tables/metric_registry.h), the
+// best measured trial and the ranking of the measured ones, and the candidates
+// the memory model pruned. The viewer's sweeps window shows it.
+#pragma once
+
+#include <vector>
+
+#include "profiler/sweep_data.h"
+#include "profiler/tables/metric_registry.h"
+#include "profiler/tables/trial_config.h"
+
+namespace hybrid::profiler {
+
+struct LeaderboardRow {
+  TrialRow trial;
+  TrialConfig config;
+};
+
+struct SweepLeaderboard {
+  SweepInfo sweep;
+  MetricInfo metric;                 // of sweep.metric
+  std::vector<LeaderboardRow> rows;  // as the store lists them
+  int best = -1;                     // ranking.front(), -1 when nothing was measured
+  std::vector<int> ranking;  // ok trials with a metric (not NaN), best first; ties: store order
+  std::vector<PrunedCandidate> pruned;
+  std::vector<TrialConfig> pruned_config;  // parallel to pruned
+
+  int count(TrialStatus s) const;
+};
+
+SweepLeaderboard build_sweep_leaderboard(const SweepInfo& sweep,
+                                         const std::vector<TrialRow>& trials,
+                                         const std::vector<PrunedCandidate>& pruned);
+
+}  // namespace hybrid::profiler
