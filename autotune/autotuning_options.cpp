@@ -1,8 +1,8 @@
 #include "autotune/autotuning_options.h"
 
-#include <limits>
-
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
@@ -70,10 +70,10 @@ AutotuningOptions parse_autotuning(const json& config) try {
         "config: autotuning.end_profile_step ({}) must be >= autotuning.start_profile_step ({})",
         o.end_profile_step, o.start_profile_step));
   if (o.max_train_micro_batch_size_per_gpu < o.min_train_micro_batch_size_per_gpu)
-    throw TuneError(fmt::format(
-        "config: autotuning.max_train_micro_batch_size_per_gpu ({}) must be >= "
-        "autotuning.min_train_micro_batch_size_per_gpu ({})",
-        o.max_train_micro_batch_size_per_gpu, o.min_train_micro_batch_size_per_gpu));
+    throw TuneError(
+        fmt::format("config: autotuning.max_train_micro_batch_size_per_gpu ({}) must be >= "
+                    "autotuning.min_train_micro_batch_size_per_gpu ({})",
+                    o.max_train_micro_batch_size_per_gpu, o.min_train_micro_batch_size_per_gpu));
   return o;
 } catch (const base::JsonReadError& e) {
   throw TuneError(e.what());

@@ -7,25 +7,24 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace hybrid::autotune {
 
 struct AutotuningOptions {
-  bool present = false;               // the block exists
-  std::string metric = "throughput";  // throughput | latency | flops
+  bool present = false;                   // the block exists
+  std::string metric = "throughput";      // throughput | latency | flops
   std::string tuner_type = "gridsearch";  // gridsearch | random | model_based
-  int tuner_early_stopping = 5;       // trials without improvement before stopping
-  int tuner_num_trials = 50;          // at most this many trials
-  int start_profile_step = 3;         // first measured step (1-based)
-  int end_profile_step = 5;           // last measured step; trials run this many steps
+  int tuner_early_stopping = 5;           // trials without improvement before stopping
+  int tuner_num_trials = 50;              // at most this many trials
+  int start_profile_step = 3;             // first measured step (1-based)
+  int end_profile_step = 5;               // last measured step; trials run this many steps
   int min_train_micro_batch_size_per_gpu = 1;
   int max_train_micro_batch_size_per_gpu = 1024;
-  int num_tuning_micro_batch_sizes = 3;  // micro-batch sizes tuned when the space is default
+  int num_tuning_micro_batch_sizes = 3;         // micro-batch sizes tuned when the space is default
   std::optional<int64_t> max_train_batch_size;  // candidates above it are dropped
   std::vector<std::string> ignored_keys;        // "autotuning.results_dir", ...
 };

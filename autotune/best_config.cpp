@@ -16,7 +16,8 @@ nlohmann::json best_config_json(const nlohmann::json& trial_config, int world_si
   return j;
 }
 
-void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size) {
+void write_best_config(const std::string& path, const nlohmann::json& trial_config,
+                       int world_size) {
   // Creates missing folders; a crash leaves the old file or the whole new one.
   base::write_file_atomic(path, best_config_json(trial_config, world_size).dump(2) + "\n");
 }

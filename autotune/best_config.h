@@ -4,9 +4,8 @@
 // micro-batch × accumulation × ranks) for the world size it was tuned on.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace hybrid::autotune {
 

@@ -1,10 +1,10 @@
 #include "autotune/candidate.h"
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <set>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "autotune/tune_error.h"
 
@@ -23,7 +23,8 @@ void set_path(json& config, const std::string& dotted, const json& value) {
   size_t start = 0;
   while (true) {
     const size_t dot = dotted.find('.', start);
-    const std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
       (*node)[part] = value;
       return;
@@ -50,7 +51,8 @@ int base_stage(const json& base) {
   if (!base.contains("zero_optimization")) return 0;
   const json& z = base["zero_optimization"];
   if (z.is_boolean()) return z.get<bool>() ? 1 : 0;
-  if (z.is_object() && z.contains("stage") && z["stage"].is_number_integer()) return z["stage"].get<int>();
+  if (z.is_object() && z.contains("stage") && z["stage"].is_number_integer())
+    return z["stage"].get<int>();
   return 0;
 }
 
@@ -68,7 +70,8 @@ struct BatchPolicy {
   int base_gas = 1;           // the base config's own resolved accumulation, when it resolves
 };
 
-BatchPolicy batch_policy(const json& base, const SearchSpace& space, int W, std::vector<std::string>& notes) {
+BatchPolicy batch_policy(const json& base, const SearchSpace& space, int W,
+                         std::vector<std::string>& notes) {
   BatchPolicy b;
   const bool gas_axis = space.find("gradient_accumulation_steps") != nullptr;
   b.tbs_axis = space.find("train_batch_size") != nullptr;
@@ -78,8 +81,9 @@ BatchPolicy batch_policy(const json& base, const SearchSpace& space, int W, std:
   } catch (const engine::ConfigError&) {
   }
   if (b.fixed_global && !b.tbs_axis)
-    notes.push_back(fmt::format("train_batch_size {} is fixed by the config: accumulation derived per micro-batch",
-                                base["train_batch_size"].dump()));
+    notes.push_back(fmt::format(
+        "train_batch_size {} is fixed by the config: accumulation derived per micro-batch",
+        base["train_batch_size"].dump()));
   return b;
 }
 
@@ -104,7 +108,8 @@ struct GridPoint {
 
 // Sets the point's axes other than the batch triad in cfg and returns the key
 // parts they add; nullopt when the point offloads and the backend cannot.
-std::optional<std::string> apply_axes(json& cfg, const GridPoint& pt, int stage, const EnumerateOptions& opts) {
+std::optional<std::string> apply_axes(json& cfg, const GridPoint& pt, int stage,
+                                      const EnumerateOptions& opts) {
   std::string extra;
   for (size_t a = 0; a < pt.space.axes.size(); ++a) {
     const AxisDef& def = *pt.space.axes[a].def;
@@ -144,31 +149,37 @@ Triad batch_triad(const json& base, const GridPoint& pt, const BatchPolicy& poli
                                         : engine::parse_config(base, W).train_batch_size;
     t.gas = tbs / (t.mbs * W);
     if (t.gas < 1)
-      t.reason = fmt::format("train_batch_size {} is smaller than micro-batch {} x {} ranks", tbs, t.mbs, W);
+      t.reason = fmt::format("train_batch_size {} is smaller than micro-batch {} x {} ranks", tbs,
+                             t.mbs, W);
     else if (tbs % (t.mbs * W) != 0)
-      t.reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks", tbs, t.mbs, W);
+      t.reason = fmt::format("train_batch_size {} is not a multiple of micro-batch {} x {} ranks",
+                             tbs, t.mbs, W);
   } else if (const json* g = pt.value_of("gradient_accumulation_steps")) {
     t.gas = g->get<int64_t>();
   }
   return t;
 }
 
-void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts, std::vector<std::string>& notes) {
+void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts,
+                     std::vector<std::string>& notes) {
   for (const auto& a : space.axes)
-    if ((a.def->short_name == "offopt" || a.def->short_name == "offparam") && !opts.offload_supported &&
-        a.values.size() > 1) {
-      notes.push_back(fmt::format("{}: only \"none\" is tried; the CPU backend keeps everything in host memory, "
-                                  "so offloading changes nothing there",
-                                  a.def->name));
+    if ((a.def->short_name == "offopt" || a.def->short_name == "offparam") &&
+        !opts.offload_supported && a.values.size() > 1) {
+      notes.push_back(fmt::format(
+          "{}: only \"none\" is tried; the CPU backend keeps everything in host memory, "
+          "so offloading changes nothing there",
+          a.def->name));
     }
   for (const auto& a : space.axes)
     if (a.def->stages != 0xF && a.values.size() > 1)
-      notes.push_back(fmt::format("{} is varied only at ZeRO stage(s) {}", a.def->name, stage_list(a.def->stages)));
+      notes.push_back(fmt::format("{} is varied only at ZeRO stage(s) {}", a.def->name,
+                                  stage_list(a.def->stages)));
 }
 
 }  // namespace
 
-Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, const EnumerateOptions& opts) {
+Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
+                                 const EnumerateOptions& opts) {
   if (!base_in.is_object()) throw TuneError("config: the base config must be a JSON object");
   const int W = opts.world_size;
   const json base = without_autotuning(base_in);
@@ -181,7 +192,8 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, 
     const json* stage_v = pt.value_of("zero_optimization.stage");
     const int stage = stage_v ? stage_v->get<int>() : base_stage(base);
     json cfg = base;
-    const auto extra = apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage
+    const auto extra =
+        apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage
     if (!extra) continue;  // offload without support: one note below, not one drop per point
 
     Triad t = batch_triad(base, pt, policy, W);
@@ -190,9 +202,10 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space, 
     cfg["train_micro_batch_size_per_gpu"] = t.mbs;
     cfg["gradient_accumulation_steps"] = t.gas;
     cfg["train_batch_size"] = t.mbs * t.gas * W;
-    if (t.reason.empty() && opts.max_train_batch_size && t.mbs * t.gas * W > *opts.max_train_batch_size)
-      t.reason = fmt::format("train_batch_size {} is over autotuning.max_train_batch_size {}", t.mbs * t.gas * W,
-                             *opts.max_train_batch_size);
+    if (t.reason.empty() && opts.max_train_batch_size &&
+        t.mbs * t.gas * W > *opts.max_train_batch_size)
+      t.reason = fmt::format("train_batch_size {} is over autotuning.max_train_batch_size {}",
+                             t.mbs * t.gas * W, *opts.max_train_batch_size);
     if (!t.reason.empty()) {
       e.dropped.push_back({key, cfg, t.reason});
       continue;

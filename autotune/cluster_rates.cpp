@@ -1,9 +1,9 @@
 #include "autotune/cluster_rates.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "profiler/comm_tracer.h"
 
@@ -26,7 +26,8 @@ double ClusterRates::collective_s(CollectiveKind kind, uint64_t bytes) const {
   const std::string_view name = profiler::collective_name(kind);
   std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
   for (const auto& s : bandwidth)
-    if (s.op == name && s.algbw_gbps > 0) pts.emplace_back(double(s.bytes), double(s.bytes) / (s.algbw_gbps * 1e9));
+    if (s.op == name && s.algbw_gbps > 0)
+      pts.emplace_back(double(s.bytes), double(s.bytes) / (s.algbw_gbps * 1e9));
   if (pts.empty()) {
     // Not probed: derive from all-reduce's bus bandwidth and this op's bus factor.
     const double factor = profiler::bus_factor(kind, std::max(2, world_size));
@@ -55,7 +56,8 @@ ClusterRates rates_from_probe(const profiler::ProbeResult& probe, kernels::Backe
   r.gemm_flops_per_s = probe.gemm_flops_per_s;
   r.bandwidth = probe.bandwidth;
   r.world_size = probe.world_size;
-  r.source = fmt::format("probe {} of {} ({} rank(s), {})", probe.id, probe.host, probe.world_size, probe.device);
+  r.source = fmt::format("probe {} of {} ({} rank(s), {})", probe.id, probe.host, probe.world_size,
+                         probe.device);
   return r;
 }
 
@@ -68,10 +70,14 @@ ClusterRates default_rates(kernels::BackendKind kind, int world_size) {
   // A latency floor and a bus bandwidth typical of the interconnect.
   const double latency = gpu ? 20e-6 : 30e-6, busbw = gpu ? 100e9 : 2e9;
   for (uint64_t bytes = 1 << 10; bytes <= (uint64_t(1) << 30); bytes <<= 4) {
-    const double t = latency + double(bytes) * profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size)) / busbw;
+    const double t =
+        latency + double(bytes) *
+                      profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size)) /
+                      busbw;
     const double algbw = double(bytes) / t / 1e9;
-    r.bandwidth.push_back({"all_reduce", bytes, algbw,
-                           algbw * profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size))});
+    r.bandwidth.push_back(
+        {"all_reduce", bytes, algbw,
+         algbw * profiler::bus_factor(CollectiveKind::all_reduce, std::max(2, world_size))});
   }
   r.source = "defaults (no probe)";
   return r;

@@ -15,12 +15,12 @@
 namespace hybrid::autotune {
 
 struct ClusterRates {
-  double gemm_flops_per_s = 0;              // per rank, all ranks busy at once
+  double gemm_flops_per_s = 0;                       // per rank, all ranks busy at once
   std::vector<profiler::BandwidthSample> bandwidth;  // per op and message size
-  int world_size = 1;                       // ranks the bandwidths were measured with
-  double memory_bytes_per_s = 0;            // streaming bandwidth per rank (not probed)
-  double op_overhead_s = 0;                 // fixed cost of one kernel / op call
-  std::string source;                       // "probe 3 of host (2 ranks)", "defaults"
+  int world_size = 1;                                // ranks the bandwidths were measured with
+  double memory_bytes_per_s = 0;                     // streaming bandwidth per rank (not probed)
+  double op_overhead_s = 0;                          // fixed cost of one kernel / op call
+  std::string source;                                // "probe 3 of host (2 ranks)", "defaults"
 
   // Seconds for one collective of `bytes` (nccl-tests' message size): the
   // probe's times interpolated in log-log between measured sizes, the smallest

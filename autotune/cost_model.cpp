@@ -13,8 +13,8 @@ namespace hybrid::autotune {
 using profiler::CollectiveKind;
 
 const char* feature_name(size_t f) {
-  static const char* names[kFeatureCount] = {"compute", "comm_exposed", "comm_overlapped", "micro_steps",
-                                             "optimizer"};
+  static const char* names[kFeatureCount] = {"compute", "comm_exposed", "comm_overlapped",
+                                             "micro_steps", "optimizer"};
   return f < kFeatureCount ? names[f] : "?";
 }
 
@@ -28,7 +28,8 @@ double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, doub
   bucket = std::max(1.0, std::min(bucket, total));
   const double full = std::floor(total / bucket);
   const double rest = total - full * bucket;
-  return full * r.collective_s(kind, uint64_t(bucket)) + (rest > 0 ? r.collective_s(kind, uint64_t(rest)) : 0.0);
+  return full * r.collective_s(kind, uint64_t(bucket)) +
+         (rest > 0 ? r.collective_s(kind, uint64_t(rest)) : 0.0);
 }
 
 }  // namespace
@@ -82,7 +83,8 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
         break;
       }
     }
-    // With overlap_comm, gradient reductions (and stage 3's prefetched gathers) run behind backward.
+    // With overlap_comm, gradient reductions (and stage 3's prefetched gathers) run behind
+    // backward.
     f.x[kCommOverlapped] = z.overlap_comm ? reduce + (z.stage == 3 ? gather : 0.0) : 0.0;
     f.x[kCommExposed] = z.overlap_comm ? (z.stage == 3 ? 0.0 : gather) : reduce + gather;
     const double bytes_reduce = (z.stage >= 2 ? G : 1) * P * d;
@@ -92,8 +94,9 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   return f;
 }
 
-Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows, const std::vector<double>& b,
-                          const Weights& prior, const Weights& penalty) {
+Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows,
+                          const std::vector<double>& b, const Weights& prior,
+                          const Weights& penalty) {
   constexpr size_t K = kFeatureCount;
   std::array<bool, K> free{};
   free.fill(true);

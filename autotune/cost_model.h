@@ -35,14 +35,21 @@
 
 namespace hybrid::autotune {
 
-enum Feature : size_t { kCompute = 0, kCommExposed, kCommOverlapped, kMicroSteps, kOptimizer, kFeatureCount };
+enum Feature : size_t {
+  kCompute = 0,
+  kCommExposed,
+  kCommOverlapped,
+  kMicroSteps,
+  kOptimizer,
+  kFeatureCount
+};
 const char* feature_name(size_t f);
 
 struct StepFeatures {
   std::array<double, kFeatureCount> x{};  // seconds
   double samples_per_step = 0;
   double tokens_per_step = 0;
-  double flops_per_step = 0;  // model FLOPs of the global batch (engine/trainer.h)
+  double flops_per_step = 0;       // model FLOPs of the global batch (engine/trainer.h)
   double comm_bytes_per_step = 0;  // per rank, all collectives
 };
 
@@ -72,7 +79,8 @@ class CostModel {
 
 // Solves (AᵀA + Λ) w = Aᵀb + Λ·prior over the free (non-negative) weights, Λ
 // the diagonal of `penalty`; exposed for tests. rows: A's rows; b: targets.
-Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows, const std::vector<double>& b,
-                          const Weights& prior, const Weights& penalty);
+Weights ridge_nonnegative(const std::vector<std::array<double, kFeatureCount>>& rows,
+                          const std::vector<double>& b, const Weights& prior,
+                          const Weights& penalty);
 
 }  // namespace hybrid::autotune

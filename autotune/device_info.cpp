@@ -1,11 +1,10 @@
 #include "autotune/device_info.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "autotune/tune_error.h"
 #include "kernels/registry.h"
@@ -72,7 +71,9 @@ DeviceInfo detect_device(const std::string& device) {
 #else
   (void)index;
 #endif
-  if (want_cuda) throw TuneError(fmt::format("config: hybrid.device is \"{}\" but no GPU is usable: {}", device, why));
+  if (want_cuda)
+    throw TuneError(
+        fmt::format("config: hybrid.device is \"{}\" but no GPU is usable: {}", device, why));
   d.note = "device auto: CPU (" + why + ")";
   return d;
 }

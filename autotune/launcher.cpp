@@ -1,8 +1,7 @@
 #include "autotune/launcher.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "autotune/tune_error.h"
 
@@ -43,7 +42,8 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
-std::vector<std::string> expand_launcher(const std::string& tmpl, const std::vector<std::string>& cmd,
+std::vector<std::string> expand_launcher(const std::string& tmpl,
+                                         const std::vector<std::string>& cmd,
                                          const std::map<std::string, std::string>& vars) {
   const auto words = split_words(tmpl);
   std::vector<std::string> out;
@@ -64,12 +64,14 @@ std::vector<std::string> expand_launcher(const std::string& tmpl, const std::vec
         }
         const std::string name = w.substr(i + 1, close - i - 1);
         if (name == "cmd")
-          throw TuneError(fmt::format("launcher: {{cmd}} must be a word of its own in \"{}\"", tmpl));
+          throw TuneError(
+              fmt::format("launcher: {{cmd}} must be a word of its own in \"{}\"", tmpl));
         const auto it = vars.find(name);
         if (it == vars.end()) {
           std::string known = "cmd";
           for (const auto& [k, v] : vars) known += ", " + k;
-          throw TuneError(fmt::format("launcher: unknown placeholder {{{}}} in \"{}\" (known: {})", name, tmpl, known));
+          throw TuneError(fmt::format("launcher: unknown placeholder {{{}}} in \"{}\" (known: {})",
+                                      name, tmpl, known));
         }
         s += it->second;
         i = close + 1;

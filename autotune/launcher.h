@@ -24,7 +24,8 @@ std::string default_launcher_template(int nprocs);
 // an unknown {placeholder}.
 std::vector<std::string> split_words(const std::string& text);
 
-std::vector<std::string> expand_launcher(const std::string& tmpl, const std::vector<std::string>& cmd,
+std::vector<std::string> expand_launcher(const std::string& tmpl,
+                                         const std::vector<std::string>& cmd,
                                          const std::map<std::string, std::string>& vars);
 
 // Joins words for display, quoting the ones with spaces.

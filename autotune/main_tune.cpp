@@ -1,15 +1,14 @@
 // hybrid-tune: finds the fastest config that fits in memory.
-//   hybrid-tune --config ds.json [--space space.json] [--nprocs N] [--strategy grid|random|model] ...
-//   hybrid-tune probe [--nprocs N] [--launcher T] [--db DB]
-//   hybrid-tune probe-worker --out F   (what `probe` runs under the launcher)
+//   hybrid-tune --config ds.json [--space space.json] [--nprocs N] [--strategy grid|random|model]
+//   ... hybrid-tune probe [--nprocs N] [--launcher T] [--db DB] hybrid-tune probe-worker --out F
+//   (what `probe` runs under the launcher)
 // Exit status: 0 a best config was written (or --dry-run / probe done), 1 an
 // error (message names the input at fault), 3 no trial succeeded, 130 interrupted.
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "autotune/launcher.h"
 #include "autotune/probe.h"
@@ -39,23 +38,32 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
       ->check(CLI::ExistingFile);
   app.add_option("--nprocs", o.nprocs, "ranks per trial (default 1)")->check(CLI::PositiveNumber);
   app.add_option("--launcher", o.launcher,
-                 "launcher template, e.g. \"mpirun -np {nprocs} {cmd}\" or \"srun -n {nprocs} {cmd}\"; placeholders "
+                 "launcher template, e.g. \"mpirun -np {nprocs} {cmd}\" or \"srun -n {nprocs} "
+                 "{cmd}\"; placeholders "
                  "{nprocs} {cmd} {key} {config} {dir} (default: mpirun for N > 1, none for 1)");
-  app.add_option("--strategy", o.strategy, "grid | random | model (default: autotuning.tuner_type, else grid)");
-  app.add_option("--metric", o.metric,
-                 "throughput (samples/s) | latency (ms/step, lower is better) | flops | tokens_per_s "
-                 "(default: autotuning.metric, else throughput)");
+  app.add_option("--strategy", o.strategy,
+                 "grid | random | model (default: autotuning.tuner_type, else grid)");
+  app.add_option(
+      "--metric", o.metric,
+      "throughput (samples/s) | latency (ms/step, lower is better) | flops | tokens_per_s "
+      "(default: autotuning.metric, else throughput)");
   app.add_option("--db", o.db, "run store (SQLite)")->capture_default_str();
-  app.add_option("--out", o.out, "where to write the best config (default: best.json beside the database)");
-  app.add_flag("--dry-run", o.dry_run, "list candidates with predicted memory and step time; run nothing");
-  app.add_option("--max-trials", o.max_trials, "at most this many trials (default: autotuning.tuner_num_trials, 50)")
+  app.add_option("--out", o.out,
+                 "where to write the best config (default: best.json beside the database)");
+  app.add_flag("--dry-run", o.dry_run,
+               "list candidates with predicted memory and step time; run nothing");
+  app.add_option("--max-trials", o.max_trials,
+                 "at most this many trials (default: autotuning.tuner_num_trials, 50)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--time-budget", o.time_budget_s, "stop starting trials after this many seconds (0: none)")
+  app.add_option("--time-budget", o.time_budget_s,
+                 "stop starting trials after this many seconds (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--early-stop", o.early_stop,
-                 "stop after K trials without improvement (default: autotuning.tuner_early_stopping, 5; 0: off)")
+                 "stop after K trials without improvement (default: "
+                 "autotuning.tuner_early_stopping, 5; 0: off)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--trial-timeout", o.trial_timeout_s, "seconds before a trial's process group is killed")
+  app.add_option("--trial-timeout", o.trial_timeout_s,
+                 "seconds before a trial's process group is killed")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--steps", o.steps, "steps per trial (default: autotuning.end_profile_step, 5)")
@@ -64,15 +72,20 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "first measured step (default: autotuning.start_profile_step, 3)")
       ->check(CLI::PositiveNumber);
   app.add_option("--statistic", o.statistic,
-                 "median | min of the measured steps' times (min: steadier on a machine shared with other work)")
+                 "median | min of the measured steps' times (min: steadier on a machine shared "
+                 "with other work)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the random strategy")->capture_default_str();
   app.add_option("--name", o.name, "sweep name (default: <config>/<strategy>/<metric>/np<N>)");
-  app.add_flag("--no-prune", o.no_prune, "run candidates the memory model predicts over budget (to check the model)");
-  app.add_flag("--no-probe", o.no_probe, "never run a probe automatically (use the stored one or defaults)");
-  app.add_option("--train-bin", o.train_bin, "hybrid-train executable (default: beside hybrid-tune)");
+  app.add_flag("--no-prune", o.no_prune,
+               "run candidates the memory model predicts over budget (to check the model)");
+  app.add_flag("--no-probe", o.no_probe,
+               "never run a probe automatically (use the stored one or defaults)");
+  app.add_option("--train-bin", o.train_bin,
+                 "hybrid-train executable (default: beside hybrid-tune)");
   app.add_option("--min-gain", o.min_gain,
-                 "model strategy: stop when no candidate is predicted to improve by more than this fraction")
+                 "model strategy: stop when no candidate is predicted to improve by more than this "
+                 "fraction")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
 }
@@ -87,14 +100,18 @@ struct ProbeCommand {
 };
 
 CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
-  auto* probe = app.add_subcommand("probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
+  auto* probe = app.add_subcommand(
+      "probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
   probe->add_option("--nprocs", c.nprocs, "ranks")->check(CLI::PositiveNumber);
   probe->add_option("--launcher", c.launcher, "launcher template (as for tuning)");
   probe->add_option("--db", c.db, "run store to record the probe in")->capture_default_str();
   probe->add_option("--device", c.po.device, "auto | cpu | cuda")->capture_default_str();
   probe->add_option("--dtype", c.po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
-  probe->add_option("--gemm-size", c.po.gemm_size, "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
-  probe->add_option("--max-message", c.max_message, "largest collective message in bytes (sizes 4 KiB, x4, ...)")
+  probe->add_option("--gemm-size", c.po.gemm_size,
+                    "M = N = K of the GEMM (default 1024 CPU, 8192 GPU)");
+  probe
+      ->add_option("--max-message", c.max_message,
+                   "largest collective message in bytes (sizes 4 KiB, x4, ...)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   probe->add_option("--timeout", c.timeout, "seconds")->capture_default_str();
@@ -149,8 +166,10 @@ int run_tune(const TuneOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hybrid-tune: finds the fastest ZeRO / batch config that fits in memory, trials as real processes, "
-               "evidence in SQLite"};
+  CLI::App app{
+      "hybrid-tune: finds the fastest ZeRO / batch config that fits in memory, trials as real "
+      "processes, "
+      "evidence in SQLite"};
   app.require_subcommand(0, 1);
   TuneOptions o;
   add_tune_options(app, o);

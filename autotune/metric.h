@@ -32,7 +32,7 @@ struct Measurement {
 };
 double metric_value(Metric m, const Measurement& x);
 // The metric a step time implies for a candidate (the cost model's predictions).
-double metric_from_step_time(Metric m, double step_s, double samples_per_step, double tokens_per_step,
-                             double flops_per_step);
+double metric_from_step_time(Metric m, double step_s, double samples_per_step,
+                             double tokens_per_step, double flops_per_step);
 
 }  // namespace hybrid::autotune

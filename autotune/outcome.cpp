@@ -1,12 +1,12 @@
 #include "autotune/outcome.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
@@ -88,7 +88,8 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
   const double per_s = all_median_ms > 0 ? all_median_ms / 1e3 : 0.0;
   const double samples = number_or(r, "samples_per_s", 0.0) * per_s;
   const double tokens = number_or(r, "tokens_per_s", 0.0) * per_s;
-  const double flops = number_or(r, "flops_per_step", number_or(r, "achieved_flops_per_s", 0.0) * per_s);
+  const double flops =
+      number_or(r, "flops_per_step", number_or(r, "achieved_flops_per_s", 0.0) * per_s);
 
   std::vector<double> win;
   std::string src;
@@ -98,8 +99,8 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
       if (v.is_number()) steps.push_back(v.get<double>());
     win = window_of(steps, w);
     if (!win.empty())
-      src = fmt::format("{} of steps {}..{} (result step_ms)", statistic_name(w.statistic), w.start_step,
-                        w.start_step + int(win.size()) - 1);
+      src = fmt::format("{} of steps {}..{} (result step_ms)", statistic_name(w.statistic),
+                        w.start_step, w.start_step + int(win.size()) - 1);
   }
   if (win.empty()) {
     win = window_of(w.store_step_ms, w);
@@ -108,7 +109,7 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
                         w.start_step + int(win.size()) - 1);
   }
   Measurement m;
-  m.step_ms = win.empty()                              ? all_median_ms
+  m.step_ms = win.empty()                         ? all_median_ms
               : w.statistic == StepStatistic::min ? *std::min_element(win.begin(), win.end())
                                                   : base::median(win);
   if (win.empty()) src = "median over all steps (hybrid-train)";
@@ -145,48 +146,58 @@ TrialOutcome measured(const json& r, const MeasureWindow& window) {
 TrialOutcome from_exit_code(const ExitInfo& exit, const ResultFile& result) {
   const std::string why = result.problem.empty() ? "no result" : result.problem;
   switch (exit.exit_code) {
-    case 3: return with(TrialStatus::oom, "exit status 3 (out of memory), " + why);
-    case 2: return with(TrialStatus::config_error, "exit status 2 (config error), " + why);
-    default: return with(TrialStatus::failed, fmt::format("exit status {}, {}", exit.exit_code, why));
+    case 3:
+      return with(TrialStatus::oom, "exit status 3 (out of memory), " + why);
+    case 2:
+      return with(TrialStatus::config_error, "exit status 2 (config error), " + why);
+    default:
+      return with(TrialStatus::failed, fmt::format("exit status {}, {}", exit.exit_code, why));
   }
 }
 
 // The process's story and the result's status, in order of precedence: an error
 // result explains a non-zero exit better than the exit status does.
-TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result, const std::string& status,
-                                  const MeasureWindow& window) {
+TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result,
+                                  const std::string& status, const MeasureWindow& window) {
   const json* r = result.json ? &*result.json : nullptr;
   if (exit.timed_out)
     return with(TrialStatus::timeout,
-                fmt::format("no result within the trial timeout of {:g} s; process group killed", exit.timeout_s));
-  if (!exit.started) return with(TrialStatus::failed, "launcher could not be started: " + exit.start_error);
+                fmt::format("no result within the trial timeout of {:g} s; process group killed",
+                            exit.timeout_s));
+  if (!exit.started)
+    return with(TrialStatus::failed, "launcher could not be started: " + exit.start_error);
   if (status == "oom") return with(TrialStatus::oom, error_message(*r));
   if (status == "config_error") return with(TrialStatus::config_error, error_message(*r));
   if (exit.signal != 0)
     return with(TrialStatus::crash,
-                fmt::format("the trial process (launcher or rank) was killed by {}", signal_name(exit.signal)));
+                fmt::format("the trial process (launcher or rank) was killed by {}",
+                            signal_name(exit.signal)));
   if (exit.exit_code > 128 && exit.exit_code <= 128 + 64 && status != "failed")
-    return with(TrialStatus::crash, fmt::format("exit status {}: a process died of {}", exit.exit_code,
-                                                signal_name(exit.exit_code - 128)));
+    return with(TrialStatus::crash, fmt::format("exit status {}: a process died of {}",
+                                                exit.exit_code, signal_name(exit.exit_code - 128)));
   if (status == "failed") return with(TrialStatus::failed, error_message(*r));
   if (status == "ok" && exit.exit_code == 0) return measured(*r, window);
   if (status == "ok")
-    return with(TrialStatus::failed, fmt::format("exit status {} although the result says ok", exit.exit_code));
-  if (!status.empty())
     return with(TrialStatus::failed,
-                fmt::format("unknown result status \"{}\" (exit status {})", status, exit.exit_code));
+                fmt::format("exit status {} although the result says ok", exit.exit_code));
+  if (!status.empty())
+    return with(TrialStatus::failed, fmt::format("unknown result status \"{}\" (exit status {})",
+                                                 status, exit.exit_code));
   return from_exit_code(exit, result);
 }
 
 }  // namespace
 
-TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window) {
+TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
+                            const MeasureWindow& window) {
   const json* r = result.json ? &*result.json : nullptr;
   const std::string status = r ? base::string_at(*r, "status").value_or("") : std::string();
   TrialOutcome o = from_exit_and_status(exit, result, status, window);
   if (r) {
-    if (r->contains("run_id") && (*r)["run_id"].is_number_integer()) o.run_id = (*r)["run_id"].get<int64_t>();
-    if (r->contains("peak_memory_total_bytes") && (*r)["peak_memory_total_bytes"].is_number_unsigned())
+    if (r->contains("run_id") && (*r)["run_id"].is_number_integer())
+      o.run_id = (*r)["run_id"].get<int64_t>();
+    if (r->contains("peak_memory_total_bytes") &&
+        (*r)["peak_memory_total_bytes"].is_number_unsigned())
       o.peak_mem_bytes = (*r)["peak_memory_total_bytes"].get<uint64_t>();
   }
   return o;

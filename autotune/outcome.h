@@ -13,11 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "autotune/metric.h"
 #include "profiler/profile_data.h"
@@ -65,14 +64,16 @@ struct TrialOutcome {
   std::optional<int64_t> run_id;           // the run the trial wrote to the store
 };
 
-TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result, const MeasureWindow& window);
+TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
+                            const MeasureWindow& window);
 
 // The measurement over the window: the median (or minimum) step time of steps
 // start..end taken from result["step_ms"] when hybrid-train writes per-step
 // times, else from the run store's steps, else hybrid-train's median over all
 // steps; rates are the per-step work (derived from the result) over that time.
 // `source` says which was used.
-Measurement measure(const nlohmann::json& result, const MeasureWindow& window, std::string* source = nullptr);
+Measurement measure(const nlohmann::json& result, const MeasureWindow& window,
+                    std::string* source = nullptr);
 
 std::string signal_name(int sig);  // "SIGSEGV"
 

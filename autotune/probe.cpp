@@ -1,13 +1,12 @@
 #include "autotune/probe.h"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "autotune/launcher.h"
 #include "autotune/outcome.h"
@@ -32,7 +31,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Device buffer filled with small values (no denormals, no overflow in 16 bits).
 void* filled(kernels::Backend& be, kernels::DType dt, size_t n) {
@@ -53,7 +54,9 @@ void* filled(kernels::Backend& be, kernels::DType dt, size_t n) {
 // GEMM FLOP/s per rank: all ranks at once, as in training; the mean over ranks.
 double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DType dt,
                     engine::comm::Communicator& comm) {
-  const int n = opts.gemm_size > 0 ? opts.gemm_size : be.kind() == kernels::BackendKind::cuda ? 8192 : 1024;
+  const int n = opts.gemm_size > 0                        ? opts.gemm_size
+                : be.kind() == kernels::BackendKind::cuda ? 8192
+                                                          : 1024;
   void* A = filled(be, dt, size_t(n) * n);
   void* B = filled(be, dt, size_t(n) * n);
   void* C = filled(be, dt, size_t(n) * n);
@@ -72,10 +75,11 @@ double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DTy
 }
 
 // One collective at one message size (host buffers, fp32 elements).
-profiler::BandwidthSample measure_collective(const ProbeOptions& opts, CollectiveKind kind, uint64_t bytes,
-                                            engine::comm::Communicator& comm) {
+profiler::BandwidthSample measure_collective(const ProbeOptions& opts, CollectiveKind kind,
+                                             uint64_t bytes, engine::comm::Communicator& comm) {
   const int world = comm.world_size();
-  const size_t total = std::max<size_t>(size_t(bytes / 4) / size_t(world) * size_t(world), size_t(world));
+  const size_t total =
+      std::max<size_t>(size_t(bytes / 4) / size_t(world) * size_t(world), size_t(world));
   std::vector<float> send(total, 1.0f), recv(total, 0.0f);
   const std::vector<size_t> counts(size_t(world), total / size_t(world));
   const int iters = opts.comm_iters > 0 ? opts.comm_iters : bytes <= (1u << 20) ? 11 : 5;
@@ -85,7 +89,8 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
         comm.all_reduce(send.data(), total, kernels::DType::f32, engine::comm::ReduceOp::sum);
         break;
       case CollectiveKind::reduce_scatter:
-        comm.reduce_scatter(send.data(), recv.data(), counts, kernels::DType::f32, engine::comm::ReduceOp::sum);
+        comm.reduce_scatter(send.data(), recv.data(), counts, kernels::DType::f32,
+                            engine::comm::ReduceOp::sum);
         break;
       default:
         comm.all_gather(send.data(), recv.data(), counts, kernels::DType::f32);
@@ -102,10 +107,12 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
     per_call.push_back(seconds_since(t0));
   }
   float t = float(base::median(per_call));
-  comm.all_reduce(&t, 1, kernels::DType::f32, engine::comm::ReduceOp::max);  // the slowest rank bounds it
+  comm.all_reduce(&t, 1, kernels::DType::f32,
+                  engine::comm::ReduceOp::max);  // the slowest rank bounds it
   const uint64_t msg = uint64_t(total) * 4;
   const double algbw = double(msg) / double(t) / 1e9;
-  return {std::string(profiler::collective_name(kind)), msg, algbw, algbw * profiler::bus_factor(kind, world)};
+  return {std::string(profiler::collective_name(kind)), msg, algbw,
+          algbw * profiler::bus_factor(kind, world)};
 }
 
 }  // namespace
@@ -113,13 +120,15 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
 profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::string& out_path) {
   // Threads as the engine sets them: the host's cores shared by its ranks.
   const base::LauncherEnv env = base::launcher_env();
-  omp_set_num_threads(std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / env.local_size));
+  omp_set_num_threads(
+      std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / env.local_size));
   auto comm = engine::comm::make_communicator();
   const int world = comm->world_size();
   auto choice = kernels::make_backend(opts.device, env.local_rank);
   kernels::Backend& be = *choice.backend;
   const kernels::DType dt = kernels::parse_dtype(opts.dtype);
-  if (!be.supports(dt)) throw TuneError(fmt::format("probe: dtype {} is not supported by {}", opts.dtype, be.name()));
+  if (!be.supports(dt))
+    throw TuneError(fmt::format("probe: dtype {} is not supported by {}", opts.dtype, be.name()));
 
   profiler::ProbeResult res;
   res.world_size = world;
@@ -130,9 +139,12 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
   if (sizes.empty())
     for (uint64_t b = 4096; b <= (uint64_t(16) << 20); b *= 4) sizes.push_back(b);
   if (world > 1)  // else nothing moves between ranks
-    for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
-      for (uint64_t bytes : sizes) res.bandwidth.push_back(measure_collective(opts, kind, bytes, *comm));
-  if (comm->rank() == 0 && !out_path.empty()) base::write_file_atomic(out_path, probe_to_json(res).dump(2) + "\n");
+    for (CollectiveKind kind :
+         {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
+      for (uint64_t bytes : sizes)
+        res.bandwidth.push_back(measure_collective(opts, kind, bytes, *comm));
+  if (comm->rank() == 0 && !out_path.empty())
+    base::write_file_atomic(out_path, probe_to_json(res).dump(2) + "\n");
   comm->barrier();
   return res;
 }
@@ -140,9 +152,15 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
 json probe_to_json(const profiler::ProbeResult& p) {
   json bw = json::array();
   for (const auto& b : p.bandwidth)
-    bw.push_back({{"op", b.op}, {"bytes", b.bytes}, {"algbw_gbps", b.algbw_gbps}, {"busbw_gbps", b.busbw_gbps}});
-  return {{"host", p.host}, {"device", p.device}, {"world_size", p.world_size},
-          {"gemm_flops_per_s", p.gemm_flops_per_s}, {"bandwidth", bw}};
+    bw.push_back({{"op", b.op},
+                  {"bytes", b.bytes},
+                  {"algbw_gbps", b.algbw_gbps},
+                  {"busbw_gbps", b.busbw_gbps}});
+  return {{"host", p.host},
+          {"device", p.device},
+          {"world_size", p.world_size},
+          {"gemm_flops_per_s", p.gemm_flops_per_s},
+          {"bandwidth", bw}};
 }
 
 profiler::ProbeResult probe_from_json(const json& j) {
@@ -162,19 +180,24 @@ profiler::ProbeResult probe_from_json(const json& j) {
   return p;
 }
 
-profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const std::string& launcher_template,
-                                   const ProbeOptions& opts, const std::string& work_dir, double timeout_s) {
+profiler::ProbeResult launch_probe(const std::string& self, int nprocs,
+                                   const std::string& launcher_template, const ProbeOptions& opts,
+                                   const std::string& work_dir, double timeout_s) {
   std::filesystem::create_directories(work_dir);
   const std::string out = (std::filesystem::path(work_dir) / "probe.json").string();
   const std::string log = (std::filesystem::path(work_dir) / "probe.log").string();
   std::filesystem::remove(out);
   std::filesystem::remove(log);
-  std::vector<std::string> cmd = {self, "probe-worker", "--out", out, "--device", opts.device, "--dtype", opts.dtype};
+  std::vector<std::string> cmd = {self,       "probe-worker", "--out",   out,
+                                  "--device", opts.device,    "--dtype", opts.dtype};
   if (opts.gemm_size > 0) cmd.insert(cmd.end(), {"--gemm-size", std::to_string(opts.gemm_size)});
-  for (uint64_t b : opts.message_bytes) cmd.insert(cmd.end(), {"--message-bytes", std::to_string(b)});
-  const std::string tmpl = launcher_template.empty() ? default_launcher_template(nprocs) : launcher_template;
-  const auto argv = expand_launcher(tmpl, cmd,
-                                    {{"nprocs", std::to_string(nprocs)}, {"key", "probe"}, {"config", ""}, {"dir", work_dir}});
+  for (uint64_t b : opts.message_bytes)
+    cmd.insert(cmd.end(), {"--message-bytes", std::to_string(b)});
+  const std::string tmpl =
+      launcher_template.empty() ? default_launcher_template(nprocs) : launcher_template;
+  const auto argv = expand_launcher(
+      tmpl, cmd,
+      {{"nprocs", std::to_string(nprocs)}, {"key", "probe"}, {"config", ""}, {"dir", work_dir}});
   ProcessOptions po;
   po.timeout_s = timeout_s;
   po.log_path = log;
@@ -184,7 +207,7 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const st
     throw TuneError(fmt::format("probe: `{}` failed ({}{}); last output:\n{}", join_command(argv),
                                 pr.exit.timed_out ? fmt::format("timed out after {:g} s", timeout_s)
                                 : !pr.exit.started ? pr.exit.start_error
-                                : pr.exit.signal ? "killed by " + signal_name(pr.exit.signal)
+                                : pr.exit.signal   ? "killed by " + signal_name(pr.exit.signal)
                                                  : fmt::format("exit status {}", pr.exit.exit_code),
                                 rf.json ? "" : ", " + rf.problem, base::read_tail(log, 20)));
   return probe_from_json(*rf.json);
@@ -192,14 +215,17 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const st
 
 std::string format_probe(const profiler::ProbeResult& p) {
   std::string s = fmt::format("probe{}: {} rank(s) on {}, {}\n  GEMM: {} per rank\n",
-                              p.id ? fmt::format(" {}", p.id) : "", p.world_size, p.host.empty() ? "this host" : p.host,
-                              p.device, base::format_flop_rate(p.gemm_flops_per_s));
+                              p.id ? fmt::format(" {}", p.id) : "", p.world_size,
+                              p.host.empty() ? "this host" : p.host, p.device,
+                              base::format_flop_rate(p.gemm_flops_per_s));
   if (!p.bandwidth.empty()) {
-    s += fmt::format("  {:<15} {:>12} {:>14} {:>14} {:>12}\n", "collective", "message", "algbw", "busbw", "time");
+    s += fmt::format("  {:<15} {:>12} {:>14} {:>14} {:>12}\n", "collective", "message", "algbw",
+                     "busbw", "time");
     for (const auto& b : p.bandwidth)
-      s += fmt::format("  {:<15} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, base::format_bytes(b.bytes),
-                       b.algbw_gbps, b.busbw_gbps,
-                       base::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
+      s += fmt::format(
+          "  {:<15} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, base::format_bytes(b.bytes),
+          b.algbw_gbps, b.busbw_gbps,
+          base::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
   }
   return s;
 }

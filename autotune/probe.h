@@ -10,10 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "profiler/profile_data.h"
 #include "profiler/sweep_data.h"
@@ -39,8 +38,9 @@ profiler::ProbeResult probe_from_json(const nlohmann::json& j);  // throws TuneE
 // Runs the worker through the launcher and returns what rank 0 wrote (not yet
 // stored). self: the hybrid-tune executable; work_dir receives probe.json and
 // probe.log. Throws TuneError with the log's tail when the probe fails.
-profiler::ProbeResult launch_probe(const std::string& self, int nprocs, const std::string& launcher_template,
-                                   const ProbeOptions& opts, const std::string& work_dir, double timeout_s);
+profiler::ProbeResult launch_probe(const std::string& self, int nprocs,
+                                   const std::string& launcher_template, const ProbeOptions& opts,
+                                   const std::string& work_dir, double timeout_s);
 
 // The probe as a table with units, for the CLI.
 std::string format_probe(const profiler::ProbeResult& p);

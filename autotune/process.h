@@ -15,9 +15,9 @@
 namespace hybrid::autotune {
 
 struct ProcessOptions {
-  double timeout_s = 0;        // 0: none
-  double kill_grace_s = 3.0;   // between SIGTERM and SIGKILL
-  std::string log_path;        // stdout and stderr (appended); empty: /dev/null
+  double timeout_s = 0;                       // 0: none
+  double kill_grace_s = 3.0;                  // between SIGTERM and SIGKILL
+  std::string log_path;                       // stdout and stderr (appended); empty: /dev/null
   const std::atomic<bool>* cancel = nullptr;  // set: kill the group and return
 };
 

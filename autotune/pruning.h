@@ -23,19 +23,20 @@ std::vector<engine::MemoryPrediction> predict_all(const std::vector<Candidate>& 
                                                   const std::string& device);
 
 struct PruneResult {
-  std::vector<size_t> kept;                    // indices into the candidates
+  std::vector<size_t> kept;  // indices into the candidates
   std::vector<profiler::PrunedCandidate> pruned;
 };
 
 // A candidate is pruned when its predicted total exceeds the budget.
 PruneResult prune(const std::vector<Candidate>& candidates,
-                  const std::vector<engine::MemoryPrediction>& predictions, const MemoryBudget& budget);
+                  const std::vector<engine::MemoryPrediction>& predictions,
+                  const MemoryBudget& budget);
 
 // Default spaces only (DeepSpeed's num_tuning_micro_batch_sizes): among the
 // kept candidates that differ only in micro-batch size (and the accumulation
 // derived from it), keep `count` sizes spread evenly in log scale from the
 // smallest to the largest; returns the indices removed.
-std::vector<size_t> thin_micro_batches(const std::vector<Candidate>& candidates, std::vector<size_t>& kept,
-                                       int count);
+std::vector<size_t> thin_micro_batches(const std::vector<Candidate>& candidates,
+                                       std::vector<size_t>& kept, int count);
 
 }  // namespace hybrid::autotune

@@ -1,9 +1,9 @@
 #include "autotune/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "base/units.h"
 
@@ -28,17 +28,21 @@ std::string progress_line(Metric m, const ProgressInfo& p) {
   if (t.status == TrialStatus::ok && t.metric) {
     what = fmt::format("ok {}", format_metric(m, *t.metric));
     if (t.predicted_step_ms && t.latency_ms)
-      what += fmt::format(" ({:.1f} ms/step, predicted {:.1f})", *t.latency_ms, *t.predicted_step_ms);
+      what +=
+          fmt::format(" ({:.1f} ms/step, predicted {:.1f})", *t.latency_ms, *t.predicted_step_ms);
   } else {
     what = fmt::format("{}: {}", profiler::to_string(t.status), fit(t.reason, 70));
     // The last line the trial printed often says what the reason cannot (a launcher's complaint).
     std::string tail = t.output_tail;
     while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
     const size_t nl = tail.rfind('\n');
-    if (!tail.empty()) what += fmt::format(" (last output: {})", fit(nl == std::string::npos ? tail : tail.substr(nl + 1), 80));
+    if (!tail.empty())
+      what += fmt::format(" (last output: {})",
+                          fit(nl == std::string::npos ? tail : tail.substr(nl + 1), 80));
   }
   std::string best = "none yet";
-  if (p.best && p.best->metric) best = fmt::format("{} [{}]", format_metric(m, *p.best->metric), p.best->key);
+  if (p.best && p.best->metric)
+    best = fmt::format("{} [{}]", format_metric(m, *p.best->metric), p.best->key);
   const std::string eta = p.eta_s < 0 ? "?" : base::format_duration(p.eta_s);
   return fmt::format("[{:>3}/{}] {} | {} | {} | best {} | ETA {}", p.done, p.planned, t.key, what,
                      base::format_duration(t.wall_s.value_or(0.0)), best, eta);
@@ -46,7 +50,8 @@ std::string progress_line(Metric m, const ProgressInfo& p) {
 
 std::vector<TrialRow> ranked(Metric m, std::vector<TrialRow> trials) {
   std::stable_sort(trials.begin(), trials.end(), [&](const TrialRow& a, const TrialRow& b) {
-    const bool ao = a.status == TrialStatus::ok && a.metric, bo = b.status == TrialStatus::ok && b.metric;
+    const bool ao = a.status == TrialStatus::ok && a.metric,
+               bo = b.status == TrialStatus::ok && b.metric;
     if (ao != bo) return ao;
     if (!ao) return false;
     return better(m, *a.metric, *b.metric);
@@ -57,15 +62,17 @@ std::vector<TrialRow> ranked(Metric m, std::vector<TrialRow> trials) {
 std::optional<TrialRow> best_trial(Metric m, const std::vector<TrialRow>& trials) {
   std::optional<TrialRow> best;
   for (const auto& t : trials)
-    if (t.status == TrialStatus::ok && t.metric && (!best || better(m, *t.metric, *best->metric))) best = t;
+    if (t.status == TrialStatus::ok && t.metric && (!best || better(m, *t.metric, *best->metric)))
+      best = t;
   return best;
 }
 
 std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t max_rows) {
   const auto rows = ranked(m, trials);
-  std::string s = fmt::format("{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n",
-                              "#", "trial", "status", std::string(metric_name(m)), "ms/step", "samples/s",
-                              "tokens/s", "model FLOP/s", "peak mem", "pred. mem", "mem err", "wall");
+  std::string s = fmt::format(
+      "{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n", "#",
+      "trial", "status", std::string(metric_name(m)), "ms/step", "samples/s", "tokens/s",
+      "model FLOP/s", "peak mem", "pred. mem", "mem err", "wall");
   size_t n = 0;
   for (const auto& t : rows) {
     if (++n > max_rows) {
@@ -74,18 +81,19 @@ std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t ma
     }
     std::string err = "-";
     if (t.peak_mem_bytes && t.predicted_mem_bytes && *t.peak_mem_bytes > 0)
-      err = fmt::format("{:+.1f} %", 100.0 * (double(*t.predicted_mem_bytes) - double(*t.peak_mem_bytes)) /
-                                         double(*t.peak_mem_bytes));
+      err = fmt::format("{:+.1f} %",
+                        100.0 * (double(*t.predicted_mem_bytes) - double(*t.peak_mem_bytes)) /
+                            double(*t.peak_mem_bytes));
     const bool ok = t.status == TrialStatus::ok;
-    s += fmt::format("{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n",
-                     ok ? std::to_string(n) : "-", fit(t.key, 34), std::string(profiler::to_string(t.status)),
-                     ok && t.metric ? format_metric(m, *t.metric) : "-",
-                     t.latency_ms ? fmt::format("{:.1f}", *t.latency_ms) : "-",
-                     t.samples_per_s ? fmt::format("{:.1f}", *t.samples_per_s) : "-",
-                     t.tokens_per_s ? fmt::format("{:.0f}", *t.tokens_per_s) : "-",
-                     t.flops_per_s ? base::format_flop_rate(*t.flops_per_s) : "-", opt_bytes(t.peak_mem_bytes),
-                     opt_bytes(t.predicted_mem_bytes), err,
-                     t.wall_s ? base::format_duration(*t.wall_s) : "-");
+    s += fmt::format(
+        "{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n",
+        ok ? std::to_string(n) : "-", fit(t.key, 34), std::string(profiler::to_string(t.status)),
+        ok && t.metric ? format_metric(m, *t.metric) : "-",
+        t.latency_ms ? fmt::format("{:.1f}", *t.latency_ms) : "-",
+        t.samples_per_s ? fmt::format("{:.1f}", *t.samples_per_s) : "-",
+        t.tokens_per_s ? fmt::format("{:.0f}", *t.tokens_per_s) : "-",
+        t.flops_per_s ? base::format_flop_rate(*t.flops_per_s) : "-", opt_bytes(t.peak_mem_bytes),
+        opt_bytes(t.predicted_mem_bytes), err, t.wall_s ? base::format_duration(*t.wall_s) : "-");
     if (!ok && !t.reason.empty()) s += fmt::format("     {}\n", fit(t.reason, 150));
   }
   return s;
@@ -101,10 +109,14 @@ MemoryCheck memory_check(const std::vector<TrialRow>& trials) {
   MemoryCheck c;
   double sum = 0;
   for (const auto& t : trials) {
-    if (t.status != TrialStatus::ok || !t.peak_mem_bytes || !t.predicted_mem_bytes || *t.peak_mem_bytes == 0) continue;
-    const double e = (double(*t.predicted_mem_bytes) - double(*t.peak_mem_bytes)) / double(*t.peak_mem_bytes);
+    if (t.status != TrialStatus::ok || !t.peak_mem_bytes || !t.predicted_mem_bytes ||
+        *t.peak_mem_bytes == 0)
+      continue;
+    const double e =
+        (double(*t.predicted_mem_bytes) - double(*t.peak_mem_bytes)) / double(*t.peak_mem_bytes);
     sum += std::fabs(e);
-    if (c.trials == 0 || std::fabs(e) > std::fabs(c.worst_error)) c.worst_error = e, c.worst_key = t.key;
+    if (c.trials == 0 || std::fabs(e) > std::fabs(c.worst_error))
+      c.worst_error = e, c.worst_key = t.key;
     ++c.trials;
   }
   c.mean_abs_error = c.trials ? sum / double(c.trials) : 0.0;
@@ -113,8 +125,10 @@ MemoryCheck memory_check(const std::vector<TrialRow>& trials) {
 
 std::string format_memory_check(const MemoryCheck& c) {
   if (c.trials == 0) return "memory model vs measured peak: no ok trial to compare";
-  return fmt::format("memory model vs measured peak (per rank, {} ok trials): mean |error| {:.1f} %, worst {:+.1f} % [{}]",
-                     c.trials, c.mean_abs_error * 100, c.worst_error * 100, c.worst_key);
+  return fmt::format(
+      "memory model vs measured peak (per rank, {} ok trials): mean |error| {:.1f} %, worst "
+      "{:+.1f} % [{}]",
+      c.trials, c.mean_abs_error * 100, c.worst_error * 100, c.worst_key);
 }
 
 }  // namespace hybrid::autotune

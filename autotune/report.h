@@ -15,19 +15,21 @@
 namespace hybrid::autotune {
 
 struct ProgressInfo {
-  size_t done = 0;         // trials finished in the sweep (resumed ones included)
-  size_t planned = 0;      // upper bound on the sweep's trials
+  size_t done = 0;     // trials finished in the sweep (resumed ones included)
+  size_t planned = 0;  // upper bound on the sweep's trials
   const profiler::TrialRow* trial = nullptr;
   const profiler::TrialRow* best = nullptr;  // best so far (may be the trial)
-  double eta_s = -1;       // < 0: unknown
+  double eta_s = -1;                         // < 0: unknown
 };
 std::string progress_line(Metric m, const ProgressInfo& p);
 
 // Best first; failed trials after the ok ones.
 std::vector<profiler::TrialRow> ranked(Metric m, std::vector<profiler::TrialRow> trials);
-std::optional<profiler::TrialRow> best_trial(Metric m, const std::vector<profiler::TrialRow>& trials);
+std::optional<profiler::TrialRow> best_trial(Metric m,
+                                             const std::vector<profiler::TrialRow>& trials);
 
-std::string leaderboard(Metric m, const std::vector<profiler::TrialRow>& trials, size_t max_rows = 50);
+std::string leaderboard(Metric m, const std::vector<profiler::TrialRow>& trials,
+                        size_t max_rows = 50);
 std::string pruned_table(const std::vector<profiler::PrunedCandidate>& pruned);
 
 // "memory model vs measured peak (per rank): mean |error| 1.2 %, worst +3.4 % (key)".

@@ -1,12 +1,12 @@
 #include "autotune/space.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
@@ -54,12 +54,13 @@ AxisDef string_axis(std::string name, std::string short_name, std::vector<std::s
 }
 
 bool is_value_spec(const json& v) {
-  return v.is_object() &&
-         (v.contains("range") || v.contains("pow2") || v.contains("powers_of_two") || v.contains("values"));
+  return v.is_object() && (v.contains("range") || v.contains("pow2") ||
+                           v.contains("powers_of_two") || v.contains("values"));
 }
 
 // Space files may nest keys as ds_config.json does ({"zero_optimization": {"stage": [...]}}).
-void flatten(const json& obj, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+void flatten(const json& obj, const std::string& prefix,
+             std::vector<std::pair<std::string, json>>& out) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
     if (it.value().is_object() && !is_value_spec(it.value()))
@@ -88,11 +89,12 @@ json check_value(const AxisDef& def, const json& v, const std::string& where) {
   return v;
 }
 
-std::vector<int64_t> integer_pair_or_triple(const AxisDef& def, const json& v, const std::string& where,
-                                            bool allow_step) {
+std::vector<int64_t> integer_pair_or_triple(const AxisDef& def, const json& v,
+                                            const std::string& where, bool allow_step) {
   const char* what = allow_step ? "[lo, hi] or [lo, hi, step] with lo <= hi and step >= 1"
                                 : "[lo, hi] with lo <= hi";
-  if (!v.is_array() || v.size() < 2 || v.size() > (allow_step ? 3u : 2u)) base::json_fail("space", where, what, v);
+  if (!v.is_array() || v.size() < 2 || v.size() > (allow_step ? 3u : 2u))
+    base::json_fail("space", where, what, v);
   std::vector<int64_t> r;
   for (size_t i = 0; i < v.size(); ++i)
     r.push_back(base::json_integer(v[i], "space", where, i < 2 ? def.lo : 1, def.hi));
@@ -107,8 +109,9 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
     for (size_t i = 0; i < spec.size(); ++i) out.push_back(check_value(def, spec[i], key));
   } else if (spec.is_object()) {
     if (spec.size() != 1)
-      base::json_fail("space", key, "one of {\"range\": [lo, hi(, step)]}, {\"pow2\": [lo, hi]}, {\"values\": [...]}",
-                      spec);
+      base::json_fail(
+          "space", key,
+          "one of {\"range\": [lo, hi(, step)]}, {\"pow2\": [lo, hi]}, {\"values\": [...]}", spec);
     const auto& [form, arg] = *spec.items().begin();
     const std::string where = key + "." + form;
     if (form == "values") return expand(def, arg, key);
@@ -126,9 +129,11 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
       for (int64_t x = 1; x <= r[1]; x *= 2)
         if (x >= r[0]) out.push_back(json(x));
       if (out.empty())
-        throw TuneError(fmt::format("space: {} = {} contains no power of two", where, base::describe_json(arg)));
+        throw TuneError(fmt::format("space: {} = {} contains no power of two", where,
+                                    base::describe_json(arg)));
     } else {
-      base::json_fail("space", key, "one of {\"range\": ...}, {\"pow2\": ...}, {\"values\": ...}", spec);
+      base::json_fail("space", key, "one of {\"range\": ...}, {\"pow2\": ...}, {\"values\": ...}",
+                      spec);
     }
   } else {
     out.push_back(check_value(def, spec, key));
@@ -144,29 +149,34 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
 const std::vector<AxisDef>& axis_table() {
   static const std::vector<AxisDef> table = [] {
     std::vector<AxisDef> t;
-    t.push_back(int_axis("train_micro_batch_size_per_gpu", "mbs", 1, kAll, {"micro_batch", "micro_batch_size"}));
+    t.push_back(int_axis("train_micro_batch_size_per_gpu", "mbs", 1, kAll,
+                         {"micro_batch", "micro_batch_size"}));
     t.push_back(int_axis("gradient_accumulation_steps", "gas", 1, kAll, {"grad_accum"}));
     t.push_back(int_axis("train_batch_size", "tbs", 1, kAll, {"global_batch"}));
     t.push_back(int_axis("zero_optimization.stage", "stage", 0, kAll, {"zero_stage"}));
     t.back().hi = 3;
-    t.push_back(int_axis("zero_optimization.reduce_bucket_size", "rbs", 1, kAll, {"reduce_bucket_size"}));
-    t.push_back(int_axis("zero_optimization.allgather_bucket_size", "agbs", 1, (1u << 1) | (1u << 2),
-                         {"allgather_bucket_size"}));
+    t.push_back(
+        int_axis("zero_optimization.reduce_bucket_size", "rbs", 1, kAll, {"reduce_bucket_size"}));
+    t.push_back(int_axis("zero_optimization.allgather_bucket_size", "agbs", 1,
+                         (1u << 1) | (1u << 2), {"allgather_bucket_size"}));
     t.push_back(bool_axis("zero_optimization.overlap_comm", "overlap", kAll));
     t.back().aliases = {"overlap_comm"};
     t.push_back(bool_axis("zero_optimization.contiguous_gradients", "contig", (1u << 2) | kStage3));
     t.back().aliases = {"contiguous_gradients"};
-    t.push_back(int_axis("zero_optimization.stage3_prefetch_bucket_size", "prefetch", 1, kStage3,
-                         {"zero_optimization.prefetch_bucket_size", "stage3_prefetch_bucket_size"}));
-    t.push_back(int_axis("zero_optimization.stage3_param_persistence_threshold", "persist", 0, kStage3,
-                         {"zero_optimization.param_persistence_threshold", "stage3_param_persistence_threshold"}));
+    t.push_back(
+        int_axis("zero_optimization.stage3_prefetch_bucket_size", "prefetch", 1, kStage3,
+                 {"zero_optimization.prefetch_bucket_size", "stage3_prefetch_bucket_size"}));
+    t.push_back(int_axis(
+        "zero_optimization.stage3_param_persistence_threshold", "persist", 0, kStage3,
+        {"zero_optimization.param_persistence_threshold", "stage3_param_persistence_threshold"}));
     t.push_back(int_axis("zero_optimization.stage3_max_live_parameters", "maxlive", 1, kStage3,
                          {"zero_optimization.max_live_parameters", "stage3_max_live_parameters"}));
     // nvme needs a path per machine: a deliberate choice, not a search axis.
     t.push_back(string_axis("zero_optimization.offload_optimizer.device", "offopt", {"none", "cpu"},
                             (1u << 1) | (1u << 2) | kStage3));
     t.back().aliases = {"offload_optimizer"};
-    t.push_back(string_axis("zero_optimization.offload_param.device", "offparam", {"none", "cpu"}, kStage3));
+    t.push_back(string_axis("zero_optimization.offload_param.device", "offparam", {"none", "cpu"},
+                            kStage3));
     t.back().aliases = {"offload_param"};
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
@@ -207,7 +217,8 @@ json SearchSpace::to_json() const {
 
 // base's typed reads throw JsonReadError; what the autotuner throws is a TuneError.
 SearchSpace parse_space(const json& j) try {
-  if (!j.is_object()) base::json_fail("space", "the top level", "a JSON object of keys to values", j);
+  if (!j.is_object())
+    base::json_fail("space", "the top level", "a JSON object of keys to values", j);
   std::vector<std::pair<std::string, json>> entries;
   flatten(j, "", entries);
   std::vector<Axis> found;
@@ -220,7 +231,8 @@ SearchSpace parse_space(const json& j) try {
     }
     for (const auto& f : found)
       if (f.def == def)
-        throw TuneError(fmt::format("space: '{}' is given twice (as {} and another spelling)", key, def->name));
+        throw TuneError(
+            fmt::format("space: '{}' is given twice (as {} and another spelling)", key, def->name));
     found.push_back({def, expand(*def, spec, key)});
   }
   if (found.empty()) throw TuneError("space: no keys to tune (the file is an empty object)");
@@ -230,7 +242,8 @@ SearchSpace parse_space(const json& j) try {
       if (f.def == &def) s.axes.push_back(std::move(f));
   if (s.find("gradient_accumulation_steps") && s.find("train_batch_size"))
     throw TuneError(
-        "space: give gradient_accumulation_steps or train_batch_size (a fixed global batch from which "
+        "space: give gradient_accumulation_steps or train_batch_size (a fixed global batch from "
+        "which "
         "accumulation is derived), not both");
   return s;
 } catch (const base::JsonReadError& e) {
@@ -265,11 +278,12 @@ SearchSpace default_space(const AutotuningOptions& opts) {
   s.axes.push_back(std::move(mbs));
   s.axes.push_back({find_axis("zero_optimization.stage"), {json(0), json(1), json(2), json(3)}});
   s.thin_micro_batch_sizes = opts.num_tuning_micro_batch_sizes;
-  s.notes.push_back(fmt::format(
-      "default space: micro-batch sizes {}..{} (powers of two; {} per stage among those that fit) x ZeRO "
-      "stages 0-3",
-      opts.min_train_micro_batch_size_per_gpu, opts.max_train_micro_batch_size_per_gpu,
-      opts.num_tuning_micro_batch_sizes));
+  s.notes.push_back(
+      fmt::format("default space: micro-batch sizes {}..{} (powers of two; {} per stage among "
+                  "those that fit) x ZeRO "
+                  "stages 0-3",
+                  opts.min_train_micro_batch_size_per_gpu, opts.max_train_micro_batch_size_per_gpu,
+                  opts.num_tuning_micro_batch_sizes));
   return s;
 }
 

@@ -18,11 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "autotune/autotuning_options.h"
 
@@ -59,8 +58,8 @@ struct SearchSpace {
   std::vector<std::string> notes;  // what was assumed or skipped, for the log
 
   const Axis* find(std::string_view name) const;  // dotted name
-  size_t grid_size() const;                        // product of the axis sizes
-  nlohmann::json to_json() const;                  // explicit lists by dotted name
+  size_t grid_size() const;                       // product of the axis sizes
+  nlohmann::json to_json() const;                 // explicit lists by dotted name
 };
 
 // Throws TuneError: "space: zero_optimization.stage: 5 is not in 0..3", ...

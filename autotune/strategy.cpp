@@ -1,8 +1,8 @@
 #include "autotune/strategy.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "autotune/tune_error.h"
 
@@ -13,7 +13,8 @@ namespace {
 class GridStrategy final : public Strategy {
  public:
   std::string name() const override { return "grid"; }
-  std::optional<size_t> next(const std::vector<size_t>& remaining, const std::vector<Observation>&) override {
+  std::optional<size_t> next(const std::vector<size_t>& remaining,
+                             const std::vector<Observation>&) override {
     if (remaining.empty()) return std::nullopt;
     return *std::min_element(remaining.begin(), remaining.end());
   }
@@ -23,7 +24,8 @@ class RandomStrategy final : public Strategy {
  public:
   RandomStrategy(uint64_t seed, size_t n) : order_(seeded_permutation(n, seed)) {}
   std::string name() const override { return "random"; }
-  std::optional<size_t> next(const std::vector<size_t>& remaining, const std::vector<Observation>&) override {
+  std::optional<size_t> next(const std::vector<size_t>& remaining,
+                             const std::vector<Observation>&) override {
     for (size_t i : order_)
       if (std::find(remaining.begin(), remaining.end(), i) != remaining.end()) return i;
     return std::nullopt;
@@ -35,10 +37,12 @@ class RandomStrategy final : public Strategy {
 
 class ModelStrategy final : public Strategy {
  public:
-  ModelStrategy(std::vector<StepFeatures> f, ModelStrategyOptions o) : features_(std::move(f)), opts_(o) {}
+  ModelStrategy(std::vector<StepFeatures> f, ModelStrategyOptions o)
+      : features_(std::move(f)), opts_(o) {}
   std::string name() const override { return "model"; }
 
-  std::optional<size_t> next(const std::vector<size_t>& remaining, const std::vector<Observation>& history) override {
+  std::optional<size_t> next(const std::vector<size_t>& remaining,
+                             const std::vector<Observation>& history) override {
     // Refit from scratch on everything measured (resumed sweeps included).
     model_ = CostModel();
     std::optional<double> best;
@@ -57,12 +61,14 @@ class ModelStrategy final : public Strategy {
     }
     if (!pick) return std::nullopt;
     if (best && ok >= opts_.min_trials) {
-      const double gain = higher_is_better(opts_.metric) ? pick_value / *best - 1.0 : *best / pick_value - 1.0;
+      const double gain =
+          higher_is_better(opts_.metric) ? pick_value / *best - 1.0 : *best / pick_value - 1.0;
       if (gain <= opts_.min_gain) {
-        stop_ = fmt::format("cost model: no untried candidate is predicted to beat the best by more than {:.0f} % "
-                            "(best prediction {}, measured best {}; model error {:.0f} % over {} trials)",
-                            opts_.min_gain * 100, format_metric(opts_.metric, pick_value),
-                            format_metric(opts_.metric, *best), model_.mean_relative_error() * 100, ok);
+        stop_ = fmt::format(
+            "cost model: no untried candidate is predicted to beat the best by more than {:.0f} % "
+            "(best prediction {}, measured best {}; model error {:.0f} % over {} trials)",
+            opts_.min_gain * 100, format_metric(opts_.metric, pick_value),
+            format_metric(opts_.metric, *best), model_.mean_relative_error() * 100, ok);
         return std::nullopt;
       }
     }
@@ -78,8 +84,8 @@ class ModelStrategy final : public Strategy {
  private:
   double predicted_metric(size_t i) const {
     const auto& f = features_[i];
-    return metric_from_step_time(opts_.metric, model_.predict_s(f), f.samples_per_step, f.tokens_per_step,
-                                 f.flops_per_step);
+    return metric_from_step_time(opts_.metric, model_.predict_s(f), f.samples_per_step,
+                                 f.tokens_per_step, f.flops_per_step);
   }
 
   std::vector<StepFeatures> features_;
@@ -118,7 +124,8 @@ std::unique_ptr<Strategy> make_random_strategy(uint64_t seed, size_t n) {
   return std::make_unique<RandomStrategy>(seed, n);
 }
 
-std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features, ModelStrategyOptions opts) {
+std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features,
+                                              ModelStrategyOptions opts) {
   return std::make_unique<ModelStrategy>(std::move(features), opts);
 }
 

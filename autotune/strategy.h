@@ -47,13 +47,14 @@ std::unique_ptr<Strategy> make_random_strategy(uint64_t seed, size_t candidate_c
 
 struct ModelStrategyOptions {
   Metric metric = Metric::throughput;
-  double min_gain = 0.0;   // relative predicted improvement needed to go on
+  double min_gain = 0.0;  // relative predicted improvement needed to go on
   // Ok trials before the model may stop the sweep: one more than it has weights,
   // so that it never stops on a fit that merely interpolates a few points.
   size_t min_trials = kFeatureCount + 1;
 };
 // features[i]: the cost-model features of candidate i.
-std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features, ModelStrategyOptions opts);
+std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features,
+                                              ModelStrategyOptions opts);
 
 // "grid" | "random" | "model"; throws TuneError naming the value otherwise.
 std::string parse_strategy(const std::string& name);

@@ -1,13 +1,12 @@
 #include "autotune/sweep.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "autotune/best_config.h"
 #include "autotune/cost_model.h"
@@ -95,7 +94,8 @@ void fill_from_outcome(TrialRow& row, const TrialRun& run, Metric metric) {
 
 }  // namespace
 
-ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store, bool may_probe, std::string& note) {
+ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store, bool may_probe,
+                               std::string& note) {
   const auto& s = plan.settings;
   std::optional<profiler::ProbeResult> probe;
   if (store) probe = store->latest_probe(host_name());
@@ -116,8 +116,10 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
   } else if (probe) {
     note = fmt::format("cost model inputs: latest probe {} of {}", probe->id, probe->host);
     if (probe->world_size != s.nprocs)
-      note += fmt::format(" (measured with {} ranks, the sweep uses {}: run `hybrid-tune probe --nprocs {}` to refresh)",
-                          probe->world_size, s.nprocs, s.nprocs);
+      note += fmt::format(
+          " (measured with {} ranks, the sweep uses {}: run `hybrid-tune probe --nprocs {}` to "
+          "refresh)",
+          probe->world_size, s.nprocs, s.nprocs);
   }
   if (probe) return rates_from_probe(*probe, plan.device.kind);
   if (note.empty()) note = "no probe in the store: default rates (run `hybrid-tune probe`)";
@@ -139,18 +141,21 @@ void print_dry_run(const SweepPlan& plan, std::ostream& out) {
   for (const auto& n : plan.notes) out << "note: " << n << "\n";
   out << "note: " << note << "\n";
   const CostModel prior;
-  out << fmt::format("dry run: {} candidates on {} rank(s), {} runnable, {} pruned (budget {} per rank, {}), {} dropped\n",
-                     plan.enumerated, s.nprocs, plan.runnable.size(), plan.pruned.size(),
-                     base::format_bytes(plan.budget.bytes), plan.budget.source, plan.dropped.size());
+  out << fmt::format(
+      "dry run: {} candidates on {} rank(s), {} runnable, {} pruned (budget {} per rank, {}), {} "
+      "dropped\n",
+      plan.enumerated, s.nprocs, plan.runnable.size(), plan.pruned.size(),
+      base::format_bytes(plan.budget.bytes), plan.budget.source, plan.dropped.size());
   out << fmt::format("{:<44} {:>12} {:>14} {:>20}\n", "candidate", "pred. mem", "pred. ms/step",
                      fmt::format("pred. {}", metric_name(s.metric)));
   for (size_t i = 0; i < plan.runnable.size(); ++i) {
     const auto f = step_features(plan.runnable[i].parsed, s.nprocs, rates);
     const double t = prior.predict_s(f);
-    out << fmt::format("{:<44} {:>12} {:>14.1f} {:>20}\n", plan.runnable[i].key,
-                       base::format_bytes(plan.memory[i].total()), t * 1e3,
-                       format_metric(s.metric, metric_from_step_time(s.metric, t, f.samples_per_step,
-                                                                     f.tokens_per_step, f.flops_per_step)));
+    out << fmt::format(
+        "{:<44} {:>12} {:>14.1f} {:>20}\n", plan.runnable[i].key,
+        base::format_bytes(plan.memory[i].total()), t * 1e3,
+        format_metric(s.metric, metric_from_step_time(s.metric, t, f.samples_per_step,
+                                                      f.tokens_per_step, f.flops_per_step)));
   }
   if (!plan.pruned.empty()) out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
   if (!plan.dropped.empty()) {
@@ -183,7 +188,9 @@ struct SweepRun {
   double wall_sum = 0;  // of the trials run now, for the ETA
 };
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 Observation observation_of(size_t index, const TrialRow& row) {
   return {index, row.status == TrialStatus::ok && row.metric.has_value(), row.metric.value_or(0.0),
@@ -197,7 +204,8 @@ void open_sweep(SweepRun& r) {
   const std::string base = r.plan.base.dump();
   std::optional<profiler::SweepInfo> found;
   for (const auto& sw : r.store.sweeps())
-    if (sw.name == s.name && sw.space_json == identity && sw.base_config_json == base && (!found || sw.id > found->id))
+    if (sw.name == s.name && sw.space_json == identity && sw.base_config_json == base &&
+        (!found || sw.id > found->id))
       found = sw;
   if (found) {
     r.sweep = *found;
@@ -229,27 +237,32 @@ void restore_history(SweepRun& r) {
     r.done[i] = true;
     found.emplace_back(it->second.updated_at, observation_of(i, it->second));
   }
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [t, ob] : found) r.history.push_back(ob);
   if (!r.previous.empty())
-    r.out << fmt::format("resuming sweep {} '{}': {} trial(s) finished, {} left unfinished to run again\n",
-                         r.sweep.id, r.plan.settings.name, r.history.size(), rerun);
+    r.out << fmt::format(
+        "resuming sweep {} '{}': {} trial(s) finished, {} left unfinished to run again\n",
+        r.sweep.id, r.plan.settings.name, r.history.size(), rerun);
   for (const auto& [k, t] : r.previous)
-    if (t.status == TrialStatus::ok && t.metric && (!r.best || better(r.plan.settings.metric, *t.metric, *r.best->metric)))
+    if (t.status == TrialStatus::ok && t.metric &&
+        (!r.best || better(r.plan.settings.metric, *t.metric, *r.best->metric)))
       r.best = t;
 }
 
 void print_header(const SweepRun& r) {
   const auto& s = r.plan.settings;
   const auto& plan = r.plan;
-  r.out << fmt::format("sweep {} '{}': strategy {}, metric {} ({} is better), {} rank(s) via `{}`\n", r.sweep.id,
-                       s.name, s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower",
-                       s.nprocs, s.launcher);
-  r.out << fmt::format("{} runnable candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
-                       "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
-                       plan.runnable.size(), plan.pruned.size(), base::format_bytes(plan.budget.bytes),
-                       plan.budget.source, plan.dropped.size(), r.planned, s.steps, statistic_name(s.statistic),
-                       s.start_step, s.steps);
+  r.out << fmt::format(
+      "sweep {} '{}': strategy {}, metric {} ({} is better), {} rank(s) via `{}`\n", r.sweep.id,
+      s.name, s.strategy, metric_name(s.metric), higher_is_better(s.metric) ? "higher" : "lower",
+      s.nprocs, s.launcher);
+  r.out << fmt::format(
+      "{} runnable candidates, {} pruned by the memory model (budget {} per rank: {}), {} dropped; "
+      "at most {} trials of {} steps (measured: {} of steps {}..{})\n",
+      plan.runnable.size(), plan.pruned.size(), base::format_bytes(plan.budget.bytes),
+      plan.budget.source, plan.dropped.size(), r.planned, s.steps, statistic_name(s.statistic),
+      s.start_step, s.steps);
   if (!plan.pruned.empty()) r.out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
   r.out.flush();
 }
@@ -257,7 +270,8 @@ void print_header(const SweepRun& r) {
 // Which budget stops the sweep before its next trial, or nullopt to go on.
 std::optional<std::string> budget_stop(const SweepRun& r) {
   const auto& s = r.plan.settings;
-  if (r.history.size() >= size_t(s.max_trials)) return fmt::format("trial budget reached ({} trials)", s.max_trials);
+  if (r.history.size() >= size_t(s.max_trials))
+    return fmt::format("trial budget reached ({} trials)", s.max_trials);
   if (s.time_budget_s > 0 && seconds_since(r.t_start) >= s.time_budget_s)
     return fmt::format("time budget reached ({})", base::format_duration(s.time_budget_s));
   if (s.early_stop > 0 && trials_since_improvement(s.metric, r.history) >= size_t(s.early_stop))
@@ -285,7 +299,8 @@ TrialSpec trial_spec(const SweepRun& r, const Candidate& c) {
   spec.timeout_s = s.trial_timeout_s;
   spec.db = s.db;
   spec.run_name = fmt::format("{}#{}/{}", s.name, r.sweep.id, c.key);
-  spec.dir = (fs::path(s.db).parent_path() / "tune" / fmt::format("sweep-{}", r.sweep.id) / c.key).string();
+  spec.dir = (fs::path(s.db).parent_path() / "tune" / fmt::format("sweep-{}", r.sweep.id) / c.key)
+                 .string();
   return spec;
 }
 
@@ -293,7 +308,8 @@ TrialSpec trial_spec(const SweepRun& r, const Candidate& c) {
 std::optional<TrialRow> run_candidate(SweepRun& r, size_t i) {
   const Candidate& c = r.plan.runnable[i];
   // The cost model's prediction for every strategy (the model strategy's own when it has one).
-  const double predicted_s = r.strategy->predicted_step_s(i).value_or(fitted_model(r).predict_s(r.features[i]));
+  const double predicted_s =
+      r.strategy->predicted_step_s(i).value_or(fitted_model(r).predict_s(r.features[i]));
   TrialRow row;
   row.sweep_id = r.sweep.id;
   row.key = c.key;
@@ -326,7 +342,8 @@ void record_and_report(SweepRun& r, size_t i, const TrialRow& row, size_t ran) {
   const auto& s = r.plan.settings;
   r.done[i] = true;
   r.history.push_back(observation_of(i, row));
-  if (row.status == TrialStatus::ok && row.metric && (!r.best || better(s.metric, *row.metric, *r.best->metric)))
+  if (row.status == TrialStatus::ok && row.metric &&
+      (!r.best || better(s.metric, *row.metric, *r.best->metric)))
     r.best = row;
   ProgressInfo pi;
   pi.done = r.history.size();
@@ -334,7 +351,8 @@ void record_and_report(SweepRun& r, size_t i, const TrialRow& row, size_t ran) {
   pi.trial = &row;
   pi.best = r.best ? &*r.best : nullptr;
   double eta = r.wall_sum / double(ran) * double(pi.planned - pi.done);
-  if (s.time_budget_s > 0) eta = std::min(eta, std::max(0.0, s.time_budget_s - seconds_since(r.t_start)));
+  if (s.time_budget_s > 0)
+    eta = std::min(eta, std::max(0.0, s.time_budget_s - seconds_since(r.t_start)));
   pi.eta_s = eta;
   r.out << progress_line(s.metric, pi) << "\n";
   r.out.flush();
@@ -357,7 +375,8 @@ void run_trials(SweepRun& r, SweepResult& res) {
       if (!r.done[i]) remaining.push_back(i);
     const auto pick = r.strategy->next(remaining, r.history);
     if (!pick) {
-      res.stop_reason = r.strategy->stop_reason().empty() ? "every candidate was tried" : r.strategy->stop_reason();
+      res.stop_reason = r.strategy->stop_reason().empty() ? "every candidate was tried"
+                                                          : r.strategy->stop_reason();
       return;
     }
     const auto row = run_candidate(r, *pick);
@@ -375,16 +394,18 @@ void print_summary(const SweepRun& r, const SweepResult& res) {
   const auto& s = r.plan.settings;
   r.out << fmt::format("\nsweep {} stopped: {}; {} trial(s) run now, {} in the sweep\n", r.sweep.id,
                        res.stop_reason, res.ran, res.trials.size());
-  r.out << "leaderboard (" << metric_name(s.metric) << ", " << (higher_is_better(s.metric) ? "higher" : "lower")
-        << " is better):\n"
+  r.out << "leaderboard (" << metric_name(s.metric) << ", "
+        << (higher_is_better(s.metric) ? "higher" : "lower") << " is better):\n"
         << leaderboard(s.metric, res.trials);
-  if (!r.plan.pruned.empty()) r.out << "pruned by the memory model (not run):\n" << pruned_table(r.plan.pruned);
+  if (!r.plan.pruned.empty())
+    r.out << "pruned by the memory model (not run):\n" << pruned_table(r.plan.pruned);
   r.out << format_memory_check(memory_check(res.trials)) << "\n";
   const CostModel model = fitted_model(r);
   std::string w;
-  for (size_t f = 0; f < kFeatureCount; ++f) w += fmt::format(" {}={:.2f}", feature_name(f), model.weights()[f]);
-  r.out << fmt::format("cost model ({}): weights{}; mean |error| {:.1f} % over {} ok trials\n", r.rates.source, w,
-                       model.mean_relative_error() * 100, model.observations());
+  for (size_t f = 0; f < kFeatureCount; ++f)
+    w += fmt::format(" {}={:.2f}", feature_name(f), model.weights()[f]);
+  r.out << fmt::format("cost model ({}): weights{}; mean |error| {:.1f} % over {} ok trials\n",
+                       r.rates.source, w, model.mean_relative_error() * 100, model.observations());
 }
 
 void write_best(const SweepRun& r, SweepResult& res) {
@@ -396,11 +417,14 @@ void write_best(const SweepRun& r, SweepResult& res) {
   write_best_config(s.out, nlohmann::json::parse(res.best->config_json), s.nprocs);
   res.best_path = s.out;
   const auto command = expand_launcher(s.launcher, {s.train_bin, "--config", s.out},
-                                       {{"nprocs", std::to_string(s.nprocs)}, {"key", res.best->key},
-                                        {"config", s.out}, {"dir", "."}});
-  r.out << fmt::format("best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
-                       res.best->key, format_metric(s.metric, *res.best->metric),
-                       res.best->latency_ms.value_or(0.0), s.out, join_command(command));
+                                       {{"nprocs", std::to_string(s.nprocs)},
+                                        {"key", res.best->key},
+                                        {"config", s.out},
+                                        {"dir", "."}});
+  r.out << fmt::format(
+      "best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
+      res.best->key, format_metric(s.metric, *res.best->metric), res.best->latency_ms.value_or(0.0),
+      s.out, join_command(command));
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ struct SweepResult {
 };
 
 // cancel: set from a signal handler to stop after killing the running trial.
-SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomic<bool>* cancel = nullptr);
+SweepResult run_sweep(const SweepPlan& plan, std::ostream& out,
+                      const std::atomic<bool>* cancel = nullptr);
 
 // --dry-run: candidates with predicted memory and step time, pruned and dropped
 // ones with reasons; reads the latest probe from the store if the file exists.
@@ -40,6 +41,7 @@ void print_dry_run(const SweepPlan& plan, std::ostream& out);
 
 // The latest probe of this host in the store, else one run now through the
 // launcher (stored), else defaults; `note` says which.
-ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store, bool may_probe, std::string& note);
+ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store, bool may_probe,
+                               std::string& note);
 
 }  // namespace hybrid::autotune

@@ -1,10 +1,10 @@
 #include "autotune/sweep_plan.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "autotune/launcher.h"
 #include "autotune/pruning.h"
@@ -51,33 +51,38 @@ SweepSettings resolve(const TuneOptions& o, const AutotuningOptions& at) {
   s.nprocs = o.nprocs;
   s.launcher = o.launcher.empty() ? default_launcher_template(o.nprocs) : o.launcher;
   split_words(s.launcher);  // quoting errors now, not at the first trial
-  s.strategy = parse_strategy(o.strategy.empty() ? strategy_from_tuner_type(at.tuner_type) : o.strategy);
+  s.strategy =
+      parse_strategy(o.strategy.empty() ? strategy_from_tuner_type(at.tuner_type) : o.strategy);
   s.metric = parse_metric(o.metric.empty() ? at.metric : o.metric);
   s.db = o.db;
   s.out = o.out.empty() ? (fs::path(o.db).parent_path() / "best.json").string() : o.out;
   s.dry_run = o.dry_run;
   s.prune = !o.no_prune;
   s.probe = !o.no_probe;
-  if (o.max_trials < 0) throw TuneError(fmt::format("--max-trials must be positive, got {}", o.max_trials));
+  if (o.max_trials < 0)
+    throw TuneError(fmt::format("--max-trials must be positive, got {}", o.max_trials));
   s.max_trials = o.max_trials > 0 ? o.max_trials : at.tuner_num_trials;
-  if (o.time_budget_s < 0) throw TuneError(fmt::format("--time-budget must be >= 0 s, got {}", o.time_budget_s));
+  if (o.time_budget_s < 0)
+    throw TuneError(fmt::format("--time-budget must be >= 0 s, got {}", o.time_budget_s));
   s.time_budget_s = o.time_budget_s;
   s.early_stop = o.early_stop >= 0 ? o.early_stop : at.tuner_early_stopping;
-  if (!(o.trial_timeout_s > 0)) throw TuneError(fmt::format("--trial-timeout must be > 0 s, got {}", o.trial_timeout_s));
+  if (!(o.trial_timeout_s > 0))
+    throw TuneError(fmt::format("--trial-timeout must be > 0 s, got {}", o.trial_timeout_s));
   s.trial_timeout_s = o.trial_timeout_s;
   s.steps = o.steps > 0 ? o.steps : at.end_profile_step;
   s.start_step = o.start_step > 0 ? o.start_step : at.start_profile_step;
   if (s.start_step > s.steps)
-    throw TuneError(fmt::format("the first measured step ({}, autotuning.start_profile_step or --start-step) is after "
-                                "the last ({}, autotuning.end_profile_step or --steps)",
-                                s.start_step, s.steps));
+    throw TuneError(fmt::format(
+        "the first measured step ({}, autotuning.start_profile_step or --start-step) is after "
+        "the last ({}, autotuning.end_profile_step or --steps)",
+        s.start_step, s.steps));
   s.statistic = parse_statistic(o.statistic);
   s.seed = o.seed;
   s.min_gain = o.min_gain;
   s.self_exe = self_executable();
   s.train_bin = o.train_bin.empty() ? find_train_binary(s.self_exe) : o.train_bin;
-  s.name = o.name.empty() ? fmt::format("{}/{}/{}/np{}", fs::path(o.config).stem().string(), s.strategy,
-                                        metric_name(s.metric), s.nprocs)
+  s.name = o.name.empty() ? fmt::format("{}/{}/{}/np{}", fs::path(o.config).stem().string(),
+                                        s.strategy, metric_name(s.metric), s.nprocs)
                           : o.name;
   return s;
 }
@@ -92,7 +97,8 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   p.base = read_json_file(o.config);
   p.autotuning = parse_autotuning(p.base);
   p.settings = resolve(o, p.autotuning);
-  for (const auto& k : p.autotuning.ignored_keys) p.notes.push_back("config: ignoring " + k + " (DeepSpeed launcher setting)");
+  for (const auto& k : p.autotuning.ignored_keys)
+    p.notes.push_back("config: ignoring " + k + " (DeepSpeed launcher setting)");
 
   p.space = o.space.empty() ? default_space(p.autotuning) : load_space(o.space);
   p.notes.insert(p.notes.end(), p.space.notes.begin(), p.space.notes.end());
@@ -110,7 +116,8 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   p.dropped = std::move(e.dropped);
   p.notes.insert(p.notes.end(), e.notes.begin(), e.notes.end());
 
-  const auto predictions = predict_all(e.candidates, std::string(engine::to_string(p.base_cfg.device)));
+  const auto predictions =
+      predict_all(e.candidates, std::string(engine::to_string(p.base_cfg.device)));
   std::vector<size_t> kept;
   if (p.settings.prune) {
     PruneResult pr = prune(e.candidates, predictions, p.budget);

@@ -1,11 +1,10 @@
 #include "autotune/trial_runner.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "autotune/launcher.h"
 #include "autotune/process.h"
@@ -41,14 +40,17 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   fs::remove(result);
   fs::remove(log);
 
-  std::vector<std::string> cmd = {spec.train_bin, "--config", cfg, "--steps", std::to_string(spec.steps),
-                                  "--result", result};
+  std::vector<std::string> cmd = {
+      spec.train_bin, "--config", cfg, "--steps", std::to_string(spec.steps), "--result", result};
   if (!spec.db.empty()) cmd.insert(cmd.end(), {"--db", spec.db});
   if (!spec.run_name.empty()) cmd.insert(cmd.end(), {"--name", spec.run_name});
   const std::string tmpl = spec.launcher_template.empty() ? default_launcher_template(spec.nprocs)
                                                           : spec.launcher_template;
   run.argv = expand_launcher(tmpl, cmd,
-                             {{"nprocs", std::to_string(spec.nprocs)}, {"key", c.key}, {"config", cfg}, {"dir", spec.dir}});
+                             {{"nprocs", std::to_string(spec.nprocs)},
+                              {"key", c.key},
+                              {"config", cfg},
+                              {"dir", spec.dir}});
 
   ProcessOptions po;
   po.timeout_s = spec.timeout_s;
@@ -67,7 +69,8 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   if (store && rf.json && rf.json->contains("run_id") && (*rf.json)["run_id"].is_number_integer()) {
     try {
       auto steps = store->steps((*rf.json)["run_id"].get<int64_t>());
-      std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+      std::sort(steps.begin(), steps.end(),
+                [](const auto& a, const auto& b) { return a.step < b.step; });
       for (const auto& s : steps) window.store_step_ms.push_back(s.step_ms);
     } catch (const std::exception&) {
       // The run's rows are a refinement; the result file alone still measures the trial.

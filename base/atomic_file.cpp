@@ -27,8 +27,8 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   std::filesystem::create_directories(parent_of(path_), ec);
   if (ec)
-    throw FileError(fmt::format("{}: cannot create folder {}: {}", path_,
-                                parent_of(path_).string(), ec.message()));
+    throw FileError(fmt::format("{}: cannot create folder {}: {}", path_, parent_of(path_).string(),
+                                ec.message()));
   // pid + counter: concurrent writers (ranks, threads) never share a temporary file.
   static std::atomic<unsigned> counter{0};
   temp_path_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), counter.fetch_add(1));

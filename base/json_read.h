@@ -27,7 +27,8 @@ std::string describe_json(const nlohmann::json& v);
 
 // The value at a path of object keys, or nullptr when a key is missing or a
 // step is not an object: at_path(j, {"zero_optimization", "stage"}).
-const nlohmann::json* at_path(const nlohmann::json& j, std::initializer_list<std::string_view> path);
+const nlohmann::json* at_path(const nlohmann::json& j,
+                              std::initializer_list<std::string_view> path);
 // The same for a dotted path: "zero_optimization.stage".
 const nlohmann::json* at_dotted(const nlohmann::json& j, std::string_view dotted);
 

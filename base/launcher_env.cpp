@@ -36,7 +36,8 @@ std::optional<int> env_int(const char* name, int min_value) {
 LauncherEnv launcher_env() {
   LauncherEnv e;
   e.in_slurm_step = std::getenv("SLURM_STEP_ID") != nullptr;
-  e.rank = first_of({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, 0).value_or(0);
+  e.rank =
+      first_of({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, 0).value_or(0);
   auto world = first_of({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}, 1);
   // Outside a job step (an sbatch script's own shell) SLURM_NTASKS describes the
   // allocation, not this process's world.

@@ -34,7 +34,8 @@ struct ChildPlan {
   pid_t parent = 0;
 };
 
-[[noreturn]] void exec_child(const ChildPlan& plan, const SubprocessOptions& options, int error_fd) {
+[[noreturn]] void exec_child(const ChildPlan& plan, const SubprocessOptions& options,
+                             int error_fd) {
   if (plan.own_session) {
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -49,8 +50,10 @@ struct ChildPlan {
   };
   bool ok = redirect("/dev/null", STDIN_FILENO, O_RDONLY);
   if (ok) ok = redirect(plan.out.c_str(), STDOUT_FILENO, plan.flags);
-  if (ok && plan.err_to_out) ok = ::dup2(STDOUT_FILENO, STDERR_FILENO) >= 0;
-  else if (ok && !plan.err.empty()) ok = redirect(plan.err.c_str(), STDERR_FILENO, plan.flags);
+  if (ok && plan.err_to_out)
+    ok = ::dup2(STDOUT_FILENO, STDERR_FILENO) >= 0;
+  else if (ok && !plan.err.empty())
+    ok = redirect(plan.err.c_str(), STDERR_FILENO, plan.flags);
   for (const auto& [name, value] : options.env)
     if (ok) ok = ::setenv(name.c_str(), value.c_str(), 1) == 0;
   if (ok) ::execvp(plan.argv[0], plan.argv.data());
@@ -105,7 +108,8 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
   };
   if (argv.empty()) return not_started("empty command");
   int pipefd[2];  // close-on-exec: tells the parent whether exec succeeded
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) return not_started(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(pipefd, O_CLOEXEC) != 0)
+    return not_started(fmt::format("pipe: {}", std::strerror(errno)));
   const ChildPlan plan = plan_for(argv, o);
   const auto t0 = Clock::now();
   const pid_t pid = ::fork();
@@ -156,9 +160,9 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
 std::optional<std::string> capture_output(const std::vector<std::string>& argv, double timeout_s) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path tmp = fs::temp_directory_path(ec) /
-                       fmt::format("hybrid-capture-{}-{}", ::getpid(),
-                                   Clock::now().time_since_epoch().count());
+  const fs::path tmp =
+      fs::temp_directory_path(ec) /
+      fmt::format("hybrid-capture-{}-{}", ::getpid(), Clock::now().time_since_epoch().count());
   SubprocessOptions o;
   o.stdout_file = tmp;
   o.quiet_stderr = true;
@@ -180,7 +184,8 @@ std::string read_tail(const std::filesystem::path& path, size_t max_lines, size_
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";
   const std::streamoff size = in.tellg();
-  const std::streamoff from = size > std::streamoff(max_bytes) ? size - std::streamoff(max_bytes) : 0;
+  const std::streamoff from =
+      size > std::streamoff(max_bytes) ? size - std::streamoff(max_bytes) : 0;
   in.seekg(from);
   std::string text(size_t(size - from), '\0');
   in.read(text.data(), std::streamsize(text.size()));

@@ -17,12 +17,12 @@ namespace hybrid::base {
 struct SubprocessOptions {
   std::optional<std::filesystem::path> stdout_file;  // unset: /dev/null
   std::optional<std::filesystem::path> stderr_file;  // unset: inherited (see below)
-  bool stderr_to_stdout = false;  // stderr goes where stdout goes
-  bool quiet_stderr = false;      // stderr to /dev/null
-  bool append = false;            // append to the output files instead of truncating them
-  bool own_session = false;       // setsid + PR_SET_PDEATHSIG; timeouts kill the group
-  double timeout_s = 0;           // 0: no limit
-  double kill_grace_s = 5.0;      // between SIGTERM and SIGKILL
+  bool stderr_to_stdout = false;                     // stderr goes where stdout goes
+  bool quiet_stderr = false;                         // stderr to /dev/null
+  bool append = false;        // append to the output files instead of truncating them
+  bool own_session = false;   // setsid + PR_SET_PDEATHSIG; timeouts kill the group
+  double timeout_s = 0;       // 0: no limit
+  double kill_grace_s = 5.0;  // between SIGTERM and SIGKILL
   std::vector<std::pair<std::string, std::string>> env;  // set in the child over the inherited ones
   const std::atomic<bool>* cancel = nullptr;             // set: kill and return
 };

@@ -45,8 +45,8 @@ struct DevicePeak {
   const char* match;    // substring of the device name
   const char* exclude;  // must not occur (nullptr: none)
   const char* label;
-  double bf16;          // dense tensor-core FLOP/s
-  double fp32;          // CUDA-core FLOP/s (no TF32)
+  double bf16;  // dense tensor-core FLOP/s
+  double fp32;  // CUDA-core FLOP/s (no TF32)
 };
 
 // Vendor datasheet figures, dense (no sparsity).
@@ -60,7 +60,8 @@ constexpr DevicePeak kPeaks[] = {
 
 const DevicePeak* peak_for(const std::string& name) {
   for (const auto& p : kPeaks)
-    if (name.find(p.match) != std::string::npos && (!p.exclude || name.find(p.exclude) == std::string::npos))
+    if (name.find(p.match) != std::string::npos &&
+        (!p.exclude || name.find(p.exclude) == std::string::npos))
       return &p;
   return nullptr;
 }
@@ -76,8 +77,13 @@ engine::Config gpt2_124m(DType dt, int B) {
       {"gradient_accumulation_steps", 1},
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 6e-4}, {"weight_decay", 0.1}}}}},
       {"hybrid",
-       {{"model", {{"type", "gpt2"}, {"n_layer", kL}, {"n_embd", kC}, {"n_head", kH}, {"vocab_size", kV},
-                   {"seq_len", kT}}},
+       {{"model",
+         {{"type", "gpt2"},
+          {"n_layer", kL},
+          {"n_embd", kC},
+          {"n_head", kH},
+          {"vocab_size", kV},
+          {"seq_len", kT}}},
         {"data", "synthetic"},
         {"device", "cuda"}}}};
   if (dt == DType::bf16) j["bf16"] = {{"enabled", true}};
@@ -127,8 +133,10 @@ void train_steps(benchmark::State& state, const std::string& name, DType dt) {
     g_seconds[name].push_back(s);
   }
   g_flops[name] = flops;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens/s"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void gemm_reference(benchmark::State& state, const std::string& name, DType dt) {
@@ -154,7 +162,8 @@ void gemm_reference(benchmark::State& state, const std::string& name, DType dt) 
     g_seconds[name].push_back(s);
   }
   g_flops[name] = 2.0 * M * N * K;
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
   be.deallocate(A, 0);
   be.deallocate(W, 0);
   be.deallocate(C, 0);
@@ -163,27 +172,29 @@ void gemm_reference(benchmark::State& state, const std::string& name, DType dt) 
 void summary() {
   const int B = micro_batch();
   const DevicePeak* peak = peak_for(g_device);
-  std::printf("\nsummary: GPT-2 124M, B=%d, T=%d, on %s (medians, measured side by side in this run)\n", B, kT,
-              g_device.c_str());
+  std::printf(
+      "\nsummary: GPT-2 124M, B=%d, T=%d, on %s (medians, measured side by side in this run)\n", B,
+      kT, g_device.c_str());
   if (peak)
-    std::printf("peak used for MFU: %s, bf16 dense %.1f TFLOP/s, fp32 %.1f TFLOP/s\n", peak->label, peak->bf16 / 1e12,
-                peak->fp32 / 1e12);
+    std::printf("peak used for MFU: %s, bf16 dense %.1f TFLOP/s, fp32 %.1f TFLOP/s\n", peak->label,
+                peak->bf16 / 1e12, peak->fp32 / 1e12);
   else
-    std::printf("peak used for MFU: none (device not in the table: H200, H100 SXM/PCIe, A100, L40S)\n");
+    std::printf(
+        "peak used for MFU: none (device not in the table: H200, H100 SXM/PCIe, A100, L40S)\n");
   for (DType dt : {DType::bf16, DType::f32}) {
     const std::string tag(kernels::dtype_name(dt));
     const std::string step = "train/gpt2_124M/" + tag, gemm = "gemm/c_fc/" + tag;
     if (!g_seconds.count(step)) continue;
     const double r = rate(step), tokens = double(B) * kT / base::median(g_seconds[step]);
-    std::printf("%s: %.1f ms/step, %.0f tokens/s, %.1f TFLOP/s model", tag.c_str(), 1e3 * base::median(g_seconds[step]),
-                tokens, r / 1e12);
+    std::printf("%s: %.1f ms/step, %.0f tokens/s, %.1f TFLOP/s model", tag.c_str(),
+                1e3 * base::median(g_seconds[step]), tokens, r / 1e12);
     if (peak) {
       const double p = dt == DType::bf16 ? peak->bf16 : peak->fp32;
       std::printf(" = %.1f %% MFU%s", 100 * r / p, dt == DType::bf16 ? " (target >= 40 %)" : "");
     }
     if (g_seconds.count(gemm) && rate(gemm) > 0)
-      std::printf("; the c_fc GEMM runs at %.1f TFLOP/s, the step at %.1f %% of it", rate(gemm) / 1e12,
-                  100 * r / rate(gemm));
+      std::printf("; the c_fc GEMM runs at %.1f TFLOP/s, the step at %.1f %% of it",
+                  rate(gemm) / 1e12, 100 * r / rate(gemm));
     std::printf("\n");
   }
 }
@@ -200,11 +211,17 @@ int main(int argc, char** argv) {
   for (DType dt : {DType::bf16, DType::f32}) {
     const std::string tag(kernels::dtype_name(dt));
     const std::string gemm = "gemm/c_fc/" + tag;
-    benchmark::RegisterBenchmark(gemm.c_str(), [=](benchmark::State& s) { gemm_reference(s, gemm, dt); })
-        ->Iterations(20)->Unit(benchmark::kMillisecond)->UseManualTime();
+    benchmark::RegisterBenchmark(gemm.c_str(),
+                                 [=](benchmark::State& s) { gemm_reference(s, gemm, dt); })
+        ->Iterations(20)
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime();
     const std::string step = "train/gpt2_124M/" + tag;
-    benchmark::RegisterBenchmark(step.c_str(), [=](benchmark::State& s) { train_steps(s, step, dt); })
-        ->Iterations(dt == DType::bf16 ? 10 : 4)->Unit(benchmark::kMillisecond)->UseManualTime();
+    benchmark::RegisterBenchmark(step.c_str(),
+                                 [=](benchmark::State& s) { train_steps(s, step, dt); })
+        ->Iterations(dt == DType::bf16 ? 10 : 4)
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -86,7 +86,8 @@ double es(DType dt) { return double(hybrid::kernels::dtype_size(dt)); }
 // The benchmark loop with the injected-slowdown hook (bench/slowdown.h), matched
 // against "<op>/<dtype>" (e.g. HYBRID_BENCH_SLOWDOWN="^layernorm_forward/fp32=0.30").
 hybrid::bench::SlowedLoop loop(benchmark::State& s, const char* op, DType dt) {
-  return hybrid::bench::slowed(s, std::string(op) + "/" + std::string(hybrid::kernels::dtype_name(dt)));
+  return hybrid::bench::slowed(
+      s, std::string(op) + "/" + std::string(hybrid::kernels::dtype_name(dt)));
 }
 
 // ---- linear layers ------------------------------------------------------------
@@ -94,7 +95,8 @@ hybrid::bench::SlowedLoop loop(benchmark::State& s, const char* op, DType dt) {
 // One linear layer forward of GPT-2: M = B·T rows, K → N. FLOPs 2·M·N·K.
 void matmul_forward(benchmark::State& s, DType dt, int K, int N) {
   Buffer out(dt, size_t(BT) * N), inp(dt, size_t(BT) * K), w(dt, size_t(N) * K), b(dt, N);
-  for (auto _ : loop(s, __func__, dt)) backend().matmul_forward(dt, out.get(), inp.get(), w.get(), b.get(), BT, K, N);
+  for (auto _ : loop(s, __func__, dt))
+    backend().matmul_forward(dt, out.get(), inp.get(), w.get(), b.get(), BT, K, N);
   counters(s, 2.0 * BT * N * K, es(dt) * (double(BT) * K + double(N) * K + N + double(BT) * N));
 }
 
@@ -162,7 +164,8 @@ void gelu_forward(benchmark::State& s, DType dt) {
 void gelu_backward(benchmark::State& s, DType dt) {
   const size_t n = size_t(BT) * 4 * C;
   Buffer dinp(dt, n, 0, 0), inp(dt, n, -4, 4), dout(dt, n);
-  for (auto _ : loop(s, __func__, dt)) backend().gelu_backward(dt, dinp.get(), inp.get(), dout.get(), n);
+  for (auto _ : loop(s, __func__, dt))
+    backend().gelu_backward(dt, dinp.get(), inp.get(), dout.get(), n);
   counters(s, 30.0 * n, es(dt) * 4.0 * n);
 }
 
@@ -171,7 +174,8 @@ void attention_forward(benchmark::State& s, DType dt) {
   Buffer out(dt, size_t(BT) * C), qkv(dt, size_t(BT) * 3 * C);
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
-  for (auto _ : loop(s, __func__, dt)) backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+  for (auto _ : loop(s, __func__, dt))
+    backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
   counters(s, 4.0 * B * T * double(T) * C, es(dt) * 4.0 * BT * C + double(saved_bytes));
 }
 
@@ -192,7 +196,8 @@ void attention_backward(benchmark::State& s, DType dt) {
 void residual_forward(benchmark::State& s, DType dt) {
   const size_t n = size_t(BT) * C;
   Buffer out(dt, n), a(dt, n), b(dt, n);
-  for (auto _ : loop(s, __func__, dt)) backend().residual_forward(dt, out.get(), a.get(), b.get(), n);
+  for (auto _ : loop(s, __func__, dt))
+    backend().residual_forward(dt, out.get(), a.get(), b.get(), n);
   counters(s, double(n), es(dt) * 3.0 * n);
 }
 
@@ -226,14 +231,16 @@ constexpr size_t kFlat = size_t(16) << 20;
 // fp32 master → dt working copy (0 FLOPs counted as 1 per element for the rate).
 void convert(benchmark::State& s, DType dt) {
   Buffer src(DType::f32, kFlat), dst(dt, kFlat);
-  for (auto _ : loop(s, __func__, dt)) backend().convert(dt, dst.get(), DType::f32, src.get(), kFlat);
+  for (auto _ : loop(s, __func__, dt))
+    backend().convert(dt, dst.get(), DType::f32, src.get(), kFlat);
   counters(s, double(kFlat), (4.0 + es(dt)) * kFlat);
 }
 
 // dst += alpha·src (gradient accumulation into fp32): 2 FLOPs per element.
 void add(benchmark::State& s, DType dt) {
   Buffer dst(DType::f32, kFlat), src(dt, kFlat);
-  for (auto _ : loop(s, __func__, dt)) backend().add(DType::f32, dst.get(), dt, src.get(), kFlat, 1e-3f);
+  for (auto _ : loop(s, __func__, dt))
+    backend().add(DType::f32, dst.get(), dt, src.get(), kFlat, 1e-3f);
   counters(s, 2.0 * kFlat, (8.0 + es(dt)) * kFlat);
 }
 
@@ -246,7 +253,8 @@ void scale(benchmark::State& s, DType dt) {
 // Σx² and the inf/NaN test: 2 FLOPs per element, one read.
 void grad_stats(benchmark::State& s, DType dt) {
   Buffer x(dt, kFlat);
-  for (auto _ : loop(s, __func__, dt)) benchmark::DoNotOptimize(backend().grad_stats(dt, x.get(), kFlat));
+  for (auto _ : loop(s, __func__, dt))
+    benchmark::DoNotOptimize(backend().grad_stats(dt, x.get(), kFlat));
   counters(s, 2.0 * kFlat, es(dt) * kFlat);
 }
 

@@ -18,12 +18,17 @@ using namespace hybrid;
 std::vector<double> g_off, g_on;
 
 void BM_profiling_overhead(benchmark::State& state) {
-  nlohmann::json j = {
-      {"train_micro_batch_size_per_gpu", 4},
-      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
-      {"hybrid", {{"model", {{"type", "gpt2"}, {"n_layer", 4}, {"n_embd", 256}, {"n_head", 4}, {"vocab_size", 4096},
-                             {"seq_len", 128}}},
-                  {"data", "synthetic"}}}};
+  nlohmann::json j = {{"train_micro_batch_size_per_gpu", 4},
+                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
+                      {"hybrid",
+                       {{"model",
+                         {{"type", "gpt2"},
+                          {"n_layer", 4},
+                          {"n_embd", 256},
+                          {"n_head", 4},
+                          {"vocab_size", 4096},
+                          {"seq_len", 128}}},
+                        {"data", "synthetic"}}}};
   const auto cfg = engine::parse_config(j, 1);
   EngineOptions opts;
   opts.quiet = true;
@@ -68,8 +73,9 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   const double off = base::median(g_off), on = base::median(g_on);
   if (off > 0)
-    std::printf("\nprofiling off: %.2f ms/step, full profiling: %.2f ms/step (medians of %zu steps each): "
-                "overhead %+.2f %% (target <= 3 %%)\n",
-                off * 1e3, on * 1e3, g_off.size(), 100.0 * (on / off - 1.0));
+    std::printf(
+        "\nprofiling off: %.2f ms/step, full profiling: %.2f ms/step (medians of %zu steps each): "
+        "overhead %+.2f %% (target <= 3 %%)\n",
+        off * 1e3, on * 1e3, g_off.size(), 100.0 * (on / off - 1.0));
   return 0;
 }

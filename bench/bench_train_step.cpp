@@ -2,8 +2,8 @@
 // one run (issue targets: the fp32 step reaches >= 50 % of the fp32 GEMM rate;
 // the bf16 step is >= 1.6x faster than fp32 where the CPU has bf16 GEMMs).
 //
-//   build/bench/bench_train_step                      # GPT-2 124M (L=12 C=768 H=12 V=50257), B=4, T=256
-//   build/bench/bench_train_step --benchmark_filter=small   # the CI-sized step
+//   build/bench/bench_train_step                      # GPT-2 124M (L=12 C=768 H=12 V=50257), B=4,
+//   T=256 build/bench/bench_train_step --benchmark_filter=small   # the CI-sized step
 //   build/bench/bench_train_step --config my_ds_config.json [--steps 20]
 //       # a user's own config (one process, synthetic tokens), N optimizer steps:
 //       # tokens/s, FLOP/s, MFU against the GEMM rate measured in the same run
@@ -42,8 +42,13 @@ engine::Config gpt2_config(int L, int C, int H, int V, int T, int B, DType dt) {
       {"gradient_accumulation_steps", 1},
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}, {"weight_decay", 0.1}}}}},
       {"hybrid",
-       {{"model", {{"type", "gpt2"}, {"n_layer", L}, {"n_embd", C}, {"n_head", H}, {"vocab_size", V},
-                   {"seq_len", T}}},
+       {{"model",
+         {{"type", "gpt2"},
+          {"n_layer", L},
+          {"n_embd", C},
+          {"n_head", H},
+          {"vocab_size", V},
+          {"seq_len", T}}},
         {"data", "synthetic"}}}};
   if (dt == DType::bf16) j["bf16"] = {{"enabled", true}};
   if (dt == DType::f16) j["fp16"] = {{"enabled", true}};
@@ -71,10 +76,12 @@ void run_steps(benchmark::State& state, const std::string& name, const engine::C
   for (auto _ : hybrid::bench::slowed(state, name)) {
     const auto t0 = std::chrono::steady_clock::now();
     step();
-    g_seconds[name].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    g_seconds[name].push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   g_flops[name] = flops;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens/s"] = benchmark::Counter(double(n) * cfg.gradient_accumulation_steps,
                                                   benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_memory_bytes"] = double(e->allocator().stats().total_peak);
@@ -93,10 +100,12 @@ void gemm_rate(benchmark::State& state, const std::string& name, DType dt) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     be->gemm(dt, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-    g_seconds[name].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    g_seconds[name].push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   g_flops[name] = 2.0 * M * N * K;
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K, benchmark::Counter::kIsIterationInvariantRate);
   be->deallocate(A, 0);
   be->deallocate(B, 0);
   be->deallocate(C, 0);
@@ -112,20 +121,24 @@ void summary() {
     std::printf("  %-34s %9.1f GFLOP/s  %10.1f ms (median)\n", what, gflops / 1e9, ms);
   };
   std::printf("\nsummary (medians, measured side by side in this run):\n");
-  for (const auto& [name, secs] : g_seconds) line(name.c_str(), rate(name), 1e3 * base::median(secs));
+  for (const auto& [name, secs] : g_seconds)
+    line(name.c_str(), rate(name), 1e3 * base::median(secs));
   const double g32 = rate("gemm/2048x3072x768/fp32"), gbf = rate("gemm/2048x3072x768/bf16");
   for (const char* model : {"gpt2_124M", "small"}) {
-    const std::string f32 = std::string("train_step/") + model + "/fp32", bf = std::string("train_step/") + model + "/bf16";
+    const std::string f32 = std::string("train_step/") + model + "/fp32",
+                      bf = std::string("train_step/") + model + "/bf16";
     if (g_seconds.count(f32) && g32 > 0)
-      std::printf("%s fp32 step: %.1f GFLOP/s = %.1f %% of the fp32 GEMM rate (target >= 50 %%)\n", model,
-                  rate(f32) / 1e9, 100 * rate(f32) / g32);
+      std::printf("%s fp32 step: %.1f GFLOP/s = %.1f %% of the fp32 GEMM rate (target >= 50 %%)\n",
+                  model, rate(f32) / 1e9, 100 * rate(f32) / g32);
     if (g_seconds.count(bf) && gbf > 0)
-      std::printf("%s bf16 step: %.1f GFLOP/s = %.1f %% of the bf16 GEMM rate\n", model, rate(bf) / 1e9,
-                  100 * rate(bf) / gbf);
+      std::printf("%s bf16 step: %.1f GFLOP/s = %.1f %% of the bf16 GEMM rate\n", model,
+                  rate(bf) / 1e9, 100 * rate(bf) / gbf);
     if (g_seconds.count(f32) && g_seconds.count(bf))
-      std::printf("%s bf16 step speed-up over fp32: %.2fx (target >= 1.6x where the CPU has bf16 GEMMs; "
-                  "bf16 GEMM here runs at %.2fx the fp32 rate)\n",
-                  model, base::median(g_seconds[f32]) / base::median(g_seconds[bf]), g32 > 0 ? gbf / g32 : 0.0);
+      std::printf(
+          "%s bf16 step speed-up over fp32: %.2fx (target >= 1.6x where the CPU has bf16 GEMMs; "
+          "bf16 GEMM here runs at %.2fx the fp32 rate)\n",
+          model, base::median(g_seconds[f32]) / base::median(g_seconds[bf]),
+          g32 > 0 ? gbf / g32 : 0.0);
   }
 }
 
@@ -161,7 +174,8 @@ UserConfig take_user_config(int& argc, char** argv) {
         u.steps = 0;
       }
       if (u.steps < 1) {
-        std::fprintf(stderr, "bench_train_step: --steps must be a positive integer, got '%s'\n", v.c_str());
+        std::fprintf(stderr, "bench_train_step: --steps must be a positive integer, got '%s'\n",
+                     v.c_str());
         std::exit(2);
       }
     } else {
@@ -174,17 +188,17 @@ UserConfig take_user_config(int& argc, char** argv) {
 
 void user_summary(const std::string& name, const engine::Config& cfg) {
   if (!g_seconds.count(name)) return;
-  const std::string gemm = std::string("gemm/2048x3072x768/") +
-                           (cfg.param_dtype() == DType::bf16 ? "bf16" : "fp32");
+  const std::string gemm =
+      std::string("gemm/2048x3072x768/") + (cfg.param_dtype() == DType::bf16 ? "bf16" : "fp32");
   const double peak = rate(gemm);
   const double ms = 1e3 * base::median(g_seconds[name]);
-  const double tokens = double(cfg.train_micro_batch_size_per_gpu) * cfg.gradient_accumulation_steps *
-                        cfg.model.seq_len;
+  const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
+                        cfg.gradient_accumulation_steps * cfg.model.seq_len;
   std::printf("%s: %.1f ms/step (median of %zu), %.0f tokens/s, %.1f GFLOP/s", name.c_str(), ms,
               g_seconds[name].size(), tokens / (ms / 1e3), rate(name) / 1e9);
   if (peak > 0)
-    std::printf(", MFU %.1f %% of the %s GEMM rate measured in this run (%.1f GFLOP/s)", 100 * rate(name) / peak,
-                gemm.c_str(), peak / 1e9);
+    std::printf(", MFU %.1f %% of the %s GEMM rate measured in this run (%.1f GFLOP/s)",
+                100 * rate(name) / peak, gemm.c_str(), peak / 1e9);
   std::printf("\n");
 }
 
@@ -201,8 +215,11 @@ int main(int argc, char** argv) {
     }
     user_name = "config/" + std::filesystem::path(user.path).stem().string();
     const engine::Config cfg = *user_cfg;
-    benchmark::RegisterBenchmark(user_name.c_str(), [=](benchmark::State& s) { run_steps(s, user_name, cfg); })
-        ->Iterations(user.steps)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(user_name.c_str(),
+                                 [=](benchmark::State& s) { run_steps(s, user_name, cfg); })
+        ->Iterations(user.steps)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   for (DType dt : {DType::f32, DType::bf16}) {
     const std::string tag(kernels::dtype_name(dt));
@@ -210,16 +227,25 @@ int main(int argc, char** argv) {
     // With a user config: its step and the GEMM rate it is measured against only.
     if (user_cfg && (user_cfg->param_dtype() == DType::bf16) != (dt == DType::bf16)) continue;
     benchmark::RegisterBenchmark(gemm.c_str(), [=](benchmark::State& s) { gemm_rate(s, gemm, dt); })
-        ->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
+        ->Iterations(10)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     if (user_cfg) continue;
     const std::string big = "train_step/gpt2_124M/" + tag;
-    benchmark::RegisterBenchmark(big.c_str(), [=](benchmark::State& s) {
-      run_steps(s, big, gpt2_config(12, 768, 12, 50257, 256, 4, dt));
-    })->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(big.c_str(),
+                                 [=](benchmark::State& s) {
+                                   run_steps(s, big, gpt2_config(12, 768, 12, 50257, 256, 4, dt));
+                                 })
+        ->Iterations(3)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     const std::string small = "train_step/small/" + tag;
-    benchmark::RegisterBenchmark(small.c_str(), [=](benchmark::State& s) {
-      run_steps(s, small, gpt2_config(2, 256, 4, 4096, 128, 4, dt));
-    })->MinTime(0.5)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(
+        small.c_str(),
+        [=](benchmark::State& s) { run_steps(s, small, gpt2_config(2, 256, 4, 4096, 128, 4, dt)); })
+        ->MinTime(0.5)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -56,7 +56,8 @@ SweepFigures read_sweep(hybrid::profiler::RunStore& store, const std::string& na
   for (const auto& s : store.sweeps()) {
     if (s.name != name) continue;
     for (auto& t : store.trials(s.id)) {
-      if (t.status == TrialStatus::ok && t.metric && *t.metric > f.best) f.best = *t.metric, f.best_key = t.key;
+      if (t.status == TrialStatus::ok && t.metric && *t.metric > f.best)
+        f.best = *t.metric, f.best_key = t.key;
       f.trials[t.key] = t;
     }
   }
@@ -64,25 +65,30 @@ SweepFigures read_sweep(hybrid::profiler::RunStore& store, const std::string& na
 }
 
 void BM_model_vs_grid(benchmark::State& state) {
-  const fs::path dir = g_opt.keep.empty() ? fs::temp_directory_path() / ("bench_tune_" + std::to_string(::getpid()))
-                                          : fs::path(g_opt.keep);
+  const fs::path dir =
+      g_opt.keep.empty() ? fs::temp_directory_path() / ("bench_tune_" + std::to_string(::getpid()))
+                         : fs::path(g_opt.keep);
   fs::create_directories(dir);
   const std::string db = (dir / "tune.db").string();
-  const std::string common = "'" + g_opt.tune_bin + "' --config '" + g_opt.config + "' --space '" + g_opt.space +
-                             "' --nprocs " + std::to_string(g_opt.nprocs) + " --db '" + db + "' --metric throughput";
+  const std::string common = "'" + g_opt.tune_bin + "' --config '" + g_opt.config + "' --space '" +
+                             g_opt.space + "' --nprocs " + std::to_string(g_opt.nprocs) +
+                             " --db '" + db + "' --metric throughput";
   for (auto _ : state) {
     // One probe for both sweeps, outside the timed part.
-    if (run("'" + g_opt.tune_bin + "' probe --nprocs " + std::to_string(g_opt.nprocs) + " --db '" + db + "'",
+    if (run("'" + g_opt.tune_bin + "' probe --nprocs " + std::to_string(g_opt.nprocs) + " --db '" +
+                db + "'",
             (dir / "probe.log").string()) != 0) {
       state.SkipWithError("hybrid-tune probe failed (see probe.log)");
       return;
     }
     double wall[2] = {0, 0};
     const char* names[2] = {"bench/model", "bench/grid"};
-    const std::string extra[2] = {" --strategy model", " --strategy grid --early-stop 0 --max-trials 100000"};
+    const std::string extra[2] = {" --strategy model",
+                                  " --strategy grid --early-stop 0 --max-trials 100000"};
     for (int k = 0; k < 2; ++k) {
       const auto t0 = std::chrono::steady_clock::now();
-      const int rc = run(common + extra[k] + " --name " + names[k] + " --out '" + (dir / (std::string(names[k] + 6) + ".json")).string() + "'",
+      const int rc = run(common + extra[k] + " --name " + names[k] + " --out '" +
+                             (dir / (std::string(names[k] + 6) + ".json")).string() + "'",
                          (dir / (std::string(names[k] + 6) + ".log")).string());
       wall[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (rc != 0) {
@@ -95,25 +101,31 @@ void BM_model_vs_grid(benchmark::State& state) {
     SweepFigures model = read_sweep(store, names[0]), grid = read_sweep(store, names[1]);
     model.wall_s = wall[0], grid.wall_s = wall[1];
     const auto in_grid = grid.trials.find(model.best_key);
-    const double pick_in_grid =
-        in_grid != grid.trials.end() && in_grid->second.metric ? *in_grid->second.metric / grid.best : 0.0;
+    const double pick_in_grid = in_grid != grid.trials.end() && in_grid->second.metric
+                                    ? *in_grid->second.metric / grid.best
+                                    : 0.0;
     state.counters["grid_best"] = grid.best;
     state.counters["model_best"] = model.best;
     state.counters["model_vs_grid"] = grid.best > 0 ? model.best / grid.best : 0.0;
     state.counters["model_pick_in_grid"] = pick_in_grid;
     state.counters["grid_trials"] = double(grid.trials.size());
     state.counters["model_trials"] = double(model.trials.size());
-    state.counters["trials_ratio"] = grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size());
+    state.counters["trials_ratio"] =
+        grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size());
     state.counters["grid_wall_s"] = grid.wall_s;
     state.counters["model_wall_s"] = model.wall_s;
     std::printf(
-        "\n%-8s %8s %22s %28s %10s\n%-8s %8zu %16.1f samples/s %28s %8.0f s\n%-8s %8zu %16.1f samples/s %10s (%5.1f %% of grid) %8.0f s\n"
-        "model/grid best: %.3f; the model's pick as the grid measured it: %.3f of the grid's best; trials %.2f of the grid's\n"
+        "\n%-8s %8s %22s %28s %10s\n%-8s %8zu %16.1f samples/s %28s %8.0f s\n%-8s %8zu %16.1f "
+        "samples/s %10s (%5.1f %% of grid) %8.0f s\n"
+        "model/grid best: %.3f; the model's pick as the grid measured it: %.3f of the grid's best; "
+        "trials %.2f of the grid's\n"
         "database: %s\n",
-        "strategy", "trials", "best", "best config", "wall", "grid", grid.trials.size(), grid.best, grid.best_key.c_str(),
-        grid.wall_s, "model", model.trials.size(), model.best, model.best_key.c_str(), pick_in_grid * 100, model.wall_s,
+        "strategy", "trials", "best", "best config", "wall", "grid", grid.trials.size(), grid.best,
+        grid.best_key.c_str(), grid.wall_s, "model", model.trials.size(), model.best,
+        model.best_key.c_str(), pick_in_grid * 100, model.wall_s,
         grid.best > 0 ? model.best / grid.best : 0.0, pick_in_grid,
-        grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size()), db.c_str());
+        grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size()),
+        db.c_str());
   }
   if (g_opt.keep.empty()) fs::remove_all(dir);
 }
@@ -123,7 +135,8 @@ void BM_model_vs_grid(benchmark::State& state) {
 int main(int argc, char** argv) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  g_opt.tune_bin = (self.parent_path() / ".." / "autotune" / "hybrid-tune").lexically_normal().string();
+  g_opt.tune_bin =
+      (self.parent_path() / ".." / "autotune" / "hybrid-tune").lexically_normal().string();
   // Our flags first; the rest goes to Google Benchmark.
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -131,18 +144,26 @@ int main(int argc, char** argv) {
     auto value = [&](std::string& out) {
       if (i + 1 < argc) out = argv[++i];
     };
-    if (a == "--config") value(g_opt.config);
-    else if (a == "--space") value(g_opt.space);
-    else if (a == "--keep") value(g_opt.keep);
-    else if (a == "--tune-bin") value(g_opt.tune_bin);
+    if (a == "--config")
+      value(g_opt.config);
+    else if (a == "--space")
+      value(g_opt.space);
+    else if (a == "--keep")
+      value(g_opt.keep);
+    else if (a == "--tune-bin")
+      value(g_opt.tune_bin);
     else if (a == "--nprocs") {
       std::string n;
       value(n);
       g_opt.nprocs = std::atoi(n.c_str());
-    } else rest.push_back(argv[i]);
+    } else
+      rest.push_back(argv[i]);
   }
   int n = int(rest.size());
-  benchmark::RegisterBenchmark("BM_model_vs_grid", BM_model_vs_grid)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+  benchmark::RegisterBenchmark("BM_model_vs_grid", BM_model_vs_grid)
+      ->Iterations(1)
+      ->UseManualTime()
+      ->Unit(benchmark::kSecond);
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -44,11 +44,12 @@ constexpr int kWidth = 1280, kHeight = 800;
 // nested forward/backward scopes, a comm wait and a collective per block, the
 // optimizer; steps are added until the run has `target` events.
 std::vector<Event> synthetic_run(size_t target, std::vector<std::string>& names) {
-  names = {"step", "model", "block", "attn", "mlp", "leaf", "comm_wait", "reduce_scatter", "optimizer", "data"};
+  names = {"step", "model",     "block",          "attn",      "mlp",
+           "leaf", "comm_wait", "reduce_scatter", "optimizer", "data"};
   std::vector<Event> out;
   out.reserve(target + 4096);
-  auto add = [&](int rank, int step, int64_t start, int64_t dur, uint32_t name, Category c, int32_t module,
-                 uint16_t lane = hybrid::profiler::kLaneCompute) {
+  auto add = [&](int rank, int step, int64_t start, int64_t dur, uint32_t name, Category c,
+                 int32_t module, uint16_t lane = hybrid::profiler::kLaneCompute) {
     Event e;
     e.start_ns = start;
     e.dur_ns = dur;
@@ -79,10 +80,12 @@ std::vector<Event> synthetic_run(size_t target, std::vector<std::string>& names)
                 add(rank, step, t, leaf + 1000 * l, 5, pass, 2 + b * 9 + sub * 4 + l);
                 t += leaf + 1000 * l;
               }
-              add(rank, step, sub_start, t - sub_start, uint32_t(3 + sub), pass, 1 + b * 9 + sub * 4);
+              add(rank, step, sub_start, t - sub_start, uint32_t(3 + sub), pass,
+                  1 + b * 9 + sub * 4);
             }
             if (pass == Category::backward) {
-              add(rank, step, t - 50'000, 400'000, 7, Category::comm, -1, hybrid::profiler::kLaneComm);
+              add(rank, step, t - 50'000, 400'000, 7, Category::comm, -1,
+                  hybrid::profiler::kLaneComm);
               add(rank, step, t, 20'000, 6, Category::comm, -1);
               t += 20'000;
             }
@@ -186,8 +189,12 @@ void timeline_frame(benchmark::State& state, Zoom zoom, bool lod) {
   TimelineWindow w;
   w.set_min_px(lod ? 3.0f : 0.0f);
   switch (zoom) {
-    case Zoom::whole_run: w.fit(env.model); break;
-    case Zoom::one_step: w.set_view(env.model, double(env.step_begin), double(env.step_end)); break;
+    case Zoom::whole_run:
+      w.fit(env.model);
+      break;
+    case Zoom::one_step:
+      w.set_view(env.model, double(env.step_begin), double(env.step_end));
+      break;
     case Zoom::one_ms:
       w.set_view(env.model, double(env.step_begin) + 5e6, double(env.step_begin) + 6e6);
       break;
@@ -198,7 +205,8 @@ void timeline_frame(benchmark::State& state, Zoom zoom, bool lod) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     draw_frame(env, w);
-    total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   const double frame_ms = total_ms / double(state.iterations());
   const double cpu_ms = (process_cpu_ms() - cpu0) / double(state.iterations());
@@ -207,7 +215,9 @@ void timeline_frame(benchmark::State& state, Zoom zoom, bool lod) {
   state.counters["vs_16ms_target"] = frame_ms / kTargetMs;
   state.counters["events"] = double(env.model.event_count());
   state.counters["boxes"] = double(w.boxes_drawn());
-  g_results[std::string(zoom == Zoom::whole_run ? "whole_run" : zoom == Zoom::one_step ? "one_step" : "one_ms") +
+  g_results[std::string(zoom == Zoom::whole_run  ? "whole_run"
+                        : zoom == Zoom::one_step ? "one_step"
+                                                 : "one_ms") +
             (lod ? "_lod" : "_no_lod")] = {frame_ms, cpu_ms, w.boxes_drawn()};
 }
 
@@ -231,7 +241,8 @@ void empty_frame(benchmark::State& state) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     frame();
-    total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   const double cpu_ms = (process_cpu_ms() - cpu0) / double(state.iterations());
   state.counters["frame_ms"] = total_ms / double(state.iterations());
@@ -248,10 +259,18 @@ void build_timeline_100k(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(timeline_frame, whole_run_lod, Zoom::whole_run, true)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(timeline_frame, whole_run_no_lod, Zoom::whole_run, false)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(timeline_frame, one_step_lod, Zoom::one_step, true)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(timeline_frame, one_ms_lod, Zoom::one_ms, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(timeline_frame, whole_run_lod, Zoom::whole_run, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(timeline_frame, whole_run_no_lod, Zoom::whole_run, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(timeline_frame, one_step_lod, Zoom::one_step, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(timeline_frame, one_ms_lod, Zoom::one_ms, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(empty_frame)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(build_timeline_100k)->Unit(benchmark::kMillisecond);
 
@@ -259,8 +278,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!GlHost::display_available()) {
-    std::printf("bench_view: skipped: no X display (DISPLAY is not set); run it as\n"
-                "  xvfb-run -a -s \"-screen 0 1280x800x24\" %s\n", argv[0]);
+    std::printf(
+        "bench_view: skipped: no X display (DISPLAY is not set); run it as\n"
+        "  xvfb-run -a -s \"-screen 0 1280x800x24\" %s\n",
+        argv[0]);
     return 0;
   }
   benchmark::RunSpecifiedBenchmarks();
@@ -272,17 +293,22 @@ int main(int argc, char** argv) {
   const auto empty = g_results.find("empty");
   if (lod != g_results.end()) {
     const Result& r = lod->second;
-    std::printf("\ntimeline frame, %zu events, whole run: %.2f ms/frame wall = %.2f x the 16 ms target (%s); "
-                "%.2f ms CPU = %.2f x; %zu boxes\n",
-                Env::get().model.event_count(), r.frame_ms, r.frame_ms / kTargetMs,
-                r.frame_ms < kTargetMs ? "met" : "missed", r.cpu_ms, r.cpu_ms / kTargetMs, r.boxes);
+    std::printf(
+        "\ntimeline frame, %zu events, whole run: %.2f ms/frame wall = %.2f x the 16 ms target "
+        "(%s); "
+        "%.2f ms CPU = %.2f x; %zu boxes\n",
+        Env::get().model.event_count(), r.frame_ms, r.frame_ms / kTargetMs,
+        r.frame_ms < kTargetMs ? "met" : "missed", r.cpu_ms, r.cpu_ms / kTargetMs, r.boxes);
     if (raw != g_results.end())
-      std::printf("without level of detail: %.2f ms/frame wall, %.2f ms CPU, %zu boxes: level of detail is %.1f x "
-                  "faster\n",
-                  raw->second.frame_ms, raw->second.cpu_ms, raw->second.boxes, raw->second.frame_ms / r.frame_ms);
+      std::printf(
+          "without level of detail: %.2f ms/frame wall, %.2f ms CPU, %zu boxes: level of detail is "
+          "%.1f x "
+          "faster\n",
+          raw->second.frame_ms, raw->second.cpu_ms, raw->second.boxes,
+          raw->second.frame_ms / r.frame_ms);
     if (empty != g_results.end())
-      std::printf("an empty frame (clear, ImGui, present): %.2f ms wall, %.2f ms CPU\n", empty->second.frame_ms,
-                  empty->second.cpu_ms);
+      std::printf("an empty frame (clear, ImGui, present): %.2f ms wall, %.2f ms CPU\n",
+                  empty->second.frame_ms, empty->second.cpu_ms);
     std::printf("load average now: %s", [] {
       static char buf[128] = "?\n";
       if (FILE* f = std::fopen("/proc/loadavg", "r")) {

@@ -31,17 +31,26 @@ std::map<std::pair<int, bool>, Figures> g_figures;
 void BM_zero_step(benchmark::State& state) {
   const int stage = int(state.range(0));
   const bool overlap = state.range(1) != 0;
-  nlohmann::json j = {
-      {"train_micro_batch_size_per_gpu", 2},
-      {"gradient_accumulation_steps", 1},
-      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
-      {"zero_optimization",
-       {{"stage", stage}, {"overlap_comm", overlap}, {"reduce_bucket_size", 200000},
-        {"allgather_bucket_size", 400000}, {"stage3_prefetch_bucket_size", 200000},
-        {"stage3_param_persistence_threshold", 10000}}},
-      {"hybrid", {{"model", {{"type", "gpt2"}, {"n_layer", 4}, {"n_embd", 192}, {"n_head", 4},
-                             {"vocab_size", 2048}, {"seq_len", 128}}},
-                  {"data", "synthetic"}, {"threads", 1}}}};
+  nlohmann::json j = {{"train_micro_batch_size_per_gpu", 2},
+                      {"gradient_accumulation_steps", 1},
+                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
+                      {"zero_optimization",
+                       {{"stage", stage},
+                        {"overlap_comm", overlap},
+                        {"reduce_bucket_size", 200000},
+                        {"allgather_bucket_size", 400000},
+                        {"stage3_prefetch_bucket_size", 200000},
+                        {"stage3_param_persistence_threshold", 10000}}},
+                      {"hybrid",
+                       {{"model",
+                         {{"type", "gpt2"},
+                          {"n_layer", 4},
+                          {"n_embd", 192},
+                          {"n_head", 4},
+                          {"vocab_size", 2048},
+                          {"seq_len", 128}}},
+                        {"data", "synthetic"},
+                        {"threads", 1}}}};
   int world = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   const auto cfg = engine::parse_config(j, world);
@@ -63,7 +72,8 @@ void BM_zero_step(benchmark::State& state) {
     const int32_t id = int32_t(e->global_step() + 1);
     const auto t0 = std::chrono::steady_clock::now();
     step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     const auto t = e->comm_tracer().step_totals(id);
     comm += double(t.comm_ns) / 1e6;
     exposed += double(t.exposed_ns) / 1e6;
@@ -100,13 +110,15 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
-    std::printf("\nstage  step (overlap off)  step (overlap on)  comm/step  exposed off  exposed on  hidden off  hidden on\n");
+    std::printf(
+        "\nstage  step (overlap off)  step (overlap on)  comm/step  exposed off  exposed on  "
+        "hidden off  hidden on\n");
     for (int s = 0; s < 4; ++s) {
       if (!g_figures.count({s, false}) || !g_figures.count({s, true})) continue;
       const auto& a = g_figures[{s, false}];
       const auto& b = g_figures[{s, true}];
-      std::printf("%5d  %14.1f ms  %14.1f ms  %6.1f ms  %8.1f ms  %7.1f ms  %9.0f%%  %8.0f%%\n", s, a.step_ms,
-                  b.step_ms, b.comm_ms, a.exposed_ms, b.exposed_ms,
+      std::printf("%5d  %14.1f ms  %14.1f ms  %6.1f ms  %8.1f ms  %7.1f ms  %9.0f%%  %8.0f%%\n", s,
+                  a.step_ms, b.step_ms, b.comm_ms, a.exposed_ms, b.exposed_ms,
                   a.comm_ms > 0 ? 100 * (1 - a.exposed_ms / a.comm_ms) : 0.0,
                   b.comm_ms > 0 ? 100 * (1 - b.exposed_ms / b.comm_ms) : 0.0);
     }

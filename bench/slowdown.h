@@ -24,7 +24,6 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <cstdio>

@@ -1,13 +1,13 @@
 #include "engine/engine.h"
 
+#include <fmt/format.h>
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <thread>
-
-#include <fmt/format.h>
-#include <omp.h>
 
 #include "base/launcher_env.h"
 #include "base/units.h"
@@ -47,7 +47,8 @@ class TracerWaits final : public CommWaitRecorder {
 // the host communicator (whose own thread does the MPI call, as
 // MPI_THREAD_SERIALIZED requires). Also for one rank: the single-process
 // communicator copies with memmove, which cannot touch device memory.
-std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend, comm::Communicator& host,
+std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend,
+                                                  comm::Communicator& host,
                                                   std::function<int64_t()> clock) {
   comm::NcclOptions o;
   o.device = backend.device_index();
@@ -118,7 +119,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   alloc_ = std::make_unique<TrackingAllocator>(*backend_, cfg.memory_budget);
   // Host memory: page-locked from the device backend when pin_memory asks for it.
   const bool pin = cfg.zero.offload_optimizer.pin_memory;
-  host_alloc_ = std::make_unique<TrackingAllocator>(*host_backend_, pin ? *backend_ : *host_backend_, 0);
+  host_alloc_ =
+      std::make_unique<TrackingAllocator>(*host_backend_, pin ? *backend_ : *host_backend_, 0);
   const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
@@ -127,8 +129,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
   auto clock = [this] { return tracer_.now_ns(); };
-  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *device_comm_, *host_comm_, *alloc_,
-                                        offload ? host_alloc_.get() : nullptr,
+  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *device_comm_, *host_comm_,
+                                        *alloc_, offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock);
   describe_offload();
   const auto dt = cfg.param_dtype();
@@ -162,17 +164,20 @@ void Engine::setup_communicators(EngineOptions& opts) {
     device_comm_owned_ = make_nccl_for(*backend_, *host_comm_, clock);
   }
   device_comm_ = device_comm_owned_ ? device_comm_owned_.get() : host_comm_.get();
-  if (device_comm_->world_size() != host_comm_->world_size() || device_comm_->rank() != host_comm_->rank())
-    throw std::invalid_argument(fmt::format(
-        "engine: the device communicator ({}, rank {} of {}) and the host communicator ({}, rank {} of {}) "
-        "disagree",
-        device_comm_->name(), device_comm_->rank(), device_comm_->world_size(), host_comm_->name(),
-        host_comm_->rank(), host_comm_->world_size()));
+  if (device_comm_->world_size() != host_comm_->world_size() ||
+      device_comm_->rank() != host_comm_->rank())
+    throw std::invalid_argument(
+        fmt::format("engine: the device communicator ({}, rank {} of {}) and the host communicator "
+                    "({}, rank {} of {}) "
+                    "disagree",
+                    device_comm_->name(), device_comm_->rank(), device_comm_->world_size(),
+                    host_comm_->name(), host_comm_->rank(), host_comm_->world_size()));
   host_comm_->set_observer(comm_tracer_->observer());
   if (device_comm_ != host_comm_.get()) device_comm_->set_observer(comm_tracer_->observer());
   if (device_comm_ != host_comm_.get())
-    log(fmt::format("communication: {} for gradients and parameters, {} for host values ({} rank(s))",
-                    device_comm_->name(), host_comm_->name(), host_comm_->world_size()));
+    log(fmt::format(
+        "communication: {} for gradients and parameters, {} for host values ({} rank(s))",
+        device_comm_->name(), host_comm_->name(), host_comm_->world_size()));
 }
 
 void Engine::setup_gpu_profiling() {
@@ -207,22 +212,29 @@ size_t Engine::flush_gpu_activity() {
 void Engine::describe_offload() {
   const auto& z = cfg_.zero;
   if (z.offload_param.device != OffloadDevice::none)
-    log(fmt::format("zero_optimization.offload_param.device \"{}\": accepted but not implemented; parameters "
-                    "stay in {} memory",
-                    to_string(z.offload_param.device), backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
+    log(fmt::format(
+        "zero_optimization.offload_param.device \"{}\": accepted but not implemented; parameters "
+        "stay in {} memory",
+        to_string(z.offload_param.device),
+        backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
   if (!zero_->optimizer_offloaded()) return;
   if (z.offload_optimizer.device == OffloadDevice::nvme)
-    log("zero_optimization.offload_optimizer.device \"nvme\": not implemented; offloading to host memory "
+    log("zero_optimization.offload_optimizer.device \"nvme\": not implemented; offloading to host "
+        "memory "
         "(\"cpu\") instead");
   const auto host = host_alloc_->stats();
-  const uint64_t kept = host.current[size_t(MemCategory::master)] + host.current[size_t(MemCategory::optimizer)];
+  const uint64_t kept =
+      host.current[size_t(MemCategory::master)] + host.current[size_t(MemCategory::optimizer)];
   std::string line = fmt::format(
-      "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's partition ({}) live "
+      "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's "
+      "partition ({}) live "
       "in {} host memory; {} runs on the CPU, gradients go down and parameters up each step",
-      optimizer_->name(), base::format_bytes(kept), host_alloc_->pinned() ? "page-locked" : "pageable",
-      optimizer_->name());
+      optimizer_->name(), base::format_bytes(kept),
+      host_alloc_->pinned() ? "page-locked" : "pageable", optimizer_->name());
   if (backend_->kind() == kernels::BackendKind::cpu)
-    line += " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts them)";
+    line +=
+        " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts "
+        "them)";
   log(line);
 }
 

@@ -31,11 +31,11 @@ namespace hybrid {
 using engine::Config;
 
 struct StepStats {
-  int64_t step = 0;          // global step just completed (1-based)
-  bool skipped = false;      // fp16 overflow (or non-finite gradients): no update
+  int64_t step = 0;      // global step just completed (1-based)
+  bool skipped = false;  // fp16 overflow (or non-finite gradients): no update
   float lr = 0.0f;
-  float loss_scale = 1.0f;   // the scale this step's gradients were computed with
-  float grad_norm = 0.0f;    // unscaled global norm before clipping (0 when skipped)
+  float loss_scale = 1.0f;  // the scale this step's gradients were computed with
+  float grad_norm = 0.0f;   // unscaled global norm before clipping (0 when skipped)
 };
 
 struct EngineOptions {
@@ -118,7 +118,7 @@ class Engine {
   int64_t param_count() const { return tree_->param_count(); }
 
   // Small collectives on host values, over the host communicator:
-  double mean_over_ranks(double v);                 // identity on one rank
+  double mean_over_ranks(double v);  // identity on one rank
   int64_t broadcast_from_rank0(int64_t v);
   std::vector<float> all_gather_floats(const std::vector<float>& mine);  // equal sizes, rank order
   void barrier() { host_comm_->barrier(); }
@@ -133,8 +133,9 @@ class Engine {
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
-  std::unique_ptr<kernels::Backend> host_backend_owned_;  // the CPU backend, when backend_ is not one
-  kernels::Backend* host_backend_ = nullptr;              // runs the offloaded optimizer
+  std::unique_ptr<kernels::Backend>
+      host_backend_owned_;                    // the CPU backend, when backend_ is not one
+  kernels::Backend* host_backend_ = nullptr;  // runs the offloaded optimizer
   std::string backend_note_;
   profiler::Tracer tracer_;
   // Declared before the communicators, so that it outlives them: NCCL delivers
@@ -144,9 +145,9 @@ class Engine {
   std::unique_ptr<engine::comm::Communicator> host_comm_;
   std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
   engine::comm::Communicator* device_comm_ = nullptr;
-  std::unique_ptr<profiler::RangeListener> nvtx_;    // CUDA: NVTX range per scope
-  std::unique_ptr<CollectorSlot> cupti_slot_;        // CUDA: forwards scopes to the live collector
-  std::unique_ptr<profiler::GpuCollector> cupti_;    // CUDA, during profiled steps
+  std::unique_ptr<profiler::RangeListener> nvtx_;  // CUDA: NVTX range per scope
+  std::unique_ptr<CollectorSlot> cupti_slot_;      // CUDA: forwards scopes to the live collector
+  std::unique_ptr<profiler::GpuCollector> cupti_;  // CUDA, during profiled steps
   bool cupti_status_logged_ = false;
   std::unique_ptr<engine::TrackingAllocator> alloc_;
   std::unique_ptr<engine::TrackingAllocator> host_alloc_;

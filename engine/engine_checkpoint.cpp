@@ -26,7 +26,8 @@ void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
     partitions.push_back({{"rank", 0}, {"begin", 0}, {"end", part.padded()}});
   } else {
     for (int r = 0; r < part.world_size(); ++r)
-      partitions.push_back({{"rank", r}, {"begin", part.shard(r).begin}, {"end", part.shard(r).end}});
+      partitions.push_back(
+          {{"rank", r}, {"begin", part.shard(r).begin}, {"end", part.shard(r).end}});
   }
   nlohmann::json meta = {
       {"format", "hybrid-checkpoint"},
@@ -36,7 +37,8 @@ void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
       {"applied_steps", applied_steps_},
       {"skipped_steps", skipped_steps_},
       {"loss_scaler", scaler_.state()},
-      {"data_position", {{"step", global_step_}, {"samples", global_step_ * cfg_.train_batch_size}}},
+      {"data_position",
+       {{"step", global_step_}, {"samples", global_step_ * cfg_.train_batch_size}}},
       {"rng", {{"seed", cfg_.seed}}},
       {"world_size", part.world_size()},
       {"zero_stage", cfg_.zero.stage},
@@ -73,18 +75,21 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   const std::string where = dir + "/" + tag;
   const auto& m = meta.at("model");
   if (meta.at("param_count").get<int64_t>() != tree_->param_count() ||
-      m.at("n_layer").get<int>() != cfg_.model.n_layer || m.at("n_embd").get<int>() != cfg_.model.n_embd ||
+      m.at("n_layer").get<int>() != cfg_.model.n_layer ||
+      m.at("n_embd").get<int>() != cfg_.model.n_embd ||
       m.at("padded_vocab_size").get<int>() != cfg_.padded_vocab())
     throw CheckpointError(fmt::format(
-        "checkpoint {}: model shape differs (checkpoint: {} parameters, n_layer {}, n_embd {}; config: {}, {}, {})",
-        where, meta.at("param_count").get<int64_t>(), m.at("n_layer").get<int>(), m.at("n_embd").get<int>(),
-        tree_->param_count(), cfg_.model.n_layer, cfg_.model.n_embd));
+        "checkpoint {}: model shape differs (checkpoint: {} parameters, n_layer {}, n_embd {}; "
+        "config: {}, {}, {})",
+        where, meta.at("param_count").get<int64_t>(), m.at("n_layer").get<int>(),
+        m.at("n_embd").get<int>(), tree_->param_count(), cfg_.model.n_layer, cfg_.model.n_embd));
   const int sf = optimizer_->state_floats_per_param();
   if (meta.at("state_floats").get<int>() != sf)
-    throw CheckpointError(fmt::format("checkpoint {}: saved with optimizer {} ({} state floats per parameter), "
-                                      "this run uses {} ({})",
-                                      where, meta.at("optimizer").get<std::string>(),
-                                      meta.at("state_floats").get<int>(), optimizer_->name(), sf));
+    throw CheckpointError(
+        fmt::format("checkpoint {}: saved with optimizer {} ({} state floats per parameter), "
+                    "this run uses {} ({})",
+                    where, meta.at("optimizer").get<std::string>(),
+                    meta.at("state_floats").get<int>(), optimizer_->name(), sf));
 
   // Every rank validates what it reads; a failure anywhere stops all ranks.
   const FlatRange range = zero_->optimizer_range();
@@ -99,8 +104,10 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   }
   host_comm_->all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);  // a host value
   if (failed > 0.0f)
-    throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank could not read its partition", where)
-                                        : error);
+    throw CheckpointError(
+        error.empty()
+            ? fmt::format("checkpoint {}: another rank could not read its partition", where)
+            : error);
 
   zero_->load_from_host(master.data(), state.data());
   zero_->zero_grads();
@@ -112,7 +119,8 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
     scaler_.load_state(meta.at("loss_scaler"));
   log(fmt::format("loaded checkpoint {} (step {}{})", where, global_step_,
                   meta.at("world_size").get<int>() != world_size()
-                      ? fmt::format(", saved with {} ranks, now {}", meta.at("world_size").get<int>(), world_size())
+                      ? fmt::format(", saved with {} ranks, now {}",
+                                    meta.at("world_size").get<int>(), world_size())
                       : std::string()));
   return tag;
 }

@@ -32,11 +32,13 @@ uint64_t MemoryPrediction::host_total() const {
 
 nlohmann::json MemoryPrediction::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-  for (int c = 0; c < kMemCategoryCount; ++c) j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
   j["total"] = total();
   if (host_total()) {
     nlohmann::json h = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c) h[std::string(mem_category_name(MemCategory(c)))] = host[size_t(c)];
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      h[std::string(mem_category_name(MemCategory(c)))] = host[size_t(c)];
     h["total"] = host_total();
     j["host"] = h;
   }
@@ -164,10 +166,12 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
   return m;
 }
 
-MemoryPrediction predict_memory(const Config& cfg, int world_size, const kernels::Backend& backend) {
-  return predict_memory(cfg, world_size,
-                        backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                                      cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
+MemoryPrediction predict_memory(const Config& cfg, int world_size,
+                                const kernels::Backend& backend) {
+  return predict_memory(
+      cfg, world_size,
+      backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
+                                    cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
 }
 
 }  // namespace hybrid::engine

@@ -1,10 +1,10 @@
 #include "engine/run_recorder.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "engine/memory_model.h"
@@ -37,7 +37,8 @@ RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
   info.name = opts.run_name;
   info.config_json = cfg.raw.dump();
   info.host = profiler::store::this_host();
-  info.world_size = cfg.train_batch_size / (cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps);
+  info.world_size =
+      cfg.train_batch_size / (cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps);
   info.dtype = std::string(kernels::dtype_name(cfg.param_dtype()));
   info.zero_stage = cfg.zero.stage;
   info.micro_batch = cfg.train_micro_batch_size_per_gpu;
@@ -59,9 +60,12 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
   // the third step (past warm-up) for a run that is only being recorded.
   const int64_t first = engine.global_step() + 1;
   if (wants_profile(cfg_, opts_)) {
-    const int64_t at = cfg_.flops_profiler.enabled ? cfg_.flops_profiler.profile_step : std::min<int64_t>(3, steps);
+    const int64_t at = cfg_.flops_profiler.enabled ? cfg_.flops_profiler.profile_step
+                                                   : std::min<int64_t>(3, steps);
     profile_begin_ = first + std::max<int64_t>(at, 1) - 1;
-    const int64_t len = cfg_.flops_profiler.enabled && !cfg_.profiler.trace ? 1 : std::max(1, cfg_.profiler.trace_steps);
+    const int64_t len = cfg_.flops_profiler.enabled && !cfg_.profiler.trace
+                            ? 1
+                            : std::max(1, cfg_.profiler.trace_steps);
     profile_end_ = std::min(first + steps, profile_begin_ + len);
   }
 
@@ -89,13 +93,16 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
   }
 }
 
-bool RunRecorder::profiled(int64_t step) const { return step >= profile_begin_ && step < profile_end_; }
+bool RunRecorder::profiled(int64_t step) const {
+  return step >= profile_begin_ && step < profile_end_;
+}
 
 void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flops_per_step) {
   const auto& st = engine_->last_step();
   const auto totals = engine_->comm_tracer().step_totals(int32_t(step));
   const double exposed_ms = double(totals.exposed_ns) / 1e6;
-  step_ranks_.push_back({step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
+  step_ranks_.push_back(
+      {step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
   if (rank_ == 0) {
     profiler::StepRow r;
     r.step = step;
@@ -123,15 +130,18 @@ void RunRecorder::flush_steps() {
   step_ranks_.clear();
 }
 
-std::vector<profiler::LayerStat> RunRecorder::layer_stats(const std::vector<profiler::Event>& events) const {
+std::vector<profiler::LayerStat> RunRecorder::layer_stats(
+    const std::vector<profiler::Event>& events) const {
   // Times are inclusive as measured; FLOPs are recorded by the op-owning
   // module and added up the tree so that every row is inclusive too.
   std::map<std::pair<int64_t, int32_t>, profiler::LayerStat> rows;
   const auto& mods = engine_->module_tree().modules();
   for (const auto& e : events) {
-    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward)) continue;
+    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward))
+      continue;
     const bool fwd = e.category == Category::forward;
-    const bool macs = mods[size_t(e.module_id)]->type() == "Linear" || mods[size_t(e.module_id)]->type() == "AttentionCore";
+    const bool macs = mods[size_t(e.module_id)]->type() == "Linear" ||
+                      mods[size_t(e.module_id)]->type() == "AttentionCore";
     for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
       auto& r = rows[{e.step, m}];
       r.rank = rank_;
@@ -197,7 +207,8 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
 
 void RunRecorder::finish(const TrainSummary& summary) {
   Engine& e = *engine_;
-  e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU events
+  e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU
+                           // events
   events_ = e.tracer().drain();
   auto stats = layer_stats(events_);
   std::vector<profiler::GpuRankTimeline> gpu;
@@ -215,7 +226,8 @@ void RunRecorder::finish(const TrainSummary& summary) {
     for (auto& row : stats) row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns;
   }
   if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);
-  if (cfg_.comms_logger.enabled && rank_ == 0) std::printf("%s\n", e.comm_tracer().summary().c_str());
+  if (cfg_.comms_logger.enabled && rank_ == 0)
+    std::printf("%s\n", e.comm_tracer().summary().c_str());
 
   if (store_) {
     flush_steps();
@@ -240,8 +252,9 @@ void RunRecorder::finish(const TrainSummary& summary) {
     const auto predicted = predict_memory(cfg_, e.world_size(), e.backend());
     std::vector<profiler::MemoryRow> mem;
     for (int c = 0; c < kMemCategoryCount; ++c)
-      mem.push_back({rank_, std::string(mem_category_name(MemCategory(c))), summary.memory.current[size_t(c)],
-                     summary.memory.peak[size_t(c)], predicted.bytes[size_t(c)]});
+      mem.push_back({rank_, std::string(mem_category_name(MemCategory(c))),
+                     summary.memory.current[size_t(c)], summary.memory.peak[size_t(c)],
+                     predicted.bytes[size_t(c)]});
     store_->add_memory(run_id_, mem);
   }
   e.barrier();  // every rank's rows are in before the run is declared finished
@@ -250,12 +263,14 @@ void RunRecorder::finish(const TrainSummary& summary) {
     if (!cfg_.profiler.chrome_trace.empty()) {
       const auto set = store_->events(run_id_);
       const auto run = store_->get_run(run_id_);
-      profiler::write_chrome_trace(cfg_.profiler.chrome_trace,
-                                   profiler::chrome_trace(set, modules_, store_->ranks(run_id_), &run));
+      profiler::write_chrome_trace(
+          cfg_.profiler.chrome_trace,
+          profiler::chrome_trace(set, modules_, store_->ranks(run_id_), &run));
     }
   } else if (!cfg_.profiler.chrome_trace.empty() && rank_ == 0) {
     profiler::EventSet set{events_, e.tracer().names()};
-    profiler::write_chrome_trace(cfg_.profiler.chrome_trace, profiler::chrome_trace(set, modules_, {}, nullptr));
+    profiler::write_chrome_trace(cfg_.profiler.chrome_trace,
+                                 profiler::chrome_trace(set, modules_, {}, nullptr));
   }
 }
 
@@ -265,7 +280,8 @@ void RunRecorder::fail(const TrainSummary& summary) {
     flush_steps();
     store_->finish_run(run_id_, summary.status, summary.error, summary.to_json().dump());
   } catch (const std::exception& err) {
-    std::fprintf(stderr, "hybrid-train: could not record the failure in %s: %s\n", opts_.db.c_str(), err.what());
+    std::fprintf(stderr, "hybrid-train: could not record the failure in %s: %s\n", opts_.db.c_str(),
+                 err.what());
   }
 }
 

@@ -40,7 +40,7 @@ f16_t float_to_f16_slow(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return {uint16_t(sign | 0x7e00u)};  // NaN
+  if (abs > 0x7f800000u) return {uint16_t(sign | 0x7e00u)};   // NaN
   if (abs >= 0x477ff000u) return {uint16_t(sign | 0x7c00u)};  // rounds to ≥ 65520: inf
   if (abs < 0x38800000u) {
     // Result is subnormal (or zero): value = abs_float / 2^-24, rounded to nearest even.

@@ -24,14 +24,18 @@ constexpr size_t dtype_size(DType dt) { return dt == DType::f32 ? 4 : 2; }
 
 constexpr std::string_view dtype_name(DType dt) {
   switch (dt) {
-    case DType::f32: return "fp32";
-    case DType::f16: return "fp16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "fp32";
+    case DType::f16:
+      return "fp16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
 
-// Accepts the spellings DeepSpeed configs use ("fp32", "float32", "fp16", "float16", "half", "bf16", "bfloat16").
+// Accepts the spellings DeepSpeed configs use ("fp32", "float32", "fp16", "float16", "half",
+// "bf16", "bfloat16").
 DType parse_dtype(std::string_view name);
 
 struct bf16_t {
@@ -68,22 +72,31 @@ inline f16_t float_to_f16(float f) { return float_to_f16_slow(f); }
 // Generic load/store used by templated kernels: T is float, f16_t or bf16_t.
 template <class T>
 inline float load(const T& x) {
-  if constexpr (std::is_same_v<T, float>) return x;
-  else if constexpr (std::is_same_v<T, bf16_t>) return bf16_to_float(x);
-  else return f16_to_float(x);
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else if constexpr (std::is_same_v<T, bf16_t>)
+    return bf16_to_float(x);
+  else
+    return f16_to_float(x);
 }
 template <class T>
 inline T store(float f) {
-  if constexpr (std::is_same_v<T, float>) return f;
-  else if constexpr (std::is_same_v<T, bf16_t>) return float_to_bf16(f);
-  else return float_to_f16(f);
+  if constexpr (std::is_same_v<T, float>)
+    return f;
+  else if constexpr (std::is_same_v<T, bf16_t>)
+    return float_to_bf16(f);
+  else
+    return float_to_f16(f);
 }
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, bf16_t>) return DType::bf16;
-  else return DType::f16;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::f32;
+  else if constexpr (std::is_same_v<T, bf16_t>)
+    return DType::bf16;
+  else
+    return DType::f16;
 }
 
 // Calls fn with a value of the storage type for dt (float, f16_t or bf16_t): one
@@ -91,9 +104,12 @@ constexpr DType dtype_of() {
 template <class Fn>
 decltype(auto) dispatch_dtype(DType dt, Fn&& fn) {
   switch (dt) {
-    case DType::f32: return fn(float{});
-    case DType::f16: return fn(f16_t{});
-    case DType::bf16: return fn(bf16_t{});
+    case DType::f32:
+      return fn(float{});
+    case DType::f16:
+      return fn(f16_t{});
+    case DType::bf16:
+      return fn(bf16_t{});
   }
   throw std::logic_error("dispatch_dtype: invalid dtype");
 }

@@ -85,8 +85,8 @@ class Backend {
     if (bytes == 0) return nullptr;
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p)
-      throw BackendOutOfMemory("out of host memory: cannot allocate " + std::to_string(bytes) + " bytes",
-                               bytes);
+      throw BackendOutOfMemory(
+          "out of host memory: cannot allocate " + std::to_string(bytes) + " bytes", bytes);
     return p;
   }
   virtual void free_host(void* ptr, size_t /*bytes*/) { std::free(ptr); }
@@ -122,9 +122,8 @@ class Backend {
   virtual void matmul_forward(DType dt, void* out, const void* inp, const void* weight,
                               const void* bias, int M, int K, int N) = 0;
   // dinp += dout · weight; dweight += doutᵀ · inp; dbias += Σ_rows dout.
-  virtual void matmul_backward(DType dt, void* dinp, void* dweight, void* dbias,
-                               const void* dout, const void* inp, const void* weight, int M,
-                               int K, int N) = 0;
+  virtual void matmul_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
+                               const void* inp, const void* weight, int M, int K, int N) = 0;
 
   // ---- transformer ops -----------------------------------------------------
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
@@ -142,22 +141,20 @@ class Backend {
 
   // GELU, tanh approximation.
   virtual void gelu_forward(DType dt, void* out, const void* inp, size_t n) = 0;
-  virtual void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout,
-                             size_t n) = 0;
+  virtual void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) = 0;
 
   // Causal multi-head self-attention. qkv [B,T,3C] holds q, k, v per token (GPT-2's
   // c_attn layout); out [B,T,C]. What forward keeps for backward is the backend's
   // choice: it writes attention_saved_bytes() bytes to `saved`.
   virtual size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const = 0;
-  virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
-                                 int T, int C, int NH) = 0;
+  virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
+                                 int C, int NH) = 0;
   virtual void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                                   const void* out, const void* saved, int B, int T, int C,
                                   int NH) = 0;
 
   // out = a + b, n elements.
-  virtual void residual_forward(DType dt, void* out, const void* a, const void* b,
-                                size_t n) = 0;
+  virtual void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) = 0;
 
   // Fused softmax + cross-entropy over the first V of Vp logits per row (N rows).
   // losses[i] = logsumexp(logits[i]) - logits[i, targets[i]]; lse (fp32 [N]) is saved.
@@ -165,9 +162,9 @@ class Backend {
                                      const int32_t* targets, int N, int V, int Vp) = 0;
   // dlogits[i,:] = dloss · (softmax(logits[i]) - onehot(targets[i])); padded columns
   // get 0. Overwrites dlogits, which may alias logits.
-  virtual void cross_entropy_backward(DType dt, void* dlogits, const void* logits,
-                                      const float* lse, const int32_t* targets, float dloss,
-                                      int N, int V, int Vp) = 0;
+  virtual void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
+                                      const int32_t* targets, float dloss, int N, int V,
+                                      int Vp) = 0;
 
   // ---- elementwise and reductions -----------------------------------------
   // dst[i] (dst_dt) = convert(src[i]) (src_dt).

@@ -1,7 +1,5 @@
 #include "profiler/chrome_trace.h"
 
-#include "base/atomic_file.h"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,6 +10,8 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "base/atomic_file.h"
 
 namespace hybrid::profiler {
 
@@ -24,57 +24,69 @@ std::string lane_name(uint16_t lane) {
   return fmt::format("lane {}", lane);
 }
 
+namespace {
+
+// Each rank's tracer epoch relative to the earliest one; empty unless every rank
+// with events has a known epoch (then clocks are not aligned).
+std::map<int, int64_t> clock_offsets(const std::set<int>& event_ranks,
+                                     std::span<const RankInfo> ranks) {
+  std::map<int, int64_t> epoch, offset_ns;
+  for (const auto& r : ranks) epoch[r.rank] = r.epoch_unix_ns;
+  const bool all_known = std::all_of(event_ranks.begin(), event_ranks.end(),
+                                     [&](int r) { return epoch.count(r) > 0; });
+  if (!all_known || event_ranks.empty()) return offset_ns;
+  int64_t base = INT64_MAX;
+  for (int r : event_ranks) base = std::min(base, epoch[r]);
+  for (int r : event_ranks) offset_ns[r] = epoch[r] - base;
+  return offset_ns;
+}
+
+json metadata(const char* what, int pid, int tid, const char* key, const json& value) {
+  return {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{key, value}}}};
+}
+
+json event_args(const Event& e, const std::unordered_map<int32_t, const ModuleInfo*>& modules) {
+  json args = json::object();
+  if (e.step >= 0) args["step"] = e.step;
+  if (e.module_id >= 0) {
+    auto m = modules.find(e.module_id);
+    args["module"] = m != modules.end() ? m->second->name : fmt::format("#{}", e.module_id);
+    args["module_id"] = e.module_id;
+  }
+  if (e.bytes) {
+    args["bytes"] = e.bytes;
+    if (e.dur_ns > 0) args["GB/s"] = double(e.bytes) / double(e.dur_ns);
+  }
+  if (e.flops) {
+    args["flops"] = e.flops;
+    if (e.dur_ns > 0) args["TFLOP/s"] = double(e.flops) / double(e.dur_ns) * 1e-3;
+  }
+  return args;
+}
+
+}  // namespace
+
 json chrome_trace(const EventSet& set, std::span<const ModuleInfo> modules,
                   std::span<const RankInfo> ranks, const RunInfo* run) {
   std::unordered_map<int32_t, const ModuleInfo*> module_by_id;
   for (const auto& m : modules) module_by_id[m.id] = &m;
-
   std::set<int> event_ranks;
   std::set<std::pair<int, int>> lanes;
   for (const Event& e : set.events) {
     event_ranks.insert(e.rank);
     lanes.insert({e.rank, e.lane});
   }
-  // Clock offsets: each rank's tracer epoch relative to the earliest one.
-  std::map<int, int64_t> offset_ns;
-  {
-    std::map<int, int64_t> epoch;
-    for (const auto& r : ranks) epoch[r.rank] = r.epoch_unix_ns;
-    const bool all_known = std::all_of(event_ranks.begin(), event_ranks.end(),
-                                       [&](int r) { return epoch.count(r) > 0; });
-    if (all_known && !event_ranks.empty()) {
-      int64_t base = INT64_MAX;
-      for (int r : event_ranks) base = std::min(base, epoch[r]);
-      for (int r : event_ranks) offset_ns[r] = epoch[r] - base;
-    }
-  }
+  const std::map<int, int64_t> offset_ns = clock_offsets(event_ranks, ranks);
 
   json events = json::array();
   for (int r : event_ranks) {
-    events.push_back({{"ph", "M"},
-                      {"name", "process_name"},
-                      {"pid", r},
-                      {"tid", 0},
-                      {"args", {{"name", fmt::format("rank {}", r)}}}});
-    events.push_back({{"ph", "M"},
-                      {"name", "process_sort_index"},
-                      {"pid", r},
-                      {"tid", 0},
-                      {"args", {{"sort_index", r}}}});
+    events.push_back(metadata("process_name", r, 0, "name", fmt::format("rank {}", r)));
+    events.push_back(metadata("process_sort_index", r, 0, "sort_index", r));
   }
   for (const auto& [r, lane] : lanes) {
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_name"},
-                      {"pid", r},
-                      {"tid", lane},
-                      {"args", {{"name", lane_name(uint16_t(lane))}}}});
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_sort_index"},
-                      {"pid", r},
-                      {"tid", lane},
-                      {"args", {{"sort_index", lane}}}});
+    events.push_back(metadata("thread_name", r, lane, "name", lane_name(uint16_t(lane))));
+    events.push_back(metadata("thread_sort_index", r, lane, "sort_index", lane));
   }
-
   std::vector<const Event*> order;
   order.reserve(set.events.size());
   for (const Event& e : set.events) order.push_back(&e);
@@ -85,21 +97,6 @@ json chrome_trace(const EventSet& set, std::span<const ModuleInfo> modules,
   std::stable_sort(order.begin(), order.end(),
                    [&](const Event* a, const Event* b) { return shifted(*a) < shifted(*b); });
   for (const Event* e : order) {
-    json args = json::object();
-    if (e->step >= 0) args["step"] = e->step;
-    if (e->module_id >= 0) {
-      auto m = module_by_id.find(e->module_id);
-      args["module"] = m != module_by_id.end() ? m->second->name : fmt::format("#{}", e->module_id);
-      args["module_id"] = e->module_id;
-    }
-    if (e->bytes) {
-      args["bytes"] = e->bytes;
-      if (e->dur_ns > 0) args["GB/s"] = double(e->bytes) / double(e->dur_ns);
-    }
-    if (e->flops) {
-      args["flops"] = e->flops;
-      if (e->dur_ns > 0) args["TFLOP/s"] = double(e->flops) / double(e->dur_ns) * 1e-3;
-    }
     const std::string name = e->name_id < set.names.size() ? set.names[e->name_id] : "?";
     events.push_back({{"name", name},
                       {"cat", std::string(category_name(e->category))},
@@ -108,9 +105,8 @@ json chrome_trace(const EventSet& set, std::span<const ModuleInfo> modules,
                       {"dur", double(e->dur_ns) / 1000.0},
                       {"pid", int(e->rank)},
                       {"tid", int(e->lane)},
-                      {"args", std::move(args)}});
+                      {"args", event_args(*e, module_by_id)}});
   }
-
   json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   json other = {{"generator", "hybrid-prof"}, {"clocks_aligned", !offset_ns.empty()}};
   if (run) {

@@ -8,15 +8,21 @@
 
 namespace hybrid::profiler {
 
-enum class CollectiveKind : uint8_t { all_reduce = 0, reduce_scatter, all_gather, broadcast, barrier };
+enum class CollectiveKind : uint8_t {
+  all_reduce = 0,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  barrier
+};
 constexpr int kCollectiveKindCount = 5;
 std::string_view collective_name(CollectiveKind k);
 
 struct CommRecord {
   CollectiveKind kind = CollectiveKind::all_reduce;
-  uint64_t bytes = 0;   // message size as nccl-tests defines it: all-reduce and broadcast
-                        // the buffer; all-gather the gathered output; reduce-scatter the
-                        // input (world × shard)
+  uint64_t bytes = 0;  // message size as nccl-tests defines it: all-reduce and broadcast
+                       // the buffer; all-gather the gathered output; reduce-scatter the
+                       // input (world × shard)
   int world_size = 1;
   int64_t issue_ns = 0;  // compute thread issued it (tracer clock)
   int64_t start_ns = 0;  // communication thread started it

@@ -1,7 +1,5 @@
 #include "profiler/comm_tracer.h"
 
-#include "profiler/intervals.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "profiler/intervals.h"
 #include "profiler/tracer.h"
 
 namespace hybrid::profiler {
@@ -246,7 +245,8 @@ StepCommTotals CommTracer::totals_locked(int32_t step) const {
   // the end of a step and waited for at the start of the next).
   Intervals nearby = it->second.comm;
   for (int32_t n : {step - 1, step + 1})
-    if (auto o = steps_.find(n); o != steps_.end()) nearby.insert(nearby.end(), o->second.comm.begin(), o->second.comm.end());
+    if (auto o = steps_.find(n); o != steps_.end())
+      nearby.insert(nearby.end(), o->second.comm.begin(), o->second.comm.end());
   t.exposed_ns = std::min(t.comm_ns, overlap(waits, merged(std::move(nearby))));
   return t;
 }

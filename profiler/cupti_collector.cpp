@@ -29,20 +29,26 @@ CuptiCollector* g_active = nullptr;
 std::string cupti_error(const char* call, CUptiResult r) {
   const char* s = nullptr;
   cuptiGetResultString(r, &s);
-  return std::string(call) + ": " + (s ? s : "unknown CUPTI error") + " (" + std::to_string(int(r)) + ")";
+  return std::string(call) + ": " + (s ? s : "unknown CUPTI error") + " (" +
+         std::to_string(int(r)) + ")";
 }
 
-constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
 const char* kind_name(CUpti_ActivityKind k) {
   switch (k) {
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
-    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
-    default: return "?";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return "EXTERNAL_CORRELATION";
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "MEMSET";
+    default:
+      return "?";
   }
 }
 
@@ -127,8 +133,10 @@ class CuptiCollector final : public GpuCollector {
       r = cuptiActivityEnable(kKinds[i]);
       if (r != CUPTI_SUCCESS) {
         for (size_t j = 0; j < i; ++j) cuptiActivityDisable(kKinds[j]);
-        status_ = "CUPTI unavailable: " +
-                  cupti_error((std::string("cuptiActivityEnable(") + kind_name(kKinds[i]) + ")").c_str(), r);
+        status_ =
+            "CUPTI unavailable: " +
+            cupti_error((std::string("cuptiActivityEnable(") + kind_name(kKinds[i]) + ")").c_str(),
+                        r);
         return false;
       }
     }
@@ -200,7 +208,8 @@ class CuptiCollector final : public GpuCollector {
           parser_.add_external_correlation({c->correlationId, c->externalId});
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 

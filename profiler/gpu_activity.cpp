@@ -39,15 +39,16 @@ std::string short_kernel_name(std::string_view name) {
   std::string full(name);
   if (name.starts_with("_Z")) {
     int status = 0;
-    std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(full.c_str(), nullptr, nullptr, &status),
-                                             std::free);
+    std::unique_ptr<char, void (*)(void*)> d(
+        abi::__cxa_demangle(full.c_str(), nullptr, nullptr, &status), std::free);
     if (status == 0 && d) full = d.get();
   }
   // Drop the parameter list: the last top-level "(...)" at the end.
   if (!full.empty() && full.back() == ')') {
     int depth = 0;
     for (size_t i = full.size(); i-- > 0;) {
-      if (full[i] == ')') ++depth;
+      if (full[i] == ')')
+        ++depth;
       else if (full[i] == '(' && --depth == 0) {
         // "(anonymous namespace)" is part of the name, not a parameter list.
         if (i > 0) full.resize(i);
@@ -60,8 +61,10 @@ std::string short_kernel_name(std::string_view name) {
   int depth = 0;
   for (size_t i = 0; i < full.size(); ++i) {
     const char c = full[i];
-    if (c == '<' || c == '(') ++depth;
-    else if (c == '>' || c == ')') --depth;
+    if (c == '<' || c == '(')
+      ++depth;
+    else if (c == '>' || c == ')')
+      --depth;
     else if (c == ' ' && depth == 0) {
       full.erase(0, i + 1);
       break;
@@ -72,17 +75,28 @@ std::string short_kernel_name(std::string_view name) {
 
 std::string memcpy_name(uint8_t copy_kind) {
   switch (copy_kind) {
-    case 1: return "memcpy HtoD";
-    case 2: return "memcpy DtoH";
-    case 3: return "memcpy HtoA";
-    case 4: return "memcpy AtoH";
-    case 5: return "memcpy AtoA";
-    case 6: return "memcpy AtoD";
-    case 7: return "memcpy DtoA";
-    case 8: return "memcpy DtoD";
-    case 9: return "memcpy HtoH";
-    case 10: return "memcpy PtoP";
-    default: return "memcpy";
+    case 1:
+      return "memcpy HtoD";
+    case 2:
+      return "memcpy DtoH";
+    case 3:
+      return "memcpy HtoA";
+    case 4:
+      return "memcpy AtoH";
+    case 5:
+      return "memcpy AtoA";
+    case 6:
+      return "memcpy AtoD";
+    case 7:
+      return "memcpy DtoA";
+    case 8:
+      return "memcpy DtoD";
+    case 9:
+      return "memcpy HtoH";
+    case 10:
+      return "memcpy PtoP";
+    default:
+      return "memcpy";
   }
 }
 
@@ -139,8 +153,10 @@ uint64_t ActivityBufferPool::exhausted() const {
 
 // ---- parser -------------------------------------------------------------------
 
-GpuActivityParser::GpuActivityParser(size_t max_correlations) : max_correlations_(max_correlations) {
-  if (max_correlations_ == 0) throw std::invalid_argument("GpuActivityParser: max_correlations must be > 0");
+GpuActivityParser::GpuActivityParser(size_t max_correlations)
+    : max_correlations_(max_correlations) {
+  if (max_correlations_ == 0)
+    throw std::invalid_argument("GpuActivityParser: max_correlations must be > 0");
 }
 
 void GpuActivityParser::add_record(GpuActivityRecord r) {
@@ -207,7 +223,8 @@ std::vector<Event> GpuActivityParser::take_events(
       std::string shown = r.name;
       if (r.kind == GpuActivityKind::kernel) {
         auto sn = short_names_.find(r.name);
-        if (sn == short_names_.end()) sn = short_names_.emplace(r.name, short_kernel_name(r.name)).first;
+        if (sn == short_names_.end())
+          sn = short_names_.emplace(r.name, short_kernel_name(r.name)).first;
         shown = sn->second;
       }
       name_it = name_ids.emplace(r.name, intern(shown)).first;

@@ -26,13 +26,13 @@ enum class GpuActivityKind : uint8_t { kernel, memcpy, memset };
 
 struct GpuActivityRecord {
   GpuActivityKind kind = GpuActivityKind::kernel;
-  std::string name;          // kernel name as CUPTI gives it (mangled), or "memcpy HtoD", "memset"
+  std::string name;  // kernel name as CUPTI gives it (mangled), or "memcpy HtoD", "memset"
   uint32_t device = 0;
-  uint32_t stream = 0;       // CUPTI stream id
-  uint64_t start_ns = 0;     // CUPTI's clock
+  uint32_t stream = 0;    // CUPTI stream id
+  uint64_t start_ns = 0;  // CUPTI's clock
   uint64_t end_ns = 0;
   uint32_t correlation_id = 0;
-  uint64_t bytes = 0;        // memcpy/memset size
+  uint64_t bytes = 0;  // memcpy/memset size
 };
 
 // CUPTI's link from an API call (correlation id) to what the CPU had pushed.

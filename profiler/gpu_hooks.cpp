@@ -31,7 +31,8 @@ std::unique_ptr<GpuCollector> make_inert_collector(std::string status) {
 std::unique_ptr<RangeListener> make_nvtx_listener() { return nullptr; }
 
 std::unique_ptr<GpuCollector> make_cupti_collector(Tracer&, CuptiOptions) {
-  return make_inert_collector("CUPTI unavailable: this build has no CUDA support (HYBRID_CUDA=OFF)");
+  return make_inert_collector(
+      "CUPTI unavailable: this build has no CUDA support (HYBRID_CUDA=OFF)");
 }
 #endif
 

@@ -19,7 +19,7 @@ namespace hybrid::profiler {
 std::unique_ptr<RangeListener> make_nvtx_listener();
 
 struct CuptiOptions {
-  size_t buffer_count = 8;               // bounded pool: records beyond it are dropped, and counted
+  size_t buffer_count = 8;  // bounded pool: records beyond it are dropped, and counted
   size_t buffer_bytes = size_t(4) << 20;
 };
 

@@ -83,9 +83,12 @@ GpuRankTimeline analyze_rank(int rank, std::span<const Event* const> records,
 
 std::string_view to_string(GpuWork w) {
   switch (w) {
-    case GpuWork::computation: return "computation";
-    case GpuWork::communication: return "communication";
-    case GpuWork::memory: return "memory";
+    case GpuWork::computation:
+      return "computation";
+    case GpuWork::communication:
+      return "communication";
+    case GpuWork::memory:
+      return "memory";
   }
   return "computation";
 }

@@ -32,7 +32,8 @@ GpuWork classify_gpu_record(Category category, std::string_view name);
 
 // Exclusive combinations of the three kinds of work: GpuRankTimeline::exclusive_ns
 // (profiler/profile_data.h).
-std::string gpu_work_mask_name(int mask);  // "idle", "computation", "computation + communication", ...
+std::string gpu_work_mask_name(
+    int mask);  // "idle", "computation", "computation + communication", ...
 
 // One GpuRankTimeline per rank that has GPU records, sorted by rank. `names`
 // are the names Event::name_id indexes (classification reads them).

@@ -104,105 +104,125 @@ int import_kineto(const std::string& db, const std::vector<std::string>& files,
   return 0;
 }
 
+// Every option of every subcommand, and which subcommand was given.
+struct Args {
+  std::string db = "results/hybrid.db";
+  int64_t run = 0;
+  std::string kind;
+  FlopsReportOptions flops;
+  int64_t step = -1;
+  bool json = false;
+  std::string out;
+  int rank = -1;
+  int64_t step_min = -1, step_max = -1;
+  std::vector<std::string> import_files;
+  import::KinetoImportOptions import_options;
+  bool exact_times = false;
+  double heartbeat = -1;
+  CLI::App *runs = nullptr, *report = nullptr, *trace = nullptr, *import = nullptr,
+           *migrate = nullptr, *stale = nullptr;
+};
+
+void add_report_command(CLI::App& app, Args& a) {
+  a.report = app.add_subcommand("report", "print a report of one run");
+  a.report->add_option("kind", a.kind, "flops | comm | steps | memory | gpu")
+      ->required()
+      ->check(CLI::IsMember({"flops", "comm", "steps", "memory", "gpu"}));
+  a.report->add_flag("--json", a.json, "gpu: the per-rank breakdown as JSON");
+  a.report->add_option("--db", a.db, "SQLite run store")->capture_default_str();
+  a.report->add_option("--run", a.run, "run id (see `hybrid-prof runs`)")->required();
+  a.report
+      ->add_option("--depth", a.flops.module_depth, "flops: deepest module level shown, -1 = all")
+      ->capture_default_str();
+  a.report->add_option("--top", a.flops.top_modules, "flops: module types listed per depth")
+      ->capture_default_str();
+  a.report->add_option("--step", a.step, "flops: profiled step (default: the last)");
+}
+
+void add_trace_and_import_commands(CLI::App& app, Args& a) {
+  a.trace = app.add_subcommand("export-trace", "write a run's events as Chrome trace JSON");
+  a.trace->add_option("--db", a.db, "SQLite run store")->capture_default_str();
+  a.trace->add_option("--run", a.run, "run id")->required();
+  a.trace->add_option("-o,--out", a.out, "output file (Perfetto, chrome://tracing)")->required();
+  a.trace->add_option("--rank", a.rank, "only this rank");
+  a.trace->add_option("--step-min", a.step_min, "only steps from this one");
+  a.trace->add_option("--step-max", a.step_max, "only steps up to this one");
+
+  a.import = app.add_subcommand(
+      "import-kineto",
+      "import a PyTorch profiler job (one trace per rank) as a run; prints its id");
+  a.import->add_option("--db", a.db, "SQLite run store")->capture_default_str();
+  a.import->add_option("files", a.import_files, "trace files (.json or .json.gz), one per rank")
+      ->required();
+  a.import->add_option("--name", a.import_options.run_name, "run name (default: the first file's)");
+  a.import->add_flag("--exact-times", a.exact_times,
+                     "keep nanosecond times and the last profiler step (default: rules of "
+                     "HolisticTraceAnalysis 0.5.0, see docs/profiler.md)");
+}
+
+void add_store_commands(CLI::App& app, Args& a) {
+  a.runs = app.add_subcommand("runs", "list the runs in the database");
+  a.runs->add_option("--db", a.db, "SQLite run store")->capture_default_str();
+  a.migrate = app.add_subcommand("migrate", "upgrade the database to this build's schema");
+  a.migrate->add_option("--db", a.db, "SQLite run store")->required();
+  a.stale = app.add_subcommand("mark-stale", "mark runs whose writer process died as failed");
+  a.stale->add_option("--db", a.db, "SQLite run store")->capture_default_str();
+  a.stale->add_option("--heartbeat-timeout", a.heartbeat,
+                      "also runs of other hosts silent for this many seconds");
+}
+
+int migrate(const std::string& db) {
+  RunStore store(db, OpenMode::read_write);
+  std::cout << fmt::format("{}: schema version {} → {}\n", db, store.opened_schema_version(),
+                           RunStore::schema_version());
+  return 0;
+}
+
+int mark_stale(const std::string& db, double heartbeat) {
+  RunStore store(db, OpenMode::read_write);
+  const auto marked =
+      store.mark_stale_runs(heartbeat >= 0 ? std::optional(heartbeat) : std::nullopt);
+  std::cout << fmt::format("marked {} run(s) failed\n", marked.size());
+  for (int64_t id : marked) std::cout << "  run " << id << "\n";
+  return 0;
+}
+
+int run(Args& a) {
+  if (*a.runs) return list_runs(a.db);
+  if (*a.report) {
+    if (a.step >= 0) a.flops.step = a.step;
+    return print_report(a.db, a.kind, a.run, a.flops, a.json);
+  }
+  if (*a.trace) {
+    EventFilter filter;
+    if (a.rank >= 0) filter.rank = a.rank;
+    if (a.step_min >= 0) filter.step_min = a.step_min;
+    if (a.step_max >= 0) filter.step_max = a.step_max;
+    return export_trace(a.db, a.run, a.out, filter);
+  }
+  if (*a.import) {
+    a.import_options.hta_compatible = !a.exact_times;
+    return import_kineto(a.db, a.import_files, a.import_options);
+  }
+  if (*a.migrate) return migrate(a.db);
+  if (*a.stale) return mark_stale(a.db, a.heartbeat);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"hybrid-prof: reports, run list and Chrome trace export from the run store"};
   app.require_subcommand(1);
-  std::string db = "results/hybrid.db";
-  int64_t run = 0;
-
-  auto* runs_cmd = app.add_subcommand("runs", "list the runs in the database");
-  runs_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
-
-  std::string kind;
-  FlopsReportOptions flops_options;
-  int64_t step = -1;
-  auto* report_cmd = app.add_subcommand("report", "print a report of one run");
-  bool json = false;
-  report_cmd->add_option("kind", kind, "flops | comm | steps | memory | gpu")
-      ->required()
-      ->check(CLI::IsMember({"flops", "comm", "steps", "memory", "gpu"}));
-  report_cmd->add_flag("--json", json, "gpu: the per-rank breakdown as JSON");
-  report_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
-  report_cmd->add_option("--run", run, "run id (see `hybrid-prof runs`)")->required();
-  report_cmd
-      ->add_option("--depth", flops_options.module_depth,
-                   "flops: deepest module level shown, -1 = all")
-      ->capture_default_str();
-  report_cmd->add_option("--top", flops_options.top_modules, "flops: module types listed per depth")
-      ->capture_default_str();
-  report_cmd->add_option("--step", step, "flops: profiled step (default: the last)");
-
-  std::string out;
-  int rank = -1;
-  int64_t step_min = -1, step_max = -1;
-  auto* trace_cmd = app.add_subcommand("export-trace", "write a run's events as Chrome trace JSON");
-  trace_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
-  trace_cmd->add_option("--run", run, "run id")->required();
-  trace_cmd->add_option("-o,--out", out, "output file (Perfetto, chrome://tracing)")->required();
-  trace_cmd->add_option("--rank", rank, "only this rank");
-  trace_cmd->add_option("--step-min", step_min, "only steps from this one");
-  trace_cmd->add_option("--step-max", step_max, "only steps up to this one");
-
-  std::vector<std::string> import_files;
-  import::KinetoImportOptions import_options;
-  bool exact_times = false;
-  auto* import_cmd = app.add_subcommand(
-      "import-kineto", "import a PyTorch profiler job (one trace per rank) as a run; prints its id");
-  import_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
-  import_cmd->add_option("files", import_files, "trace files (.json or .json.gz), one per rank")
-      ->required();
-  import_cmd->add_option("--name", import_options.run_name, "run name (default: the first file's)");
-  import_cmd->add_flag("--exact-times", exact_times,
-                       "keep nanosecond times and the last profiler step (default: rules of "
-                       "HolisticTraceAnalysis 0.5.0, see docs/profiler.md)");
-
-  auto* migrate_cmd = app.add_subcommand("migrate", "upgrade the database to this build's schema");
-  migrate_cmd->add_option("--db", db, "SQLite run store")->required();
-
-  double heartbeat = -1;
-  auto* stale_cmd =
-      app.add_subcommand("mark-stale", "mark runs whose writer process died as failed");
-  stale_cmd->add_option("--db", db, "SQLite run store")->capture_default_str();
-  stale_cmd->add_option("--heartbeat-timeout", heartbeat,
-                        "also runs of other hosts silent for this many seconds");
-
+  Args args;
+  add_store_commands(app, args);
+  add_report_command(app, args);
+  add_trace_and_import_commands(app, args);
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*runs_cmd) return list_runs(db);
-    if (*report_cmd) {
-      if (step >= 0) flops_options.step = step;
-      return print_report(db, kind, run, flops_options, json);
-    }
-    if (*trace_cmd) {
-      EventFilter filter;
-      if (rank >= 0) filter.rank = rank;
-      if (step_min >= 0) filter.step_min = step_min;
-      if (step_max >= 0) filter.step_max = step_max;
-      return export_trace(db, run, out, filter);
-    }
-    if (*import_cmd) {
-      import_options.hta_compatible = !exact_times;
-      return import_kineto(db, import_files, import_options);
-    }
-    if (*migrate_cmd) {
-      RunStore store(db, OpenMode::read_write);
-      std::cout << fmt::format("{}: schema version {} → {}\n", db, store.opened_schema_version(),
-                               RunStore::schema_version());
-      return 0;
-    }
-    if (*stale_cmd) {
-      RunStore store(db, OpenMode::read_write);
-      const auto marked =
-          store.mark_stale_runs(heartbeat >= 0 ? std::optional(heartbeat) : std::nullopt);
-      std::cout << fmt::format("marked {} run(s) failed\n", marked.size());
-      for (int64_t id : marked) std::cout << "  run " << id << "\n";
-      return 0;
-    }
+    return run(args);
   } catch (const std::exception& e) {
     std::cerr << "hybrid-prof: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

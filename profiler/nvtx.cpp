@@ -15,15 +15,24 @@ namespace {
 
 uint32_t category_color(Category c) {
   switch (c) {
-    case Category::step: return 0xff808080u;
-    case Category::forward: return 0xff4e79a7u;
-    case Category::backward: return 0xfff28e2bu;
-    case Category::optimizer: return 0xff59a14fu;
-    case Category::comm: return 0xffe15759u;
-    case Category::data: return 0xff76b7b2u;
-    case Category::kernel: return 0xffedc948u;
-    case Category::memcpy: return 0xffb07aa1u;
-    case Category::other: return 0xffbab0acu;
+    case Category::step:
+      return 0xff808080u;
+    case Category::forward:
+      return 0xff4e79a7u;
+    case Category::backward:
+      return 0xfff28e2bu;
+    case Category::optimizer:
+      return 0xff59a14fu;
+    case Category::comm:
+      return 0xffe15759u;
+    case Category::data:
+      return 0xff76b7b2u;
+    case Category::kernel:
+      return 0xffedc948u;
+    case Category::memcpy:
+      return 0xffb07aa1u;
+    case Category::other:
+      return 0xffbab0acu;
   }
   return 0xffbab0acu;
 }
@@ -32,7 +41,8 @@ class NvtxListener final : public RangeListener {
  public:
   NvtxListener() : domain_(nvtxDomainCreateA("hybrid")) {
     for (int i = 0; i < kCategoryCount; ++i)
-      nvtxDomainNameCategoryA(domain_, uint32_t(i + 1), std::string(category_name(Category(i))).c_str());
+      nvtxDomainNameCategoryA(domain_, uint32_t(i + 1),
+                              std::string(category_name(Category(i))).c_str());
   }
   ~NvtxListener() override { nvtxDomainDestroy(domain_); }
 

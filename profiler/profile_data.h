@@ -170,11 +170,11 @@ struct GpuRankTimeline {
   int64_t first_start_ns = 0;
   int64_t last_end_ns = 0;
   int64_t span_ns = 0;
-  int64_t idle_ns = 0;         // no record on any stream
-  int64_t compute_ns = 0;      // a computation kernel runs
-  int64_t non_compute_ns = 0;  // only communication and/or memory work runs
-  int64_t comm_ns = 0;         // a communication kernel runs
-  int64_t memory_ns = 0;       // a memcpy/memset runs
+  int64_t idle_ns = 0;          // no record on any stream
+  int64_t compute_ns = 0;       // a computation kernel runs
+  int64_t non_compute_ns = 0;   // only communication and/or memory work runs
+  int64_t comm_ns = 0;          // a communication kernel runs
+  int64_t memory_ns = 0;        // a memcpy/memset runs
   int64_t comm_overlap_ns = 0;  // a communication kernel and a computation kernel run
   int64_t exposed_comm_ns = 0;  // a communication kernel runs and no computation kernel does
   // Exclusive combinations of work, by bit mask (1 computation, 2 communication,

@@ -50,8 +50,8 @@ std::string gpu_report(const RunProfile& p, const EventSet& events, size_t top_k
       report::TextTable top({"kernel", "kind", "count", "total", "% of span", "max"}, 2);
       for (const GpuKernelRow& k : top_gpu_kernels(events, t.rank, top_kernels)) {
         std::string name = k.name.size() > 80 ? k.name.substr(0, 77) + "..." : k.name;
-        top.add_row({name, std::string(to_string(k.work)), std::to_string(k.count),
-                     us(k.total_ns), pct(t.pct(k.total_ns)), us(k.max_ns)});
+        top.add_row({name, std::string(to_string(k.work)), std::to_string(k.count), us(k.total_ns),
+                     pct(t.pct(k.total_ns)), us(k.max_ns)});
       }
       out += top.render("  ");
     }

@@ -1,12 +1,12 @@
 // The text names of run, sweep and trial statuses (as stored), both ways.
-#include "profiler/profile_data.h"
-#include "profiler/sweep_data.h"
-
 #include <fmt/format.h>
 
 #include <array>
 #include <stdexcept>
 #include <string>
+
+#include "profiler/profile_data.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::profiler {
 

@@ -12,15 +12,24 @@ std::atomic<uint64_t> next_tracer_id{1};
 
 std::string_view category_name(Category c) {
   switch (c) {
-    case Category::step: return "step";
-    case Category::forward: return "forward";
-    case Category::backward: return "backward";
-    case Category::optimizer: return "optimizer";
-    case Category::comm: return "comm";
-    case Category::data: return "data";
-    case Category::kernel: return "kernel";
-    case Category::memcpy: return "memcpy";
-    case Category::other: return "other";
+    case Category::step:
+      return "step";
+    case Category::forward:
+      return "forward";
+    case Category::backward:
+      return "backward";
+    case Category::optimizer:
+      return "optimizer";
+    case Category::comm:
+      return "comm";
+    case Category::data:
+      return "data";
+    case Category::kernel:
+      return "kernel";
+    case Category::memcpy:
+      return "memcpy";
+    case Category::other:
+      return "other";
   }
   return "other";
 }
@@ -40,9 +49,9 @@ struct Tracer::Chunk {
 };
 
 struct Tracer::ThreadBuffer {
-  Chunk* head;          // consumer side: oldest chunk not yet freed
-  size_t read = 0;      // consumer: events of head already drained
-  Chunk* tail;          // producer side
+  Chunk* head;      // consumer side: oldest chunk not yet freed
+  size_t read = 0;  // consumer: events of head already drained
+  Chunk* tail;      // producer side
   ThreadBuffer() : head(new Chunk), tail(head) {}
   ~ThreadBuffer() {
     for (Chunk* c = head; c;) {
@@ -129,8 +138,8 @@ std::vector<Event> Tracer::drain() {
   return out;
 }
 
-Scope::Scope(Tracer* tracer, uint32_t name_id, Category category, int32_t module_id,
-             uint64_t flops, uint64_t bytes, uint16_t lane)
+Scope::Scope(Tracer* tracer, uint32_t name_id, Category category, int32_t module_id, uint64_t flops,
+             uint64_t bytes, uint16_t lane)
     : tracer_(tracer && tracer->enabled() ? tracer : nullptr) {
   if (!tracer_) return;
   event_.name_id = name_id;

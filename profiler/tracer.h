@@ -53,8 +53,8 @@ class Tracer {
   std::vector<std::string> names() const;  // id → name
 
   int64_t now_ns() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now() - epoch_)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                epoch_)
         .count();
   }
   std::chrono::steady_clock::time_point epoch() const { return epoch_; }

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 
 scripts/setup.sh
+scripts/format.sh --check  # .clang-format is the layout; scripts/format.sh applies it
 start=$SECONDS
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYBRID_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"

@@ -1,10 +1,10 @@
 #include "bench/compare/benchmark_file.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace hybrid::bench {
 
@@ -57,7 +57,8 @@ double time_unit_to_ns(std::string_view unit) {
   if (unit == "us") return 1e3;
   if (unit == "ms") return 1e6;
   if (unit == "s") return 1e9;
-  throw std::invalid_argument(fmt::format("unknown time_unit '{}' (expected ns, us, ms or s)", unit));
+  throw std::invalid_argument(
+      fmt::format("unknown time_unit '{}' (expected ns, us, ms or s)", unit));
 }
 
 BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source,
@@ -116,17 +117,18 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
 
   for (const auto& name : aggregate_only) {
     if (!file.find(name)) {
-      fail(source, fmt::format("benchmark '{}' has only aggregates, no repetitions (run with "
-                               "--benchmark_repetitions=N --benchmark_report_aggregates_only=false)",
-                               name));
+      fail(source,
+           fmt::format("benchmark '{}' has only aggregates, no repetitions (run with "
+                       "--benchmark_repetitions=N --benchmark_report_aggregates_only=false)",
+                       name));
     }
   }
   for (const auto& b : file.benchmarks) {
     if (!b.error && b.repetitions() < min_repetitions) {
-      fail(source, fmt::format("benchmark '{}' has {} repetition{}; the comparison needs at least {} "
-                               "(run with --benchmark_repetitions=N, or merge several runs)",
-                               b.name, b.repetitions(), b.repetitions() == 1 ? "" : "s",
-                               min_repetitions));
+      fail(source,
+           fmt::format("benchmark '{}' has {} repetition{}; the comparison needs at least {} "
+                       "(run with --benchmark_repetitions=N, or merge several runs)",
+                       b.name, b.repetitions(), b.repetitions() == 1 ? "" : "s", min_repetitions));
     }
   }
   return file;

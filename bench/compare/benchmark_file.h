@@ -8,12 +8,11 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hybrid::bench {
 
@@ -25,12 +24,12 @@ std::string_view metric_name(Metric metric);
 
 // All repetitions of one benchmark in one file.
 struct BenchmarkSamples {
-  std::string name;                    // run_name, e.g. "matmul/768/3072/real_time"
-  std::vector<double> real_time_ns;    // one per repetition, in repetition order
+  std::string name;                  // run_name, e.g. "matmul/768/3072/real_time"
+  std::vector<double> real_time_ns;  // one per repetition, in repetition order
   std::vector<double> cpu_time_ns;
-  std::string time_unit = "ns";        // unit the file used, for display
+  std::string time_unit = "ns";  // unit the file used, for display
   int threads = 1;
-  bool error = false;                  // the benchmark called SkipWithError
+  bool error = false;  // the benchmark called SkipWithError
   std::string error_message;
 
   const std::vector<double>& samples(Metric metric) const {
@@ -40,7 +39,7 @@ struct BenchmarkSamples {
 };
 
 struct BenchmarkFile {
-  std::string source;                      // file path (or a label) for messages
+  std::string source;  // file path (or a label) for messages
   nlohmann::json context = nlohmann::json::object();
   std::vector<BenchmarkSamples> benchmarks;  // in order of first appearance
 

@@ -1,11 +1,11 @@
 #include "bench/compare/comparison.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "base/statistics.h"
 #include "bench/compare/statistics.h"
@@ -105,10 +105,14 @@ void note_machine_differences(const BenchmarkFile& baseline, const BenchmarkFile
 
 std::string_view verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::Regression: return "REGRESSION";
-    case Verdict::Improvement: return "IMPROVEMENT";
-    case Verdict::NoChange: return "no change";
-    case Verdict::NotSignificant: return "not significant";
+    case Verdict::Regression:
+      return "REGRESSION";
+    case Verdict::Improvement:
+      return "IMPROVEMENT";
+    case Verdict::NoChange:
+      return "no change";
+    case Verdict::NotSignificant:
+      return "not significant";
   }
   return "?";
 }
@@ -185,8 +189,8 @@ BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSample
   const MannWhitneyResult test = mann_whitney_u(y, x);
   row.p_value = test.p_value;
   row.method = test.method;
-  row.significance_reachable =
-      mann_whitney_min_p_value(static_cast<int>(y.size()), static_cast<int>(x.size())) < options.alpha;
+  row.significance_reachable = mann_whitney_min_p_value(static_cast<int>(y.size()),
+                                                        static_cast<int>(x.size())) < options.alpha;
   row.p_adjusted = row.p_value;
   row.verdict = decide(row.change, row.p_value, options);
   return row;

@@ -37,8 +37,8 @@ struct CompareOptions {
   double alpha = 0.05;      // significance level of the two-sided U test
   Metric metric = Metric::RealTime;
   Correction correction = Correction::None;  // Holm: alpha holds for the whole family
-  bool normalize = false;   // divide each run's times by its calibration median...
-  bool normalize_always = false;  // ...even when the calibration did not change significantly
+  bool normalize = false;                    // divide each run's times by its calibration median...
+  bool normalize_always = false;    // ...even when the calibration did not change significantly
   double calibration_alpha = 0.01;  // significance the calibration change needs to be divided out
   std::string calibration_prefix = "calibration/";
 };
@@ -55,10 +55,10 @@ struct BenchmarkComparison {
   std::size_t current_repetitions = 0;
   double baseline_median_ns = 0;  // raw medians, in nanoseconds
   double current_median_ns = 0;
-  double raw_change = 0;          // current / baseline - 1 of the raw medians
-  double change = 0;              // what the verdict uses (normalised under --normalize)
+  double raw_change = 0;  // current / baseline - 1 of the raw medians
+  double change = 0;      // what the verdict uses (normalised under --normalize)
   double p_value = 1;
-  double p_adjusted = 1;          // after the correction (== p_value without one); the verdict uses it
+  double p_adjusted = 1;  // after the correction (== p_value without one); the verdict uses it
   MannWhitneyMethod method = MannWhitneyMethod::Exact;
   bool significance_reachable = true;  // false: too few repetitions for p < alpha
   Verdict verdict = Verdict::NoChange;
@@ -69,18 +69,17 @@ struct BenchmarkComparison {
 // Under --normalize the factor is applied only when the machine-speed change is
 // itself significant: every calibration benchmark moved in the same direction with
 // p < calibration_alpha (0.01: stricter than the benchmarks' alpha, because a wrong
-// division shifts every benchmark at once). A calibration median carries noise of its own, and dividing by a ratio
-// that is indistinguishable from 1 only adds that noise to every benchmark (on a
-// shared runner it turned a +5 % drift into +17 % "regressions"); a real drift of
-// the machine is large and consistent, and is divided out. --normalize-always skips
-// the test.
+// division shifts every benchmark at once). A calibration median carries noise of its own, and
+// dividing by a ratio that is indistinguishable from 1 only adds that noise to every benchmark (on
+// a shared runner it turned a +5 % drift into +17 % "regressions"); a real drift of the machine is
+// large and consistent, and is divided out. --normalize-always skips the test.
 struct CalibrationInfo {
   std::vector<std::string> names;  // calibration benchmarks present in both runs
   double baseline_ns = 0;          // geometric mean of their medians
   double current_ns = 0;
-  double p_value = 1;              // largest U-test p-value among them
-  bool significant = false;        // all moved the same way with p < calibration_alpha
-  bool applied = false;            // the comparison divided it out
+  double p_value = 1;        // largest U-test p-value among them
+  bool significant = false;  // all moved the same way with p < calibration_alpha
+  bool applied = false;      // the comparison divided it out
   double speed_ratio() const { return current_ns / baseline_ns; }  // > 1: current machine slower
 };
 
@@ -91,11 +90,11 @@ struct ComparisonReport {
   std::vector<BenchmarkComparison> rows;              // paired benchmarks, baseline order
   std::vector<BenchmarkComparison> calibration_rows;  // shown, never part of the verdict
   std::optional<CalibrationInfo> calibration;         // set whenever both runs have one
-  std::vector<std::string> missing;   // in the baseline only
-  std::vector<std::string> added;     // in the current run only
-  std::vector<std::string> errored;   // "name: message" for runs that reported an error
-  std::vector<std::string> notes;     // warnings worth reading (machines differ, too few reps)
-  double geomean_ratio = 1;           // geometric mean of (1 + change) over rows
+  std::vector<std::string> missing;                   // in the baseline only
+  std::vector<std::string> added;                     // in the current run only
+  std::vector<std::string> errored;  // "name: message" for runs that reported an error
+  std::vector<std::string> notes;    // warnings worth reading (machines differ, too few reps)
+  double geomean_ratio = 1;          // geometric mean of (1 + change) over rows
   int regressions = 0;
   int improvements = 0;
 

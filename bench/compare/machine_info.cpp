@@ -19,7 +19,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -33,10 +34,9 @@ nlohmann::json env_or_null(const char* name) {
 CpuInfo parse_cpuinfo(std::string_view text) {
   // Only flags that select different code paths (ours, oneDNN's, OpenBLAS's) matter.
   static const std::set<std::string, std::less<>> relevant = {
-      "sse4_2",     "avx",         "avx2",        "fma",         "f16c",      "avx512f",
-      "avx512dq",   "avx512cd",    "avx512bw",    "avx512vl",    "avx512_vnni", "avx512_bf16",
-      "avx512_fp16", "avx_vnni",   "amx_tile",    "amx_bf16",    "amx_int8",  "asimd",
-      "sve",        "hypervisor"};
+      "sse4_2",   "avx",      "avx2",     "fma",         "f16c",        "avx512f",     "avx512dq",
+      "avx512cd", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni",
+      "amx_tile", "amx_bf16", "amx_int8", "asimd",       "sve",         "hypervisor"};
   CpuInfo info;
   std::size_t pos = 0;
   bool have_flags = false;
@@ -98,7 +98,8 @@ nlohmann::json describe_machine(const std::filesystem::path& source_dir) {
     const std::string dir = source_dir.string();
     if (auto rev = base::capture_output({"git", "-C", dir, "rev-parse", "HEAD"})) {
       m["git_revision"] = *rev;
-      if (auto status = base::capture_output({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"})) {
+      if (auto status = base::capture_output(
+              {"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"})) {
         m["git_dirty"] = !status->empty();
       }
     }

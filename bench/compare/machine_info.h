@@ -4,17 +4,16 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace hybrid::bench {
 
 struct CpuInfo {
-  std::string model;                // "AMD EPYC 7B13"
-  std::vector<std::string> flags;   // the flags that change which kernels run (avx2, avx512f, ...)
+  std::string model;               // "AMD EPYC 7B13"
+  std::vector<std::string> flags;  // the flags that change which kernels run (avx2, avx512f, ...)
 };
 
 // Parses /proc/cpuinfo text (first processor block).

@@ -9,13 +9,12 @@
 //
 // Exit codes: 0 success / no regression, 1 at least one regression (compare),
 // 2 any error (bad arguments, unreadable input, a failing benchmark).
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "base/atomic_file.h"
 #include "bench/compare/benchmark_file.h"
@@ -72,7 +71,8 @@ int do_compare(const CompareArgs& a) {
   const ComparisonReport report = compare_runs(baseline, current, options);
   if (!a.quiet) std::cout << render_table(report) << std::flush;
   if (!a.markdown.empty()) hybrid::base::write_file_atomic(a.markdown, render_markdown(report));
-  if (!a.json.empty()) hybrid::base::write_file_atomic(a.json, report_to_json(report).dump(2) + "\n");
+  if (!a.json.empty())
+    hybrid::base::write_file_atomic(a.json, report_to_json(report).dump(2) + "\n");
   return report.exit_code();
 }
 
@@ -148,19 +148,14 @@ int do_list(const std::string& suites_file) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"hybrid-bench: run Google Benchmark suites and compare runs for regressions"};
-  app.require_subcommand(1);
-
-  CompareArgs ca;
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   auto* compare = app.add_subcommand(
       "compare", "Compare two Google Benchmark JSON files (exit 1 on a regression)");
   compare->add_option("baseline", ca.baseline, "Baseline run (Google Benchmark JSON)")->required();
   compare->add_option("current", ca.current, "Current run (Google Benchmark JSON)")->required();
-  compare->add_option("--threshold", ca.threshold,
-                      "Smallest relative change of the median that counts, e.g. 5% or 0.05")
+  compare
+      ->add_option("--threshold", ca.threshold,
+                   "Smallest relative change of the median that counts, e.g. 5% or 0.05")
       ->capture_default_str();
   compare->add_option("--alpha", ca.alpha, "Significance level of the Mann-Whitney U test")
       ->capture_default_str();
@@ -169,22 +164,28 @@ int main(int argc, char** argv) {
                     "when the calibration changed significantly");
   compare->add_flag("--normalize-always", ca.normalize_always,
                     "Divide by the calibration median even when its change is not significant");
-  compare->add_option("--calibration-alpha", ca.calibration_alpha,
-                      "Significance the calibration change needs to be divided out")
+  compare
+      ->add_option("--calibration-alpha", ca.calibration_alpha,
+                   "Significance the calibration change needs to be divided out")
       ->capture_default_str();
   compare->add_option("--metric", ca.metric, "real_time or cpu_time")->capture_default_str();
-  compare->add_option("--correction", ca.correction,
-                      "none, or holm: Holm-Bonferroni over the compared benchmarks, so alpha "
-                      "bounds the chance of any false alarm in the run")
+  compare
+      ->add_option("--correction", ca.correction,
+                   "none, or holm: Holm-Bonferroni over the compared benchmarks, so alpha "
+                   "bounds the chance of any false alarm in the run")
       ->capture_default_str();
   compare->add_option("--markdown", ca.markdown, "Also write a Markdown report (PR comment)");
   compare->add_option("--json", ca.json, "Also write a JSON report");
-  compare->add_option("--calibration-prefix", ca.calibration_prefix,
-                      "Name prefix of calibration benchmarks")
+  compare
+      ->add_option("--calibration-prefix", ca.calibration_prefix,
+                   "Name prefix of calibration benchmarks")
       ->capture_default_str();
   compare->add_flag("--quiet", ca.quiet, "Do not print the table");
 
-  RunArgs ra;
+  return compare;
+}
+
+CLI::App* add_run_command(CLI::App& app, RunArgs& ra) {
   auto* run = app.add_subcommand("run", "Run a benchmark suite and write one merged JSON file");
   run->add_option("--suite", ra.suite, "Suite name (see `hybrid-bench list`)")->required();
   run->add_option("--out", ra.out, "Output file (default results/runs/<suite>-<date>.json)");
@@ -198,14 +199,31 @@ int main(int argc, char** argv) {
   run->add_option("--suites", ra.suites_file, "Suite definitions")->capture_default_str();
   run->add_option("--baseline-dir", ra.baseline_dir, "Where --update-baseline writes")
       ->capture_default_str();
-  run->add_option("--mpiexec", ra.mpiexec, "Launcher for entries with mpirun_np")->capture_default_str();
+  run->add_option("--mpiexec", ra.mpiexec, "Launcher for entries with mpirun_np")
+      ->capture_default_str();
+
+  return run;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hybrid-bench: run Google Benchmark suites and compare runs for regressions"};
+  app.require_subcommand(1);
+  CompareArgs ca;
+  auto* compare = add_compare_command(app, ca);
+  RunArgs ra;
+  auto* run = add_run_command(app, ra);
 
   std::string merge_out;
   std::vector<std::string> merge_inputs;
   auto* merge = app.add_subcommand(
-      "merge", "Merge runs of one suite (e.g. alternated rounds) into one run with every repetition");
+      "merge",
+      "Merge runs of one suite (e.g. alternated rounds) into one run with every repetition");
   merge->add_option("--out", merge_out, "Merged output file")->required();
-  merge->add_option("inputs", merge_inputs, "Google Benchmark JSON files")->required()->expected(1, -1);
+  merge->add_option("inputs", merge_inputs, "Google Benchmark JSON files")
+      ->required()
+      ->expected(1, -1);
 
   std::string list_suites = ra.suites_file;
   auto* list = app.add_subcommand("list", "List the suites");

@@ -15,8 +15,8 @@ namespace hybrid::bench {
 enum class MannWhitneyMethod { Exact, Asymptotic };
 
 struct MannWhitneyResult {
-  double u1 = 0;        // U statistic of the first sample (number of pairs x > y, ties count 1/2)
-  double p_value = 1;   // two-sided
+  double u1 = 0;       // U statistic of the first sample (number of pairs x > y, ties count 1/2)
+  double p_value = 1;  // two-sided
   MannWhitneyMethod method = MannWhitneyMethod::Exact;
 };
 

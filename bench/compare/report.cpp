@@ -1,9 +1,9 @@
 #include "bench/compare/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace hybrid::bench {
 
@@ -28,19 +28,21 @@ std::string options_line(const ComparisonReport& r) {
                      r.options.threshold * 100, r.options.alpha,
                      r.options.correction == Correction::Holm ? " (Holm-corrected)" : "",
                      !r.options.normalize ? "not normalised"
-                     : r.options.normalize_always ? "normalised by calibration (always)"
-                                                  : "normalised by calibration when it changed significantly");
+                     : r.options.normalize_always
+                         ? "normalised by calibration (always)"
+                         : "normalised by calibration when it changed significantly");
 }
 
 std::string calibration_line(const ComparisonReport& r) {
   if (!r.calibration) return {};
   const auto& c = *r.calibration;
   std::string what = !r.options.normalize ? "not divided out"
-                     : c.applied         ? "divided out"
-                                         : "not significant, not divided out";
-  return fmt::format("calibration ({}): baseline {}, current {}, machine speed ratio {:.3f}, p {} ({})",
-                     fmt::join(c.names, ", "), format_time_ns(c.baseline_ns),
-                     format_time_ns(c.current_ns), c.speed_ratio(), format_p(c.p_value), what);
+                     : c.applied          ? "divided out"
+                                          : "not significant, not divided out";
+  return fmt::format(
+      "calibration ({}): baseline {}, current {}, machine speed ratio {:.3f}, p {} ({})",
+      fmt::join(c.names, ", "), format_time_ns(c.baseline_ns), format_time_ns(c.current_ns),
+      c.speed_ratio(), format_p(c.p_value), what);
 }
 
 // Plain-text table with columns sized to their contents.
@@ -74,8 +76,7 @@ struct Table {
 };
 
 std::vector<std::string> row_cells(const BenchmarkComparison& row, bool normalized, bool holm) {
-  std::vector<std::string> cells = {row.name,
-                                    format_time_ns(row.baseline_median_ns),
+  std::vector<std::string> cells = {row.name, format_time_ns(row.baseline_median_ns),
                                     format_time_ns(row.current_median_ns),
                                     format_change(row.change)};
   if (normalized) cells.push_back(format_change(row.raw_change));
@@ -89,9 +90,12 @@ std::vector<std::string> row_cells(const BenchmarkComparison& row, bool normaliz
 // The calibration measures the machine: its change describes the machine, never the code.
 std::string calibration_label(const BenchmarkComparison& row) {
   switch (row.verdict) {
-    case Verdict::Regression: return "calibration, not judged: machine slower";
-    case Verdict::Improvement: return "calibration, not judged: machine faster";
-    default: return "calibration, not judged";
+    case Verdict::Regression:
+      return "calibration, not judged: machine slower";
+    case Verdict::Improvement:
+      return "calibration, not judged: machine faster";
+    default:
+      return "calibration, not judged";
   }
 }
 
@@ -191,7 +195,8 @@ std::string render_markdown(const ComparisonReport& r) {
 
   auto header = header_cells(normalized, holm);
   out += "| " + fmt::format("{}", fmt::join(header, " | ")) + " |\n|";
-  for (std::size_t i = 0; i < header.size(); ++i) out += (i == 0 || i + 1 == header.size()) ? ":---|" : "---:|";
+  for (std::size_t i = 0; i < header.size(); ++i)
+    out += (i == 0 || i + 1 == header.size()) ? ":---|" : "---:|";
   out += "\n";
   auto emit = [&](const BenchmarkComparison& row, bool calibration) {
     auto cells = row_cells(row, normalized, holm);
@@ -231,13 +236,11 @@ nlohmann::json report_to_json(const ComparisonReport& r) {
   for (const auto& row : r.calibration_rows) calibration_rows.push_back(row_json(row));
   nlohmann::json calibration = nullptr;
   if (r.calibration) {
-    calibration = {{"benchmarks", r.calibration->names},
-                   {"baseline_ns", r.calibration->baseline_ns},
-                   {"current_ns", r.calibration->current_ns},
-                   {"speed_ratio", r.calibration->speed_ratio()},
-                   {"p_value", r.calibration->p_value},
-                   {"significant", r.calibration->significant},
-                   {"applied", r.calibration->applied}};
+    calibration = {
+        {"benchmarks", r.calibration->names},      {"baseline_ns", r.calibration->baseline_ns},
+        {"current_ns", r.calibration->current_ns}, {"speed_ratio", r.calibration->speed_ratio()},
+        {"p_value", r.calibration->p_value},       {"significant", r.calibration->significant},
+        {"applied", r.calibration->applied}};
   }
   return {{"baseline", r.baseline_source},
           {"current", r.current_source},

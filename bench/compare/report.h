@@ -2,9 +2,8 @@
 // and JSON for tools. All three carry the same facts.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "bench/compare/comparison.h"
 

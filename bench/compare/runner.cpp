@@ -1,5 +1,6 @@
 #include "bench/compare/runner.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -7,8 +8,6 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "base/subprocess.h"
 #include "base/units.h"
@@ -96,10 +95,12 @@ fs::path find_executable(const std::string& name, const fs::path& dir) {
   const fs::path p(name);
   if (p.is_absolute()) {
     if (fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0) return p;
-    throw std::runtime_error(fmt::format("benchmark executable {} does not exist or is not executable", name));
+    throw std::runtime_error(
+        fmt::format("benchmark executable {} does not exist or is not executable", name));
   }
   for (const fs::path& candidate : {dir / p, dir / "bench" / p}) {
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
   }
   throw std::runtime_error(fmt::format(
       "benchmark executable '{}' not found in {} or {} (build it: cmake --build BUILD --target {}, "
@@ -176,14 +177,15 @@ struct Planned {
 
 // Resolves every entry first: a missing executable or an empty filter fails
 // before any time is spent.
-std::vector<Planned> plan_suite(const Suite& suite, const RunOptions& options, const fs::path& work) {
+std::vector<Planned> plan_suite(const Suite& suite, const RunOptions& options,
+                                const fs::path& work) {
   std::vector<Planned> plan;
   for (std::size_t i = 0; i < suite.entries.size(); ++i) {
     const SuiteEntry& e = suite.entries[i];
     Planned p{&e, {}, options.repetitions.value_or(suite.repetitions_for(e)), std::nullopt, 0};
     if (p.repetitions < 1) {
-      throw std::runtime_error(
-          fmt::format("suite '{}': {} repetitions requested; at least 1", suite.name, p.repetitions));
+      throw std::runtime_error(fmt::format("suite '{}': {} repetitions requested; at least 1",
+                                           suite.name, p.repetitions));
     }
     try {
       p.executable = find_executable(e.executable, options.executable_dir);
@@ -192,8 +194,9 @@ std::vector<Planned> plan_suite(const Suite& suite, const RunOptions& options, c
     }
     p.count = count_benchmarks(e, p.executable, work);
     if (p.count && *p.count == 0) {
-      throw std::runtime_error(fmt::format("suite '{}' entry {} ({}): filter '{}' matches no benchmark",
-                                           suite.name, i, e.executable, e.filter));
+      throw std::runtime_error(
+          fmt::format("suite '{}' entry {} ({}): filter '{}' matches no benchmark", suite.name, i,
+                      e.executable, e.filter));
     }
     p.estimate_s = estimate_seconds(e, p.repetitions, p.count.value_or(1));
     plan.push_back(std::move(p));
@@ -221,12 +224,13 @@ EntryRun run_entry(const Suite& suite, std::size_t i, const Planned& p, const Ru
   const base::SubprocessResult r = base::run_subprocess(argv, o);
   EntryRun run{{}, join_command(argv), r.wall_s};
   if (!r.ok()) {
-    throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}", suite.name, i,
-                                         e.executable, r.describe(), run.command));
+    throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}",
+                                         suite.name, i, e.executable, r.describe(), run.command));
   }
   try {
     run.output = read_json_file(out_file);
-    parse_benchmark_json(run.output, e.executable + " output", 1);  // validates: repetitions present
+    parse_benchmark_json(run.output, e.executable + " output",
+                         1);  // validates: repetitions present
   } catch (const std::exception& ex) {
     throw std::runtime_error(fmt::format("suite '{}' entry {} ({}, filter '{}'): {}", suite.name, i,
                                          e.executable, e.filter, ex.what()));
@@ -272,8 +276,9 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
     const Planned& p = plan[i];
     const SuiteEntry& e = *p.entry;
     remaining_estimate -= p.estimate_s;
-    say(fmt::format("[{}/{}] {} (filter '{}', {} benchmarks x {} repetitions){}", i + 1, plan.size(),
-                    e.executable, e.filter, p.count ? std::to_string(*p.count) : "?", p.repetitions,
+    say(fmt::format("[{}/{}] {} (filter '{}', {} benchmarks x {} repetitions){}", i + 1,
+                    plan.size(), e.executable, e.filter, p.count ? std::to_string(*p.count) : "?",
+                    p.repetitions,
                     e.mpirun_np ? fmt::format(" under mpirun -np {}", e.mpirun_np) : ""));
     EntryRun run = run_entry(suite, i, p, options, work.path());
     measured_total += run.wall_s;

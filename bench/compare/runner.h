@@ -7,23 +7,22 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/compare/suite.h"
 
 namespace hybrid::bench {
 
 struct RunOptions {
-  std::filesystem::path executable_dir;   // where the bench_* executables were built
-  std::optional<int> repetitions;         // overrides every entry's repetitions
-  std::filesystem::path source_dir;       // git checkout recorded in hybrid_machine
+  std::filesystem::path executable_dir;  // where the bench_* executables were built
+  std::optional<int> repetitions;        // overrides every entry's repetitions
+  std::filesystem::path source_dir;      // git checkout recorded in hybrid_machine
   std::string mpiexec = "mpirun";
-  std::ostream* progress = nullptr;       // progress and ETA lines; nullptr: silent
+  std::ostream* progress = nullptr;  // progress and ETA lines; nullptr: silent
 };
 
 // An absolute path as it is; otherwise `dir/name`, then `dir/bench/name`. Throws

@@ -29,7 +29,8 @@ inline std::vector<SlowdownRule> parse_slowdown_spec(std::string_view spec) {
   std::vector<SlowdownRule> rules;
   auto fail = [](std::string_view rule, const std::string& why) {
     throw std::invalid_argument(std::string(kSlowdownVariable) + ": rule '" + std::string(rule) +
-                                "' " + why + " (expected <name-regex>=<fraction>, e.g. matmul=0.30)");
+                                "' " + why +
+                                " (expected <name-regex>=<fraction>, e.g. matmul=0.30)");
   };
   std::size_t start = 0;
   while (start <= spec.size()) {
@@ -48,7 +49,8 @@ inline std::vector<SlowdownRule> parse_slowdown_spec(std::string_view spec) {
     if (percent) value.pop_back();
     char* parse_end = nullptr;
     double fraction = value.empty() ? -1 : std::strtod(value.c_str(), &parse_end);
-    if (value.empty() || parse_end != value.c_str() + value.size()) fail(rule, "has no number after '='");
+    if (value.empty() || parse_end != value.c_str() + value.size())
+      fail(rule, "has no number after '='");
     if (percent) fraction /= 100.0;
     if (!(fraction >= 0 && fraction <= 10)) fail(rule, "has a fraction outside [0, 10]");
     SlowdownRule r;

@@ -1,9 +1,9 @@
 #include "bench/compare/suite.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "bench/compare/benchmark_file.h"
 
@@ -23,7 +23,8 @@ class Reader {
                  const std::set<std::string>& allowed) const {
     for (const auto& [k, v] : object.items()) {
       if (!allowed.count(k)) {
-        fail(key + "." + k, fmt::format("is not a known key (known: {})", fmt::join(allowed, ", ")));
+        fail(key + "." + k,
+             fmt::format("is not a known key (known: {})", fmt::join(allowed, ", ")));
       }
     }
   }
@@ -59,7 +60,8 @@ class Reader {
     out.executable = string(e["executable"], key + ".executable");
     if (e.contains("filter")) out.filter = string(e["filter"], key + ".filter");
     if (e.contains("min_time")) out.min_time_s = positive_number(e["min_time"], key + ".min_time");
-    if (e.contains("repetitions")) out.repetitions = integer(e["repetitions"], key + ".repetitions", 2);
+    if (e.contains("repetitions"))
+      out.repetitions = integer(e["repetitions"], key + ".repetitions", 2);
     if (e.contains("mpirun_np")) out.mpirun_np = integer(e["mpirun_np"], key + ".mpirun_np", 1);
     // Interleaving shuffles per process: ranks under mpirun would run different benchmarks.
     out.interleave = out.mpirun_np == 0;
@@ -70,7 +72,8 @@ class Reader {
     if (e.contains("min_warmup_time")) {
       out.min_warmup_time_s = positive_number(e["min_warmup_time"], key + ".min_warmup_time");
     }
-    if (e.contains("timeout_s")) out.timeout_s = positive_number(e["timeout_s"], key + ".timeout_s");
+    if (e.contains("timeout_s"))
+      out.timeout_s = positive_number(e["timeout_s"], key + ".timeout_s");
     if (e.contains("args")) {
       if (!e["args"].is_array()) fail(key + ".args", "must be an array of strings");
       for (std::size_t i = 0; i < e["args"].size(); ++i) {
@@ -108,7 +111,8 @@ std::map<std::string, Suite> parse_suites(const nlohmann::json& doc, const std::
     Suite suite;
     suite.name = name;
     suite.description = s.value("description", std::string());
-    if (s.contains("repetitions")) suite.repetitions = reader.integer(s["repetitions"], key + ".repetitions", 2);
+    if (s.contains("repetitions"))
+      suite.repetitions = reader.integer(s["repetitions"], key + ".repetitions", 2);
     if (!s.contains("entries") || !s["entries"].is_array() || s["entries"].empty()) {
       reader.fail(key + ".entries", "must be a non-empty array");
     }
@@ -130,8 +134,8 @@ const Suite& find_suite(const std::map<std::string, Suite>& suites, const std::s
   if (it == suites.end()) {
     std::vector<std::string> names;
     for (const auto& [n, s] : suites) names.push_back(n);
-    throw std::runtime_error(fmt::format("{}: no suite named '{}' (suites: {})", source, name,
-                                         fmt::join(names, ", ")));
+    throw std::runtime_error(
+        fmt::format("{}: no suite named '{}' (suites: {})", source, name, fmt::join(names, ", ")));
   }
   return it->second;
 }

@@ -9,18 +9,17 @@
 // default 0.1), repetitions (overrides the suite's), mpirun_np (run under
 // `mpirun -np N`; the executable must write its output from rank 0 only),
 // interleave (Google Benchmark's random interleaving of repetitions; default
-// true, false under mpirun), min_warmup_time (seconds), timeout_s (default 600), args (extra arguments),
-// env (variables set for the executable, e.g. {"OMP_NUM_THREADS": "1"}).
+// true, false under mpirun), min_warmup_time (seconds), timeout_s (default 600), args (extra
+// arguments), env (variables set for the executable, e.g. {"OMP_NUM_THREADS": "1"}).
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hybrid::bench {
 
@@ -29,7 +28,7 @@ struct SuiteEntry {
   std::string filter = ".";
   double min_time_s = 0.1;
   std::optional<int> repetitions;
-  int mpirun_np = 0;  // 0: run directly
+  int mpirun_np = 0;       // 0: run directly
   bool interleave = true;  // parse: default false under mpirun
   std::optional<double> min_warmup_time_s;
   double timeout_s = 600;

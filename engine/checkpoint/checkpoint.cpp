@@ -1,12 +1,11 @@
 #include "engine/checkpoint/checkpoint.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "base/atomic_file.h"
 
@@ -54,7 +53,8 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
   const std::string root = where(dir, tag);
   std::error_code ec;
   fs::create_directories(root, ec);
-  if (ec) throw CheckpointError(fmt::format("checkpoint: cannot create {}: {}", root, ec.message()));
+  if (ec)
+    throw CheckpointError(fmt::format("checkpoint: cannot create {}: {}", root, ec.message()));
 
   // Each rank's failure must reach every rank, or the others would hang or
   // publish `latest` over an incomplete checkpoint.
@@ -83,8 +83,10 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
   }
   comm.all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);
   if (failed > 0.0f)
-    throw CheckpointError(error.empty() ? fmt::format("checkpoint {}: another rank failed to write its partition", root)
-                                        : fmt::format("checkpoint {}: {}", root, error));
+    throw CheckpointError(
+        error.empty()
+            ? fmt::format("checkpoint {}: another rank failed to write its partition", root)
+            : fmt::format("checkpoint {}: {}", root, error));
   if (comm.rank() == 0) {
     base::write_file_atomic(root + "/meta.json", meta.dump(2));
     base::write_file_atomic(dir + "/latest", tag + "\n");
@@ -95,7 +97,9 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
 std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag) {
   if (!tag.empty()) return tag;
   std::ifstream in(dir + "/latest");
-  if (!in) throw CheckpointError(fmt::format("checkpoint: {}/latest not found (no checkpoint saved in {}?)", dir, dir));
+  if (!in)
+    throw CheckpointError(
+        fmt::format("checkpoint: {}/latest not found (no checkpoint saved in {}?)", dir, dir));
   std::string t;
   std::getline(in, t);
   if (t.empty()) throw CheckpointError(fmt::format("checkpoint: {}/latest is empty", dir));
@@ -105,19 +109,24 @@ std::string resolve_checkpoint_tag(const std::string& dir, const std::string& ta
 nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& tag) {
   const std::string path = where(dir, tag) + "/meta.json";
   std::ifstream in(path);
-  if (!in) throw CheckpointError(fmt::format("checkpoint {}: meta.json missing (incomplete checkpoint)", where(dir, tag)));
+  if (!in)
+    throw CheckpointError(
+        fmt::format("checkpoint {}: meta.json missing (incomplete checkpoint)", where(dir, tag)));
   try {
     auto meta = nlohmann::json::parse(in);
     if (meta.value("format", "") != "hybrid-checkpoint")
-      throw CheckpointError(fmt::format("checkpoint {}: meta.json is not a hybrid checkpoint", where(dir, tag)));
+      throw CheckpointError(
+          fmt::format("checkpoint {}: meta.json is not a hybrid checkpoint", where(dir, tag)));
     return meta;
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
+    throw CheckpointError(
+        fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
   }
 }
 
-void read_checkpoint_range(const std::string& dir, const std::string& tag, const nlohmann::json& meta,
-                           FlatRange want, int state_floats, float* master, float* state) {
+void read_checkpoint_range(const std::string& dir, const std::string& tag,
+                           const nlohmann::json& meta, FlatRange want, int state_floats,
+                           float* master, float* state) {
   const std::string root = where(dir, tag);
   const size_t n = size_t(want.size());
   std::fill(master, master + n, 0.0f);
@@ -128,12 +137,15 @@ void read_checkpoint_range(const std::string& dir, const std::string& tag, const
     if (overlap.empty()) continue;
     const std::string path = root + "/" + partition_file_name(part.at("rank").get<int>());
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw CheckpointError(fmt::format("checkpoint {}: {} missing", root, fs::path(path).filename().string()));
+    if (!in)
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} missing", root, fs::path(path).filename().string()));
     PartitionHeader h{};
     in.read(reinterpret_cast<char*>(&h), sizeof h);
     const std::string name = fs::path(path).filename().string();
     if (!in || std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kVersion)
-      throw CheckpointError(fmt::format("checkpoint {}: {} is not a partition file (bad header)", root, name));
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} is not a partition file (bad header)", root, name));
     const size_t file_n = size_t(h.end - h.begin);
     const uint64_t expected = (file_n + file_n * h.state_floats) * 4;
     if (h.begin != range.begin || h.end != range.end || h.payload_bytes != expected)
@@ -143,15 +155,19 @@ void read_checkpoint_range(const std::string& dir, const std::string& tag, const
     in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
     if (!in) {
       const auto size = fs::file_size(path);
-      throw CheckpointError(fmt::format("checkpoint {}: {} is truncated (expected {} bytes, found {})",
-                                        root, name, sizeof h + expected, size));
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} is truncated (expected {} bytes, found {})", root, name,
+                      sizeof h + expected, size));
     }
     if (crc_of(fmaster, fstate) != h.crc32)
-      throw CheckpointError(fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
     if (state && int(h.state_floats) != state_floats)
-      throw CheckpointError(fmt::format("checkpoint {}: optimizer state has {} floats per parameter, this optimizer needs {}",
-                                        root, h.state_floats, state_floats));
-    const size_t src0 = size_t(overlap.begin - range.begin), dst0 = size_t(overlap.begin - want.begin);
+      throw CheckpointError(fmt::format(
+          "checkpoint {}: optimizer state has {} floats per parameter, this optimizer needs {}",
+          root, h.state_floats, state_floats));
+    const size_t src0 = size_t(overlap.begin - range.begin),
+                 dst0 = size_t(overlap.begin - want.begin);
     const size_t count = size_t(overlap.size());
     std::copy_n(fmaster.data() + src0, count, master + dst0);
     if (state)

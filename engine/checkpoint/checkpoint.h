@@ -8,10 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/comm/communicator.h"
 #include "engine/zero/partition.h"

@@ -37,31 +37,38 @@ namespace {
 
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("NCCL communicator: ") + what + ": " + cudaGetErrorName(e) +
-                             ": " + cudaGetErrorString(e));
+    throw std::runtime_error(std::string("NCCL communicator: ") + what + ": " +
+                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 void check_nccl(ncclResult_t r, const char* what, ncclComm_t comm = nullptr) {
   if (r == ncclSuccess || r == ncclInProgress) return;
   std::string msg = std::string("NCCL communicator: ") + what + ": " + ncclGetErrorString(r);
-  if (const char* last = ncclGetLastError(comm); last && *last) msg += " (" + std::string(last) + ")";
+  if (const char* last = ncclGetLastError(comm); last && *last)
+    msg += " (" + std::string(last) + ")";
   throw std::runtime_error(msg);
 }
 
 ncclDataType_t nccl_type(DType dt) {
   switch (dt) {
-    case DType::f32: return ncclFloat32;
-    case DType::f16: return ncclFloat16;
-    case DType::bf16: return ncclBfloat16;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
   }
   throw std::invalid_argument("NCCL communicator: invalid dtype");
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
   }
   throw std::invalid_argument("NCCL communicator: invalid reduce op");
 }
@@ -102,14 +109,17 @@ class NcclCommunicator final : public Communicator {
     if (!opts_.clock) {
       const auto epoch = std::chrono::steady_clock::now();
       opts_.clock = [epoch] {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch).count();
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - epoch)
+            .count();
       };
     }
     check_cuda(cudaSetDevice(opts_.device), "cudaSetDevice");
     compute_ = static_cast<cudaStream_t>(opts_.compute_stream);
     comm_stream_ = static_cast<cudaStream_t>(opts_.comm_stream);
     if (!comm_stream_) {
-      check_cuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      check_cuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
       own_stream_ = true;
     }
     try {
@@ -142,9 +152,12 @@ class NcclCommunicator final : public Communicator {
 
   HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) override {
     check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
-    auto rec = make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_, dtype_size(dt));
+    auto rec =
+        make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_, dtype_size(dt));
     return launch(rec, "nccl:all_reduce", false, [&] {
-      if (count) check_nccl(ncclAllReduce(buf, buf, count, nccl_type(dt), nccl_op(op), comm_, comm_stream_), "ncclAllReduce", comm_);
+      if (count)
+        check_nccl(ncclAllReduce(buf, buf, count, nccl_type(dt), nccl_op(op), comm_, comm_stream_),
+                   "ncclAllReduce", comm_);
     });
   }
 
@@ -158,7 +171,8 @@ class NcclCommunicator final : public Communicator {
     return launch(rec, "nccl:reduce_scatter", false, [&] {
       if (total == 0) return;
       if (equal(counts)) {
-        check_nccl(ncclReduceScatter(send, recv, counts[0], nccl_type(dt), nccl_op(op), comm_, comm_stream_),
+        check_nccl(ncclReduceScatter(send, recv, counts[0], nccl_type(dt), nccl_op(op), comm_,
+                                     comm_stream_),
                    "ncclReduceScatter", comm_);
         return;
       }
@@ -167,7 +181,8 @@ class NcclCommunicator final : public Communicator {
       for (int r = 0; r < world_; ++r) {
         if (!counts[size_t(r)]) continue;
         const char* part = static_cast<const char*>(send) + part_offset(counts, r) * es;
-        check_nccl(ncclReduce(part, recv, counts[size_t(r)], nccl_type(dt), nccl_op(op), r, comm_, comm_stream_),
+        check_nccl(ncclReduce(part, recv, counts[size_t(r)], nccl_type(dt), nccl_op(op), r, comm_,
+                              comm_stream_),
                    "ncclReduce", comm_);
       }
       check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm_);
@@ -184,7 +199,8 @@ class NcclCommunicator final : public Communicator {
     return launch(rec, "nccl:all_gather", false, [&] {
       if (total == 0) return;
       if (equal(counts)) {
-        check_nccl(ncclAllGather(send, recv, counts[0], nccl_type(dt), comm_, comm_stream_), "ncclAllGather", comm_);
+        check_nccl(ncclAllGather(send, recv, counts[0], nccl_type(dt), comm_, comm_stream_),
+                   "ncclAllGather", comm_);
         return;
       }
       // Uneven: rank r broadcasts its part into its slot of everyone's recv.
@@ -193,8 +209,9 @@ class NcclCommunicator final : public Communicator {
         if (!counts[size_t(r)]) continue;
         char* slot = static_cast<char*>(recv) + part_offset(counts, r) * es;
         const void* src = r == rank_ ? send : slot;
-        check_nccl(ncclBroadcast(src, slot, counts[size_t(r)], nccl_type(dt), r, comm_, comm_stream_),
-                   "ncclBroadcast", comm_);
+        check_nccl(
+            ncclBroadcast(src, slot, counts[size_t(r)], nccl_type(dt), r, comm_, comm_stream_),
+            "ncclBroadcast", comm_);
       }
       check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm_);
     });
@@ -205,15 +222,18 @@ class NcclCommunicator final : public Communicator {
     check_buffer("broadcast", "buf", buf, bytes);
     auto rec = make_record(CollectiveKind::broadcast, bytes, world_, 1);
     return launch(rec, "nccl:broadcast", false, [&] {
-      if (bytes) check_nccl(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, comm_stream_), "ncclBroadcast", comm_);
+      if (bytes)
+        check_nccl(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, comm_stream_),
+                   "ncclBroadcast", comm_);
     });
   }
 
   HandlePtr barrier_async() override {
     auto rec = make_record(CollectiveKind::barrier, 0, world_, 4);
     return launch(rec, "nccl:barrier", true, [&] {
-      check_nccl(ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclFloat32, ncclSum, comm_, comm_stream_),
-                 "ncclAllReduce(barrier)", comm_);
+      check_nccl(
+          ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclFloat32, ncclSum, comm_, comm_stream_),
+          "ncclAllReduce(barrier)", comm_);
     });
   }
 
@@ -252,8 +272,9 @@ class NcclCommunicator final : public Communicator {
     ncclUniqueId id{};
     if (opts_.bootstrap_broadcast) {
       if (opts_.rank < 0 || opts_.world_size < 1 || opts_.rank >= opts_.world_size)
-        throw std::invalid_argument("NCCL communicator: with bootstrap_broadcast, rank " + std::to_string(opts_.rank) +
-                                    " and world_size " + std::to_string(opts_.world_size) + " must be set");
+        throw std::invalid_argument("NCCL communicator: with bootstrap_broadcast, rank " +
+                                    std::to_string(opts_.rank) + " and world_size " +
+                                    std::to_string(opts_.world_size) + " must be set");
       rank_ = opts_.rank;
       world_ = opts_.world_size;
       if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -343,11 +364,14 @@ class NcclCommunicator final : public Communicator {
       if (q == cudaErrorNotReady) return;
       check_cuda(q, "cudaEventQuery");
       float ms_start = 0.0f, ms_end = 0.0f;
-      check_cuda(cudaEventElapsedTime(&ms_start, p.anchor.event.get(), p.start.get()), "cudaEventElapsedTime");
-      check_cuda(cudaEventElapsedTime(&ms_end, p.anchor.event.get(), p.end.get()), "cudaEventElapsedTime");
+      check_cuda(cudaEventElapsedTime(&ms_start, p.anchor.event.get(), p.start.get()),
+                 "cudaEventElapsedTime");
+      check_cuda(cudaEventElapsedTime(&ms_end, p.anchor.event.get(), p.end.get()),
+                 "cudaEventElapsedTime");
       p.record.start_ns = p.anchor.host_ns + int64_t(double(ms_start) * 1e6);
       p.record.end_ns = p.anchor.host_ns + int64_t(double(ms_end) * 1e6);
-      if (p.record.start_ns < p.record.issue_ns) p.record.start_ns = p.record.issue_ns;  // anchor jitter
+      if (p.record.start_ns < p.record.issue_ns)
+        p.record.start_ns = p.record.issue_ns;  // anchor jitter
       if (p.record.end_ns < p.record.start_ns) p.record.end_ns = p.record.start_ns;
       const CommRecord r = p.record;
       pending_.pop_front();
@@ -369,8 +393,10 @@ class NcclCommunicator final : public Communicator {
 };
 
 void NcclHandle::wait() {
-  if (host_wait_) check_cuda(cudaEventSynchronize(done_.get()), "cudaEventSynchronize");
-  else check_cuda(cudaStreamWaitEvent(compute_, done_.get(), 0), "cudaStreamWaitEvent(compute)");
+  if (host_wait_)
+    check_cuda(cudaEventSynchronize(done_.get()), "cudaEventSynchronize");
+  else
+    check_cuda(cudaStreamWaitEvent(compute_, done_.get(), 0), "cudaStreamWaitEvent(compute)");
   owner_->check_async_error();
   owner_->poll();
 }

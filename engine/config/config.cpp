@@ -274,7 +274,8 @@ void parse_zero(const json& z, Config& c) {
     zc.stage3_max_live_parameters = *v;
   // Deprecated booleans that DeepSpeed maps onto the offload blocks.
   if (auto v = r.boolean("cpu_offload"); v && *v) zc.offload_optimizer.device = OffloadDevice::cpu;
-  if (auto v = r.boolean("cpu_offload_param"); v && *v) zc.offload_param.device = OffloadDevice::cpu;
+  if (auto v = r.boolean("cpu_offload_param"); v && *v)
+    zc.offload_param.device = OffloadDevice::cpu;
   if (const json* o = r.object("offload_optimizer"))
     parse_offload(*o, "zero_optimization.offload_optimizer", zc.offload_optimizer, c.ignored_keys);
   if (const json* o = r.object("offload_param"))

@@ -7,12 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/config/devices.h"
 #include "kernels/dtype.h"
@@ -40,14 +39,15 @@ struct DataConfig {
   std::string val;
   // Synthetic data ({"synthetic": {...}} form; engine/data/synthetic.h): a sparse
   // random Markov chain seeded from hybrid.seed.
-  int64_t synthetic_tokens = int64_t(1) << 21;     // training stream length
+  int64_t synthetic_tokens = int64_t(1) << 21;      // training stream length
   int64_t synthetic_val_tokens = int64_t(1) << 17;  // validation stream length
   int synthetic_branching = 4;                      // likely successors per token
   float synthetic_noise = 0.05f;                    // probability of a uniform random token
 };
 
 struct OptimizerConfig {
-  std::string type = "AdamW";  // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW)
+  std::string type =
+      "AdamW";  // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW)
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.999f;
   float eps = 1e-8f;
@@ -91,7 +91,7 @@ struct ZeroConfig {
   int stage = 0;
   int64_t reduce_bucket_size = 500'000'000;     // elements, as DeepSpeed counts them
   int64_t allgather_bucket_size = 500'000'000;  // elements
-  bool overlap_comm = false;                    // DeepSpeed's default is stage-dependent; resolved in parse
+  bool overlap_comm = false;  // DeepSpeed's default is stage-dependent; resolved in parse
   bool contiguous_gradients = true;
   bool reduce_scatter = true;
   int64_t stage3_prefetch_bucket_size = 50'000'000;
@@ -117,10 +117,10 @@ struct CommsLoggerConfig {
   std::vector<std::string> prof_ops;
 };
 
-struct ProfilerConfig {  // hybrid.profiler
-  bool trace = false;          // record events of profiled steps into the run store
-  int trace_steps = 2;         // how many steps (from flops_profiler.profile_step) keep events
-  std::string chrome_trace;    // write a Chrome trace JSON here at the end
+struct ProfilerConfig {      // hybrid.profiler
+  bool trace = false;        // record events of profiled steps into the run store
+  int trace_steps = 2;       // how many steps (from flops_profiler.profile_step) keep events
+  std::string chrome_trace;  // write a Chrome trace JSON here at the end
 };
 
 struct Config {
@@ -138,7 +138,8 @@ struct Config {
   bool wall_clock_breakdown = false;
   Fp16Config fp16;
   bool bf16 = false;
-  kernels::DType grad_accum_dtype = kernels::DType::f32;  // resolved: param dtype unless data_types.grad_accum_dtype
+  kernels::DType grad_accum_dtype =
+      kernels::DType::f32;  // resolved: param dtype unless data_types.grad_accum_dtype
   bool grad_accum_dtype_set = false;
   ZeroConfig zero;
   FlopsProfilerConfig flops_profiler;
@@ -147,11 +148,11 @@ struct Config {
   // "hybrid" block
   ModelConfig model;
   DataConfig data;
-  std::string init_from;         // llm.c checkpoint to start from
+  std::string init_from;  // llm.c checkpoint to start from
   Device device = Device::automatic;
-  uint64_t memory_budget = 0;    // bytes per rank; 0: unlimited
+  uint64_t memory_budget = 0;  // bytes per rank; 0: unlimited
   uint64_t seed = 1234;
-  int threads = 0;               // OpenMP threads per rank; 0: cores / local ranks
+  int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks
   ProfilerConfig profiler;
 
   std::vector<std::string> ignored_keys;  // dotted paths of keys we do not implement

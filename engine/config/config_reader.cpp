@@ -12,7 +12,8 @@ namespace hybrid::engine::config_detail {
 using nlohmann::json;
 
 void fail(std::string_view key, std::string_view what, const json& got) {
-  throw ConfigError(fmt::format("config: {} must be {}, got {}", key, what, base::describe_json(got)));
+  throw ConfigError(
+      fmt::format("config: {} must be {}, got {}", key, what, base::describe_json(got)));
 }
 
 bool is_unset(const json& v) {

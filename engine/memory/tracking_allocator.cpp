@@ -10,13 +10,20 @@ using base::format_bytes;
 
 std::string_view mem_category_name(MemCategory c) {
   switch (c) {
-    case MemCategory::params: return "params";
-    case MemCategory::grads: return "grads";
-    case MemCategory::master: return "master";
-    case MemCategory::optimizer: return "optimizer";
-    case MemCategory::activations: return "activations";
-    case MemCategory::comm: return "comm";
-    case MemCategory::other: return "other";
+    case MemCategory::params:
+      return "params";
+    case MemCategory::grads:
+      return "grads";
+    case MemCategory::master:
+      return "master";
+    case MemCategory::optimizer:
+      return "optimizer";
+    case MemCategory::activations:
+      return "activations";
+    case MemCategory::comm:
+      return "comm";
+    case MemCategory::other:
+      return "other";
   }
   return "other";
 }
@@ -33,18 +40,19 @@ OutOfMemoryError::OutOfMemoryError(MemCategory category, uint64_t requested, uin
 
 OutOfMemoryError::OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use,
                                    std::string_view space, const std::string& reason)
-    : std::runtime_error(fmt::format("out of memory: allocating {} for {} failed in {} memory with {} "
-                                     "in use by this rank ({})",
-                                     format_bytes(requested), mem_category_name(category), space,
-                                     format_bytes(in_use), reason)),
+    : std::runtime_error(
+          fmt::format("out of memory: allocating {} for {} failed in {} memory with {} "
+                      "in use by this rank ({})",
+                      format_bytes(requested), mem_category_name(category), space,
+                      format_bytes(in_use), reason)),
       category_(category),
       requested_(requested) {}
 
 TrackingAllocator::TrackingAllocator(kernels::Backend& backend, uint64_t budget)
     : backend_(backend), budget_(budget) {}
 
-TrackingAllocator::TrackingAllocator(kernels::Backend& host_backend, kernels::Backend& memory_source,
-                                     uint64_t budget)
+TrackingAllocator::TrackingAllocator(kernels::Backend& host_backend,
+                                     kernels::Backend& memory_source, uint64_t budget)
     : backend_(host_backend), host_source_(&memory_source), budget_(budget) {}
 
 static void raise_peak(std::atomic<uint64_t>& peak, uint64_t value) {

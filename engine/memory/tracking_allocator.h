@@ -101,7 +101,9 @@ class Buffer {
   void reset();
   void* data() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
   bool empty() const { return ptr_ == nullptr; }
   MemCategory category() const { return category_; }

@@ -13,8 +13,7 @@ void ExecutionContext::forward(Module& m) {
   if (hooks_) hooks_->before_forward(m);
   {
     const bool traced = tracer_ && tracer_->enabled();
-    profiler::Scope scope(traced ? tracer_ : nullptr,
-                          traced ? names_[size_t(m.id())] : 0,
+    profiler::Scope scope(traced ? tracer_ : nullptr, traced ? names_[size_t(m.id())] : 0,
                           profiler::Category::forward, m.id(),
                           traced ? m.forward_flops(B_, T_) : 0);
     m.forward(*this);
@@ -26,8 +25,7 @@ void ExecutionContext::backward(Module& m) {
   if (hooks_) hooks_->before_backward(m);
   {
     const bool traced = tracer_ && tracer_->enabled();
-    profiler::Scope scope(traced ? tracer_ : nullptr,
-                          traced ? names_[size_t(m.id())] : 0,
+    profiler::Scope scope(traced ? tracer_ : nullptr, traced ? names_[size_t(m.id())] : 0,
                           profiler::Category::backward, m.id(),
                           traced ? m.backward_flops(B_, T_) : 0);
     m.backward(*this);

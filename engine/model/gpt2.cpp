@@ -52,10 +52,12 @@ uint64_t Block::forward_flops(int B, int T) const {
 }
 uint64_t Block::backward_flops(int, int) const { return 0; }
 
-GPT2::GPT2(const ModelConfig& cfg, int padded_vocab) : Module("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
+GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
+    : Module("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
   embedding = add_child<Embedding>("embedding", Vp_, cfg.seq_len, cfg.n_embd);
   for (int l = 0; l < cfg.n_layer; ++l)
-    blocks.push_back(add_child<Block>("h." + std::to_string(l), cfg.n_embd, cfg.n_head, cfg.n_layer));
+    blocks.push_back(
+        add_child<Block>("h." + std::to_string(l), cfg.n_embd, cfg.n_head, cfg.n_layer));
   ln_f = add_child<LayerNorm>("ln_f", cfg.n_embd);
   lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte());
   ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_);
@@ -193,13 +195,17 @@ std::vector<float> GPT2::initial_parameters(const ModuleTree& tree, uint64_t see
   for (auto* p : tree.params()) {
     float* dst = flat.data() + p->offset;
     switch (p->init) {
-      case ParamInit::zeros: break;
-      case ParamInit::ones: std::fill(dst, dst + p->numel, 1.0f); break;
+      case ParamInit::zeros:
+        break;
+      case ParamInit::ones:
+        std::fill(dst, dst + p->numel, 1.0f);
+        break;
       case ParamInit::normal: {
         std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
         std::normal_distribution<float> dist(0.0f, p->init_std);
         int64_t n = p->numel;
-        if (p == embedding->wte()) n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
+        if (p == embedding->wte())
+          n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
         for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);
         break;
       }

@@ -73,7 +73,7 @@ class GPT2 final : public Module {
   const ModelConfig& config() const { return cfg_; }
   int padded_vocab() const { return Vp_; }
   const float* losses() const { return ce_->losses; }  // [B·T] after forward (device)
-  int32_t* tokens_buffer() const { return tokens_; }    // [B·T] device, filled by the engine
+  int32_t* tokens_buffer() const { return tokens_; }   // [B·T] device, filled by the engine
   int32_t* targets_buffer() const { return targets_; }
 
   Embedding* embedding;

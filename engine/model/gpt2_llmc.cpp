@@ -1,11 +1,11 @@
 // Mapping between the engine's module-ordered flat parameters and llm.c's
 // tensor-ordered checkpoint layout (engine/data/llmc_checkpoint.h). Both use
 // PyTorch's [out, in] weight layout, so each tensor is a straight copy.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/model/gpt2.h"
@@ -59,7 +59,8 @@ void check_shape(const GPT2& model, const Gpt2Weights& w) {
       w.max_seq_len != c.seq_len)
     throw std::invalid_argument(fmt::format(
         "llm.c checkpoint shape (n_layer {}, n_embd {}, n_head {}, vocab {} padded {}, seq_len {}) "
-        "differs from the model's (n_layer {}, n_embd {}, n_head {}, vocab {} padded {}, seq_len {})",
+        "differs from the model's (n_layer {}, n_embd {}, n_head {}, vocab {} padded {}, seq_len "
+        "{})",
         w.num_layers, w.channels, w.num_heads, w.vocab_size, w.padded_vocab_size, w.max_seq_len,
         c.n_layer, c.n_embd, c.n_head, c.vocab_size, model.padded_vocab(), c.seq_len));
 }
@@ -71,9 +72,10 @@ void gpt2_from_llmc(const GPT2& model, const ModuleTree& tree, const Gpt2Weights
   check_shape(model, w);
   flat.assign(size_t(tree.param_count()), 0.0f);
   Gpt2Weights& src = const_cast<Gpt2Weights&>(w);  // only read: for_each_tensor serves both ways
-  for_each_tensor(model, tree, src, [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
-    std::copy_n(t.data() + at, size_t(n), flat.data() + offset);
-  });
+  for_each_tensor(model, tree, src,
+                  [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
+                    std::copy_n(t.data() + at, size_t(n), flat.data() + offset);
+                  });
 }
 
 void gpt2_to_llmc(const GPT2& model, const ModuleTree& tree, const std::vector<float>& flat,

@@ -13,13 +13,13 @@ Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C)
 }
 
 void Embedding::forward(ExecutionContext& ctx) {
-  ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
-                                ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
+  ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_), ctx.param(*wpe_),
+                                ctx.B(), ctx.T(), C_);
 }
 
 void Embedding::backward(ExecutionContext& ctx) {
-  ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
-                                 ctx.tokens(), ctx.B(), ctx.T(), C_);
+  ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout, ctx.tokens(),
+                                 ctx.B(), ctx.T(), C_);
 }
 
 LayerNorm::LayerNorm(std::string name, int C) : Module(std::move(name), "LayerNorm"), C_(C) {
@@ -33,12 +33,16 @@ void LayerNorm::forward(ExecutionContext& ctx) {
 }
 
 void LayerNorm::backward(ExecutionContext& ctx) {
-  ctx.backend().layernorm_backward(ctx.dtype(), din, ctx.grad(*weight_), ctx.grad(*bias_), dout,
-                                   in, ctx.param(*weight_), mean, rstd, ctx.B() * ctx.T(), C_);
+  ctx.backend().layernorm_backward(ctx.dtype(), din, ctx.grad(*weight_), ctx.grad(*bias_), dout, in,
+                                   ctx.param(*weight_), mean, rstd, ctx.B() * ctx.T(), C_);
 }
 
-uint64_t LayerNorm::forward_flops(int B, int T) const { return fl::layernorm_forward(int64_t(B) * T, C_); }
-uint64_t LayerNorm::backward_flops(int B, int T) const { return fl::layernorm_backward(int64_t(B) * T, C_); }
+uint64_t LayerNorm::forward_flops(int B, int T) const {
+  return fl::layernorm_forward(int64_t(B) * T, C_);
+}
+uint64_t LayerNorm::backward_flops(int B, int T) const {
+  return fl::layernorm_backward(int64_t(B) * T, C_);
+}
 
 Linear::Linear(std::string name, int in_features, int out_features, bool bias, float init_std,
                ParamSpec* tied_weight)
@@ -76,8 +80,12 @@ void Gelu::forward(ExecutionContext& ctx) {
 void Gelu::backward(ExecutionContext& ctx) {
   ctx.backend().gelu_backward(ctx.dtype(), din, in, dout, size_t(ctx.B()) * ctx.T() * width_);
 }
-uint64_t Gelu::forward_flops(int B, int T) const { return fl::gelu_forward(int64_t(B) * T * width_); }
-uint64_t Gelu::backward_flops(int B, int T) const { return fl::gelu_backward(int64_t(B) * T * width_); }
+uint64_t Gelu::forward_flops(int B, int T) const {
+  return fl::gelu_forward(int64_t(B) * T * width_);
+}
+uint64_t Gelu::backward_flops(int B, int T) const {
+  return fl::gelu_backward(int64_t(B) * T * width_);
+}
 
 void AttentionCore::forward(ExecutionContext& ctx) {
   ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_);

@@ -118,9 +118,9 @@ class CrossEntropyLoss final : public Module {
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
 
-  void* logits = nullptr;  // overwritten by dlogits in backward
-  float* losses = nullptr; // [B·T] fp32
-  float* lse = nullptr;    // [B·T] fp32
+  void* logits = nullptr;   // overwritten by dlogits in backward
+  float* losses = nullptr;  // [B·T] fp32
+  float* lse = nullptr;     // [B·T] fp32
 
  private:
   int V_, Vp_;

@@ -16,14 +16,14 @@ class ExecutionContext;
 enum class ParamInit : uint8_t { normal, zeros, ones };
 
 struct ParamSpec {
-  std::string name;             // full dotted name, "h.3.attn.c_attn.weight"
+  std::string name;  // full dotted name, "h.3.attn.c_attn.weight"
   std::vector<int64_t> shape;
   int64_t numel = 0;
-  int64_t offset = -1;          // first element in the flat parameter space (set by layout)
+  int64_t offset = -1;  // first element in the flat parameter space (set by layout)
   ParamInit init = ParamInit::normal;
   float init_std = 0.02f;
-  int owner = -1;               // id of the module that declares it (counts it once)
-  int id = -1;                  // index in the model's parameter list
+  int owner = -1;  // id of the module that declares it (counts it once)
+  int id = -1;     // index in the model's parameter list
 };
 
 class Module {
@@ -57,8 +57,14 @@ class Module {
   void set_activation_bytes(uint64_t b) { activation_bytes_ = b; }
 
   // FLOPs of this module's own ops (children excluded), for the FLOPs profiler.
-  virtual uint64_t forward_flops(int B, int T) const { (void)B, (void)T; return 0; }
-  virtual uint64_t backward_flops(int B, int T) const { (void)B, (void)T; return 0; }
+  virtual uint64_t forward_flops(int B, int T) const {
+    (void)B, (void)T;
+    return 0;
+  }
+  virtual uint64_t backward_flops(int B, int T) const {
+    (void)B, (void)T;
+    return 0;
+  }
 
  protected:
   ParamSpec* declare_param(const std::string& local_name, std::vector<int64_t> shape,
@@ -108,7 +114,7 @@ class ModuleTree {
   explicit ModuleTree(Module& root);
 
   Module& root() const { return *modules_.front(); }
-  const std::vector<Module*>& modules() const { return modules_; }  // by id
+  const std::vector<Module*>& modules() const { return modules_; }   // by id
   const std::vector<ParamSpec*>& params() const { return params_; }  // by id
   int64_t param_count() const { return param_count_; }
 

@@ -30,6 +30,8 @@ class Adam final : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_adam(const OptimizerConfig& cfg) { return std::make_unique<Adam>(cfg); }
+std::unique_ptr<Optimizer> make_adam(const OptimizerConfig& cfg) {
+  return std::make_unique<Adam>(cfg);
+}
 
 }  // namespace hybrid::engine

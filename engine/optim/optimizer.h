@@ -14,14 +14,14 @@ namespace hybrid::engine {
 
 struct OptimizerStepArgs {
   float lr = 0.0f;
-  int64_t step = 1;            // 1-based count of applied (not skipped) steps
+  int64_t step = 1;  // 1-based count of applied (not skipped) steps
   kernels::DType grad_dtype = kernels::DType::f32;
   const void* grad = nullptr;  // reduced, accumulated gradients (loss-scaled, summed over ranks)
   float grad_scale = 1.0f;     // multiply grad by this: unscale, average and clip in one factor
   float* master = nullptr;     // fp32 weights being updated
   float* state = nullptr;      // state_floats_per_param() × n floats, zero at the start
   kernels::DType param_dtype = kernels::DType::f32;
-  void* param_out = nullptr;   // when non-null, write the updated weights here in param_dtype
+  void* param_out = nullptr;  // when non-null, write the updated weights here in param_dtype
   size_t n = 0;
 };
 

@@ -1,9 +1,9 @@
 #include "engine/precision/loss_scaler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace hybrid::engine {
 
@@ -29,10 +29,10 @@ void LossScaler::update(bool overflow) {
   if (overflow) {
     if (delayed_shift_ == 1 || cur_hysteresis_ == 1) {
       if (cur_scale_ == min_scale_)
-        throw LossScaleAtMinimumError(fmt::format(
-            "fp16: gradient overflow with the loss scale already at its minimum ({}); "
-            "cannot decrease it further (raise fp16.min_loss_scale or use bf16)",
-            min_scale_));
+        throw LossScaleAtMinimumError(
+            fmt::format("fp16: gradient overflow with the loss scale already at its minimum ({}); "
+                        "cannot decrease it further (raise fp16.min_loss_scale or use bf16)",
+                        min_scale_));
       cur_scale_ = std::max(cur_scale_ / scale_factor_, min_scale_);
     } else {
       --cur_hysteresis_;

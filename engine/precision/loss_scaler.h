@@ -10,9 +10,8 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "engine/config/config.h"
 

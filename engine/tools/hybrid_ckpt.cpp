@@ -2,10 +2,10 @@
 //   hybrid-ckpt consolidate --dir DIR [--tag TAG] --out model.bin   (llm.c fp32 weights)
 //   hybrid-ckpt info --dir DIR [--tag TAG]
 // No MPI needed: partitions are flat ranges, read straight from the files.
-#include <cstdio>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <cstdio>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   CLI::App app{"hybrid-ckpt: inspect and consolidate hybrid checkpoints"};
   app.require_subcommand(1);
   std::string dir, tag, out;
-  auto* consolidate = app.add_subcommand("consolidate", "write all partitions' fp32 weights as one llm.c checkpoint");
+  auto* consolidate = app.add_subcommand(
+      "consolidate", "write all partitions' fp32 weights as one llm.c checkpoint");
   consolidate->add_option("--dir", dir, "checkpoint directory")->required();
   consolidate->add_option("--tag", tag, "tag (default: the `latest` file)");
   consolidate->add_option("--out", out, "llm.c checkpoint to write")->required();
@@ -54,15 +55,16 @@ int main(int argc, char** argv) {
     ModuleTree tree(model);
     const int64_t n = tree.param_count();
     if (n != meta.at("param_count").get<int64_t>())
-      throw CheckpointError(fmt::format("checkpoint {}/{}: {} parameters recorded, the model has {}", dir,
-                                        resolved, meta.at("param_count").get<int64_t>(), n));
+      throw CheckpointError(
+          fmt::format("checkpoint {}/{}: {} parameters recorded, the model has {}", dir, resolved,
+                      meta.at("param_count").get<int64_t>(), n));
     std::vector<float> flat(static_cast<size_t>(n));
     read_checkpoint_range(dir, resolved, meta, FlatRange{0, n}, 0, flat.data(), nullptr);
     Gpt2Weights w;
     gpt2_to_llmc(model, tree, flat, w);
     write_llmc_checkpoint(out, w);
-    std::printf("consolidated %s/%s (step %lld, %d partitions) into %s (%lld fp32 parameters)\n", dir.c_str(),
-                resolved.c_str(), (long long)meta.at("global_step").get<int64_t>(),
+    std::printf("consolidated %s/%s (step %lld, %d partitions) into %s (%lld fp32 parameters)\n",
+                dir.c_str(), resolved.c_str(), (long long)meta.at("global_step").get<int64_t>(),
                 int(meta.at("partitions").size()), out.c_str(), (long long)n);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hybrid-ckpt: %s\n", e.what());

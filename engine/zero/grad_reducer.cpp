@@ -102,7 +102,8 @@ void GradReducer::before_module_backward(const Module& m) {
     } else if (r.begin == run.end) {
       run.end = r.end;
     } else {
-      throw std::logic_error("ZeRO: module " + m.name() + " has non-contiguous unshared parameters");
+      throw std::logic_error("ZeRO: module " + m.name() +
+                             " has non-contiguous unshared parameters");
     }
   }
   if (run.empty()) return;
@@ -166,7 +167,6 @@ void GradReducer::close_bucket() {
   }
 }
 
-
 size_t GradReducer::reduce_range(FlatRange range, const void* staged_src, void* recv) {
   Pending p;
   p.range = range;
@@ -179,8 +179,9 @@ size_t GradReducer::reduce_range(FlatRange range, const void* staged_src, void* 
     // Lands directly in this rank's slot of the reduced shard.
     const FlatRange own = part_.own(), mine = range.intersect(own);
     char* dst = reduced_.as<char>() + size_t(mine.empty() ? 0 : mine.begin - own.begin) * asize_;
-    p.handle = comm_.reduce_scatter_async(full + size_t(range.begin) * asize_, dst,
-                                          part_.counts(range), setup_.accum_dtype, comm::ReduceOp::sum);
+    p.handle =
+        comm_.reduce_scatter_async(full + size_t(range.begin) * asize_, dst, part_.counts(range),
+                                   setup_.accum_dtype, comm::ReduceOp::sum);
   } else {
     p.recv = recv;
     p.handle = comm_.reduce_scatter_async(staged_src, recv, part_.counts(range), setup_.param_dtype,

@@ -95,7 +95,7 @@ class GradReducer {
   std::vector<bool> shared_;             // by param id: used by several modules
   std::vector<BufferView> shared_bufs_;  // stages 2/3, by param id (empty when not shared)
   std::vector<BufferView> shared_recv_;  // stages 2/3, by param id
-  std::vector<char*> staged_addr_;    // stages 2/3, by param id, for the current backward
+  std::vector<char*> staged_addr_;       // stages 2/3, by param id, for the current backward
   int64_t bucket_cap_ = 0;
   std::array<Bucket, 2> buckets_;
   int current_ = 0;

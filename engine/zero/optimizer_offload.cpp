@@ -11,7 +11,7 @@ using kernels::DType;
 using kernels::dtype_size;
 
 namespace {
-constexpr int64_t kBlock = 2048;          // kernels/cpu's kChunk: AdamW's inner block
+constexpr int64_t kBlock = 2048;  // kernels/cpu's kChunk: AdamW's inner block
 constexpr int64_t kMaxChunk = int64_t(4) << 20;
 }  // namespace
 
@@ -42,8 +42,8 @@ MemoryLayout OptimizerOffload::layout(int64_t n, int state_floats, DType grad_dt
   return l;
 }
 
-OptimizerOffload::HostBytes OptimizerOffload::host_bytes(int64_t n, int state_floats, DType grad_dtype,
-                                                         DType param_dtype) {
+OptimizerOffload::HostBytes OptimizerOffload::host_bytes(int64_t n, int state_floats,
+                                                         DType grad_dtype, DType param_dtype) {
   const auto b = layout(n, state_floats, grad_dtype, param_dtype).resident_bytes();
   return {b[size_t(MemCategory::master)], b[size_t(MemCategory::optimizer)],
           b[size_t(MemCategory::comm)]};
@@ -72,11 +72,12 @@ void OptimizerOffload::push_params(int64_t k, int slot, void* device_params) {
   const int64_t off = chunk_begin(k), len = chunk_size(k);
   const void* src = separate_params() ? param_stage_[size_t(slot)].data()
                                       : static_cast<const void*>(master_.as<float>() + off);
-  up_[size_t(slot)] =
-      device_.copy_from_host_async(static_cast<char*>(device_params) + size_t(off) * psize, src, size_t(len) * psize);
+  up_[size_t(slot)] = device_.copy_from_host_async(
+      static_cast<char*>(device_params) + size_t(off) * psize, src, size_t(len) * psize);
 }
 
-void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* device_grads, void* device_params) {
+void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* device_grads,
+                            void* device_params) {
   const int64_t K = chunks();
   const size_t gsize = dtype_size(grad_dtype_);
   const char* grads = static_cast<const char*>(device_grads);

@@ -89,7 +89,7 @@ class OptimizerOffload {
   BufferView state_;                       // fp32, n × state_floats, chunk-major
   std::array<BufferView, 2> grad_stage_;   // one chunk of gradients each
   std::array<BufferView, 2> param_stage_;  // one chunk of 16-bit parameters each
-  std::array<uint64_t, 2> down_{};     // transfer tickets per slot
+  std::array<uint64_t, 2> down_{};         // transfer tickets per slot
   std::array<uint64_t, 2> up_{};
 };
 

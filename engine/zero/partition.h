@@ -22,12 +22,14 @@ struct FlatRange {
 class Partition {
  public:
   Partition(int64_t param_count, int world_size, int rank)
-      : n_(param_count), world_(world_size), rank_(rank),
+      : n_(param_count),
+        world_(world_size),
+        rank_(rank),
         shard_((param_count + world_size - 1) / world_size) {}
 
-  int64_t param_count() const { return n_; }        // unpadded
-  int64_t padded() const { return shard_ * world_; } // P
-  int64_t shard_size() const { return shard_; }      // S
+  int64_t param_count() const { return n_; }          // unpadded
+  int64_t padded() const { return shard_ * world_; }  // P
+  int64_t shard_size() const { return shard_; }       // S
   int world_size() const { return world_; }
   int rank() const { return rank_; }
 

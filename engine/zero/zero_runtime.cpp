@@ -86,7 +86,8 @@ void ZeroRuntime::end_backward() {
 GradSummary ZeroRuntime::finish_gradients() {
   reducer_->finish();
   const FlatRange r = reducer_->optimizer_range();
-  const auto stats = backend_.grad_stats(setup_.accum_dtype, reducer_->optimizer_grads(), size_t(r.size()));
+  const auto stats =
+      backend_.grad_stats(setup_.accum_dtype, reducer_->optimizer_grads(), size_t(r.size()));
   GradSummary s{stats.sum_squares, stats.non_finite};
   if (setup_.stage > 0 && comm_.world_size() > 1) {
     // Each rank measured its own shard: one all-reduce agrees on the norm and on
@@ -150,7 +151,8 @@ void ZeroRuntime::gather_params() {
     const FlatRange range{c0, std::min(P, c0 + chunk)};
     const FlatRange mine = range.intersect(part_.own());
     char* recv = params_.as<char>() + size_t(range.begin) * dsize_;
-    const char* send = params_.as<char>() + size_t(mine.empty() ? range.begin : mine.begin) * dsize_;
+    const char* send =
+        params_.as<char>() + size_t(mine.empty() ? range.begin : mine.begin) * dsize_;
     handles.push_back(comm_.all_gather_async(send, recv, part_.counts(range), setup_.param_dtype));
   }
   const int64_t t0 = clock_();
@@ -182,7 +184,8 @@ void ZeroRuntime::load_from_host(const float* master, const float* state) {
     return;
   }
   backend_.copy_from_host(master_ptr(), master, n * 4);
-  if (!master_.empty()) backend_.convert(setup_.param_dtype, param_out_ptr(), DType::f32, master_ptr(), n);
+  if (!master_.empty())
+    backend_.convert(setup_.param_dtype, param_out_ptr(), DType::f32, master_ptr(), n);
   if (state && !state_.empty()) backend_.copy_from_host(state_.data(), state, state_.bytes());
   sync_working_params();
 }
@@ -207,7 +210,8 @@ std::vector<float> ZeroRuntime::full_master() {
     const size_t S = size_t(part_.shard_size());
     float* slot = full.data() + size_t(part_.rank()) * S;
     std::copy(mine.begin(), mine.end(), slot);
-    host_comm_.all_gather(slot, full.data(), std::vector<size_t>(size_t(part_.world_size()), S), DType::f32);
+    host_comm_.all_gather(slot, full.data(), std::vector<size_t>(size_t(part_.world_size()), S),
+                          DType::f32);
   }
   full.resize(size_t(part_.param_count()));
   return full;

@@ -101,7 +101,7 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   ParamGatherer* gatherer() { return gatherer_.get(); }
 
  private:
-  void* own_params() const;  // this rank's optimizer range inside params_
+  void* own_params() const;   // this rank's optimizer range inside params_
   float* master_ptr() const;  // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets

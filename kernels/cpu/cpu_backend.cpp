@@ -47,8 +47,8 @@ void* CpuBackend::allocate(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (!p)  // the engine's tracking allocator names the category it was for
-    throw BackendOutOfMemory("out of host memory: cannot allocate " + std::to_string(bytes) + " bytes",
-                             bytes);
+    throw BackendOutOfMemory(
+        "out of host memory: cannot allocate " + std::to_string(bytes) + " bytes", bytes);
   return p;
 }
 

@@ -44,9 +44,8 @@ __global__ void adamw_kernel(AdamWConsts k, float* master, float* m, float* v, c
 
 }  // namespace
 
-void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
-           const void* grad, float grad_scale, DType param_dt, void* param_out, size_t n,
-           cudaStream_t s) {
+void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt, const void* grad,
+           float grad_scale, DType param_dt, void* param_out, size_t n, cudaStream_t s) {
   if (p.bias_correction && p.step < 1)
     throw std::invalid_argument("adamw: step must be >= 1 with bias correction, got " +
                                 std::to_string(p.step));

@@ -48,8 +48,10 @@ __global__ void permute_heads_kernel(T* dst, const T* src, int B, int T_, int NH
     const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
                  b = i / (size_t(hs) * T_ * NH);
     const size_t flat = (b * T_ + t) * C + h * hs + d;
-    if (to_heads) dst[i] = src[flat];
-    else dst[flat] = src[i];
+    if (to_heads)
+      dst[i] = src[flat];
+    else
+      dst[flat] = src[i];
   }
 }
 
@@ -107,9 +109,9 @@ __global__ void causal_softmax_backward_kernel(T* datt, const T* att, size_t row
 
 void check_shape(int B, int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0)
-    throw std::invalid_argument("attention: need B, T, C, NH > 0 and C % NH == 0, got B=" +
-                                std::to_string(B) + " T=" + std::to_string(T) + " C=" +
-                                std::to_string(C) + " NH=" + std::to_string(NH));
+    throw std::invalid_argument(
+        "attention: need B, T, C, NH > 0 and C % NH == 0, got B=" + std::to_string(B) +
+        " T=" + std::to_string(T) + " C=" + std::to_string(C) + " NH=" + std::to_string(NH));
 }
 
 // Batched row-major GEMM over B·NH heads.
@@ -149,16 +151,23 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
   const float scale = 1.0f / std::sqrt(float(hs));
   const int64_t s_head = int64_t(T) * hs, s_att = int64_t(T) * T;
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(reinterpret_cast<E*>(q), reinterpret_cast<E*>(k),
-                                                       reinterpret_cast<E*>(v),
-                                                       static_cast<const E*>(qkv), B, T, NH, hs);
+    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
+        static_cast<const E*>(qkv), B, T, NH, hs);
     HYBRID_CUDA_CHECK_LAUNCH();
-    gemm.run(dt, batched(false, true, T, T, hs, scale, q, hs, s_head, k, hs, s_head, saved, T, s_att, BH), s);
-    causal_softmax_forward_kernel<E><<<rows.grid, rows.block, 0, s>>>(static_cast<E*>(saved),
-                                                                      size_t(BH) * T, T);
+    gemm.run(
+        dt,
+        batched(false, true, T, T, hs, scale, q, hs, s_head, k, hs, s_head, saved, T, s_att, BH),
+        s);
+    causal_softmax_forward_kernel<E>
+        <<<rows.grid, rows.block, 0, s>>>(static_cast<E*>(saved), size_t(BH) * T, T);
     HYBRID_CUDA_CHECK_LAUNCH();
-    gemm.run(dt, batched(false, false, T, hs, T, 1.0f, saved, T, s_att, v, hs, s_head, outh.get(), hs, s_head, BH), s);
-    permute_heads_kernel<E><<<ew.grid, ew.block, 0, s>>>(static_cast<E*>(out), outh.as<E>(), B, T, NH, hs, false);
+    gemm.run(dt,
+             batched(false, false, T, hs, T, 1.0f, saved, T, s_att, v, hs, s_head, outh.get(), hs,
+                     s_head, BH),
+             s);
+    permute_heads_kernel<E>
+        <<<ew.grid, ew.block, 0, s>>>(static_cast<E*>(out), outh.as<E>(), B, T, NH, hs, false);
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }
@@ -184,25 +193,37 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
   const float scale = 1.0f / std::sqrt(float(hs));
   const int64_t s_head = int64_t(T) * hs, s_att = int64_t(T) * T;
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(reinterpret_cast<E*>(q), reinterpret_cast<E*>(k),
-                                                       reinterpret_cast<E*>(v),
-                                                       static_cast<const E*>(qkv), B, T, NH, hs);
+    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
+        static_cast<const E*>(qkv), B, T, NH, hs);
     HYBRID_CUDA_CHECK_LAUNCH();
-    permute_heads_kernel<E><<<ew.grid, ew.block, 0, s>>>(reinterpret_cast<E*>(douth),
-                                                         static_cast<const E*>(dout), B, T, NH, hs, true);
+    permute_heads_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        reinterpret_cast<E*>(douth), static_cast<const E*>(dout), B, T, NH, hs, true);
     HYBRID_CUDA_CHECK_LAUNCH();
     // datt = dout_h · vᵀ ; dv = attᵀ · dout_h
-    gemm.run(dt, batched(false, true, T, T, hs, 1.0f, douth, hs, s_head, v, hs, s_head, datt.get(), T, s_att, BH), s);
-    gemm.run(dt, batched(true, false, T, hs, T, 1.0f, saved, T, s_att, douth, hs, s_head, dv, hs, s_head, BH), s);
-    causal_softmax_backward_kernel<E><<<rows.grid, rows.block, 0, s>>>(datt.as<E>(), static_cast<const E*>(saved),
-                                                                       size_t(BH) * T, T);
+    gemm.run(dt,
+             batched(false, true, T, T, hs, 1.0f, douth, hs, s_head, v, hs, s_head, datt.get(), T,
+                     s_att, BH),
+             s);
+    gemm.run(dt,
+             batched(true, false, T, hs, T, 1.0f, saved, T, s_att, douth, hs, s_head, dv, hs,
+                     s_head, BH),
+             s);
+    causal_softmax_backward_kernel<E><<<rows.grid, rows.block, 0, s>>>(
+        datt.as<E>(), static_cast<const E*>(saved), size_t(BH) * T, T);
     HYBRID_CUDA_CHECK_LAUNCH();
     // dq = scale · dpre · k ; dk = scale · dpreᵀ · q
-    gemm.run(dt, batched(false, false, T, hs, T, scale, datt.get(), T, s_att, k, hs, s_head, dq, hs, s_head, BH), s);
-    gemm.run(dt, batched(true, false, T, hs, T, scale, datt.get(), T, s_att, q, hs, s_head, dk, hs, s_head, BH), s);
-    accumulate_dqkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(static_cast<E*>(dqkv), reinterpret_cast<E*>(dq),
-                                                           reinterpret_cast<E*>(dk), reinterpret_cast<E*>(dv),
-                                                           B, T, NH, hs);
+    gemm.run(dt,
+             batched(false, false, T, hs, T, scale, datt.get(), T, s_att, k, hs, s_head, dq, hs,
+                     s_head, BH),
+             s);
+    gemm.run(dt,
+             batched(true, false, T, hs, T, scale, datt.get(), T, s_att, q, hs, s_head, dk, hs,
+                     s_head, BH),
+             s);
+    accumulate_dqkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        static_cast<E*>(dqkv), reinterpret_cast<E*>(dq), reinterpret_cast<E*>(dk),
+        reinterpret_cast<E*>(dv), B, T, NH, hs);
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }

@@ -32,7 +32,8 @@ CachingAllocator::CachingAllocator(std::string label, UpstreamAlloc alloc, Upstr
       upstream_free_(std::move(free)),
       describe_(std::move(describe)) {
   if (!upstream_alloc_ || !upstream_free_)
-    throw std::invalid_argument("CachingAllocator(" + label_ + "): upstream functions are required");
+    throw std::invalid_argument("CachingAllocator(" + label_ +
+                                "): upstream functions are required");
 }
 
 CachingAllocator::~CachingAllocator() {

@@ -5,7 +5,8 @@
 //
 // Size classes: below 2 MiB, four classes per power of two (≤ 25% slack,
 // ≥ 512 B); from 2 MiB up, multiples of 2 MiB (the driver's page size: big flat
-// buffers waste less than 2 MiB). Every class is its own class (a fixed point). Only exact-class blocks are reused; no splitting.
+// buffers waste less than 2 MiB). Every class is its own class (a fixed point). Only exact-class
+// blocks are reused; no splitting.
 //
 // Blocks are stream-ordered on the compute stream: a block freed by the host
 // after queuing work that uses it may be reused by later work on the same
@@ -36,9 +37,9 @@ class DeviceOutOfMemoryError : public BackendOutOfMemory {
 };
 
 struct AllocatorStats {
-  uint64_t allocated = 0;        // bytes in live blocks (class sizes)
-  uint64_t requested = 0;        // bytes the callers asked for in live blocks
-  uint64_t cached = 0;           // bytes in free lists
+  uint64_t allocated = 0;  // bytes in live blocks (class sizes)
+  uint64_t requested = 0;  // bytes the callers asked for in live blocks
+  uint64_t cached = 0;     // bytes in free lists
   uint64_t peak_allocated = 0;
   uint64_t reserved() const { return allocated + cached; }
   uint64_t upstream_allocs = 0;  // cudaMalloc calls
@@ -53,7 +54,7 @@ class CachingAllocator {
  public:
   using UpstreamAlloc = std::function<void*(size_t)>;  // nullptr when out of memory
   using UpstreamFree = std::function<void(void*)>;
-  using Describe = std::function<std::string()>;       // extra OOM context (device free/total)
+  using Describe = std::function<std::string()>;  // extra OOM context (device free/total)
 
   CachingAllocator(std::string label, UpstreamAlloc alloc, UpstreamFree free,
                    Describe describe = {});

@@ -44,9 +44,8 @@ void column_sum_accumulate(DType dt, void* dst, const void* src, int M, int N,
     column_partials_kernel<T><<<dim3(p.col_blocks, p.row_blocks), p.block, 0, s>>>(
         partial.as<float>(), static_cast<const T*>(src), M, N, int(p.rows_per_block));
     HYBRID_CUDA_CHECK_LAUNCH();
-    column_finalize_kernel<T><<<p.col_blocks, p.block, 0, s>>>(static_cast<T*>(dst),
-                                                               partial.as<float>(),
-                                                               int(p.row_blocks), N);
+    column_finalize_kernel<T><<<p.col_blocks, p.block, 0, s>>>(
+        static_cast<T*>(dst), partial.as<float>(), int(p.row_blocks), N);
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }

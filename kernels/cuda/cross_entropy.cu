@@ -37,7 +37,8 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, cons
     const float om = __shfl_xor_sync(0xffffffffu, m, off);
     const float os = __shfl_xor_sync(0xffffffffu, sum, off);
     const float nm = fmaxf(m, om);
-    sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) + (om == -INFINITY ? 0.0f : os * expf(om - nm));
+    sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) +
+          (om == -INFINITY ? 0.0f : os * expf(om - nm));
     m = nm;
   }
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -50,7 +51,8 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, cons
       const float om = __shfl_xor_sync(0xffffffffu, m, off);
       const float os = __shfl_xor_sync(0xffffffffu, sum, off);
       const float nm = fmaxf(m, om);
-      sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) + (om == -INFINITY ? 0.0f : os * expf(om - nm));
+      sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) +
+            (om == -INFINITY ? 0.0f : os * expf(om - nm));
       m = nm;
     }
     if (lane == 0) {
@@ -85,8 +87,8 @@ void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logi
   if (N <= 0) return;
   const LaunchConfig c = block_per_row_config(size_t(N), size_t(V), 1024);
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
-    cross_entropy_forward_kernel<T><<<c.grid, c.block, 0, s>>>(
-        losses, lse, static_cast<const T*>(logits), targets, V, Vp);
+    cross_entropy_forward_kernel<T>
+        <<<c.grid, c.block, 0, s>>>(losses, lse, static_cast<const T*>(logits), targets, V, Vp);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

@@ -51,7 +51,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
       [](void* p) { cudaFree(p); },
       [] {
         size_t free_b = 0, total_b = 0;
-        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return std::string("device state unknown");
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+          return std::string("device state unknown");
         return "device has " + cuda::format_byte_size(free_b) + " free of " +
                cuda::format_byte_size(total_b);
       });
@@ -197,7 +198,8 @@ void CudaBackend::cross_entropy_backward(DType dt, void* dlogits, const void* lo
 void CudaBackend::convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n) {
   cuda::convert(dst_dt, dst, src_dt, src, n, compute_);
 }
-void CudaBackend::add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, float alpha) {
+void CudaBackend::add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n,
+                      float alpha) {
   cuda::add(dst_dt, dst, src_dt, src, n, alpha, compute_);
 }
 void CudaBackend::scale(DType dt, void* x, size_t n, float alpha) {

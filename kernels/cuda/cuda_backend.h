@@ -74,8 +74,8 @@ class CudaBackend final : public Backend {
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                          const void* weight, const void* bias, int N, int C) override;
   void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
-                          const void* inp, const void* weight, const float* mean,
-                          const float* rstd, int N, int C) override;
+                          const void* inp, const void* weight, const float* mean, const float* rstd,
+                          int N, int C) override;
   void gelu_forward(DType dt, void* out, const void* inp, size_t n) override;
   void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) override;
   size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const override;
@@ -101,8 +101,8 @@ class CudaBackend final : public Backend {
   // out = gelu(inp · weightᵀ + bias), with the pre-activation written to
   // pre_gelu [M, N] (what gelu_backward needs): one cuBLASLt call with the
   // GELU_AUX_BIAS epilogue where the library supports the shape.
-  void matmul_forward_gelu(DType dt, void* out, void* pre_gelu, const void* inp,
-                           const void* weight, const void* bias, int M, int K, int N);
+  void matmul_forward_gelu(DType dt, void* out, void* pre_gelu, const void* inp, const void* weight,
+                           const void* bias, int M, int K, int N);
 
   int device() const { return device_; }
   cudaStream_t compute_stream() const { return compute_; }

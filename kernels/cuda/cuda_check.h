@@ -30,18 +30,18 @@ class CudaError : public std::runtime_error {
 
 }  // namespace hybrid::kernels::cuda
 
-#define HYBRID_CUDA_CHECK(call)                                                           \
-  do {                                                                                    \
-    cudaError_t hybrid_err_ = (call);                                                     \
-    if (hybrid_err_ != cudaSuccess)                                                       \
-      ::hybrid::kernels::cuda::throw_cuda_error(hybrid_err_, #call, __FILE__, __LINE__);  \
+#define HYBRID_CUDA_CHECK(call)                                                          \
+  do {                                                                                   \
+    cudaError_t hybrid_err_ = (call);                                                    \
+    if (hybrid_err_ != cudaSuccess)                                                      \
+      ::hybrid::kernels::cuda::throw_cuda_error(hybrid_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define HYBRID_CUBLAS_CHECK(call)                                                           \
-  do {                                                                                      \
-    cublasStatus_t hybrid_st_ = (call);                                                     \
-    if (hybrid_st_ != CUBLAS_STATUS_SUCCESS)                                                \
-      ::hybrid::kernels::cuda::throw_cublas_error(hybrid_st_, #call, __FILE__, __LINE__);   \
+#define HYBRID_CUBLAS_CHECK(call)                                                         \
+  do {                                                                                    \
+    cublasStatus_t hybrid_st_ = (call);                                                   \
+    if (hybrid_st_ != CUBLAS_STATUS_SUCCESS)                                              \
+      ::hybrid::kernels::cuda::throw_cublas_error(hybrid_st_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: catches bad launch configurations at once (asynchronous

@@ -21,9 +21,13 @@ struct TypeTag {
 template <class T>
 __device__ __forceinline__ float to_f32(T x);
 template <>
-__device__ __forceinline__ float to_f32<float>(float x) { return x; }
+__device__ __forceinline__ float to_f32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ float to_f32<__half>(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32<__half>(__half x) {
+  return __half2float(x);
+}
 template <>
 __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
   return __bfloat162float(x);
@@ -32,9 +36,13 @@ __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
 template <class T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_f32<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
@@ -44,9 +52,15 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
 template <class Fn>
 void dispatch_device_dtype(DType dt, Fn&& fn) {
   switch (dt) {
-    case DType::f32: fn(TypeTag<float>{}); return;
-    case DType::f16: fn(TypeTag<__half>{}); return;
-    case DType::bf16: fn(TypeTag<__nv_bfloat16>{}); return;
+    case DType::f32:
+      fn(TypeTag<float>{});
+      return;
+    case DType::f16:
+      fn(TypeTag<__half>{});
+      return;
+    case DType::bf16:
+      fn(TypeTag<__nv_bfloat16>{});
+      return;
   }
   throw std::invalid_argument("cuda backend: invalid dtype");
 }

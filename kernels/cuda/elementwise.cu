@@ -63,14 +63,15 @@ void convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, c
   if (n == 0) return;
   if (dst_dt == src_dt) {
     if (dst != src)
-      HYBRID_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * dtype_size(dst_dt), cudaMemcpyDeviceToDevice, s));
+      HYBRID_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, n * dtype_size(dst_dt), cudaMemcpyDeviceToDevice, s));
     return;
   }
   const LaunchConfig c = launch_config(n, 256, kMaxGrid);
   dispatch_device_dtype(dst_dt, [&]<class D>(TypeTag<D>) {
     dispatch_device_dtype(src_dt, [&]<class S>(TypeTag<S>) {
-      convert_kernel<D, S><<<c.grid, c.block, 0, s>>>(static_cast<D*>(dst),
-                                                      static_cast<const S*>(src), n);
+      convert_kernel<D, S>
+          <<<c.grid, c.block, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
     });
   });
   HYBRID_CUDA_CHECK_LAUNCH();
@@ -82,8 +83,8 @@ void add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, float
   if (!c.grid) return;
   dispatch_device_dtype(dst_dt, [&]<class D>(TypeTag<D>) {
     dispatch_device_dtype(src_dt, [&]<class S>(TypeTag<S>) {
-      add_kernel<D, S><<<c.grid, c.block, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src),
-                                                   n, alpha);
+      add_kernel<D, S>
+          <<<c.grid, c.block, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n, alpha);
     });
   });
   HYBRID_CUDA_CHECK_LAUNCH();
@@ -103,8 +104,8 @@ void add_bias_rows(DType dt, void* out, const void* bias, int M, int N, cudaStre
   const LaunchConfig c = launch_config(total, 256, kMaxGrid);
   if (!c.grid) return;
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
-    add_bias_rows_kernel<T><<<c.grid, c.block, 0, s>>>(static_cast<T*>(out),
-                                                       static_cast<const T*>(bias), total, N);
+    add_bias_rows_kernel<T>
+        <<<c.grid, c.block, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(bias), total, N);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

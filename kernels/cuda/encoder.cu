@@ -29,7 +29,8 @@ __global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* w
 }
 
 __global__ void iota_kernel(int32_t* out, int n) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = i;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = i;
 }
 
 // Block i handles sorted position i if it starts a run of equal tokens.
@@ -81,8 +82,8 @@ void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const 
   if (dwpe) {
     const LaunchConfig c = launch_config(size_t(T) * C, 256, 8192);
     dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-      encoder_wpe_backward_kernel<E><<<c.grid, c.block, 0, s>>>(
-          static_cast<E*>(dwpe), static_cast<const E*>(dout), B, T, C);
+      encoder_wpe_backward_kernel<E>
+          <<<c.grid, c.block, 0, s>>>(static_cast<E*>(dwpe), static_cast<const E*>(dout), B, T, C);
     });
     HYBRID_CUDA_CHECK_LAUNCH();
   }

@@ -31,8 +31,8 @@ __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, size_
     const float arg = kGeluScale * (x + cube);
     const float th = tanhf(arg);
     const float sech2 = 1.0f - th * th;
-    const float local = 0.5f * (1.0f + th) +
-                        0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+    const float local =
+        0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
     dinp[i] = from_f32<T>(to_f32(dinp[i]) + local * to_f32(dout[i]));
   }
 }
@@ -43,8 +43,8 @@ void gelu_forward(DType dt, void* out, const void* inp, size_t n, cudaStream_t s
   const LaunchConfig c = launch_config(n, 256, 8192);
   if (!c.grid) return;
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
-    gelu_forward_kernel<T><<<c.grid, c.block, 0, s>>>(static_cast<T*>(out),
-                                                      static_cast<const T*>(inp), n);
+    gelu_forward_kernel<T>
+        <<<c.grid, c.block, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(inp), n);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

@@ -33,8 +33,10 @@ void validate(const GemmCall& c) {
   if (c.batch < 1) fail("batch must be >= 1, got " + std::to_string(c.batch));
   const int min_lda = c.trans_a ? c.M : c.K;
   const int min_ldb = c.trans_b ? c.K : c.N;
-  if (c.lda < std::max(1, min_lda)) fail("lda " + std::to_string(c.lda) + " < " + std::to_string(min_lda));
-  if (c.ldb < std::max(1, min_ldb)) fail("ldb " + std::to_string(c.ldb) + " < " + std::to_string(min_ldb));
+  if (c.lda < std::max(1, min_lda))
+    fail("lda " + std::to_string(c.lda) + " < " + std::to_string(min_lda));
+  if (c.ldb < std::max(1, min_ldb))
+    fail("ldb " + std::to_string(c.ldb) + " < " + std::to_string(min_ldb));
   if (c.ldc < std::max(1, c.N)) fail("ldc " + std::to_string(c.ldc) + " < " + std::to_string(c.N));
   if (c.epilogue != Epilogue::none && !c.bias) fail("bias epilogue without a bias pointer");
   if (c.epilogue == Epilogue::gelu_bias && (!c.aux || c.ld_aux < c.N || c.batch != 1))
@@ -45,9 +47,12 @@ void validate(const GemmCall& c) {
 
 cudaDataType_t lt_type(DType dt) {
   switch (dt) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
   }
   throw std::invalid_argument("gemm: invalid dtype " + std::to_string(int(dt)));
 }
@@ -138,7 +143,8 @@ LtGemm::Plan* LtGemm::plan_for(DType dt, const GemmCall& call) {
     if (ep == Epilogue::gelu_bias) lt_ep = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_ep);
     if (ep != Epilogue::none) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
-    if (ep == Epilogue::gelu_bias) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(call.ld_aux));
+    if (ep == Epilogue::gelu_bias)
+      set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(call.ld_aux));
     // cuBLAS's A is our B, its B our A, its C our Cᵀ (column-major N×M).
     HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, type, call.trans_b ? call.K : call.N,
                                                    call.trans_b ? call.N : call.K, call.ldb));
@@ -146,8 +152,9 @@ LtGemm::Plan* LtGemm::plan_for(DType dt, const GemmCall& call) {
                                                    call.trans_a ? call.K : call.M, call.lda));
     HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, type, call.N, call.M, call.ldc));
     if (call.batch > 1) {
-      for (auto [layout, stride] : {std::pair{plan.a, call.stride_b}, std::pair{plan.b, call.stride_a},
-                                    std::pair{plan.c, call.stride_c}}) {
+      for (auto [layout, stride] :
+           {std::pair{plan.a, call.stride_b}, std::pair{plan.b, call.stride_a},
+            std::pair{plan.c, call.stride_c}}) {
         set_layout(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t(call.batch));
         set_layout(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t(stride));
       }
@@ -162,8 +169,8 @@ LtGemm::Plan* LtGemm::plan_for(DType dt, const GemmCall& call) {
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     ++heuristic_calls_;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b,
-                                                             plan.c, plan.c, pref, 1, &result, &found);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;
     plan.algo = result.algo;
@@ -173,8 +180,8 @@ LtGemm::Plan* LtGemm::plan_for(DType dt, const GemmCall& call) {
   auto plan = std::make_unique<Plan>();
   if (!build(call.epilogue, *plan)) {
     if (call.epilogue == Epilogue::none)
-      throw CudaError("gemm: cuBLASLt has no algorithm for " + std::string(dtype_name(dt)) + " M=" +
-                      std::to_string(call.M) + " N=" + std::to_string(call.N) +
+      throw CudaError("gemm: cuBLASLt has no algorithm for " + std::string(dtype_name(dt)) +
+                      " M=" + std::to_string(call.M) + " N=" + std::to_string(call.N) +
                       " K=" + std::to_string(call.K) + " batch=" + std::to_string(call.batch));
     plan = std::make_unique<Plan>();
     if (!build(Epilogue::none, *plan))
@@ -195,25 +202,27 @@ void LtGemm::run(DType dt, const GemmCall& call, cudaStream_t stream) {
   if (plan->epilogue_fused && call.epilogue != Epilogue::none) {
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
     if (call.epilogue == Epilogue::gelu_bias)
-      set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<const void*>(call.aux));
+      set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+               static_cast<const void*>(call.aux));
   }
   void* out = call.C;
   // Unfused GELU: the GEMM (+bias) writes the pre-activation to aux, GELU reads it.
   const bool gelu_split = !plan->epilogue_fused && call.epilogue == Epilogue::gelu_bias;
   if (gelu_split && call.beta != 0.0f)
-    HYBRID_CUDA_CHECK(cudaMemcpy2DAsync(call.aux, size_t(call.ld_aux) * dtype_size(dt), call.C,
-                                        size_t(call.ldc) * dtype_size(dt), size_t(call.N) * dtype_size(dt),
-                                        size_t(call.M), cudaMemcpyDeviceToDevice, stream));
+    HYBRID_CUDA_CHECK(cudaMemcpy2DAsync(
+        call.aux, size_t(call.ld_aux) * dtype_size(dt), call.C, size_t(call.ldc) * dtype_size(dt),
+        size_t(call.N) * dtype_size(dt), size_t(call.M), cudaMemcpyDeviceToDevice, stream));
   if (gelu_split) out = call.aux;
   cublasLtMatrixLayout_t out_layout = plan->c;
   cublasLtMatrixLayout_t aux_layout = nullptr;
   if (gelu_split && call.ld_aux != call.ldc) {
-    HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&aux_layout, lt_type(dt), call.N, call.M, call.ld_aux));
+    HYBRID_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&aux_layout, lt_type(dt), call.N, call.M, call.ld_aux));
     out_layout = aux_layout;
   }
-  const cublasStatus_t st = cublasLtMatmul(handle_, plan->desc, &call.alpha, call.B, plan->a, call.A,
-                                           plan->b, &call.beta, out, out_layout, out, out_layout,
-                                           &plan->algo, workspace_, workspace_bytes_, stream);
+  const cublasStatus_t st = cublasLtMatmul(
+      handle_, plan->desc, &call.alpha, call.B, plan->a, call.A, plan->b, &call.beta, out,
+      out_layout, out, out_layout, &plan->algo, workspace_, workspace_bytes_, stream);
   if (aux_layout) cublasLtMatrixLayoutDestroy(aux_layout);
   if (st != CUBLAS_STATUS_SUCCESS) throw_cublas_error(st, "cublasLtMatmul", __FILE__, __LINE__);
   if (!plan->epilogue_fused && call.epilogue != Epilogue::none) {

@@ -41,8 +41,8 @@ __global__ void grad_stats_partial_kernel(double* partial, int* flags, const T* 
   }
 }
 
-__global__ void grad_stats_finalize_kernel(StatsResult* out, const double* partial, const int* flags,
-                                           int blocks) {
+__global__ void grad_stats_finalize_kernel(StatsResult* out, const double* partial,
+                                           const int* flags, int blocks) {
   if (threadIdx.x != 0) return;
   double s = 0.0;
   int bad = 0;
@@ -62,7 +62,8 @@ GradStats grad_stats(DType dt, const void* x, size_t n, CachingAllocator& alloc,
   auto* out = reinterpret_cast<StatsResult*>(sums + c.grid);
   auto* flags = reinterpret_cast<int*>(out + 1);
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
-    grad_stats_partial_kernel<T><<<c.grid, c.block, 0, s>>>(sums, flags, static_cast<const T*>(x), n);
+    grad_stats_partial_kernel<T>
+        <<<c.grid, c.block, 0, s>>>(sums, flags, static_cast<const T*>(x), n);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
   grad_stats_finalize_kernel<<<1, 32, 0, s>>>(out, sums, flags, int(c.grid));

@@ -30,8 +30,9 @@ void* CudaBackend::allocate_host(size_t bytes) {
   const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw BackendOutOfMemory("out of memory: cudaHostAlloc cannot pin " + cuda::format_byte_size(bytes) +
-                                 " of host memory (" + std::to_string(bytes) + " bytes) for " + name_,
+    throw BackendOutOfMemory("out of memory: cudaHostAlloc cannot pin " +
+                                 cuda::format_byte_size(bytes) + " of host memory (" +
+                                 std::to_string(bytes) + " bytes) for " + name_,
                              bytes);
   }
   HYBRID_CUDA_CHECK(e);
@@ -42,7 +43,8 @@ void CudaBackend::free_host(void* ptr, size_t) {
   if (ptr) cudaFreeHost(ptr);
 }
 
-uint64_t CudaBackend::queue_transfer(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+uint64_t CudaBackend::queue_transfer(void* dst, const void* src, size_t bytes,
+                                     cudaMemcpyKind kind) {
   if (bytes == 0) return 0;
   if (!copy_) HYBRID_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   cudaEvent_t ev = nullptr;

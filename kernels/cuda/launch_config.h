@@ -16,7 +16,7 @@ constexpr int kWarpSize = 32;
 constexpr size_t ceil_div(size_t a, size_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
 struct LaunchConfig {
-  unsigned grid = 0;   // 0: nothing to launch
+  unsigned grid = 0;  // 0: nothing to launch
   unsigned block = 0;
   size_t shared_bytes = 0;
   // Elements (or rows) each thread (or warp) visits in a grid-stride loop.
@@ -50,7 +50,8 @@ constexpr LaunchConfig warp_per_row_config(size_t rows, unsigned warps_per_block
   if (rows == 0) return c;
   const size_t grid = ceil_div(rows, warps_per_block);
   if (grid > 0x7fffffffu)
-    throw std::invalid_argument("warp_per_row_config: too many rows (" + std::to_string(rows) + ")");
+    throw std::invalid_argument("warp_per_row_config: too many rows (" + std::to_string(rows) +
+                                ")");
   c.grid = unsigned(grid);
   c.per_thread = 1;
   return c;
@@ -66,7 +67,8 @@ constexpr LaunchConfig block_per_row_config(size_t rows, size_t cols, unsigned m
   c.shared_bytes = (block / kWarpSize) * sizeof(float);
   if (rows == 0) return c;
   if (rows > 0x7fffffffu)
-    throw std::invalid_argument("block_per_row_config: too many rows (" + std::to_string(rows) + ")");
+    throw std::invalid_argument("block_per_row_config: too many rows (" + std::to_string(rows) +
+                                ")");
   c.grid = unsigned(rows);
   c.per_thread = ceil_div(cols, block);
   return c;
@@ -76,11 +78,11 @@ constexpr LaunchConfig block_per_row_config(size_t rows, size_t cols, unsigned m
 // each block sums a strip of rows for `cols_per_block` columns into one partial
 // row; a second pass adds the partials in a fixed order (deterministic).
 struct ColumnReducePlan {
-  unsigned col_blocks = 0;   // blocks along the columns
-  unsigned row_blocks = 0;   // blocks along the rows = partial rows to add up
-  unsigned block = 0;        // threads per block = columns per block
+  unsigned col_blocks = 0;  // blocks along the columns
+  unsigned row_blocks = 0;  // blocks along the rows = partial rows to add up
+  unsigned block = 0;       // threads per block = columns per block
   size_t rows_per_block = 0;
-  size_t scratch_floats = 0; // row_blocks × cols
+  size_t scratch_floats = 0;  // row_blocks × cols
 };
 
 constexpr ColumnReducePlan column_reduce_plan(size_t rows, size_t cols, unsigned block = 256,

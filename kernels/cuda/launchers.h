@@ -26,7 +26,9 @@ class Scratch {
   Scratch& operator=(const Scratch&) = delete;
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
 
  private:
   CachingAllocator& alloc_;
@@ -84,8 +86,7 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
 GradStats grad_stats(DType dt, const void* x, size_t n, CachingAllocator& alloc, cudaStream_t s);
 
 // adamw.cu
-void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
-           const void* grad, float grad_scale, DType param_dt, void* param_out, size_t n,
-           cudaStream_t s);
+void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt, const void* grad,
+           float grad_scale, DType param_dt, void* param_out, size_t n, cudaStream_t s);
 
 }  // namespace hybrid::kernels::cuda

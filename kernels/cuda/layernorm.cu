@@ -116,8 +116,8 @@ void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void
   if (!c.grid || C <= 0) return;
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
     layernorm_forward_kernel<T><<<c.grid, c.block, 0, s>>>(
-        static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp),
-        static_cast<const T*>(weight), static_cast<const T*>(bias), N, C);
+        static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(weight),
+        static_cast<const T*>(bias), N, C);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }
@@ -135,8 +135,8 @@ void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const 
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
     auto kernel = layernorm_backward_kernel<T>;
     if (shared > 48 * 1024)
-      HYBRID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(shared)));
+      HYBRID_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     kernel<<<used_blocks, block, shared, s>>>(
         static_cast<T*>(dinp), partial.as<float>(), static_cast<const T*>(dout),
         static_cast<const T*>(inp), static_cast<const T*>(weight), mean, rstd, N, C,

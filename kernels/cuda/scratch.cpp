@@ -3,7 +3,8 @@
 
 namespace hybrid::kernels::cuda {
 
-Scratch::Scratch(CachingAllocator& alloc, size_t bytes) : alloc_(alloc), ptr_(alloc.allocate(bytes)) {}
+Scratch::Scratch(CachingAllocator& alloc, size_t bytes)
+    : alloc_(alloc), ptr_(alloc.allocate(bytes)) {}
 Scratch::~Scratch() { alloc_.deallocate(ptr_); }
 
 }  // namespace hybrid::kernels::cuda

@@ -113,10 +113,12 @@ class RankTranslator {
   // stack of open scopes: gives each scope its module and each launch its place.
   void place_launches_and_scopes() {
     for (const KinetoCpuSpan& s : t_.steps) steps_.push_back(&s);
-    std::sort(steps_.begin(), steps_.end(),
-              [](const KinetoCpuSpan* a, const KinetoCpuSpan* b) { return a->start_ns < b->start_ns; });
+    std::sort(steps_.begin(), steps_.end(), [](const KinetoCpuSpan* a, const KinetoCpuSpan* b) {
+      return a->start_ns < b->start_ns;
+    });
     std::map<uint32_t, Intervals> autograd;
-    for (const KinetoCpuSpan& a : t_.autograd) autograd[a.thread].emplace_back(a.start_ns, a.end_ns);
+    for (const KinetoCpuSpan& a : t_.autograd)
+      autograd[a.thread].emplace_back(a.start_ns, a.end_ns);
     for (auto& [thread, u] : autograd) u = merged(std::move(u));
 
     struct Item {
@@ -126,7 +128,8 @@ class RankTranslator {
     };
     std::map<uint32_t, std::vector<Item>> by_thread;
     for (size_t i = 0; i < t_.scopes.size(); ++i)
-      by_thread[t_.scopes[i].thread].push_back({t_.scopes[i].start_ns, t_.scopes[i].end_ns, true, i});
+      by_thread[t_.scopes[i].thread].push_back(
+          {t_.scopes[i].start_ns, t_.scopes[i].end_ns, true, i});
     for (size_t i = 0; i < t_.launches.size(); ++i)
       by_thread[t_.launches[i].thread].push_back(
           {t_.launches[i].start_ns, t_.launches[i].end_ns, false, i});
@@ -145,7 +148,8 @@ class RankTranslator {
         while (!open.empty() && open.back().first <= it.start) open.pop_back();
         Placement p = open.empty() ? Placement{} : open.back().second;
         p.step = step_at(it.start);
-        const bool in_autograd = ag != autograd.end() && covered(ag->second, it.start, it.start + 1) > 0;
+        const bool in_autograd =
+            ag != autograd.end() && covered(ag->second, it.start, it.start + 1) > 0;
         if (it.scope) {
           const std::string& name = t_.names[t_.scopes[it.index].name];
           p.module_id = modules_.id(p.module_id, name);
@@ -272,8 +276,8 @@ void KinetoRunBuilder::add(const KinetoTrace& t) {
     throw ImportError(fmt::format("{}: rank {} is out of range", t.path, rank));
   auto [it, fresh] = rank_files_.emplace(rank, t.path);
   if (!fresh)
-    throw ImportError(fmt::format("{} and {} both claim rank {} (distributedInfo.rank)",
-                                  it->second, t.path, rank));
+    throw ImportError(fmt::format("{} and {} both claim rank {} (distributedInfo.rank)", it->second,
+                                  t.path, rank));
   if (t.world_size) {
     if (world_ && *t.world_size != *world_)
       throw ImportError(fmt::format("{}: world_size {} disagrees with {} of {}", t.path,
@@ -332,10 +336,11 @@ RunRecord KinetoRunBuilder::finish() {
             [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
   nlohmann::json files = nlohmann::json::array();
   for (const auto& [rank, path] : rank_files_) files.push_back(path);
-  r.run.config_json = nlohmann::json{{"kineto", {{"files", files},
-                                                 {"hta_compatible", options_.hta_compatible},
-                                                 {"backend", backend_}}}}
-                          .dump();
+  r.run.config_json =
+      nlohmann::json{
+          {"kineto",
+           {{"files", files}, {"hta_compatible", options_.hta_compatible}, {"backend", backend_}}}}
+          .dump();
   // Wall-clock times when the trace's clock is unix time (after 2001), else import time.
   std::map<int, int64_t> epoch;
   for (const RankInfo& k : r.ranks) epoch[k.rank] = k.epoch_unix_ns;
@@ -351,7 +356,8 @@ RunRecord KinetoRunBuilder::finish() {
   return r;
 }
 
-RunRecord translate_kineto(std::span<const KinetoTrace> traces, const KinetoImportOptions& options) {
+RunRecord translate_kineto(std::span<const KinetoTrace> traces,
+                           const KinetoImportOptions& options) {
   KinetoRunBuilder builder(traces.size(), options);
   for (const KinetoTrace& t : traces) builder.add(t);
   return builder.finish();

@@ -33,7 +33,7 @@
 namespace hybrid::profiler::import {
 
 struct KinetoImportOptions {
-  std::string run_name;       // default: the first file's name without extensions
+  std::string run_name;        // default: the first file's name without extensions
   bool hta_compatible = true;  // µs rounding and the last profiler step dropped
 };
 

@@ -63,13 +63,13 @@ class GzStreamBuf : public std::streambuf {
 // Where the parser is: each open object/array pushes what it is.
 enum class Ctx : uint8_t {
   top,
-  events,       // traceEvents
-  event,        // one entry of traceEvents
-  args,         // its args
-  dist_info,    // distributedInfo
-  devices,      // deviceProperties
-  device,       // one entry of deviceProperties
-  skipped,      // anything else
+  events,     // traceEvents
+  event,      // one entry of traceEvents
+  args,       // its args
+  dist_info,  // distributedInfo
+  devices,    // deviceProperties
+  device,     // one entry of deviceProperties
+  skipped,    // anything else
 };
 
 // One traceEvents entry as far as the importer cares.
@@ -111,11 +111,16 @@ class TraceSax {
   }
   bool string(std::string& s) {
     if (in(Ctx::event)) {
-      if (key_ == "ph") ev_.ph = std::move(s);
-      else if (key_ == "cat") ev_.cat = std::move(s);
-      else if (key_ == "name") ev_.name = std::move(s);
-      else if (key_ == "pid") ev_.pid = std::move(s);
-      else if (key_ == "tid") ev_.tid = std::move(s);
+      if (key_ == "ph")
+        ev_.ph = std::move(s);
+      else if (key_ == "cat")
+        ev_.cat = std::move(s);
+      else if (key_ == "name")
+        ev_.name = std::move(s);
+      else if (key_ == "pid")
+        ev_.pid = std::move(s);
+      else if (key_ == "tid")
+        ev_.tid = std::move(s);
     } else if (in(Ctx::dist_info) && key_ == "backend") {
       out_.backend = std::move(s);
     } else if (in(Ctx::device) && key_ == "name") {
@@ -129,11 +134,16 @@ class TraceSax {
 
   bool start_object(size_t) {
     Ctx next = Ctx::skipped;
-    if (stack_.empty()) next = Ctx::top;
-    else if (in(Ctx::events)) next = Ctx::event, ev_.clear();
-    else if (in(Ctx::event) && key_ == "args") next = Ctx::args;
-    else if (in(Ctx::top) && key_ == "distributedInfo") next = Ctx::dist_info;
-    else if (in(Ctx::devices)) next = Ctx::device, device_name_.clear();
+    if (stack_.empty())
+      next = Ctx::top;
+    else if (in(Ctx::events))
+      next = Ctx::event, ev_.clear();
+    else if (in(Ctx::event) && key_ == "args")
+      next = Ctx::args;
+    else if (in(Ctx::top) && key_ == "distributedInfo")
+      next = Ctx::dist_info;
+    else if (in(Ctx::devices))
+      next = Ctx::device, device_name_.clear();
     stack_.push_back(next);
     return true;
   }
@@ -147,8 +157,10 @@ class TraceSax {
   bool start_array(size_t) {
     Ctx next = Ctx::skipped;
     if (stack_.empty()) fail("the top level is an array, not a trace object with 'traceEvents'");
-    if (in(Ctx::top) && key_ == "traceEvents") next = Ctx::events, saw_events_ = true;
-    else if (in(Ctx::top) && key_ == "deviceProperties") next = Ctx::devices;
+    if (in(Ctx::top) && key_ == "traceEvents")
+      next = Ctx::events, saw_events_ = true;
+    else if (in(Ctx::top) && key_ == "deviceProperties")
+      next = Ctx::devices;
     stack_.push_back(next);
     return true;
   }
@@ -179,18 +191,28 @@ class TraceSax {
 
   bool integer(int64_t v, bool from_float = false) {
     if (in(Ctx::event)) {
-      if (key_ == "ts") ev_.ts_ns = from_float ? v : v * 1000, ev_.ts_us = double(v);
-      else if (key_ == "dur") ev_.dur_ns = from_float ? v : v * 1000, ev_.dur_us = double(v);
-      else if (key_ == "pid") ev_.pid = std::to_string(v);
-      else if (key_ == "tid") ev_.tid = std::to_string(v);
+      if (key_ == "ts")
+        ev_.ts_ns = from_float ? v : v * 1000, ev_.ts_us = double(v);
+      else if (key_ == "dur")
+        ev_.dur_ns = from_float ? v : v * 1000, ev_.dur_us = double(v);
+      else if (key_ == "pid")
+        ev_.pid = std::to_string(v);
+      else if (key_ == "tid")
+        ev_.tid = std::to_string(v);
     } else if (in(Ctx::args)) {
-      if (key_ == "correlation") ev_.correlation = v;
-      else if (key_ == "stream") ev_.stream = v;
-      else if (key_ == "device") ev_.device = v;
-      else if (key_ == "bytes") ev_.bytes = uint64_t(std::max<int64_t>(v, 0));
+      if (key_ == "correlation")
+        ev_.correlation = v;
+      else if (key_ == "stream")
+        ev_.stream = v;
+      else if (key_ == "device")
+        ev_.device = v;
+      else if (key_ == "bytes")
+        ev_.bytes = uint64_t(std::max<int64_t>(v, 0));
     } else if (in(Ctx::dist_info)) {
-      if (key_ == "rank") out_.rank = int(v);
-      else if (key_ == "world_size") out_.world_size = int(v);
+      if (key_ == "rank")
+        out_.rank = int(v);
+      else if (key_ == "world_size")
+        out_.world_size = int(v);
     } else if (in(Ctx::top) && key_ == "baseTimeNanoseconds") {
       out_.base_time_ns = v;
     }
@@ -253,9 +275,12 @@ class TraceSax {
       return;
     }
     s.name = intern(ev_.name, out_.names, name_index_);
-    if (step) out_.steps.push_back(s);
-    else if (scope) out_.scopes.push_back(s);
-    else out_.autograd.push_back(s);
+    if (step)
+      out_.steps.push_back(s);
+    else if (scope)
+      out_.scopes.push_back(s);
+    else
+      out_.autograd.push_back(s);
   }
 
   KinetoTrace& out_;
@@ -289,8 +314,10 @@ std::optional<int64_t> parse_us_as_ns(std::string_view t) {
   if (i < t.size() && t[i] == '.') {
     ++i;
     for (size_t k = 0; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i, ++k) {
-      if (k < 3) frac += (t[i] - '0') * scale, scale /= 10;
-      else if (k == 3) round_up = t[i] >= '5';
+      if (k < 3)
+        frac += (t[i] - '0') * scale, scale /= 10;
+      else if (k == 3)
+        round_up = t[i] >= '5';
     }
   }
   if (i != t.size()) return std::nullopt;  // an exponent: not plain decimal
@@ -319,8 +346,8 @@ KinetoTrace read_kineto_trace(const std::filesystem::path& path) {
                                   buf.compressed() ? "decompressed " : "", sax.error()));
   }
   if (!sax.saw_events())
-    throw ImportError(fmt::format(
-        "{}: no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", out.path));
+    throw ImportError(
+        fmt::format("{}: no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", out.path));
   return out;
 }
 

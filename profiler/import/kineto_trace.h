@@ -52,7 +52,7 @@ struct KinetoTrace {
   std::string path;
   std::optional<int> rank;  // distributedInfo.rank
   std::optional<int> world_size;
-  std::string backend;              // distributedInfo.backend ("nccl")
+  std::string backend;               // distributedInfo.backend ("nccl")
   std::vector<std::string> devices;  // deviceProperties[].name, by position
   std::string host;                  // host_name, when the trace has one
   int64_t base_time_ns = 0;          // baseTimeNanoseconds (0 when absent)

@@ -174,7 +174,8 @@ std::vector<GpuRankTimeline> RunStore::gpu_timeline_unlocked(int64_t run_id) {
     t.comm_overlap_ns = st.i64(8);
     t.exposed_comm_ns = t.comm_ns - t.comm_overlap_ns;
     t.exclusive_ns[0] = t.idle_ns;
-    for (int mask = 1; mask < kGpuWorkMasks; ++mask) t.exclusive_ns[size_t(mask)] = st.i64(8 + mask);
+    for (int mask = 1; mask < kGpuWorkMasks; ++mask)
+      t.exclusive_ns[size_t(mask)] = st.i64(8 + mask);
     t.computation_kernels = st.u64(16);
     t.communication_kernels = st.u64(17);
     t.memory_records = st.u64(18);

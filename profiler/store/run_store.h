@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "profiler/profile_data.h"
-#include "profiler/sweep_data.h"
 #include "profiler/store/store_error.h"
+#include "profiler/sweep_data.h"
 
 namespace hybrid::profiler {
 

@@ -24,12 +24,13 @@ int64_t insert_run(Connection& c, const RunInfo& info, RunStatus status, double 
       "started_at, status, writer_pid, writer_host, writer_start, last_update, source, "
       "finished_at, error, summary_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
       "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)");
-  st.bind(info.name, info.config_json, info.host.empty() ? host : info.host, info.device,
-          info.backend, info.world_size, info.dtype, info.zero_stage, info.micro_batch,
-          info.grad_accum, info.seq_len, info.n_params, info.git_revision, info.hybrid_version,
-          started_at, to_string(status), pid, host, writer_start, now, info.source,
-          status == RunStatus::running ? std::nullopt : std::optional(info.finished_at.value_or(now)),
-          info.error, info.summary_json)
+  st.bind(
+        info.name, info.config_json, info.host.empty() ? host : info.host, info.device,
+        info.backend, info.world_size, info.dtype, info.zero_stage, info.micro_batch,
+        info.grad_accum, info.seq_len, info.n_params, info.git_revision, info.hybrid_version,
+        started_at, to_string(status), pid, host, writer_start, now, info.source,
+        status == RunStatus::running ? std::nullopt : std::optional(info.finished_at.value_or(now)),
+        info.error, info.summary_json)
       .run();
   return c.last_insert_rowid();
 }
@@ -142,8 +143,8 @@ void insert_events(Connection& c, int64_t run_id, std::span<const Event> events,
       "INSERT INTO events (run_id, rank, step, lane, category, name_id, module_id, start_ns, "
       "dur_ns, bytes, flops, scope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
   for (const Event& e : events)
-    st.bind(run_id, e.rank, e.step, e.lane, uint8_t(e.category), store_ids[e.name_id],
-            e.module_id, e.start_ns, e.dur_ns, e.bytes, e.flops, uint8_t(e.scope))
+    st.bind(run_id, e.rank, e.step, e.lane, uint8_t(e.category), store_ids[e.name_id], e.module_id,
+            e.start_ns, e.dur_ns, e.bytes, e.flops, uint8_t(e.scope))
         .run();
 }
 
@@ -177,10 +178,11 @@ int64_t RunStore::write_run(const RunRecord& r) {
     // The run's host is what the record says (an imported trace's, maybe none),
     // never this machine's.
     RunInfo info = r.run;
-    if (info.host.empty()) info.host.push_back('-');  // (not = "-": GCC 12 -Wrestrict false positive)
-    const int64_t id = insert_run(*conn_, info, r.run.status,
-                                  r.run.started_at > 0 ? r.run.started_at : now, pid, host,
-                                  store::process_start_ticks(pid), now);
+    if (info.host.empty())
+      info.host.push_back('-');  // (not = "-": GCC 12 -Wrestrict false positive)
+    const int64_t id =
+        insert_run(*conn_, info, r.run.status, r.run.started_at > 0 ? r.run.started_at : now, pid,
+                   host, store::process_start_ticks(pid), now);
     for (const RankInfo& rank : r.ranks) insert_rank(*conn_, id, rank);
     insert_modules(*conn_, id, r.modules);
     insert_steps(*conn_, id, r.steps);

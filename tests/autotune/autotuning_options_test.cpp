@@ -1,8 +1,9 @@
 // DeepSpeed's autotuning block: defaults, values, errors naming the key.
+#include "autotune/autotuning_options.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "autotune/autotuning_options.h"
 #include "autotune/tune_error.h"
 
 namespace hybrid::autotune {
@@ -44,7 +45,8 @@ TEST(AutotuningOptions, ReadsEveryTuningKeyAndListsLauncherKeys) {
   EXPECT_EQ(o.num_tuning_micro_batch_sizes, 4);
   EXPECT_EQ(o.max_train_batch_size, 512);
   // "auto" counts as not given, as in the engine's config.
-  EXPECT_EQ(o.ignored_keys, (std::vector<std::string>{"autotuning.enabled", "autotuning.results_dir"}));
+  EXPECT_EQ(o.ignored_keys,
+            (std::vector<std::string>{"autotuning.enabled", "autotuning.results_dir"}));
 }
 
 TEST(AutotuningOptions, ErrorsNameTheKey) {
@@ -56,15 +58,21 @@ TEST(AutotuningOptions, ErrorsNameTheKey) {
     }
     return std::string();
   };
-  EXPECT_THAT(error(R"({"autotuning": {"metric": "speed"}})"),
-              HasSubstr("config: autotuning.metric must be one of throughput, latency, flops, got \"speed\""));
-  EXPECT_THAT(error(R"({"autotuning": {"tuner_type": "bayes"}})"), HasSubstr("autotuning.tuner_type must be one of"));
+  EXPECT_THAT(
+      error(R"({"autotuning": {"metric": "speed"}})"),
+      HasSubstr(
+          "config: autotuning.metric must be one of throughput, latency, flops, got \"speed\""));
+  EXPECT_THAT(error(R"({"autotuning": {"tuner_type": "bayes"}})"),
+              HasSubstr("autotuning.tuner_type must be one of"));
   EXPECT_THAT(error(R"({"autotuning": {"tuner_num_trials": 0}})"),
               HasSubstr("autotuning.tuner_num_trials must be a positive integer, got 0"));
-  EXPECT_THAT(error(R"({"autotuning": {"start_profile_step": 6, "end_profile_step": 5}})"),
-              HasSubstr("autotuning.end_profile_step (5) must be >= autotuning.start_profile_step (6)"));
-  EXPECT_THAT(error(R"({"autotuning": {"min_train_micro_batch_size_per_gpu": 8, "max_train_micro_batch_size_per_gpu": 4}})"),
-              HasSubstr("max_train_micro_batch_size_per_gpu (4) must be >="));
+  EXPECT_THAT(
+      error(R"({"autotuning": {"start_profile_step": 6, "end_profile_step": 5}})"),
+      HasSubstr("autotuning.end_profile_step (5) must be >= autotuning.start_profile_step (6)"));
+  EXPECT_THAT(
+      error(
+          R"({"autotuning": {"min_train_micro_batch_size_per_gpu": 8, "max_train_micro_batch_size_per_gpu": 4}})"),
+      HasSubstr("max_train_micro_batch_size_per_gpu (4) must be >="));
   EXPECT_THAT(error(R"({"autotuning": [1]})"), HasSubstr("config: autotuning must be an object"));
 }
 

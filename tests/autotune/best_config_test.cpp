@@ -1,11 +1,12 @@
 // The best config file: complete, without the autotuning block, a consistent
 // batch triad, accepted by parse_config as hybrid-train would read it.
+#include "autotune/best_config.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "autotune/best_config.h"
 #include "engine/config/config.h"
 #include "tune_test_util.h"
 
@@ -16,10 +17,11 @@ using nlohmann::json;
 
 TEST(BestConfig, RoundTripsThroughTheEnginesParser) {
   test::TempDir dir;
-  json trial = test::tiny_config({{"train_micro_batch_size_per_gpu", 4},
-                                  {"gradient_accumulation_steps", 3},
-                                  {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", 1000}}},
-                                  {"autotuning", {{"enabled", true}}}});
+  json trial =
+      test::tiny_config({{"train_micro_batch_size_per_gpu", 4},
+                         {"gradient_accumulation_steps", 3},
+                         {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", 1000}}},
+                         {"autotuning", {{"enabled", true}}}});
   trial.erase("train_batch_size");
   const std::string path = dir / "out/best.json";
   write_best_config(path, trial, 2);
@@ -40,7 +42,8 @@ TEST(BestConfig, RoundTripsThroughTheEnginesParser) {
   EXPECT_EQ(written, expected);
   // Atomic: no temporary file left beside it.
   size_t files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "out")) files += e.is_regular_file();
+  for (const auto& e : std::filesystem::directory_iterator(dir / "out"))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 1u);
 }
 

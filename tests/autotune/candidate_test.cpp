@@ -1,13 +1,13 @@
 // Candidate enumeration: stage-conditional axes, stable unique keys, the batch
 // triad (fixed global batch, accumulation axis), configs the engine accepts.
+#include "autotune/candidate.h"
+
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include <fmt/format.h>
-
-#include "autotune/candidate.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -36,9 +36,11 @@ TEST(Candidates, AxesVaryOnlyAtTheStagesWhereTheyMatter) {
   o.world_size = 2;
   const Enumeration e = enumerate_candidates(base, space, o);
   // Per micro-batch: stage 0 (prefetch and allgather do not apply) + stage 3 × 2 prefetch values.
-  EXPECT_EQ(keys(e), (std::vector<std::string>{
-                         "mbs=1,gas=1,stage=0", "mbs=1,gas=1,stage=3,prefetch=1000", "mbs=1,gas=1,stage=3,prefetch=2000",
-                         "mbs=2,gas=1,stage=0", "mbs=2,gas=1,stage=3,prefetch=1000", "mbs=2,gas=1,stage=3,prefetch=2000"}));
+  EXPECT_EQ(keys(e),
+            (std::vector<std::string>{"mbs=1,gas=1,stage=0", "mbs=1,gas=1,stage=3,prefetch=1000",
+                                      "mbs=1,gas=1,stage=3,prefetch=2000", "mbs=2,gas=1,stage=0",
+                                      "mbs=2,gas=1,stage=3,prefetch=1000",
+                                      "mbs=2,gas=1,stage=3,prefetch=2000"}));
   EXPECT_TRUE(e.dropped.empty());
   for (const auto& c : e.candidates) {
     EXPECT_FALSE(c.config.contains("autotuning")) << c.key;
@@ -46,28 +48,35 @@ TEST(Candidates, AxesVaryOnlyAtTheStagesWhereTheyMatter) {
     const engine::Config parsed = engine::parse_config(c.config, 2);
     EXPECT_EQ(parsed.train_batch_size, c.micro_batch() * c.grad_accum() * 2);
     if (c.stage() == 3) {
-      EXPECT_THAT(c.key, HasSubstr(fmt::format("prefetch={}", parsed.zero.stage3_prefetch_bucket_size)));
+      EXPECT_THAT(c.key,
+                  HasSubstr(fmt::format("prefetch={}", parsed.zero.stage3_prefetch_bucket_size)));
     } else {
-      EXPECT_EQ(parsed.zero.stage3_prefetch_bucket_size, engine::ZeroConfig{}.stage3_prefetch_bucket_size);
+      EXPECT_EQ(parsed.zero.stage3_prefetch_bucket_size,
+                engine::ZeroConfig{}.stage3_prefetch_bucket_size);
       EXPECT_EQ(parsed.zero.allgather_bucket_size, engine::ZeroConfig{}.allgather_bucket_size);
     }
   }
   // Stable: the same inputs give the same keys and configs.
   const Enumeration again = enumerate_candidates(base, space, o);
   ASSERT_EQ(keys(again), keys(e));
-  for (size_t i = 0; i < e.candidates.size(); ++i) EXPECT_EQ(again.candidates[i].config, e.candidates[i].config);
+  for (size_t i = 0; i < e.candidates.size(); ++i)
+    EXPECT_EQ(again.candidates[i].config, e.candidates[i].config);
   EXPECT_FALSE(e.notes.empty());  // says where prefetch and allgather vary
 }
 
 TEST(Candidates, FixedGlobalBatchDerivesAccumulation) {
-  const SearchSpace space = parse_space(json::parse(R"({"mbs": [1, 2, 3, 4, 8], "train_batch_size": 8})"));
+  const SearchSpace space =
+      parse_space(json::parse(R"({"mbs": [1, 2, 3, 4, 8], "train_batch_size": 8})"));
   EnumerateOptions o;
   o.world_size = 2;
   const Enumeration e = enumerate_candidates(test::tiny_config(), space, o);
-  EXPECT_EQ(keys(e), (std::vector<std::string>{"mbs=1,gas=4,stage=0", "mbs=2,gas=2,stage=0", "mbs=4,gas=1,stage=0"}));
+  EXPECT_EQ(keys(e), (std::vector<std::string>{"mbs=1,gas=4,stage=0", "mbs=2,gas=2,stage=0",
+                                               "mbs=4,gas=1,stage=0"}));
   ASSERT_EQ(e.dropped.size(), 2u);
-  EXPECT_THAT(e.dropped[0].reason, HasSubstr("train_batch_size 8 is not a multiple of micro-batch 3 x 2 ranks"));
-  EXPECT_THAT(e.dropped[1].reason, HasSubstr("train_batch_size 8 is smaller than micro-batch 8 x 2 ranks"));
+  EXPECT_THAT(e.dropped[0].reason,
+              HasSubstr("train_batch_size 8 is not a multiple of micro-batch 3 x 2 ranks"));
+  EXPECT_THAT(e.dropped[1].reason,
+              HasSubstr("train_batch_size 8 is smaller than micro-batch 8 x 2 ranks"));
   for (const auto& c : e.candidates) EXPECT_EQ(c.train_batch(), 8);
 }
 
@@ -76,13 +85,15 @@ TEST(Candidates, ABaseConfigWithTrainBatchSizeKeepsIt) {
   base.erase("train_micro_batch_size_per_gpu");
   base.erase("gradient_accumulation_steps");
   base["train_batch_size"] = 16;
-  const Enumeration e = enumerate_candidates(base, parse_space(json::parse(R"({"mbs": [2, 8]})")), world(2));
+  const Enumeration e =
+      enumerate_candidates(base, parse_space(json::parse(R"({"mbs": [2, 8]})")), world(2));
   EXPECT_EQ(keys(e), (std::vector<std::string>{"mbs=2,gas=4,stage=0", "mbs=8,gas=1,stage=0"}));
   EXPECT_THAT(e.notes.front(), HasSubstr("train_batch_size 16 is fixed"));
 }
 
 TEST(Candidates, AccumulationAxisSetsTheWholeTriad) {
-  const SearchSpace space = parse_space(json::parse(R"({"mbs": [2], "gas": [1, 3], "stage": [2]})"));
+  const SearchSpace space =
+      parse_space(json::parse(R"({"mbs": [2], "gas": [1, 3], "stage": [2]})"));
   const Enumeration e = enumerate_candidates(test::tiny_config(), space, world(3));
   ASSERT_EQ(keys(e), (std::vector<std::string>{"mbs=2,gas=1,stage=2", "mbs=2,gas=3,stage=2"}));
   EXPECT_EQ(e.candidates[1].config["train_batch_size"], 18);
@@ -91,12 +102,15 @@ TEST(Candidates, AccumulationAxisSetsTheWholeTriad) {
 }
 
 TEST(Candidates, OffloadOnlyWhereTheBackendSupportsIt) {
-  const SearchSpace space = parse_space(json::parse(R"({"stage": [1, 2], "offload_optimizer": ["none", "cpu"]})"));
+  const SearchSpace space =
+      parse_space(json::parse(R"({"stage": [1, 2], "offload_optimizer": ["none", "cpu"]})"));
   EnumerateOptions cpu;
   const Enumeration on_cpu = enumerate_candidates(test::tiny_config(), space, cpu);
-  EXPECT_EQ(keys(on_cpu), (std::vector<std::string>{"mbs=1,gas=1,stage=1,offopt=none", "mbs=1,gas=1,stage=2,offopt=none"}));
+  EXPECT_EQ(keys(on_cpu), (std::vector<std::string>{"mbs=1,gas=1,stage=1,offopt=none",
+                                                    "mbs=1,gas=1,stage=2,offopt=none"}));
   bool noted = false;
-  for (const auto& n : on_cpu.notes) noted = noted || n.find("offload_optimizer.device: only \"none\"") != std::string::npos;
+  for (const auto& n : on_cpu.notes)
+    noted = noted || n.find("offload_optimizer.device: only \"none\"") != std::string::npos;
   EXPECT_TRUE(noted);
   EnumerateOptions gpu;
   gpu.offload_supported = true;
@@ -109,7 +123,8 @@ TEST(Candidates, MaxTrainBatchSizeDropsLargerBatches) {
   EnumerateOptions o;
   o.world_size = 2;
   o.max_train_batch_size = 4;
-  const Enumeration e = enumerate_candidates(test::tiny_config(), parse_space(json::parse(R"({"mbs": [1, 2, 4]})")), o);
+  const Enumeration e = enumerate_candidates(test::tiny_config(),
+                                             parse_space(json::parse(R"({"mbs": [1, 2, 4]})")), o);
   EXPECT_EQ(keys(e), (std::vector<std::string>{"mbs=1,gas=1,stage=0", "mbs=2,gas=1,stage=0"}));
   ASSERT_EQ(e.dropped.size(), 1u);
   EXPECT_THAT(e.dropped[0].reason, HasSubstr("over autotuning.max_train_batch_size 4"));

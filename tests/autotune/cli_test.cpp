@@ -1,12 +1,11 @@
 // The hybrid-tune command line as a user meets it: --help, errors that name
 // the input, --dry-run (nothing run, nothing written), and `probe` under mpirun
 // storing what the cost model reads.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "profiler/store/run_store.h"
 #include "tune_test_util.h"
@@ -20,9 +19,10 @@ using ::testing::HasSubstr;
 TEST(Cli, HelpListsTheOptions) {
   const auto r = test::run_command(test::tune_bin() + " --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* opt : {"--config", "--space", "--nprocs", "--launcher", "--strategy", "--metric", "--db", "--out",
-                          "--dry-run", "--max-trials", "--time-budget", "--early-stop", "--trial-timeout", "--steps",
-                          "--seed", "--name", "probe"})
+  for (const char* opt :
+       {"--config", "--space", "--nprocs", "--launcher", "--strategy", "--metric", "--db", "--out",
+        "--dry-run", "--max-trials", "--time-budget", "--early-stop", "--trial-timeout", "--steps",
+        "--seed", "--name", "probe"})
     EXPECT_THAT(r.output, HasSubstr(opt));
 }
 
@@ -30,19 +30,21 @@ TEST(Cli, ErrorsNameTheInput) {
   test::TempDir dir;
   test::write_json(dir / "cfg.json", test::tiny_config());
   test::write_json(dir / "space.json", json::parse(R"({"zero_optimization": {"stage": [1, 4]}})"));
-  auto r = test::run_command(fmt::format("{} --config {} --space {} --db {}", test::tune_bin(), dir / "cfg.json",
-                                         dir / "space.json", dir / "x.db"));
+  auto r = test::run_command(fmt::format("{} --config {} --space {} --db {}", test::tune_bin(),
+                                         dir / "cfg.json", dir / "space.json", dir / "x.db"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("zero_optimization.stage must be an integer in 0..3, got 4"));
   test::write_json(dir / "cfg2.json", test::tiny_config({{"autotuning", {{"metric", "speed"}}}}));
-  r = test::run_command(fmt::format("{} --config {} --db {}", test::tune_bin(), dir / "cfg2.json", dir / "x.db"));
+  r = test::run_command(
+      fmt::format("{} --config {} --db {}", test::tune_bin(), dir / "cfg2.json", dir / "x.db"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("autotuning.metric must be one of throughput, latency, flops"));
-  r = test::run_command(fmt::format("{} --config {} --strategy bayes --db {}", test::tune_bin(), dir / "cfg.json", dir / "x.db"));
+  r = test::run_command(fmt::format("{} --config {} --strategy bayes --db {}", test::tune_bin(),
+                                    dir / "cfg.json", dir / "x.db"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--strategy must be grid, random or model, got \"bayes\""));
-  r = test::run_command(fmt::format("{} --config {} --launcher \"srun 'oops\" --db {}", test::tune_bin(), dir / "cfg.json",
-                                    dir / "x.db"));
+  r = test::run_command(fmt::format("{} --config {} --launcher \"srun 'oops\" --db {}",
+                                    test::tune_bin(), dir / "cfg.json", dir / "x.db"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("unterminated"));
   EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));
@@ -52,8 +54,9 @@ TEST(Cli, DryRunListsCandidatesAndRunsNothing) {
   test::TempDir dir;
   test::write_json(dir / "cfg.json", test::tiny_config({{"hybrid", {{"memory_budget", "1MiB"}}}}));
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 64], "stage": [0, 2]})"));
-  const auto r = test::run_command(fmt::format("{} --config {} --space {} --nprocs 2 --dry-run --db {}", test::tune_bin(),
-                                               dir / "cfg.json", dir / "space.json", dir / "x.db"));
+  const auto r = test::run_command(
+      fmt::format("{} --config {} --space {} --nprocs 2 --dry-run --db {}", test::tune_bin(),
+                  dir / "cfg.json", dir / "space.json", dir / "x.db"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("mbs=1,gas=1,stage=2"));
   EXPECT_THAT(r.output, HasSubstr("pred. ms/step"));
@@ -68,7 +71,8 @@ TEST(Cli, DryRunListsCandidatesAndRunsNothing) {
 TEST(Cli, ProbeUnderMpirunIsStoredAndUsed) {
   test::TempDir dir;
   const std::string db = dir / "x.db";
-  auto r = test::run_command(fmt::format("{} probe --nprocs 2 --gemm-size 128 --max-message 65536 --db {}", test::tune_bin(), db));
+  auto r = test::run_command(fmt::format(
+      "{} probe --nprocs 2 --gemm-size 128 --max-message 65536 --db {}", test::tune_bin(), db));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("GFLOP/s per rank"));
   EXPECT_THAT(r.output, HasSubstr("reduce_scatter"));
@@ -88,7 +92,8 @@ TEST(Cli, ProbeUnderMpirunIsStoredAndUsed) {
   }
   // The dry run now prices candidates with the stored probe.
   test::write_json(dir / "cfg.json", test::tiny_config());
-  r = test::run_command(fmt::format("{} --config {} --nprocs 2 --dry-run --db {}", test::tune_bin(), dir / "cfg.json", db));
+  r = test::run_command(fmt::format("{} --config {} --nprocs 2 --dry-run --db {}", test::tune_bin(),
+                                    dir / "cfg.json", db));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("latest probe 1"));
 }

@@ -1,12 +1,13 @@
 // The cost model: ZeRO communication volumes per stage against independent
 // formulas, compute time from FLOPs, bandwidth interpolation, and the
 // constrained ridge fit against closed-form least squares.
+#include "autotune/cost_model.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "autotune/cost_model.h"
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
@@ -34,10 +35,13 @@ struct Sizes {
 Sizes sizes(const engine::Config& c, int world) {
   engine::GPT2 model(c.model, c.padded_vocab());
   engine::ModuleTree tree(model);
-  return {double(engine::Partition(tree.param_count(), world, 0).padded()), double(tree.param_count())};
+  return {double(engine::Partition(tree.param_count(), world, 0).padded()),
+          double(tree.param_count())};
 }
 
-engine::Config cfg(const json& patch, int world) { return engine::parse_config(test::tiny_config(patch), world); }
+engine::Config cfg(const json& patch, int world) {
+  return engine::parse_config(test::tiny_config(patch), world);
+}
 
 TEST(CostModel, ZeroCommunicationVolumesPerStage) {
   const ClusterRates r = linear_rates(2);
@@ -53,15 +57,21 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
     EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], 2 * sizes(c, 2).padded * d / 1e9, 1e-12);
   }
   {  // stage 2: reduce-scatter every micro-step, all-gather once
-    const auto c = cfg({{"gradient_accumulation_steps", 3}, {"zero_optimization", {{"stage", 2}}}}, 2);
-    EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], (3 + 1) * sizes(c, 2).padded * d / 1e9, 1e-12);
+    const auto c =
+        cfg({{"gradient_accumulation_steps", 3}, {"zero_optimization", {{"stage", 2}}}}, 2);
+    EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], (3 + 1) * sizes(c, 2).padded * d / 1e9,
+                1e-12);
   }
-  {  // stage 3 without persistent parameters: per micro-step gather Ψ twice + reduce-scatter Ψ (≈ 3Ψ)
-    const auto c = cfg({{"gradient_accumulation_steps", 2},
-                        {"zero_optimization", {{"stage", 3}, {"overlap_comm", false}, {"stage3_param_persistence_threshold", 0}}}},
-                       2);
+  {  // stage 3 without persistent parameters: per micro-step gather Ψ twice + reduce-scatter Ψ (≈
+     // 3Ψ)
+    const auto c =
+        cfg({{"gradient_accumulation_steps", 2},
+             {"zero_optimization",
+              {{"stage", 3}, {"overlap_comm", false}, {"stage3_param_persistence_threshold", 0}}}},
+            2);
     const Sizes s = sizes(c, 2);
-    EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], (2 * s.padded + 2 * 2 * s.params) * d / 1e9, 1e-12);
+    EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], (2 * s.padded + 2 * 2 * s.params) * d / 1e9,
+                1e-12);
   }
   {  // overlap_comm moves the gradient reduction into the overlapped term
     const auto c = cfg({{"zero_optimization", {{"stage", 1}, {"overlap_comm", true}}}}, 2);
@@ -74,13 +84,15 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
     EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], sizes(c, 2).padded * d / 1e9, 1e-9);
   }
   // One rank moves nothing.
-  const auto f1 = step_features(cfg({{"zero_optimization", {{"stage", 2}}}}, 1), 1, linear_rates(1));
+  const auto f1 =
+      step_features(cfg({{"zero_optimization", {{"stage", 2}}}}, 1), 1, linear_rates(1));
   EXPECT_EQ(f1.x[kCommExposed] + f1.x[kCommOverlapped], 0.0);
 }
 
 TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const ClusterRates r = linear_rates(2);
-  const auto c = cfg({{"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 2);
+  const auto c =
+      cfg({{"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 2);
   engine::GPT2 model(c.model, c.padded_vocab());
   engine::ModuleTree tree(model);
   const double flops = model_flops_per_step(c, tree.param_count(), 2);
@@ -99,15 +111,17 @@ TEST(CostModel, CollectiveTimesInterpolateLogLog) {
   ClusterRates r;
   r.world_size = 2;
   // 1 KiB in 10 us, 1 MiB in 1 ms: time ∝ bytes^(log(100)/log(1024)) in between.
-  r.bandwidth = {{"all_gather", 1024, 1024 / 10e-6 / 1e9, 0}, {"all_gather", 1 << 20, (1 << 20) / 1e-3 / 1e9, 0}};
+  r.bandwidth = {{"all_gather", 1024, 1024 / 10e-6 / 1e9, 0},
+                 {"all_gather", 1 << 20, (1 << 20) / 1e-3 / 1e9, 0}};
   EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 1024), 10e-6, 1e-12);
-  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 32 * 1024), 10e-6 * std::pow(32.0, std::log(100.0) / std::log(1024.0)),
-              1e-10);
-  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 16), 10e-6, 1e-12);              // latency floor
-  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 4 << 20), 4e-3, 1e-9);           // bandwidth bound
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 32 * 1024),
+              10e-6 * std::pow(32.0, std::log(100.0) / std::log(1024.0)), 1e-10);
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 16), 10e-6, 1e-12);     // latency floor
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_gather, 4 << 20), 4e-3, 1e-9);  // bandwidth bound
   // An op the probe did not measure derives from all-reduce's bus bandwidth.
   r.bandwidth.push_back({"all_reduce", 1 << 20, 1.0, 1.0});  // busbw 1 GB/s
-  EXPECT_NEAR(r.collective_s(CollectiveKind::reduce_scatter, 1 << 20), double(1 << 20) * 0.5 / 1e9, 1e-12);
+  EXPECT_NEAR(r.collective_s(CollectiveKind::reduce_scatter, 1 << 20), double(1 << 20) * 0.5 / 1e9,
+              1e-12);
 }
 
 TEST(CostModel, RidgeFitMatchesLeastSquaresAndStaysNonNegative) {

@@ -1,9 +1,10 @@
 // Metric direction: latency is lower-is-better (the best trial is the fastest),
 // the others higher-is-better; names, units and conversions.
+#include "autotune/metric.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "autotune/metric.h"
 #include "autotune/tune_error.h"
 
 namespace hybrid::autotune {
@@ -14,7 +15,7 @@ TEST(Metric, DirectionAndBetter) {
   EXPECT_TRUE(higher_is_better(Metric::throughput));
   EXPECT_TRUE(higher_is_better(Metric::flops));
   EXPECT_TRUE(higher_is_better(Metric::tokens));
-  EXPECT_TRUE(better(Metric::latency, 10.0, 12.0));   // 10 ms beats 12 ms
+  EXPECT_TRUE(better(Metric::latency, 10.0, 12.0));  // 10 ms beats 12 ms
   EXPECT_FALSE(better(Metric::latency, 12.0, 10.0));
   EXPECT_TRUE(better(Metric::throughput, 12.0, 10.0));
   EXPECT_FALSE(better(Metric::throughput, 10.0, 10.0));  // strictly

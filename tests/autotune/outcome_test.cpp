@@ -1,11 +1,12 @@
 // Outcome classification from exit statuses and result-JSON fixtures written by
 // hybrid-train (tests/autotune/data/result_*.json), and the measured window.
+#include "autotune/outcome.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
 
-#include "autotune/outcome.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -14,7 +15,9 @@ namespace {
 using profiler::TrialStatus;
 using ::testing::HasSubstr;
 
-ResultFile fixture(const std::string& name) { return read_result_file(test::data_dir() + "/" + name); }
+ResultFile fixture(const std::string& name) {
+  return read_result_file(test::data_dir() + "/" + name);
+}
 
 ExitInfo exited(int code) {
   ExitInfo e;
@@ -65,10 +68,12 @@ TEST(Outcome, SignalsAreCrashesWhateverTheOutputSays) {
   EXPECT_EQ(seg.status, TrialStatus::crash);
   EXPECT_THAT(seg.reason, HasSubstr("SIGSEGV"));
   // mpirun exits 128 + N when a rank died of signal N.
-  const TrialOutcome via_mpirun = classify_trial(exited(128 + SIGKILL), fixture("missing.json"), {});
+  const TrialOutcome via_mpirun =
+      classify_trial(exited(128 + SIGKILL), fixture("missing.json"), {});
   EXPECT_EQ(via_mpirun.status, TrialStatus::crash);
   EXPECT_THAT(via_mpirun.reason, HasSubstr("SIGKILL"));
-  EXPECT_EQ(classify_trial(signaled(SIGABRT), fixture("result_ok.json"), {}).status, TrialStatus::crash);
+  EXPECT_EQ(classify_trial(signaled(SIGABRT), fixture("result_ok.json"), {}).status,
+            TrialStatus::crash);
 }
 
 TEST(Outcome, TimeoutComesFirst) {
@@ -82,7 +87,8 @@ TEST(Outcome, TimeoutComesFirst) {
 
 TEST(Outcome, WithoutAResultTheExitStatusDecides) {
   EXPECT_EQ(classify_trial(exited(3), fixture("missing.json"), {}).status, TrialStatus::oom);
-  EXPECT_EQ(classify_trial(exited(2), fixture("missing.json"), {}).status, TrialStatus::config_error);
+  EXPECT_EQ(classify_trial(exited(2), fixture("missing.json"), {}).status,
+            TrialStatus::config_error);
   const TrialOutcome zero = classify_trial(exited(0), fixture("missing.json"), {});
   EXPECT_EQ(zero.status, TrialStatus::failed);
   EXPECT_THAT(zero.reason, HasSubstr("no result file"));
@@ -99,7 +105,8 @@ TEST(Outcome, WithoutAResultTheExitStatusDecides) {
 }
 
 TEST(Outcome, TheWindowIsTheMedianOfTheProfiledSteps) {
-  const ResultFile r = fixture("result_ok_step_ms.json");  // step_ms = 100 40 10 30 20 35, 50 samples/s at 20 ms
+  const ResultFile r =
+      fixture("result_ok_step_ms.json");  // step_ms = 100 40 10 30 20 35, 50 samples/s at 20 ms
   // Steps 2..5: 40 10 30 20 → median 25 ms; rates scale from the 20 ms median.
   const TrialOutcome o = classify_trial(exited(0), r, MeasureWindow{2, 5, {}});
   ASSERT_EQ(o.status, TrialStatus::ok);

@@ -1,8 +1,9 @@
 // Trial processes: exit statuses, signals, timeouts that kill the whole process
 // group (grandchildren included), exec failures; both output streams in the log.
+#include "autotune/process.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <chrono>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <thread>
 
-#include "autotune/process.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -52,7 +52,8 @@ TEST(Process, TimeoutKillsTheWholeGroup) {
   // The child starts a grandchild that ignores SIGTERM and records its pid.
   const std::string pidfile = dir / "grandchild.pid";
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_process({"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; sleep 300' & wait"}, o);
+  const auto r = run_process(
+      {"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; sleep 300' & wait"}, o);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(r.exit.timed_out);
   EXPECT_LT(took, 10.0);

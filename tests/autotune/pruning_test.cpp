@@ -1,9 +1,10 @@
 // Memory-model pruning: predictions are the engine's model, the budget splits
 // candidates exactly, reasons name need and budget; micro-batch thinning.
+#include "autotune/pruning.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "autotune/pruning.h"
 #include "kernels/registry.h"
 #include "tune_test_util.h"
 
@@ -16,8 +17,9 @@ using ::testing::HasSubstr;
 Enumeration tiny_candidates(int world) {
   EnumerateOptions o;
   o.world_size = world;
-  return enumerate_candidates(test::tiny_config(), parse_space(json::parse(R"({"mbs": [1, 4, 16, 64], "stage": [0, 3]})")),
-                              o);
+  return enumerate_candidates(
+      test::tiny_config(), parse_space(json::parse(R"({"mbs": [1, 4, 16, 64], "stage": [0, 3]})")),
+      o);
 }
 
 TEST(Pruning, PredictionsAreTheEnginesMemoryModel) {
@@ -26,7 +28,8 @@ TEST(Pruning, PredictionsAreTheEnginesMemoryModel) {
   ASSERT_EQ(pred.size(), e.candidates.size());
   auto backend = kernels::make_backend("cpu", 0).backend;
   for (size_t i = 0; i < pred.size(); ++i)
-    EXPECT_EQ(pred[i].total(), engine::predict_memory(e.candidates[i].parsed, 2, *backend).total()) << e.candidates[i].key;
+    EXPECT_EQ(pred[i].total(), engine::predict_memory(e.candidates[i].parsed, 2, *backend).total())
+        << e.candidates[i].key;
   // Activations grow with the micro-batch, so need does.
   EXPECT_LT(pred[0].total(), pred[2].total());
 }
@@ -50,7 +53,8 @@ TEST(Pruning, TheBudgetSplitsCandidatesByPredictedNeed) {
     EXPECT_THAT(p.reason, HasSubstr("> budget"));
     EXPECT_THAT(p.reason, HasSubstr("test budget"));
     EXPECT_THAT(p.reason, HasSubstr("activations"));
-    EXPECT_EQ(json::parse(p.config_json)["train_micro_batch_size_per_gpu"].get<int>() >= 16, true) << p.key;
+    EXPECT_EQ(json::parse(p.config_json)["train_micro_batch_size_per_gpu"].get<int>() >= 16, true)
+        << p.key;
   }
   // No budget: nothing pruned.
   EXPECT_TRUE(prune(e.candidates, pred, MemoryBudget{0, "none"}).pruned.empty());
@@ -76,8 +80,9 @@ TEST(Pruning, BudgetSources) {
 
 TEST(Pruning, ThinningKeepsSpreadMicroBatchesPerGroup) {
   EnumerateOptions o;
-  const Enumeration e =
-      enumerate_candidates(test::tiny_config(), parse_space(json::parse(R"({"mbs": {"pow2": [1, 32]}, "stage": [0, 2]})")), o);
+  const Enumeration e = enumerate_candidates(
+      test::tiny_config(),
+      parse_space(json::parse(R"({"mbs": {"pow2": [1, 32]}, "stage": [0, 2]})")), o);
   ASSERT_EQ(e.candidates.size(), 12u);
   std::vector<size_t> kept;
   for (size_t i = 0; i < e.candidates.size(); ++i)
@@ -86,8 +91,9 @@ TEST(Pruning, ThinningKeepsSpreadMicroBatchesPerGroup) {
   std::vector<std::string> k;
   for (size_t i : kept) k.push_back(e.candidates[i].key);
   // 1, 2, 4, 8, 16 → indices 0, 2, 4 of 5 → 1, 4, 16, for each stage.
-  EXPECT_EQ(k, (std::vector<std::string>{"mbs=1,gas=1,stage=0", "mbs=1,gas=1,stage=2", "mbs=4,gas=1,stage=0",
-                                         "mbs=4,gas=1,stage=2", "mbs=16,gas=1,stage=0", "mbs=16,gas=1,stage=2"}));
+  EXPECT_EQ(k, (std::vector<std::string>{"mbs=1,gas=1,stage=0", "mbs=1,gas=1,stage=2",
+                                         "mbs=4,gas=1,stage=0", "mbs=4,gas=1,stage=2",
+                                         "mbs=16,gas=1,stage=0", "mbs=16,gas=1,stage=2"}));
   EXPECT_EQ(removed.size(), 4u);
   std::vector<size_t> all = kept;
   EXPECT_TRUE(thin_micro_batches(e.candidates, all, 0).empty());  // 0: off

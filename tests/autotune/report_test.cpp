@@ -1,9 +1,9 @@
 // Ranking and reports: the best trial per metric direction (latency: the
 // fastest), failures after successes, the memory-model error summary.
+#include "autotune/report.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "autotune/report.h"
 
 namespace hybrid::autotune {
 namespace {
@@ -25,14 +25,15 @@ TrialRow trial(const std::string& key, TrialStatus s, double ms, double samples)
 
 std::vector<TrialRow> with_metric(Metric m, std::vector<TrialRow> v) {
   for (auto& t : v)
-    if (t.status == TrialStatus::ok) t.metric = m == Metric::latency ? *t.latency_ms : *t.samples_per_s;
+    if (t.status == TrialStatus::ok)
+      t.metric = m == Metric::latency ? *t.latency_ms : *t.samples_per_s;
   return v;
 }
 
 const std::vector<TrialRow> kTrials = {
-    trial("slow-big", TrialStatus::ok, 80, 200),   // best throughput
+    trial("slow-big", TrialStatus::ok, 80, 200),  // best throughput
     trial("crashed", TrialStatus::crash, 0, 0),
-    trial("fast-small", TrialStatus::ok, 10, 100), // best latency
+    trial("fast-small", TrialStatus::ok, 10, 100),  // best latency
     trial("middle", TrialStatus::ok, 30, 133),
 };
 

@@ -1,10 +1,10 @@
 // Resume: hybrid-tune killed with SIGKILL in the middle of a sweep, then run
 // again with the same command, runs only the trials that had not finished
 // (the one in flight again), and marks the killed trial's run as failed.
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -15,8 +15,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "autotune/launcher.h"
 #include "profiler/store/run_store.h"
@@ -41,12 +39,15 @@ bool terminal(TrialStatus s) { return s != TrialStatus::running && s != TrialSta
 TEST(Resume, AKilledSweepRunsOnlyItsUnfinishedTrialsAgain) {
   test::TempDir dir;
   test::write_json(dir / "cfg.json", test::tiny_config());
-  test::write_json(dir / "space.json", nlohmann::json::parse(R"({"mbs": [1, 2, 4], "stage": [0, 1]})"));
+  test::write_json(dir / "space.json",
+                   nlohmann::json::parse(R"({"mbs": [1, 2, 4], "stage": [0, 1]})"));
   const std::string db = dir / "tune.db", log = dir / "starts.log";
   const std::string args = fmt::format(
-      "{} --config {} --space {} --strategy grid --early-stop 0 --steps 3 --start-step 2 --no-probe --db {} --out {} "
+      "{} --config {} --space {} --strategy grid --early-stop 0 --steps 3 --start-step 2 "
+      "--no-probe --db {} --out {} "
       "--launcher 'bash {}/log_launcher.sh {} {{key}} {{cmd}}'",
-      test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json", test::data_dir(), log);
+      test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json",
+      test::data_dir(), log);
 
   // First run, in the background; killed once two trials have finished.
   const auto argv_words = split_words(args);
@@ -55,7 +56,8 @@ TEST(Resume, AKilledSweepRunsOnlyItsUnfinishedTrialsAgain) {
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, (dir / "first.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, (dir / "first.log").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid = 0;
   ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
@@ -93,7 +95,8 @@ TEST(Resume, AKilledSweepRunsOnlyItsUnfinishedTrialsAgain) {
     for (int i = 0; i < 250; ++i) {
       bool any_alive = false;
       for (const auto& run : store.list_runs())
-        if (run.status == profiler::RunStatus::running && ::kill(pid_t(run.writer_pid), 0) == 0) any_alive = true;
+        if (run.status == profiler::RunStatus::running && ::kill(pid_t(run.writer_pid), 0) == 0)
+          any_alive = true;
       if (!any_alive) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -105,7 +108,8 @@ TEST(Resume, AKilledSweepRunsOnlyItsUnfinishedTrialsAgain) {
   // Second run: the same command, to the end.
   const auto r = test::run_command(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("{} trial(s) finished", done_before.size())));
+  EXPECT_THAT(r.output,
+              ::testing::HasSubstr(fmt::format("{} trial(s) finished", done_before.size())));
   const auto starts = start_counts(log);
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   ASSERT_EQ(store.sweeps().size(), 1u) << "the second run must resume the sweep, not start another";
@@ -121,7 +125,8 @@ TEST(Resume, AKilledSweepRunsOnlyItsUnfinishedTrialsAgain) {
       EXPECT_EQ(after, before + 1) << t.key << " was not finished and must run exactly once more";
   }
   // The killed trial's run no longer claims to be running.
-  for (int64_t id : runs_before) EXPECT_EQ(store.get_run(id).status, profiler::RunStatus::failed) << "run " << id;
+  for (int64_t id : runs_before)
+    EXPECT_EQ(store.get_run(id).status, profiler::RunStatus::failed) << "run " << id;
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // Search-space parsing: every value form, nesting and aliases, and errors that
 // name the key at fault.
+#include "autotune/space.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "autotune/space.h"
 #include "autotune/tune_error.h"
 #include "tune_test_util.h"
 
@@ -38,7 +39,8 @@ TEST(Space, ListsRangesAndPowersOfTwo) {
   EXPECT_EQ(values_of(s, "train_micro_batch_size_per_gpu"), (std::vector<json>{4, 8, 16, 32}));
   EXPECT_EQ(values_of(s, "gradient_accumulation_steps"), (std::vector<json>{1, 4, 7}));
   EXPECT_EQ(values_of(s, "zero_optimization.stage"), (std::vector<json>{0, 1, 2, 3}));
-  EXPECT_EQ(values_of(s, "zero_optimization.overlap_comm"), (std::vector<json>{true, false}));  // deduplicated
+  EXPECT_EQ(values_of(s, "zero_optimization.overlap_comm"),
+            (std::vector<json>{true, false}));  // deduplicated
   EXPECT_EQ(values_of(s, "zero_optimization.reduce_bucket_size"), (std::vector<json>{500000000}));
   EXPECT_EQ(s.grid_size(), 4u * 3u * 4u * 2u * 1u);
   // Axes come in table order whatever the file's order.
@@ -53,9 +55,12 @@ TEST(Space, NestedKeysShortNamesAndAliasesMeanTheSameAxis) {
                           "offload_optimizer": {"device": ["none", "cpu"]}}
   })"));
   EXPECT_EQ(values_of(nested, "zero_optimization.stage"), (std::vector<json>{1, 3}));
-  EXPECT_EQ(values_of(nested, "zero_optimization.stage3_prefetch_bucket_size"), (std::vector<json>{1000, 2000}));
-  EXPECT_EQ(values_of(nested, "zero_optimization.offload_optimizer.device"), (std::vector<json>{"none", "cpu"}));
-  const SearchSpace short_names = parse_space(json::parse(R"({"mbs": [2], "stage": [1, 3], "prefetch": [1000, 2000]})"));
+  EXPECT_EQ(values_of(nested, "zero_optimization.stage3_prefetch_bucket_size"),
+            (std::vector<json>{1000, 2000}));
+  EXPECT_EQ(values_of(nested, "zero_optimization.offload_optimizer.device"),
+            (std::vector<json>{"none", "cpu"}));
+  const SearchSpace short_names =
+      parse_space(json::parse(R"({"mbs": [2], "stage": [1, 3], "prefetch": [1000, 2000]})"));
   EXPECT_EQ(values_of(short_names, "zero_optimization.stage"), (std::vector<json>{1, 3}));
   EXPECT_EQ(values_of(short_names, "train_micro_batch_size_per_gpu"), (std::vector<json>{2}));
   EXPECT_EQ(find_axis("zero_optimization.prefetch_bucket_size"), find_axis("prefetch"));
@@ -84,10 +89,13 @@ TEST(Space, ErrorsNameTheKey) {
               HasSubstr("offload_optimizer must be one of none, cpu, got \"gpu\""));
   EXPECT_THAT(error_of(json::parse(R"({"zero_optimization.overlap_comm": {"range": [0, 1]}})")),
               HasSubstr("ranges are for integer keys"));
-  EXPECT_THAT(error_of(json::parse(R"({"gradient_accumulation_steps": [1], "train_batch_size": 8})")),
-              HasSubstr("give gradient_accumulation_steps or train_batch_size"));
-  EXPECT_THAT(error_of(json::parse(R"({"stage": [1], "zero_optimization.stage": [2]})")), HasSubstr("given twice"));
-  EXPECT_THAT(error_of(json::parse(R"({"mbs": {"range": [1, 100000]}})")), HasSubstr("more than 4096 values"));
+  EXPECT_THAT(
+      error_of(json::parse(R"({"gradient_accumulation_steps": [1], "train_batch_size": 8})")),
+      HasSubstr("give gradient_accumulation_steps or train_batch_size"));
+  EXPECT_THAT(error_of(json::parse(R"({"stage": [1], "zero_optimization.stage": [2]})")),
+              HasSubstr("given twice"));
+  EXPECT_THAT(error_of(json::parse(R"({"mbs": {"range": [1, 100000]}})")),
+              HasSubstr("more than 4096 values"));
   EXPECT_THAT(error_of(json::object()), HasSubstr("no keys to tune"));
   EXPECT_THAT(error_of(json::array()), HasSubstr("the top level must be a JSON object"));
 }

@@ -1,13 +1,14 @@
 // Strategy selection on synthetic objectives (no processes): grid order, a
 // seeded random order, and the model strategy finding the optimum of a
 // well-specified cost surface in few trials, for higher- and lower-is-better metrics.
+#include "autotune/strategy.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "autotune/candidate.h"
-#include "autotune/strategy.h"
 #include "autotune/tune_error.h"
 #include "tune_test_util.h"
 
@@ -24,16 +25,18 @@ std::vector<size_t> all_indices(size_t n) {
 
 // Runs a strategy to the end against an objective; returns the order of trials.
 template <class Objective>
-std::vector<size_t> drive(Strategy& s, size_t n, Objective&& step_s_of, Metric m, const std::vector<StepFeatures>* f) {
+std::vector<size_t> drive(Strategy& s, size_t n, Objective&& step_s_of, Metric m,
+                          const std::vector<StepFeatures>* f) {
   std::vector<size_t> remaining = all_indices(n), order;
   std::vector<Observation> history;
   while (auto pick = s.next(remaining, history)) {
     order.push_back(*pick);
     remaining.erase(std::find(remaining.begin(), remaining.end(), *pick));
     const double t = step_s_of(*pick);
-    const double metric = f ? metric_from_step_time(m, t, (*f)[*pick].samples_per_step, (*f)[*pick].tokens_per_step,
-                                                    (*f)[*pick].flops_per_step)
-                            : t;
+    const double metric =
+        f ? metric_from_step_time(m, t, (*f)[*pick].samples_per_step, (*f)[*pick].tokens_per_step,
+                                  (*f)[*pick].flops_per_step)
+          : t;
     history.push_back({*pick, true, metric, t});
   }
   return order;
@@ -41,18 +44,23 @@ std::vector<size_t> drive(Strategy& s, size_t n, Objective&& step_s_of, Metric m
 
 TEST(Strategy, GridRunsEveryCandidateInOrder) {
   auto g = make_grid_strategy();
-  EXPECT_EQ(drive(*g, 5, [](size_t) { return 1.0; }, Metric::latency, nullptr), all_indices(5));
+  EXPECT_EQ(drive(
+                *g, 5, [](size_t) { return 1.0; }, Metric::latency, nullptr),
+            all_indices(5));
   EXPECT_EQ(g->next({}, {}), std::nullopt);
 }
 
 TEST(Strategy, RandomIsASeededPermutation) {
-  const auto a = seeded_permutation(20, 7), b = seeded_permutation(20, 7), c = seeded_permutation(20, 8);
+  const auto a = seeded_permutation(20, 7), b = seeded_permutation(20, 7),
+             c = seeded_permutation(20, 8);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(std::set<size_t>(a.begin(), a.end()).size(), 20u);
   EXPECT_NE(a, all_indices(20));
   auto r = make_random_strategy(7, 20);
-  EXPECT_EQ(drive(*r, 20, [](size_t) { return 1.0; }, Metric::latency, nullptr), a);
+  EXPECT_EQ(drive(
+                *r, 20, [](size_t) { return 1.0; }, Metric::latency, nullptr),
+            a);
   // Resumed with some already tried, it continues the same order.
   auto r2 = make_random_strategy(7, 20);
   std::vector<size_t> rest(a.begin() + 5, a.end());
@@ -66,9 +74,13 @@ std::vector<StepFeatures> grid_features(int world) {
   EnumerateOptions o;
   o.world_size = world;
   const auto e = enumerate_candidates(
-      test::tiny_config(), parse_space(json::parse(R"({"mbs": [1, 2, 4, 8, 16], "gas": [1, 2], "stage": [0, 1, 2, 3]})")), o);
+      test::tiny_config(),
+      parse_space(
+          json::parse(R"({"mbs": [1, 2, 4, 8, 16], "gas": [1, 2], "stage": [0, 1, 2, 3]})")),
+      o);
   std::vector<StepFeatures> f;
-  for (const auto& c : e.candidates) f.push_back(step_features(c.parsed, world, default_rates(kernels::BackendKind::cpu, world)));
+  for (const auto& c : e.candidates)
+    f.push_back(step_features(c.parsed, world, default_rates(kernels::BackendKind::cpu, world)));
   return f;
 }
 
@@ -86,7 +98,8 @@ TEST(Strategy, ModelFindsTheOptimumOfAWellSpecifiedSurfaceInFewTrials) {
     size_t best = 0;
     for (size_t i = 1; i < f.size(); ++i) {
       const auto val = [&](size_t k) {
-        return metric_from_step_time(m, step_s(k), f[k].samples_per_step, f[k].tokens_per_step, f[k].flops_per_step);
+        return metric_from_step_time(m, step_s(k), f[k].samples_per_step, f[k].tokens_per_step,
+                                     f[k].flops_per_step);
       };
       if (better(m, val(i), val(best))) best = i;
     }
@@ -95,7 +108,8 @@ TEST(Strategy, ModelFindsTheOptimumOfAWellSpecifiedSurfaceInFewTrials) {
     auto s = make_model_strategy(f, mo);
     const auto order = drive(*s, f.size(), step_s, m, &f);
     EXPECT_NE(std::find(order.begin(), order.end(), best), order.end()) << metric_name(m);
-    EXPECT_LE(order.size(), f.size() / 4) << metric_name(m) << ": the model stops by itself, well before the grid";
+    EXPECT_LE(order.size(), f.size() / 4)
+        << metric_name(m) << ": the model stops by itself, well before the grid";
     EXPECT_FALSE(s->stop_reason().empty());
     // The model fits what it measured (the surface is in its span).
     for (size_t i : order) EXPECT_NEAR(*s->predicted_step_s(i), step_s(i), step_s(i) * 0.02) << i;

@@ -3,17 +3,15 @@
 // crashing, a hanging and an out-of-memory trial, the memory model against
 // measured peaks, the latency metric's choice, and that the written best config
 // reproduces its trial's speed.
+#include <dirent.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "autotune/best_config.h"
 #include "engine/memory_model.h"
@@ -29,7 +27,8 @@ using profiler::TrialRow;
 using profiler::TrialStatus;
 using ::testing::HasSubstr;
 
-std::map<std::string, TrialRow> trials_by_key(const std::string& db, int64_t* sweep_status = nullptr) {
+std::map<std::string, TrialRow> trials_by_key(const std::string& db,
+                                              int64_t* sweep_status = nullptr) {
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   const auto sweeps = store.sweeps();
   EXPECT_EQ(sweeps.size(), 1u);
@@ -56,7 +55,8 @@ int count_processes(const std::vector<std::string>& argv) {
 
 TEST(Sweep, CrashHangAndOutOfMemoryAreRecordedAndTheSweepGoesOn) {
   test::TempDir dir;
-  // The budget sits between the predicted needs of micro-batch 4 and 8, so mbs=8 runs out of memory.
+  // The budget sits between the predicted needs of micro-batch 4 and 8, so mbs=8 runs out of
+  // memory.
   json cfg = test::tiny_config({{"hybrid", {{"model", {{"vocab_size", 512}, {"seq_len", 32}}}}}});
   auto backend = kernels::make_backend("cpu", 0).backend;
   uint64_t need4 = 0, need8 = UINT64_MAX;
@@ -64,20 +64,24 @@ TEST(Sweep, CrashHangAndOutOfMemoryAreRecordedAndTheSweepGoesOn) {
     json c = cfg;
     c["zero_optimization"] = {{"stage", stage}};
     c["train_micro_batch_size_per_gpu"] = 4;
-    need4 = std::max(need4, engine::predict_memory(engine::parse_config(c, 2), 2, *backend).total());
+    need4 =
+        std::max(need4, engine::predict_memory(engine::parse_config(c, 2), 2, *backend).total());
     c["train_micro_batch_size_per_gpu"] = 8;
-    need8 = std::min(need8, engine::predict_memory(engine::parse_config(c, 2), 2, *backend).total());
+    need8 =
+        std::min(need8, engine::predict_memory(engine::parse_config(c, 2), 2, *backend).total());
   }
   ASSERT_LT(need4, need8);
   cfg["hybrid"]["memory_budget"] = (need4 + need8) / 2;
   test::write_json(dir / "cfg.json", cfg);
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 4, 8], "stage": [1, 2]})"));
   const std::string db = dir / "tune.db";
-  const std::string launcher =
-      fmt::format("bash {}/chaos_launcher.sh {{key}} {{nprocs}} {} {{cmd}}", test::data_dir(), HYBRID_MPIEXEC);
+  const std::string launcher = fmt::format(
+      "bash {}/chaos_launcher.sh {{key}} {{nprocs}} {} {{cmd}}", test::data_dir(), HYBRID_MPIEXEC);
   const auto r = test::run_command(fmt::format(
-      "CRASH_KEY=mbs=2,gas=1,stage=1 HANG_KEY=mbs=4,gas=1,stage=2 {} --config {} --space {} --nprocs 2 --strategy grid "
-      "--early-stop 0 --steps 4 --start-step 2 --trial-timeout 4 --no-prune --no-probe --db {} --out {} --launcher '{}'",
+      "CRASH_KEY=mbs=2,gas=1,stage=1 HANG_KEY=mbs=4,gas=1,stage=2 {} --config {} --space {} "
+      "--nprocs 2 --strategy grid "
+      "--early-stop 0 --steps 4 --start-step 2 --trial-timeout 4 --no-prune --no-probe --db {} "
+      "--out {} --launcher '{}'",
       test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json", launcher));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("[  8/8]"));
@@ -88,13 +92,14 @@ TEST(Sweep, CrashHangAndOutOfMemoryAreRecordedAndTheSweepGoesOn) {
   ASSERT_EQ(t.size(), 8u) << r.output;
   EXPECT_EQ(sweep_status, int64_t(profiler::SweepStatus::done));
   const std::map<std::string, TrialStatus> expected = {
-      {"mbs=1,gas=1,stage=1", TrialStatus::ok},      {"mbs=1,gas=1,stage=2", TrialStatus::ok},
-      {"mbs=2,gas=1,stage=1", TrialStatus::crash},   {"mbs=2,gas=1,stage=2", TrialStatus::ok},
-      {"mbs=4,gas=1,stage=1", TrialStatus::ok},      {"mbs=4,gas=1,stage=2", TrialStatus::timeout},
-      {"mbs=8,gas=1,stage=1", TrialStatus::oom},     {"mbs=8,gas=1,stage=2", TrialStatus::oom}};
+      {"mbs=1,gas=1,stage=1", TrialStatus::ok},    {"mbs=1,gas=1,stage=2", TrialStatus::ok},
+      {"mbs=2,gas=1,stage=1", TrialStatus::crash}, {"mbs=2,gas=1,stage=2", TrialStatus::ok},
+      {"mbs=4,gas=1,stage=1", TrialStatus::ok},    {"mbs=4,gas=1,stage=2", TrialStatus::timeout},
+      {"mbs=8,gas=1,stage=1", TrialStatus::oom},   {"mbs=8,gas=1,stage=2", TrialStatus::oom}};
   for (const auto& [key, status] : expected) {
     ASSERT_TRUE(t.count(key)) << key;
-    EXPECT_EQ(t.at(key).status, status) << key << ": " << t.at(key).reason << "\n" << t.at(key).output_tail;
+    EXPECT_EQ(t.at(key).status, status) << key << ": " << t.at(key).reason << "\n"
+                                        << t.at(key).output_tail;
   }
   EXPECT_THAT(t.at("mbs=2,gas=1,stage=1").reason, HasSubstr("SIGKILL"));
   EXPECT_THAT(t.at("mbs=8,gas=1,stage=1").reason, HasSubstr("OutOfMemoryError"));
@@ -106,11 +111,15 @@ TEST(Sweep, CrashHangAndOutOfMemoryAreRecordedAndTheSweepGoesOn) {
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   for (const auto& [key, row] : t) {
     if (row.status != TrialStatus::ok) continue;
-    ASSERT_TRUE(row.metric && row.samples_per_s && row.latency_ms && row.tokens_per_s && row.flops_per_s) << key;
+    ASSERT_TRUE(row.metric && row.samples_per_s && row.latency_ms && row.tokens_per_s &&
+                row.flops_per_s)
+        << key;
     EXPECT_GT(*row.samples_per_s, 0.0);
     ASSERT_TRUE(row.peak_mem_bytes && row.predicted_mem_bytes) << key;
-    EXPECT_LE(std::fabs(double(*row.predicted_mem_bytes) - double(*row.peak_mem_bytes)), 0.10 * double(*row.peak_mem_bytes))
-        << key << ": predicted " << *row.predicted_mem_bytes << ", measured " << *row.peak_mem_bytes;
+    EXPECT_LE(std::fabs(double(*row.predicted_mem_bytes) - double(*row.peak_mem_bytes)),
+              0.10 * double(*row.peak_mem_bytes))
+        << key << ": predicted " << *row.predicted_mem_bytes << ", measured "
+        << *row.peak_mem_bytes;
     ASSERT_TRUE(row.run_id) << key;
     EXPECT_EQ(store.get_run(*row.run_id).status, profiler::RunStatus::ok);
     EXPECT_EQ(store.get_run(*row.run_id).world_size, 2);
@@ -121,13 +130,16 @@ TEST(Sweep, CrashHangAndOutOfMemoryAreRecordedAndTheSweepGoesOn) {
 TEST(Sweep, LatencyPicksTheFastestTrialAndItsConfigReproducesIt) {
   test::TempDir dir;
   // Steps of several ms, so that a median over a dozen of them is a stable figure.
-  json cfg = test::tiny_config({{"hybrid", {{"model", {{"n_embd", 128}, {"n_head", 4}, {"vocab_size", 1024}, {"seq_len", 64}}}}}});
+  json cfg = test::tiny_config(
+      {{"hybrid",
+        {{"model", {{"n_embd", 128}, {"n_head", 4}, {"vocab_size", 1024}, {"seq_len", 64}}}}}});
   test::write_json(dir / "cfg.json", cfg);
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 4], "stage": [0]})"));
   const std::string db = dir / "tune.db";
-  const auto r = test::run_command(fmt::format(
-      "{} --config {} --space {} --metric latency --strategy grid --steps 16 --start-step 4 --no-probe --db {} --out {}",
-      test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json"));
+  const auto r = test::run_command(
+      fmt::format("{} --config {} --space {} --metric latency --strategy grid --steps 16 "
+                  "--start-step 4 --no-probe --db {} --out {}",
+                  test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("lower is better"));
   const auto t = trials_by_key(db);
@@ -146,8 +158,9 @@ TEST(Sweep, LatencyPicksTheFastestTrialAndItsConfigReproducesIt) {
   // Run as is by hybrid-train, it reproduces the trial's speed. Tolerance 30 %:
   // this machine is shared, and a step of a few ms is at the scheduler's mercy.
   const std::string db2 = dir / "repro.db";
-  const auto rr = test::run_command(fmt::format("{} --config {} --steps 16 --db {} --result {} --quiet", test::train_bin(),
-                                                dir / "best.json", db2, dir / "repro.json"));
+  const auto rr =
+      test::run_command(fmt::format("{} --config {} --steps 16 --db {} --result {} --quiet",
+                                    test::train_bin(), dir / "best.json", db2, dir / "repro.json"));
   ASSERT_EQ(rr.exit_code, 0) << rr.output;
   const json res = test::read_json(dir / "repro.json");
   profiler::RunStore store(db2, profiler::OpenMode::read_only);
@@ -158,7 +171,8 @@ TEST(Sweep, LatencyPicksTheFastestTrialAndItsConfigReproducesIt) {
     if (s.step >= 4) window.push_back(s.step_ms);
   std::sort(window.begin(), window.end());
   const double ms = 0.5 * (window[window.size() / 2 - 1] + window[window.size() / 2]);
-  const double samples_per_s = res["samples_per_s"].get<double>() * res["ms_per_step_median"].get<double>() / ms;
+  const double samples_per_s =
+      res["samples_per_s"].get<double>() * res["ms_per_step_median"].get<double>() / ms;
   EXPECT_NEAR(samples_per_s, *fastest->samples_per_s, 0.30 * *fastest->samples_per_s)
       << "trial " << *fastest->latency_ms << " ms/step, reproduction " << ms << " ms/step";
 }

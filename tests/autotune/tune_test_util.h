@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/common/run_command.h"
 
@@ -25,7 +24,13 @@ inline nlohmann::json tiny_config(const nlohmann::json& patch = nlohmann::json::
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}}}}},
       {"steps_per_print", 1000},
       {"hybrid",
-       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64}, {"seq_len", 16}}},
+       {{"model",
+         {{"type", "gpt2"},
+          {"n_layer", 2},
+          {"n_embd", 32},
+          {"n_head", 2},
+          {"vocab_size", 64},
+          {"seq_len", 16}}},
         {"data", "synthetic"},
         {"threads", 1},
         {"seed", 7}}},
@@ -38,7 +43,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("hybrid_tune_" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = std::filesystem::temp_directory_path() /
+            ("hybrid_tune_" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -54,7 +60,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
+inline void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream(path) << j.dump(2);
+}
 
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

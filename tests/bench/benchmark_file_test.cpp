@@ -1,16 +1,17 @@
 // Reading Google Benchmark JSON: real 1.7.1 output, generated fixtures, and every
 // kind of malformed input, whose errors must name the file and the problem.
+#include "bench/compare/benchmark_file.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bench/compare/benchmark_file.h"
 #include "bench_test_support.h"
 
 namespace hybrid::bench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::fixture;
+using ::testing::HasSubstr;
 
 // The error message of loading `name`, or "" when it loads.
 std::string load_error(const std::string& name) {
@@ -38,7 +39,7 @@ TEST(BenchmarkFile, ReadsRealGoogleBenchmarkOutput) {
 TEST(BenchmarkFile, ConvertsEveryUnitToNanoseconds) {
   BenchmarkFile f = load_benchmark_file(fixture("base.json"));
   // Nominal values of make_fixtures.py, within the 1 % sigma noise (+-5 sigma).
-  const BenchmarkSamples* matmul = f.find("matmul/768x3072");  // 850 us
+  const BenchmarkSamples* matmul = f.find("matmul/768x3072");     // 850 us
   const BenchmarkSamples* step = f.find("train_step/gpt2_tiny");  // 40 ms
   const BenchmarkSamples* ln = f.find("layernorm/768");           // 12000 ns
   ASSERT_TRUE(matmul && step && ln);
@@ -103,8 +104,8 @@ TEST(BenchmarkFile, UnknownTimeUnit) {
 }
 
 TEST(BenchmarkFile, MissingTimeFieldIsNamed) {
-  nlohmann::json doc = {{"benchmarks",
-                         {{{"name", "a"}, {"run_type", "iteration"}, {"cpu_time", 1.0}}}}};
+  nlohmann::json doc = {
+      {"benchmarks", {{{"name", "a"}, {"run_type", "iteration"}, {"cpu_time", 1.0}}}}};
   try {
     parse_benchmark_json(doc, "inline.json");
     FAIL() << "expected an error";

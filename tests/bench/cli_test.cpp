@@ -10,9 +10,9 @@
 namespace hybrid::bench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bench_binary;
 using testing::fixture;
+using ::testing::HasSubstr;
 using testing::read_text;
 using testing::ScratchDir;
 
@@ -72,14 +72,14 @@ TEST_F(HybridBenchCli, NormaliseTurnsASlowerMachineIntoAPass) {
 }
 
 TEST_F(HybridBenchCli, ThresholdAndAlphaOptionsAreUsed) {
-  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"),
-                          "--threshold", "35%"})
-                .exit_code,
-            0);
-  EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--alpha",
-                          "0.00001"})
-                .exit_code,
-            0);
+  EXPECT_EQ(
+      hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--threshold", "35%"})
+          .exit_code,
+      0);
+  EXPECT_EQ(
+      hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--alpha", "0.00001"})
+          .exit_code,
+      0);
   EXPECT_EQ(hybrid_bench({"compare", fixture("base.json"), fixture("shift30.json"), "--metric",
                           "cpu_time", "--threshold", "0.1"})
                 .exit_code,
@@ -95,16 +95,17 @@ TEST_F(HybridBenchCli, ErrorsExitTwoAndNameTheInput) {
   EXPECT_EQ(not_json.exit_code, 2);
   EXPECT_THAT(not_json.err, HasSubstr("not_json.json: not valid JSON"));
 
-  Cli threshold = hybrid_bench({"compare", fixture("base.json"), fixture("base.json"),
-                                "--threshold", "lots"});
+  Cli threshold =
+      hybrid_bench({"compare", fixture("base.json"), fixture("base.json"), "--threshold", "lots"});
   EXPECT_EQ(threshold.exit_code, 2);
   EXPECT_THAT(threshold.err, HasSubstr("--threshold"));
 
-  Cli metric = hybrid_bench({"compare", fixture("base.json"), fixture("base.json"), "--metric", "wall"});
+  Cli metric =
+      hybrid_bench({"compare", fixture("base.json"), fixture("base.json"), "--metric", "wall"});
   EXPECT_EQ(metric.exit_code, 2);
   EXPECT_THAT(metric.err, HasSubstr("--metric"));
 
-  EXPECT_EQ(hybrid_bench({}).exit_code, 2);                   // no subcommand
+  EXPECT_EQ(hybrid_bench({}).exit_code, 2);  // no subcommand
   EXPECT_EQ(hybrid_bench({"compare", "only_one.json"}).exit_code, 2);
   EXPECT_EQ(hybrid_bench({"--help"}).exit_code, 0);
 }
@@ -137,8 +138,8 @@ TEST_F(HybridBenchCli, RunWithUnknownSuiteNamesTheFile) {
   ScratchDir dir("unknown");
   std::ofstream(dir / "suites.json")
       << R"({"suites": {"tiny": {"entries": [{"executable": "bench_calibration"}]}}})";
-  Cli c = hybrid_bench({"run", "--suite", "huge", "--suites", dir / "suites.json", "--out",
-                        dir / "x.json"});
+  Cli c = hybrid_bench(
+      {"run", "--suite", "huge", "--suites", dir / "suites.json", "--out", dir / "x.json"});
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_THAT(c.err, HasSubstr("no suite named 'huge' (suites: tiny)"));
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
@@ -146,8 +147,8 @@ TEST_F(HybridBenchCli, RunWithUnknownSuiteNamesTheFile) {
 
 TEST_F(HybridBenchCli, MergeKeepsEveryRepetition) {
   ScratchDir dir("merge");
-  Cli c = hybrid_bench({"merge", "--out", dir / "all.json", fixture("base.json"),
-                        fixture("rerun.json")});
+  Cli c = hybrid_bench(
+      {"merge", "--out", dir / "all.json", fixture("base.json"), fixture("rerun.json")});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   BenchmarkFile merged = load_benchmark_file(dir / "all.json");
   BenchmarkFile base = load_benchmark_file(fixture("base.json"));
@@ -167,8 +168,8 @@ TEST_F(HybridBenchCli, MergeKeepsEveryRepetition) {
   ASSERT_EQ(rounds.exit_code, 0) << rounds.err;
   EXPECT_EQ(load_benchmark_file(dir / "rounds.json").benchmarks[0].repetitions(), 2u);
 
-  Cli bad = hybrid_bench({"merge", "--out", dir / "bad.json", fixture("base.json"),
-                          fixture("not_gbench.json")});
+  Cli bad = hybrid_bench(
+      {"merge", "--out", dir / "bad.json", fixture("base.json"), fixture("not_gbench.json")});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("not_gbench.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.json"));

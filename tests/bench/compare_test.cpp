@@ -14,8 +14,8 @@ namespace hybrid::bench {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::fixture;
+using ::testing::HasSubstr;
 
 BenchmarkFile load(const std::string& name) { return load_benchmark_file(fixture(name)); }
 
@@ -146,10 +146,12 @@ TEST(Compare, NormalisationCancelsAUniformlySlowerMachine) {
 TEST(Compare, NormalisationIgnoresACalibrationShiftThatIsNoise) {
   // The calibration medians differ by 5 % (110 -> 105 ns) but the samples overlap
   // completely: dividing by 0.95 would only add that noise to every benchmark.
-  BenchmarkFile base = make_file("a.json", {{"calibration/compute", {100, 130, 90, 110, 120, 95, 125}},
-                                            {"op", {50, 51, 52, 53, 54}}});
-  BenchmarkFile cur = make_file("b.json", {{"calibration/compute", {105, 95, 128, 115, 100, 92, 131}},
-                                           {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile base = make_file(
+      "a.json",
+      {{"calibration/compute", {100, 130, 90, 110, 120, 95, 125}}, {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile cur = make_file(
+      "b.json",
+      {{"calibration/compute", {105, 95, 128, 115, 100, 92, 131}}, {"op", {50, 51, 52, 53, 54}}});
   CompareOptions options;
   options.normalize = true;
   ComparisonReport gated = compare_runs(base, cur, options);
@@ -169,14 +171,14 @@ TEST(Compare, NormalisationIgnoresACalibrationShiftThatIsNoise) {
 TEST(Compare, CalibrationNeedsTheStricterLevelToBeDividedOut) {
   // 5 vs 5 separated calibration samples: exact p = 2/252 = 0.0079 < 0.01, divided out;
   // 4 vs 4: p = 2/70 = 0.029, significant at alpha 0.05 but not at 0.01, not divided out.
-  BenchmarkFile base5 = make_file("a.json", {{"calibration/compute", {10, 11, 12, 13, 14}},
-                                             {"op", {50, 51, 52, 53, 54}}});
-  BenchmarkFile cur5 = make_file("b.json", {{"calibration/compute", {20, 21, 22, 23, 24}},
-                                            {"op", {50, 51, 52, 53, 54}}});
-  BenchmarkFile base4 = make_file("c.json", {{"calibration/compute", {10, 11, 12, 13}},
-                                             {"op", {50, 51, 52, 53}}});
-  BenchmarkFile cur4 = make_file("d.json", {{"calibration/compute", {20, 21, 22, 23}},
-                                            {"op", {50, 51, 52, 53}}});
+  BenchmarkFile base5 = make_file(
+      "a.json", {{"calibration/compute", {10, 11, 12, 13, 14}}, {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile cur5 = make_file(
+      "b.json", {{"calibration/compute", {20, 21, 22, 23, 24}}, {"op", {50, 51, 52, 53, 54}}});
+  BenchmarkFile base4 =
+      make_file("c.json", {{"calibration/compute", {10, 11, 12, 13}}, {"op", {50, 51, 52, 53}}});
+  BenchmarkFile cur4 =
+      make_file("d.json", {{"calibration/compute", {20, 21, 22, 23}}, {"op", {50, 51, 52, 53}}});
   CompareOptions options;
   options.normalize = true;
   ComparisonReport five = compare_runs(base5, cur5, options);

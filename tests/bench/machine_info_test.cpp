@@ -1,10 +1,10 @@
 // The machine description recorded with every run.
+#include "bench/compare/machine_info.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
-
-#include "bench/compare/machine_info.h"
 
 namespace hybrid::bench {
 namespace {
@@ -27,7 +27,8 @@ TEST(MachineInfo, ParsesTheFirstProcessorOfCpuinfo) {
 }
 
 TEST(MachineInfo, ReportsAvx512) {
-  CpuInfo info = parse_cpuinfo("model name : Intel Xeon\nflags : avx2 avx512f avx512bw avx512_bf16 amx_tile\n");
+  CpuInfo info = parse_cpuinfo(
+      "model name : Intel Xeon\nflags : avx2 avx512f avx512bw avx512_bf16 amx_tile\n");
   EXPECT_THAT(info.flags, ElementsAre("amx_tile", "avx2", "avx512_bf16", "avx512bw", "avx512f"));
 }
 

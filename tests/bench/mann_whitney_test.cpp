@@ -2,6 +2,8 @@
 // hand-enumerated small cases, the worked example of SciPy's documentation, brute-force
 // enumeration of every relabelling, and the tie-corrected variance computed from the
 // midranks directly (the finite-population variance of a rank sum).
+#include "bench/compare/mann_whitney.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +11,6 @@
 #include <numeric>
 #include <random>
 #include <vector>
-
-#include "bench/compare/mann_whitney.h"
 
 namespace hybrid::bench {
 namespace {
@@ -44,8 +44,7 @@ TEST(MannWhitney, InterleavedThreeVersusThreeByHand) {
   auto r = mann_whitney_u(x, y);
   EXPECT_DOUBLE_EQ(r.u1, 3.0);
   EXPECT_NEAR(r.p_value, 0.7, kTight);
-  EXPECT_EQ(mann_whitney_u_counts(3, 3),
-            (std::vector<double>{1, 1, 2, 3, 3, 3, 3, 2, 1, 1}));
+  EXPECT_EQ(mann_whitney_u_counts(3, 3), (std::vector<double>{1, 1, 2, 3, 3, 3, 3, 2, 1, 1}));
 }
 
 TEST(MannWhitney, ScipyDocumentationExample) {
@@ -94,7 +93,8 @@ double brute_force_p(const std::vector<double>& x, const std::vector<double>& y)
     for (int i = 0; i < n; ++i) {
       if (!(mask & (1u << i))) continue;
       for (int j = 0; j < n; ++j) {
-        if (!(mask & (1u << j))) u += pooled[i] > pooled[j] ? 1 : (pooled[i] == pooled[j] ? 0.5 : 0);
+        if (!(mask & (1u << j)))
+          u += pooled[i] > pooled[j] ? 1 : (pooled[i] == pooled[j] ? 0.5 : 0);
       }
     }
     return u;

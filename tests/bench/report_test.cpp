@@ -1,19 +1,20 @@
 // The three renderings of a comparison carry the same facts: the terminal table,
 // the Markdown for a pull-request comment, and the JSON for tools.
+#include "bench/compare/report.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "bench/compare/report.h"
 #include "bench_test_support.h"
 
 namespace hybrid::bench {
 namespace {
 
+using testing::fixture;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::fixture;
 
 ComparisonReport shifted() {
   return compare_runs(load_benchmark_file(fixture("base.json")),

@@ -1,48 +1,49 @@
 // The suite runner with real processes: bench_calibration (a real Google Benchmark
 // executable built beside hybrid-bench) run with tiny minimum times, and the merge
 // of several outputs into one Google Benchmark document.
+#include "bench/compare/runner.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "bench/compare/benchmark_file.h"
-#include "bench/compare/runner.h"
 #include "bench_test_support.h"
 
 namespace hybrid::bench {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bench_binary;
+using ::testing::HasSubstr;
 
 nlohmann::json iteration(const std::string& name, int index, int reps, double t) {
-  return {{"name", name},         {"run_name", name}, {"run_type", "iteration"},
-          {"repetitions", reps},  {"repetition_index", index},
-          {"real_time", t},       {"cpu_time", t},    {"time_unit", "ns"}};
+  return {{"name", name},        {"run_name", name},          {"run_type", "iteration"},
+          {"repetitions", reps}, {"repetition_index", index}, {"real_time", t},
+          {"cpu_time", t},       {"time_unit", "ns"}};
 }
 
 nlohmann::json aggregate(const std::string& name, const std::string& kind, double t) {
-  return {{"name", name + "_" + kind}, {"run_name", name},  {"run_type", "aggregate"},
-          {"aggregate_name", kind},    {"real_time", t},    {"cpu_time", t},
+  return {{"name", name + "_" + kind}, {"run_name", name}, {"run_type", "aggregate"},
+          {"aggregate_name", kind},    {"real_time", t},   {"cpu_time", t},
           {"time_unit", "ns"}};
 }
 
 TEST(Runner, MergeKeepsEveryRepetitionOfARepeatedBenchmark) {
-  nlohmann::json first = {{"context", {{"executable", "bench_calibration"}, {"num_cpus", 2}}},
-                          {"benchmarks",
-                           {iteration("calibration/compute", 0, 2, 10),
-                            iteration("calibration/compute", 1, 2, 11),
-                            aggregate("calibration/compute", "median", 10.5)}}};
+  nlohmann::json first = {
+      {"context", {{"executable", "bench_calibration"}, {"num_cpus", 2}}},
+      {"benchmarks",
+       {iteration("calibration/compute", 0, 2, 10), iteration("calibration/compute", 1, 2, 11),
+        aggregate("calibration/compute", "median", 10.5)}}};
   nlohmann::json second = {{"context", {{"executable", "bench_kernels"}}},
                            {"benchmarks",
                             {iteration("matmul/768", 0, 2, 100), iteration("matmul/768", 1, 2, 101),
                              aggregate("matmul/768", "median", 100.5)}}};
-  nlohmann::json third = {{"context", {{"executable", "bench_calibration"}}},
-                          {"benchmarks",
-                           {iteration("calibration/compute", 0, 2, 12),
-                            iteration("calibration/compute", 1, 2, 13),
-                            aggregate("calibration/compute", "median", 12.5)}}};
+  nlohmann::json third = {
+      {"context", {{"executable", "bench_calibration"}}},
+      {"benchmarks",
+       {iteration("calibration/compute", 0, 2, 12), iteration("calibration/compute", 1, 2, 13),
+        aggregate("calibration/compute", "median", 12.5)}}};
   nlohmann::json merged = merge_benchmark_outputs(
       {first, second, third}, {"bench_calibration", "bench_kernels", "bench_calibration"});
 
@@ -119,9 +120,9 @@ RunOptions run_options() {
 TEST(Runner, RunsARealSuiteAndMergesItsOutputs) {
   ASSERT_TRUE(std::filesystem::exists(bench_binary("bench_calibration")))
       << "build the bench_calibration target first";
-  Suite suite = calibration_suite({calibration_entry("^calibration/compute$"),
-                                   calibration_entry("^canary/"),
-                                   calibration_entry("^calibration/compute$")});
+  Suite suite =
+      calibration_suite({calibration_entry("^calibration/compute$"), calibration_entry("^canary/"),
+                         calibration_entry("^calibration/compute$")});
   suite.entries[1].interleave = false;
   nlohmann::json merged = run_suite(suite, run_options());
 

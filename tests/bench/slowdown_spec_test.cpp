@@ -1,9 +1,9 @@
 // HYBRID_BENCH_SLOWDOWN parsing and name matching (the benchmark-side switch that
 // proves the regression check works).
+#include "bench/compare/slowdown_spec.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "bench/compare/slowdown_spec.h"
 
 namespace hybrid::bench {
 namespace {
@@ -19,7 +19,8 @@ TEST(SlowdownSpec, SingleRuleMatchesBySearch) {
 }
 
 TEST(SlowdownSpec, SeveralRulesFirstMatchWins) {
-  auto rules = parse_slowdown_spec("^canary/softmax$=30%; layernorm=0.1 ;matmul/768=0.5;matmul=0.2");
+  auto rules =
+      parse_slowdown_spec("^canary/softmax$=30%; layernorm=0.1 ;matmul/768=0.5;matmul=0.2");
   ASSERT_EQ(rules.size(), 4u);
   EXPECT_DOUBLE_EQ(slowdown_fraction(rules, "canary/softmax"), 0.30);
   EXPECT_DOUBLE_EQ(slowdown_fraction(rules, "canary/softmax_big"), 0.0);  // anchored
@@ -54,7 +55,8 @@ TEST(SlowdownSpec, MalformedRulesNameTheVariableAndRule) {
   EXPECT_THAT(error("matmul=fast"), HasSubstr("has no number"));
   EXPECT_THAT(error("=0.3"), HasSubstr("empty name regex"));
   EXPECT_THAT(error("matmul=-0.3"), HasSubstr("outside [0, 10]"));
-  EXPECT_THAT(error("matmul=0.3;(unclosed=0.2"), HasSubstr("rule '(unclosed=0.2' has an invalid regex"));
+  EXPECT_THAT(error("matmul=0.3;(unclosed=0.2"),
+              HasSubstr("rule '(unclosed=0.2' has an invalid regex"));
 }
 
 }  // namespace

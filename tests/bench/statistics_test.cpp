@@ -1,11 +1,11 @@
 // Geometric mean and Holm adjustment against values worked out by hand (the
 // median is base::median, tested in tests/base).
+#include "bench/compare/statistics.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "bench/compare/statistics.h"
 
 namespace hybrid::bench {
 namespace {

@@ -1,11 +1,12 @@
 // Suite definitions: the checked-in bench/suites.json is valid and every suite can be
 // normalised; malformed definitions fail with the key at fault.
+#include "bench/compare/suite.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
 
-#include "bench/compare/suite.h"
 #include "bench_test_support.h"
 
 namespace hybrid::bench {
@@ -73,8 +74,10 @@ TEST(Suite, DefaultsAndOverrides) {
   EXPECT_EQ(b.env[0].second, "1");
   EXPECT_TRUE(a.env.empty());
 
-  auto mpi = parse_suites(nlohmann::json::parse(
-      R"({"suites": {"m": {"entries": [{"executable": "bench_comm", "mpirun_np": 2}]}}})"), "inline");
+  auto mpi = parse_suites(
+      nlohmann::json::parse(
+          R"({"suites": {"m": {"entries": [{"executable": "bench_comm", "mpirun_np": 2}]}}})"),
+      "inline");
   EXPECT_FALSE(mpi.at("m").entries[0].interleave);  // ranks must run the same order
 }
 
@@ -84,23 +87,29 @@ TEST(Suite, ErrorsNameTheKey) {
               HasSubstr("suites.ci.entries must be a non-empty array"));
   EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"filter": "x"}]}}})"),
               HasSubstr("suites.ci.entries[0].executable is missing"));
-  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "min_time": -1}]}}})"),
-              HasSubstr("suites.ci.entries[0].min_time must be a positive number, got -1"));
-  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "repetitions": 1}]}}})"),
-              HasSubstr("suites.ci.entries[0].repetitions must be an integer >= 2, got 1"));
-  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "filtr": "x"}]}}})"),
-              HasSubstr("suites.ci.entries[0].filtr is not a known key"));
-  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "env": {"A": 1}}]}}})"),
-              HasSubstr("suites.ci.entries[0].env.A must be a non-empty string, got 1"));
-  EXPECT_THAT(parse_error(R"({"suites": {"ci": {"repetitions": "ten", "entries": [{"executable": "b"}]}}})"),
-              HasSubstr("suites.ci.repetitions must be an integer >= 2"));
+  EXPECT_THAT(
+      parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "min_time": -1}]}}})"),
+      HasSubstr("suites.ci.entries[0].min_time must be a positive number, got -1"));
+  EXPECT_THAT(
+      parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "repetitions": 1}]}}})"),
+      HasSubstr("suites.ci.entries[0].repetitions must be an integer >= 2, got 1"));
+  EXPECT_THAT(
+      parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "filtr": "x"}]}}})"),
+      HasSubstr("suites.ci.entries[0].filtr is not a known key"));
+  EXPECT_THAT(
+      parse_error(R"({"suites": {"ci": {"entries": [{"executable": "b", "env": {"A": 1}}]}}})"),
+      HasSubstr("suites.ci.entries[0].env.A must be a non-empty string, got 1"));
+  EXPECT_THAT(
+      parse_error(
+          R"({"suites": {"ci": {"repetitions": "ten", "entries": [{"executable": "b"}]}}})"),
+      HasSubstr("suites.ci.repetitions must be an integer >= 2"));
 }
 
 TEST(Suite, UnknownSuiteListsTheKnownOnes) {
-  auto suites = parse_suites(
-      nlohmann::json::parse(R"({"suites": {"ci": {"entries": [{"executable": "b"}]},
+  auto suites =
+      parse_suites(nlohmann::json::parse(R"({"suites": {"ci": {"entries": [{"executable": "b"}]},
                                            "nightly": {"entries": [{"executable": "b"}]}}})"),
-      "suites.json");
+                   "suites.json");
   try {
     find_suite(suites, "weekly", "suites.json");
     FAIL() << "expected an error";

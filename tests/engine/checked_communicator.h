@@ -18,7 +18,8 @@ class CheckedCommunicator final : public engine::comm::Communicator {
   using HandlePtr = engine::comm::HandlePtr;
   using ReduceOp = engine::comm::ReduceOp;
   // in_place(p, bytes): whether [p, p + bytes) is memory this communicator may touch.
-  CheckedCommunicator(Communicator& inner, std::string label, std::function<bool(const void*, size_t)> in_place)
+  CheckedCommunicator(Communicator& inner, std::string label,
+                      std::function<bool(const void*, size_t)> in_place)
       : inner_(inner), label_(std::move(label)), ok_(std::move(in_place)) {}
 
   int rank() const override { return inner_.rank(); }
@@ -30,8 +31,8 @@ class CheckedCommunicator final : public engine::comm::Communicator {
     ++calls_[int(profiler::CollectiveKind::all_reduce)];
     return inner_.all_reduce_async(buf, count, dt, op);
   }
-  HandlePtr reduce_scatter_async(const void* send, void* recv, const std::vector<size_t>& counts, kernels::DType dt,
-                                 ReduceOp op) override {
+  HandlePtr reduce_scatter_async(const void* send, void* recv, const std::vector<size_t>& counts,
+                                 kernels::DType dt, ReduceOp op) override {
     check("reduce_scatter send", send, total(counts) * kernels::dtype_size(dt));
     check("reduce_scatter recv", recv, counts[size_t(rank())] * kernels::dtype_size(dt));
     ++calls_[int(profiler::CollectiveKind::reduce_scatter)];

@@ -1,11 +1,12 @@
 // Checkpoints in one process: exact continuation, refusal of truncated and
 // corrupt files with `latest` untouched, and the consolidation tool.
+#include "engine/checkpoint/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "engine/checkpoint/checkpoint.h"
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -56,7 +57,8 @@ TEST(Checkpoint, ResumeContinuesBitwise) {
     EXPECT_EQ(c->global_step(), 3);
     EXPECT_EQ(c->loss_scale(), b->loss_scale());
     const auto rest = run_steps(*c, 3);
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << dtype << " step " << 4 + i;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << dtype << " step " << 4 + i;
     EXPECT_EQ(c->gather_parameters(), a->gather_parameters()) << dtype;
   }
 }
@@ -147,8 +149,8 @@ TEST(Checkpoint, ConsolidateToolWritesTheMasterWeights) {
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   run_steps(*e, 2);
   e->save_checkpoint(dir.path().string(), "t");
-  const auto r = test::run_command(test::tool("hybrid-ckpt") + " consolidate --dir " + dir.path().string() +
-                                   " --out " + (dir / "model.bin"));
+  const auto r = test::run_command(test::tool("hybrid-ckpt") + " consolidate --dir " +
+                                   dir.path().string() + " --out " + (dir / "model.bin"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto w = engine::read_llmc_checkpoint(dir / "model.bin");
   std::vector<float> flat;

@@ -405,7 +405,8 @@ TEST(ConfigZero, StageBucketsOverlapOffload) {
   // Deprecated forms DeepSpeed still reads.
   EXPECT_EQ(parse_config(with(base(), "zero_optimization", true)).zero.stage, 1);
   EXPECT_EQ(parse_config(with(base(), "zero_optimization", false)).zero.stage, 0);
-  EXPECT_EQ(zero({{"stage", 2}, {"cpu_offload", true}}).offload_optimizer.device, OffloadDevice::cpu);
+  EXPECT_EQ(zero({{"stage", 2}, {"cpu_offload", true}}).offload_optimizer.device,
+            OffloadDevice::cpu);
 }
 
 TEST(ConfigProfilers, FlopsProfilerTurnsOnWallClockBreakdown) {

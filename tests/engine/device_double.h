@@ -41,7 +41,8 @@ class DeviceDouble final : public kernels::Backend {
   void* allocate(size_t bytes) override {
     std::lock_guard lock(mutex_);
     if (capacity_ && in_use_ + bytes > capacity_)
-      throw kernels::BackendOutOfMemory("device double: " + std::to_string(bytes) + " bytes requested, " +
+      throw kernels::BackendOutOfMemory("device double: " + std::to_string(bytes) +
+                                            " bytes requested, " +
                                             std::to_string(capacity_ - in_use_) + " free",
                                         bytes);
     void* p = cpu_->allocate(bytes);
@@ -57,8 +58,8 @@ class DeviceDouble final : public kernels::Backend {
     {
       std::lock_guard lock(mutex_);
       if (host_capacity_ && host_in_use_ + bytes > host_capacity_)
-        throw kernels::BackendOutOfMemory("device double: cannot pin " + std::to_string(bytes) + " host bytes",
-                                          bytes);
+        throw kernels::BackendOutOfMemory(
+            "device double: cannot pin " + std::to_string(bytes) + " host bytes", bytes);
       host_in_use_ += bytes;
     }
     return Backend::allocate_host(bytes);
@@ -78,74 +79,83 @@ class DeviceDouble final : public kernels::Backend {
   void copy_from_host(void* d, const void* s, size_t b) override { cpu_->copy_from_host(d, s, b); }
   void synchronize() override {}
 
-  void gemm(kernels::DType dt, bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
-            const void* B, int ldb, float beta, void* C, int ldc) override {
+  void gemm(kernels::DType dt, bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
+            int lda, const void* B, int ldb, float beta, void* C, int ldc) override {
     cpu_->gemm(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
-  void matmul_forward(kernels::DType dt, void* out, const void* inp, const void* w, const void* b, int M, int K,
-                      int N) override {
+  void matmul_forward(kernels::DType dt, void* out, const void* inp, const void* w, const void* b,
+                      int M, int K, int N) override {
     cpu_->matmul_forward(dt, out, inp, w, b, M, K, N);
   }
-  void matmul_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout, const void* inp,
-                       const void* w, int M, int K, int N) override {
+  void matmul_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout,
+                       const void* inp, const void* w, int M, int K, int N) override {
     cpu_->matmul_backward(dt, dinp, dw, db, dout, inp, w, M, K, N);
   }
-  void encoder_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte, const void* wpe, int B,
-                       int T, int C) override {
+  void encoder_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte,
+                       const void* wpe, int B, int T, int C) override {
     cpu_->encoder_forward(dt, out, tok, wte, wpe, B, T, C);
   }
-  void encoder_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tok, int B,
-                        int T, int C) override {
+  void encoder_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout,
+                        const int32_t* tok, int B, int T, int C) override {
     cpu_->encoder_backward(dt, dwte, dwpe, dout, tok, B, T, C);
   }
-  void layernorm_forward(kernels::DType dt, void* out, float* mean, float* rstd, const void* inp, const void* w,
-                         const void* b, int N, int C) override {
+  void layernorm_forward(kernels::DType dt, void* out, float* mean, float* rstd, const void* inp,
+                         const void* w, const void* b, int N, int C) override {
     cpu_->layernorm_forward(dt, out, mean, rstd, inp, w, b, N, C);
   }
-  void layernorm_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout, const void* inp,
-                          const void* w, const float* mean, const float* rstd, int N, int C) override {
+  void layernorm_backward(kernels::DType dt, void* dinp, void* dw, void* db, const void* dout,
+                          const void* inp, const void* w, const float* mean, const float* rstd,
+                          int N, int C) override {
     cpu_->layernorm_backward(dt, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
   }
   void gelu_forward(kernels::DType dt, void* out, const void* inp, size_t n) override {
     cpu_->gelu_forward(dt, out, inp, n);
   }
-  void gelu_backward(kernels::DType dt, void* dinp, const void* inp, const void* dout, size_t n) override {
+  void gelu_backward(kernels::DType dt, void* dinp, const void* inp, const void* dout,
+                     size_t n) override {
     cpu_->gelu_backward(dt, dinp, inp, dout, n);
   }
   size_t attention_saved_bytes(kernels::DType dt, int B, int T, int C, int NH) const override {
     return cpu_->attention_saved_bytes(dt, B, T, C, NH);
   }
-  void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                         int NH) override {
+  void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv, int B, int T,
+                         int C, int NH) override {
     cpu_->attention_forward(dt, out, saved, qkv, B, T, C, NH);
   }
-  void attention_backward(kernels::DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
-                          const void* saved, int B, int T, int C, int NH) override {
+  void attention_backward(kernels::DType dt, void* dqkv, const void* dout, const void* qkv,
+                          const void* out, const void* saved, int B, int T, int C,
+                          int NH) override {
     cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH);
   }
-  void residual_forward(kernels::DType dt, void* out, const void* a, const void* b, size_t n) override {
+  void residual_forward(kernels::DType dt, void* out, const void* a, const void* b,
+                        size_t n) override {
     cpu_->residual_forward(dt, out, a, b, n);
   }
-  void cross_entropy_forward(kernels::DType dt, float* losses, float* lse, const void* logits, const int32_t* t,
-                             int N, int V, int Vp) override {
+  void cross_entropy_forward(kernels::DType dt, float* losses, float* lse, const void* logits,
+                             const int32_t* t, int N, int V, int Vp) override {
     cpu_->cross_entropy_forward(dt, losses, lse, logits, t, N, V, Vp);
   }
-  void cross_entropy_backward(kernels::DType dt, void* dlogits, const void* logits, const float* lse,
-                              const int32_t* t, float dloss, int N, int V, int Vp) override {
+  void cross_entropy_backward(kernels::DType dt, void* dlogits, const void* logits,
+                              const float* lse, const int32_t* t, float dloss, int N, int V,
+                              int Vp) override {
     cpu_->cross_entropy_backward(dt, dlogits, logits, lse, t, dloss, N, V, Vp);
   }
   void convert(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n) override {
     cpu_->convert(ddt, d, sdt, s, n);
   }
-  void add(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n, float alpha) override {
+  void add(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n,
+           float alpha) override {
     cpu_->add(ddt, d, sdt, s, n, alpha);
   }
-  void scale(kernels::DType dt, void* x, size_t n, float alpha) override { cpu_->scale(dt, x, n, alpha); }
+  void scale(kernels::DType dt, void* x, size_t n, float alpha) override {
+    cpu_->scale(dt, x, n, alpha);
+  }
   kernels::GradStats grad_stats(kernels::DType dt, const void* x, size_t n) override {
     return cpu_->grad_stats(dt, x, n);
   }
   void adamw(const kernels::AdamWParams& p, float* master, float* m, float* v, kernels::DType gdt,
-             const void* grad, float grad_scale, kernels::DType pdt, void* param_out, size_t n) override {
+             const void* grad, float grad_scale, kernels::DType pdt, void* param_out,
+             size_t n) override {
     cpu_->adamw(p, master, m, v, gdt, grad, grad_scale, pdt, param_out, n);
   }
 

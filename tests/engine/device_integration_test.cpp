@@ -35,7 +35,8 @@ TEST(DeviceMemory, BackendOutOfMemoryBecomesOutOfMemoryErrorNamingTheCategory) {
     EXPECT_EQ(e.category(), MemCategory::optimizer);
     EXPECT_EQ(e.requested(), 2000u);
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("out of memory: allocating 1.95 KiB for optimizer failed in device memory"), std::string::npos)
+    EXPECT_NE(msg.find("out of memory: allocating 1.95 KiB for optimizer failed in device memory"),
+              std::string::npos)
         << msg;
     EXPECT_NE(msg.find("2.93 KiB in use by this rank"), std::string::npos) << msg;
     EXPECT_NE(msg.find("device double: 2000 bytes requested, 1096 free"), std::string::npos) << msg;
@@ -60,7 +61,8 @@ TEST(DeviceMemory, PinnedHostMemoryRefusedBecomesOutOfMemoryErrorToo) {
     EXPECT_NE(msg.find("for master failed in host memory"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cannot pin 2000 host bytes"), std::string::npos) << msg;
   }
-  engine::Buffer c(host, 800, MemCategory::optimizer);  // within the limit: works, zeroed by the CPU backend
+  engine::Buffer c(host, 800,
+                   MemCategory::optimizer);  // within the limit: works, zeroed by the CPU backend
   EXPECT_EQ(c.as<unsigned char>()[799], 0);
   EXPECT_FALSE(device.owns(c.data())) << "host memory is not device memory";
 }
@@ -88,9 +90,10 @@ TEST(DeviceMemory, OffloadFitsWhereTheOnDeviceOptimizerDoesNot) {
     initialize(on, make_gpt2(on), std::move(a));
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
-    EXPECT_TRUE(std::regex_search(std::string(e.what()),
-                                  std::regex(" for (params|grads|master|optimizer|activations|comm) failed in device "
-                                             "memory with .* in use by this rank \\(device double: ")))
+    EXPECT_TRUE(std::regex_search(
+        std::string(e.what()),
+        std::regex(" for (params|grads|master|optimizer|activations|comm) failed in device "
+                   "memory with .* in use by this rank \\(device double: ")))
         << e.what();
     EXPECT_EQ(std::string(e.what()).find(std::string(engine::mem_category_name(e.category()))),
               std::string(e.what()).find(" for ") + 5);
@@ -102,7 +105,8 @@ TEST(DeviceMemory, OffloadFitsWhereTheOnDeviceOptimizerDoesNot) {
   const auto* dev = device.get();
   b.backend = std::move(device);
   auto e = initialize(off, make_gpt2(off), std::move(b));
-  EXPECT_TRUE(e->host_allocator().pinned()) << "pin_memory: from the device backend's allocate_host";
+  EXPECT_TRUE(e->host_allocator().pinned())
+      << "pin_memory: from the device backend's allocate_host";
   const size_t n = size_t(off.train_micro_batch_size_per_gpu) * off.model.seq_len;
   std::vector<int32_t> in(n, 3), tgt(n, 5);
   const float first = e->forward(in, tgt);
@@ -121,8 +125,9 @@ class TwoCommunicators : public ::testing::TestWithParam<std::tuple<int, bool>> 
 
 TEST_P(TwoCommunicators, HostValuesGoToTheHostOneDeviceBuffersToTheDeviceOne) {
   const auto [stage, offload] = GetParam();
-  nlohmann::json p = {{"bf16", {{"enabled", true}}},
-                      {"zero_optimization", {{"stage", stage}, {"stage3_param_persistence_threshold", 200}}}};
+  nlohmann::json p = {
+      {"bf16", {{"enabled", true}}},
+      {"zero_optimization", {{"stage", stage}, {"stage3_param_persistence_threshold", 200}}}};
   if (offload) p["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
   auto cfg = test::tiny_config(p);
   auto host_inner = engine::comm::make_single_communicator();
@@ -131,10 +136,13 @@ TEST_P(TwoCommunicators, HostValuesGoToTheHostOneDeviceBuffersToTheDeviceOne) {
   auto device = std::make_unique<test::DeviceDouble>();
   const test::DeviceDouble* dev = device.get();
   auto host_comm = std::make_unique<test::CheckedCommunicator>(
-      *host_inner, "host communicator got device memory:", [dev](const void* q, size_t) { return !dev->owns(q); });
+      *host_inner, "host communicator got device memory:", [dev](const void* q, size_t) {
+        return !dev->owns(q);
+      });
   auto device_comm = std::make_unique<test::CheckedCommunicator>(
-      *device_inner, "device communicator got host memory:",
-      [dev](const void* q, size_t bytes) { return dev->owns(q, bytes); });
+      *device_inner, "device communicator got host memory:", [dev](const void* q, size_t bytes) {
+        return dev->owns(q, bytes);
+      });
   const auto* host_view = host_comm.get();
   const auto* device_view = device_comm.get();
   EngineOptions o;
@@ -192,14 +200,16 @@ TEST(TwoCommunicatorsCheck, DisagreeingCommunicatorsAreRefused) {
     int rank() const override { return 0; }
     int world_size() const override { return 2; }
     std::string name() const override { return "fake"; }
-    engine::comm::HandlePtr all_reduce_async(void*, size_t, kernels::DType, engine::comm::ReduceOp) override {
+    engine::comm::HandlePtr all_reduce_async(void*, size_t, kernels::DType,
+                                             engine::comm::ReduceOp) override {
       return nullptr;
     }
-    engine::comm::HandlePtr reduce_scatter_async(const void*, void*, const std::vector<size_t>&, kernels::DType,
-                                                 engine::comm::ReduceOp) override {
+    engine::comm::HandlePtr reduce_scatter_async(const void*, void*, const std::vector<size_t>&,
+                                                 kernels::DType, engine::comm::ReduceOp) override {
       return nullptr;
     }
-    engine::comm::HandlePtr all_gather_async(const void*, void*, const std::vector<size_t>&, kernels::DType) override {
+    engine::comm::HandlePtr all_gather_async(const void*, void*, const std::vector<size_t>&,
+                                             kernels::DType) override {
       return nullptr;
     }
     engine::comm::HandlePtr broadcast_async(void*, size_t, int) override { return nullptr; }
@@ -214,8 +224,9 @@ TEST(TwoCommunicatorsCheck, DisagreeingCommunicatorsAreRefused) {
     initialize(cfg, make_gpt2(cfg), std::move(o));
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("device communicator (fake, rank 0 of 2) and the host communicator "
-                                         "(single, rank 0 of 1) disagree"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "device communicator (fake, rank 0 of 2) and the host communicator "
+                  "(single, rank 0 of 1) disagree"),
               std::string::npos)
         << e.what();
   }
@@ -239,13 +250,15 @@ TEST(DeviceSelection, CudaWithoutAGpuFailsWithTheReason) {
   const auto r = test::run_command(test::tool("hybrid-train") + " --config " + (dir / "cfg.json") +
                                    " --steps 2 --result " + (dir / "r.json"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("hybrid-train: device \"cuda\" was requested but no CUDA device is available ("),
+  EXPECT_NE(r.output.find(
+                "hybrid-train: device \"cuda\" was requested but no CUDA device is available ("),
             std::string::npos)
       << r.output;
   const auto res = test::read_json(dir / "r.json");
   EXPECT_EQ(res.at("status"), "failed");
   const std::string msg = res.at("error").at("message");
-  EXPECT_NE(msg.find(kernels::cuda_backend_compiled() ? "cudaGetDeviceCount" : "this build has no CUDA backend"),
+  EXPECT_NE(msg.find(kernels::cuda_backend_compiled() ? "cudaGetDeviceCount"
+                                                      : "this build has no CUDA backend"),
             std::string::npos)
       << msg;
 }
@@ -253,11 +266,12 @@ TEST(DeviceSelection, CudaWithoutAGpuFailsWithTheReason) {
 TEST(DeviceSelection, AutoSaysWhatItChoseOnceAcrossRanks) {
   test::TempDir dir;
   test::write_json(dir / "cfg.json", test::tiny_config_json({{"hybrid", {{"device", "auto"}}}}));
-  const auto r = test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --config " + (dir / "cfg.json") +
-                                   " --steps 1");
+  const auto r = test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --config " +
+                                   (dir / "cfg.json") + " --steps 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   size_t count = 0;
-  for (size_t at = r.output.find("device auto: "); at != std::string::npos; at = r.output.find("device auto: ", at + 1))
+  for (size_t at = r.output.find("device auto: "); at != std::string::npos;
+       at = r.output.find("device auto: ", at + 1))
     ++count;
   EXPECT_EQ(count, 1u) << r.output;
   if (!cuda_device_usable()) {

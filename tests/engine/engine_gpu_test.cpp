@@ -40,12 +40,15 @@ std::string why_no_gpu() {
     if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why; \
   } while (0)
 
-nlohmann::json small_gpt(const std::string& device, const nlohmann::json& extra = nlohmann::json::object()) {
-  nlohmann::json p = {{"train_micro_batch_size_per_gpu", 4},
-                      {"optimizer", {{"params", {{"lr", 1e-3}, {"weight_decay", 0.0}}}}},
-                      {"hybrid",
-                       {{"device", device},
-                        {"model", {{"n_layer", 2}, {"n_embd", 64}, {"n_head", 4}, {"vocab_size", 256}, {"seq_len", 64}}}}}};
+nlohmann::json small_gpt(const std::string& device,
+                         const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json p = {
+      {"train_micro_batch_size_per_gpu", 4},
+      {"optimizer", {{"params", {{"lr", 1e-3}, {"weight_decay", 0.0}}}}},
+      {"hybrid",
+       {{"device", device},
+        {"model",
+         {{"n_layer", 2}, {"n_embd", 64}, {"n_head", 4}, {"vocab_size", 256}, {"seq_len", 64}}}}}};
   p.merge_patch(extra);
   return p;
 }
@@ -80,7 +83,8 @@ TEST(EngineGpu, Fp32StepsMatchTheCpuBackend) {
   SKIP_WITHOUT_GPU();
   auto gpu = make(small_gpt("cuda"));
   ASSERT_EQ(gpu->backend().kind(), kernels::BackendKind::cuda);
-  EXPECT_EQ(gpu->communicator().name(), "nccl") << "device buffers go through NCCL, even on one rank";
+  EXPECT_EQ(gpu->communicator().name(), "nccl")
+      << "device buffers go through NCCL, even on one rank";
   EXPECT_EQ(gpu->host_communicator().name(), "single");
   const auto lg = run_steps(*gpu, 5, false);
   auto cpu = make(small_gpt("cpu"));
@@ -90,7 +94,8 @@ TEST(EngineGpu, Fp32StepsMatchTheCpuBackend) {
   const auto wg = gpu->gather_parameters(), wc = cpu->gather_parameters();
   double diff = 0, scale = 0;
   for (size_t i = 0; i < wc.size(); ++i)
-    diff = std::max(diff, double(std::abs(wg[i] - wc[i]))), scale = std::max(scale, double(std::abs(wc[i])));
+    diff = std::max(diff, double(std::abs(wg[i] - wc[i]))),
+    scale = std::max(scale, double(std::abs(wc[i])));
   EXPECT_LT(diff / scale, 1e-4) << "weights after 5 steps";
 }
 
@@ -99,7 +104,8 @@ class EngineGpuLowPrecision : public ::testing::TestWithParam<std::string> {};
 TEST_P(EngineGpuLowPrecision, Trains) {
   SKIP_WITHOUT_GPU();
   const std::string dtype = GetParam();
-  nlohmann::json extra = {{dtype, {{"enabled", true}}}, {"optimizer", {{"params", {{"lr", 3e-3}}}}},
+  nlohmann::json extra = {{dtype, {{"enabled", true}}},
+                          {"optimizer", {{"params", {{"lr", 3e-3}}}}},
                           {"zero_optimization", {{"stage", 2}}}};
   auto e = make(small_gpt("cuda", extra));
   const auto l = run_steps(*e, 30, true);
@@ -112,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, EngineGpuLowPrecision, ::testing::Values("bf16"
 
 TEST(EngineGpu, OffloadedOptimizerFollowsTheOnDeviceOne) {
   SKIP_WITHOUT_GPU();
-  const nlohmann::json base = {{"bf16", {{"enabled", true}}}, {"zero_optimization", {{"stage", 2}}}};
+  const nlohmann::json base = {{"bf16", {{"enabled", true}}},
+                               {"zero_optimization", {{"stage", 2}}}};
   nlohmann::json off = base;
   off["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   auto a = make(small_gpt("cuda", base));
@@ -122,11 +129,13 @@ TEST(EngineGpu, OffloadedOptimizerFollowsTheOnDeviceOne) {
   EXPECT_EQ(b->allocator().stats().current[size_t(MemCategory::optimizer)], 0u);
   EXPECT_GT(b->host_allocator().stats().current[size_t(MemCategory::optimizer)], 0u);
   const auto la = run_steps(*a, 5, false), lb = run_steps(*b, 5, false);
-  for (size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], 2e-3 * std::abs(la[i])) << "step " << i + 1;
+  for (size_t i = 0; i < la.size(); ++i)
+    EXPECT_NEAR(la[i], lb[i], 2e-3 * std::abs(la[i])) << "step " << i + 1;
   const auto wa = a->gather_parameters(), wb = b->gather_parameters();
   double diff = 0, scale = 0;
   for (size_t i = 0; i < wa.size(); ++i)
-    diff = std::max(diff, double(std::abs(wa[i] - wb[i]))), scale = std::max(scale, double(std::abs(wa[i])));
+    diff = std::max(diff, double(std::abs(wa[i] - wb[i]))),
+    scale = std::max(scale, double(std::abs(wa[i])));
   EXPECT_LT(diff / scale, 1e-4) << "CPU AdamW vs CUDA AdamW, 5 steps";
 }
 
@@ -135,14 +144,20 @@ TEST(EngineGpu, DeviceOutOfMemoryNamesTheCategory) {
   // 38.7 G parameters: 77 GB of bf16 weights fit an H200, the 155 GB fp32 master does not.
   nlohmann::json big = {{"bf16", {{"enabled", true}}},
                         {"train_micro_batch_size_per_gpu", 1},
-                        {"hybrid", {{"model", {{"n_layer", 48}, {"n_embd", 8192}, {"n_head", 64}, {"vocab_size", 128},
-                                               {"seq_len", 16}}}}}};
+                        {"hybrid",
+                         {{"model",
+                           {{"n_layer", 48},
+                            {"n_embd", 8192},
+                            {"n_head", 64},
+                            {"vocab_size", 128},
+                            {"seq_len", 16}}}}}};
   try {
     make(small_gpt("cuda", big));
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(std::regex_search(msg, std::regex(" for (params|grads|master|optimizer) failed in device memory")))
+    EXPECT_TRUE(std::regex_search(
+        msg, std::regex(" for (params|grads|master|optimizer) failed in device memory")))
         << msg;
     EXPECT_NE(msg.find("cuda:"), std::string::npos) << "the caching allocator's reason: " << msg;
   }
@@ -176,7 +191,8 @@ TEST(EngineGpu, CuptiKernelsOfAProfiledStepAreAttributedToModules) {
 TEST(EngineGpu, TrainerRecordsGpuKernelsInTheRunStore) {
   SKIP_WITHOUT_GPU();
   test::TempDir dir;
-  auto cfg = test::tiny_config(small_gpt("cuda", {{"bf16", {{"enabled", true}}}, {"hybrid", {{"profiler", {{"trace", true}}}}}}));
+  auto cfg = test::tiny_config(small_gpt(
+      "cuda", {{"bf16", {{"enabled", true}}}, {"hybrid", {{"profiler", {{"trace", true}}}}}}));
   TrainOptions opts;
   opts.steps = 4;
   opts.quiet = true;

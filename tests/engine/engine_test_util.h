@@ -8,15 +8,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "tests/common/run_command.h"
-
 #include "engine/config/config.h"
 #include "engine/engine.h"
+#include "tests/common/run_command.h"
 
 namespace hybrid::test {
 
@@ -35,8 +33,13 @@ inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::j
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
       {"steps_per_print", 1000},
       {"hybrid",
-       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64},
-                   {"seq_len", 16}}},
+       {{"model",
+         {{"type", "gpt2"},
+          {"n_layer", 2},
+          {"n_embd", 32},
+          {"n_head", 2},
+          {"vocab_size", 64},
+          {"seq_len", 16}}},
         {"data", "synthetic"},
         {"seed", 7}}},
   };
@@ -44,7 +47,8 @@ inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::j
   return j;
 }
 
-inline engine::Config tiny_config(const nlohmann::json& patch = nlohmann::json::object(), int world = 1) {
+inline engine::Config tiny_config(const nlohmann::json& patch = nlohmann::json::object(),
+                                  int world = 1) {
   return engine::parse_config(tiny_config_json(patch), world);
 }
 
@@ -52,7 +56,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("hybrid_test_" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = std::filesystem::temp_directory_path() /
+            ("hybrid_test_" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -75,14 +80,14 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-
 inline std::string tool(const std::string& name) {
   return std::string(HYBRID_BINARY_DIR) + "/engine/" + name;
 }
 
 // "mpirun -np N" for N > 1, nothing for a single process.
 inline std::string launcher(int ranks) {
-  return ranks > 1 ? std::string(HYBRID_MPIEXEC) + " -np " + std::to_string(ranks) + " " : std::string();
+  return ranks > 1 ? std::string(HYBRID_MPIEXEC) + " -np " + std::to_string(ranks) + " "
+                   : std::string();
 }
 
 }  // namespace hybrid::test

@@ -58,9 +58,11 @@ TEST(Gpt2Model, InitialLossIsLogVocab) {
 TEST(Gpt2Model, GradientMatchesFiniteDifferences) {
   // fp32 central differences on parameters sampled from every tensor; the
   // per-op kernels are checked in double precision in tests/kernels.
-  auto cfg = test::tiny_config({{"train_micro_batch_size_per_gpu", 2},
-                                {"hybrid", {{"model", {{"n_layer", 1}, {"n_embd", 16}, {"n_head", 2},
-                                                       {"vocab_size", 32}, {"seq_len", 8}}}}}});
+  auto cfg = test::tiny_config(
+      {{"train_micro_batch_size_per_gpu", 2},
+       {"hybrid",
+        {{"model",
+          {{"n_layer", 1}, {"n_embd", 16}, {"n_head", 2}, {"vocab_size", 32}, {"seq_len", 8}}}}}});
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   auto loader = loader_for(cfg);
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
@@ -78,7 +80,8 @@ TEST(Gpt2Model, GradientMatchesFiniteDifferences) {
   for (auto* p : e->module_tree().params()) {
     for (int64_t k : {int64_t(0), p->numel / 3, p->numel - 1}) {
       const size_t i = size_t(p->offset + k);
-      if (p->name == "embedding.wte" && int64_t(k / cfg.model.n_embd) >= cfg.model.vocab_size) continue;
+      if (p->name == "embedding.wte" && int64_t(k / cfg.model.n_embd) >= cfg.model.vocab_size)
+        continue;
       auto plus = theta, minus = theta;
       plus[i] += eps;
       minus[i] -= eps;
@@ -89,19 +92,23 @@ TEST(Gpt2Model, GradientMatchesFiniteDifferences) {
       const double fd = (lp - lm) / (2.0 * eps);
       const double err = std::abs(fd - grad[i]) / (2e-3 + std::abs(fd));
       worst = std::max(worst, err);
-      EXPECT_LT(err, 0.05) << p->name << "[" << k << "]: analytic " << grad[i] << ", finite difference " << fd;
+      EXPECT_LT(err, 0.05) << p->name << "[" << k << "]: analytic " << grad[i]
+                           << ", finite difference " << fd;
       ++checked;
     }
   }
   EXPECT_GE(checked, 3 * 14);
-  std::printf("whole-model gradient check: %d parameters, worst relative error %.3g\n", checked, worst);
+  std::printf("whole-model gradient check: %d parameters, worst relative error %.3g\n", checked,
+              worst);
 }
 
 TEST(Gpt2Model, GradientAccumulationEqualsLargeMicroBatch) {
   // 2 × 4 accumulation steps and 8 × 1 see the same samples (stateless loader)
   // and average the same gradients: the updates agree to fp32 rounding.
-  auto a = test::tiny_config({{"train_micro_batch_size_per_gpu", 2}, {"gradient_accumulation_steps", 4}});
-  auto b = test::tiny_config({{"train_micro_batch_size_per_gpu", 8}, {"gradient_accumulation_steps", 1}});
+  auto a = test::tiny_config(
+      {{"train_micro_batch_size_per_gpu", 2}, {"gradient_accumulation_steps", 4}});
+  auto b = test::tiny_config(
+      {{"train_micro_batch_size_per_gpu", 8}, {"gradient_accumulation_steps", 1}});
   const auto wa = train(a, 3), wb = train(b, 3);
   ASSERT_EQ(wa.size(), wb.size());
   double worst = 0.0;
@@ -121,7 +128,8 @@ TEST(Gpt2Model, TiedEmbeddingIsCountedOnceAndReceivesBothGradients) {
   auto cfg = test::tiny_config();
   auto model = make_gpt2(cfg);
   engine::ModuleTree tree(*model);
-  const int64_t C = cfg.model.n_embd, V = cfg.padded_vocab(), L = cfg.model.n_layer, T = cfg.model.seq_len;
+  const int64_t C = cfg.model.n_embd, V = cfg.padded_vocab(), L = cfg.model.n_layer,
+                T = cfg.model.seq_len;
   // Independent count: embeddings, per block 12C² + 13C, final layernorm; lm_head adds nothing.
   EXPECT_EQ(tree.param_count(), V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C);
   EXPECT_TRUE(model->lm_head->own_params().empty());
@@ -134,7 +142,8 @@ TEST(Gpt2Model, ActivationLayoutMatchesAllocation) {
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   const auto stats = e->allocator().stats();
   const auto layout = engine::gpt2_activation_layout(
-      cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, cfg.param_dtype(),
+      cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
+      cfg.param_dtype(),
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
                                          cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
   EXPECT_EQ(stats.current[size_t(engine::MemCategory::activations)], layout.resident_total());
@@ -151,7 +160,8 @@ TEST(Gpt2Model, LlmcCheckpointRoundTripReproducesParameters) {
 
   auto cfg2 = test::tiny_config({{"hybrid", {{"init_from", dir / "model.bin"}}}});
   std::vector<float> flat;
-  engine::gpt2_from_llmc(e->model(), e->module_tree(), engine::read_llmc_checkpoint(cfg2.init_from), flat);
+  engine::gpt2_from_llmc(e->model(), e->module_tree(), engine::read_llmc_checkpoint(cfg2.init_from),
+                         flat);
   e->set_parameters(flat);
   EXPECT_EQ(e->gather_parameters(), trained);  // bit-exact: fp32 file, fp32 master
   // llm.c's layout, independently: qkvw of layer 1 starts after layer 0's 3C·C.
@@ -172,7 +182,8 @@ TEST(Gpt2Model, WrongShapeCheckpointIsRefused) {
   auto e2 = initialize(big, make_gpt2(big), quiet());
   std::vector<float> flat;
   try {
-    engine::gpt2_from_llmc(e2->model(), e2->module_tree(), engine::read_llmc_checkpoint(dir / "small.bin"), flat);
+    engine::gpt2_from_llmc(e2->model(), e2->module_tree(),
+                           engine::read_llmc_checkpoint(dir / "small.bin"), flat);
     FAIL() << "expected a shape error";
   } catch (const std::invalid_argument& err) {
     EXPECT_NE(std::string(err.what()).find("n_layer 2"), std::string::npos) << err.what();

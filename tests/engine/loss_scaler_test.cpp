@@ -2,14 +2,15 @@
 // Expected sequences are derived by hand from DeepSpeed's update_scale: on
 // overflow, spend hysteresis and halve once it is spent; after a window of clean
 // iterations since the last overflow, double and restore hysteresis.
-#include <gtest/gtest.h>
-
 #include "engine/precision/loss_scaler.h"
+
+#include <gtest/gtest.h>
 
 namespace hybrid::engine {
 namespace {
 
-Fp16Config dyn(int power, int window, int hysteresis, bool consecutive = false, float min_scale = 1.0f) {
+Fp16Config dyn(int power, int window, int hysteresis, bool consecutive = false,
+               float min_scale = 1.0f) {
   Fp16Config c;
   c.enabled = true;
   c.loss_scale = 0;
@@ -73,7 +74,9 @@ TEST(LossScaler, ConsecutiveHysteresisRestoresOnEveryCleanStep) {
   // With consecutive_hysteresis a single clean step refills hysteresis, so
   // isolated overflows never halve the scale.
   LossScaler s(dyn(4, 1000, 2, /*consecutive=*/true));
-  drive(s, {{true, 16, 1}, {false, 16, 2}, {true, 16, 1}, {false, 16, 2}, {true, 16, 1}, {true, 8, 1}});
+  drive(
+      s,
+      {{true, 16, 1}, {false, 16, 2}, {true, 16, 1}, {false, 16, 2}, {true, 16, 1}, {true, 8, 1}});
   // Without it, hysteresis is only restored with a doubling.
   LossScaler t(dyn(4, 1000, 2, /*consecutive=*/false));
   drive(t, {{true, 16, 1}, {false, 16, 1}, {true, 8, 1}});

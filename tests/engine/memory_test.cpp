@@ -68,7 +68,8 @@ TEST(TrackingAllocator, EngineUnderBudgetFailsWithOutOfMemory) {
     auto e = initialize(cfg, make_gpt2(cfg), quiet());
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
-    EXPECT_NE(std::string(e.what()).find("over its memory budget of 64.00 KiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("over its memory budget of 64.00 KiB"), std::string::npos)
+        << e.what();
   }
 }
 

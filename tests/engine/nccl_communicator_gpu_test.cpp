@@ -106,8 +106,9 @@ TEST_P(NcclSingleGpu, CollectivesAreOrderedAgainstTheComputeStream) {
 }
 
 TEST_P(NcclSingleGpu, RejectsBadArguments) {
-  EXPECT_THROW(comm_->reduce_scatter_async(nullptr, nullptr, {1, 2}, kernels::DType::f32, ReduceOp::sum),
-               std::invalid_argument);
+  EXPECT_THROW(
+      comm_->reduce_scatter_async(nullptr, nullptr, {1, 2}, kernels::DType::f32, ReduceOp::sum),
+      std::invalid_argument);
   EXPECT_THROW(comm_->broadcast_async(nullptr, 4, 0), std::invalid_argument);
   EXPECT_THROW(comm_->broadcast_async(nullptr, 0, 1), std::invalid_argument);
 }

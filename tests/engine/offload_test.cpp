@@ -9,13 +9,12 @@
 // - checkpoints round-trip with offload, and load across offload/no offload;
 // - the memory model predicts device memory without master weights and moments
 //   and host memory with them, byte for byte.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
@@ -56,9 +55,12 @@ std::vector<float> run_steps(Engine& e, int steps) {
 
 nlohmann::json patch_for(int stage, const std::string& dtype, bool offload) {
   nlohmann::json p = {{"gradient_accumulation_steps", 2},
-                      {"zero_optimization", {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", 3000},
-                                             {"stage3_param_persistence_threshold", 200},
-                                             {"stage3_prefetch_bucket_size", 4000}}}};
+                      {"zero_optimization",
+                       {{"stage", stage},
+                        {"overlap_comm", true},
+                        {"reduce_bucket_size", 3000},
+                        {"stage3_param_persistence_threshold", 200},
+                        {"stage3_prefetch_bucket_size", 4000}}}};
   if (dtype != "fp32") p[dtype] = {{"enabled", true}};
   if (dtype == "fp16") p["fp16"]["initial_scale_power"] = 12;
   if (offload) p["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
@@ -77,13 +79,15 @@ HostArrays random_arrays(size_t n, uint32_t seed) {
   HostArrays a;
   a.master.resize(n), a.state.resize(2 * n), a.grad_f32.resize(n);
   for (auto& x : a.master) x = 0.1f * g(rng);
-  for (size_t i = 0; i < n; ++i) a.state[i] = 0.01f * g(rng), a.state[n + i] = 1e-4f * std::abs(g(rng));
+  for (size_t i = 0; i < n; ++i)
+    a.state[i] = 0.01f * g(rng), a.state[n + i] = 1e-4f * std::abs(g(rng));
   for (auto& x : a.grad_f32) x = g(rng);
   return a;
 }
 
 TEST(OptimizerOffload, ChunksAreMultiplesOfTheCpuBlockAndBounded) {
-  for (int64_t n : {int64_t(1), int64_t(2047), int64_t(20000), int64_t(124) << 20, int64_t(1) << 40}) {
+  for (int64_t n :
+       {int64_t(1), int64_t(2047), int64_t(20000), int64_t(124) << 20, int64_t(1) << 40}) {
     const int64_t c = engine::OptimizerOffload::chunk_elements(n);
     EXPECT_EQ(c % 2048, 0) << n;
     EXPECT_GE(c, 2048) << n;
@@ -183,15 +187,18 @@ TEST_P(OffloadTraining, MatchesTheOnDeviceOptimizerBitwise) {
   EXPECT_EQ(la, lb);
   const auto wa = a->gather_parameters(), wb = b->gather_parameters();
   EXPECT_EQ(wa, wb) << "final fp32 master weights";
-  EXPECT_NE(wa, initialize(on_device, make_gpt2(on_device), quiet())->gather_parameters()) << "it trained";
+  EXPECT_NE(wa, initialize(on_device, make_gpt2(on_device), quiet())->gather_parameters())
+      << "it trained";
   EXPECT_EQ(a->skipped_steps(), b->skipped_steps());
   EXPECT_EQ(a->loss_scale(), b->loss_scale());
 }
 
 INSTANTIATE_TEST_SUITE_P(StagesAndDtypes, OffloadTraining,
-                         ::testing::Values(std::tuple{0, "fp32"}, std::tuple{1, "fp32"}, std::tuple{2, "fp32"},
-                                           std::tuple{3, "fp32"}, std::tuple{0, "bf16"}, std::tuple{1, "bf16"},
-                                           std::tuple{2, "bf16"}, std::tuple{3, "bf16"}, std::tuple{2, "fp16"}));
+                         ::testing::Values(std::tuple{0, "fp32"}, std::tuple{1, "fp32"},
+                                           std::tuple{2, "fp32"}, std::tuple{3, "fp32"},
+                                           std::tuple{0, "bf16"}, std::tuple{1, "bf16"},
+                                           std::tuple{2, "bf16"}, std::tuple{3, "bf16"},
+                                           std::tuple{2, "fp16"}));
 
 // Device: no master weights, no moments, everything else as without offload.
 // Host: master weights, moments and the transfer staging. Both exact.
@@ -208,7 +215,8 @@ TEST_P(OffloadMemory, ModelPredictsDeviceAndHostBytesExactly) {
   ref->allocator().reset_peaks();
   run_steps(*e, 2);
   run_steps(*ref, 2);
-  const auto dev = e->allocator().stats(), host = e->host_allocator().stats(), dev_ref = ref->allocator().stats();
+  const auto dev = e->allocator().stats(), host = e->host_allocator().stats(),
+             dev_ref = ref->allocator().stats();
   const auto pred = engine::predict_memory(cfg, 1, e->backend());
   const auto pred_ref = engine::predict_memory(base, 1, ref->backend());
   for (int c = 0; c < engine::kMemCategoryCount; ++c) {
@@ -219,7 +227,8 @@ TEST_P(OffloadMemory, ModelPredictsDeviceAndHostBytesExactly) {
       EXPECT_EQ(dev.peak[size_t(c)], 0u) << "device " << name;
       EXPECT_EQ(pred.bytes[size_t(c)], 0u) << "device " << name;
     } else {
-      EXPECT_EQ(dev.peak[size_t(c)], dev_ref.peak[size_t(c)]) << "device " << name << " as without offload";
+      EXPECT_EQ(dev.peak[size_t(c)], dev_ref.peak[size_t(c)])
+          << "device " << name << " as without offload";
       EXPECT_EQ(pred.bytes[size_t(c)], pred_ref.bytes[size_t(c)]) << "device " << name;
     }
   }
@@ -228,14 +237,16 @@ TEST_P(OffloadMemory, ModelPredictsDeviceAndHostBytesExactly) {
   EXPECT_EQ(host.peak[size_t(MemCategory::master)], n_opt * 4);
   EXPECT_EQ(host.peak[size_t(MemCategory::optimizer)], n_opt * 8);
   EXPECT_EQ(pred.host_total(), host.total_peak);
-  EXPECT_EQ(pred.total() + pred.host[size_t(MemCategory::master)] + pred.host[size_t(MemCategory::optimizer)],
+  EXPECT_EQ(pred.total() + pred.host[size_t(MemCategory::master)] +
+                pred.host[size_t(MemCategory::optimizer)],
             pred_ref.total() + (dtype == "fp32" ? n_opt * 4 : 0))
       << "offload moves the master (a new host copy for fp32 parameters) and the moments";
   EXPECT_FALSE(e->host_allocator().pinned()) << "pin_memory is off by default";
 }
 
 INSTANTIATE_TEST_SUITE_P(StagesAndDtypes, OffloadMemory,
-                         ::testing::Combine(::testing::Values(0, 1, 2, 3), ::testing::Values("fp32", "bf16")));
+                         ::testing::Combine(::testing::Values(0, 1, 2, 3),
+                                            ::testing::Values("fp32", "bf16")));
 
 TEST(OffloadCheckpoint, RoundTripsWithOffloadAndAcrossIt) {
   test::TempDir dir;
@@ -259,7 +270,8 @@ TEST(OffloadCheckpoint, RoundTripsWithOffloadAndAcrossIt) {
   auto third = initialize(on, make_gpt2(on), quiet());
   third->load_checkpoint(dir.path().string());
   const auto rest_on = run_steps(*third, 3);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(rest_on[size_t(i)], all[size_t(3 + i)]) << "on device, step " << 4 + i;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(rest_on[size_t(i)], all[size_t(3 + i)]) << "on device, step " << 4 + i;
   EXPECT_EQ(third->gather_parameters(), full->gather_parameters());
 
   // On device → offload.
@@ -280,13 +292,15 @@ struct TrainRun {
   std::vector<float> weights;
 };
 
-TrainRun hybrid_train(const test::TempDir& dir, const std::string& name, int ranks, const nlohmann::json& patch,
-                      const std::string& args) {
-  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json"), out = dir / (name + ".bin");
+TrainRun hybrid_train(const test::TempDir& dir, const std::string& name, int ranks,
+                      const nlohmann::json& patch, const std::string& args) {
+  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json"),
+                    out = dir / (name + ".bin");
   test::write_json(cfg, test::tiny_config_json(patch));
   TrainRun r;
-  const auto c = test::run_command(test::launcher(ranks) + test::tool("hybrid-train") + " --config " + cfg +
-                                   " --result " + res + " --export-llmc " + out + " " + args);
+  const auto c =
+      test::run_command(test::launcher(ranks) + test::tool("hybrid-train") + " --config " + cfg +
+                        " --result " + res + " --export-llmc " + out + " " + args);
   r.exit_code = c.exit_code;
   r.output = c.output;
   if (std::filesystem::exists(res)) r.result = test::read_json(res);
@@ -303,8 +317,10 @@ TEST(OffloadMpi, TwoRanksMatchTheOnDeviceOptimizerBitwiseAndMemoryAsPredicted) {
     for (std::string dtype : {"bf16", "fp32"}) {
       if (dtype == "fp32" && stage != 2) continue;
       const std::string tag = fmt::format("s{}{}", stage, dtype);
-      const auto a = hybrid_train(dir, tag + "dev", 2, patch_for(stage, dtype, false), "--quiet --steps 6");
-      const auto b = hybrid_train(dir, tag + "off", 2, patch_for(stage, dtype, true), "--quiet --steps 6");
+      const auto a =
+          hybrid_train(dir, tag + "dev", 2, patch_for(stage, dtype, false), "--quiet --steps 6");
+      const auto b =
+          hybrid_train(dir, tag + "off", 2, patch_for(stage, dtype, true), "--quiet --steps 6");
       ASSERT_EQ(a.exit_code, 0) << a.output;
       ASSERT_EQ(b.exit_code, 0) << b.output;
       EXPECT_EQ(a.result.at("losses"), b.result.at("losses")) << tag;
@@ -354,15 +370,18 @@ TEST(OffloadMpi, SaysWhatOffloadDoesOnTheCpuBackend) {
   patch["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
   const auto r = hybrid_train(dir, "say", 1, patch, "--steps 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("zero_optimization.offload_optimizer: fp32 master weights and AdamW state of this "
-                          "rank's partition"),
+  EXPECT_NE(r.output.find(
+                "zero_optimization.offload_optimizer: fp32 master weights and AdamW state of this "
+                "rank's partition"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("live in pageable host memory"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("offload_param.device \"cpu\": accepted but not implemented"), std::string::npos)
+  EXPECT_NE(r.output.find("offload_param.device \"cpu\": accepted but not implemented"),
+            std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("no effect"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("peak host memory per rank (offloaded optimizer): master"), std::string::npos)
+  EXPECT_NE(r.output.find("peak host memory per rank (offloaded optimizer): master"),
+            std::string::npos)
       << r.output;
 }
 

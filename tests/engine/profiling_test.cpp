@@ -23,8 +23,13 @@ TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
   // Matmuls dominate at this width, as in real GPT-2s; the elementwise ops the
   // per-op count adds (layernorm, GELU, softmax, AdamW is not in fwd/bwd) stay under 1 %.
   auto cfg = test::tiny_config({{"train_micro_batch_size_per_gpu", 2},
-                                {"hybrid", {{"model", {{"n_layer", 2}, {"n_embd", 384}, {"n_head", 6},
-                                                       {"vocab_size", 1024}, {"seq_len", 64}}}}}});
+                                {"hybrid",
+                                 {{"model",
+                                   {{"n_layer", 2},
+                                    {"n_embd", 384},
+                                    {"n_head", 6},
+                                    {"vocab_size", 1024},
+                                    {"seq_len", 64}}}}}});
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   const size_t n = 2 * 64;
   std::vector<int32_t> in(n), tgt(n);
@@ -36,14 +41,18 @@ TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
   e->tracer().set_enabled(false);
   double counted = 0;
   for (const auto& ev : e->tracer().drain())
-    if (ev.category == Category::forward || ev.category == Category::backward) counted += double(ev.flops);
+    if (ev.category == Category::forward || ev.category == Category::backward)
+      counted += double(ev.flops);
 
   // Parameters that multiply activations: all but the position embedding
   // (a lookup); the token embedding counts once, as the lm_head's weight.
-  const double matmul_params = double(e->param_count()) - double(e->model().embedding->wpe()->numel);
-  const double closed = profiler::flops::gpt2_step_closed_form(matmul_params, 2, 384, 64, double(n), true);
+  const double matmul_params =
+      double(e->param_count()) - double(e->model().embedding->wpe()->numel);
+  const double closed =
+      profiler::flops::gpt2_step_closed_form(matmul_params, 2, 384, 64, double(n), true);
   const double rel = (counted - closed) / closed;
-  std::printf("counted %.4g FLOP per step, closed form %.4g, difference %+.3f %%\n", counted, closed, 100 * rel);
+  std::printf("counted %.4g FLOP per step, closed form %.4g, difference %+.3f %%\n", counted,
+              closed, 100 * rel);
   EXPECT_LT(std::abs(rel), 0.01);
 }
 
@@ -61,13 +70,14 @@ struct DbRun {
   std::string db;
 };
 
-DbRun train_into(const test::TempDir& dir, int ranks, const nlohmann::json& patch, const std::string& args) {
+DbRun train_into(const test::TempDir& dir, int ranks, const nlohmann::json& patch,
+                 const std::string& args) {
   const std::string cfg = dir / "cfg.json";
   test::write_json(cfg, test::tiny_config_json(patch));
   DbRun r;
   r.db = dir / "runs.db";
-  r.cmd = test::run_command(test::launcher(ranks) + test::tool("hybrid-train") + " --quiet --config " + cfg +
-                            " --db " + r.db + " " + args);
+  r.cmd = test::run_command(test::launcher(ranks) + test::tool("hybrid-train") +
+                            " --quiet --config " + cfg + " --db " + r.db + " " + args);
   return r;
 }
 
@@ -131,10 +141,11 @@ TEST(Profiling, AKilledRunLeavesAConsistentStoreAndIsMarkedFailed) {
 
 TEST(Profiling, OverlapHidesCommunicationAndTheTraceOpens) {
   test::TempDir dir;
-  const auto r = train_into(dir, 2,
-                            {{"zero_optimization", {{"stage", 2}, {"overlap_comm", true}, {"reduce_bucket_size", 5000}}},
-                             {"hybrid", {{"profiler", {{"trace", true}, {"trace_steps", 2}}}}}},
-                            "--steps 8");
+  const auto r = train_into(
+      dir, 2,
+      {{"zero_optimization", {{"stage", 2}, {"overlap_comm", true}, {"reduce_bucket_size", 5000}}},
+       {"hybrid", {{"profiler", {{"trace", true}, {"trace_steps", 2}}}}}},
+      "--steps 8");
   ASSERT_EQ(r.cmd.exit_code, 0) << r.cmd.output;
   profiler::RunStore store(r.db, profiler::OpenMode::read_only);
   const auto id = store.list_runs().at(0).id;
@@ -149,8 +160,9 @@ TEST(Profiling, OverlapHidesCommunicationAndTheTraceOpens) {
   EXPECT_GT(comm, 0.0);
   EXPECT_LT(exposed, comm);
 
-  const auto ex = test::run_command(std::string(HYBRID_BINARY_DIR) + "/profiler/hybrid-prof export-trace --db " +
-                                    r.db + " --run " + std::to_string(id) + " -o " + (dir / "trace.json"));
+  const auto ex = test::run_command(std::string(HYBRID_BINARY_DIR) +
+                                    "/profiler/hybrid-prof export-trace --db " + r.db + " --run " +
+                                    std::to_string(id) + " -o " + (dir / "trace.json"));
   ASSERT_EQ(ex.exit_code, 0) << ex.output;
   const auto trace = test::read_json(dir / "trace.json");
   std::set<int> pids;
@@ -163,7 +175,8 @@ TEST(Profiling, OverlapHidesCommunicationAndTheTraceOpens) {
       continue;
     }
     ASSERT_EQ(ev.at("ph"), "X");
-    for (const char* key : {"name", "ts", "dur", "pid", "tid"}) ASSERT_TRUE(ev.contains(key)) << key;
+    for (const char* key : {"name", "ts", "dur", "pid", "tid"})
+      ASSERT_TRUE(ev.contains(key)) << key;
     EXPECT_GE(ev.at("ts").get<double>(), last_ts);
     last_ts = ev.at("ts").get<double>();
     pids.insert(ev.at("pid").get<int>());

@@ -2,12 +2,11 @@
 // and 4 ranks ends with the single-process run's fp32 master weights; the
 // bytes each stage communicates match ZeRO's theory; measured peaks match the
 // memory model at every world size.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/memory_model.h"
@@ -26,12 +25,14 @@ struct RunOutput {
 };
 
 // Trains with `ranks` processes; the global batch is micro × gas × ranks.
-RunOutput train(const test::TempDir& dir, const std::string& name, int ranks, const nlohmann::json& patch) {
-  const std::string cfg = dir / (name + ".json"), out = dir / (name + ".bin"), res = dir / (name + ".result.json");
+RunOutput train(const test::TempDir& dir, const std::string& name, int ranks,
+                const nlohmann::json& patch) {
+  const std::string cfg = dir / (name + ".json"), out = dir / (name + ".bin"),
+                    res = dir / (name + ".result.json");
   test::write_json(cfg, test::tiny_config_json(patch));
-  const auto r = test::run_command(test::launcher(ranks) + test::tool("hybrid-train") + " --quiet --config " + cfg +
-                                   " --steps " + std::to_string(kSteps) + " --export-llmc " + out +
-                                   " --result " + res);
+  const auto r = test::run_command(
+      test::launcher(ranks) + test::tool("hybrid-train") + " --quiet --config " + cfg +
+      " --steps " + std::to_string(kSteps) + " --export-llmc " + out + " --result " + res);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   RunOutput o;
   if (r.exit_code != 0) return o;
@@ -50,12 +51,16 @@ double max_relative_difference(const std::vector<float>& a, const std::vector<fl
   return diff / scale;
 }
 
-nlohmann::json zero_patch(int stage, int gas, const nlohmann::json& extra = nlohmann::json::object()) {
+nlohmann::json zero_patch(int stage, int gas,
+                          const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json p = {{"gradient_accumulation_steps", gas},
-                      {"zero_optimization", {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", 3000},
-                                             {"allgather_bucket_size", 5000},
-                                             {"stage3_param_persistence_threshold", 200},
-                                             {"stage3_prefetch_bucket_size", 4000}}}};
+                      {"zero_optimization",
+                       {{"stage", stage},
+                        {"overlap_comm", true},
+                        {"reduce_bucket_size", 3000},
+                        {"allgather_bucket_size", 5000},
+                        {"stage3_param_persistence_threshold", 200},
+                        {"stage3_prefetch_bucket_size", 4000}}}};
   p.merge_patch(extra);
   return p;
 }
@@ -67,15 +72,18 @@ TEST(ZeroMpi, EveryStageAndWorldSizeMatchesTheSingleProcessRun) {
   ASSERT_FALSE(ref.weights.empty());
   for (int ranks : {1, 2, 4}) {
     for (int stage : {0, 1, 2, 3}) {
-      const auto run = train(dir, fmt::format("s{}w{}", stage, ranks), ranks,
-                             zero_patch(stage, 4 / ranks));
-      ASSERT_EQ(run.weights.size(), ref.weights.size()) << "stage " << stage << ", " << ranks << " ranks";
+      const auto run =
+          train(dir, fmt::format("s{}w{}", stage, ranks), ranks, zero_patch(stage, 4 / ranks));
+      ASSERT_EQ(run.weights.size(), ref.weights.size())
+          << "stage " << stage << ", " << ranks << " ranks";
       const double rel = max_relative_difference(run.weights, ref.weights);
       EXPECT_LT(rel, 1e-5) << "stage " << stage << ", " << ranks << " ranks";
-      std::printf("stage %d, %d rank(s): max |Δw| / max |w| = %.2e after %d steps\n", stage, ranks, rel, kSteps);
+      std::printf("stage %d, %d rank(s): max |Δw| / max |w| = %.2e after %d steps\n", stage, ranks,
+                  rel, kSteps);
       const auto losses = run.result.at("losses").get<std::vector<double>>();
       const auto ref_losses = ref.result.at("losses").get<std::vector<double>>();
-      EXPECT_NEAR(losses.back(), ref_losses.back(), 1e-4) << "stage " << stage << ", " << ranks << " ranks";
+      EXPECT_NEAR(losses.back(), ref_losses.back(), 1e-4)
+          << "stage " << stage << ", " << ranks << " ranks";
     }
   }
 }
@@ -95,11 +103,13 @@ Theory zero_theory(const engine::Config& cfg, int ranks) {
   const double scalars = ranks > 1 ? 4.0 : 0.0;  // the loss average
   Theory t;
   switch (cfg.zero.stage) {
-    case 0: t.all_reduce = N * d + scalars; break;  // gradients, once
+    case 0:
+      t.all_reduce = N * d + scalars;
+      break;  // gradients, once
     case 1:
     case 2:
-      t.reduce_scatter = N * d;  // gradients (the padding is never reduced)
-      t.all_gather = P * d;      // updated parameters
+      t.reduce_scatter = N * d;    // gradients (the padding is never reduced)
+      t.all_gather = P * d;        // updated parameters
       t.all_reduce = 8 + scalars;  // norm and overflow
       break;
     case 3: {
@@ -109,8 +119,10 @@ Theory zero_theory(const engine::Config& cfg, int ranks) {
       double gathered = 0, persistent = 0;
       for (auto* m : tree.param_modules()) {
         const double n = double(tree.own_range(*m).size());
-        if (n < cfg.zero.stage3_param_persistence_threshold) persistent += n;
-        else gathered += n;
+        if (n < cfg.zero.stage3_param_persistence_threshold)
+          persistent += n;
+        else
+          gathered += n;
       }
       const double tied = double(model.embedding->wte()->numel + model.embedding->wpe()->numel);
       t.all_gather = (2 * (gathered + tied) + persistent) * d;
@@ -133,12 +145,15 @@ TEST(ZeroMpi, CommunicationVolumeAndMemoryMatchTheory) {
       const auto theory = zero_theory(test::tiny_config(patch, ranks), ranks);
       const auto& c = run.result.at("comm_bytes_per_step");
       const double ar = c.at("all_reduce"), rs = c.at("reduce_scatter"), ag = c.at("all_gather");
-      const std::string where = "stage " + std::to_string(stage) + ", " + std::to_string(ranks) + " ranks";
+      const std::string where =
+          "stage " + std::to_string(stage) + ", " + std::to_string(ranks) + " ranks";
       EXPECT_NEAR(ar, theory.all_reduce, 0.05 * theory.all_reduce + 1e-9) << where;
       EXPECT_NEAR(rs, theory.reduce_scatter, 0.05 * theory.reduce_scatter + 1e-9) << where;
       EXPECT_NEAR(ag, theory.all_gather, 0.05 * theory.all_gather + 1e-9) << where;
-      std::printf("%s: all-reduce %.0f B, reduce-scatter %.0f B, all-gather %.0f B per step (theory %.0f / %.0f / %.0f)\n",
-                  where.c_str(), ar, rs, ag, theory.all_reduce, theory.reduce_scatter, theory.all_gather);
+      std::printf(
+          "%s: all-reduce %.0f B, reduce-scatter %.0f B, all-gather %.0f B per step (theory %.0f / "
+          "%.0f / %.0f)\n",
+          where.c_str(), ar, rs, ag, theory.all_reduce, theory.reduce_scatter, theory.all_gather);
       if (ranks == 2 && stage == 2) bytes_stage2 = ar + rs + ag;
       if (ranks == 2 && stage == 3) bytes_stage3 = ar + rs + ag;
 
@@ -151,24 +166,28 @@ TEST(ZeroMpi, CommunicationVolumeAndMemoryMatchTheory) {
       }
     }
   }
-  std::printf("stage 3 / stage 2 bytes per step: %.2f (1.5 plus the tied embedding's second gather)\n",
-              bytes_stage3 / bytes_stage2);
+  std::printf(
+      "stage 3 / stage 2 bytes per step: %.2f (1.5 plus the tied embedding's second gather)\n",
+      bytes_stage3 / bytes_stage2);
   EXPECT_GT(bytes_stage3 / bytes_stage2, 1.45);
 }
 
 TEST(ZeroMpi, MemoryBudgetBelowTheNeedFailsNamingTheCategory) {
   test::TempDir dir;
-  test::write_json(dir / "cfg.json", test::tiny_config_json({{"zero_optimization", {{"stage", 2}}},
-                                                             {"hybrid", {{"memory_budget", "300KiB"}}}}));
-  const auto r = test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --quiet --config " +
-                                   (dir / "cfg.json") + " --steps 2 --result " + (dir / "r.json"));
+  test::write_json(dir / "cfg.json",
+                   test::tiny_config_json({{"zero_optimization", {{"stage", 2}}},
+                                           {"hybrid", {{"memory_budget", "300KiB"}}}}));
+  const auto r =
+      test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --quiet --config " +
+                        (dir / "cfg.json") + " --steps 2 --result " + (dir / "r.json"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   const auto res = test::read_json(dir / "r.json");
   EXPECT_EQ(res.at("status"), "oom");
   const std::string msg = res.at("error").at("message");
   EXPECT_NE(msg.find("out of memory: allocating"), std::string::npos) << msg;
   EXPECT_NE(msg.find("budget of 300.00 KiB"), std::string::npos) << msg;
-  EXPECT_TRUE(std::regex_search(msg, std::regex(" for (params|grads|master|optimizer|activations|comm) ")))
+  EXPECT_TRUE(
+      std::regex_search(msg, std::regex(" for (params|grads|master|optimizer|activations|comm) ")))
       << "the message names the category: " << msg;
 }
 

@@ -2,11 +2,12 @@
 // file, a file that is not SQLite and a newer schema; nothing written, ever
 // (checksums before and after); and the change check that follows a store
 // another process is writing.
+#include "gui/model/database.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "gui/model/database.h"
 #include "tests/gui/view_test_util.h"
 
 namespace hybrid::gui {
@@ -16,7 +17,9 @@ using test::FixtureRunSpec;
 using test::FixtureWriter;
 using test::TempDir;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(Database, MissingFileIsAMessage) {
   TempDir dir;

@@ -2,13 +2,14 @@
 // the books the fixture kept while it laid out the events, shares of the step
 // summing to 100 %, the rows that complete the step (optimizer, exposed comm,
 // other) against independent formulas, and the sort orders of the tree.
+#include "gui/model/layer_breakdown.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 
 #include "gui/model/database.h"
-#include "gui/model/layer_breakdown.h"
 #include "tests/gui/view_test_util.h"
 
 namespace hybrid::gui {
@@ -19,7 +20,7 @@ using test::FixtureRunSpec;
 using test::FixtureWriter;
 using test::TempDir;
 
-constexpr double kMsTol = 1e-6;     // ms; the store keeps ns integers, sums are exact to rounding
+constexpr double kMsTol = 1e-6;      // ms; the store keeps ns integers, sums are exact to rounding
 constexpr double kShareTol = 1e-12;  // shares of the top-level rows sum to 1 up to float rounding
 
 struct RunFixture {
@@ -67,23 +68,33 @@ TEST(LayerBreakdown, RowsMatchTheModuleTreeAndTheEventBooks) {
     EXPECT_EQ(r.name, f.run.modules[i].name.empty() ? "model" : f.run.modules[i].name);
     EXPECT_EQ(r.depth, f.run.modules[i].depth);
     const auto id = int32_t(i);
-    EXPECT_NEAR(r.fwd_ms.mean, f.mean_over_ranks(9, [&](auto& e) { return e.fwd_ms.at(id); }), kMsTol) << r.name;
-    EXPECT_NEAR(r.bwd_ms.mean, f.mean_over_ranks(9, [&](auto& e) { return e.bwd_ms.at(id); }), kMsTol) << r.name;
+    EXPECT_NEAR(r.fwd_ms.mean, f.mean_over_ranks(9, [&](auto& e) { return e.fwd_ms.at(id); }),
+                kMsTol)
+        << r.name;
+    EXPECT_NEAR(r.bwd_ms.mean, f.mean_over_ranks(9, [&](auto& e) { return e.bwd_ms.at(id); }),
+                kMsTol)
+        << r.name;
     // Rank 1 runs 1.1× slower: it is the max, rank 0 the min.
     const auto& ex = f.run.expect.at(9);
     EXPECT_NEAR(r.total_ms.min, ex[0].fwd_ms.at(id) + ex[0].bwd_ms.at(id), kMsTol);
     EXPECT_NEAR(r.total_ms.max, ex[1].fwd_ms.at(id) + ex[1].bwd_ms.at(id), kMsTol);
-    EXPECT_NEAR(r.exposed_ms.mean, f.mean_over_ranks(9, [&](auto& e) {
-                  auto it = e.exposed_ms.find(id);
-                  return it == e.exposed_ms.end() ? 0.0 : it->second;
-                }), kMsTol) << r.name;
+    EXPECT_NEAR(r.exposed_ms.mean,
+                f.mean_over_ranks(9,
+                                  [&](auto& e) {
+                                    auto it = e.exposed_ms.find(id);
+                                    return it == e.exposed_ms.end() ? 0.0 : it->second;
+                                  }),
+                kMsTol)
+        << r.name;
     // The stacked bar adds up to the row's time.
-    EXPECT_NEAR(r.bar.forward + r.bar.backward + r.bar.exposed + r.bar.other, r.total_ms.mean, 1e-9);
+    EXPECT_NEAR(r.bar.forward + r.bar.backward + r.bar.exposed + r.bar.other, r.total_ms.mean,
+                1e-9);
   }
   // Exposed comm sits in h.0 (the bucket wait) and, inclusively, in the model.
   const LayerRow& h0 = b.rows[size_t(b.find_name("h.0"))];
   EXPECT_GT(h0.exposed_ms.mean, 0.0);
-  // Two waits per rank (one per micro-step at ZeRO 2): 2 × 0.6 ms × (1 + 0.1 r), mean over r ∈ {0, 1}.
+  // Two waits per rank (one per micro-step at ZeRO 2): 2 × 0.6 ms × (1 + 0.1 r), mean over r ∈ {0,
+  // 1}.
   EXPECT_NEAR(h0.exposed_ms.mean, 2 * 0.6 * 1.05, 1e-5);
   EXPECT_NEAR(b.rows[0].exposed_ms.mean, h0.exposed_ms.mean, kMsTol);
   EXPECT_EQ(b.rows[size_t(b.find_name("h.1"))].exposed_ms.mean, 0.0);
@@ -184,7 +195,8 @@ TEST(LayerBreakdown, OneRankAndWrongOptionsAreHandled) {
   EXPECT_EQ(b.rows[0].total_ms.min, b.rows[0].total_ms.max);
   EXPECT_NEAR(b.step_ms.mean, ex.step_ms, kMsTol);
   EXPECT_NEAR(top_share_sum(b), 1.0, kShareTol);
-  EXPECT_THROW(build_layer_breakdown(f.data.profile, f.data.events, {7, {}}), std::invalid_argument);
+  EXPECT_THROW(build_layer_breakdown(f.data.profile, f.data.events, {7, {}}),
+               std::invalid_argument);
   EXPECT_THROW(build_layer_breakdown(f.data.profile, f.data.events, {9, 5}), std::invalid_argument);
 }
 
@@ -214,7 +226,8 @@ TEST(LayerBreakdown, WithoutEventsTheStepIsModulesPlusOther) {
   // Rank 0 alone: the step is exactly the step row.
   const LayerBreakdown r0 = build_layer_breakdown(p, profiler::EventSet{}, {9, 0});
   EXPECT_NEAR(r0.step_ms.mean, step_ms, kMsTol);
-  EXPECT_NEAR(r0.rows[size_t(r0.top_rows[1])].total_ms.mean, step_ms - r0.rows[0].total_ms.mean, kMsTol);
+  EXPECT_NEAR(r0.rows[size_t(r0.top_rows[1])].total_ms.mean, step_ms - r0.rows[0].total_ms.mean,
+              kMsTol);
   EXPECT_GT(r0.rows[size_t(r0.top_rows[1])].total_ms.mean, 1.0);
 
   // A step row shorter than what the modules measured: no negative "other"; the
@@ -258,7 +271,8 @@ TEST(LayerBreakdown, SortOrdersKeepTheTree) {
   for (size_t i = 0; i < by_total.size(); ++i) position[size_t(by_total[i])] = int(i);
   for (const LayerRow& r : b.rows) {
     std::vector<int> kids = r.children;
-    std::sort(kids.begin(), kids.end(), [&](int x, int y) { return position[size_t(x)] < position[size_t(y)]; });
+    std::sort(kids.begin(), kids.end(),
+              [&](int x, int y) { return position[size_t(x)] < position[size_t(y)]; });
     for (size_t k = 1; k < kids.size(); ++k)
       EXPECT_GE(b.rows[size_t(kids[k - 1])].total_ms.mean, b.rows[size_t(kids[k])].total_ms.mean);
     for (int c : r.children) EXPECT_GT(position[size_t(c)], position[size_t(&r - b.rows.data())]);
@@ -273,8 +287,8 @@ TEST(LayerBreakdown, SortOrdersKeepTheTree) {
   EXPECT_EQ(top_asc.back(), 0);
 
   // By name: natural order, h.2 before h.10.
-  const auto by_name = layer_display_order(b, LayerColumn::name, true,
-                                           [&](int row) { return b.rows[size_t(row)].name == "model"; });
+  const auto by_name = layer_display_order(
+      b, LayerColumn::name, true, [&](int row) { return b.rows[size_t(row)].name == "model"; });
   std::vector<std::string> blocks;
   for (int i : by_name)
     if (b.rows[size_t(i)].type == "Block") blocks.push_back(b.rows[size_t(i)].name);

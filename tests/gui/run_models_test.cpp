@@ -71,7 +71,8 @@ TEST_F(RunModels, OverviewCurvesSkippedStepsAndMemory) {
   EXPECT_DOUBLE_EQ(o.median_tokens_per_s, median_of(tok));
   // Memory: the largest rank per category; rank 1 peaks higher on activations and grads.
   ASSERT_EQ(o.memory.size(), 5u);
-  const auto act = std::find_if(o.memory.begin(), o.memory.end(), [](auto& m) { return m.category == "activations"; });
+  const auto act = std::find_if(o.memory.begin(), o.memory.end(),
+                                [](auto& m) { return m.category == "activations"; });
   ASSERT_NE(act, o.memory.end());
   EXPECT_EQ(act->peak_rank, 1);
   EXPECT_EQ(act->peak_bytes - *act->predicted_bytes, 65536u);

@@ -102,12 +102,16 @@ TEST_F(Screenshots, EveryWindowOfARealSweep) {
   const uint64_t before = test::file_checksum(sweep.path);
   TempDir out;
   // The best trial's run, compared with the slowest.
-  const std::string best = profiler::test::query_sql(
-      sweep.path, "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric DESC LIMIT 1");
+  const std::string best =
+      profiler::test::query_sql(sweep.path,
+                                "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' "
+                                "ORDER BY metric DESC LIMIT 1");
   const std::string worst = profiler::test::query_sql(
-      sweep.path, "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric LIMIT 1");
-  const auto r = run_command(kXvfb + kViewer + " " + sweep.path.string() + " --run " + best + " --compare " + worst +
-                             " --screenshot " + (out / "shot.png").string() + " --window all --size 1280x800");
+      sweep.path,
+      "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric LIMIT 1");
+  const auto r = run_command(kXvfb + kViewer + " " + sweep.path.string() + " --run " + best +
+                             " --compare " + worst + " --screenshot " +
+                             (out / "shot.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* w : kWindows) {
     const auto png = out / (std::string("shot_") + w + ".png");
@@ -128,8 +132,8 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
   const uint64_t before = test::file_checksum(fx.path);
   TempDir out;
   const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --run " +
-                             std::to_string(fx.gpu_run.run_id) + " --screenshot " + (out / "fixture.png").string() +
-                             " --window all --size 1280x800");
+                             std::to_string(fx.gpu_run.run_id) + " --screenshot " +
+                             (out / "fixture.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* w : kWindows) {
     const auto png = out / (std::string("fixture_") + w + ".png");
@@ -182,8 +186,8 @@ TEST_F(Screenshots, OneWindowAtAnotherSize) {
   test::FixtureDb fx;
   TempDir out;
   const auto png = out / "timeline.png";
-  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --screenshot " + png.string() +
-                             " --window timeline --size 1024x640 --frames 2");
+  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --screenshot " +
+                             png.string() + " --window timeline --size 1024x640 --frames 2");
   ASSERT_EQ(r.status, 0) << r.output;
   const Image img = load_png(png);
   EXPECT_EQ(img.w, 1024);

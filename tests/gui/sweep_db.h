@@ -11,14 +11,15 @@
 // a database. About 10 s on 2 cores.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include "tests/gui/view_test_util.h"
 
@@ -62,7 +63,8 @@ inline SweepDb build_sweep_db() {
   const fs::path bin = HYBRID_BINARY_DIR;
   const fs::path tune = bin / "autotune" / "hybrid-tune", train = bin / "engine" / "hybrid-train";
   if (!fs::exists(tune) || !fs::exists(train)) {
-    out.error = "hybrid-tune or hybrid-train is not built (" + tune.string() + ", " + train.string() + ")";
+    out.error =
+        "hybrid-tune or hybrid-train is not built (" + tune.string() + ", " + train.string() + ")";
     return out;
   }
   const fs::path home = bin / "tests" / "gui_sweep", db = home / "hybrid.db";
@@ -82,9 +84,12 @@ inline SweepDb build_sweep_db() {
     return out;
   }
   // Open MPI as root in a container, on one host (as scripts/mpi-env.sh; ctest sets them too).
-  for (auto [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                      {"OMPI_MCA_rmaps_base_oversubscribe", "1"}, {"OMPI_MCA_pml", "ob1"},
-                      {"OMPI_MCA_btl", "self,vader"}, {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
+  for (auto [k, v] : {std::pair{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                      {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
+                      {"OMPI_MCA_pml", "ob1"},
+                      {"OMPI_MCA_btl", "self,vader"},
+                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
                       {"OMPI_MCA_hwloc_base_binding_policy", "none"}})
     setenv(k, v, 0);
   const fs::path work = home / ("build." + std::to_string(::getpid()));
@@ -93,18 +98,23 @@ inline SweepDb build_sweep_db() {
   std::ofstream(work / "config.json") << kSweepConfig;
   std::ofstream(work / "space.json") << kSweepSpace;
   std::ofstream(work / "oom.json") << kOomSpace;
-  const std::string common = tune.string() + " --config " + (work / "config.json").string() +
-                             " --nprocs 2 --strategy grid --metric tokens_per_s --steps 4 --start-step 2"
-                             " --no-probe --early-stop 0 --trial-timeout 120 --train-bin " + train.string() +
-                             " --db " + (work / "hybrid.db").string() + " --out " + (work / "best.json").string();
-  const auto sweep = run_command(common + " --space " + (work / "space.json").string() + " --name grid");
-  const auto oom = run_command(common + " --space " + (work / "oom.json").string() + " --name no-prune --no-prune");
+  const std::string common =
+      tune.string() + " --config " + (work / "config.json").string() +
+      " --nprocs 2 --strategy grid --metric tokens_per_s --steps 4 --start-step 2"
+      " --no-probe --early-stop 0 --trial-timeout 120 --train-bin " +
+      train.string() + " --db " + (work / "hybrid.db").string() + " --out " +
+      (work / "best.json").string();
+  const auto sweep =
+      run_command(common + " --space " + (work / "space.json").string() + " --name grid");
+  const auto oom = run_command(common + " --space " + (work / "oom.json").string() +
+                               " --name no-prune --no-prune");
   if (sweep.status != 0) {
     out.error = "hybrid-tune failed (" + std::to_string(sweep.status) + "):\n" + sweep.output;
     return out;
   }
   if (oom.status != 3) {  // 3: no trial succeeded, the OOM we asked for
-    out.error = "hybrid-tune --no-prune: expected status 3, got " + std::to_string(oom.status) + ":\n" + oom.output;
+    out.error = "hybrid-tune --no-prune: expected status 3, got " + std::to_string(oom.status) +
+                ":\n" + oom.output;
     return out;
   }
   profiler::test::exec_sql(work / "hybrid.db", "PRAGMA wal_checkpoint(TRUNCATE)");

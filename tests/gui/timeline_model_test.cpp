@@ -2,13 +2,14 @@
 // nesting rows without overlaps, the ranks' clocks aligned through their
 // epochs, the vertical layout, level of detail (sub-pixel events merged, none
 // lost) and hit testing.
+#include "gui/model/timeline_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 
 #include "gui/model/database.h"
-#include "gui/model/timeline_model.h"
 #include "tests/gui/view_test_util.h"
 
 namespace hybrid::gui {
@@ -58,13 +59,15 @@ TEST(TimelineModel, LanesPerRankInOrder) {
   // Nesting on the compute lane: step (0) > model (1) > block (2) > attn/mlp (3) > leaf (4);
   // the bucket wait sits inside h.0's backward at depth 3.
   EXPECT_EQ(m.lanes[0].rows.size(), 5u);
-  for (const auto& te : m.lanes[0].rows[0].events) EXPECT_EQ(m.events[te.source].category, Category::step);
+  for (const auto& te : m.lanes[0].rows[0].events)
+    EXPECT_EQ(m.events[te.source].category, Category::step);
   bool wait_at_3 = false;
   for (const auto& te : m.lanes[0].rows[3].events)
     wait_at_3 = wait_at_3 || m.events[te.source].category == Category::comm;
   EXPECT_TRUE(wait_at_3);
   // Lanes hold only their kind.
-  for (const auto& te : m.lanes[1].rows[0].events) EXPECT_EQ(m.events[te.source].lane, profiler::kLaneComm);
+  for (const auto& te : m.lanes[1].rows[0].events)
+    EXPECT_EQ(m.events[te.source].lane, profiler::kLaneComm);
   for (const auto& row : m.lanes[2].rows)
     for (const auto& te : row.events) EXPECT_EQ(m.events[te.source].category, Category::optimizer);
   for (const auto& row : m.lanes[3].rows)

@@ -10,14 +10,14 @@
 // so tests compare the view-models' figures with numbers derived independently.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "profiler/profile_data.h"
 #include "profiler/store/run_store.h"
@@ -34,7 +34,7 @@ struct FixtureModule {
   int depth = 0;
   uint64_t params = 0;
   uint64_t activation_bytes = 0;
-  double fwd_ms = 0;  // leaf compute time per micro-step (before the run's factors)
+  double fwd_ms = 0;       // leaf compute time per micro-step (before the run's factors)
   uint64_t fwd_flops = 0;  // inclusive of children
   std::vector<int32_t> children;
 };
@@ -104,18 +104,18 @@ struct FixtureRunSpec {
   int seq_len = 64;
   int steps = 10;
   std::vector<int64_t> profiled_steps = {5, 9};
-  double speed = 1.0;             // every duration is divided by it
-  double rank_skew = 0.1;         // rank r is (1 + r·skew) slower
+  double speed = 1.0;                      // every duration is divided by it
+  double rank_skew = 0.1;                  // rank r is (1 + r·skew) slower
   int64_t rank_epoch_skew_ns = 7'000'000;  // rank r's tracer epoch is r·skew later
-  double wait_in_block_ms = 0.6;  // exposed: a bucket wait inside h.0's backward
-  double wait_outside_ms = 0.3;   // exposed: the final flush, outside any module
+  double wait_in_block_ms = 0.6;           // exposed: a bucket wait inside h.0's backward
+  double wait_outside_ms = 0.3;            // exposed: the final flush, outside any module
   double wait_in_optimizer_ms = 0.4;
-  double wait_blocked_ms = 0;     // a wait outside modules with no collective in flight
-  double optimizer_ms = 1.5;      // optimizer compute (plus its wait)
-  double data_ms = 0.4;           // batch loading inside the step: "other"
-  double step_tail_ms = 0.2;      // after the optimizer: "other"
-  bool gpu_lane = false;          // also one kernel per leaf forward on GPU stream 0
-  int repeat_leaves = 1;          // each leaf forward is this many events (for big event counts)
+  double wait_blocked_ms = 0;  // a wait outside modules with no collective in flight
+  double optimizer_ms = 1.5;   // optimizer compute (plus its wait)
+  double data_ms = 0.4;        // batch loading inside the step: "other"
+  double step_tail_ms = 0.2;   // after the optimizer: "other"
+  bool gpu_lane = false;       // also one kernel per leaf forward on GPU stream 0
+  int repeat_leaves = 1;       // each leaf forward is this many events (for big event counts)
   profiler::RunStatus status = profiler::RunStatus::ok;
 };
 
@@ -126,9 +126,9 @@ struct RankExpect {
   double optimizer_ms = 0;                   // incl. the wait inside it
   double optimizer_exposed_ms = 0;
   double outside_ms = 0;
-  double blocked_ms = 0;  // waits with no collective in flight
-  double step_ms = 0;  // the step event
-  double comm_ms = 0;  // union of collectives
+  double blocked_ms = 0;              // waits with no collective in flight
+  double step_ms = 0;                 // the step event
+  double comm_ms = 0;                 // union of collectives
   int64_t step_start_aligned_ns = 0;  // start of the step event on the shared clock
 };
 
@@ -149,8 +149,8 @@ class FixtureWriter {
   FixtureRun write_run(const FixtureRunSpec& spec) {
     FixtureRun out;
     out.spec = spec;
-    out.modules = gpt2_fixture_modules(spec.n_layer, spec.n_embd, spec.vocab, spec.micro_batch,
-                                       spec.seq_len);
+    out.modules =
+        gpt2_fixture_modules(spec.n_layer, spec.n_embd, spec.vocab, spec.micro_batch, spec.seq_len);
     profiler::RunInfo info;
     info.name = spec.name;
     info.config_json = config_json(spec);
@@ -203,7 +203,8 @@ class FixtureWriter {
       row.loss_scale = scale;
       row.grad_norm = skipped ? std::nan("") : 1.0 / s;
       row.step_ms = profiled_ms.count(s) ? profiled_ms[s] : (30.0 + (s % 4)) / spec.speed;
-      const double tokens = double(spec.micro_batch) * spec.grad_accum * spec.seq_len * spec.world_size;
+      const double tokens =
+          double(spec.micro_batch) * spec.grad_accum * spec.seq_len * spec.world_size;
       row.tokens_per_s = skipped ? 0 : tokens / (row.step_ms * 1e-3);
       row.flops_per_s = skipped ? 0 : 6.0 * double(info.n_params) * row.tokens_per_s;
       out.steps.push_back(row);
@@ -218,15 +219,16 @@ class FixtureWriter {
       mem.push_back({r, "grads", params * 2 / (spec.zero_stage >= 2 ? shard : 1),
                      params * 2 / (spec.zero_stage >= 2 ? shard : 1) + 4096u * r,
                      params * 2 / (spec.zero_stage >= 2 ? shard : 1)});
-      mem.push_back({r, "optimizer", params * 12 / shard, params * 12 / shard, params * 12 / shard});
+      mem.push_back(
+          {r, "optimizer", params * 12 / shard, params * 12 / shard, params * 12 / shard});
       uint64_t act = 0;
       for (const auto& m : out.modules) act += m.activation_bytes;
       mem.push_back({r, "activations", 0, act + uint64_t(r) * 65536, act});
       mem.push_back({r, "comm", 1u << 20, 1u << 21, std::nullopt});
     }
     store_.add_memory(out.run_id, mem);
-    store_.finish_run(out.run_id, spec.status, spec.status == profiler::RunStatus::ok ? "" : "failed",
-                      "{}");
+    store_.finish_run(out.run_id, spec.status,
+                      spec.status == profiler::RunStatus::ok ? "" : "failed", "{}");
     return out;
   }
 
@@ -251,8 +253,8 @@ class FixtureWriter {
 
   // One rank's events of one profiled step, laid out on a cursor in the rank's
   // own clock; layer stats are summed from those events.
-  RankExpect write_profiled_step(FixtureRun& run, const FixtureRunSpec& spec, int64_t step, int rank,
-                                 int64_t step_start_wall) {
+  RankExpect write_profiled_step(FixtureRun& run, const FixtureRunSpec& spec, int64_t step,
+                                 int rank, int64_t step_start_wall) {
     names_.clear();
     name_ids_.clear();
     const auto& mods = run.modules;
@@ -263,8 +265,8 @@ class FixtureWriter {
     RankExpect ex;
     ex.step_start_aligned_ns = step_start_wall;
     auto ns = [&](double ms) { return int64_t(std::llround(ms * 1e6 * k)); };
-    auto event = [&](int64_t start, int64_t dur, const std::string& name, Category c, int32_t module,
-                     uint16_t lane, uint64_t flops = 0, uint64_t bytes = 0) {
+    auto event = [&](int64_t start, int64_t dur, const std::string& name, Category c,
+                     int32_t module, uint16_t lane, uint64_t flops = 0, uint64_t bytes = 0) {
       Event e;
       e.start_ns = start;
       e.dur_ns = dur;
@@ -280,11 +282,13 @@ class FixtureWriter {
     };
     std::map<int32_t, std::pair<int64_t, int64_t>> fwd_ns, bwd_ns;  // module → (ns, calls)
     std::map<int32_t, uint64_t> fwd_flops, bwd_flops;
-    std::map<int32_t, double> waits;  // exclusive
+    std::map<int32_t, double> waits;                // exclusive
     std::vector<std::pair<int64_t, int64_t>> comm;  // collective intervals
     const int32_t last_block = 2 + (spec.n_layer - 1) * 11;
     const std::string model_name = "model";
-    auto name_of = [&](int32_t id) { return mods[size_t(id)].name.empty() ? model_name : mods[size_t(id)].name; };
+    auto name_of = [&](int32_t id) {
+      return mods[size_t(id)].name.empty() ? model_name : mods[size_t(id)].name;
+    };
 
     const int64_t step_begin = t;
     event(t, ns(spec.data_ms), "data", Category::data, -1, profiler::kLaneCompute);
@@ -299,7 +303,8 @@ class FixtureWriter {
           const int pieces = std::max(1, spec.repeat_leaves);
           for (int p = 0; p < pieces; ++p) {
             const int64_t a = start + dur * p / pieces, b = start + dur * (p + 1) / pieces;
-            if (pieces > 1) event(a, b - a, name_of(id) + ".op", Category::other, id, profiler::kLaneCompute);
+            if (pieces > 1)
+              event(a, b - a, name_of(id) + ".op", Category::other, id, profiler::kLaneCompute);
             if (spec.gpu_lane)
               event(a + (b - a) / 4, (b - a) / 2, m.type + "_kernel", Category::kernel, id,
                     uint16_t(profiler::kLaneGpuBase));
@@ -349,7 +354,8 @@ class FixtureWriter {
         // The final flush: a collective queued behind the last bucket's (one FIFO comm thread).
         const int64_t w = ns(spec.wait_outside_ms);
         event(t, w, "comm_wait", Category::comm, -1, profiler::kLaneCompute);
-        comm.push_back({std::max(t - ns(1.0), comm.empty() ? INT64_MIN : comm.back().second), t + w});
+        comm.push_back(
+            {std::max(t - ns(1.0), comm.empty() ? INT64_MIN : comm.back().second), t + w});
         ex.outside_ms += double(w) * 1e-6;
         t += w;
         if (spec.wait_blocked_ms > 0) {
@@ -381,7 +387,8 @@ class FixtureWriter {
     for (size_t i = 0; i < comm.size(); ++i) {
       const auto [a, b] = comm[i];
       const bool gather = i + 1 == comm.size();
-      const std::string op = gather ? "all_gather" : (spec.zero_stage >= 2 ? "reduce_scatter" : "all_reduce");
+      const std::string op =
+          gather ? "all_gather" : (spec.zero_stage >= 2 ? "reduce_scatter" : "all_reduce");
       const uint64_t bytes = gather ? bucket_bytes / 2 : bucket_bytes;
       event(a, b - a, op, Category::comm, -1, profiler::kLaneComm, 0, bytes);
       per_op[{op, bytes}].push_back(b - a);
@@ -440,7 +447,8 @@ class FixtureWriter {
     double exposed = ex.outside_ms + ex.optimizer_exposed_ms;
     for (const auto& [id, w_ms] : waits) exposed += w_ms;
     double modules_ms = ex.fwd_ms[0] + ex.bwd_ms[0];
-    std::vector<profiler::StepRankRow> sr{{step, rank, modules_ms + ex.optimizer_ms, ex.comm_ms, exposed}};
+    std::vector<profiler::StepRankRow> sr{
+        {step, rank, modules_ms + ex.optimizer_ms, ex.comm_ms, exposed}};
     store_.add_step_ranks(run.run_id, sr);
     return ex;
   }
@@ -480,12 +488,10 @@ inline FixtureSweep write_fixture_sweep(profiler::RunStore& store) {
     double speed;
     profiler::TrialStatus status;
   };
-  const std::vector<Point> points = {{2, 1, 0.8, profiler::TrialStatus::ok},
-                                     {4, 1, 1.0, profiler::TrialStatus::ok},
-                                     {4, 2, 1.2, profiler::TrialStatus::ok},
-                                     {8, 2, 1.1, profiler::TrialStatus::ok},
-                                     {8, 1, 0, profiler::TrialStatus::oom},
-                                     {16, 2, 0, profiler::TrialStatus::timeout}};
+  const std::vector<Point> points = {
+      {2, 1, 0.8, profiler::TrialStatus::ok}, {4, 1, 1.0, profiler::TrialStatus::ok},
+      {4, 2, 1.2, profiler::TrialStatus::ok}, {8, 2, 1.1, profiler::TrialStatus::ok},
+      {8, 1, 0, profiler::TrialStatus::oom},  {16, 2, 0, profiler::TrialStatus::timeout}};
   for (const Point& p : points) {
     profiler::TrialRow t;
     t.sweep_id = out.sweep_id;

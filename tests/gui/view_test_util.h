@@ -32,7 +32,7 @@ inline uint64_t file_checksum(const std::filesystem::path& p) {
 }
 
 struct CommandResult {
-  int status = -1;  // exit status; 128 + signal when killed
+  int status = -1;     // exit status; 128 + signal when killed
   std::string output;  // stdout and stderr together
 };
 
@@ -45,8 +45,10 @@ inline CommandResult run_command(const std::string& cmd) {
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
   const int st = pclose(f);
-  if (WIFEXITED(st)) r.status = WEXITSTATUS(st);
-  else if (WIFSIGNALED(st)) r.status = 128 + WTERMSIG(st);
+  if (WIFEXITED(st))
+    r.status = WEXITSTATUS(st);
+  else if (WIFSIGNALED(st))
+    r.status = 128 + WTERMSIG(st);
   return r;
 }
 

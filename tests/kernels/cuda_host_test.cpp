@@ -43,7 +43,8 @@ TEST(CudaLaunchConfig, GridStrideCoversEveryElementOnce) {
       EXPECT_EQ(c.block, 128u);
       EXPECT_GE(size_t(c.grid) * c.block * c.per_thread, n);
       const auto v = simulate_grid_stride(c, n);
-      for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 1) << "n=" << n << " max_grid=" << max_grid << " i=" << i;
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(v[i], 1) << "n=" << n << " max_grid=" << max_grid << " i=" << i;
     }
   }
   EXPECT_EQ(launch_config(0).grid, 0u);  // nothing to launch
@@ -121,9 +122,11 @@ TEST(BackendRegistry, FallsBackOrFailsWithTheReason) {
       FAIL() << "device \"cuda\" without a GPU did not throw";
     } catch (const std::runtime_error& e) {
       const std::string msg = e.what();
-      EXPECT_EQ(msg.rfind("device \"cuda\" was requested but no CUDA device is available (", 0), 0u) << msg;
+      EXPECT_EQ(msg.rfind("device \"cuda\" was requested but no CUDA device is available (", 0), 0u)
+          << msg;
 #if HYBRID_HAVE_CUDA
-      // The runtime's own words, e.g. "CUDA driver version is insufficient for CUDA runtime version".
+      // The runtime's own words, e.g. "CUDA driver version is insufficient for CUDA runtime
+      // version".
       EXPECT_NE(msg.find("(cudaGetDeviceCount: "), std::string::npos) << msg;
 #endif
     }
@@ -170,11 +173,12 @@ struct HostUpstream {
 TEST(CachingAllocator, SizeClassesBoundTheSlack) {
   EXPECT_EQ(CachingAllocator::size_class(1), 512u);
   EXPECT_EQ(CachingAllocator::size_class(512), 512u);
-  EXPECT_EQ(CachingAllocator::size_class(513), 640u);   // 512 + 512/4
+  EXPECT_EQ(CachingAllocator::size_class(513), 640u);  // 512 + 512/4
   EXPECT_EQ(CachingAllocator::size_class(1000), 1024u);
   EXPECT_EQ(CachingAllocator::size_class(1100), 1280u);
   EXPECT_EQ(CachingAllocator::size_class(size_t(900) << 10), size_t(1) << 20);
-  EXPECT_EQ(CachingAllocator::size_class((size_t(3) << 19) + 1), size_t(7) << 18);  // 1.5 MiB + 1 → 1.75 MiB
+  EXPECT_EQ(CachingAllocator::size_class((size_t(3) << 19) + 1),
+            size_t(7) << 18);  // 1.5 MiB + 1 → 1.75 MiB
   EXPECT_EQ(CachingAllocator::size_class(size_t(3) << 20), size_t(4) << 20);
   EXPECT_EQ(CachingAllocator::size_class((size_t(4) << 20) + 1), size_t(6) << 20);
   for (size_t b = 1; b < (size_t(8) << 20); b = b * 5 / 4 + 7) {
@@ -248,7 +252,8 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheThenNamesTheSize) {
   } catch (const DeviceOutOfMemoryError& e) {
     const std::string msg = e.what();
     EXPECT_EQ(e.requested(), size_t(5) << 20);
-    EXPECT_EQ(msg.rfind("out of memory: host-test cannot allocate 5.00 MiB (5242880 bytes", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("out of memory: host-test cannot allocate 5.00 MiB (5242880 bytes", 0), 0u)
+        << msg;
     EXPECT_NE(msg.find("4.00 MiB allocated"), std::string::npos) << msg;
     EXPECT_NE(msg.find("host test upstream"), std::string::npos) << msg;
   }

@@ -31,9 +31,12 @@ using test::rel_err;
 
 double tolerance(DType dt) {
   switch (dt) {
-    case DType::f32: return 1e-4;
-    case DType::f16: return 5e-3;
-    case DType::bf16: return 3e-2;
+    case DType::f32:
+      return 1e-4;
+    case DType::f16:
+      return 5e-3;
+    case DType::bf16:
+      return 3e-2;
   }
   return 0;
 }
@@ -49,7 +52,8 @@ class Pair {
     cpu.copy_from_host(c_, host.data(), bytes_);
     gpu.copy_from_host(g_, host.data(), bytes_);
   }
-  Pair(Backend& cpu, Backend& gpu, DType dt, size_t n) : Pair(cpu, gpu, dt, std::vector<float>(n, 0.0f)) {}
+  Pair(Backend& cpu, Backend& gpu, DType dt, size_t n)
+      : Pair(cpu, gpu, dt, std::vector<float>(n, 0.0f)) {}
   ~Pair() {
     cpu_.deallocate(c_, bytes_ ? bytes_ : 1);
     gpu_.deallocate(g_, bytes_ ? bytes_ : 1);
@@ -78,7 +82,8 @@ class Pair {
 template <class T>
 class RawPair {
  public:
-  RawPair(Backend& cpu, Backend& gpu, const std::vector<T>& v) : cpu_(cpu), gpu_(gpu), n_(v.size()) {
+  RawPair(Backend& cpu, Backend& gpu, const std::vector<T>& v)
+      : cpu_(cpu), gpu_(gpu), n_(v.size()) {
     c_ = static_cast<T*>(cpu.allocate(bytes()));
     g_ = static_cast<T*>(gpu.allocate(bytes()));
     cpu.copy_from_host(c_, v.data(), n_ * sizeof(T));
@@ -220,7 +225,8 @@ TEST_P(CudaOps, LayernormForwardBackward) {
     auto w = pair_rand(C, 21, 0.5f, 1.5f);
     auto b = pair_rand(C, 22);
     auto out = pair(std::vector<float>(size_t(N) * C));
-    RawPair<float> mean(*cpu_, *gpu_, std::vector<float>(N)), rstd(*cpu_, *gpu_, std::vector<float>(N));
+    RawPair<float> mean(*cpu_, *gpu_, std::vector<float>(N)),
+        rstd(*cpu_, *gpu_, std::vector<float>(N));
     cpu_->layernorm_forward(dt(), out.c(), mean.c(), rstd.c(), x.c(), w.c(), b.c(), N, C);
     gpu_->layernorm_forward(dt(), out.g(), mean.g(), rstd.g(), x.g(), w.g(), b.g(), N, C);
     EXPECT_LT(out.err(), tol()) << "C=" << C;
@@ -230,8 +236,10 @@ TEST_P(CudaOps, LayernormForwardBackward) {
     auto dx = pair_rand(size_t(N) * C, 24);
     auto dw = pair_rand(C, 25);
     auto db = pair_rand(C, 26);
-    cpu_->layernorm_backward(dt(), dx.c(), dw.c(), db.c(), dout.c(), x.c(), w.c(), mean.c(), rstd.c(), N, C);
-    gpu_->layernorm_backward(dt(), dx.g(), dw.g(), db.g(), dout.g(), x.g(), w.g(), mean.g(), rstd.g(), N, C);
+    cpu_->layernorm_backward(dt(), dx.c(), dw.c(), db.c(), dout.c(), x.c(), w.c(), mean.c(),
+                             rstd.c(), N, C);
+    gpu_->layernorm_backward(dt(), dx.g(), dw.g(), db.g(), dout.g(), x.g(), w.g(), mean.g(),
+                             rstd.g(), N, C);
     EXPECT_LT(dx.err(), tol()) << "C=" << C;
     EXPECT_LT(dw.err(), tol()) << "C=" << C;
     EXPECT_LT(db.err(), tol()) << "C=" << C;
@@ -302,20 +310,25 @@ TEST_P(CudaOps, CrossEntropyForwardBackwardInPlace) {
   auto logits_v = random_floats(size_t(N) * Vp, 37, -3.0f, 3.0f);
   auto logits = pair(logits_v);
   RawPair<int32_t> targets(*cpu_, *gpu_, random_ints(N, V, 38));
-  RawPair<float> losses(*cpu_, *gpu_, std::vector<float>(N)), lse(*cpu_, *gpu_, std::vector<float>(N));
+  RawPair<float> losses(*cpu_, *gpu_, std::vector<float>(N)),
+      lse(*cpu_, *gpu_, std::vector<float>(N));
   cpu_->cross_entropy_forward(dt(), losses.c(), lse.c(), logits.c(), targets.c(), N, V, Vp);
   gpu_->cross_entropy_forward(dt(), losses.g(), lse.g(), logits.g(), targets.g(), N, V, Vp);
   EXPECT_LT(rel_err(losses.gpu_values(), losses.cpu_values()), 1e-5);  // fp32 statistics
   EXPECT_LT(rel_err(lse.gpu_values(), lse.cpu_values()), 1e-5);
   auto dlogits = pair(std::vector<float>(size_t(N) * Vp, 5.0f));  // overwritten, not accumulated
-  cpu_->cross_entropy_backward(dt(), dlogits.c(), logits.c(), lse.c(), targets.c(), 1.0f / N, N, V, Vp);
-  gpu_->cross_entropy_backward(dt(), dlogits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V, Vp);
+  cpu_->cross_entropy_backward(dt(), dlogits.c(), logits.c(), lse.c(), targets.c(), 1.0f / N, N, V,
+                               Vp);
+  gpu_->cross_entropy_backward(dt(), dlogits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V,
+                               Vp);
   EXPECT_LT(dlogits.err(), tol());
   const auto g = dlogits.gpu_values();
   for (int i = 0; i < N; ++i)
-    for (int j = V; j < Vp; ++j) ASSERT_EQ(g[size_t(i) * Vp + j], 0.0f) << "padding " << i << "," << j;
+    for (int j = V; j < Vp; ++j)
+      ASSERT_EQ(g[size_t(i) * Vp + j], 0.0f) << "padding " << i << "," << j;
   // In place: dlogits aliasing logits gives the same result.
-  gpu_->cross_entropy_backward(dt(), logits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V, Vp);
+  gpu_->cross_entropy_backward(dt(), logits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V,
+                               Vp);
   EXPECT_EQ(logits.gpu_values(), g);
 }
 

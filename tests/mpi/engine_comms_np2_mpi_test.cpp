@@ -6,10 +6,10 @@
 // gradient and parameter collectives go to the device communicator on device
 // memory. Both wrap the one MPI communicator of the process. Also: the
 // offloaded optimizer on 2 ranks ends with the on-device optimizer's weights.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "engine/comm/factory.h"
 #include "engine/engine.h"
@@ -34,7 +34,13 @@ engine::Config tiny_config(const nlohmann::json& patch) {
       {"gradient_accumulation_steps", 1},
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
       {"hybrid",
-       {{"model", {{"type", "gpt2"}, {"n_layer", 2}, {"n_embd", 32}, {"n_head", 2}, {"vocab_size", 64}, {"seq_len", 16}}},
+       {{"model",
+         {{"type", "gpt2"},
+          {"n_layer", 2},
+          {"n_embd", 32},
+          {"n_head", 2},
+          {"vocab_size", 64},
+          {"seq_len", 16}}},
         {"data", "synthetic"},
         {"seed", 7}}},
   };
@@ -46,10 +52,14 @@ Wired make_engine(const nlohmann::json& patch) {
   auto cfg = tiny_config(patch);
   auto backend = std::make_unique<DeviceDouble>();
   const DeviceDouble* dev = backend.get();
-  auto host = std::make_unique<CheckedCommunicator>(comm(), "host communicator got device memory:",
-                                                    [dev](const void* p, size_t) { return !dev->owns(p); });
+  auto host = std::make_unique<CheckedCommunicator>(
+      comm(), "host communicator got device memory:", [dev](const void* p, size_t) {
+        return !dev->owns(p);
+      });
   auto device = std::make_unique<CheckedCommunicator>(
-      comm(), "device communicator got host memory:", [dev](const void* p, size_t n) { return dev->owns(p, n); });
+      comm(), "device communicator got host memory:", [dev](const void* p, size_t n) {
+        return dev->owns(p, n);
+      });
   Wired w;
   w.host = host.get();
   w.device = device.get();
@@ -68,7 +78,8 @@ void train(Engine& e, int steps) {
   std::vector<int32_t> in(n), tgt(n);
   for (int s = 0; s < steps; ++s) {
     for (size_t i = 0; i < n; ++i) {
-      in[i] = int32_t((i * 5 + size_t(s) * 3 + size_t(e.rank()) * 7) % size_t(cfg.model.vocab_size));
+      in[i] =
+          int32_t((i * 5 + size_t(s) * 3 + size_t(e.rank()) * 7) % size_t(cfg.model.vocab_size));
       tgt[i] = int32_t((i * 5 + size_t(s) * 3 + 1) % size_t(cfg.model.vocab_size));
     }
     const float l = e.forward(in, tgt);
@@ -81,8 +92,11 @@ void train(Engine& e, int steps) {
 nlohmann::json patch_for(int stage, bool offload) {
   nlohmann::json p = {{"bf16", {{"enabled", true}}},
                       {"gradient_clipping", 1.0},
-                      {"zero_optimization", {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", 3000},
-                                             {"stage3_param_persistence_threshold", 200}}}};
+                      {"zero_optimization",
+                       {{"stage", stage},
+                        {"overlap_comm", true},
+                        {"reduce_bucket_size", 3000},
+                        {"stage3_param_persistence_threshold", 200}}}};
   if (offload) p["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
   return p;
 }
@@ -116,12 +130,14 @@ TEST_F(MpiTest, HostValuesGoToTheHostCommunicatorDeviceBuffersToTheDeviceOne) {
       const std::string where = fmt::format("stage {}{}", stage, offload ? ", offload" : "");
       for (const auto& v : w.host->violations()) ADD_FAILURE() << where << ": " << v;
       for (const auto& v : w.device->violations()) ADD_FAILURE() << where << ": " << v;
-      // Several ranks: the norm/overflow agreement (stages 1-3) and the loss average are host all-reduces.
+      // Several ranks: the norm/overflow agreement (stages 1-3) and the loss average are host
+      // all-reduces.
       EXPECT_GE(w.host->calls(K::all_reduce), 3u + (stage > 0 ? 3u : 0u) + 1u) << where;
       EXPECT_GE(w.host->calls(K::broadcast), 1u) << where;
       EXPECT_GE(w.host->calls(K::barrier), 1u) << where;
       if (stage > 0) {
-        EXPECT_GE(w.host->calls(K::all_gather), 2u) << where << ": all_gather_floats and full_master";
+        EXPECT_GE(w.host->calls(K::all_gather), 2u)
+            << where << ": all_gather_floats and full_master";
       }
       if (stage == 0) {
         EXPECT_GT(w.device->calls(K::all_reduce), 0u) << where;
@@ -163,7 +179,8 @@ int main(int argc, char** argv) {
     auto c = hybrid::engine::comm::make_communicator(hybrid::test::test_clock_ns);
     auto* mpi = dynamic_cast<hybrid::engine::comm::MpiCommunicator*>(c.get());
     if (!mpi) {
-      std::fprintf(stderr, "make_communicator under mpirun gave '%s', not 'mpi'\n", c->name().c_str());
+      std::fprintf(stderr, "make_communicator under mpirun gave '%s', not 'mpi'\n",
+                   c->name().c_str());
       return 1;
     }
     hybrid::test::Watchdog watchdog(240, mpi->rank());

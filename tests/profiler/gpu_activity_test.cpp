@@ -43,16 +43,20 @@ GpuActivityRecord kernel(uint32_t stream, uint64_t start, uint64_t end, uint32_t
 }
 
 TEST(GpuActivity, ExternalIdRoundTripsEveryField) {
-  const std::vector<ScopeTag> tags = {
-      {-1, Category::step, -1}, {0, Category::forward, 0}, {41, Category::backward, 7},
-      {2147483646, Category::optimizer, 123456}, {5, Category::comm, -1}};
+  const std::vector<ScopeTag> tags = {{-1, Category::step, -1},
+                                      {0, Category::forward, 0},
+                                      {41, Category::backward, 7},
+                                      {2147483646, Category::optimizer, 123456},
+                                      {5, Category::comm, -1}};
   for (const ScopeTag& t : tags) {
     const uint64_t id = encode_external_id(t);
     EXPECT_EQ(decode_external_id(id), t) << "module " << t.module_id << " step " << t.step;
   }
   // Distinct scopes get distinct ids.
-  EXPECT_NE(encode_external_id({1, Category::forward, 3}), encode_external_id({1, Category::backward, 3}));
-  EXPECT_NE(encode_external_id({1, Category::forward, 3}), encode_external_id({1, Category::forward, 4}));
+  EXPECT_NE(encode_external_id({1, Category::forward, 3}),
+            encode_external_id({1, Category::backward, 3}));
+  EXPECT_NE(encode_external_id({1, Category::forward, 3}),
+            encode_external_id({1, Category::forward, 4}));
   // A category byte beyond the enum is not one of ours.
   EXPECT_THROW(decode_external_id(uint64_t(200) << 32), std::invalid_argument);
 }
@@ -61,7 +65,8 @@ TEST(GpuActivity, ShortKernelNameDemanglesAndDropsSignature) {
   EXPECT_EQ(short_kernel_name("_ZN2ns6kernelIfEEvPT_i"), "ns::kernel<float>");
   EXPECT_EQ(short_kernel_name("_ZN2ns12_GLOBAL__N_12k2EPf"), "ns::(anonymous namespace)::k2");
   // cuBLAS-style C names and already readable names pass through.
-  EXPECT_EQ(short_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32"), "sm90_xmma_gemm_bf16bf16_bf16f32");
+  EXPECT_EQ(short_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32"),
+            "sm90_xmma_gemm_bf16bf16_bf16f32");
   EXPECT_EQ(short_kernel_name("_Znot_really_mangled"), "_Znot_really_mangled");
 }
 
@@ -192,7 +197,8 @@ TEST(GpuActivity, DroppedCountsAccumulateAndCorrelationsAreBounded) {
   p.add_dropped(5);
   p.add_dropped(7);
   EXPECT_EQ(p.stats().dropped, 12u);
-  for (uint32_t c = 1; c <= 5; ++c) p.add_external_correlation({c, encode_external_id({int32_t(c), Category::forward, 0})});
+  for (uint32_t c = 1; c <= 5; ++c)
+    p.add_external_correlation({c, encode_external_id({int32_t(c), Category::forward, 0})});
   EXPECT_EQ(p.stats().evicted, 2u);  // 1 and 2 were the oldest
   Names names;
   p.add_record(kernel(1, 10, 20, 1));
@@ -221,7 +227,8 @@ TEST(GpuHooks, CollectorIsInertWithAReasonWithoutAGpu) {
   EXPECT_FALSE(collector->available());
   EXPECT_EQ(collector->status().rfind("CUPTI unavailable: ", 0), 0u) << collector->status();
 #if HYBRID_HAVE_CUPTI
-  EXPECT_NE(collector->status().find("cuptiActivityEnable"), std::string::npos) << collector->status();
+  EXPECT_NE(collector->status().find("cuptiActivityEnable"), std::string::npos)
+      << collector->status();
 #endif
   tracer.add_listener(collector.get());
   { Scope s(&tracer, tracer.intern("fwd"), Category::forward, 3); }

@@ -25,7 +25,8 @@ struct Builder {
     return uint32_t(set.names.size() - 1);
   }
   Event& add(Category c, const std::string& n, uint16_t lane, int64_t start, int64_t end,
-             int32_t module = -1, Category scope = Category::other, int32_t step = -1, int rank = 0) {
+             int32_t module = -1, Category scope = Category::other, int32_t step = -1,
+             int rank = 0) {
     Event e;
     e.category = c;
     e.name_id = name(n);
@@ -55,7 +56,8 @@ Builder two_streams() {
 TEST(GpuTimeline, ClassifiesByCategoryAndName) {
   EXPECT_EQ(classify_gpu_record(Category::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float"),
             GpuWork::communication);
-  EXPECT_EQ(classify_gpu_record(Category::kernel, "void NCCLx::send<float>"), GpuWork::communication);
+  EXPECT_EQ(classify_gpu_record(Category::kernel, "void NCCLx::send<float>"),
+            GpuWork::communication);
   EXPECT_EQ(classify_gpu_record(Category::kernel, "rcclKernel_Reduce"), GpuWork::communication);
   EXPECT_EQ(classify_gpu_record(Category::kernel, "volta_sgemm_64x64_nt"), GpuWork::computation);
   EXPECT_EQ(classify_gpu_record(Category::memcpy, "Memcpy DtoD"), GpuWork::memory);
@@ -135,7 +137,8 @@ TEST(GpuTimeline, MatchesANanosecondBitmapOnRandomRecords) {
 
 // model(0) ← block(1) ← attn(2); records launched in attn's forward and block's backward.
 std::vector<ModuleInfo> three_modules() {
-  return {{0, -1, "model", "GPT2", 0, 0, 0}, {1, 0, "h.0", "Block", 1, 0, 0},
+  return {{0, -1, "model", "GPT2", 0, 0, 0},
+          {1, 0, "h.0", "Block", 1, 0, 0},
           {2, 1, "h.0.attn", "Attention", 2, 0, 0}};
 }
 
@@ -227,8 +230,7 @@ TEST(GpuTimeline, CuptiRecordStreamThroughTheParserGivesExactFigures) {
   const uint64_t base = 1'000'000;
   // Buffer 2 (later records) is delivered first.
   parser.add_record(rec(GpuActivityKind::kernel, 14, base + 300, base + 400, 4, "_Z4gemmPfS_"));
-  parser.add_record(
-      rec(GpuActivityKind::memcpy, 15, base + 380, base + 450, 5, "memcpy DtoH"));
+  parser.add_record(rec(GpuActivityKind::memcpy, 15, base + 380, base + 450, 5, "memcpy DtoH"));
   parser.add_external_correlation({4, encode_external_id({2, Category::backward, 7})});
   parser.add_dropped(3);
   auto first = parser.take_events(intern, -int64_t(base));  // record 5 waits for its correlation
@@ -258,8 +260,8 @@ TEST(GpuTimeline, CuptiRecordStreamThroughTheParserGivesExactFigures) {
 
   const auto modules = device_time_by_module(events, three_modules());
   ASSERT_EQ(modules.size(), 3u);
-  EXPECT_EQ(modules[2], (ModuleDeviceTime{0, 7, 2, 100, 100, 0, 2}));  // attn: fwd gemm, bwd gemm
-  EXPECT_EQ(modules[1], (ModuleDeviceTime{0, 7, 1, 100, 300, 0, 1}));  // + the reduce-scatter
+  EXPECT_EQ(modules[2], (ModuleDeviceTime{0, 7, 2, 100, 100, 0, 2}));   // attn: fwd gemm, bwd gemm
+  EXPECT_EQ(modules[1], (ModuleDeviceTime{0, 7, 1, 100, 300, 0, 1}));   // + the reduce-scatter
   EXPECT_EQ(modules[0], (ModuleDeviceTime{0, 7, 0, 100, 300, 70, 1}));  // + the optimizer copy
   const auto steps = gpu_step_accounting(events, names);
   ASSERT_EQ(steps.size(), 1u);

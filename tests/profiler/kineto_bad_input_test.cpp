@@ -20,7 +20,8 @@ const std::filesystem::path kData =
 
 std::string checksum(const std::filesystem::path& p) {
   const std::string bytes = test::read_file(p);
-  return std::to_string(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), uInt(bytes.size()))) +
+  return std::to_string(
+             crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), uInt(bytes.size()))) +
          "/" + std::to_string(bytes.size());
 }
 
@@ -50,7 +51,8 @@ class ImportKineto : public ::testing::Test {
     for (const auto& f : files) args += " " + f.string();
     const auto r = run(args);
     EXPECT_NE(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find(what), std::string::npos) << "expected '" << what << "' in: " << r.output;
+    EXPECT_NE(r.output.find(what), std::string::npos)
+        << "expected '" << what << "' in: " << r.output;
     EXPECT_NE(r.output.find(files.back().filename().string()), std::string::npos) << r.output;
     test::exec_sql(db_, "PRAGMA wal_checkpoint(TRUNCATE)");
     EXPECT_EQ(checksum(db_), before) << "the store changed";
@@ -93,12 +95,20 @@ TEST_F(ImportKineto, JsonWithoutTraceEvents) {
 }
 
 TEST_F(ImportKineto, EventsWithMissingFields) {
-  expect_refused({write("nots.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "args": {"stream": 7}}]})")},
-                 "has no 'ts'");
-  expect_refused({write("nodur.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1}]})")},
-                 "has no 'dur'");
-  expect_refused({write("nostream.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {}}]})")},
-                 "has no 'args.stream'");
+  expect_refused(
+      {write(
+          "nots.json",
+          R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "args": {"stream": 7}}]})")},
+      "has no 'ts'");
+  expect_refused(
+      {write("nodur.json",
+             R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1}]})")},
+      "has no 'dur'");
+  expect_refused(
+      {write(
+          "nostream.json",
+          R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {}}]})")},
+      "has no 'args.stream'");
 }
 
 TEST_F(ImportKineto, TwoFilesClaimingOneRank) {
@@ -130,7 +140,9 @@ TEST_F(ImportKineto, GoodJobImportsAndReportsAsJsonAndText) {
   EXPECT_NEAR(r0["idle_pct"].get<double>(), 53.56, 0.005);
   EXPECT_NEAR(r0["comm_comp_overlap_pct"].get<double>(), 11.81, 0.005);
   // Without communication the overlap is null.
-  ASSERT_EQ(run("import-kineto --db " + db_.string() + " " + write("one.json", kGood).string()).exit_code, 0);
+  ASSERT_EQ(
+      run("import-kineto --db " + db_.string() + " " + write("one.json", kGood).string()).exit_code,
+      0);
   const auto three = run("report gpu --json --db " + db_.string() + " --run 3");
   EXPECT_TRUE(nlohmann::json::parse(three.output)["ranks"][0]["comm_comp_overlap_pct"].is_null())
       << three.output;

@@ -3,6 +3,8 @@
 // the figures that HolisticTraceAnalysis 0.5.0 (PyPI, with pandas 2.3.3 and 3.1.1)
 // computes on the same files (scripts/hta-reference.py); and the importer's
 // translation rules on small hand-written traces.
+#include "profiler/import/kineto_import.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -11,13 +13,13 @@
 #include <set>
 
 #include "profiler/gpu_timeline.h"
-#include "profiler/import/kineto_import.h"
 #include "store_test_util.h"
 
 namespace hybrid::profiler::import {
 namespace {
 
-const std::filesystem::path kData = std::filesystem::path(HYBRID_SOURCE_DIR) / "tests/profiler/data/kineto";
+const std::filesystem::path kData =
+    std::filesystem::path(HYBRID_SOURCE_DIR) / "tests/profiler/data/kineto";
 
 RunRecord import_files(std::vector<std::string> names, KinetoImportOptions options = {}) {
   std::vector<std::filesystem::path> files;
@@ -55,8 +57,8 @@ void expect_hta(const GpuRankTimeline& t, const HtaFigures& h) {
 }
 
 TEST(KinetoHta, TraceFilterTwoRanksOfOneJob) {
-  const RunRecord r = import_files(
-      {"trace_filter_sampled_rank-0.json.gz", "trace_filter_sampled_rank-1.json.gz"});
+  const RunRecord r =
+      import_files({"trace_filter_sampled_rank-0.json.gz", "trace_filter_sampled_rank-1.json.gz"});
   EXPECT_EQ(r.run.world_size, 128);
   ASSERT_EQ(r.gpu.size(), 2u);
   expect_hta(r.gpu[0], {0, 321378, 106252, 172428, 600058, 53.55782274380143, 17.706954994350546,
@@ -230,7 +232,7 @@ TEST(KinetoImport, TranslatesASmallTraceByTheRules) {
 TEST(KinetoImport, ParsesMicrosecondTextExactly) {
   EXPECT_EQ(parse_us_as_ns("1712195495505543.2"), 1712195495505543200);
   EXPECT_EQ(parse_us_as_ns("12"), 12000);
-  EXPECT_EQ(parse_us_as_ns("0.0015"), 2);    // rounded to the nearest ns
+  EXPECT_EQ(parse_us_as_ns("0.0015"), 2);  // rounded to the nearest ns
   EXPECT_EQ(parse_us_as_ns("0.0014"), 1);
   EXPECT_EQ(parse_us_as_ns("-3.5"), -3500);
   EXPECT_EQ(parse_us_as_ns("1e3"), std::nullopt);

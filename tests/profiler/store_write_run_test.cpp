@@ -18,7 +18,8 @@ RunRecord sample_record() {
   r.run.status = RunStatus::ok;
   r.run.started_at = 1.7e9;
   r.run.finished_at = 1.7e9 + 2;
-  r.ranks = {{0, "node-a", 41, 1'700'000'000'000'000'000}, {3, "node-b", 42, 1'700'000'000'000'001'000}};
+  r.ranks = {{0, "node-a", 41, 1'700'000'000'000'000'000},
+             {3, "node-b", 42, 1'700'000'000'000'001'000}};
   r.modules = {{0, -1, "## forward ##", "scope", 0, 0, 0}, {1, 0, "block", "scope", 1, 0, 0}};
   r.step_ranks = {{551, 0, 1.5, 0.5, 0.25}, {551, 3, 1.25, 0.5, 0.125}};
   LayerStat l;
