@@ -8,26 +8,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/base/base_test_util.h"
+
 namespace hybrid::base {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "hybrid_base_XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read;
+using test::TempDir;
 
 size_t entries(const fs::path& dir) {
   return size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
