@@ -1,22 +1,16 @@
 #include "profiler/gpu_timeline.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <tuple>
 #include <unordered_map>
 
+#include "base/text.h"
 #include "profiler/intervals.h"
 
 namespace hybrid::profiler {
 
 namespace {
-
-bool contains_ci(std::string_view s, std::string_view what) {
-  auto lower = [](char c) { return char(std::tolower(static_cast<unsigned char>(c))); };
-  return std::search(s.begin(), s.end(), what.begin(), what.end(),
-                     [&](char a, char b) { return lower(a) == lower(b); }) != s.end();
-}
 
 // The three unions of one rank, swept together: each elementary segment between
 // two boundaries belongs to exactly one mask.
@@ -99,7 +93,8 @@ bool is_gpu_record(const Event& e) {
 
 GpuWork classify_gpu_record(Category category, std::string_view name) {
   if (category == Category::memcpy) return GpuWork::memory;
-  if (contains_ci(name, "nccl") || contains_ci(name, "rccl")) return GpuWork::communication;
+  if (base::contains_ignore_case(name, "nccl") || base::contains_ignore_case(name, "rccl"))
+    return GpuWork::communication;
   return GpuWork::computation;
 }
 

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "base/text.h"
 #include "profiler/intervals.h"
 
 namespace hybrid::profiler::import {
@@ -18,17 +18,11 @@ namespace {
 
 int64_t floor_us(int64_t ns) { return (ns >= 0 ? ns : ns - 999) / 1000 * 1000; }
 
-bool contains_ci(std::string_view s, std::string_view what) {
-  auto lower = [](char c) { return char(std::tolower(static_cast<unsigned char>(c))); };
-  return std::search(s.begin(), s.end(), what.begin(), what.end(),
-                     [&](char a, char b) { return lower(a) == lower(b); }) != s.end();
-}
-
 // The phase a scope name declares, if any.
 std::optional<Category> phase_of(std::string_view name) {
-  if (contains_ci(name, "backward")) return Category::backward;
-  if (contains_ci(name, "optimizer")) return Category::optimizer;
-  if (contains_ci(name, "forward")) return Category::forward;
+  if (base::contains_ignore_case(name, "backward")) return Category::backward;
+  if (base::contains_ignore_case(name, "optimizer")) return Category::optimizer;
+  if (base::contains_ignore_case(name, "forward")) return Category::forward;
   return std::nullopt;
 }
 

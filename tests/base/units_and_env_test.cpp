@@ -4,6 +4,7 @@
 
 #include "base/json_read.h"
 #include "base/launcher_env.h"
+#include "base/text.h"
 #include "base/units.h"
 
 namespace hybrid::base {
@@ -46,6 +47,13 @@ void clear_launcher_vars() {
         "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
         "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
     ::unsetenv(v);
+}
+
+TEST(Text, ContainsIgnoringCase) {
+  EXPECT_TRUE(contains_ignore_case("ncclKernel_AllReduce", "NCCL"));
+  EXPECT_TRUE(contains_ignore_case("## Backward ##", "backward"));
+  EXPECT_FALSE(contains_ignore_case("gemm", "nccl"));
+  EXPECT_FALSE(contains_ignore_case("ncc", "nccl"));
 }
 
 TEST(LauncherEnv, OpenMpiHydraAndSlurm) {
