@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "autotune/tune_error.h"
+#include "profiler/tables/trial_config.h"
 
 namespace hybrid::autotune {
 
@@ -44,16 +45,6 @@ bool given(const json& base, const char* key) {
   if (!base.contains(key)) return false;
   const json& v = base[key];
   return !(v.is_null() || (v.is_string() && v.get<std::string>() == "auto"));
-}
-
-// The base config's ZeRO stage, before any axis is applied.
-int base_stage(const json& base) {
-  if (!base.contains("zero_optimization")) return 0;
-  const json& z = base["zero_optimization"];
-  if (z.is_boolean()) return z.get<bool>() ? 1 : 0;
-  if (z.is_object() && z.contains("stage") && z["stage"].is_number_integer())
-    return z["stage"].get<int>();
-  return 0;
 }
 
 std::string stage_list(unsigned mask) {
@@ -190,7 +181,8 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
   for (size_t n = 0; n < total; ++n) {
     const GridPoint pt(space, n);
     const json* stage_v = pt.value_of("zero_optimization.stage");
-    const int stage = stage_v ? stage_v->get<int>() : base_stage(base);
+    const int stage =
+        stage_v ? stage_v->get<int>() : profiler::read_trial_config(base).zero_stage.value_or(0);
     json cfg = base;
     const auto extra =
         apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage

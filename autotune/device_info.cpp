@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <thread>
 
 #include "autotune/tune_error.h"
+#include "base/host.h"
+#include "base/text.h"
 #include "kernels/registry.h"
 
 #ifdef HYBRID_AUTOTUNE_CUDA
@@ -18,15 +19,9 @@ namespace hybrid::autotune {
 namespace {
 
 std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "CPU";
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) model = line.substr(colon + 2);
-      break;
-    }
-  return fmt::format("{} ({} cores)", model, std::max(1u, std::thread::hardware_concurrency()));
+  const std::string model = base::read_cpu_info().model;
+  return fmt::format("{} ({} cores)", model.empty() ? "CPU" : model,
+                     std::max(1u, std::thread::hardware_concurrency()));
 }
 
 uint64_t physical_memory() {
@@ -63,7 +58,13 @@ DeviceInfo detect_device(const std::string& device) {
   if (device == "cpu") return d;
   const bool want_cuda = device.rfind("cuda", 0) == 0;
   int index = 0;
-  if (want_cuda && device.size() > 5) index = std::atoi(device.c_str() + 5);
+  if (want_cuda && device.size() > 4) {
+    const std::optional<long long> n =
+        device[4] == ':' ? base::parse_int(std::string_view(device).substr(5)) : std::nullopt;
+    if (!n || *n < 0 || *n > 1024)
+      throw TuneError(fmt::format("device: \"{}\" is not cpu, cuda or cuda:N", device));
+    index = int(*n);
+  }
   std::string why = "this build has no CUDA backend";
 #ifdef HYBRID_AUTOTUNE_CUDA
   DeviceInfo g = d;

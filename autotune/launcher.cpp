@@ -86,13 +86,4 @@ std::vector<std::string> expand_launcher(const std::string& tmpl,
   return out;
 }
 
-std::string join_command(const std::vector<std::string>& words) {
-  std::string s;
-  for (const auto& w : words) {
-    if (!s.empty()) s += ' ';
-    s += w.find_first_of(" \t\"'") == std::string::npos && !w.empty() ? w : "'" + w + "'";
-  }
-  return s;
-}
-
 }  // namespace hybrid::autotune

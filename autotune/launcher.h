@@ -28,7 +28,4 @@ std::vector<std::string> expand_launcher(const std::string& tmpl,
                                          const std::vector<std::string>& cmd,
                                          const std::map<std::string, std::string>& vars);
 
-// Joins words for display, quoting the ones with spaces.
-std::string join_command(const std::vector<std::string>& words);
-
 }  // namespace hybrid::autotune

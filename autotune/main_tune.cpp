@@ -16,6 +16,7 @@
 #include "autotune/sweep_plan.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
+#include "base/host.h"
 #include "profiler/store/run_store.h"
 
 using namespace hybrid::autotune;
@@ -25,11 +26,6 @@ namespace {
 std::atomic<bool> g_cancel{false};
 
 extern "C" void on_signal(int) { g_cancel.store(true); }
-
-std::string host_name() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
-}
 
 void add_tune_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--config", o.config, "ds_config.json to tune (its \"autotuning\" block is read)")
@@ -122,7 +118,7 @@ int run_probe_command(ProbeCommand c) {
   for (uint64_t b = 4096; b <= c.max_message; b *= 4) c.po.message_bytes.push_back(b);
   const std::string dir = (std::filesystem::path(c.db).parent_path() / "tune" / "probe").string();
   auto p = launch_probe(self_executable(), c.nprocs, c.launcher, c.po, dir, c.timeout);
-  p.host = host_name();
+  p.host = hybrid::base::host_name();
   hybrid::profiler::RunStore store(c.db);
   p.id = store.add_probe(p);
   std::cout << format_probe(p) << "stored as probe " << p.id << " in " << c.db << "\n";

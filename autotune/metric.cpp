@@ -44,9 +44,11 @@ std::string_view metric_column(Metric m) {
   return "?";
 }
 
-bool higher_is_better(Metric m) { return m != Metric::latency; }
+profiler::MetricInfo metric_info(Metric m) { return profiler::metric_info(metric_column(m)); }
 
-bool better(Metric m, double a, double b) { return higher_is_better(m) ? a > b : a < b; }
+bool higher_is_better(Metric m) { return metric_info(m).higher_is_better(); }
+
+bool better(Metric m, double a, double b) { return metric_info(m).better(a, b); }
 
 std::string format_metric(Metric m, double v) {
   switch (m) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "profiler/tables/metric_registry.h"
+
 namespace hybrid::autotune {
 
 enum class Metric { throughput, tokens, latency, flops };
@@ -17,6 +19,8 @@ enum class Metric { throughput, tokens, latency, flops };
 Metric parse_metric(std::string_view name);
 std::string_view metric_name(Metric m);    // "throughput", ...
 std::string_view metric_column(Metric m);  // what sweeps.metric stores: "samples_per_s", ...
+// Unit and direction from the one registry every reader of sweeps uses.
+profiler::MetricInfo metric_info(Metric m);
 bool higher_is_better(Metric m);
 // True when a is strictly better than b.
 bool better(Metric m, double a, double b);

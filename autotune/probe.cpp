@@ -204,7 +204,8 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs,
   const ProcessResult pr = run_process(argv, po);
   const ResultFile rf = read_result_file(out);
   if (!pr.exit.started || pr.exit.timed_out || pr.exit.signal || pr.exit.exit_code != 0 || !rf.json)
-    throw TuneError(fmt::format("probe: `{}` failed ({}{}); last output:\n{}", join_command(argv),
+    throw TuneError(fmt::format("probe: `{}` failed ({}{}); last output:\n{}",
+                                base::shell_join(argv),
                                 pr.exit.timed_out ? fmt::format("timed out after {:g} s", timeout_s)
                                 : !pr.exit.started ? pr.exit.start_error
                                 : pr.exit.signal   ? "killed by " + signal_name(pr.exit.signal)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/units.h"
+#include "profiler/tables/sweep_leaderboard.h"
 
 namespace hybrid::autotune {
 
@@ -49,22 +50,21 @@ std::string progress_line(Metric m, const ProgressInfo& p) {
 }
 
 std::vector<TrialRow> ranked(Metric m, std::vector<TrialRow> trials) {
-  std::stable_sort(trials.begin(), trials.end(), [&](const TrialRow& a, const TrialRow& b) {
-    const bool ao = a.status == TrialStatus::ok && a.metric,
-               bo = b.status == TrialStatus::ok && b.metric;
-    if (ao != bo) return ao;
-    if (!ao) return false;
-    return better(m, *a.metric, *b.metric);
-  });
-  return trials;
+  std::vector<TrialRow> out;
+  std::vector<bool> placed(trials.size(), false);
+  for (const int i : profiler::rank_trials(metric_info(m), trials)) {
+    out.push_back(std::move(trials[size_t(i)]));
+    placed[size_t(i)] = true;
+  }
+  for (size_t i = 0; i < trials.size(); ++i)
+    if (!placed[i]) out.push_back(std::move(trials[i]));
+  return out;
 }
 
 std::optional<TrialRow> best_trial(Metric m, const std::vector<TrialRow>& trials) {
-  std::optional<TrialRow> best;
-  for (const auto& t : trials)
-    if (t.status == TrialStatus::ok && t.metric && (!best || better(m, *t.metric, *best->metric)))
-      best = t;
-  return best;
+  const std::vector<int> order = profiler::rank_trials(metric_info(m), trials);
+  if (order.empty()) return std::nullopt;
+  return trials[size_t(order.front())];
 }
 
 std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t max_rows) {

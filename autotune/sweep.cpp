@@ -1,7 +1,6 @@
 #include "autotune/sweep.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,8 @@
 #include "autotune/strategy.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
+#include "base/host.h"
+#include "base/subprocess.h"
 #include "base/units.h"
 #include "profiler/store/run_store.h"
 
@@ -28,11 +29,6 @@ using profiler::TrialStatus;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string host_name() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
-}
 
 bool finished(TrialStatus s) { return s != TrialStatus::running && s != TrialStatus::pending; }
 
@@ -98,7 +94,7 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
                                std::string& note) {
   const auto& s = plan.settings;
   std::optional<profiler::ProbeResult> probe;
-  if (store) probe = store->latest_probe(host_name());
+  if (store) probe = store->latest_probe(base::host_name());
   if (!probe && store && may_probe && s.probe) {
     ProbeOptions po;
     po.device = std::string(engine::to_string(plan.base_cfg.device));
@@ -106,7 +102,7 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
     const std::string dir = (fs::path(s.db).parent_path() / "tune" / "probe").string();
     try {
       auto p = launch_probe(s.self_exe, s.nprocs, s.launcher, po, dir, 300);
-      p.host = host_name();
+      p.host = base::host_name();
       p.id = store->add_probe(p);
       probe = p;
       note = "no probe of this host in the store: ran one\n" + format_probe(p);
@@ -424,7 +420,7 @@ void write_best(const SweepRun& r, SweepResult& res) {
   r.out << fmt::format(
       "best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
       res.best->key, format_metric(s.metric, *res.best->metric), res.best->latency_ms.value_or(0.0),
-      s.out, join_command(command));
+      s.out, base::shell_join(command));
 }
 
 }  // namespace

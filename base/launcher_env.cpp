@@ -2,12 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string_view>
+
+#include "base/text.h"
 
 namespace hybrid::base {
 
@@ -24,13 +25,11 @@ std::optional<int> first_of(std::initializer_list<const char*> names, int min_va
 std::optional<int> env_int(const char* name, int min_value) {
   const char* raw = std::getenv(name);
   if (!raw) return std::nullopt;
-  const std::string_view s(raw);
-  int n = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-  if (ec != std::errc() || end != s.data() + s.size() || n < min_value)
+  const std::optional<long long> n = parse_int(raw);
+  if (!n || *n < min_value || *n > std::numeric_limits<int>::max())
     throw std::runtime_error(
         fmt::format("environment: {}='{}' is not a whole number >= {}", name, raw, min_value));
-  return n;
+  return int(*n);
 }
 
 LauncherEnv launcher_env() {
@@ -48,8 +47,10 @@ LauncherEnv launcher_env() {
   e.local_size = first_of({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 1).value_or(0);
   // Slurm writes "2(x3)" for 2 tasks on each of 3 nodes: the leading count.
   if (e.local_size == 0) {
-    const char* slurm = std::getenv("SLURM_NTASKS_PER_NODE");
-    e.local_size = slurm ? std::max(1, std::atoi(slurm)) : 1;
+    const char* raw = std::getenv("SLURM_NTASKS_PER_NODE");
+    const std::string_view slurm = raw ? raw : "";
+    const std::optional<long long> n = parse_int(slurm.substr(0, slurm.find_first_of("(,")));
+    e.local_size = n && *n >= 1 && *n <= std::numeric_limits<int>::max() ? int(*n) : 1;
   }
   return e;
 }

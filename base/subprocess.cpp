@@ -204,4 +204,22 @@ std::string read_tail(const std::filesystem::path& path, size_t max_lines, size_
   return text;
 }
 
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& word : argv) {
+    if (!out.empty()) out.push_back(' ');
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789@%+=:,./_-") == std::string::npos;
+    if (plain) {
+      out += word;
+      continue;
+    }
+    out.push_back('\'');
+    for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out.push_back('\'');
+  }
+  return out;
+}
+
 }  // namespace hybrid::base

@@ -52,6 +52,11 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
 std::optional<std::string> capture_output(const std::vector<std::string>& argv,
                                           double timeout_s = 30);
 
+// The command as a POSIX shell would read it back: words quoted only when they need
+// it, single quotes inside a word written '\'' ("a 'b c' 'it'\''s'"). For messages
+// and logs that a user may paste into a shell.
+std::string shell_join(const std::vector<std::string>& argv);
+
 // The last lines of a file (at most max_bytes of them, whole lines), "" when absent.
 std::string read_tail(const std::filesystem::path& path, size_t max_lines = 40,
                       size_t max_bytes = 4096);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace hybrid::base {
 
@@ -10,5 +11,22 @@ bool contains_ignore_case(std::string_view s, std::string_view what) {
   return std::search(s.begin(), s.end(), what.begin(), what.end(),
                      [&](char a, char b) { return lower(a) == lower(b); }) != s.end();
 }
+
+namespace {
+
+template <typename T>
+std::optional<T> parse_whole(std::string_view s) {
+  T v{};
+  const char* end = s.data() + s.size();
+  const auto [stop, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || stop != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<long long> parse_int(std::string_view s) { return parse_whole<long long>(s); }
+
+std::optional<double> parse_double(std::string_view s) { return parse_whole<double>(s); }
 
 }  // namespace hybrid::base

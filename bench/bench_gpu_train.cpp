@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/launcher_env.h"
 #include "base/statistics.h"
 #include "engine/engine.h"
 #include "engine/trainer.h"
@@ -67,8 +68,7 @@ const DevicePeak* peak_for(const std::string& name) {
 }
 
 int micro_batch() {
-  if (const char* v = std::getenv("HYBRID_GPU_BENCH_BATCH")) return std::max(1, std::atoi(v));
-  return 16;
+  return base::env_int("HYBRID_GPU_BENCH_BATCH", 1).value_or(16);  // throws naming a bad value
 }
 
 engine::Config gpt2_124m(DType dt, int B) {

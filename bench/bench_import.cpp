@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/statistics.h"
+#include "base/text.h"
 #include "bench/synthetic_kineto.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/import/kineto_import.h"
@@ -433,7 +434,7 @@ Flags take_own_flags(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.starts_with("--trace_mb=")) {
-      const double mb = std::atof(a.c_str() + 11);
+      const double mb = hybrid::base::parse_double(std::string_view(a).substr(11)).value_or(0.0);
       f.bad = f.bad || !(mb > 0);
       g_trace_bytes = uint64_t(mb * 1e6);
       continue;

@@ -21,8 +21,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "base/text.h"
 #include "profiler/store/run_store.h"
 
 namespace {
@@ -155,7 +157,13 @@ int main(int argc, char** argv) {
     else if (a == "--nprocs") {
       std::string n;
       value(n);
-      g_opt.nprocs = std::atoi(n.c_str());
+      const std::optional<long long> v = hybrid::base::parse_int(n);
+      if (!v || *v < 1 || *v > 1024) {
+        std::fprintf(stderr, "bench_tune: --nprocs wants a whole number from 1 to 1024, got '%s'\n",
+                     n.c_str());
+        return 2;
+      }
+      g_opt.nprocs = int(*v);
     } else
       rest.push_back(argv[i]);
   }

@@ -6,12 +6,12 @@
 #include <fstream>
 #include <map>
 
+#include "base/host.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/report_flops.h"
-#include "profiler/store/process_info.h"
 #include "profiler/store/run_store.h"
 
 namespace hybrid {
@@ -36,7 +36,7 @@ RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
   profiler::RunInfo info;
   info.name = opts.run_name;
   info.config_json = cfg.raw.dump();
-  info.host = profiler::store::this_host();
+  info.host = base::host_name();
   info.world_size =
       cfg.train_batch_size / (cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps);
   info.dtype = std::string(kernels::dtype_name(cfg.param_dtype()));

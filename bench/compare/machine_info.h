@@ -11,14 +11,6 @@
 
 namespace hybrid::bench {
 
-struct CpuInfo {
-  std::string model;               // "AMD EPYC 7B13"
-  std::vector<std::string> flags;  // the flags that change which kernels run (avx2, avx512f, ...)
-};
-
-// Parses /proc/cpuinfo text (first processor block).
-CpuInfo parse_cpuinfo(std::string_view text);
-
 // cpu_model, logical_cpus, cpu_flags, avx512, openblas_coretype, omp_num_threads,
 // hostname, kernel, date (UTC, ISO 8601), load_average, git_revision, git_dirty.
 // `source_dir` is the git checkout whose revision is recorded (may not exist).

@@ -42,16 +42,6 @@ class TempDir {
   fs::path path_;
 };
 
-std::string join_command(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    const bool quote = a.find_first_of(" \t'\"$*?[]()|&;<>\\") != std::string::npos;
-    out += quote ? "'" + a + "'" : a;
-  }
-  return out;
-}
-
 // How many benchmarks the filter selects, by asking the executable itself; nullopt
 // for mpirun entries (listing would need the launcher) or when listing fails.
 std::optional<int> count_benchmarks(const SuiteEntry& entry, const fs::path& executable,
@@ -222,7 +212,7 @@ EntryRun run_entry(const Suite& suite, std::size_t i, const Planned& p, const Ru
   o.timeout_s = e.timeout_s;
   o.env = e.env;
   const base::SubprocessResult r = base::run_subprocess(argv, o);
-  EntryRun run{{}, join_command(argv), r.wall_s};
+  EntryRun run{{}, base::shell_join(argv), r.wall_s};
   if (!r.ok()) {
     throw std::runtime_error(fmt::format("suite '{}' entry {} ({}) failed: {}\n  command: {}",
                                          suite.name, i, e.executable, r.describe(), run.command));

@@ -66,9 +66,6 @@ class TrackingAllocator {
   TrackingAllocator(kernels::Backend& host_backend, kernels::Backend& memory_source,
                     uint64_t budget);
 
-  void* allocate(size_t bytes, MemCategory category);
-  void deallocate(void* ptr, size_t bytes, MemCategory category);
-
   MemoryStats stats() const;
   uint64_t budget() const { return budget_; }
   void reset_peaks();
@@ -78,6 +75,10 @@ class TrackingAllocator {
   bool pinned() const { return host_source_ && host_source_->pins_host_memory(); }
 
  private:
+  friend class Buffer;  // the only way to allocate: a Buffer, made by LayoutBuffers
+  void* allocate(size_t bytes, MemCategory category);
+  void deallocate(void* ptr, size_t bytes, MemCategory category);
+
   kernels::Backend& backend_;
   kernels::Backend* host_source_ = nullptr;
   uint64_t budget_;
@@ -87,11 +88,12 @@ class TrackingAllocator {
   std::atomic<uint64_t> total_peak_{0};
 };
 
-// An owned allocation from a TrackingAllocator, released on destruction.
+// An owned allocation from a TrackingAllocator, released on destruction. Only a
+// LayoutBuffers makes one (engine/memory/layout_buffers.h): memory that is not
+// in a layout cannot be allocated, so the memory model cannot miss it.
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(TrackingAllocator& alloc, size_t bytes, MemCategory category, bool zeroed = true);
   ~Buffer() { reset(); }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept;
@@ -109,6 +111,9 @@ class Buffer {
   MemCategory category() const { return category_; }
 
  private:
+  friend class LayoutBuffers;
+  Buffer(TrackingAllocator& alloc, size_t bytes, MemCategory category, bool zeroed);
+
   TrackingAllocator* alloc_ = nullptr;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;

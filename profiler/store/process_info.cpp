@@ -29,12 +29,6 @@ std::vector<std::string> stat_fields(int64_t pid) {
 
 }  // namespace
 
-std::string this_host() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -1,4 +1,4 @@
-// Who is writing: host, pid and process start time, so that a run left `running`
+// Who is writing (with base::host_name()): pid and process start time, so that a run left `running`
 // by a process that died can be told apart from one still being written (even
 // when the pid has been reused since). Linux /proc; internal to the store.
 #pragma once
@@ -8,7 +8,6 @@
 
 namespace hybrid::profiler::store {
 
-std::string this_host();
 double unix_now();  // seconds since the epoch, as stored in every *_at column
 int64_t this_pid();
 

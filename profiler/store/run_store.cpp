@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/host.h"
 #include "profiler/store/connection.h"
 #include "profiler/store/process_info.h"
 #include "profiler/store/schema.h"
@@ -46,7 +47,7 @@ void RunStore::touch(int64_t run_id) {
 
 std::vector<int64_t> RunStore::mark_stale_runs(std::optional<double> heartbeat_timeout_s) {
   std::lock_guard lock(mutex_);
-  const std::string host = store::this_host();
+  const std::string host = base::host_name();
   return conn_->write_transaction([&] {
     struct Candidate {
       int64_t id, pid, start;

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "base/host.h"
 #include "profiler/store/connection.h"
 #include "profiler/store/process_info.h"
 #include "profiler/store/run_store.h"
@@ -154,7 +155,7 @@ int64_t RunStore::create_run(const RunInfo& info) {
   std::lock_guard lock(mutex_);
   const double now = store::unix_now();
   const int64_t pid = store::this_pid();
-  const std::string host = store::this_host();
+  const std::string host = base::host_name();
   return conn_->write_transaction([&] {
     RunInfo running = info;
     running.finished_at.reset();
@@ -173,7 +174,7 @@ int64_t RunStore::write_run(const RunRecord& r) {
   std::lock_guard lock(mutex_);
   const double now = store::unix_now();
   const int64_t pid = store::this_pid();
-  const std::string host = store::this_host();
+  const std::string host = base::host_name();
   return conn_->write_transaction([&] {
     // The run's host is what the record says (an imported trace's, maybe none),
     // never this machine's.
@@ -231,7 +232,7 @@ void RunStore::heartbeat(int64_t run_id) {
 }
 
 void RunStore::register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns) {
-  const RankInfo info{rank, store::this_host(), store::this_pid(), epoch_unix_ns};
+  const RankInfo info{rank, base::host_name(), store::this_pid(), epoch_unix_ns};
   write_to_run(run_id, [&](Connection& c) { insert_rank(c, run_id, info); });
 }
 

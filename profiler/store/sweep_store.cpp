@@ -1,6 +1,7 @@
 // RunStore: the autotuner's tables (sweeps, trials, pruned candidates, probes).
 #include <fmt/format.h>
 
+#include "base/host.h"
 #include "profiler/store/connection.h"
 #include "profiler/store/process_info.h"
 #include "profiler/store/run_store.h"
@@ -106,7 +107,7 @@ int64_t RunStore::add_probe(const ProbeResult& probe) {
     auto st = conn_->prepare(
         "INSERT INTO probes (created_at, host, device, world_size, gemm_flops_per_s) "
         "VALUES (?1, ?2, ?3, ?4, ?5)");
-    st.bind(store::unix_now(), probe.host.empty() ? store::this_host() : probe.host, probe.device,
+    st.bind(store::unix_now(), probe.host.empty() ? base::host_name() : probe.host, probe.device,
             probe.world_size, probe.gemm_flops_per_s)
         .run();
     const int64_t id = conn_->last_insert_rowid();

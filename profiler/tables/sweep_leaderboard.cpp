@@ -10,6 +10,17 @@ int SweepLeaderboard::count(TrialStatus s) const {
                            [s](const LeaderboardRow& r) { return r.trial.status == s; }));
 }
 
+std::vector<int> rank_trials(const MetricInfo& metric, const std::vector<TrialRow>& trials) {
+  std::vector<int> order;
+  for (size_t i = 0; i < trials.size(); ++i)
+    if (trials[i].status == TrialStatus::ok && trials[i].metric && !std::isnan(*trials[i].metric))
+      order.push_back(int(i));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return metric.better(*trials[size_t(a)].metric, *trials[size_t(b)].metric);
+  });
+  return order;
+}
+
 SweepLeaderboard build_sweep_leaderboard(const SweepInfo& sweep,
                                          const std::vector<TrialRow>& trials,
                                          const std::vector<PrunedCandidate>& pruned) {
@@ -18,13 +29,7 @@ SweepLeaderboard build_sweep_leaderboard(const SweepInfo& sweep,
   t.metric = metric_info(sweep.metric);
   for (const TrialRow& trial : trials)
     t.rows.push_back({trial, parse_trial_config(trial.config_json)});
-  for (size_t i = 0; i < t.rows.size(); ++i)
-    if (t.rows[i].trial.status == TrialStatus::ok && t.rows[i].trial.metric &&
-        !std::isnan(*t.rows[i].trial.metric))
-      t.ranking.push_back(int(i));
-  std::stable_sort(t.ranking.begin(), t.ranking.end(), [&](int a, int b) {
-    return t.metric.better(*t.rows[size_t(a)].trial.metric, *t.rows[size_t(b)].trial.metric);
-  });
+  t.ranking = rank_trials(t.metric, trials);
   if (!t.ranking.empty()) t.best = t.ranking.front();
   t.pruned = pruned;
   for (const PrunedCandidate& p : pruned)

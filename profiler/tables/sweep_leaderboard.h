@@ -29,6 +29,10 @@ struct SweepLeaderboard {
   int count(TrialStatus s) const;
 };
 
+// The ok trials with a metric (not NaN), best first by `metric`'s direction; ties
+// keep the given order. Indices into `trials`.
+std::vector<int> rank_trials(const MetricInfo& metric, const std::vector<TrialRow>& trials);
+
 SweepLeaderboard build_sweep_leaderboard(const SweepInfo& sweep,
                                          const std::vector<TrialRow>& trials,
                                          const std::vector<PrunedCandidate>& pruned);

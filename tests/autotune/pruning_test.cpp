@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "autotune/tune_error.h"
 #include "kernels/registry.h"
 #include "tune_test_util.h"
 
@@ -76,6 +77,14 @@ TEST(Pruning, BudgetSources) {
   EXPECT_EQ(memory_budget(cfg, gpu, 8).source, "hybrid.memory_budget");
   EXPECT_EQ(detect_device("cpu").kind, kernels::BackendKind::cpu);
   EXPECT_GT(detect_device("cpu").memory_bytes, 0u);
+  for (const char* bad : {"cuda:x", "cuda:", "cudax", "cuda:-1"}) {
+    try {
+      detect_device(bad);
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const TuneError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Pruning, ThinningKeepsSpreadMicroBatchesPerGroup) {

@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "profiler/tables/sweep_leaderboard.h"
+
 namespace hybrid::autotune {
 namespace {
 
@@ -46,6 +50,26 @@ TEST(Report, LatencyPicksTheFastestThroughputTheLargest) {
   for (const auto& t : ranked(Metric::latency, lat)) order.push_back(t.key);
   EXPECT_EQ(order, (std::vector<std::string>{"fast-small", "middle", "slow-big", "crashed"}));
   EXPECT_FALSE(best_trial(Metric::latency, {trial("x", TrialStatus::oom, 0, 0)}));
+}
+
+// The same ranking as the viewer's leaderboard (profiler/tables): a trial whose
+// metric is NaN is never best, and ties keep the store's order.
+TEST(Report, RankingMatchesTheViewersLeaderboard) {
+  auto lat = with_metric(Metric::latency, kTrials);
+  lat[3].metric = std::nan("");
+  lat.push_back(trial("tie", TrialStatus::ok, 10, 100));
+  lat.back().metric = 10;
+  std::vector<std::string> order;
+  for (const auto& t : ranked(Metric::latency, lat)) order.push_back(t.key);
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"fast-small", "tie", "slow-big", "crashed", "middle"}));
+  profiler::SweepInfo sweep;
+  sweep.metric = std::string(metric_column(Metric::latency));
+  const auto board = profiler::build_sweep_leaderboard(sweep, lat, {});
+  ASSERT_EQ(board.ranking.size(), 3u);
+  EXPECT_EQ(board.rows[size_t(board.best)].trial.key, best_trial(Metric::latency, lat)->key);
+  for (size_t i = 0; i < board.ranking.size(); ++i)
+    EXPECT_EQ(board.rows[size_t(board.ranking[i])].trial.key, order[i]);
 }
 
 TEST(Report, LeaderboardHasUnitsAndReasons) {

@@ -53,6 +53,17 @@ TEST(Subprocess, OutputFilesAndEnvironment) {
   EXPECT_EQ(capture_output({"false"}), std::nullopt);
 }
 
+// What shell_join writes, a shell reads back as the same words.
+TEST(Subprocess, ShellJoinRoundTripsThroughARealShell) {
+  const std::vector<std::string> words = {"mpirun", "-np", "2",   "a b", "it's", "",
+                                          "$HOME",  "*",   "x;y", "\\n", "--k=v"};
+  EXPECT_EQ(shell_join({"a", "b c", "it's", "--np=2"}), "a 'b c' 'it'\\''s' --np=2");
+  const auto back = capture_output({"sh", "-c", "printf '[%s]' " + shell_join(words)});
+  std::string expected;
+  for (const auto& w : words) expected += "[" + w + "]";
+  EXPECT_EQ(back, expected);
+}
+
 TEST(Subprocess, ACommandThatCannotStartSaysWhy) {
   const auto r = run_subprocess({"/nonexistent/hybrid-no-such-tool", "x"});
   EXPECT_FALSE(r.started);

@@ -56,6 +56,17 @@ TEST(Text, ContainsIgnoringCase) {
   EXPECT_FALSE(contains_ignore_case("ncc", "nccl"));
 }
 
+// Numbers are the whole text or nothing: no silent 0 for "abc", no "12" from "12x".
+TEST(Text, ParsesWholeNumbersOnly) {
+  EXPECT_EQ(parse_int("12"), 12);
+  EXPECT_EQ(parse_int("-3"), -3);
+  for (const char* bad : {"", "abc", "12x", " 12", "1.5", "0x10", "99999999999999999999"})
+    EXPECT_EQ(parse_int(bad), std::nullopt) << bad;
+  EXPECT_EQ(parse_double("1.5e3"), 1500.0);
+  EXPECT_EQ(parse_double("-0.25"), -0.25);
+  for (const char* bad : {"", "1.5MB", "one", "1,5"}) EXPECT_EQ(parse_double(bad), std::nullopt);
+}
+
 TEST(LauncherEnv, OpenMpiHydraAndSlurm) {
   clear_launcher_vars();
   EXPECT_EQ(launcher_env().world_size, 1);

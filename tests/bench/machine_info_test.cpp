@@ -1,36 +1,12 @@
 // The machine description recorded with every run.
 #include "bench/compare/machine_info.h"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
 
 namespace hybrid::bench {
 namespace {
-
-using ::testing::ElementsAre;
-
-TEST(MachineInfo, ParsesTheFirstProcessorOfCpuinfo) {
-  const char* text =
-      "processor\t: 0\n"
-      "vendor_id\t: AuthenticAMD\n"
-      "model name\t: AMD EPYC 7B13\n"
-      "flags\t\t: fpu sse4_2 avx f16c fma avx2 hypervisor sha_ni\n"
-      "\n"
-      "processor\t: 1\n"
-      "model name\t: Something Else\n"
-      "flags\t\t: fpu avx512f\n";
-  CpuInfo info = parse_cpuinfo(text);
-  EXPECT_EQ(info.model, "AMD EPYC 7B13");
-  EXPECT_THAT(info.flags, ElementsAre("avx", "avx2", "f16c", "fma", "hypervisor", "sse4_2"));
-}
-
-TEST(MachineInfo, ReportsAvx512) {
-  CpuInfo info = parse_cpuinfo(
-      "model name : Intel Xeon\nflags : avx2 avx512f avx512bw avx512_bf16 amx_tile\n");
-  EXPECT_THAT(info.flags, ElementsAre("amx_tile", "avx2", "avx512_bf16", "avx512bw", "avx512f"));
-}
 
 TEST(MachineInfo, DescribesThisMachine) {
   nlohmann::json m = describe_machine(HYBRID_SOURCE_DIR);

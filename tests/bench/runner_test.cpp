@@ -145,7 +145,7 @@ TEST(Runner, RunsARealSuiteAndMergesItsOutputs) {
   EXPECT_TRUE(ctx["hybrid_machine"].contains("git_revision"));
   ASSERT_EQ(ctx["hybrid_suite"]["entries"].size(), 3u);
   EXPECT_THAT(ctx["hybrid_suite"]["entries"][1]["command"].get<std::string>(),
-              HasSubstr("--benchmark_filter=^canary/ "));
+              HasSubstr("'--benchmark_filter=^canary/' "));
   EXPECT_THAT(ctx["hybrid_suite"]["entries"][0]["command"].get<std::string>(),
               HasSubstr("--benchmark_enable_random_interleaving=true"));
 }

@@ -27,9 +27,9 @@ using engine::MemCategory;
 TEST(DeviceMemory, BackendOutOfMemoryBecomesOutOfMemoryErrorNamingTheCategory) {
   test::DeviceDouble device(4096);
   engine::TrackingAllocator alloc(device, 0);  // no budget: the device itself runs out
-  engine::Buffer a(alloc, 3000, MemCategory::params);
+  const auto a = test::one_buffer(alloc, 3000, MemCategory::params);
   try {
-    engine::Buffer b(alloc, 2000, MemCategory::optimizer);
+    const auto b = test::one_buffer(alloc, 2000, MemCategory::optimizer);
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     EXPECT_EQ(e.category(), MemCategory::optimizer);
@@ -53,7 +53,7 @@ TEST(DeviceMemory, PinnedHostMemoryRefusedBecomesOutOfMemoryErrorToo) {
   EXPECT_TRUE(host.host_memory());
   EXPECT_TRUE(host.pinned());
   try {
-    engine::Buffer b(host, 2000, MemCategory::master);
+    const auto b = test::one_buffer(host, 2000, MemCategory::master);
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     EXPECT_EQ(e.category(), MemCategory::master);
@@ -61,10 +61,11 @@ TEST(DeviceMemory, PinnedHostMemoryRefusedBecomesOutOfMemoryErrorToo) {
     EXPECT_NE(msg.find("for master failed in host memory"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cannot pin 2000 host bytes"), std::string::npos) << msg;
   }
-  engine::Buffer c(host, 800,
-                   MemCategory::optimizer);  // within the limit: works, zeroed by the CPU backend
-  EXPECT_EQ(c.as<unsigned char>()[799], 0);
-  EXPECT_FALSE(device.owns(c.data())) << "host memory is not device memory";
+  const auto c = test::one_buffer(
+      host, 800,
+      MemCategory::optimizer);  // within the limit: works, zeroed by the CPU backend
+  EXPECT_EQ(c.view(0).as<unsigned char>()[799], 0);
+  EXPECT_FALSE(device.owns(c.view(0).data())) << "host memory is not device memory";
 }
 
 // The device holds the model with offload but not without: the engine run

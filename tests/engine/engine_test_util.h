@@ -14,6 +14,7 @@
 
 #include "engine/config/config.h"
 #include "engine/engine.h"
+#include "engine/memory/layout_buffers.h"
 #include "tests/common/run_command.h"
 
 namespace hybrid::test {
@@ -88,6 +89,15 @@ inline std::string tool(const std::string& name) {
 inline std::string launcher(int ranks) {
   return ranks > 1 ? std::string(HYBRID_MPIEXEC) + " -np " + std::to_string(ranks) + " "
                    : std::string();
+}
+
+// One zeroed buffer through a one-entry layout: engine code gets memory only
+// through a layout (engine/memory/layout_buffers.h), tests too.
+inline engine::LayoutBuffers one_buffer(engine::TrackingAllocator& alloc, size_t bytes,
+                                        engine::MemCategory category) {
+  engine::MemoryLayout layout;
+  layout.add("test", bytes, 1, category, /*zeroed=*/true);
+  return engine::LayoutBuffers(alloc, std::move(layout));
 }
 
 }  // namespace hybrid::test

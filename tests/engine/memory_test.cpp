@@ -32,9 +32,9 @@ TEST(TrackingAllocator, CountsPerCategoryAndPeaks) {
   auto backend = kernels::make_cpu_backend();
   engine::TrackingAllocator alloc(*backend, 0);
   {
-    engine::Buffer a(alloc, 1000, MemCategory::grads);
-    engine::Buffer b(alloc, 500, MemCategory::grads);
-    engine::Buffer c(alloc, 300, MemCategory::comm);
+    const auto a = test::one_buffer(alloc, 1000, MemCategory::grads);
+    const auto b = test::one_buffer(alloc, 500, MemCategory::grads);
+    const auto c = test::one_buffer(alloc, 300, MemCategory::comm);
     EXPECT_EQ(alloc.stats().current[size_t(MemCategory::grads)], 1500u);
     EXPECT_EQ(alloc.stats().total_current, 1800u);
   }
@@ -48,9 +48,9 @@ TEST(TrackingAllocator, CountsPerCategoryAndPeaks) {
 TEST(TrackingAllocator, BudgetRaisesOutOfMemoryNamingTheCategory) {
   auto backend = kernels::make_cpu_backend();
   engine::TrackingAllocator alloc(*backend, 4096);
-  engine::Buffer a(alloc, 3000, MemCategory::params);
+  const auto a = test::one_buffer(alloc, 3000, MemCategory::params);
   try {
-    engine::Buffer b(alloc, 2000, MemCategory::optimizer);
+    const auto b = test::one_buffer(alloc, 2000, MemCategory::optimizer);
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     EXPECT_EQ(e.category(), MemCategory::optimizer);
