@@ -10,6 +10,7 @@ build=${1:-build}
 
 scripts/setup.sh
 scripts/format.sh --check  # .clang-format is the layout; scripts/format.sh applies it
+scripts/check-sizes.py     # no file over 500 lines, no function over 80 (tests aside)
 start=$SECONDS
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYBRID_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
