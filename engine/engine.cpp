@@ -117,11 +117,13 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   setup_gpu_profiling();
 
   alloc_ = std::make_unique<TrackingAllocator>(*backend_, cfg.memory_budget);
-  // Host memory: page-locked from the device backend when pin_memory asks for it.
-  const bool pin = cfg.zero.offload_optimizer.pin_memory;
+  // Host memory: page-locked from the device backend when pin_memory asks for it
+  // (either offload block: they share one host allocator).
+  const bool pin = cfg.zero.offload_optimizer.pin_memory || cfg.zero.offload_param.pin_memory;
   host_alloc_ =
       std::make_unique<TrackingAllocator>(*host_backend_, pin ? *backend_ : *host_backend_, 0);
-  const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none;
+  const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none ||
+                       cfg.zero.offload_param.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
   optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
@@ -131,7 +133,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   auto clock = [this] { return tracer_.now_ns(); };
   zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *device_comm_, *host_comm_,
                                         *alloc_, offload ? host_alloc_.get() : nullptr,
-                                        optimizer_->state_floats_per_param(), waits_.get(), clock);
+                                        optimizer_->state_floats_per_param(), waits_.get(), clock,
+                                        comm_tracer_->io_observer());
   describe_offload();
   const auto dt = cfg.param_dtype();
   model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
@@ -211,31 +214,43 @@ size_t Engine::flush_gpu_activity() {
 
 void Engine::describe_offload() {
   const auto& z = cfg_.zero;
-  if (z.offload_param.device != OffloadDevice::none)
-    log(fmt::format(
-        "zero_optimization.offload_param.device \"{}\": accepted but not implemented; parameters "
-        "stay in {} memory",
-        to_string(z.offload_param.device),
-        backend_->kind() == kernels::BackendKind::cuda ? "device" : "backend"));
   if (!zero_->optimizer_offloaded()) return;
-  if (z.offload_optimizer.device == OffloadDevice::nvme)
-    log("zero_optimization.offload_optimizer.device \"nvme\": not implemented; offloading to host "
-        "memory "
-        "(\"cpu\") instead");
   const auto host = host_alloc_->stats();
+  const auto nvme = zero_->nvme_bytes();
+  const bool opt_nvme = z.offload_optimizer.device == OffloadDevice::nvme;
   const uint64_t kept =
-      host.current[size_t(MemCategory::master)] + host.current[size_t(MemCategory::optimizer)];
+      opt_nvme ? nvme[size_t(MemCategory::master)] + nvme[size_t(MemCategory::optimizer)]
+               : host.current[size_t(MemCategory::master)] +
+                     host.current[size_t(MemCategory::optimizer)];
+  const std::string where =
+      opt_nvme
+          ? fmt::format(
+                "NVMe swap files under {} (aio: block {}, queue depth {}, {} thread(s), "
+                "{} engine)",
+                z.offload_optimizer.nvme_path, base::format_bytes(cfg_.aio.block_size),
+                cfg_.aio.queue_depth, cfg_.aio.thread_count, io::to_string(io::default_io_engine()))
+          : fmt::format("{} host memory", host_alloc_->pinned() ? "page-locked" : "pageable");
   std::string line = fmt::format(
       "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's "
-      "partition ({}) live "
-      "in {} host memory; {} runs on the CPU, gradients go down and parameters up each step",
-      optimizer_->name(), base::format_bytes(kept),
-      host_alloc_->pinned() ? "page-locked" : "pageable", optimizer_->name());
+      "partition ({}) live in {}; {} runs on the CPU, gradients go down and parameters up each "
+      "step",
+      optimizer_->name(), base::format_bytes(kept), where, optimizer_->name());
   if (backend_->kind() == kernels::BackendKind::cpu)
     line +=
         " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts "
         "them)";
   log(line);
+  if (!zero_->params_offloaded()) return;
+  const bool param_nvme = z.offload_param.device == OffloadDevice::nvme;
+  log(fmt::format(
+      "zero_optimization.offload_param: this rank's partition of {} parameters ({}) lives in {}; "
+      "each module's slice is fetched before its all-gather",
+      kernels::dtype_name(cfg_.param_dtype()),
+      base::format_bytes(param_nvme ? nvme[size_t(MemCategory::params)]
+                                    : host.current[size_t(MemCategory::params)]),
+      param_nvme
+          ? fmt::format("an NVMe swap file under {}", z.offload_param.nvme_path)
+          : fmt::format("{} host memory", host_alloc_->pinned() ? "page-locked" : "pageable")));
 }
 
 void Engine::set_parameters(const std::vector<float>& flat) {

@@ -97,8 +97,10 @@ class Engine {
   engine::comm::Communicator::Counters comm_counters() const;
   // Device (backend) memory, with the config's budget.
   engine::TrackingAllocator& allocator() { return *alloc_; }
-  // Host memory of the offloaded optimizer (empty without offload).
+  // Host memory of the offloaded optimizer and parameters (empty without offload).
   engine::TrackingAllocator& host_allocator() { return *host_alloc_; }
+  // This rank's NVMe swap files by category (zero without NVMe offload).
+  engine::CategoryBytes nvme_bytes() const { return zero_->nvme_bytes(); }
   engine::ZeroRuntime& zero() { return *zero_; }
   profiler::Tracer& tracer() { return tracer_; }
   // Every collective and every compute-thread wait, per step (exposed vs total).

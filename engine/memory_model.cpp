@@ -10,6 +10,7 @@
 #include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
 #include "engine/zero/param_gatherer.h"
+#include "engine/zero/param_store.h"
 #include "engine/zero/partition.h"
 #include "engine/zero/zero_runtime.h"
 
@@ -30,18 +31,27 @@ uint64_t MemoryPrediction::host_total() const {
   return t;
 }
 
+uint64_t MemoryPrediction::nvme_total() const {
+  uint64_t t = 0;
+  for (auto b : nvme) t += b;
+  return t;
+}
+
 nlohmann::json MemoryPrediction::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (int c = 0; c < kMemCategoryCount; ++c)
     j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
   j["total"] = total();
-  if (host_total()) {
+  auto space = [&](const char* name, const std::array<uint64_t, kMemCategoryCount>& b, uint64_t t) {
+    if (!t) return;
     nlohmann::json h = nlohmann::json::object();
     for (int c = 0; c < kMemCategoryCount; ++c)
-      h[std::string(mem_category_name(MemCategory(c)))] = host[size_t(c)];
-    h["total"] = host_total();
-    j["host"] = h;
-  }
+      h[std::string(mem_category_name(MemCategory(c)))] = b[size_t(c)];
+    h["total"] = t;
+    j[name] = h;
+  };
+  space("host", host, host_total());
+  space("nvme", nvme, nvme_total());
   return j;
 }
 
@@ -59,6 +69,7 @@ std::string categories(const std::array<uint64_t, kMemCategoryCount>& bytes, uin
 std::string MemoryPrediction::to_string() const {
   std::string s = categories(bytes, total());
   if (host_total()) s += "; host " + categories(host, host_total());
+  if (nvme_total()) s += "; nvme " + categories(nvme, nvme_total());
   return s;
 }
 
@@ -141,9 +152,17 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(),
                                          cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
                                          z.param_dtype, attention_saved_bytes));
+  // Host and NVMe: the offloaded optimizer, then the offloaded parameter partition.
   if (offloaded(cfg)) {
     const int64_t n_opt = z.stage == 0 ? part.padded() : part.shard_size();
-    l.host = OptimizerOffload::layout(n_opt, kAdamStateFloats, z.accum_dtype, z.param_dtype);
+    const bool nvme = z.offload_optimizer.device == OffloadDevice::nvme;
+    l.host = OptimizerOffload::layout(n_opt, kAdamStateFloats, z.accum_dtype, z.param_dtype,
+                                      nvme ? z.offload_optimizer.buffer_count : 0);
+    if (nvme) l.nvme = OptimizerOffload::nvme_layout(n_opt, kAdamStateFloats);
+  }
+  if (z.params_offloaded()) {
+    l.host.append(ParamStore::host_layout(z, tree, part));
+    l.nvme.append(ParamStore::nvme_layout(z, part));
   }
   return l;
 }
@@ -153,6 +172,7 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
   MemoryPrediction m;
   m.bytes = layouts.device.resident_bytes();
   m.host = layouts.host.resident_bytes();
+  m.nvme = layouts.nvme.resident_bytes();
   // On-demand buffers on the training path: ZeRO-3's gathered parameters, at
   // their peak. (grads_to_host's copy is a diagnostic outside training steps.)
   if (cfg.zero.stage == 3) {

@@ -9,7 +9,9 @@
 //
 // `bytes` is the backend's (device) memory, what the memory budget limits;
 // `host` is the host memory of an offloaded optimizer (master weights, moments
-// and transfer staging: engine/zero/optimizer_offload.h), zero without offload.
+// and transfer staging: engine/zero/optimizer_offload.h) and of an offloaded
+// parameter partition (engine/zero/param_store.h), zero without offload;
+// `nvme` the swap files of the NVMe offload (ZeRO-Infinity), zero without it.
 #pragma once
 
 #include <array>
@@ -26,21 +28,25 @@ namespace hybrid::engine {
 struct MemoryPrediction {
   std::array<uint64_t, kMemCategoryCount> bytes{};
   std::array<uint64_t, kMemCategoryCount> host{};
+  std::array<uint64_t, kMemCategoryCount> nvme{};
   uint64_t total() const;  // device
   uint64_t host_total() const;
+  uint64_t nvme_total() const;
   uint64_t operator[](MemCategory c) const { return bytes[size_t(c)]; }
   nlohmann::json to_json() const;
-  std::string to_string() const;  // "params 1.2 GiB, grads … (total …)[; host …]"
+  std::string to_string() const;  // "params 1.2 GiB, grads … (total …)[; host …][; nvme …]"
 };
 
 // Every buffer the engine allocates on rank 0 of world_size, in allocation
 // order: on the device (ZeRO runtime, gradient reducer, ZeRO-3 gatherer,
-// activations) and in host memory (an offloaded optimizer; empty otherwise).
+// activations), in host memory (an offloaded optimizer and parameter
+// partition; empty otherwise) and as NVMe swap files (empty without NVMe).
 // Resident entries are held from initialisation on; on-demand ones (ZeRO-3's
 // gathered parameters) come and go, and predict_memory adds their peak.
 struct EngineLayouts {
   MemoryLayout device;
   MemoryLayout host;
+  MemoryLayout nvme;
 };
 EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes);
 

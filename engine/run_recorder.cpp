@@ -205,6 +205,27 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
   }
 }
 
+std::vector<profiler::MemoryRow> RunRecorder::memory_rows(const TrainSummary& summary,
+                                                          const MemoryPrediction& predicted) const {
+  // Device memory by category; host memory and NVMe swap files, when used, as
+  // "host.<category>" and "nvme.<category>" (docs/schema.md).
+  std::vector<profiler::MemoryRow> mem;
+  uint64_t nvme_total = 0;
+  for (auto b : summary.nvme_bytes) nvme_total += b;
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    const std::string name(mem_category_name(MemCategory(c)));
+    mem.push_back({rank_, name, summary.memory.current[size_t(c)], summary.memory.peak[size_t(c)],
+                   predicted.bytes[size_t(c)]});
+    if (summary.host_memory.total_peak > 0)
+      mem.push_back({rank_, "host." + name, summary.host_memory.current[size_t(c)],
+                     summary.host_memory.peak[size_t(c)], predicted.host[size_t(c)]});
+    if (nvme_total > 0)
+      mem.push_back({rank_, "nvme." + name, summary.nvme_bytes[size_t(c)],
+                     summary.nvme_bytes[size_t(c)], predicted.nvme[size_t(c)]});
+  }
+  return mem;
+}
+
 void RunRecorder::finish(const TrainSummary& summary) {
   Engine& e = *engine_;
   e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU
@@ -248,14 +269,23 @@ void RunRecorder::finish(const TrainSummary& summary) {
       row.busbw_gbps = c.mean_busbw_gbps();
       comm.push_back(row);
     }
+    // The offload path's file I/O goes with the collectives, under its own op names.
+    for (const auto& io : e.comm_tracer().io_stats()) {
+      profiler::CommStatRow row;
+      row.rank = rank_;
+      row.op = std::string(profiler::io_name(io.kind));
+      row.bytes = io.msg_bytes;
+      row.count = int64_t(io.count);
+      row.total_ns = io.total_ns;
+      row.min_ns = io.min_ns;
+      row.max_ns = io.max_ns;
+      row.algbw_gbps = io.mean_gbps();
+      row.busbw_gbps = io.mean_gbps();  // one rank, one file: no bus factor
+      comm.push_back(row);
+    }
     store_->add_comm_stats(run_id_, comm);
-    const auto predicted = predict_memory(cfg_, e.world_size(), e.backend());
-    std::vector<profiler::MemoryRow> mem;
-    for (int c = 0; c < kMemCategoryCount; ++c)
-      mem.push_back({rank_, std::string(mem_category_name(MemCategory(c))),
-                     summary.memory.current[size_t(c)], summary.memory.peak[size_t(c)],
-                     predicted.bytes[size_t(c)]});
-    store_->add_memory(run_id_, mem);
+    store_->add_memory(run_id_,
+                       memory_rows(summary, predict_memory(cfg_, e.world_size(), e.backend())));
   }
   e.barrier();  // every rank's rows are in before the run is declared finished
   if (store_ && rank_ == 0) {

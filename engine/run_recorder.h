@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/memory_model.h"
 #include "engine/trainer.h"
 #include "profiler/profile_data.h"
 
@@ -46,6 +47,8 @@ class RunRecorder {
   std::vector<profiler::LayerStat> layer_stats(const std::vector<profiler::Event>& events) const;
   void print_flops_report(const std::vector<profiler::LayerStat>& mine);
   void flush_steps();
+  std::vector<profiler::MemoryRow> memory_rows(const TrainSummary& summary,
+                                               const engine::MemoryPrediction& predicted) const;
 
   const engine::Config& cfg_;
   TrainOptions opts_;

@@ -65,6 +65,26 @@ nlohmann::json TrainSummary::to_json() const {
     j["peak_host_memory_total_bytes"] = host_memory.total_peak;
     j["predicted_host_memory_bytes"] = hm;
   }
+  uint64_t nvme_total = 0;
+  for (auto b : nvme_bytes) nvme_total += b;
+  if (nvme_total > 0) {  // the NVMe offload's swap files
+    nlohmann::json nm = nlohmann::json::object(), np = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      nm[std::string(mem_category_name(MemCategory(c)))] = nvme_bytes[size_t(c)];
+      np[std::string(mem_category_name(MemCategory(c)))] = predicted_nvme_bytes[size_t(c)];
+    }
+    j["nvme_bytes"] = nm;
+    j["nvme_total_bytes"] = nvme_total;
+    j["predicted_nvme_bytes"] = np;
+    nlohmann::json io_json = nlohmann::json::object();
+    for (int k = 0; k < profiler::kIoKindCount; ++k)
+      io_json[std::string(profiler::io_name(profiler::IoKind(k)))] = {
+          {"requests", io[size_t(k)].requests},
+          {"bytes", io[size_t(k)].bytes},
+          {"seconds", io[size_t(k)].seconds},
+          {"gbps", io[size_t(k)].gbps()}};
+    j["io"] = io_json;
+  }
   nlohmann::json comm = nlohmann::json::object();
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
@@ -253,6 +273,7 @@ void summarize(const Loop& l, TrainSummary& out) {
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;
   out.predicted_host_memory = predicted.host;
+  out.predicted_nvme_bytes = predicted.nvme;
 }
 
 // "peak memory per rank: params 1.00 MiB grads ... | total 3.00 MiB"
@@ -272,7 +293,22 @@ void print_summary(const TrainSummary& out, const Say& say) {
       base::format_flop_rate(out.achieved_flops_per_s), out.final_loss, out.skipped_steps));
   say(peak_memory_line("peak memory per rank:", out.memory));
   if (out.host_memory.total_peak > 0)
-    say(peak_memory_line("peak host memory per rank (offloaded optimizer):", out.host_memory));
+    say(peak_memory_line("peak host memory per rank (offload):", out.host_memory));
+  std::string nvme;
+  uint64_t nvme_total = 0;
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    if (out.nvme_bytes[size_t(c)]) {
+      nvme += fmt::format(" {} {}", mem_category_name(MemCategory(c)),
+                          base::format_bytes(out.nvme_bytes[size_t(c)]));
+      nvme_total += out.nvme_bytes[size_t(c)];
+    }
+  if (nvme_total == 0) return;
+  say(fmt::format("NVMe swap files per rank:{} | total {}", nvme, base::format_bytes(nvme_total)));
+  const auto& rd = out.io[size_t(profiler::IoKind::nvme_read)];
+  const auto& wr = out.io[size_t(profiler::IoKind::nvme_write)];
+  say(fmt::format("NVMe I/O of rank 0: read {} in {} requests ({}), wrote {} in {} requests ({})",
+                  base::format_bytes(rd.bytes), rd.requests, base::format_gbps(rd.gbps()),
+                  base::format_bytes(wr.bytes), wr.requests, base::format_gbps(wr.gbps())));
 }
 
 // The whole run; failures propagate to run_training.
@@ -292,6 +328,13 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   run_loop(l, out);
   out.memory = engine->allocator().stats();  // training's peaks, before any export
   out.host_memory = engine->host_allocator().stats();
+  out.nvme_bytes = engine->nvme_bytes();
+  for (const auto& st : engine->comm_tracer().io_stats()) {
+    auto& t = out.io[size_t(st.kind)];
+    t.requests += st.count;
+    t.bytes += st.total_bytes;
+    t.seconds += double(st.total_ns) * 1e-9;
+  }
   const auto comm_after = engine->comm_counters();
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     out.comm_bytes_per_step[size_t(k)] =

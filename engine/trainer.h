@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "engine/config/config.h"
+#include "engine/memory/layout.h"
 #include "engine/memory/tracking_allocator.h"
+#include "profiler/comm_record.h"
 #include "profiler/profile_data.h"
 
 namespace hybrid {
@@ -55,6 +57,16 @@ struct TrainSummary {
   // Host memory of an offloaded optimizer (zero without offload), measured and predicted.
   engine::MemoryStats host_memory;
   std::array<uint64_t, engine::kMemCategoryCount> predicted_host_memory{};
+  // NVMe swap files (zero without NVMe offload), measured (file sizes) and predicted.
+  engine::CategoryBytes nvme_bytes{};
+  std::array<uint64_t, engine::kMemCategoryCount> predicted_nvme_bytes{};
+  // This rank's swap-file reads and writes over the run (empty without NVMe offload).
+  struct IoTotals {
+    uint64_t requests = 0, bytes = 0;
+    double seconds = 0;  // summed request times (start to end)
+    double gbps() const { return seconds > 0 ? double(bytes) / seconds * 1e-9 : 0.0; }
+  };
+  std::array<IoTotals, profiler::kIoKindCount> io{};
   // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
   // all_gather, broadcast, barrier), from the communicator's counters.
   std::array<double, 5> comm_bytes_per_step{};

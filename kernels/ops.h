@@ -80,10 +80,11 @@ class Backend {
 
   // ---- host memory and transfers (the offloaded optimizer) ------------------
   // Host memory that copies to and from the device are fastest with: page-locked
-  // on CUDA, plain 64-byte-aligned memory otherwise. Throws BackendOutOfMemory.
+  // on CUDA, plain page-aligned memory otherwise (page alignment also lets the
+  // NVMe offload use direct file I/O on it). Throws BackendOutOfMemory.
   virtual void* allocate_host(size_t bytes) {
     if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     if (!p)
       throw BackendOutOfMemory(
           "out of host memory: cannot allocate " + std::to_string(bytes) + " bytes", bytes);

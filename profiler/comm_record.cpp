@@ -19,4 +19,14 @@ std::string_view collective_name(CollectiveKind k) {
   return "?";
 }
 
+std::string_view io_name(IoKind k) {
+  switch (k) {
+    case IoKind::nvme_read:
+      return "nvme_read";
+    case IoKind::nvme_write:
+      return "nvme_write";
+  }
+  return "?";
+}
+
 }  // namespace hybrid::profiler

@@ -1,5 +1,7 @@
 // One collective as the communication tracer sees it. Communicators (engine/comm)
 // produce these on completion; the profiler turns them into events and stats.
+// IoRecord is its sibling for the offload path's file I/O (engine/io), booked
+// by the same tracer.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,21 @@ struct CommRecord {
   int64_t start_ns = 0;  // communication thread started it
   int64_t end_ns = 0;    // completed
   uint8_t dtype_bytes = 4;
+};
+
+// One read or write of this rank's NVMe swap files (ZeRO-Infinity offload):
+// not a collective, so it never counts as communication time, but its
+// bandwidth is reported next to the collectives'.
+enum class IoKind : uint8_t { nvme_read = 0, nvme_write };
+constexpr int kIoKindCount = 2;
+std::string_view io_name(IoKind k);  // "nvme_read", "nvme_write"
+
+struct IoRecord {
+  IoKind kind = IoKind::nvme_read;
+  uint64_t bytes = 0;
+  int64_t issue_ns = 0;  // the caller submitted it (tracer clock)
+  int64_t start_ns = 0;  // an I/O thread started its first block
+  int64_t end_ns = 0;    // its last block completed
 };
 
 }  // namespace hybrid::profiler

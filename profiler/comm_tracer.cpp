@@ -188,6 +188,38 @@ void CommTracer::on_record(const CommRecord& r) {
   }
 }
 
+void CommTracer::on_io(const IoRecord& r) {
+  if (!options_.enabled) return;
+  const int64_t dur = std::max<int64_t>(0, r.end_ns - r.start_ns);
+  const double gbps = dur > 0 ? double(r.bytes) / double(dur) : 0.0;
+  std::lock_guard lock(mutex_);
+  IoStat& s = io_stats_[{int(r.kind), r.bytes}];
+  if (s.count == 0) {
+    s.kind = r.kind;
+    s.msg_bytes = r.bytes;
+    s.min_ns = dur;
+    s.max_ns = dur;
+  }
+  s.count += 1;
+  s.total_bytes += r.bytes;
+  s.total_ns += dur;
+  s.min_ns = std::min(s.min_ns, dur);
+  s.max_ns = std::max(s.max_ns, dur);
+  s.sum_gbps += gbps;
+  if (options_.verbose && verbose_)
+    *verbose_ << fmt::format("[rank {}] io op: {} | time: {} | size: {} | bandwidth: {}\n", rank_,
+                             io_name(r.kind), format_latency(double(dur)), format_size(r.bytes),
+                             format_bw(gbps));
+}
+
+std::vector<IoStat> CommTracer::io_stats() const {
+  std::lock_guard lock(mutex_);
+  std::vector<IoStat> out;
+  out.reserve(io_stats_.size());
+  for (const auto& [key, s] : io_stats_) out.push_back(s);
+  return out;
+}
+
 bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step) {
   std::lock_guard lock(mutex_);
   if (std::this_thread::get_id() != compute_thread_) {
@@ -259,6 +291,7 @@ uint64_t CommTracer::rejected_waits() const {
 void CommTracer::reset() {
   std::lock_guard lock(mutex_);
   stats_.clear();
+  io_stats_.clear();
   steps_.clear();
   step_starts_.clear();
   rejected_waits_ = 0;
@@ -280,6 +313,19 @@ std::string CommTracer::summary() const {
                        format_latency(s.mean_ns()), format_latency(double(s.min_ns)),
                        format_latency(double(s.max_ns)), format_bw(s.mean_algbw_gbps()),
                        format_bw(s.mean_busbw_gbps()));
+  }
+  // The offload path's file I/O, in the same columns (no bus factor: one rank, one file).
+  int last_io = -1;
+  for (const auto& s : io_stats()) {
+    if (int(s.kind) != last_io) {
+      out += fmt::format("{}\n", io_name(s.kind));
+      last_io = int(s.kind);
+    }
+    out += fmt::format("{:<16}{:>14}{:>9}{:>16}{:>14}{:>14}{:>14}{:>17}{:>17}\n", "",
+                       format_size(s.msg_bytes), s.count, format_latency(double(s.total_ns)),
+                       format_latency(s.count ? double(s.total_ns) / double(s.count) : 0.0),
+                       format_latency(double(s.min_ns)), format_latency(double(s.max_ns)),
+                       format_bw(s.mean_gbps()), "-");
   }
   return out;
 }

@@ -64,6 +64,20 @@ struct CommStat {
   double mean_busbw_gbps() const { return count ? sum_busbw_gbps / double(count) : 0.0; }
 };
 
+// Reads or writes of the NVMe swap files of one message size (IoRecords).
+struct IoStat {
+  IoKind kind = IoKind::nvme_read;
+  uint64_t msg_bytes = 0;
+  uint64_t count = 0;
+  uint64_t total_bytes = 0;
+  int64_t total_ns = 0;  // of start..end, summed
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  double sum_gbps = 0;  // per-request bandwidths, averaged as for collectives
+
+  double mean_gbps() const { return count ? sum_gbps / double(count) : 0.0; }
+};
+
 // One step's communication. comm_ns is the union of the collectives' execution
 // intervals (start..end); blocked_ns the union of the compute thread's waits;
 // exposed_ns the part of the waits during which communication was in flight
@@ -101,6 +115,14 @@ class CommTracer {
     return [this](const CommRecord& r) { on_record(r); };
   }
   void on_record(const CommRecord& r);
+
+  // The offload path's file I/O (engine/io): booked per (kind, size) and shown
+  // next to the collectives, never counted as communication time.
+  std::function<void(const IoRecord&)> io_observer() {
+    return [this](const IoRecord& r) { on_io(r); };
+  }
+  void on_io(const IoRecord& r);
+  std::vector<IoStat> io_stats() const;  // by kind, then size
 
   bool profiled(CollectiveKind kind) const { return options_.enabled && profiled_[int(kind)]; }
   const CommTracerOptions& options() const { return options_; }
@@ -165,6 +187,7 @@ class CommTracer {
   mutable std::mutex mutex_;
   std::ostream* verbose_;
   std::map<std::pair<int, uint64_t>, CommStat> stats_;
+  std::map<std::pair<int, uint64_t>, IoStat> io_stats_;
   std::map<int32_t, StepAccum> steps_;
   std::vector<std::pair<int64_t, int32_t>> step_starts_;  // (time, step), in time order
   uint64_t rejected_waits_ = 0;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "profiler/report_format.h"
 #include "profiler/tables/collective_groups.h"
 
@@ -9,10 +12,15 @@ namespace hybrid::profiler {
 
 namespace {
 
-std::string by_op_and_size(const RunProfile& p) {
+// The offload path's swap-file reads and writes share the comm_stats rows
+// (ops nvme_read, nvme_write) but are not collectives.
+bool is_io(const std::string& op) { return op.rfind("nvme_", 0) == 0; }
+
+std::string by_op_and_size(const std::vector<CollectiveGroup>& groups) {
   report::TextTable table({"op", "size", "ranks", "count/rank", "mean latency", "min", "max",
                            "total/rank", "algbw mean (min)", "busbw mean (min)"});
-  for (const CollectiveGroup& g : group_collectives(p)) {
+  for (const CollectiveGroup& g : groups) {
+    if (is_io(g.op)) continue;
     const double n = double(g.ranks);
     table.add_row({g.op, report::format_bytes(g.bytes), std::to_string(g.ranks),
                    fmt::format("{:.1f}", double(g.count) / n),
@@ -26,6 +34,33 @@ std::string by_op_and_size(const RunProfile& p) {
                                report::format_gbps(g.busbw_min))});
   }
   return table.render("  ");
+}
+
+// Per op: bytes and time per rank, and the bandwidth they make (bytes / time).
+std::string offload_io(const std::vector<CollectiveGroup>& groups) {
+  struct Totals {
+    int ranks = 0;
+    double count = 0, bytes = 0, ns = 0;
+  };
+  std::map<std::string, Totals> ops;
+  for (const CollectiveGroup& g : groups) {
+    if (!is_io(g.op)) continue;
+    Totals& t = ops[g.op];
+    t.ranks = std::max(t.ranks, g.ranks);
+    t.count += double(g.count);
+    t.bytes += double(g.count) * double(g.bytes);
+    t.ns += double(g.total_ns);
+  }
+  if (ops.empty()) return {};
+  report::TextTable table({"op", "requests/rank", "bytes/rank", "time/rank", "bandwidth"});
+  for (const auto& [op, t] : ops) {
+    const double n = std::max(1, t.ranks);
+    table.add_row({op, fmt::format("{:.1f}", t.count / n),
+                   report::format_bytes(uint64_t(t.bytes / n)), report::format_ms(t.ns / n * 1e-6),
+                   report::format_gbps(t.ns > 0 ? t.bytes / t.ns : 0.0)});
+  }
+  return "\nOffload I/O (NVMe swap files; bandwidth = bytes / summed request time):\n" +
+         table.render("  ");
 }
 
 std::string per_step(const CommSteps& steps) {
@@ -44,12 +79,16 @@ std::string per_step(const CommSteps& steps) {
 std::string comm_report(const RunProfile& p) {
   std::string out = report::section("hybrid communication profile");
   out += fmt::format("run {} {} · world size {}\n", p.run.id, p.run.name, p.run.world_size);
-  if (p.comm.empty()) {
+  const auto groups = group_collectives(p);
+  const bool collectives =
+      std::any_of(groups.begin(), groups.end(), [](const auto& g) { return !is_io(g.op); });
+  if (!collectives) {
     out += "no collectives recorded (enable comms_logger in the config)\n";
   } else {
     out += "\nBy op and message size (latency over every rank; bandwidth mean (min) over ranks):\n";
-    out += by_op_and_size(p);
+    out += by_op_and_size(groups);
   }
+  out += offload_io(groups);
   if (!p.step_ranks.empty()) {
     const CommSteps steps = comm_per_step(p);
     const double comm = steps.comm_ms, exposed = steps.exposed_ms;

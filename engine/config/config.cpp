@@ -228,15 +228,54 @@ void parse_data_types(const json& block, Config& c) {
   r.finish();
 }
 
-void parse_offload(const json& block, const std::string& path, OffloadConfig& o,
+// params: the offload_param block (buffer_size is one of its keys; the
+// optimizer's swap pipeline needs two buffers at least).
+void parse_offload(const json& block, const std::string& path, bool params, OffloadConfig& o,
                    std::vector<std::string>& ignored) {
   ObjectReader r(block, path, ignored);
   if (auto v = r.choice("device", kOffloadDevices)) o.device = *v;
   if (auto v = r.boolean("pin_memory")) o.pin_memory = *v;
   if (auto v = r.string("nvme_path")) o.nvme_path = *v;
+  if (auto v = r.integer("buffer_count", params ? 1 : 2, kIntMax)) o.buffer_count = int(*v);
+  if (params)
+    if (auto v = r.integer("buffer_size", 1)) o.buffer_size = *v;
   if (o.device == OffloadDevice::nvme && o.nvme_path.empty())
     throw ConfigError(
         fmt::format("config: {}.nvme_path must be given when device is \"nvme\"", path));
+  r.finish();
+}
+
+// Parameter offload moves ZeRO-3's parameter partitions; the offloaded
+// optimizer writes the updated partitions where they live.
+void check_offload_param(const ZeroConfig& zc) {
+  const auto device = zc.offload_param.device;
+  if (device == OffloadDevice::none) return;
+  if (zc.stage != 3)
+    throw ConfigError(fmt::format(
+        "config: zero_optimization.offload_param.device \"{}\" needs zero_optimization.stage 3 "
+        "(only stage 3 partitions parameters), got stage {}",
+        to_string(device), zc.stage));
+  if (zc.offload_optimizer.device == OffloadDevice::none)
+    throw ConfigError(fmt::format(
+        "config: zero_optimization.offload_param.device \"{}\" needs "
+        "zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (hybrid updates "
+        "offloaded parameters on the host, where the offloaded optimizer runs), got \"none\"",
+        to_string(device)));
+}
+
+void parse_aio(const json& block, Config& c) {
+  ObjectReader r(block, "aio", c.ignored_keys);
+  AioConfig& a = c.aio;
+  if (auto v = r.integer("block_size", 1)) {
+    if (*v % 4096 != 0)
+      fail("aio.block_size", "a positive multiple of 4096 (direct I/O alignment)",
+           block["block_size"]);
+    a.block_size = *v;
+  }
+  if (auto v = r.integer("queue_depth", 1, kIntMax)) a.queue_depth = int(*v);
+  if (auto v = r.integer("thread_count", 1, kIntMax)) a.thread_count = int(*v);
+  if (auto v = r.boolean("single_submit")) a.single_submit = *v;
+  if (auto v = r.boolean("overlap_events")) a.overlap_events = *v;
   r.finish();
 }
 
@@ -277,9 +316,11 @@ void parse_zero(const json& z, Config& c) {
   if (auto v = r.boolean("cpu_offload_param"); v && *v)
     zc.offload_param.device = OffloadDevice::cpu;
   if (const json* o = r.object("offload_optimizer"))
-    parse_offload(*o, "zero_optimization.offload_optimizer", zc.offload_optimizer, c.ignored_keys);
+    parse_offload(*o, "zero_optimization.offload_optimizer", false, zc.offload_optimizer,
+                  c.ignored_keys);
   if (const json* o = r.object("offload_param"))
-    parse_offload(*o, "zero_optimization.offload_param", zc.offload_param, c.ignored_keys);
+    parse_offload(*o, "zero_optimization.offload_param", true, zc.offload_param, c.ignored_keys);
+  check_offload_param(zc);
   r.finish();
 }
 
@@ -345,6 +386,7 @@ Config parse_config(const json& j, int world_size) {
   if (!c.grad_accum_dtype_set) c.grad_accum_dtype = c.param_dtype();
 
   if (const json* z = top.get("zero_optimization")) parse_zero(*z, c);
+  if (const json* a = top.object("aio")) parse_aio(*a, c);
   if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
   if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
   // DeepSpeed turns the step timers on whenever the flops profiler is on.

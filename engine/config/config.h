@@ -85,6 +85,21 @@ struct OffloadConfig {
   OffloadDevice device = OffloadDevice::none;
   bool pin_memory = false;
   std::string nvme_path;  // required when device is nvme
+  // NVMe: host buffers carrying data to and from the swap files (DeepSpeed's
+  // buffer_count: 5 for parameters, 4 for the optimizer) and, for parameters,
+  // the largest number of elements one buffer holds (buffer_size).
+  int buffer_count = 5;
+  int64_t buffer_size = 100'000'000;
+};
+
+// DeepSpeed's "aio" block: how NVMe swap files are read and written
+// (engine/io/async_io.h).
+struct AioConfig {
+  int64_t block_size = 1'048'576;  // bytes per I/O request; a multiple of 4096
+  int queue_depth = 8;             // requests in flight per I/O thread
+  int thread_count = 1;            // I/O threads sharing each read or write
+  bool single_submit = false;      // submit requests one at a time instead of in batches
+  bool overlap_events = true;      // submit new requests while earlier ones complete
 };
 
 struct ZeroConfig {
@@ -97,7 +112,7 @@ struct ZeroConfig {
   int64_t stage3_prefetch_bucket_size = 50'000'000;
   int64_t stage3_param_persistence_threshold = 100'000;
   int64_t stage3_max_live_parameters = 1'000'000'000;
-  OffloadConfig offload_optimizer;
+  OffloadConfig offload_optimizer = {OffloadDevice::none, false, {}, 4, 100'000'000};
   OffloadConfig offload_param;
 };
 
@@ -142,6 +157,7 @@ struct Config {
       kernels::DType::f32;  // resolved: param dtype unless data_types.grad_accum_dtype
   bool grad_accum_dtype_set = false;
   ZeroConfig zero;
+  AioConfig aio;
   FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
+
+#include "engine/zero/param_store.h"
 
 namespace hybrid::engine {
 
@@ -19,7 +22,7 @@ MemoryLayout ParamGatherer::layout(const ZeroSetup& setup, const ModuleTree& tre
 
 ParamGatherer::ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
                              comm::Communicator& comm, TrackingAllocator& alloc,
-                             const void* param_shard, CommWaitRecorder* waits,
+                             const void* param_shard, ParamStore* store, CommWaitRecorder* waits,
                              std::function<int64_t()> clock)
     : setup_(setup),
       tree_(tree),
@@ -27,6 +30,7 @@ ParamGatherer::ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, con
       comm_(comm),
       mem_(alloc, layout(setup, tree)),
       shard_(static_cast<const char*>(param_shard)),
+      store_(store),
       waits_(waits),
       clock_(std::move(clock)),
       dsize_(kernels::dtype_size(setup.param_dtype)) {
@@ -62,20 +66,52 @@ int64_t ParamGatherer::persistent_elements() const {
 }
 
 void ParamGatherer::start_gather(Unit& u) {
+  if (store_) {
+    // Offloaded partition: a staging buffer must be free; completing the oldest
+    // fetch (and issuing its all-gather, in order) frees one.
+    while (!store_->can_fetch()) issue_oldest();
+  }
   if (!u.data) {
     u.owned = mem_.allocate(size_t(&u - units_.data()));  // unit i is layout entry i
     u.data = u.owned.data();
     live_elems_ += u.range.size();
   }
-  const auto counts = part_.counts(u.range);
   const FlatRange own = part_.own();
   const FlatRange mine = u.range.intersect(own);
+  if (store_) {
+    const FlatRange slice =
+        mine.empty() ? FlatRange{0, 0} : FlatRange{mine.begin - own.begin, mine.end - own.begin};
+    char* slot =
+        static_cast<char*>(u.data) + size_t(mine.empty() ? 0 : mine.begin - u.range.begin) * dsize_;
+    u.fetch = store_->fetch(slice, slot);
+    u.fetch_tick = tick_;
+    fetching_.push_back(size_t(&u - units_.data()));
+    return;
+  }
   const char* send = shard_ + size_t(mine.empty() ? 0 : mine.begin - own.begin) * dsize_;
-  u.pending = comm_.all_gather_async(send, u.data, counts, setup_.param_dtype);
+  u.pending = comm_.all_gather_async(send, u.data, part_.counts(u.range), setup_.param_dtype);
+}
+
+void ParamGatherer::all_gather(Unit& u) {
+  const FlatRange mine = u.range.intersect(part_.own());
+  // In place: this rank's slice already sits in its slot of the gathered buffer.
+  const char* send = static_cast<const char*>(u.data) +
+                     size_t(mine.empty() ? 0 : mine.begin - u.range.begin) * dsize_;
+  u.pending = comm_.all_gather_async(send, u.data, part_.counts(u.range), setup_.param_dtype);
+}
+
+void ParamGatherer::issue_oldest() {
+  Unit& f = units_[fetching_.front()];
+  const int64_t t0 = clock_();
+  store_->wait_fetch(std::exchange(f.fetch, 0));
+  if (waits_) waits_->record_wait(t0, clock_());
+  fetching_.pop_front();
+  all_gather(f);
 }
 
 void ParamGatherer::ensure_live(Unit& u) {
   if (!u.data) start_gather(u);
+  issue_through(u);
   if (u.pending) {
     const int64_t t0 = clock_();
     u.pending->wait();
@@ -86,6 +122,7 @@ void ParamGatherer::ensure_live(Unit& u) {
 
 void ParamGatherer::release(Unit& u) {
   if (u.persistent || u.refs > 0 || !u.data) return;
+  issue_through(u);                  // its all-gather still goes out, in order
   if (u.pending) u.pending->wait();  // a prefetch nobody used: let it land first
   u.pending.reset();
   live_elems_ -= u.range.size();
@@ -126,6 +163,10 @@ void ParamGatherer::before(const Module& m, bool forward) {
     ensure_live(u);
     ++u.refs;
   }
+  // Fetches started before the previous module ran are due: their all-gathers
+  // go out now and run during this module.
+  ++tick_;
+  while (!fetching_.empty() && units_[fetching_.front()].fetch_tick < tick_) issue_oldest();
   if (recorded_[dir]) prefetch(order, cursor_[dir]);
 }
 
@@ -139,7 +180,7 @@ void ParamGatherer::after(const Module& m, bool) {
 
 const void* ParamGatherer::param(const ParamSpec& p) const {
   const Unit& u = units_[size_t(unit_of_module_[size_t(p.owner)])];
-  if (!u.data || u.pending)
+  if (!u.data || u.pending || u.fetch)
     throw std::logic_error("ZeRO-3: parameter " + p.name + " used while not gathered");
   return static_cast<const char*>(u.data) + size_t(p.offset - u.range.begin) * dsize_;
 }

@@ -5,8 +5,19 @@
 // elements ahead, never more than stage3_max_live_parameters live).
 // Modules with fewer parameters than stage3_param_persistence_threshold stay
 // gathered for good and are refreshed after each optimizer step.
+//
+// With offload_param the partition is not on the device: each gather first
+// fetches this rank's slice from the ParamStore (host memory or an NVMe file)
+// into its slot of the gathered buffer, then all-gathers in place. A prefetch
+// only starts the fetch; the all-gathers go out in the order the fetches were
+// started, at points fixed by the program order alone (a module needs the unit,
+// a staging buffer is needed, or the next module starts: fetches started before
+// it are due), never by when a read happens to land, so every rank issues its
+// collectives in the same order. A file read thus overlaps one module's compute
+// and the all-gather the next one's.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -20,11 +31,15 @@
 
 namespace hybrid::engine {
 
+class ParamStore;
+
 class ParamGatherer {
  public:
+  // param_shard: this rank's partition on the device, or null when `store`
+  // holds it (offload_param).
   ParamGatherer(const ZeroSetup& setup, const ModuleTree& tree, const Partition& part,
                 comm::Communicator& comm, TrackingAllocator& alloc, const void* param_shard,
-                CommWaitRecorder* waits, std::function<int64_t()> clock);
+                ParamStore* store, CommWaitRecorder* waits, std::function<int64_t()> clock);
 
   // One entry per unit (module that owns parameters), in forward order:
   // persistent units resident, the others allocated on demand while gathered.
@@ -50,8 +65,16 @@ class ParamGatherer {
     void* data = nullptr;  // gathered parameters; null when released
     Buffer owned;          // the on-demand memory behind data (persistent: in mem_)
     comm::HandlePtr pending;
+    uint64_t fetch = 0;      // offload_param: the slice's fetch, before the all-gather
+    int64_t fetch_tick = 0;  // the module count when the fetch started
   };
   void start_gather(Unit& u);
+  // offload_param: completes the oldest fetch and issues its all-gather.
+  void issue_oldest();
+  void issue_through(const Unit& u) {
+    while (u.fetch) issue_oldest();
+  }
+  void all_gather(Unit& u);
   void ensure_live(Unit& u);
   void release(Unit& u);
   void prefetch(const std::vector<int>& order, size_t from);
@@ -63,6 +86,9 @@ class ParamGatherer {
   comm::Communicator& comm_;
   LayoutBuffers mem_;
   const char* shard_;
+  ParamStore* store_;
+  std::deque<size_t> fetching_;  // units whose slice is being fetched, in start order
+  int64_t tick_ = 0;             // before() calls so far
   CommWaitRecorder* waits_;
   std::function<int64_t()> clock_;
   size_t dsize_;

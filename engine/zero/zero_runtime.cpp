@@ -1,7 +1,12 @@
 #include "engine/zero/zero_runtime.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 
 namespace hybrid::engine {
 
@@ -12,8 +17,9 @@ MemoryLayout ZeroRuntime::layout(const ZeroSetup& setup, const Partition& part, 
   const uint64_t P = uint64_t(part.padded()), S = uint64_t(part.shard_size());
   const uint64_t n_opt = setup.stage == 0 ? P : S;
   MemoryLayout l;
-  l.add("params", setup.stage == 3 ? S : P, kernels::dtype_size(setup.param_dtype),
-        MemCategory::params, true);
+  if (!setup.params_offloaded())  // else in host memory or on NVMe (ParamStore)
+    l.add("params", setup.stage == 3 ? S : P, kernels::dtype_size(setup.param_dtype),
+          MemCategory::params, true);
   if (!offloaded) {
     if (setup.separate_master()) l.add("master", n_opt, 4, MemCategory::master, true);
     if (state_floats > 0)
@@ -27,7 +33,8 @@ MemoryLayout ZeroRuntime::layout(const ZeroSetup& setup, const Partition& part, 
 ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
                          comm::Communicator& host_comm, TrackingAllocator& alloc,
                          TrackingAllocator* offload, int optimizer_state_floats,
-                         CommWaitRecorder* waits, std::function<int64_t()> clock)
+                         CommWaitRecorder* waits, std::function<int64_t()> clock,
+                         io::AsyncIo::Observer io_observer)
     : setup_(setup),
       tree_(tree),
       part_(tree.param_count(), comm.world_size(), comm.rank()),
@@ -39,18 +46,55 @@ ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::C
       state_floats_(optimizer_state_floats),
       dsize_(kernels::dtype_size(setup.param_dtype)),
       mem_(alloc, layout(setup, part_, optimizer_state_floats, offload != nullptr)) {
-  params_ = mem_.view("params");
+  params_ = mem_.view_if_present("params");
   master_ = mem_.view_if_present("master");
   state_ = mem_.view_if_present("optimizer.state");
-  if (offload) {
+  const auto& opt_off = setup.offload_optimizer;
+  const auto& param_off = setup.offload_param;
+  const bool nvme_opt = opt_off.device == OffloadDevice::nvme;
+  const bool nvme_params = setup.params_offloaded() && param_off.device == OffloadDevice::nvme;
+  if ((setup.params_offloaded() || opt_off.device != OffloadDevice::none) && !offload)
+    throw std::invalid_argument("ZeroRuntime: offloading needs a host allocator");
+  if (nvme_opt || nvme_params)
+    io_ = io::make_async_io(setup.aio, io::default_io_engine(), std::move(io_observer), clock);
+  // Unique per process, rank and runtime (a process may hold several engines).
+  static std::atomic<int> runtimes{0};
+  const std::string prefix = fmt::format("hybrid-{}-r{}-{}-", ::getpid(), comm.rank(), runtimes++);
+  auto target = [&](const OffloadConfig& o, const char* block) {
+    return io::SwapTarget{o.nvme_path, std::string("zero_optimization.") + block + ".nvme_path",
+                          prefix, io_.get()};
+  };
+  if (offload && opt_off.device != OffloadDevice::none) {
     const int64_t n_opt = setup.stage == 0 ? part_.padded() : part_.shard_size();
+    const auto t = target(opt_off, "offload_optimizer");
     offload_ = std::make_unique<OptimizerOffload>(n_opt, state_floats_, setup.accum_dtype,
-                                                  setup.param_dtype, backend_, *offload);
+                                                  setup.param_dtype, backend_, *offload,
+                                                  nvme_opt ? &t : nullptr, opt_off.buffer_count);
+  }
+  if (setup.params_offloaded()) {
+    const auto t = target(param_off, "offload_param");
+    store_ = std::make_unique<ParamStore>(setup, tree, part_, backend_, *offload,
+                                          nvme_params ? &t : nullptr);
+  } else {
+    device_params_ = std::make_unique<DeviceParams>(backend_, own_params());
   }
   reducer_ = std::make_unique<GradReducer>(setup, tree, part_, comm, alloc, waits, clock);
   if (setup.stage == 3)
     gatherer_ = std::make_unique<ParamGatherer>(setup, tree, part_, comm, alloc, params_.data(),
-                                                waits, clock);
+                                                store_.get(), waits, clock);
+}
+
+CategoryBytes ZeroRuntime::nvme_bytes() const {
+  CategoryBytes b{};
+  for (const auto& part : {offload_ ? offload_->nvme_bytes() : CategoryBytes{},
+                           store_ ? store_->nvme_bytes() : CategoryBytes{}})
+    for (size_t c = 0; c < b.size(); ++c) b[c] += part[c];
+  return b;
+}
+
+ParamDestination& ZeroRuntime::param_destination() {
+  if (store_) return *store_;
+  return *device_params_;
 }
 
 ZeroRuntime::~ZeroRuntime() = default;
@@ -125,7 +169,7 @@ void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float 
   a.grad_scale = grad_scale;
   if (offload_) {
     // On the host, chunk by chunk: gradients down, updated parameters up.
-    offload_->step(opt, a, a.grad, own_params());
+    offload_->step(opt, a, a.grad, param_destination());
   } else {
     a.master = master_ptr();
     a.state = state_.empty() ? nullptr : state_.as<float>();
@@ -179,7 +223,7 @@ void ZeroRuntime::load_from_host(const float* master, const float* state) {
   const FlatRange r = reducer_->optimizer_range();
   const size_t n = size_t(r.size());
   if (offload_) {
-    offload_->load(master, state, own_params());
+    offload_->load(master, state, param_destination());
     sync_working_params();
     return;
   }

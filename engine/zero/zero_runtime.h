@@ -12,7 +12,10 @@
 //
 // With the optimizer offloaded (engine/zero/optimizer_offload.h) the master
 // weights (fp32 parameters included) and the optimizer state of the optimizer's
-// range live in host memory instead, and the optimizer runs on the CPU.
+// range live in host memory (or NVMe swap files) instead, and the optimizer runs
+// on the CPU. With offload_param (stage 3) the partition of working parameters
+// lives in host memory or an NVMe swap file too (engine/zero/param_store.h),
+// fetched by the gatherer before each all-gather.
 //
 // Two communicators: `comm` carries the big device buffers (gradient buckets,
 // parameter all-gathers: NCCL on GPUs), `host_comm` the small host values (the
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "engine/io/async_io.h"
 #include "engine/memory/layout.h"
 #include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
@@ -32,6 +36,7 @@
 #include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
 #include "engine/zero/param_gatherer.h"
+#include "engine/zero/param_store.h"
 #include "engine/zero/partition.h"
 
 namespace hybrid::engine {
@@ -43,10 +48,12 @@ struct GradSummary {
 
 class ZeroRuntime final : public ParamAccess, public ModuleHooks {
  public:
-  // offload: the host allocator for an offloaded optimizer, or null.
+  // offload: the host allocator for an offloaded optimizer or parameter
+  // partition, or null. io_observer receives the NVMe swap files' reads and writes.
   ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::Communicator& comm,
               comm::Communicator& host_comm, TrackingAllocator& alloc, TrackingAllocator* offload,
-              int optimizer_state_floats, CommWaitRecorder* waits, std::function<int64_t()> clock);
+              int optimizer_state_floats, CommWaitRecorder* waits, std::function<int64_t()> clock,
+              io::AsyncIo::Observer io_observer = {});
   ~ZeroRuntime() override;
 
   // The runtime's own buffers (working parameters, fp32 master weights and
@@ -59,6 +66,9 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   const ZeroSetup& setup() const { return setup_; }
   const Partition& partition() const { return part_; }
   bool optimizer_offloaded() const { return offload_ != nullptr; }
+  bool params_offloaded() const { return store_ != nullptr; }
+  // Bytes of this rank's NVMe swap files by category, as the filesystem reports them.
+  CategoryBytes nvme_bytes() const;
 
   // ParamAccess
   const void* param(const ParamSpec& p) override;
@@ -101,8 +111,9 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   ParamGatherer* gatherer() { return gatherer_.get(); }
 
  private:
-  void* own_params() const;   // this rank's optimizer range inside params_
-  float* master_ptr() const;  // on the device (not offloaded)
+  void* own_params() const;  // this rank's optimizer range inside params_ (on the device)
+  ParamDestination& param_destination();  // where the offloaded optimizer puts parameters
+  float* master_ptr() const;              // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
   void sync_working_params();
@@ -123,8 +134,13 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   BufferView master_;  // fp32, optimizer range; empty when params are fp32 or offloaded
   BufferView state_;  // fp32 optimizer state, optimizer range × state_floats; empty when offloaded
   std::unique_ptr<OptimizerOffload> offload_;
+  std::unique_ptr<ParamStore> store_;  // offload_param: the partition off the device
+  std::unique_ptr<DeviceParams> device_params_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;
+  // NVMe file I/O; declared last, so it is destroyed first: no transfer outlives
+  // the swap files and buffers of the owners above.
+  std::unique_ptr<io::AsyncIo> io_;
 };
 
 }  // namespace hybrid::engine

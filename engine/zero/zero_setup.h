@@ -12,6 +12,12 @@ namespace hybrid::engine {
 struct ZeroSetup : ZeroConfig {
   kernels::DType param_dtype = kernels::DType::f32;  // parameters and working gradients
   kernels::DType accum_dtype = kernels::DType::f32;  // gradient accumulation
+  AioConfig aio;                                     // NVMe offload's file I/O
+
+  // offload_param moved this rank's partition of working parameters off the device.
+  bool params_offloaded() const {
+    return stage == 3 && offload_param.device != OffloadDevice::none;
+  }
 
   // fp32 master weights are a separate buffer only when parameters are 16-bit.
   bool separate_master() const { return param_dtype != kernels::DType::f32; }
@@ -21,7 +27,7 @@ struct ZeroSetup : ZeroConfig {
 };
 
 inline ZeroSetup zero_setup(const Config& cfg) {
-  return {cfg.zero, cfg.param_dtype(), cfg.grad_accum_dtype};
+  return {cfg.zero, cfg.param_dtype(), cfg.grad_accum_dtype, cfg.aio};
 }
 
 // Receives the intervals the compute thread spends blocked on communication,

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/config/config.h"
+#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory/layout_buffers.h"
 #include "tests/common/run_command.h"
@@ -89,6 +90,33 @@ inline std::string tool(const std::string& name) {
 inline std::string launcher(int ranks) {
   return ranks > 1 ? std::string(HYBRID_MPIEXEC) + " -np " + std::to_string(ranks) + " "
                    : std::string();
+}
+
+// One hybrid-train run (under mpirun for ranks > 1) of the tiny config with
+// `patch`: exit code, output, the --result JSON and the exported fp32 weights.
+struct TrainRun {
+  int exit_code = -1;
+  std::string output;
+  nlohmann::json result;
+  std::vector<float> weights;
+};
+
+inline TrainRun run_hybrid_train(const TempDir& dir, const std::string& name, int ranks,
+                                 const nlohmann::json& patch, const std::string& args) {
+  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json"),
+                    out = dir / (name + ".bin");
+  write_json(cfg, tiny_config_json(patch));
+  TrainRun r;
+  const auto c = run_command(launcher(ranks) + tool("hybrid-train") + " --config " + cfg +
+                             " --result " + res + " --export-llmc " + out + " " + args);
+  r.exit_code = c.exit_code;
+  r.output = c.output;
+  if (std::filesystem::exists(res)) r.result = read_json(res);
+  if (c.exit_code == 0) {
+    const auto w = engine::read_llmc_checkpoint(out);
+    for (auto* t : w.tensors()) r.weights.insert(r.weights.end(), t->begin(), t->end());
+  }
+  return r;
 }
 
 // One zeroed buffer through a one-entry layout: engine code gets memory only

@@ -1,0 +1,57 @@
+// The pread/pwrite engine of AsyncIo: thread_count × queue_depth threads, each
+// carrying out one block at a time with blocking calls, so that up to that many
+// blocks are in flight at the device.
+#include <thread>
+#include <vector>
+
+#include "engine/io/io_requests.h"
+
+namespace hybrid::engine::io {
+
+namespace {
+
+class ThreadPoolIo final : public AsyncIo {
+ public:
+  ThreadPoolIo(const AioConfig& cfg, Observer observer, std::function<int64_t()> clock)
+      : requests_(cfg.block_size, std::move(observer), std::move(clock)) {
+    const int n = cfg.thread_count * cfg.queue_depth;
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~ThreadPoolIo() override {
+    requests_.stop();  // the threads drain what is queued, then leave
+    for (auto& t : threads_) t.join();
+  }
+
+  Ticket read(const SwapFile& f, uint64_t offset, void* dst, size_t bytes) override {
+    return requests_.submit(false, f, offset, static_cast<char*>(dst), bytes);
+  }
+  Ticket write(const SwapFile& f, uint64_t offset, const void* src, size_t bytes) override {
+    // The buffer is only read: pwrite takes a const pointer.
+    return requests_.submit(true, f, offset, const_cast<char*>(static_cast<const char*>(src)),
+                            bytes);
+  }
+  bool done(Ticket t) override { return requests_.done(t); }
+  void wait(Ticket t) override { requests_.wait(t); }
+
+ private:
+  void run() {
+    for (;;) {
+      const auto blocks = requests_.take(1);
+      if (blocks.empty()) return;
+      requests_.started(blocks[0]);
+      requests_.finished(blocks[0], transfer_block(blocks[0]));
+    }
+  }
+
+  IoRequests requests_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<AsyncIo> make_thread_pool_io(const AioConfig& cfg, AsyncIo::Observer observer,
+                                             std::function<int64_t()> clock) {
+  return std::make_unique<ThreadPoolIo>(cfg, std::move(observer), std::move(clock));
+}
+
+}  // namespace hybrid::engine::io
