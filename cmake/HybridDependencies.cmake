@@ -24,6 +24,9 @@ if(HYBRID_BENCH OR HYBRID_TESTS)
 endif()
 # OpenBLAS is only the measured alternative in the GEMM benchmark.
 pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+# liburing: the io_uring engine of the NVMe offload's file I/O (engine/io); the
+# pread/pwrite engine needs nothing.
+pkg_check_modules(LIBURING IMPORTED_TARGET liburing)
 
 # --- CUDA -------------------------------------------------------------------
 set(HYBRID_HAVE_CUDA OFF)

@@ -223,13 +223,13 @@ void Engine::describe_offload() {
                : host.current[size_t(MemCategory::master)] +
                      host.current[size_t(MemCategory::optimizer)];
   const std::string where =
-      opt_nvme
-          ? fmt::format(
-                "NVMe swap files under {} (aio: block {}, queue depth {}, {} thread(s), "
-                "{} engine)",
-                z.offload_optimizer.nvme_path, base::format_bytes(cfg_.aio.block_size),
-                cfg_.aio.queue_depth, cfg_.aio.thread_count, io::to_string(io::default_io_engine()))
-          : fmt::format("{} host memory", host_alloc_->pinned() ? "page-locked" : "pageable");
+      opt_nvme ? fmt::format(
+                     "NVMe swap files under {} (aio: block {}, queue depth {}, {} thread(s), "
+                     "{} engine)",
+                     z.offload_optimizer.nvme_path, base::format_bytes(cfg_.aio.block_size),
+                     cfg_.aio.queue_depth, cfg_.aio.thread_count,
+                     io::to_string(io::choose_io_engine(cfg_.aio)))
+               : fmt::format("{} host memory", host_alloc_->pinned() ? "page-locked" : "pageable");
   std::string line = fmt::format(
       "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's "
       "partition ({}) live in {}; {} runs on the CPU, gradients go down and parameters up each "
@@ -240,6 +240,12 @@ void Engine::describe_offload() {
         " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts "
         "them)";
   log(line);
+  const bool nvme_used =
+      opt_nvme || (zero_->params_offloaded() && z.offload_param.device == OffloadDevice::nvme);
+  if (nvme_used && (cfg_.aio.single_submit || !cfg_.aio.overlap_events) &&
+      !io::io_uring_available())
+    log("aio.single_submit / aio.overlap_events: they shape io_uring's submissions, and this build "
+        "has no io_uring engine (liburing not found): no effect");
   if (!zero_->params_offloaded()) return;
   const bool param_nvme = z.offload_param.device == OffloadDevice::nvme;
   log(fmt::format(

@@ -8,7 +8,7 @@ packages=(
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri xvfb xauth
   libopenmpi-dev openmpi-bin
   zlib1g-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
-  libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev
+  libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev liburing-dev
   clang-format clang-tidy python3
 )
 

@@ -31,7 +31,10 @@ bool io_uring_available() {
 #endif
 }
 
-IoEngine default_io_engine() { return IoEngine::threads; }
+IoEngine choose_io_engine(const AioConfig& cfg) {
+  const bool uring_semantics = cfg.single_submit || !cfg.overlap_events;
+  return uring_semantics && io_uring_available() ? IoEngine::io_uring : IoEngine::threads;
+}
 
 std::unique_ptr<AsyncIo> make_async_io(const AioConfig& cfg, IoEngine engine,
                                        AsyncIo::Observer observer, std::function<int64_t()> clock) {

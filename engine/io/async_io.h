@@ -33,9 +33,11 @@ enum class IoEngine : uint8_t { threads, io_uring };
 std::string_view to_string(IoEngine e);
 // Whether this build has the io_uring engine (liburing found at configure time).
 bool io_uring_available();
-// The engine hybrid uses: the faster one measured by bench_nvme on this class of
-// machine among those built (engine/io/README.md).
-IoEngine default_io_engine();
+// The engine hybrid uses for `cfg`: the pread/pwrite pool, measured as fast as
+// io_uring by bench_nvme (engine/io/README.md), unless the config asks for
+// io_uring's submission semantics (single_submit true or overlap_events false)
+// and io_uring is built.
+IoEngine choose_io_engine(const AioConfig& cfg);
 
 class AsyncIo {
  public:

@@ -56,7 +56,8 @@ ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::C
   if ((setup.params_offloaded() || opt_off.device != OffloadDevice::none) && !offload)
     throw std::invalid_argument("ZeroRuntime: offloading needs a host allocator");
   if (nvme_opt || nvme_params)
-    io_ = io::make_async_io(setup.aio, io::default_io_engine(), std::move(io_observer), clock);
+    io_ = io::make_async_io(setup.aio, io::choose_io_engine(setup.aio), std::move(io_observer),
+                            clock);
   // Unique per process, rank and runtime (a process may hold several engines).
   static std::atomic<int> runtimes{0};
   const std::string prefix = fmt::format("hybrid-{}-r{}-{}-", ::getpid(), comm.rank(), runtimes++);

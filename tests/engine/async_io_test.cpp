@@ -149,6 +149,21 @@ TEST(AsyncIo, EveryEngineAndSettingReadsBackWhatItWrote) {
   }
 }
 
+// The pool by default; io_uring's submission semantics select io_uring where built.
+TEST(AsyncIo, EngineChoiceFollowsTheAioKeys) {
+  AioConfig cfg;
+  EXPECT_EQ(engine::io::choose_io_engine(cfg), IoEngine::threads);
+  const IoEngine uring = engine::io::io_uring_available() ? IoEngine::io_uring : IoEngine::threads;
+  cfg.single_submit = true;
+  EXPECT_EQ(engine::io::choose_io_engine(cfg), uring);
+  cfg.single_submit = false;
+  cfg.overlap_events = false;
+  EXPECT_EQ(engine::io::choose_io_engine(cfg), uring);
+  if (!engine::io::io_uring_available()) {
+    EXPECT_THROW(engine::io::make_async_io(cfg, IoEngine::io_uring), std::runtime_error);
+  }
+}
+
 TEST(AsyncIo, ReportsEveryCompletedRequestOnce) {
   test::TempDir dir;
   SwapFile f(dir.path().string(), "key", "obs.swp", 1 << 20);

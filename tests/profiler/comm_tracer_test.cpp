@@ -346,5 +346,48 @@ TEST(CommTracerThreads, RecordsFromSeveralThreadsAreAllCounted) {
   EXPECT_EQ(t.step_totals(-1).waits, 100u);
 }
 
+// The NVMe offload's reads and writes: per (kind, size), bandwidth = bytes /
+// (end − start), never part of a step's communication.
+TEST(CommTracerIo, BooksSwapFileTransfersApartFromCollectives) {
+  ManualClock clock;
+  CommTracer t({}, nullptr, clock.fn());
+  t.begin_step(1);
+  auto io = [](IoKind k, uint64_t bytes, int64_t start, int64_t end) {
+    IoRecord r;
+    r.kind = k;
+    r.bytes = bytes;
+    r.issue_ns = start;
+    r.start_ns = start;
+    r.end_ns = end;
+    return r;
+  };
+  t.io_observer()(io(IoKind::nvme_read, 4'000'000, 0, 2'000'000));  // 2 GB/s
+  t.on_io(io(IoKind::nvme_read, 4'000'000, 10, 1'000'010));         // 4 GB/s
+  t.on_io(io(IoKind::nvme_write, 1'000'000, 5, 1'000'005));         // 1 GB/s
+  t.on_record(rec(CollectiveKind::all_gather, 800, 2, 0, 0, 100));
+  const auto s = t.io_stats();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].kind, IoKind::nvme_read);
+  EXPECT_EQ(s[0].count, 2u);
+  EXPECT_EQ(s[0].total_bytes, 8'000'000u);
+  EXPECT_EQ(s[0].total_ns, 3'000'000);
+  EXPECT_EQ(s[0].min_ns, 1'000'000);
+  EXPECT_EQ(s[0].max_ns, 2'000'000);
+  EXPECT_DOUBLE_EQ(s[0].mean_gbps(), 3.0);
+  EXPECT_EQ(s[1].kind, IoKind::nvme_write);
+  EXPECT_DOUBLE_EQ(s[1].mean_gbps(), 1.0);
+  const auto step = t.step_totals(1);
+  EXPECT_EQ(step.collectives, 1u) << "I/O is not a collective";
+  EXPECT_EQ(step.bytes, 800u);
+  EXPECT_EQ(step.comm_ns, 100);
+  ASSERT_EQ(t.stats().size(), 1u);
+  const std::string summary = t.summary();
+  EXPECT_NE(summary.find("nvme_read"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("3.000 GB/s"), std::string::npos) << summary;
+  EXPECT_EQ(io_name(IoKind::nvme_write), "nvme_write");
+  t.reset();
+  EXPECT_TRUE(t.io_stats().empty());
+}
+
 }  // namespace
 }  // namespace hybrid::profiler

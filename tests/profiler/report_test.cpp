@@ -199,6 +199,28 @@ TEST(CommReport, ByOpAndSizeAndExposedPerStep) {
   none.comm.clear();
   none.step_ranks.clear();
   EXPECT_NE(comm_report(none).find("no collectives recorded"), std::string::npos);
+  EXPECT_EQ(text.find("Offload I/O"), std::string::npos) << "no NVMe offload, no section";
+}
+
+// The NVMe offload's swap-file I/O rows (ops nvme_read/nvme_write) get their own
+// table: requests, bytes and time per rank, bandwidth = bytes / time.
+TEST(CommReport, OffloadIoApartFromTheCollectives) {
+  RunProfile p = test::sample_profile();
+  // Two ranks: 10 reads of 4 MB in 20 ms and 30 ms; 5 writes of 2 MB in 10 ms on rank 0.
+  p.comm.push_back({0, "nvme_read", 4'000'000, 10, 20'000'000, 1'000'000, 3'000'000, 2.0, 2.0});
+  p.comm.push_back({1, "nvme_read", 4'000'000, 10, 30'000'000, 2'000'000, 4'000'000, 1.5, 1.5});
+  p.comm.push_back({0, "nvme_write", 2'000'000, 5, 10'000'000, 2'000'000, 2'000'000, 1.0, 1.0});
+  const std::string text = comm_report(p);
+  const std::string by_op =
+      text.substr(text.find("By op"), text.find("Offload I/O") - text.find("By op"));
+  EXPECT_EQ(by_op.find("nvme_"), std::string::npos) << "not listed as collectives:\n" << by_op;
+  const std::string io = text.substr(text.find("Offload I/O"));
+  // 10 requests/rank, 40 MB/rank (38.15 MiB), 25 ms/rank, 80 MB / 50 ms = 1.60 GB/s.
+  EXPECT_NE(line_with(io, "nvme_read").find("10.0"), std::string::npos);
+  EXPECT_NE(line_with(io, "nvme_read").find("38.15 MiB"), std::string::npos) << io;
+  EXPECT_NE(line_with(io, "nvme_read").find("25.00 ms"), std::string::npos) << io;
+  EXPECT_NE(line_with(io, "nvme_read").find("1.60 GB/s"), std::string::npos) << io;
+  EXPECT_NE(line_with(io, "nvme_write").find("1.00 GB/s"), std::string::npos) << io;
 }
 
 TEST(StepsReport, EveryStepAndTheSummary) {
@@ -235,6 +257,32 @@ TEST(MemoryReport, PerRankCategoriesWithPredictionRatio) {
   const std::string grads = line_with(text.substr(text.find("rank 1:")), "grads");
   EXPECT_NE(grads.find("4.00 KiB"), std::string::npos) << grads;
   EXPECT_NE(grads.find(" - "), std::string::npos) << grads;  // no prediction
+  EXPECT_EQ(text.find("offload"), std::string::npos) << "no offload, no host or NVMe tables";
+}
+
+// Offload rows ("host.<category>", "nvme.<category>") form their own tables per
+// rank, with their own totals; the device table keeps only device memory.
+TEST(MemoryReport, HostMemoryAndNvmeFilesOfTheOffloadApart) {
+  RunProfile p = test::sample_profile();
+  p.memory.push_back({0, "host.master", 4096, 4096, 4096});
+  p.memory.push_back({0, "host.optimizer", 8192, 8192, 8192});
+  p.memory.push_back({0, "nvme.params", 1 << 20, 1 << 20, 1 << 20});
+  const std::string text = memory_report(p);
+  const auto dev = text.find("rank 0:"), host = text.find("rank 0, host memory (offload):"),
+             nvme = text.find("rank 0, NVMe swap files (offload):");
+  ASSERT_NE(host, std::string::npos) << text;
+  ASSERT_NE(nvme, std::string::npos) << text;
+  EXPECT_LT(dev, host);
+  EXPECT_LT(host, nvme);
+  const std::string device_part = text.substr(dev, host - dev);
+  EXPECT_NE(line_with(device_part, "total (sum)").find("3.50 GiB"), std::string::npos)
+      << "device totals unchanged by the offload rows";
+  const std::string host_part = text.substr(host, nvme - host);
+  EXPECT_NE(line_with(host_part, "master").find("4.00 KiB"), std::string::npos) << host_part;
+  EXPECT_NE(line_with(host_part, "total (sum)").find("12.00 KiB"), std::string::npos) << host_part;
+  EXPECT_NE(line_with(host_part, "total (sum)").find("1.00"), std::string::npos) << host_part;
+  const std::string nvme_part = text.substr(nvme, text.find("rank 1:") - nvme);
+  EXPECT_NE(line_with(nvme_part, "params").find("1.00 MiB"), std::string::npos) << nvme_part;
 }
 
 }  // namespace
