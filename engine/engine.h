@@ -132,6 +132,9 @@ class Engine {
   void setup_gpu_profiling();
   void update_gpu_collection();  // at each step's first micro-step
   void describe_offload();
+  void describe_optimizer_offload();
+  void describe_param_offload();
+  std::string host_memory_kind() const;  // "page-locked host memory" or "pageable host memory"
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;

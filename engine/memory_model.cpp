@@ -175,13 +175,17 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
   m.nvme = layouts.nvme.resident_bytes();
   // On-demand buffers on the training path: ZeRO-3's gathered parameters, at
   // their peak. (grads_to_host's copy is a diagnostic outside training steps.)
+  // With the partition offloaded and the optimizer on the device, the updated
+  // partition passes through the device while no gathered parameters are live.
   if (cfg.zero.stage == 3) {
     GPT2 model(cfg.model, cfg.padded_vocab());
     ModuleTree tree(model);
     const ZeroSetup z = zero_setup(cfg);
+    const uint64_t gathered = uint64_t(stage3_peak_live(tree, z, ParamGatherer::layout(z, tree))) *
+                              dtype_size(z.param_dtype);
+    const auto update = layouts.device.find("params.update");
     m.bytes[size_t(MemCategory::params)] +=
-        uint64_t(stage3_peak_live(tree, z, ParamGatherer::layout(z, tree))) *
-        dtype_size(z.param_dtype);
+        std::max(gathered, update ? layouts.device[*update].bytes() : uint64_t(0));
   }
   return m;
 }

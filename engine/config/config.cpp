@@ -245,22 +245,15 @@ void parse_offload(const json& block, const std::string& path, bool params, Offl
   r.finish();
 }
 
-// Parameter offload moves ZeRO-3's parameter partitions; the offloaded
-// optimizer writes the updated partitions where they live.
+// Parameter offload moves ZeRO-3's parameter partitions (DeepSpeed: "valid only
+// with stage 3").
 void check_offload_param(const ZeroConfig& zc) {
   const auto device = zc.offload_param.device;
-  if (device == OffloadDevice::none) return;
-  if (zc.stage != 3)
+  if (device != OffloadDevice::none && zc.stage != 3)
     throw ConfigError(fmt::format(
         "config: zero_optimization.offload_param.device \"{}\" needs zero_optimization.stage 3 "
         "(only stage 3 partitions parameters), got stage {}",
         to_string(device), zc.stage));
-  if (zc.offload_optimizer.device == OffloadDevice::none)
-    throw ConfigError(fmt::format(
-        "config: zero_optimization.offload_param.device \"{}\" needs "
-        "zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (hybrid updates "
-        "offloaded parameters on the host, where the offloaded optimizer runs), got \"none\"",
-        to_string(device)));
 }
 
 void parse_aio(const json& block, Config& c) {

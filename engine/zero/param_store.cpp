@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace hybrid::engine {
 
@@ -123,6 +124,26 @@ uint64_t ParamStore::put(uint64_t offset, const void* src, size_t bytes) {
 
 void ParamStore::wait_put(uint64_t ticket) {
   if (on_nvme()) files_.io().wait(ticket);
+}
+
+void ParamStore::put_from_device(const void* device_src, size_t bytes) {
+  const char* src = static_cast<const char*>(device_src);
+  if (!on_nvme()) {
+    device_.copy_to_host(host_params_, src, bytes);
+    return;
+  }
+  if (free_staging_.size() != staging_.size())
+    throw std::logic_error("ParamStore: partition written while parameters are fetched");
+  // Page-aligned pieces through the staging buffers, each written while the next comes down.
+  const size_t piece = size_t(align_down(mem_.view(staging_name(0)).bytes()));
+  std::vector<uint64_t> writes(staging_.size(), 0);
+  for (size_t off = 0, k = 0; off < bytes; off += piece, ++k) {
+    const size_t slot = k % staging_.size(), len = std::min(piece, bytes - off);
+    files_.io().wait(std::exchange(writes[slot], 0));
+    device_.copy_to_host(staging_[slot], src + off, len);
+    writes[slot] = files_.io().write(files_.file("params"), off, staging_[slot], len);
+  }
+  for (auto t : writes) files_.io().wait(t);
 }
 
 }  // namespace hybrid::engine

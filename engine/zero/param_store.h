@@ -55,6 +55,9 @@ class ParamStore final : public ParamDestination {
   // ---- the optimizer's side (bytes of the partition) -----------------------------
   uint64_t put(uint64_t offset, const void* src, size_t bytes) override;
   void wait_put(uint64_t ticket) override;
+  // The whole partition from device memory (the on-device optimizer's output):
+  // down into host memory, or through the staging buffers into the file.
+  void put_from_device(const void* device_src, size_t bytes);
 
   // The swap file's size (zero for "cpu").
   CategoryBytes nvme_bytes() const { return files_.measured_bytes(); }

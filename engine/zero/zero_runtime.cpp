@@ -21,9 +21,16 @@ MemoryLayout ZeroRuntime::layout(const ZeroSetup& setup, const Partition& part, 
     l.add("params", setup.stage == 3 ? S : P, kernels::dtype_size(setup.param_dtype),
           MemCategory::params, true);
   if (!offloaded) {
-    if (setup.separate_master()) l.add("master", n_opt, 4, MemCategory::master, true);
+    // With the partition off the device, fp32 weights need a device copy to update too.
+    if (setup.separate_master() || setup.params_offloaded())
+      l.add("master", n_opt, 4, MemCategory::master, true);
     if (state_floats > 0)
       l.add("optimizer.state", n_opt * uint64_t(state_floats), 4, MemCategory::optimizer, true);
+    // The updated partition on its way from the device optimizer to the ParamStore,
+    // only while the optimizer runs (no gathered parameters are live then).
+    if (setup.params_offloaded())
+      l.add("params.update", S, kernels::dtype_size(setup.param_dtype), MemCategory::params, false,
+            Residency::on_demand);
   }
   // Diagnostics only (grads_to_host), never during a training step.
   l.add("grads_to_host.f32", n_opt, 4, MemCategory::other, false, Residency::on_demand);
@@ -45,7 +52,8 @@ ZeroRuntime::ZeroRuntime(const ZeroSetup& setup, const ModuleTree& tree, comm::C
       clock_(clock),
       state_floats_(optimizer_state_floats),
       dsize_(kernels::dtype_size(setup.param_dtype)),
-      mem_(alloc, layout(setup, part_, optimizer_state_floats, offload != nullptr)) {
+      mem_(alloc, layout(setup, part_, optimizer_state_floats,
+                         setup.offload_optimizer.device != OffloadDevice::none)) {
   params_ = mem_.view_if_present("params");
   master_ = mem_.view_if_present("master");
   state_ = mem_.view_if_present("optimizer.state");
@@ -175,9 +183,12 @@ void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float 
     a.master = master_ptr();
     a.state = state_.empty() ? nullptr : state_.as<float>();
     a.param_dtype = setup_.param_dtype;
-    a.param_out = param_out_ptr();
     a.n = size_t(r.size());
+    Buffer update;  // offloaded partition: the device optimizer's output, then to the store
+    if (store_) update = mem_.allocate(mem_.layout().index_of("params.update"));
+    a.param_out = store_ ? update.data() : param_out_ptr();
     opt.step(backend_, a);
+    if (store_) store_->put_from_device(update.data(), a.n * dsize_);
   }
   sync_working_params();
 }
@@ -229,8 +240,13 @@ void ZeroRuntime::load_from_host(const float* master, const float* state) {
     return;
   }
   backend_.copy_from_host(master_ptr(), master, n * 4);
-  if (!master_.empty())
+  if (store_) {
+    Buffer update = mem_.allocate(mem_.layout().index_of("params.update"));
+    backend_.convert(setup_.param_dtype, update.data(), DType::f32, master_ptr(), n);
+    store_->put_from_device(update.data(), n * dsize_);
+  } else if (!master_.empty()) {
     backend_.convert(setup_.param_dtype, param_out_ptr(), DType::f32, master_ptr(), n);
+  }
   if (state && !state_.empty()) backend_.copy_from_host(state_.data(), state, state_.bytes());
   sync_working_params();
 }
