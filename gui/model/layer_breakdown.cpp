@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -153,7 +154,7 @@ LayerRow module_row(const ModuleTree& tree, size_t i, const std::vector<std::vec
       per_rank([](const Cost& c) { return c.waits_fwd.blocked_ms + c.waits_bwd.blocked_ms; }));
   row.fwd_flops = mean_of(per_rank([](const Cost& c) { return c.fwd_flops; }));
   row.bwd_flops = mean_of(per_rank([](const Cost& c) { return c.bwd_flops; }));
-  row.calls = int64_t(mean_of(per_rank([](const Cost& c) { return c.calls; })) + 0.5);
+  row.calls = std::llround(mean_of(per_rank([](const Cost& c) { return c.calls; })));
   row.flops_per_s =
       row.total_ms.mean > 0 ? (row.fwd_flops + row.bwd_flops) / (row.total_ms.mean * 1e-3) : 0;
   row.params = tree.params[i];
