@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 3);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RunStore::schema_version(), 4);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 3);
+  EXPECT_EQ(again.opened_schema_version(), 4);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -107,7 +107,7 @@ TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (3)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (4)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -121,7 +121,7 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   exec_sql(db, "PRAGMA user_version = 7");
   const std::string expected = "database " + db.string() +
-                               " has schema version 7, newer than this build supports (3); "
+                               " has schema version 7, newer than this build supports (4); "
                                "upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
@@ -231,7 +231,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 
