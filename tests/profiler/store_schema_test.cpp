@@ -68,7 +68,8 @@ TEST(StoreSchema, MigratesFromEveryEarlierVersion) {
              "VALUES (7, 'old run', 1700000000.5, 1700000100.0, 'ok', 2);"
              "INSERT INTO steps VALUES (7, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
              "INSERT INTO event_names (id, name) VALUES (3, 'forward h.0');"
-             "INSERT INTO events VALUES (7, 1, 0, 0, 1, 3, 4, 1000, 500, 0, 123456);");
+             "INSERT INTO events (run_id, rank, step, lane, category, name_id, module_id, "
+             "start_ns, dur_ns, bytes, flops) VALUES (7, 1, 0, 0, 1, 3, 4, 1000, 500, 0, 123456);");
 
     RunStore store(db);
     EXPECT_EQ(store.opened_schema_version(), v);
