@@ -59,16 +59,19 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   if (world > 1) {
     const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;
     double reduce = 0, gather = 0;
+    // reduce_scatter false: stages 1-2 average gradients by all-reduce (the same message).
+    const auto grad_op =
+        z.reduce_scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     switch (z.stage) {
       case 0:
         reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs);
         break;
       case 1:
-        reduce = bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        reduce = bucketed_s(rates, grad_op, P * d, rbs);
         gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
         break;
       case 2:
-        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        reduce = G * bucketed_s(rates, grad_op, P * d, rbs);
         gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
         break;
       default: {

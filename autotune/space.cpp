@@ -161,8 +161,6 @@ const std::vector<AxisDef>& axis_table() {
                          (1u << 1) | (1u << 2), {"allgather_bucket_size"}));
     t.push_back(bool_axis("zero_optimization.overlap_comm", "overlap", kAll));
     t.back().aliases = {"overlap_comm"};
-    t.push_back(bool_axis("zero_optimization.contiguous_gradients", "contig", (1u << 2) | kStage3));
-    t.back().aliases = {"contiguous_gradients"};
     t.push_back(
         int_axis("zero_optimization.stage3_prefetch_bucket_size", "prefetch", 1, kStage3,
                  {"zero_optimization.prefetch_bucket_size", "stage3_prefetch_bucket_size"}));
@@ -224,6 +222,11 @@ SearchSpace parse_space(const json& j) try {
   std::vector<Axis> found;
   for (const auto& [key, spec] : entries) {
     const AxisDef* def = find_axis(key);
+    if (!def && (key == "contig" || key.ends_with("contiguous_gradients")))
+      throw TuneError(fmt::format(
+          "space: '{}' is not an axis: zero_optimization.contiguous_gradients has no effect "
+          "(gradients are always written into contiguous buffers)",
+          key));
     if (!def) {
       std::string known;
       for (const auto& a : axis_table()) known += (known.empty() ? "" : ", ") + a.name;

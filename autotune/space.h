@@ -10,7 +10,7 @@
 // gradient_accumulation_steps (gas) or a fixed global batch train_batch_size
 // (tbs, accumulation derived), zero_optimization.stage (stage),
 // reduce_bucket_size (rbs), allgather_bucket_size (agbs), overlap_comm (overlap),
-// contiguous_gradients (contig), stage3_prefetch_bucket_size (prefetch),
+// stage3_prefetch_bucket_size (prefetch),
 // stage3_param_persistence_threshold (persist), stage3_max_live_parameters
 // (maxlive), offload_optimizer.device (offopt), offload_param.device (offparam).
 // Each axis names the ZeRO stages where it matters; at other stages it keeps the

@@ -109,6 +109,11 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
     host_backend_ = host_backend_owned_.get();
   }
   setup_communicators(opts);
+  // On an asynchronous device the timers wait for it, so that they measure work done.
+  timers_ = StepTimerSet(cfg.wall_clock_breakdown,
+                         backend_->kind() == kernels::BackendKind::cuda
+                             ? std::function<void()>([this] { backend_->synchronize(); })
+                             : std::function<void()>());
   optimizer_name_ = tracer_.intern("optimizer");
   if (!backend_->supports(cfg.param_dtype()))
     throw ConfigError(fmt::format("config: dtype {} is not supported by the {} backend",
@@ -290,7 +295,9 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
     tracer_.set_step(int32_t(global_step_ + 1));
     comm_tracer_->begin_step(int32_t(global_step_ + 1));
     update_gpu_collection();
+    timers_.reset();
   }
+  const auto timer = timers_.time(StepTimer::forward);
   const int B = ctx_->B(), T = ctx_->T();
   const size_t n = size_t(B) * T;
   backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
@@ -305,24 +312,45 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
 }
 
 void Engine::backward() {
+  const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
   const double tokens = double(ctx_->B()) * ctx_->T();
   ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
-  const bool reduce = cfg_.zero.stage >= 2 || micro_step_ == gas - 1;
-  zero_->begin_backward(reduce);
-  ctx_->backward(*model_);
+  const bool boundary = micro_step_ == gas - 1;
+  const bool reduce = cfg_.zero.stage >= 2 || boundary;
+  {
+    const auto inner = timers_.time(StepTimer::backward_inner);
+    zero_->begin_backward(reduce);
+    ctx_->backward(*model_);
+  }
+  const auto allreduce = timers_.time(StepTimer::backward_allreduce);
   zero_->end_backward();
+  // At the boundary nothing runs between backward and the optimizer step: wait for
+  // the reductions here, as DeepSpeed's backward does (its backward_allreduce).
+  if (boundary) zero_->finish_reductions();
 }
 
 bool Engine::step() {
   if (++micro_step_ < cfg_.gradient_accumulation_steps) return false;
   micro_step_ = 0;
-  profiler::Scope scope(&tracer_, optimizer_name_, profiler::Category::optimizer);
+  {
+    const auto timer = timers_.time(StepTimer::step);
+    take_optimizer_step();
+  }
+  last_times_ = timers_.times();
+  return true;
+}
 
+void Engine::take_optimizer_step() {
+  profiler::Scope scope(&tracer_, optimizer_name_, profiler::Category::optimizer);
   const float scale = scaler_.scale();
   last_ = StepStats{};
   last_.loss_scale = scale;
-  const GradSummary g = zero_->finish_gradients();
+  GradSummary g;
+  {
+    const auto timer = timers_.time(StepTimer::optimizer_gradients);
+    g = zero_->finish_gradients();
+  }
   ++global_step_;
   last_.step = global_step_;
   if (g.overflow) {
@@ -332,7 +360,7 @@ bool Engine::step() {
     ++skipped_steps_;
     last_.skipped = true;
     last_.lr = current_lr();
-    return true;
+    return;
   }
   const double ranks = double(host_comm_->world_size());
   const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
@@ -344,10 +372,18 @@ bool Engine::step() {
   last_.grad_norm = float(norm);
   last_.lr = current_lr();
   ++applied_steps_;
-  zero_->apply_optimizer(*optimizer_, last_.lr, applied_steps_, float(1.0 / combined));
+  {
+    const auto timer = timers_.time(StepTimer::optimizer_step);
+    zero_->apply_optimizer(*optimizer_, last_.lr, applied_steps_, float(1.0 / combined));
+  }
+  if (cfg_.zero.stage == 0) {
+    zero_->sync_working_params();  // every rank updated everything: nothing to gather
+  } else {
+    const auto timer = timers_.time(StepTimer::optimizer_allgather);
+    zero_->sync_working_params();
+  }
   zero_->zero_grads();
   scaler_.update(false);
-  return true;
 }
 
 std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<GPT2> model,

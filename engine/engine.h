@@ -21,6 +21,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
+#include "engine/step_timers.h"
 #include "engine/zero/zero_runtime.h"
 #include "profiler/comm_tracer.h"
 #include "profiler/gpu_hooks.h"
@@ -84,6 +85,8 @@ class Engine {
   int64_t applied_steps() const { return applied_steps_; }
   float loss_scale() const { return scaler_.scale(); }
   const StepStats& last_step() const { return last_; }
+  // wall_clock_breakdown: the timers of the last optimizer step (none measured when off).
+  const engine::StepTimes& last_step_times() const { return last_times_; }
   float current_lr() const;
 
   engine::GPT2& model() { return *model_; }
@@ -130,6 +133,7 @@ class Engine {
   void setup_gpu_profiling();
   void update_gpu_collection();  // at each step's first micro-step
   void describe_offload();
+  void take_optimizer_step();  // step() at the accumulation boundary
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
@@ -166,6 +170,8 @@ class Engine {
   int64_t applied_steps_ = 0;
   int64_t skipped_steps_ = 0;
   StepStats last_;
+  engine::StepTimerSet timers_;
+  engine::StepTimes last_times_;
   std::vector<float> host_losses_;
 };
 

@@ -103,6 +103,11 @@ void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flop
   const double exposed_ms = double(totals.exposed_ns) / 1e6;
   step_ranks_.push_back(
       {step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
+  const auto& times = engine_->last_step_times();  // wall_clock_breakdown
+  for (int t = 0; t < engine::kStepTimerCount; ++t)
+    if (times.measured[size_t(t)])
+      step_timers_.push_back(
+          {step, rank_, std::string(step_timer_name(StepTimer(t))), times.ms[size_t(t)]});
   if (rank_ == 0) {
     profiler::StepRow r;
     r.step = step;
@@ -126,8 +131,10 @@ void RunRecorder::flush_steps() {
   if (!store_) return;
   if (!steps_.empty()) store_->add_steps(run_id_, steps_);
   if (!step_ranks_.empty()) store_->add_step_ranks(run_id_, step_ranks_);
+  if (!step_timers_.empty()) store_->add_step_timers(run_id_, step_timers_);
   steps_.clear();
   step_ranks_.clear();
+  step_timers_.clear();
 }
 
 std::vector<profiler::LayerStat> RunRecorder::layer_stats(
@@ -196,6 +203,7 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
   profiler::FlopsReportOptions o;
   o.module_depth = cfg_.flops_profiler.module_depth;
   o.top_modules = cfg_.flops_profiler.top_modules;
+  o.detailed = cfg_.flops_profiler.detailed;
   o.step = step;
   const std::string text = profiler::flops_report(p, o);
   if (cfg_.flops_profiler.output_file.empty()) {

@@ -110,6 +110,7 @@ void announce(const Config& cfg, Engine& engine, const Say& say) {
       cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, engine.world_size(),
       cfg.model.seq_len));
   for (const auto& key : cfg.ignored_keys) say("config: ignoring unsupported key " + key);
+  for (const auto& warning : cfg.warnings) say("config: warning: " + warning);
 }
 
 // Starting weights: an llm.c checkpoint (hybrid.init_from), then a checkpoint to resume.
@@ -199,11 +200,15 @@ void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) 
   const auto& st = l.engine.last_step();
   const int64_t done = s - l.first + 1;
   const int every = l.cfg.steps_per_print;
-  if (done == 1 || done == l.steps || (every > 0 && (s + 1) % every == 0))
+  if (done == 1 || done == l.steps || (every > 0 && (s + 1) % every == 0)) {
     l.say(fmt::format(
         "step {:>5} | loss {:.4f} | lr {:.3e} | scale {:g}{} | {:.1f} ms | {:.0f} tok/s | {}",
         s + 1, loss, st.lr, st.loss_scale, st.skipped ? " (skipped)" : "", ms,
         l.tokens_per_step / (ms / 1e3), base::format_flop_rate(out.flops_per_step / (ms / 1e3))));
+    // DeepSpeed's wall-clock breakdown of this step (rank 0's timers).
+    if (l.cfg.wall_clock_breakdown)
+      for (const auto& line : l.engine.last_step_times().log_lines()) l.say(line);
+  }
   if (!l.opts.save_dir.empty() && l.opts.save_every > 0 && (s + 1) % l.opts.save_every == 0)
     l.engine.save_checkpoint(l.opts.save_dir, fmt::format("step{:06d}", s + 1));
   if (l.opts.after_step) l.opts.after_step(s + 1);

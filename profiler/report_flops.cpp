@@ -200,6 +200,7 @@ std::string flops_report(const RunProfile& p, const FlopsReportOptions& o) {
   out += '\n';
   out += report::section("aggregated profile per depth");
   out += aggregated(tree, o);
+  if (!o.detailed) return out;
   out += '\n';
   out += report::section("forward, per module (rank mean; latency [min, max] over ranks)");
   out += "share = part of the model's forward latency; values include child modules\n";

@@ -255,8 +255,24 @@ void parse_zero(const json& z, Config& c) {
   }
   if (auto v = r.integer("reduce_bucket_size", 1)) zc.reduce_bucket_size = *v;
   if (auto v = r.integer("allgather_bucket_size", 1)) zc.allgather_bucket_size = *v;
-  if (auto v = r.boolean("contiguous_gradients")) zc.contiguous_gradients = *v;
-  if (auto v = r.boolean("reduce_scatter")) zc.reduce_scatter = *v;
+  // Gradients are always produced in place in contiguous buffers (the flat gradient
+  // buffer at stages 0-1, bucket staging buffers at 2-3): nothing to copy or to turn off.
+  if (auto v = r.boolean("contiguous_gradients"))
+    c.warnings.push_back(fmt::format(
+        "zero_optimization.contiguous_gradients ({}) has no effect: gradients are always "
+        "written into contiguous buffers (the flat gradient buffer at stages 0-1, the bucket "
+        "staging buffers at stages 2-3)",
+        *v));
+  if (auto v = r.boolean("reduce_scatter")) {
+    zc.reduce_scatter = *v;
+    // As in DeepSpeed, only stages 1-2 choose: stage 0 all-reduces, stage 3 reduce-scatters.
+    if (!*v && (zc.stage == 0 || zc.stage == 3))
+      c.warnings.push_back(fmt::format(
+          "zero_optimization.reduce_scatter (false) has no effect at stage {}: stage {} always "
+          "{}",
+          zc.stage, zc.stage,
+          zc.stage == 0 ? "all-reduces gradients" : "reduce-scatters gradients"));
+  }
   // DeepSpeed's overlap_comm default depends on the stage: true for stage 3 only.
   const auto overlap = r.boolean("overlap_comm");
   zc.overlap_comm = overlap ? *overlap : zc.stage == 3;

@@ -91,9 +91,8 @@ struct ZeroConfig {
   int stage = 0;
   int64_t reduce_bucket_size = 500'000'000;     // elements, as DeepSpeed counts them
   int64_t allgather_bucket_size = 500'000'000;  // elements
-  bool overlap_comm = false;  // DeepSpeed's default is stage-dependent; resolved in parse
-  bool contiguous_gradients = true;
-  bool reduce_scatter = true;
+  bool overlap_comm = false;   // DeepSpeed's default is stage-dependent; resolved in parse
+  bool reduce_scatter = true;  // false: all-reduce at stages 1–2 (stages 0 and 3 ignore it)
   int64_t stage3_prefetch_bucket_size = 50'000'000;
   int64_t stage3_param_persistence_threshold = 100'000;
   int64_t stage3_max_live_parameters = 1'000'000'000;
@@ -156,6 +155,9 @@ struct Config {
   ProfilerConfig profiler;
 
   std::vector<std::string> ignored_keys;  // dotted paths of keys we do not implement
+  // Keys that are accepted but have no effect here (docs/config.md, "Keys accepted
+  // with a warning"), one message each naming the key; reported once, as ignored keys.
+  std::vector<std::string> warnings;
 
   kernels::DType param_dtype() const {
     return fp16.enabled ? kernels::DType::f16 : bf16 ? kernels::DType::bf16 : kernels::DType::f32;

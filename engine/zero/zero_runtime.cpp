@@ -134,7 +134,6 @@ void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float 
     a.n = size_t(r.size());
     opt.step(backend_, a);
   }
-  sync_working_params();
 }
 
 void ZeroRuntime::sync_working_params() {

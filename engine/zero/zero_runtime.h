@@ -72,13 +72,18 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void end_forward();
   void begin_backward(bool reduce) { reducer_->begin_backward(reduce); }
   void end_backward();
+  // Waits for every gradient reduction in flight and applies it (the end of the
+  // accumulation boundary's backward).
+  void finish_reductions() { reducer_->finish(); }
 
   // At the accumulation boundary: completes all reductions and measures the
   // gradients (norm, overflow) across ranks.
   GradSummary finish_gradients();
-  // Runs the optimizer over this rank's range, then brings every rank's working
-  // parameters up to date (all-gather for stages 1/2, persistent refresh for 3).
+  // Runs the optimizer over this rank's range; sync_working_params then brings
+  // every rank's working parameters up to date (all-gather for stages 1/2,
+  // persistent refresh for 3). Two calls, so that each can be timed.
   void apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale);
+  void sync_working_params();
   void zero_grads() { reducer_->zero_accumulated(); }
 
   // The flat range this rank's optimizer owns (stage 0: everything).
@@ -105,7 +110,6 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   float* master_ptr() const;  // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
-  void sync_working_params();
 
   ZeroSetup setup_;
   const ModuleTree& tree_;

@@ -103,6 +103,15 @@ std::vector<StepRankRow> RunStore::step_ranks_unlocked(int64_t run_id) {
   return out;
 }
 
+std::vector<StepTimerRow> RunStore::step_timers_unlocked(int64_t run_id) {
+  auto st = conn_->prepare(
+      "SELECT step, rank, name, ms FROM step_timers WHERE run_id = ?1 ORDER BY step, rank, name");
+  st.bind(run_id);
+  std::vector<StepTimerRow> out;
+  while (st.step()) out.push_back({st.i64(0), int(st.i64(1)), st.text(2), st.f64(3)});
+  return out;
+}
+
 std::vector<ModuleInfo> RunStore::modules_unlocked(int64_t run_id) {
   auto st = conn_->prepare(
       "SELECT module_id, parent_id, name, type, depth, n_params, activation_bytes FROM modules "
@@ -201,6 +210,10 @@ std::vector<StepRankRow> RunStore::step_ranks(int64_t run_id) {
   std::lock_guard lock(mutex_);
   return step_ranks_unlocked(run_id);
 }
+std::vector<StepTimerRow> RunStore::step_timers(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  return step_timers_unlocked(run_id);
+}
 std::vector<ModuleInfo> RunStore::modules(int64_t run_id) {
   std::lock_guard lock(mutex_);
   return modules_unlocked(run_id);
@@ -228,6 +241,7 @@ RunProfile RunStore::load_profile(int64_t run_id) {
     p.ranks = ranks_unlocked(run_id);
     p.steps = steps_unlocked(run_id);
     p.step_ranks = step_ranks_unlocked(run_id);
+    p.step_timers = step_timers_unlocked(run_id);
     p.modules = modules_unlocked(run_id);
     p.layers = layer_stats_unlocked(run_id, std::nullopt);
     p.comm = comm_stats_unlocked(run_id);

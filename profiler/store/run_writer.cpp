@@ -61,6 +61,13 @@ void insert_step_ranks(Connection& c, int64_t run_id, std::span<const StepRankRo
     st.bind(run_id, r.step, r.rank, r.compute_ms, r.comm_ms, r.exposed_comm_ms).run();
 }
 
+void insert_step_timers(Connection& c, int64_t run_id, std::span<const StepTimerRow> rows) {
+  auto st = c.prepare(
+      "INSERT OR REPLACE INTO step_timers (run_id, step, rank, name, ms) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (const auto& r : rows) st.bind(run_id, r.step, r.rank, r.name, r.ms).run();
+}
+
 void insert_modules(Connection& c, int64_t run_id, std::span<const ModuleInfo> modules) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO modules (run_id, module_id, parent_id, name, type, depth, "
@@ -249,6 +256,9 @@ void RunStore::add_steps(int64_t id, std::span<const StepRow> rows) {
 }
 void RunStore::add_step_ranks(int64_t id, std::span<const StepRankRow> rows) {
   write_to_run(id, [&](Connection& c) { insert_step_ranks(c, id, rows); });
+}
+void RunStore::add_step_timers(int64_t id, std::span<const StepTimerRow> rows) {
+  write_to_run(id, [&](Connection& c) { insert_step_timers(c, id, rows); });
 }
 void RunStore::add_modules(int64_t id, std::span<const ModuleInfo> modules) {
   write_to_run(id, [&](Connection& c) { insert_modules(c, id, modules); });

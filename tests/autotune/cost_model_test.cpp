@@ -89,6 +89,31 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
   EXPECT_EQ(f1.x[kCommExposed] + f1.x[kCommOverlapped], 0.0);
 }
 
+TEST(CostModel, ReduceScatterFalseReducesGradientsByAllReduceAtStagesOneAndTwo) {
+  // All-reduce at half reduce-scatter's algorithm bandwidth, as its bus factor
+  // 2(W-1)/W against (W-1)/W makes it on any link.
+  ClusterRates r = linear_rates(2);
+  for (auto& b : r.bandwidth)
+    if (b.op == "all_reduce") b.algbw_gbps = 0.5;
+  const double d = 4;
+  for (int stage : {1, 2}) {
+    const auto rs = cfg({{"zero_optimization", {{"stage", stage}}}}, 2);
+    const auto ar = cfg({{"zero_optimization", {{"stage", stage}, {"reduce_scatter", false}}}}, 2);
+    const double P = sizes(rs, 2).padded;
+    // Exposed: the gradient reduction, then the all-gather of P·d at 1 GB/s.
+    EXPECT_NEAR(step_features(rs, 2, r).x[kCommExposed], (P * d + P * d) / 1e9, 1e-12) << stage;
+    EXPECT_NEAR(step_features(ar, 2, r).x[kCommExposed], (2 * P * d + P * d) / 1e9, 1e-12) << stage;
+  }
+  // Stages 0 and 3 ignore the key (DeepSpeed's too).
+  for (int stage : {0, 3}) {
+    const auto rs = cfg({{"zero_optimization", {{"stage", stage}}}}, 2);
+    const auto ar = cfg({{"zero_optimization", {{"stage", stage}, {"reduce_scatter", false}}}}, 2);
+    EXPECT_EQ(step_features(rs, 2, r).x[kCommExposed], step_features(ar, 2, r).x[kCommExposed]);
+    EXPECT_EQ(step_features(rs, 2, r).x[kCommOverlapped],
+              step_features(ar, 2, r).x[kCommOverlapped]);
+  }
+}
+
 TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const ClusterRates r = linear_rates(2);
   const auto c =
