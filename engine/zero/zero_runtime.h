@@ -76,9 +76,11 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   // At the accumulation boundary: completes all reductions and measures the
   // gradients (norm, overflow) across ranks.
   GradSummary finish_gradients();
-  // Runs the optimizer over this rank's range, then brings every rank's working
+  // Runs the optimizer over this rank's range (args gives lr, step, betas and
+  // grad_scale; the rest is filled in here), then brings every rank's working
   // parameters up to date (all-gather for stages 1/2, persistent refresh for 3).
-  void apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale);
+  // A two-pass optimizer's statistics are summed over the ranks in between.
+  void apply_optimizer(Optimizer& opt, OptimizerStepArgs args);
   void zero_grads() { reducer_->zero_accumulated(); }
 
   // The flat range this rank's optimizer owns (stage 0: everything).
@@ -105,6 +107,8 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   float* master_ptr() const;  // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
+  // Sums a two-pass optimizer's statistics over ranks that own different ranges.
+  void reduce_optimizer_stats(std::vector<double>& stats);
   void sync_working_params();
 
   ZeroSetup setup_;
