@@ -46,7 +46,7 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   const auto& z = cfg.zero;
 
   f.samples_per_step = double(cfg.train_batch_size);
-  f.tokens_per_step = double(cfg.train_batch_size) * cfg.model.seq_len;
+  f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
   f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
   f.x[kCompute] = f.flops_per_step / world / rates.gemm_flops_per_s;
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "base/launcher_env.h"
 #include "base/units.h"
@@ -59,6 +60,15 @@ std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend,
   o.world_size = host.world_size();
   o.bootstrap_broadcast = [&host](void* data, size_t bytes) { host.broadcast(data, bytes, 0); };
   return comm::make_nccl_communicator(std::move(o));
+}
+
+// Where each parameter tensor starts in the flat space, then the count: the
+// segments of a per-tensor optimizer (Lamb).
+std::vector<int64_t> tensor_starts(const ModuleTree& tree) {
+  std::vector<int64_t> starts;
+  for (const ParamSpec* p : tree.params()) starts.push_back(p->offset);
+  starts.push_back(tree.param_count());
+  return starts;
 }
 
 profiler::CommTracerOptions comm_tracer_options(const Config& cfg) {
@@ -129,7 +139,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
-  optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
+  optimizer_ = opts.optimizer ? std::move(opts.optimizer)
+                              : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
@@ -138,10 +149,11 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                         *alloc_, offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock);
   describe_offload();
+  describe_schedule();
   const auto dt = cfg.param_dtype();
-  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
+  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt);
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
-                                            cfg.model.seq_len);
+                                            cfg.seq_len());
   ctx_->set_param_access(zero_.get());
   ctx_->set_hooks(zero_.get());
   ctx_->set_tracer(&tracer_, tree_->modules());
@@ -241,6 +253,24 @@ void Engine::describe_offload() {
         " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts "
         "them)";
   log(line);
+}
+
+// What the schedule does to the optimizer beyond the lr, said once.
+void Engine::describe_schedule() {
+  const auto& s = cfg_.scheduler;
+  if (s.type != "OneCycle") return;
+  if (s.cycle_momentum && cfg_.optimizer.type == "SGD")
+    log("scheduler OneCycle: cycle_momentum has no effect with SGD (DeepSpeed cycles only an "
+        "optimizer's betas and disables it for optimizers without them); momentum stays " +
+        fmt::format("{:g}", cfg_.optimizer.momentum));
+  else if (s.cycle_momentum)
+    log(fmt::format(
+        "scheduler OneCycle: beta1 cycles between {:g} and {:g} (inversely to the lr) and beta2 "
+        "is 0.99, as DeepSpeed's cycle_momentum sets them; optimizer.params.betas is replaced",
+        s.cycle_min_mom, s.cycle_max_mom));
+  if (s.cycle_first_stair_count != 0 || s.cycle_second_stair_count != 0)
+    log("scheduler OneCycle: cycle_first_stair_count / cycle_second_stair_count have no effect "
+        "(DeepSpeed's OneCycle stores them and never reads them)");
 }
 
 void Engine::set_parameters(const std::vector<float>& flat) {
@@ -371,10 +401,15 @@ void Engine::take_optimizer_step() {
   }
   last_.grad_norm = float(norm);
   last_.lr = current_lr();
-  ++applied_steps_;
+  OptimizerStepArgs args;
+  args.lr = last_.lr;
+  if (const auto betas = schedule_->betas_for_update(applied_steps_))
+    std::tie(args.beta1, args.beta2) = *betas;
+  args.step = ++applied_steps_;
+  args.grad_scale = float(1.0 / combined);
   {
     const auto timer = timers_.time(StepTimer::optimizer_step);
-    zero_->apply_optimizer(*optimizer_, last_.lr, applied_steps_, float(1.0 / combined));
+    zero_->apply_optimizer(*optimizer_, args);
   }
   if (cfg_.zero.stage == 0) {
     zero_->sync_working_params();  // every rank updated everything: nothing to gather

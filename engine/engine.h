@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,19 @@ struct StepStats {
   float grad_norm = 0.0f;   // unscaled global norm before clipping (0 when skipped)
 };
 
+// What save_checkpoint writes beyond the resume state (the partition files with
+// fp32 master weights and optimizer state, and meta.json).
+struct CheckpointSaveOptions {
+  // A "full" checkpoint: also DIR/TAG/model.bin, every weight in fp32 in llm.c's
+  // format (hybrid.init_from, llm.c and hybrid-ckpt read it). Gathers the weights
+  // (collective).
+  bool full = false;
+  bool save_latest = true;  // point DIR/latest at the tag, as DeepSpeed's save_latest
+  // Testing: called on every rank once the files are complete, before meta.json
+  // and latest are written.
+  std::function<void()> before_publish;
+};
+
 struct EngineOptions {
   // Defaults: the config's device; MPI when launched with several ranks.
   std::unique_ptr<kernels::Backend> backend;
@@ -60,7 +74,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // One micro-batch: inputs and targets are host arrays of [micro_batch, seq_len].
+  // One micro-batch: inputs and targets are host arrays of [micro_batch, T], T the
+  // training sequence length (config.seq_len(), at most the model's block size).
   // Returns this rank's mean token loss of the micro-batch.
   float forward(const int32_t* inputs, const int32_t* targets);
   float forward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) {
@@ -71,7 +86,9 @@ class Engine {
   // and returns true (last_step() tells what happened).
   bool step();
 
-  void save_checkpoint(const std::string& dir, const std::string& tag);
+  // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
+  std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
+                              const CheckpointSaveOptions& options = {});
   // tag "" reads the `latest` file. Returns the tag loaded.
   std::string load_checkpoint(const std::string& dir, const std::string& tag = "");
 
@@ -134,6 +151,7 @@ class Engine {
   void update_gpu_collection();  // at each step's first micro-step
   void describe_offload();
   void take_optimizer_step();  // step() at the accumulation boundary
+  void describe_schedule();
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;

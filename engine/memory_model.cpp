@@ -64,8 +64,6 @@ std::string MemoryPrediction::to_string() const {
 
 namespace {
 
-constexpr int kAdamStateFloats = 2;
-
 // ZeRO-3's peak of gathered, non-persistent parameters (elements): replays the
 // gatherer's policy (engine/zero/param_gatherer.cpp) over the recorded order —
 // gather the current module's units, prefetch ahead until the prefetch budget is
@@ -135,15 +133,17 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   const ZeroSetup z = zero_setup(cfg);
   EngineLayouts l;
   // In the engine's allocation order: runtime, reducer, gatherer, activations.
-  l.device.append(ZeroRuntime::layout(z, part, kAdamStateFloats, offloaded(cfg)));
+  l.device.append(
+      ZeroRuntime::layout(z, part, optimizer_state_floats(cfg.optimizer), offloaded(cfg)));
   l.device.append(GradReducer::layout(z, tree, part));
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
   l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(),
-                                         cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
+                                         cfg.train_micro_batch_size_per_gpu, cfg.seq_len(),
                                          z.param_dtype, attention_saved_bytes));
   if (offloaded(cfg)) {
     const int64_t n_opt = z.stage == 0 ? part.padded() : part.shard_size();
-    l.host = OptimizerOffload::layout(n_opt, kAdamStateFloats, z.accum_dtype, z.param_dtype);
+    l.host = OptimizerOffload::layout(n_opt, optimizer_state_floats(cfg.optimizer), z.accum_dtype,
+                                      z.param_dtype);
   }
   return l;
 }
@@ -171,7 +171,7 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size,
   return predict_memory(
       cfg, world_size,
       backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                    cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
+                                    cfg.seq_len(), cfg.model.n_embd, cfg.model.n_head));
 }
 
 }  // namespace hybrid::engine

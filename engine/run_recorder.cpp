@@ -43,7 +43,7 @@ RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
   info.zero_stage = cfg.zero.stage;
   info.micro_batch = cfg.train_micro_batch_size_per_gpu;
   info.grad_accum = cfg.gradient_accumulation_steps;
-  info.seq_len = cfg.model.seq_len;
+  info.seq_len = cfg.seq_len();
   info.hybrid_version = "0.1.0";
   info.git_revision = HYBRID_GIT_REVISION;
   run_id_ = store_->create_run(info);
@@ -117,7 +117,7 @@ void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flop
     r.skipped = st.skipped;
     r.grad_norm = st.skipped ? std::numeric_limits<double>::quiet_NaN() : st.grad_norm;
     r.step_ms = step_ms;
-    const double tokens = double(cfg_.train_batch_size) * cfg_.model.seq_len;
+    const double tokens = double(cfg_.train_batch_size) * cfg_.seq_len();
     r.tokens_per_s = tokens / (step_ms / 1e3);
     r.flops_per_s = flops_per_step / (step_ms / 1e3);
     steps_.push_back(r);
@@ -187,7 +187,7 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
   p.steps = profiled_rows_;
   p.run.micro_batch = cfg_.train_micro_batch_size_per_gpu;
   p.run.grad_accum = cfg_.gradient_accumulation_steps;
-  p.run.seq_len = cfg_.model.seq_len;
+  p.run.seq_len = cfg_.seq_len();
   p.run.n_params = uint64_t(engine_->param_count());
   p.run.dtype = std::string(kernels::dtype_name(cfg_.param_dtype()));
   p.run.zero_stage = cfg_.zero.stage;

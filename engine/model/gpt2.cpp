@@ -1,7 +1,10 @@
 #include "engine/model/gpt2.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "profiler/flops.h"
 
@@ -65,6 +68,10 @@ GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
 
 void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt) {
   if (B == B_ && T == T_) return;
+  if (T < 1 || T > cfg_.seq_len)  // positions past the block size have no wpe row
+    throw std::invalid_argument(fmt::format(
+        "gpt2: sequence length {} must be in 1..{} (the block size, hybrid.model.seq_len)", T,
+        cfg_.seq_len));
   activations_ = LayoutBuffers();  // the old micro-batch's buffers go first
   B_ = B;
   T_ = T;

@@ -77,7 +77,22 @@ void OptimizerOffload::push_params(int64_t k, int slot, void* device_params) {
 }
 
 void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* device_grads,
-                            void* device_params) {
+                            void* device_params, const StatsReducer& reduce) {
+  if (opt.stats_size() == 0) {
+    run_chunks(a, device_grads, device_params, [&](OptimizerStepArgs& c) { opt.step(host_, c); });
+    return;
+  }
+  std::vector<double> stats(opt.stats_size(), 0.0);
+  run_chunks(a, device_grads, nullptr,
+             [&](OptimizerStepArgs& c) { opt.gather_stats(host_, c, stats.data()); });
+  reduce(stats);
+  a.stats = stats.data();
+  run_chunks(a, nullptr, device_params, [&](OptimizerStepArgs& c) { opt.step(host_, c); });
+}
+
+void OptimizerOffload::run_chunks(const OptimizerStepArgs& a, const void* device_grads,
+                                  void* device_params,
+                                  const std::function<void(OptimizerStepArgs&)>& fn) {
   const int64_t K = chunks();
   const size_t gsize = dtype_size(grad_dtype_);
   const char* grads = static_cast<const char*>(device_grads);
@@ -87,27 +102,30 @@ void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* dev
                                                      grads + size_t(chunk_begin(k)) * gsize,
                                                      size_t(chunk_size(k)) * gsize);
   };
-  if (K > 0) fetch(0);
+  if (grads && K > 0) fetch(0);
   for (int64_t k = 0; k < K; ++k) {
     const int slot = int(k % 2);
-    // Slot (k+1)%2 held chunk k-1's gradients, which AdamW has finished with.
-    if (k + 1 < K) fetch(k + 1);
-    device_.wait_transfer(down_[size_t(slot)]);
+    if (grads) {
+      // Slot (k+1)%2 held chunk k-1's gradients, which the optimizer has finished with.
+      if (k + 1 < K) fetch(k + 1);
+      device_.wait_transfer(down_[size_t(slot)]);
+    }
     // Chunk k-2's upload read this slot's parameter staging (or its master chunk).
     device_.wait_transfer(up_[size_t(slot)]);
     const int64_t off = chunk_begin(k), len = chunk_size(k);
     OptimizerStepArgs c = a;
+    c.first = a.first + off;
     c.grad_dtype = grad_dtype_;
-    c.grad = grad_stage_[size_t(slot)].data();
+    c.grad = grads ? grad_stage_[size_t(slot)].data() : nullptr;
     c.master = master_.as<float>() + off;
     c.state = state_.empty() ? nullptr : state_.as<float>() + off * state_floats_;
     c.param_dtype = param_dtype_;
-    c.param_out = separate_params() ? param_stage_[size_t(slot)].data() : nullptr;
+    c.param_out = device_params && separate_params() ? param_stage_[size_t(slot)].data() : nullptr;
     c.n = size_t(len);
-    opt.step(host_, c);
-    push_params(k, slot, device_params);
+    fn(c);
+    if (device_params) push_params(k, slot, device_params);
   }
-  // The host buffers are reused by the next step; the device already waits on the
+  // The host buffers are reused by the next pass; the device already waits on the
   // uploads (stream order), the host waits here.
   for (auto& t : up_) device_.wait_transfer(std::exchange(t, 0));
 }

@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/memory/layout.h"
@@ -55,10 +56,15 @@ class OptimizerOffload {
   static HostBytes host_bytes(int64_t n, int state_floats, kernels::DType grad_dtype,
                               kernels::DType param_dtype);
 
-  // One optimizer step. args carries lr, step and grad_scale (the rest is filled
-  // in here); device_grads: n gradients in grad dtype; device_params: this
-  // rank's n working parameters in param dtype, overwritten with the update.
-  void step(Optimizer& opt, OptimizerStepArgs args, const void* device_grads, void* device_params);
+  // One optimizer step. args carries lr, step, betas, grad_scale and `first`
+  // (the rest is filled in here); device_grads: n gradients in grad dtype;
+  // device_params: this rank's n working parameters in param dtype, overwritten
+  // with the update. A two-pass optimizer (Lamb) runs its first pass over every
+  // chunk as the gradients come down, `reduce` sums its statistics over ranks,
+  // and the second pass sends the parameters up.
+  using StatsReducer = std::function<void(std::vector<double>&)>;
+  void step(Optimizer& opt, OptimizerStepArgs args, const void* device_grads, void* device_params,
+            const StatsReducer& reduce);
 
   // Sets master weights and optimizer state (global layout; null: zeros) and
   // writes the derived working parameters to device_params.
@@ -77,6 +83,11 @@ class OptimizerOffload {
   // Queues the H2D of chunk k's working parameters from staging slot `slot`
   // (or the master chunk for fp32 parameters).
   void push_params(int64_t k, int slot, void* device_params);
+  // The chunk pipeline: fn(chunk args, slot) per chunk, with the chunk's
+  // gradients fetched ahead (double-buffered) when device_grads is given and its
+  // updated parameters sent up after fn when device_params is given.
+  void run_chunks(const OptimizerStepArgs& a, const void* device_grads, void* device_params,
+                  const std::function<void(OptimizerStepArgs&)>& fn);
 
   int64_t n_;
   int state_floats_;

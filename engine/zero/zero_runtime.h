@@ -79,10 +79,12 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   // At the accumulation boundary: completes all reductions and measures the
   // gradients (norm, overflow) across ranks.
   GradSummary finish_gradients();
-  // Runs the optimizer over this rank's range; sync_working_params then brings
-  // every rank's working parameters up to date (all-gather for stages 1/2,
-  // persistent refresh for 3). Two calls, so that each can be timed.
-  void apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale);
+  // Runs the optimizer over this rank's range (args gives lr, step, betas and
+  // grad_scale; the rest is filled in here). A two-pass optimizer's statistics
+  // are summed over the ranks in between. sync_working_params then brings every
+  // rank's working parameters up to date (all-gather for stages 1/2, persistent
+  // refresh for 3): two calls, so that each can be timed.
+  void apply_optimizer(Optimizer& opt, OptimizerStepArgs args);
   void sync_working_params();
   void zero_grads() { reducer_->zero_accumulated(); }
 
@@ -110,6 +112,8 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   float* master_ptr() const;  // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
+  // Sums a two-pass optimizer's statistics over ranks that own different ranges.
+  void reduce_optimizer_stats(std::vector<double>& stats);
 
   ZeroSetup setup_;
   const ModuleTree& tree_;

@@ -233,9 +233,9 @@ TEST(ConfigOptimizer, AdamWModeFollowsDeepSpeed) {
 }
 
 TEST(ConfigOptimizer, RejectsWhatWeDoNotImplement) {
-  EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Lamb"}})),
-            "config: optimizer.type must be one of Adam, AdamW (the optimizers hybrid implements), "
-            "got \"Lamb\"");
+  EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adagrad"}})),
+            "config: optimizer.type must be one of Adam, AdamW, Lamb, SGD (the optimizers hybrid "
+            "implements), got \"Adagrad\"");
   EXPECT_THAT(error_of(with(base(), "optimizer", {{"params", {{"lr", 1e-3}}}})),
               HasSubstr("optimizer.type must be given"));
   EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"betas", {0.9}}}}})),
@@ -286,9 +286,9 @@ TEST(ConfigScheduler, ParamsAndDefaults) {
 
 TEST(ConfigScheduler, Errors) {
   auto err = [](json s) { return error_of(with(base(), "scheduler", std::move(s))); };
-  EXPECT_EQ(err({{"type", "OneCycle"}}),
-            "config: scheduler.type must be one of \"WarmupLR\", \"WarmupDecayLR\" or "
-            "\"WarmupCosineLR\", got \"OneCycle\"");
+  EXPECT_EQ(err({{"type", "CyclicLR"}}),
+            "config: scheduler.type must be one of \"WarmupLR\", \"WarmupDecayLR\", "
+            "\"WarmupCosineLR\", \"OneCycle\" or \"LRRangeTest\", got \"CyclicLR\"");
   EXPECT_THAT(err({{"type", "WarmupDecayLR"}, {"params", json::object()}}),
               HasSubstr("scheduler.params.total_num_steps must be given for WarmupDecayLR"));
   EXPECT_THAT(err({{"type", "WarmupCosineLR"}}), HasSubstr("total_num_steps must be given"));
