@@ -268,9 +268,6 @@ void Engine::describe_schedule() {
         "scheduler OneCycle: beta1 cycles between {:g} and {:g} (inversely to the lr) and beta2 "
         "is 0.99, as DeepSpeed's cycle_momentum sets them; optimizer.params.betas is replaced",
         s.cycle_min_mom, s.cycle_max_mom));
-  if (s.cycle_first_stair_count != 0 || s.cycle_second_stair_count != 0)
-    log("scheduler OneCycle: cycle_first_stair_count / cycle_second_stair_count have no effect "
-        "(DeepSpeed's OneCycle stores them and never reads them)");
 }
 
 void Engine::set_parameters(const std::vector<float>& flat) {

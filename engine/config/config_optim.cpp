@@ -241,12 +241,19 @@ void parse_scheduler(const json& block, Config& c) {
   const json empty = json::object();
   if (params) refuse_foreign_params(*params, "scheduler.params", s.type, scheduler_params());
   ObjectReader p(params ? *params : empty, "scheduler.params", c.ignored_keys);
-  if (s.type == "OneCycle")
+  if (s.type == "OneCycle") {
     parse_one_cycle(p, s);
-  else if (s.type == "LRRangeTest")
+    // DeepSpeed's OneCycle stores the stair counts and never reads them.
+    for (const auto& [key, v] : {std::pair{"cycle_first_stair_count", s.cycle_first_stair_count},
+                                 std::pair{"cycle_second_stair_count", s.cycle_second_stair_count}})
+      if (v != 0)
+        c.warnings.push_back(fmt::format(
+            "scheduler.params.{} ({}) has no effect: DeepSpeed's OneCycle never reads it", key, v));
+  } else if (s.type == "LRRangeTest") {
     parse_lr_range_test(p, s);
-  else
+  } else {
     parse_warmup_params(p, s, c);
+  }
   p.finish();
   r.finish();
 }
