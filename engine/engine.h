@@ -84,6 +84,9 @@ class Engine {
   int64_t applied_steps() const { return applied_steps_; }
   float loss_scale() const { return scaler_.scale(); }
   const StepStats& last_step() const { return last_; }
+  // activation_checkpointing.profile: the checkpointed blocks' times of the last
+  // optimizer step (zero without profile).
+  const engine::CheckpointTimes& checkpoint_times() const { return checkpoint_times_; }
   float current_lr() const;
 
   engine::GPT2& model() { return *model_; }
@@ -130,6 +133,8 @@ class Engine {
   void setup_gpu_profiling();
   void update_gpu_collection();  // at each step's first micro-step
   void describe_offload();
+  void describe_checkpointing();
+  void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
@@ -166,6 +171,7 @@ class Engine {
   int64_t applied_steps_ = 0;
   int64_t skipped_steps_ = 0;
   StepStats last_;
+  engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
 };
 

@@ -110,6 +110,7 @@ void announce(const Config& cfg, Engine& engine, const Say& say) {
       cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, engine.world_size(),
       cfg.model.seq_len));
   for (const auto& key : cfg.ignored_keys) say("config: ignoring unsupported key " + key);
+  for (const auto& w : cfg.warnings) say("config: " + w);
 }
 
 // Starting weights: an llm.c checkpoint (hybrid.init_from), then a checkpoint to resume.
