@@ -24,6 +24,7 @@ Block::Block(std::string name, int C, int n_head, int n_layer) : Module(name, "B
   c_fc = m->add<Linear>(name + ".mlp.c_fc", C, 4 * C, true, 0.02f);
   gelu = m->add<Gelu>(name + ".mlp.gelu", 4 * C);
   mlp_proj = m->add<Linear>(name + ".mlp.c_proj", 4 * C, C, true, proj_std);
+  m->recompute_children = 2;  // c_fc, gelu: c_proj's output is read by no backward
   mlp = m;
 }
 
@@ -59,11 +60,12 @@ void Block::recompute(ExecutionContext& ctx) {
   be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out,
                       size_t(ctx.B()) * ctx.T() * C_);
   ctx.forward(*ln_2);
-  ctx.forward(*c_fc);
-  ctx.forward(*gelu);
+  ctx.forward(*mlp);  // c_fc and gelu (recompute_children)
 }
 
-std::vector<Module*> Block::recomputed_modules() const { return {ln_1, attn, ln_2, c_fc, gelu}; }
+std::vector<const Module*> Block::recompute_order() const {
+  return {this, ln_1, attn, c_attn, core, attn_proj, ln_2, mlp, c_fc, gelu};
+}
 
 uint64_t Block::forward_flops(int B, int T) const {
   return 2 * profiler::flops::residual_forward(int64_t(B) * T * C_);
@@ -225,10 +227,6 @@ void GPT2::backward(ExecutionContext& ctx) {
 }
 
 namespace {
-void enter_forward(const Module& m, std::vector<const Module*>& out) {
-  out.push_back(&m);
-  for (const Module* c : m.children()) enter_forward(*c, out);
-}
 void enter_backward(const Module& m, std::vector<const Module*>& out) {
   out.push_back(&m);
   for (auto it = m.children().rbegin(); it != m.children().rend(); ++it) enter_backward(**it, out);
@@ -242,8 +240,8 @@ std::vector<const Module*> GPT2::backward_order(const CheckpointPlan& plan) cons
   for (auto it = children().rbegin(); it != children().rend(); ++it) {
     const auto b = std::find(blocks.begin(), blocks.end(), *it);
     if (b != blocks.end() && plan.checkpointed(int(b - blocks.begin()))) {
-      out.push_back(*b);
-      for (const Module* m : (*b)->recomputed_modules()) enter_forward(*m, out);
+      const auto re = (*b)->recompute_order();
+      out.insert(out.end(), re.begin(), re.end());
     }
     enter_backward(**it, out);
   }

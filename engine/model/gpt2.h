@@ -46,8 +46,8 @@ class Block final : public Module {
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
   uint64_t recompute_flops(int B, int T) const override;
-  // The modules recompute() enters, in order (each with its children).
-  std::vector<Module*> recomputed_modules() const;
+  // The module boundaries ctx.recompute(block) crosses, in order, itself first.
+  std::vector<const Module*> recompute_order() const;
   size_t stream_bytes() const { return stream_bytes_; }  // one [B, T, C] tensor
 
   LayerNorm* ln_1;

@@ -109,6 +109,10 @@ class Sequential final : public Module {
   }
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
+  // The first recompute_children children (all by default): the outputs of the
+  // others are read by no backward.
+  void recompute(ExecutionContext& ctx) override;
+  size_t recompute_children = size_t(-1);
 };
 
 // Numbers the modules depth-first (forward order), assigns parameter ids and

@@ -254,10 +254,20 @@ CREATE TABLE gpu_timeline (
 ) WITHOUT ROWID;
 )sql";
 
+// v4: activation checkpointing. A module's forward run again in backward
+// (event category recompute, 9) gets its own layer-stats columns, so fwd/bwd
+// stay what a run without checkpointing shows.
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE layer_stats ADD COLUMN recompute_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE layer_stats ADD COLUMN recompute_flops INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE layer_stats ADD COLUMN host_recompute_ns INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {1, "runs, ranks, steps, modules, layer stats, comm stats, memory, events", kSchemaV1},
     {2, "sweeps, trials, pruned candidates, probes", kSchemaV2},
     {3, "run source, GPU record scopes, host layer times, GPU timeline", kSchemaV3},
+    {4, "recomputation times and FLOPs in layer stats", kSchemaV4},
 }};
 
 int64_t count_user_tables(Connection& conn) {

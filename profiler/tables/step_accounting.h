@@ -34,6 +34,7 @@ struct WaitSplit {
 struct ModuleWaits {
   WaitSplit fwd;  // waits whose innermost open scope was this module's forward
   WaitSplit bwd;  // ... its backward
+  WaitSplit recompute;  // ... its forward run again in backward (activation checkpointing)
 };
 
 struct RankStepAccount {

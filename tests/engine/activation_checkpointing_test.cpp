@@ -211,5 +211,76 @@ INSTANTIATE_TEST_SUITE_P(
              "_" + std::get<2>(info.param);
     });
 
+// ---- the boundaries ZeRO-3 sees -----------------------------------------------------
+
+// Every module boundary, in order: 'f' forward, 'b' backward, 'r' recompute.
+class BoundaryRecorder final : public engine::ModuleHooks {
+ public:
+  std::vector<std::pair<char, int>> calls;
+  void before_forward(const engine::Module& m) override { calls.emplace_back('f', m.id()); }
+  void before_backward(const engine::Module& m) override { calls.emplace_back('b', m.id()); }
+  void before_recompute(const engine::Module& m) override { calls.emplace_back('r', m.id()); }
+};
+
+// Parameters and gradients in two flat zeroed fp32 buffers.
+class FlatParams final : public engine::ParamAccess {
+ public:
+  FlatParams(engine::TrackingAllocator& alloc, int64_t n)
+      : params_(test::one_buffer(alloc, size_t(n) * 4, MemCategory::params)),
+        grads_(test::one_buffer(alloc, size_t(n) * 4, MemCategory::grads)) {}
+  const void* param(const engine::ParamSpec& p) override {
+    return params_.view("test").as<float>() + p.offset;
+  }
+  void* grad(const engine::ParamSpec& p) override { return grads_.view("test").as<float>() + p.offset; }
+
+ private:
+  engine::LayoutBuffers params_, grads_;
+};
+
+// GPT2::backward_order is what the memory model replays for ZeRO-3's gathering:
+// it must be the boundaries a real backward pass crosses, recomputation included.
+TEST(CheckpointedBackward, CrossesTheBoundariesTheMemoryModelReplays) {
+  for (const std::string policy : {"none", "every", "every2", "host"}) {
+    auto patch = model_layers(3);
+    if (policy != "none") patch.merge_patch(checkpointing_patch(policy));
+    const Config cfg = test::tiny_config(patch);
+    const auto plan = engine::checkpoint_plan(cfg);
+    auto backend = kernels::make_cpu_backend();
+    engine::TrackingAllocator dev(*backend, 0), host(*backend, *backend, 0);
+    engine::GPT2 model(cfg.model, cfg.padded_vocab());
+    engine::ModuleTree tree(model);
+    const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.seq_len;
+    model.bind(dev, B, T, kernels::DType::f32, plan, &host);
+    FlatParams params(dev, tree.param_count());
+    BoundaryRecorder rec;
+    engine::ExecutionContext ctx(*backend, kernels::DType::f32, B, T);
+    ctx.set_param_access(&params);
+    ctx.set_hooks(&rec);
+    ctx.set_batch(model.tokens_buffer(), model.targets_buffer());
+    const std::vector<int32_t> zeros(size_t(B) * T, 0);
+    backend->copy_from_host(model.tokens_buffer(), zeros.data(), zeros.size() * 4);
+    backend->copy_from_host(model.targets_buffer(), zeros.data(), zeros.size() * 4);
+
+    ctx.forward(model);
+    ASSERT_EQ(rec.calls.size(), tree.modules().size()) << policy;
+    for (size_t i = 0; i < rec.calls.size(); ++i)
+      EXPECT_EQ(rec.calls[i], std::make_pair('f', int(i))) << policy << ": forward in tree order";
+    rec.calls.clear();
+    ctx.backward(model);
+    std::vector<int> expected, got;
+    for (const auto* m : model.backward_order(plan)) expected.push_back(m->id());
+    size_t recomputed = 0;
+    for (auto [kind, id] : rec.calls) {
+      got.push_back(id);
+      recomputed += kind == 'r' ? 1 : 0;
+      EXPECT_NE(kind, 'f') << policy << ": no plain forward inside backward";
+    }
+    EXPECT_EQ(got, expected) << policy;
+    // Each checkpointed block is entered, then ln_1, attn (3), ln_2, mlp (c_fc, gelu).
+    EXPECT_EQ(recomputed, size_t(plan.count()) * 10) << policy;
+    EXPECT_EQ(ctx.recomputing(), false);
+  }
+}
+
 }  // namespace
 }  // namespace hybrid

@@ -146,7 +146,7 @@ TEST_F(HybridProf, MigrateUpgradesAnOldDatabaseForTheReaders) {
   EXPECT_NE(refused.out.find("hybrid-prof migrate"), std::string::npos) << refused.out;
   const Result migrated = prof("migrate --db " + old.string());
   EXPECT_EQ(migrated.rc, 0) << migrated.out;
-  EXPECT_NE(migrated.out.find("schema version 1 → 3"), std::string::npos) << migrated.out;
+  EXPECT_NE(migrated.out.find("schema version 1 → 4"), std::string::npos) << migrated.out;
   EXPECT_EQ(prof("runs --db " + old.string()).rc, 0);
   const Result stale = prof("mark-stale --db " + db_);
   EXPECT_EQ(stale.rc, 0) << stale.out;
