@@ -192,8 +192,7 @@ std::string module_table(const ModuleRollup& t, const FlopsReportOptions& o, Pha
                                format_percent(
                                    total_params > 0 ? double(t.tree.params[i]) / total_params : 0)),
                    re ? std::string("-") : format_count(mean_of(t.per_rank(i, macs_of))),
-                   format_flop(flops), ms_spread(ms),
-                   format_flop_rate(rate(flops, ms.mean * 1e6)),
+                   format_flop(flops), ms_spread(ms), format_flop_rate(rate(flops, ms.mean * 1e6)),
                    format_percent(total_ns > 0 ? ms.mean * 1e6 / total_ns : 0)});
     for (size_t c : t.tree.children[i]) self(self, c);
   };
@@ -239,8 +238,9 @@ std::string flops_report(const RunProfile& p, const FlopsReportOptions& o) {
     out += report::section(
         "recompute (activation checkpointing), per module (rank mean; latency [min, max] over "
         "ranks)");
-    out += "forwards run again in backward, not part of the backward above; share = part of the "
-           "model's recompute latency\n";
+    out +=
+        "forwards run again in backward, not part of the backward above; share = part of the "
+        "model's recompute latency\n";
     out += module_table(tree, o, Phase::recompute);
   }
   return out;

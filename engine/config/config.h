@@ -105,7 +105,7 @@ struct ZeroConfig {
 // (hybrid.activation_checkpointing): which GPT-2 blocks keep only their input
 // and recompute their forward in backward (engine/model/activation_checkpointing.h).
 struct ActivationCheckpointingConfig {
-  int every = 0;  // resolved: 0 off; k >= 1 checkpoints blocks 0, k, 2k, ...
+  int every = 0;                   // resolved: 0 off; k >= 1 checkpoints blocks 0, k, 2k, ...
   bool every_given = false;        // hybrid.activation_checkpointing.every was given
   bool cpu_checkpointing = false;  // the kept block inputs live in host memory
   bool synchronize_checkpoint_boundary = false;

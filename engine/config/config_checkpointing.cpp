@@ -31,8 +31,8 @@ void parse_activation_checkpointing(const json& block, Config& c) {
 
 void parse_hybrid_checkpointing(const json& block, Config& c) {
   ObjectReader r(block, "hybrid.activation_checkpointing", c.ignored_keys);
-  if (auto v = r.integer("every", 0, INT_MAX, "a non-negative integer (0: off, k: every k-th block)"))
-{
+  if (auto v =
+          r.integer("every", 0, INT_MAX, "a non-negative integer (0: off, k: every k-th block)")) {
     c.activation_checkpointing.every = int(*v);
     c.activation_checkpointing.every_given = true;
   }

@@ -107,7 +107,8 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const Checkpoi
   embedding->dout = a.data("grad.residual");
   for (size_t l = 0; l < blocks.size(); ++l) {
     wire_block(*blocks[l], int(l));
-    blocks[l]->stream_bytes_ = size_t(B) * size_t(T) * size_t(cfg_.n_embd) * kernels::dtype_size(dt);
+    blocks[l]->stream_bytes_ =
+        size_t(B) * size_t(T) * size_t(cfg_.n_embd) * kernels::dtype_size(dt);
   }
   const size_t N = size_t(B) * size_t(T);
   const void* residual = a.data(block_input_entry(plan, cfg_.n_layer));

@@ -298,8 +298,7 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     const RankStepAccount* account = acc == accounts.end() ? nullptr : &acc->second;
     costs.push_back(rank_costs(rollup.tree, rollup.cost[k], b.has_events ? account : nullptr));
     double modules_ms = 0;
-    for (size_t root : rollup.tree.roots)
-      modules_ms += costs.back()[root].total_ms();
+    for (size_t root : rollup.tree.roots) modules_ms += costs.back()[root].total_ms();
     const std::optional<double> measured =
         account && account->step_event_ms ? account->step_event_ms : row_ms;
     parts.add_rank(modules_ms, b.has_events ? account : nullptr, measured);

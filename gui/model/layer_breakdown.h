@@ -52,8 +52,8 @@ struct LayerBar {
   double forward = 0;    // forward compute (forward minus the waits inside it)
   double backward = 0;   // backward compute
   double recompute = 0;  // forwards run again in backward (activation checkpointing)
-  double other = 0;     // optimizer compute, waits with no collective in flight, unattributed time
-  double exposed = 0;   // exposed communication inside the row
+  double other = 0;      // optimizer compute, waits with no collective in flight, unattributed time
+  double exposed = 0;    // exposed communication inside the row
 };
 
 struct LayerRow {
@@ -64,16 +64,16 @@ struct LayerRow {
   int depth = 0;
   int parent = -1;  // row index
   std::vector<int> children;
-  Spread fwd_ms, bwd_ms;            // inclusive of child modules
-  Spread recompute_ms;              // activation checkpointing; not part of bwd_ms
-  Spread exposed_ms;                // exposed communication inside the row (inclusive of children)
-  Spread blocked_ms;                // waits inside the row with no collective in flight
-  Spread total_ms;  // fwd + bwd + recompute for modules; the row's time otherwise
+  Spread fwd_ms, bwd_ms;  // inclusive of child modules
+  Spread recompute_ms;    // activation checkpointing; not part of bwd_ms
+  Spread exposed_ms;      // exposed communication inside the row (inclusive of children)
+  Spread blocked_ms;      // waits inside the row with no collective in flight
+  Spread total_ms;        // fwd + bwd + recompute for modules; the row's time otherwise
   Spread host_fwd_ms, host_bwd_ms, host_recompute_ms;  // the scopes' host time (launch on a GPU)
   double fwd_flops = 0;                                // mean over ranks
   double bwd_flops = 0;
   double recompute_flops = 0;
-  double flops_per_s = 0;  // (fwd + bwd + recompute FLOPs) / total time, from the means
+  double flops_per_s = 0;         // (fwd + bwd + recompute FLOPs) / total time, from the means
   double share = 0;               // total_ms.mean / step_ms.mean
   uint64_t params = 0;            // including children
   uint64_t activation_bytes = 0;  // saved for backward per micro batch, including children

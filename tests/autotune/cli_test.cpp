@@ -81,8 +81,7 @@ TEST(Cli, DryRunTriesCheckpointingOnlyWhereMemoryIsTheLimit) {
   big["train_micro_batch_size_per_gpu"] = 64;
   big["hybrid"]["activation_checkpointing"] = {{"every", 1}};
   auto backend = kernels::make_backend("cpu", 0).backend;
-  const uint64_t budget =
-      engine::predict_memory(engine::parse_config(big, 2), 2, *backend).total();
+  const uint64_t budget = engine::predict_memory(engine::parse_config(big, 2), 2, *backend).total();
   cfg["hybrid"]["memory_budget"] = budget;
   test::write_json(dir / "cfg.json", cfg);
   test::write_json(dir / "space.json", space);

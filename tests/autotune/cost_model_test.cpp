@@ -114,10 +114,11 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
 // non-persistent module they run; model FLOPs (what throughput counts) stay.
 TEST(CostModel, CheckpointingAddsTheRecomputedForwardsAndStage3Gathers) {
   const ClusterRates r = linear_rates(2);
-  const json base = {{"train_micro_batch_size_per_gpu", 4},
-                     {"gradient_accumulation_steps", 2},
-                     {"zero_optimization",
-                      {{"stage", 3}, {"overlap_comm", false}, {"stage3_param_persistence_threshold", 0}}}};
+  const json base = {
+      {"train_micro_batch_size_per_gpu", 4},
+      {"gradient_accumulation_steps", 2},
+      {"zero_optimization",
+       {{"stage", 3}, {"overlap_comm", false}, {"stage3_param_persistence_threshold", 0}}}};
   json on = base;
   on["hybrid"] = {{"activation_checkpointing", {{"every", 1}}}};
   const auto off_c = cfg(base, 2), on_c = cfg(on, 2);
@@ -135,7 +136,8 @@ TEST(CostModel, CheckpointingAddsTheRecomputedForwardsAndStage3Gathers) {
   EXPECT_NEAR(f_on.x[kCompute] - f_off.x[kCompute], 2.0 * L * recompute / 1e10, 1e-15);
   // Stage 3: ln_1, c_attn, attn.c_proj, ln_2 and c_fc gathered once more per block.
   double gathered = 0;
-  for (const auto* m : model.blocks[0]->recompute_order()) gathered += double(tree.own_range(*m).size());
+  for (const auto* m : model.blocks[0]->recompute_order())
+    gathered += double(tree.own_range(*m).size());
   // ln_1 and ln_2 (weight, bias), c_attn, attn.c_proj, c_fc (weight, bias); C = 32.
   EXPECT_EQ(gathered, 4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128);
   EXPECT_NEAR(f_on.x[kCommExposed] - f_off.x[kCommExposed], 2.0 * L * gathered * 4 / 1e9, 1e-12);

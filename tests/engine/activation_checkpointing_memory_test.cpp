@@ -86,14 +86,14 @@ TEST_P(CheckpointingMemory, AllocationAndPeaksAreThePredictionExactly) {
   expect_equal(e->allocator().stats().current, layouts.device.resident_bytes(), "device, after");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    StagesDtypesPolicies, CheckpointingMemory,
-    ::testing::Combine(::testing::Values(0, 3), ::testing::Values("fp32", "bf16"),
-                       ::testing::Values("every", "every2", "host", "host3")),
-    [](const auto& info) {
-      return "stage" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param) +
-             "_" + std::get<2>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(StagesDtypesPolicies, CheckpointingMemory,
+                         ::testing::Combine(::testing::Values(0, 3),
+                                            ::testing::Values("fp32", "bf16"),
+                                            ::testing::Values("every", "every2", "host", "host3")),
+                         [](const auto& info) {
+                           return "stage" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param) + "_" + std::get<2>(info.param);
+                         });
 
 // One block's internals (what a checkpointed block no longer keeps), from the
 // shapes: ln_1, attention (qkv 3C, output C, the backend's saved state),
@@ -162,9 +162,9 @@ TrainRun hybrid_train(const test::TempDir& dir, const std::string& name,
                     out = dir / (name + ".bin");
   test::write_json(cfg, test::tiny_config_json(patch));
   TrainRun r;
-  const auto c = test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --config " +
-                                   cfg + " --result " + res + " --export-llmc " + out +
-                                   " --steps 4");
+  const auto c =
+      test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --config " + cfg +
+                        " --result " + res + " --export-llmc " + out + " --steps 4");
   r.exit_code = c.exit_code;
   r.output = c.output;
   if (std::filesystem::exists(res)) r.result = test::read_json(res);
@@ -179,7 +179,8 @@ TEST(CheckpointingMpi, TwoRanksTrainBitwiseAsWithoutAndSaveWhatThePredictionSays
   test::TempDir dir;
   for (int stage : {0, 3}) {
     const std::string tag = fmt::format("stage {}", stage);
-    const auto a = hybrid_train(dir, fmt::format("s{}off", stage), patch_for(stage, "bf16", "none"));
+    const auto a =
+        hybrid_train(dir, fmt::format("s{}off", stage), patch_for(stage, "bf16", "none"));
     const auto b = hybrid_train(dir, fmt::format("s{}on", stage), patch_for(stage, "bf16", "host"));
     ASSERT_EQ(a.exit_code, 0) << a.output;
     ASSERT_EQ(b.exit_code, 0) << b.output;

@@ -20,14 +20,13 @@ using profiler::Category;
 
 TEST(CheckpointingProfile, RecomputeIsItsOwnCategoryInEventsLayerStatsAndReports) {
   test::TempDir dir;
-  const nlohmann::json patch = {
-      {"gradient_accumulation_steps", 2},
-      {"flops_profiler", {{"enabled", true}, {"profile_step", 2}}},
-      {"activation_checkpointing", {{"profile", true}}},
-      {"hybrid",
-       {{"model", {{"n_layer", 3}}},
-        {"activation_checkpointing", {{"every", 2}}},
-        {"profiler", {{"trace", true}, {"trace_steps", 1}}}}}};
+  const nlohmann::json patch = {{"gradient_accumulation_steps", 2},
+                                {"flops_profiler", {{"enabled", true}, {"profile_step", 2}}},
+                                {"activation_checkpointing", {{"profile", true}}},
+                                {"hybrid",
+                                 {{"model", {{"n_layer", 3}}},
+                                  {"activation_checkpointing", {{"every", 2}}},
+                                  {"profiler", {{"trace", true}, {"trace_steps", 1}}}}}};
   const std::string cfg = dir / "cfg.json", db = dir / "runs.db";
   test::write_json(cfg, test::tiny_config_json(patch));
   const auto cmd = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --db " +
@@ -41,8 +40,7 @@ TEST(CheckpointingProfile, RecomputeIsItsOwnCategoryInEventsLayerStatsAndReports
                             "forwards"),
             std::string::npos)
       << cmd.output;
-  EXPECT_NE(cmd.output.find("recompute (activation checkpointing), per module"),
-            std::string::npos)
+  EXPECT_NE(cmd.output.find("recompute (activation checkpointing), per module"), std::string::npos)
       << cmd.output;
 
   profiler::RunStore store(db, profiler::OpenMode::read_only);

@@ -231,7 +231,9 @@ class FlatParams final : public engine::ParamAccess {
   const void* param(const engine::ParamSpec& p) override {
     return params_.view("test").as<float>() + p.offset;
   }
-  void* grad(const engine::ParamSpec& p) override { return grads_.view("test").as<float>() + p.offset; }
+  void* grad(const engine::ParamSpec& p) override {
+    return grads_.view("test").as<float>() + p.offset;
+  }
 
  private:
   engine::LayoutBuffers params_, grads_;

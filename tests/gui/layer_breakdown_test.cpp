@@ -284,14 +284,14 @@ TEST(LayerBreakdown, RecomputationIsItsOwnPartOfEveryRowAndOfTheStep) {
   const LayerRow& other_block = b.rows[size_t(b.find_name("h.1"))];
   const double rc_ms = f.mean_over_ranks(9, [](const auto& e) { return e.fwd_ms.at(2); }) * 0.9;
   EXPECT_NEAR(block.recompute_ms.mean, rc_ms, 1e-5);
-  EXPECT_NEAR(block.total_ms.mean,
-              block.fwd_ms.mean + block.bwd_ms.mean + block.recompute_ms.mean, kMsTol);
+  EXPECT_NEAR(block.total_ms.mean, block.fwd_ms.mean + block.bwd_ms.mean + block.recompute_ms.mean,
+              kMsTol);
   EXPECT_NEAR(block.bar.recompute, block.recompute_ms.mean, kMsTol) << "no waits in it";
   EXPECT_EQ(other_block.recompute_ms.mean, 0.0);
-  EXPECT_NEAR(block.flops_per_s,
-              (block.fwd_flops + block.bwd_flops + block.recompute_flops) /
-                  (block.total_ms.mean * 1e-3),
-              1e-6 * block.flops_per_s);
+  EXPECT_NEAR(
+      block.flops_per_s,
+      (block.fwd_flops + block.bwd_flops + block.recompute_flops) / (block.total_ms.mean * 1e-3),
+      1e-6 * block.flops_per_s);
   // The model's time only moved from backward to recompute: the step is the same.
   const LayerRow& model = b.rows[0];
   EXPECT_NEAR(model.total_ms.mean, before.rows[0].total_ms.mean, kMsTol);
