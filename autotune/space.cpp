@@ -173,9 +173,15 @@ const std::vector<AxisDef>& axis_table() {
     t.push_back(string_axis("zero_optimization.offload_optimizer.device", "offopt", {"none", "cpu"},
                             (1u << 1) | (1u << 2) | kStage3));
     t.back().aliases = {"offload_optimizer"};
+    t.back().saves_nothing = "none";
     t.push_back(string_axis("zero_optimization.offload_param.device", "offparam", {"none", "cpu"},
                             kStage3));
     t.back().aliases = {"offload_param"};
+    t.back().saves_nothing = "none";
+    // Recomputation in backward for the activations of every k-th block (0: off).
+    t.push_back(int_axis("hybrid.activation_checkpointing.every", "ckpt", 0, kAll,
+                         {"activation_checkpointing", "activation_checkpointing.every"}));
+    t.back().saves_nothing = 0;
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
     for (auto& a : t)  // batch sizes are ints in the engine

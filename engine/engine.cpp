@@ -151,7 +151,9 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   describe_offload();
   describe_schedule();
   const auto dt = cfg.param_dtype();
-  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt);
+  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt,
+               checkpoint_plan(cfg), host_alloc_.get());
+  describe_checkpointing();
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
                                             cfg.seq_len());
   ctx_->set_param_access(zero_.get());
@@ -270,6 +272,31 @@ void Engine::describe_schedule() {
         s.cycle_min_mom, s.cycle_max_mom));
 }
 
+void Engine::describe_checkpointing() {
+  const CheckpointPlan& plan = model_->checkpoint_plan();
+  if (!plan.any()) return;
+  std::string blocks;
+  for (int l = 0; l < cfg_.model.n_layer; ++l)
+    if (plan.checkpointed(l)) blocks += (blocks.empty() ? "" : ", ") + std::to_string(l);
+  log(fmt::format(
+      "activation_checkpointing: {} of {} blocks (h.{{{}}}) keep only their input{} and recompute "
+      "their forward in backward; activations {} on the device{}",
+      plan.count(), cfg_.model.n_layer, blocks, plan.host_inputs ? " in host memory" : "",
+      base::format_bytes(alloc_->stats().current[size_t(MemCategory::activations)]),
+      plan.synchronize ? ", device synchronized at each checkpoint boundary" : ""));
+}
+
+void Engine::log_checkpoint_times() {
+  checkpoint_times_ = model_->take_checkpoint_times();
+  if (!model_->checkpoint_plan().profile) return;
+  const auto& t = checkpoint_times_;
+  log(fmt::format(
+      "activation_checkpointing.profile: step {}: {} checkpointed block forwards {:.3f} ms, "
+      "recomputation {:.3f} ms, their backward {:.3f} ms",
+      global_step_, t.blocks, double(t.forward_ns) / 1e6, double(t.recompute_ns) / 1e6,
+      double(t.backward_ns) / 1e6));
+}
+
 void Engine::set_parameters(const std::vector<float>& flat) {
   if (int64_t(flat.size()) != tree_->param_count())
     throw std::invalid_argument(fmt::format("set_parameters: expected {} values, got {}",
@@ -380,6 +407,7 @@ void Engine::take_optimizer_step() {
   }
   ++global_step_;
   last_.step = global_step_;
+  log_checkpoint_times();
   if (g.overflow) {
     // DeepSpeed skips the update and does not advance the LR schedule.
     zero_->zero_grads();

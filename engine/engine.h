@@ -104,6 +104,9 @@ class Engine {
   const StepStats& last_step() const { return last_; }
   // wall_clock_breakdown: the timers of the last optimizer step (none measured when off).
   const engine::StepTimes& last_step_times() const { return last_times_; }
+  // activation_checkpointing.profile: the checkpointed blocks' times of the last
+  // optimizer step (zero without profile).
+  const engine::CheckpointTimes& checkpoint_times() const { return checkpoint_times_; }
   float current_lr() const;
 
   engine::GPT2& model() { return *model_; }
@@ -152,6 +155,8 @@ class Engine {
   void describe_offload();
   void take_optimizer_step();  // step() at the accumulation boundary
   void describe_schedule();
+  void describe_checkpointing();
+  void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
@@ -190,6 +195,7 @@ class Engine {
   StepStats last_;
   engine::StepTimerSet timers_;
   engine::StepTimes last_times_;
+  engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
 };
 

@@ -68,8 +68,10 @@ namespace {
 // gatherer's policy (engine/zero/param_gatherer.cpp) over the recorded order —
 // gather the current module's units, prefetch ahead until the prefetch budget is
 // spent or max_live would be exceeded, release after use. Unit sizes and
-// persistence come from the gatherer's layout (unit i: param_modules()[i]).
-int64_t stage3_peak_live(const ModuleTree& tree, const ZeroSetup& z, const MemoryLayout& units) {
+// persistence come from the gatherer's layout (unit i: param_modules()[i]); the
+// backward order is the model's, recomputed forwards included.
+int64_t stage3_peak_live(const GPT2& model, const ModuleTree& tree, const ZeroSetup& z,
+                         const MemoryLayout& units, const CheckpointPlan& plan) {
   std::vector<int64_t> unit_size(tree.modules().size(), 0);
   std::vector<bool> persistent(tree.modules().size(), false);
   for (size_t i = 0; i < tree.param_modules().size(); ++i) {
@@ -86,7 +88,9 @@ int64_t stage3_peak_live(const ModuleTree& tree, const ZeroSetup& z, const Memor
     }
     if (!uses[size_t(m->id())].empty()) forward.push_back(m->id());
   }
-  std::vector<int> backward(forward.rbegin(), forward.rend());
+  std::vector<int> backward;
+  for (const Module* m : model.backward_order(plan))
+    if (!uses[size_t(m->id())].empty()) backward.push_back(m->id());
 
   int64_t peak = 0;
   for (const auto* order : {&forward, &backward}) {
@@ -137,14 +141,17 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
       ZeroRuntime::layout(z, part, optimizer_state_floats(cfg.optimizer), offloaded(cfg)));
   l.device.append(GradReducer::layout(z, tree, part));
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
-  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(),
-                                         cfg.train_micro_batch_size_per_gpu, cfg.seq_len(),
-                                         z.param_dtype, attention_saved_bytes));
+  const CheckpointPlan plan = checkpoint_plan(cfg);
+  const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len();
+  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(), B, T, z.param_dtype,
+                                         attention_saved_bytes, plan));
+  // Host memory in the engine's order: the offloaded optimizer, then activations.
   if (offloaded(cfg)) {
     const int64_t n_opt = z.stage == 0 ? part.padded() : part.shard_size();
     l.host = OptimizerOffload::layout(n_opt, optimizer_state_floats(cfg.optimizer), z.accum_dtype,
                                       z.param_dtype);
   }
+  l.host.append(gpt2_host_activation_layout(cfg.model, B, T, z.param_dtype, plan));
   return l;
 }
 
@@ -160,7 +167,8 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
     ModuleTree tree(model);
     const ZeroSetup z = zero_setup(cfg);
     m.bytes[size_t(MemCategory::params)] +=
-        uint64_t(stage3_peak_live(tree, z, ParamGatherer::layout(z, tree))) *
+        uint64_t(stage3_peak_live(model, tree, z, ParamGatherer::layout(z, tree),
+                                  checkpoint_plan(cfg))) *
         dtype_size(z.param_dtype);
   }
   return m;

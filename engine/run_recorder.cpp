@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "base/host.h"
 #include "engine/engine.h"
@@ -141,19 +142,43 @@ std::vector<profiler::LayerStat> RunRecorder::layer_stats(
     const std::vector<profiler::Event>& events) const {
   // Times are inclusive as measured; FLOPs are recorded by the op-owning
   // module and added up the tree so that every row is inclusive too.
+  // Recomputation (activation checkpointing) has its own columns, inclusive
+  // too: an outermost recompute scope (ctx.recompute(block), its parent not
+  // recomputing) runs inside its ancestors' backward scopes, so for them it
+  // moves from backward to recompute, and fwd + bwd + recompute is every row's time.
   std::map<std::pair<int64_t, int32_t>, profiler::LayerStat> rows;
   const auto& mods = engine_->module_tree().modules();
+  std::set<std::pair<int64_t, int32_t>> recomputing;  // (step, module) with a recompute scope
+  for (const auto& e : events)
+    if (e.module_id >= 0 && e.category == Category::recompute)
+      recomputing.insert({e.step, e.module_id});
+  auto row = [&](int64_t step, int32_t m) -> profiler::LayerStat& {
+    auto& r = rows[{step, m}];
+    r.rank = rank_;
+    r.module_id = m;
+    r.step = step;
+    return r;
+  };
   for (const auto& e : events) {
-    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward))
+    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward &&
+                            e.category != Category::recompute))
       continue;
     const bool fwd = e.category == Category::forward;
     const bool macs = mods[size_t(e.module_id)]->type() == "Linear" ||
                       mods[size_t(e.module_id)]->type() == "AttentionCore";
+    if (e.category == Category::recompute) {
+      row(e.step, e.module_id).recompute_ns += e.dur_ns;
+      const int32_t parent = mods[size_t(e.module_id)]->parent();
+      const bool outermost = parent < 0 || !recomputing.count({e.step, parent});
+      for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
+        auto& r = row(e.step, m);
+        r.recompute_flops += e.flops;
+        if (m != e.module_id && outermost) r.recompute_ns += e.dur_ns, r.bwd_ns -= e.dur_ns;
+      }
+      continue;
+    }
     for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
-      auto& r = rows[{e.step, m}];
-      r.rank = rank_;
-      r.module_id = m;
-      r.step = e.step;
+      auto& r = row(e.step, m);
       if (m == e.module_id) {
         (fwd ? r.fwd_ns : r.bwd_ns) += e.dur_ns;
         if (fwd) ++r.calls;
@@ -231,7 +256,9 @@ void RunRecorder::finish(const TrainSummary& summary) {
       step_ranks_.push_back(row);  // replaces the host row of the same step when stored
     }
   } else {
-    for (auto& row : stats) row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns;
+    for (auto& row : stats)
+      row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns,
+      row.host_recompute_ns = row.recompute_ns;
   }
   if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);
   if (cfg_.comms_logger.enabled && rank_ == 0)

@@ -142,6 +142,11 @@ struct LayerStat {
   // scope's host time (on a GPU: the time spent launching).
   int64_t host_fwd_ns = 0;
   int64_t host_bwd_ns = 0;
+  // Activation checkpointing: the forward run again in backward (category
+  // recompute), apart from fwd/bwd; the same device/host split.
+  int64_t recompute_ns = 0;
+  uint64_t recompute_flops = 0;
+  int64_t host_recompute_ns = 0;
 
   friend bool operator==(const LayerStat&, const LayerStat&) = default;
 };

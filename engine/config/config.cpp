@@ -262,10 +262,13 @@ Config parse_config(const json& j, int world_size) {
   if (const json* z = top.get("zero_optimization")) parse_zero(*z, c);
   if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
   if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
+  const json* checkpointing = top.object("activation_checkpointing");
+  if (checkpointing) config_detail::parse_activation_checkpointing(*checkpointing, c);
   // DeepSpeed turns the step timers on whenever the flops profiler is on.
   c.wall_clock_breakdown = c.wall_clock_breakdown || c.flops_profiler.enabled;
 
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
+  config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

@@ -125,6 +125,20 @@ struct ZeroConfig {
   OffloadConfig offload_param;
 };
 
+// DeepSpeed's activation_checkpointing block and our per-block policy
+// (hybrid.activation_checkpointing): which GPT-2 blocks keep only their input
+// and recompute their forward in backward (engine/model/activation_checkpointing.h).
+struct ActivationCheckpointingConfig {
+  int every = 0;                   // resolved: 0 off; k >= 1 checkpoints blocks 0, k, 2k, ...
+  bool every_given = false;        // hybrid.activation_checkpointing.every was given
+  bool cpu_checkpointing = false;  // the kept block inputs live in host memory
+  bool synchronize_checkpoint_boundary = false;
+  bool profile = false;  // log forward / recompute / backward time of the checkpointed blocks
+  bool partition_activations = false;           // read; no effect without model parallelism
+  bool contiguous_memory_optimization = false;  // read; activation layouts are contiguous
+  int number_checkpoints = 0;                   // 0: not given; else at most this many blocks
+};
+
 struct FlopsProfilerConfig {
   bool enabled = false;
   int profile_step = 1;
@@ -176,6 +190,7 @@ struct Config {
   ZeroConfig zero;
   FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
+  ActivationCheckpointingConfig activation_checkpointing;
 
   // "hybrid" block
   ModelConfig model;

@@ -86,4 +86,11 @@ void parse_scheduler(const nlohmann::json& block, Config& c);
 // The "hybrid" block (config_hybrid.cpp).
 void parse_hybrid_block(const nlohmann::json& block, Config& c);
 
+// Activation checkpointing (config_checkpointing.cpp): DeepSpeed's block, ours
+// (hybrid.activation_checkpointing), and the policy resolved once the model
+// depth is known (after the hybrid block).
+void parse_activation_checkpointing(const nlohmann::json& block, Config& c);
+void parse_hybrid_checkpointing(const nlohmann::json& block, Config& c);
+void resolve_activation_checkpointing(bool deepspeed_block, Config& c);
+
 }  // namespace hybrid::engine::config_detail

@@ -73,6 +73,12 @@ void ZeroRuntime::before_backward(const Module& m) {
 void ZeroRuntime::after_backward(const Module& m) {
   if (gatherer_) gatherer_->after(m, false);
 }
+void ZeroRuntime::before_recompute(const Module& m) {
+  if (gatherer_) gatherer_->before(m, false);
+}
+void ZeroRuntime::after_recompute(const Module& m) {
+  if (gatherer_) gatherer_->after(m, false);
+}
 
 void ZeroRuntime::end_forward() {
   if (gatherer_) gatherer_->release_all();

@@ -68,6 +68,10 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void after_forward(const Module& m) override;
   void before_backward(const Module& m) override;
   void after_backward(const Module& m) override;
+  // A recomputed forward belongs to the backward pass: ZeRO-3 gathers for it in
+  // the backward order (its prefetch sees recomputation and backward as one).
+  void before_recompute(const Module& m) override;
+  void after_recompute(const Module& m) override;
 
   void end_forward();
   void begin_backward(bool reduce) { reducer_->begin_backward(reduce); }

@@ -127,13 +127,15 @@ std::vector<ModuleInfo> RunStore::modules_unlocked(int64_t run_id) {
 std::vector<LayerStat> RunStore::layer_stats_unlocked(int64_t run_id, std::optional<int> rank) {
   auto st = conn_->prepare(
       "SELECT rank, module_id, step, fwd_ns, bwd_ns, fwd_flops, bwd_flops, fwd_macs, bwd_macs, "
-      "calls, host_fwd_ns, host_bwd_ns FROM layer_stats "
+      "calls, host_fwd_ns, host_bwd_ns, recompute_ns, recompute_flops, host_recompute_ns "
+      "FROM layer_stats "
       "WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) ORDER BY step, rank, module_id");
   st.bind(run_id, rank);
   std::vector<LayerStat> out;
   while (st.step())
     out.push_back({int(st.i64(0)), int32_t(st.i64(1)), st.i64(2), st.i64(3), st.i64(4), st.u64(5),
-                   st.u64(6), st.u64(7), st.u64(8), st.i64(9), st.i64(10), st.i64(11)});
+                   st.u64(6), st.u64(7), st.u64(8), st.i64(9), st.i64(10), st.i64(11), st.i64(12),
+                   st.u64(13), st.i64(14)});
   return out;
 }
 

@@ -81,11 +81,13 @@ void insert_modules(Connection& c, int64_t run_id, std::span<const ModuleInfo> m
 void insert_layer_stats(Connection& c, int64_t run_id, std::span<const LayerStat> rows) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO layer_stats (run_id, rank, module_id, step, fwd_ns, bwd_ns, "
-      "fwd_flops, bwd_flops, fwd_macs, bwd_macs, calls, host_fwd_ns, host_bwd_ns) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "fwd_flops, bwd_flops, fwd_macs, bwd_macs, calls, host_fwd_ns, host_bwd_ns, recompute_ns, "
+      "recompute_flops, host_recompute_ns) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   for (const auto& r : rows)
     st.bind(run_id, r.rank, r.module_id, r.step, r.fwd_ns, r.bwd_ns, r.fwd_flops, r.bwd_flops,
-            r.fwd_macs, r.bwd_macs, r.calls, r.host_fwd_ns, r.host_bwd_ns)
+            r.fwd_macs, r.bwd_macs, r.calls, r.host_fwd_ns, r.host_bwd_ns, r.recompute_ns,
+            r.recompute_flops, r.host_recompute_ns)
         .run();
 }
 

@@ -123,8 +123,9 @@ TEST(RunStore, RunTablesRoundTrip) {
                                            {2, 0, "h.0", "Block", 1, 0, 65536},
                                            {3, 2, "h.0.attn", "Attention", 2, 16640, 32768}};
   const std::vector<LayerStat> layers = {
+      // host times and recomputation (activation checkpointing) round-trip too
       {0, 3, 2, 1500, 3100, 1'000'000'000'000ull, 2'000'000'000'000ull, 500'000'000'000ull,
-       1'000'000'000'000ull, 2},
+       1'000'000'000'000ull, 2, 1400, 3000, 900, 600'000'000'000ull, 850},
       {1, 3, 2, 1600, 3200, 1'000'000'000'000ull, 2'000'000'000'000ull, 500'000'000'000ull,
        1'000'000'000'000ull, 2},
       {0, 1, 2, 50, 70, 0, 0, 0, 0, 2}};
