@@ -151,8 +151,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   describe_offload();
   describe_schedule();
   const auto dt = cfg.param_dtype();
-  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt,
-               checkpoint_plan(cfg), host_alloc_.get());
+  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt, checkpoint_plan(cfg),
+               host_alloc_.get());
   describe_checkpointing();
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
                                             cfg.seq_len());

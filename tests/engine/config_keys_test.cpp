@@ -147,6 +147,12 @@ const KeyCheck kKeyChecks[] = {
     {"zero_optimization.offload_param.device", R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})", FIELD(zero.offload_param.device)},
     {"zero_optimization.offload_param.pin_memory", R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "pin_memory": true}}})", FIELD(zero.offload_param.pin_memory)},
     {"zero_optimization.offload_param.nvme_path", R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nvme"}}})", FIELD(zero.offload_param.nvme_path)},
+    {"activation_checkpointing", R"({"activation_checkpointing": {}})", FIELD(activation_checkpointing.every)},
+    {"activation_checkpointing.number_checkpoints", R"({"hybrid": {"model": {"n_layer": 4}}, "activation_checkpointing": {"number_checkpoints": 2}})", FIELD(activation_checkpointing.every)},
+    {"activation_checkpointing.cpu_checkpointing", R"({"activation_checkpointing": {"cpu_checkpointing": true}})", FIELD(activation_checkpointing.cpu_checkpointing)},
+    {"activation_checkpointing.synchronize_checkpoint_boundary", R"({"activation_checkpointing": {"synchronize_checkpoint_boundary": true}})", FIELD(activation_checkpointing.synchronize_checkpoint_boundary)},
+    {"activation_checkpointing.profile", R"({"activation_checkpointing": {"profile": true}})", FIELD(activation_checkpointing.profile)},
+    {"hybrid.activation_checkpointing.every", R"({"hybrid": {"activation_checkpointing": {"every": 2}}})", FIELD(activation_checkpointing.every)},
     // ---- profilers
     {"flops_profiler.enabled", R"({"flops_profiler": {"enabled": true}})", FIELD(flops_profiler.enabled)},
     {"flops_profiler.profile_step", R"({"flops_profiler": {"enabled": true, "profile_step": 3}})", FIELD(flops_profiler.profile_step)},
@@ -162,6 +168,8 @@ const KeyCheck kKeyChecks[] = {
     {"zero_optimization.contiguous_gradients", R"({"zero_optimization": {"stage": 2, "contiguous_gradients": true}})", WARNS},
     {"cycle_first_stair_count", R"({"scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_first_stair_count": 2}}})", WARNS},
     {"cycle_second_stair_count", R"({"scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_second_stair_count": 2}}})", WARNS},
+    {"activation_checkpointing.partition_activations", R"({"activation_checkpointing": {"partition_activations": true}})", WARNS},
+    {"activation_checkpointing.contiguous_memory_optimization", R"({"activation_checkpointing": {"contiguous_memory_optimization": true}})", WARNS},
     // ---- the "hybrid" block
     {"hybrid.model.type", R"({"hybrid": {"model": {"type": "bert"}}})", ONLY_DEFAULT},
     {"hybrid.model.n_layer", R"({"hybrid": {"model": {"n_layer": 2}}})", FIELD(model.n_layer)},
