@@ -30,9 +30,11 @@ class SavePolicy {
   // What to save after global step `step` (1-based) of the loop.
   Kind at_step(int64_t step) const;
   // The end of a run saves an optimizer-state checkpoint unless `step` saved one.
-  Kind at_end(int64_t step) const { return at_step(step) == Kind::none ? Kind::optimizer : Kind::none; }
+  Kind at_end(int64_t step) const {
+    return at_step(step) == Kind::none ? Kind::optimizer : Kind::none;
+  }
 
-  static std::string tag(int64_t step);        // "step000120"
+  static std::string tag(int64_t step);                       // "step000120"
   static const char* managed_tags() { return "step[0-9]+"; }  // what keep_last may delete
   static const char* kind_name(Kind k) { return k == Kind::full ? "full" : "optimizer"; }
 

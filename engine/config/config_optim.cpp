@@ -41,8 +41,8 @@ const std::map<std::string, std::set<std::string>>& optimizer_params() {
 }
 
 const std::map<std::string, std::set<std::string>>& scheduler_params() {
-  static const std::set<std::string> warmup = {"warmup_min_lr", "warmup_max_lr",
-                                               "warmup_num_steps", "warmup_type"};
+  static const std::set<std::string> warmup = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
+                                               "warmup_type"};
   static const std::set<std::string> decay = [] {
     auto s = warmup;
     s.insert("total_num_steps");
@@ -52,8 +52,7 @@ const std::map<std::string, std::set<std::string>>& scheduler_params() {
       {"WarmupLR", warmup},
       {"WarmupDecayLR", decay},
       {"WarmupCosineLR",
-       {"total_num_steps", "warmup_min_ratio", "warmup_num_steps", "cos_min_ratio",
-        "warmup_type"}},
+       {"total_num_steps", "warmup_min_ratio", "warmup_num_steps", "cos_min_ratio", "warmup_type"}},
       {"OneCycle",
        {"cycle_min_lr", "cycle_max_lr", "decay_lr_rate", "cycle_first_step_size",
         "cycle_second_step_size", "cycle_first_stair_count", "cycle_second_stair_count",
@@ -87,7 +86,8 @@ std::string optimizer_name(const json& type) {
   // DeepSpeed lower-cases the names it knows (torch's SGD we accept in any case too).
   for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD"}) {
     std::string n = name;
-    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
     if (lower == n) return name;
   }
   fail("optimizer.type", what, type);
@@ -121,10 +121,10 @@ void parse_sgd(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.boolean("nesterov")) o.nesterov = *v;
   // torch.optim.SGD: "Nesterov momentum requires a momentum and zero dampening".
   if (o.nesterov && (o.momentum <= 0.0f || o.dampening != 0.0f))
-    throw ConfigError(fmt::format(
-        "config: optimizer.params.nesterov needs optimizer.params.momentum > 0 and "
-        "optimizer.params.dampening 0 (got momentum {:g}, dampening {:g})",
-        o.momentum, o.dampening));
+    throw ConfigError(
+        fmt::format("config: optimizer.params.nesterov needs optimizer.params.momentum > 0 and "
+                    "optimizer.params.dampening 0 (got momentum {:g}, dampening {:g})",
+                    o.momentum, o.dampening));
 }
 
 }  // namespace
@@ -201,8 +201,8 @@ void parse_warmup_params(ObjectReader& p, SchedulerConfig& s, const Config& c) {
 void parse_one_cycle(ObjectReader& p, SchedulerConfig& s) {
   for (const char* key : {"cycle_min_lr", "cycle_max_lr"})
     if (!p.get(key))  // required positional arguments of DeepSpeed's OneCycle
-      throw ConfigError(
-          fmt::format("config: scheduler.params.{} must be given for OneCycle (a number >= 0)", key));
+      throw ConfigError(fmt::format(
+          "config: scheduler.params.{} must be given for OneCycle (a number >= 0)", key));
   s.cycle_min_lr = float(*p.number("cycle_min_lr", 0.0));
   s.cycle_max_lr = float(*p.number("cycle_max_lr", 0.0));
   if (auto v = p.number("decay_lr_rate", 0.0)) s.decay_lr_rate = float(*v);
@@ -229,8 +229,8 @@ void parse_lr_range_test(ObjectReader& p, SchedulerConfig& s) {
 
 void parse_scheduler(const json& block, Config& c) {
   ObjectReader r(block, "scheduler", c.ignored_keys);
-  const auto type = r.choice(
-      "type", {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", "LRRangeTest"});
+  const auto type =
+      r.choice("type", {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", "LRRangeTest"});
   if (!type) {  // DeepSpeed builds no scheduler without a type
     r.finish();
     return;

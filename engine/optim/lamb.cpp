@@ -34,8 +34,7 @@ class Lamb final : public Optimizer {
   int state_floats_per_param() const override { return 2; }  // m, v
   size_t stats_size() const override { return 2 * segments(); }
 
-  void gather_stats(kernels::Backend& backend, const OptimizerStepArgs& a,
-                    double* stats) override {
+  void gather_stats(kernels::Backend& backend, const OptimizerStepArgs& a, double* stats) override {
     const auto [first_segment, local] = local_bounds(a);
     backend.lamb_moments(params(a), a.master, a.state, a.state + a.n, a.grad_dtype, a.grad,
                          a.grad_scale, local.data(), int(local.size()) - 1,

@@ -51,8 +51,8 @@ void CpuBackend::sgd(const SgdParams& p, float* master, float* momentum_buf, DTy
     dispatch_dtype(param_dt, [&](auto ptag) {
       using G = decltype(gtag);
       using P = decltype(ptag);
-      sgd_impl(p, master, buf, static_cast<const G*>(grad), grad_scale,
-               static_cast<P*>(param_out), n);
+      sgd_impl(p, master, buf, static_cast<const G*>(grad), grad_scale, static_cast<P*>(param_out),
+               n);
     });
   });
 }

@@ -91,8 +91,8 @@ LambConsts consts_of(const LambParams& p, float grad_scale) {
   if (p.bias_correction && p.step < 1)
     throw std::invalid_argument("lamb: step must be >= 1 with bias correction, got " +
                                 std::to_string(p.step));
-  return {p.beta1, p.beta2, p.eps, p.weight_decay, grad_scale, lamb_step_size(p),
-          p.eps_inside_sqrt};
+  return {p.beta1,           p.beta2,          p.eps, p.weight_decay, grad_scale,
+          lamb_step_size(p), p.eps_inside_sqrt};
 }
 
 // Checks the host bounds and returns the plan over them.
@@ -118,17 +118,17 @@ void lamb_moments(const LambParams& p, const float* master, float* m, float* v, 
   if (!plan.splits) return;
   const size_t nseg = size_t(segments);
   const size_t partial_doubles = nseg * plan.splits * 2;
-  Scratch scratch(alloc, (nseg + 1) * sizeof(int64_t) + (partial_doubles + 2 * nseg) * sizeof(double));
+  Scratch scratch(alloc,
+                  (nseg + 1) * sizeof(int64_t) + (partial_doubles + 2 * nseg) * sizeof(double));
   auto* dev_bounds = scratch.as<int64_t>();
   auto* partial = reinterpret_cast<double*>(dev_bounds + nseg + 1);
   double* totals = partial + partial_doubles;
-  HYBRID_CUDA_CHECK(cudaMemcpyAsync(dev_bounds, bounds, (nseg + 1) * sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, s));
+  HYBRID_CUDA_CHECK(
+      cudaMemcpyAsync(dev_bounds, bounds, (nseg + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
   const dim3 grid(plan.splits, plan.segments);
   dispatch_device_dtype(grad_dt, [&]<class G>(TypeTag<G>) {
-    lamb_moments_kernel<G><<<grid, plan.block, 0, s>>>(k, master, m, v,
-                                                       static_cast<const G*>(grad), dev_bounds,
-                                                       partial);
+    lamb_moments_kernel<G><<<grid, plan.block, 0, s>>>(k, master, m, v, static_cast<const G*>(grad),
+                                                       dev_bounds, partial);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
   const unsigned threads = 128;
@@ -152,8 +152,8 @@ void lamb_update(const LambParams& p, float* master, const float* m, const float
   Scratch scratch(alloc, (nseg + 1) * sizeof(int64_t) + nseg * sizeof(float));
   auto* dev_bounds = scratch.as<int64_t>();
   auto* dev_coeffs = reinterpret_cast<float*>(dev_bounds + nseg + 1);
-  HYBRID_CUDA_CHECK(cudaMemcpyAsync(dev_bounds, bounds, (nseg + 1) * sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, s));
+  HYBRID_CUDA_CHECK(
+      cudaMemcpyAsync(dev_bounds, bounds, (nseg + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
   HYBRID_CUDA_CHECK(
       cudaMemcpyAsync(dev_coeffs, coeffs, nseg * sizeof(float), cudaMemcpyHostToDevice, s));
   const dim3 grid(plan.splits, plan.segments);

@@ -44,7 +44,7 @@ void sgd(const SgdParams& p, float* master, float* momentum_buf, DType grad_dt, 
     throw std::invalid_argument("sgd: momentum needs a momentum buffer");
   const LaunchConfig c = launch_config(n, 256, 8192);
   if (!c.grid) return;
-  const SgdConsts k{p.lr,         p.momentum, 1.0f - p.dampening, p.weight_decay,
+  const SgdConsts k{p.lr,       p.momentum,   1.0f - p.dampening, p.weight_decay,
                     grad_scale, p.first_step, p.nesterov};
   dispatch_device_dtype(grad_dt, [&]<class G>(TypeTag<G>) {
     dispatch_device_dtype(param_dt, [&]<class P>(TypeTag<P>) {

@@ -124,9 +124,8 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
   const auto deleted = engine::prune_checkpoints(d, "optimizer", 2, SavePolicy::managed_tags());
   // Optimizer-state tags: 1, 2, 4, 5 and 6 (latest, re-saved as optimizer-state) → keep 6, 5.
   EXPECT_EQ(deleted, (std::vector<std::string>{"step000004", "step000002", "step000001"}));
-  EXPECT_EQ(tags_in(d),
-            (std::vector<std::string>{"best", "step000003", "step000005", "step000006",
-                                      "step000007"}));
+  EXPECT_EQ(tags_in(d), (std::vector<std::string>{"best", "step000003", "step000005", "step000006",
+                                                  "step000007"}));
   EXPECT_TRUE(fs::exists(dir / "notes.txt"));
   EXPECT_EQ(latest_of(d), "step000006");
   // Full tags: 3 only (6 was re-saved as optimizer-state); keep 1 deletes nothing.
@@ -148,15 +147,17 @@ Run hybrid_train(const test::TempDir& dir, const std::string& name, const nlohma
   const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json");
   test::write_json(cfg, test::tiny_config_json(patch));
   Run r;
-  const auto c = test::run_command(test::tool("hybrid-train") + " --config " + cfg +
-                                   " --result " + res + " " + args);
+  const auto c = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --result " +
+                                   res + " " + args);
   r.exit_code = c.exit_code;
   r.output = c.output;
   if (fs::exists(res)) r.result = test::read_json(res);
   return r;
 }
 
-std::vector<double> losses(const Run& r) { return r.result.at("losses").get<std::vector<double>>(); }
+std::vector<double> losses(const Run& r) {
+  return r.result.at("losses").get<std::vector<double>>();
+}
 
 const nlohmann::json kPatch = {{"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 3e-3}}}}},
                                {"fp16", {{"enabled", true}, {"initial_scale_power", 12}}},
@@ -169,8 +170,9 @@ TEST(CheckpointPolicy, IntervalsKeepLastAndExactResumeFromLatestOrATag) {
   ASSERT_EQ(full.exit_code, 0) << full.output;
 
   nlohmann::json policy = kPatch;
-  policy["hybrid"] = {{"checkpoint",
-                       {{"dir", ckpt}, {"interval", 4}, {"optimizer_interval", 2}, {"keep_last", 2}}}};
+  policy["hybrid"] = {
+      {"checkpoint",
+       {{"dir", ckpt}, {"interval", 4}, {"optimizer_interval", 2}, {"keep_last", 2}}}};
   const auto first = hybrid_train(dir, "first", policy, "--steps 10");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   // Full at 4 and 8 (both kept), optimizer-state at 2, 6, 10 (2 deleted).
@@ -205,9 +207,9 @@ TEST(CheckpointPolicy, ACrashMidSaveNeverMovesLatest) {
   const auto full = hybrid_train(dir, "full", kPatch, "--quiet --steps 8");
   ASSERT_EQ(full.exit_code, 0) << full.output;
   // SIGKILL inside step 6's checkpoint, after its partition is written.
-  const auto killed = hybrid_train(dir, "killed", kPatch,
-                                   "--quiet --steps 8 --save " + ckpt +
-                                       " --save-every 2 --kill-mid-save 6");
+  const auto killed =
+      hybrid_train(dir, "killed", kPatch,
+                   "--quiet --steps 8 --save " + ckpt + " --save-every 2 --kill-mid-save 6");
   EXPECT_NE(killed.exit_code, 0);
   EXPECT_EQ(latest_of(ckpt), "step000004");
   EXPECT_TRUE(fs::exists(fs::path(ckpt) / "step000006" / engine::partition_file_name(0)))
@@ -218,8 +220,8 @@ TEST(CheckpointPolicy, ACrashMidSaveNeverMovesLatest) {
   EXPECT_EQ(resumed.result.at("global_step"), 8);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(losses(resumed)[i], losses(full)[4 + i]);
   // Loading the half-written tag by name is a clear error.
-  const auto bad = hybrid_train(dir, "bad", kPatch, "--quiet --steps 1 --load " + ckpt +
-                                                        " --tag step000006");
+  const auto bad =
+      hybrid_train(dir, "bad", kPatch, "--quiet --steps 1 --load " + ckpt + " --tag step000006");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("meta.json missing (incomplete checkpoint)"), std::string::npos)
       << bad.output;

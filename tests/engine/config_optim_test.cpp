@@ -100,8 +100,9 @@ TEST(ConfigSgd, BadValuesNameTheKey) {
   EXPECT_EQ(error_of(optimizer("SGD", {{"nesterov", true}})),
             "config: optimizer.params.nesterov needs optimizer.params.momentum > 0 and "
             "optimizer.params.dampening 0 (got momentum 0, dampening 0)");
-  EXPECT_THAT(error_of(optimizer("SGD", {{"nesterov", true}, {"momentum", 0.9}, {"dampening", 0.1}})),
-              HasSubstr("optimizer.params.nesterov needs"));
+  EXPECT_THAT(
+      error_of(optimizer("SGD", {{"nesterov", true}, {"momentum", 0.9}, {"dampening", 0.1}})),
+      HasSubstr("optimizer.params.nesterov needs"));
   EXPECT_EQ(error_of(optimizer("SGD", {{"dampening", 1.5}})),
             "config: optimizer.params.dampening must be a number in [0, 1], got 1.5");
   EXPECT_EQ(error_of(optimizer("SGD", {{"weight_decay", -1}})),
@@ -111,10 +112,10 @@ TEST(ConfigSgd, BadValuesNameTheKey) {
 }
 
 TEST(ConfigOneCycle, ParamsAndDefaults) {
-  const auto s =
-      parse_config(with("scheduler", {{"type", "OneCycle"},
-                                      {"params", {{"cycle_min_lr", 1e-4}, {"cycle_max_lr", 1e-2}}}}))
-          .scheduler;
+  const auto s = parse_config(with("scheduler",
+                                   {{"type", "OneCycle"},
+                                    {"params", {{"cycle_min_lr", 1e-4}, {"cycle_max_lr", 1e-2}}}}))
+                     .scheduler;
   EXPECT_EQ(s.type, "OneCycle");
   EXPECT_EQ(s.cycle_first_step_size, 2000);
   EXPECT_EQ(s.cycle_second_step_size, 0);  // = first
@@ -184,12 +185,15 @@ TEST(ConfigSeqLen, DefaultsToTheBlockSizeAndCannotExceedIt) {
   auto c = parse_config(hybrid({{"model", {{"seq_len", 64}}}}));
   EXPECT_EQ(c.seq_len(), 64);
   EXPECT_EQ(c.data.seq_len, 64);
-  c = parse_config(hybrid({{"model", {{"seq_len", 64}}}, {"data", {{"synthetic", true}, {"seq_len", 16}}}}));
+  c = parse_config(
+      hybrid({{"model", {{"seq_len", 64}}}, {"data", {{"synthetic", true}, {"seq_len", 16}}}}));
   EXPECT_EQ(c.seq_len(), 16);
   EXPECT_EQ(c.model.seq_len, 64) << "the block size is unchanged";
-  c = parse_config(hybrid({{"model", {{"seq_len", 1024}}}, {"data", {{"train", "t_*.bin"}, {"seq_len", 256}}}}));
+  c = parse_config(
+      hybrid({{"model", {{"seq_len", 1024}}}, {"data", {{"train", "t_*.bin"}, {"seq_len", 256}}}}));
   EXPECT_EQ(c.seq_len(), 256);
-  EXPECT_EQ(error_of(hybrid({{"model", {{"seq_len", 64}}}, {"data", {{"synthetic", true}, {"seq_len", 65}}}})),
+  EXPECT_EQ(error_of(hybrid(
+                {{"model", {{"seq_len", 64}}}, {"data", {{"synthetic", true}, {"seq_len", 65}}}})),
             "config: hybrid.data.seq_len (65) must not exceed the block size hybrid.model.seq_len "
             "(64)");
   EXPECT_EQ(error_of(hybrid({{"data", {{"synthetic", true}, {"seq_len", 0}}}})),

@@ -96,7 +96,8 @@ struct LambReference final : Reference {
         u2 += u[size_t(i - b)] * u[size_t(i - b)];
       }
       double r = 1.0;
-      if (w2 > 0 && u2 > 0) r = std::clamp(std::sqrt(w2 / u2), double(c.min_coeff), double(c.max_coeff));
+      if (w2 > 0 && u2 > 0)
+        r = std::clamp(std::sqrt(w2 / u2), double(c.min_coeff), double(c.max_coeff));
       ratios.push_back(r);
       for (int64_t i = b; i < e; ++i) w[size_t(i)] -= step_size * r * u[size_t(i - b)];
     }
@@ -182,9 +183,8 @@ TEST(OptimizerTraining, SgdWithMomentumFollowsTheNaiveReference) {
     const auto cfg = test::tiny_config({{"optimizer", opt}});
     SgdReference ref;
     ref.c = cfg.optimizer;
-    const double diff = follow_training({{"optimizer", opt}}, ref, [&](const Engine&) {
-      return engine::make_sgd(cfg.optimizer);
-    });
+    const double diff = follow_training(
+        {{"optimizer", opt}}, ref, [&](const Engine&) { return engine::make_sgd(cfg.optimizer); });
     // 25 steps of fp32 rounding on values whose gradients come from the engine.
     EXPECT_LT(diff, 1e-5);
   }
@@ -192,12 +192,9 @@ TEST(OptimizerTraining, SgdWithMomentumFollowsTheNaiveReference) {
 
 TEST(OptimizerTraining, LambFollowsTheNaiveReferencePerTensor) {
   // wd 0.01 and a low max_coeff make the clamp bite on some tensors.
-  const nlohmann::json opt = {{"type", "Lamb"},
-                              {"params",
-                               {{"lr", 0.05},
-                                {"weight_decay", 0.01},
-                                {"max_coeff", 0.3},
-                                {"min_coeff", 0.02}}}};
+  const nlohmann::json opt = {
+      {"type", "Lamb"},
+      {"params", {{"lr", 0.05}, {"weight_decay", 0.01}, {"max_coeff", 0.3}, {"min_coeff", 0.02}}}};
   const auto cfg = test::tiny_config({{"optimizer", opt}});
   LambReference ref;
   ref.c = cfg.optimizer;
@@ -286,9 +283,9 @@ TEST(OptimizerTraining, CheckpointsResumeBitwise) {
   one_cycle["scheduler"] = {
       {"type", "OneCycle"},
       {"params", {{"cycle_min_lr", 1e-4}, {"cycle_max_lr", 3e-3}, {"cycle_first_step_size", 3}}}};
-  for (const auto& [name, patch] : {std::pair{"SGD momentum", sgd_patch()},
-                                    std::pair{"Lamb", lamb_patch()},
-                                    std::pair{"Lamb + OneCycle", one_cycle}}) {
+  for (const auto& [name, patch] :
+       {std::pair{"SGD momentum", sgd_patch()}, std::pair{"Lamb", lamb_patch()},
+        std::pair{"Lamb + OneCycle", one_cycle}}) {
     SCOPED_TRACE(name);
     test::TempDir dir;
     nlohmann::json p = patch;

@@ -163,8 +163,8 @@ TEST(Lamb, SplittingAtBlockMultiplesChangesNoBit) {
       while (l.bounds[first + 1] <= int64_t(cuts[c]) && first + 1 < size_t(segs)) ++first;
       for (size_t s = first; b.back() < int64_t(cuts[c + 1] - cuts[c]); ++s)
         b.push_back(std::min<int64_t>(l.bounds[s + 1], int64_t(cuts[c + 1])) - int64_t(cuts[c]));
-      be->lamb_moments(p, w2.data() + cuts[c], m2.data() + cuts[c], v2.data() + cuts[c],
-                       DType::f32, g.data() + cuts[c], 1.0f, b.data(), int(b.size()) - 1,
+      be->lamb_moments(p, w2.data() + cuts[c], m2.data() + cuts[c], v2.data() + cuts[c], DType::f32,
+                       g.data() + cuts[c], 1.0f, b.data(), int(b.size()) - 1,
                        parts.data() + 2 * first);
       local.emplace_back(std::move(b), first);
     }
@@ -189,9 +189,8 @@ TEST(Lamb, BadBoundsAndStepAreRefused) {
   double sums[4] = {};
   LambParams p;
   const int64_t decreasing[3] = {0, 2, 1};
-  EXPECT_THROW(
-      be->lamb_moments(p, w, m, v, DType::f32, g, 1.0f, decreasing, 2, sums),
-      std::invalid_argument);
+  EXPECT_THROW(be->lamb_moments(p, w, m, v, DType::f32, g, 1.0f, decreasing, 2, sums),
+               std::invalid_argument);
   const int64_t offset[2] = {1, 2};
   EXPECT_THROW(be->lamb_moments(p, w, m, v, DType::f32, g, 1.0f, offset, 1, sums),
                std::invalid_argument);
