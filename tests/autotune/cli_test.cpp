@@ -63,7 +63,7 @@ TEST(Cli, DryRunListsCandidatesAndRunsNothing) {
   EXPECT_THAT(r.output, HasSubstr("mbs=1,gas=1,stage=2"));
   EXPECT_THAT(r.output, HasSubstr("pred. ms/step"));
   EXPECT_THAT(r.output, HasSubstr("pruned by the memory model"));
-  EXPECT_THAT(r.output, HasSubstr("mbs=64,gas=1,stage=0,ckpt=0: predicted"));
+  EXPECT_THAT(r.output, HasSubstr("mbs=64,gas=1,stage=0: predicted"));
   EXPECT_THAT(r.output, HasSubstr("> budget 1.00 MiB"));
   EXPECT_THAT(r.output, HasSubstr("nothing was run"));
   EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));

@@ -3,7 +3,8 @@
 // those blocks only, layer stats whose recompute columns hold the
 // recomputation (its FLOPs: the block's forward without mlp.c_proj and the
 // second residual add, exactly), a backward that no longer contains it, a flops
-// report with a recompute section, and the profile key's timing lines.
+// report with a recompute section, the profile key's timing lines, and one
+// warning for a key that has no effect here.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -20,13 +21,14 @@ using profiler::Category;
 
 TEST(CheckpointingProfile, RecomputeIsItsOwnCategoryInEventsLayerStatsAndReports) {
   test::TempDir dir;
-  const nlohmann::json patch = {{"gradient_accumulation_steps", 2},
-                                {"flops_profiler", {{"enabled", true}, {"profile_step", 2}}},
-                                {"activation_checkpointing", {{"profile", true}}},
-                                {"hybrid",
-                                 {{"model", {{"n_layer", 3}}},
-                                  {"activation_checkpointing", {{"every", 2}}},
-                                  {"profiler", {{"trace", true}, {"trace_steps", 1}}}}}};
+  const nlohmann::json patch = {
+      {"gradient_accumulation_steps", 2},
+      {"flops_profiler", {{"enabled", true}, {"profile_step", 2}}},
+      {"activation_checkpointing", {{"profile", true}, {"partition_activations", true}}},
+      {"hybrid",
+       {{"model", {{"n_layer", 3}}},
+        {"activation_checkpointing", {{"every", 2}}},
+        {"profiler", {{"trace", true}, {"trace_steps", 1}}}}}};
   const std::string cfg = dir / "cfg.json", db = dir / "runs.db";
   test::write_json(cfg, test::tiny_config_json(patch));
   const auto cmd = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --db " +
@@ -35,6 +37,11 @@ TEST(CheckpointingProfile, RecomputeIsItsOwnCategoryInEventsLayerStatsAndReports
   EXPECT_NE(cmd.output.find("activation_checkpointing: 2 of 3 blocks (h.{0, 2})"),
             std::string::npos)
       << cmd.output;
+  // A key that cannot act here is warned about once, naming it.
+  const std::string warning = "config: activation_checkpointing.partition_activations: no effect";
+  const size_t at = cmd.output.find(warning);
+  EXPECT_NE(at, std::string::npos) << cmd.output;
+  EXPECT_EQ(cmd.output.find(warning, at + 1), std::string::npos) << "once";
   // profile: one line per optimizer step, 2 checkpointed blocks × 2 micro-steps.
   EXPECT_NE(cmd.output.find("activation_checkpointing.profile: step 3: 4 checkpointed block "
                             "forwards"),

@@ -459,7 +459,7 @@ TEST(ConfigTopLevel, ScalarsAndAuto) {
 
 TEST(ConfigIgnored, ListsUnknownAndUnimplementedKeysAsDottedPaths) {
   json j = base();
-  j["activation_checkpointing"] = {{"partition_activations", true}};
+  j["activation_checkpointing"] = {{"partition_activations", true}, {"synchronise", true}};
   j["tensorboard"] = {{"enabled", true}};
   j["amp"] = {{"enabled", false}};
   j["zero_optimization"] = {{"stage", 1}, {"sub_group_size", 1e9}, {"round_robin_gradients", true}};
@@ -469,7 +469,7 @@ TEST(ConfigIgnored, ListsUnknownAndUnimplementedKeysAsDottedPaths) {
   const Config c = parse_config(j);
   EXPECT_EQ(c.ignored_keys,
             (std::vector<std::string>{
-                "activation_checkpointing", "amp", "fp16.auto_cast", "hybrid.colour",
+                "activation_checkpointing.synchronise", "amp", "fp16.auto_cast", "hybrid.colour",
                 "hybrid.model.dropout", "optimizer.params.torch_adam", "tensorboard",
                 "zero_optimization.round_robin_gradients", "zero_optimization.sub_group_size"}));
 }
