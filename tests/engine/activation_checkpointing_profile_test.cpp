@@ -38,7 +38,8 @@ TEST(CheckpointingProfile, RecomputeIsItsOwnCategoryInEventsLayerStatsAndReports
             std::string::npos)
       << cmd.output;
   // A key that cannot act here is warned about once, naming it.
-  const std::string warning = "config: activation_checkpointing.partition_activations: no effect";
+  const std::string warning =
+      "config: warning: activation_checkpointing.partition_activations: no effect";
   const size_t at = cmd.output.find(warning);
   EXPECT_NE(at, std::string::npos) << cmd.output;
   EXPECT_EQ(cmd.output.find(warning, at + 1), std::string::npos) << "once";
