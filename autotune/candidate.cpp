@@ -162,6 +162,12 @@ void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts,
           a.def->name));
     }
   for (const auto& a : space.axes)
+    if (a.def->memory_saving() && a.values.size() > 1)
+      notes.push_back(fmt::format(
+          "{} saves memory at the cost of time: values other than {} are tried only for "
+          "candidates predicted over the memory budget without them",
+          a.def->name, format_value(a.def->saves_nothing)));
+  for (const auto& a : space.axes)
     if (a.def->stages != 0xF && a.values.size() > 1)
       notes.push_back(fmt::format("{} is varied only at ZeRO stage(s) {}", a.def->name,
                                   stage_list(a.def->stages)));

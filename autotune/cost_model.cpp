@@ -32,6 +32,32 @@ double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, doub
          (rest > 0 ? r.collective_s(kind, uint64_t(rest)) : 0.0);
 }
 
+// Activation checkpointing: what recomputing the checkpointed blocks adds per
+// micro-step on one rank: FLOPs, and at stage 3 one more all-gather of each
+// non-persistent module it runs.
+struct Recompute {
+  double flops = 0;
+  double gather_s = 0;
+};
+
+Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tree,
+                         const engine::Config& cfg, const ClusterRates& rates) {
+  const engine::CheckpointPlan plan = engine::checkpoint_plan(cfg);
+  const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.seq_len;
+  const double d = double(kernels::dtype_size(cfg.param_dtype()));
+  Recompute r;
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    if (!plan.checkpointed(int(l))) continue;
+    for (const engine::Module* m : model.blocks[l]->recompute_order()) {
+      r.flops += double(m->recompute_flops(B, T));
+      const double n = double(tree.own_range(*m).size());
+      if (cfg.zero.stage == 3 && n > 0 && n >= double(cfg.zero.stage3_param_persistence_threshold))
+        r.gather_s += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d));
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRates& rates) {
@@ -46,9 +72,10 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   const auto& z = cfg.zero;
 
   f.samples_per_step = double(cfg.train_batch_size);
-  f.tokens_per_step = double(cfg.train_batch_size) * cfg.model.seq_len;
+  f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
   f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
-  f.x[kCompute] = f.flops_per_step / world / rates.gemm_flops_per_s;
+  const Recompute rc = recompute_cost(model, tree, cfg, rates);
+  f.x[kCompute] = (f.flops_per_step / world + G * rc.flops) / rates.gemm_flops_per_s;
 
   const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
   f.x[kMicroSteps] = double(G) * ops_per_micro_step * rates.op_overhead_s;
@@ -59,16 +86,19 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   if (world > 1) {
     const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;
     double reduce = 0, gather = 0;
+    // reduce_scatter false: stages 1-2 average gradients by all-reduce (the same message).
+    const auto grad_op =
+        z.reduce_scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     switch (z.stage) {
       case 0:
         reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs);
         break;
       case 1:
-        reduce = bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        reduce = bucketed_s(rates, grad_op, P * d, rbs);
         gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
         break;
       case 2:
-        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        reduce = G * bucketed_s(rates, grad_op, P * d, rbs);
         gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
         break;
       default: {
@@ -79,7 +109,7 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
           if (n >= double(z.stage3_param_persistence_threshold))
             per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d));
         }
-        gather = 2.0 * G * per_pass;
+        gather = 2.0 * G * per_pass + G * rc.gather_s;
         break;
       }
     }

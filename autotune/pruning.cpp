@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "base/units.h"
 #include "kernels/registry.h"
@@ -43,6 +44,73 @@ PruneResult prune(const std::vector<Candidate>& candidates,
     r.pruned.push_back(std::move(p));
   }
   return r;
+}
+
+namespace {
+
+const nlohmann::json* value_at(const nlohmann::json& config, const std::string& dotted) {
+  const nlohmann::json* node = &config;
+  size_t start = 0;
+  while (node->is_object()) {
+    const size_t dot = dotted.find('.', start);
+    const auto it = node->find(dotted.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (it == node->end()) return nullptr;
+    if (dot == std::string::npos) return &*it;
+    node = &*it;
+    start = dot + 1;
+  }
+  return nullptr;
+}
+
+// Why candidate c does not need its value of the memory-saving axis `def`
+// (nullopt when it does, or when the comparison cannot be made).
+std::optional<std::string> unneeded(const Candidate& c, const AxisDef& def,
+                                    const MemoryBudget& budget, const kernels::Backend& backend) {
+  const nlohmann::json* v = value_at(c.config, def.name);
+  if (!v || *v == def.saves_nothing) return std::nullopt;
+  nlohmann::json without = c.config;
+  set_path(without, def.name, def.saves_nothing);
+  engine::Config parsed;
+  try {
+    parsed = engine::parse_config(without, c.world_size);
+  } catch (const engine::ConfigError&) {
+    return std::nullopt;  // no valid config without it: keep the candidate
+  }
+  const uint64_t need = engine::predict_memory(parsed, c.world_size, backend).total();
+  if (budget.bytes != 0 && need > budget.bytes) return std::nullopt;
+  return fmt::format(
+      "{}={} saves memory it does not need: with {}={} it is predicted {} per rank, within the "
+      "budget {} ({})",
+      def.short_name, format_value(*v), def.short_name, format_value(def.saves_nothing),
+      base::format_bytes(need), base::format_bytes(budget.bytes), budget.source);
+}
+
+}  // namespace
+
+std::vector<DroppedCandidate> drop_unneeded_memory_savers(const std::vector<Candidate>& candidates,
+                                                          std::vector<size_t>& kept,
+                                                          const SearchSpace& space,
+                                                          const MemoryBudget& budget,
+                                                          const std::string& device) {
+  std::vector<const AxisDef*> savers;
+  for (const auto& a : space.axes)
+    if (a.def->memory_saving() && a.values.size() > 1) savers.push_back(a.def);
+  std::vector<DroppedCandidate> dropped;
+  if (savers.empty() || kept.empty()) return dropped;
+  auto choice = kernels::make_backend(device, 0);
+  std::vector<size_t> still;
+  for (size_t i : kept) {
+    const Candidate& c = candidates[i];
+    std::optional<std::string> why;
+    for (const AxisDef* def : savers)
+      if (def->applies_at(c.stage()) && (why = unneeded(c, *def, budget, *choice.backend))) break;
+    if (why)
+      dropped.push_back({c.key, c.config, *why});
+    else
+      still.push_back(i);
+  }
+  kept = std::move(still);
+  return dropped;
 }
 
 namespace {

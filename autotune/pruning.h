@@ -32,6 +32,18 @@ PruneResult prune(const std::vector<Candidate>& candidates,
                   const std::vector<engine::MemoryPrediction>& predictions,
                   const MemoryBudget& budget);
 
+// Memory-saving axes (AxisDef::saves_nothing: activation checkpointing,
+// offloading) cost time to save memory, so a kept candidate that sets one to
+// another value keeps it only when the same candidate with that axis at its
+// saves-nothing value is predicted over the budget; otherwise it is removed
+// from `kept` and returned with the prediction that shows it fits without.
+// Axes with one value (a setting of the whole sweep) are left alone.
+std::vector<DroppedCandidate> drop_unneeded_memory_savers(const std::vector<Candidate>& candidates,
+                                                          std::vector<size_t>& kept,
+                                                          const SearchSpace& space,
+                                                          const MemoryBudget& budget,
+                                                          const std::string& device);
+
 // Default spaces only (DeepSpeed's num_tuning_micro_batch_sizes): among the
 // kept candidates that differ only in micro-batch size (and the accumulation
 // derived from it), keep `count` sizes spread evenly in log scale from the

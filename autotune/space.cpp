@@ -161,8 +161,6 @@ const std::vector<AxisDef>& axis_table() {
                          (1u << 1) | (1u << 2), {"allgather_bucket_size"}));
     t.push_back(bool_axis("zero_optimization.overlap_comm", "overlap", kAll));
     t.back().aliases = {"overlap_comm"};
-    t.push_back(bool_axis("zero_optimization.contiguous_gradients", "contig", (1u << 2) | kStage3));
-    t.back().aliases = {"contiguous_gradients"};
     t.push_back(
         int_axis("zero_optimization.stage3_prefetch_bucket_size", "prefetch", 1, kStage3,
                  {"zero_optimization.prefetch_bucket_size", "stage3_prefetch_bucket_size"}));
@@ -175,9 +173,15 @@ const std::vector<AxisDef>& axis_table() {
     t.push_back(string_axis("zero_optimization.offload_optimizer.device", "offopt", {"none", "cpu"},
                             (1u << 1) | (1u << 2) | kStage3));
     t.back().aliases = {"offload_optimizer"};
+    t.back().saves_nothing = "none";
     t.push_back(string_axis("zero_optimization.offload_param.device", "offparam", {"none", "cpu"},
                             kStage3));
     t.back().aliases = {"offload_param"};
+    t.back().saves_nothing = "none";
+    // Recomputation in backward for the activations of every k-th block (0: off).
+    t.push_back(int_axis("hybrid.activation_checkpointing.every", "ckpt", 0, kAll,
+                         {"activation_checkpointing", "activation_checkpointing.every"}));
+    t.back().saves_nothing = 0;
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
     for (auto& a : t)  // batch sizes are ints in the engine
@@ -224,6 +228,11 @@ SearchSpace parse_space(const json& j) try {
   std::vector<Axis> found;
   for (const auto& [key, spec] : entries) {
     const AxisDef* def = find_axis(key);
+    if (!def && (key == "contig" || key.ends_with("contiguous_gradients")))
+      throw TuneError(fmt::format(
+          "space: '{}' is not an axis: zero_optimization.contiguous_gradients has no effect "
+          "(gradients are always written into contiguous buffers)",
+          key));
     if (!def) {
       std::string known;
       for (const auto& a : axis_table()) known += (known.empty() ? "" : ", ") + a.name;

@@ -10,11 +10,15 @@
 // gradient_accumulation_steps (gas) or a fixed global batch train_batch_size
 // (tbs, accumulation derived), zero_optimization.stage (stage),
 // reduce_bucket_size (rbs), allgather_bucket_size (agbs), overlap_comm (overlap),
-// contiguous_gradients (contig), stage3_prefetch_bucket_size (prefetch),
+// stage3_prefetch_bucket_size (prefetch),
 // stage3_param_persistence_threshold (persist), stage3_max_live_parameters
-// (maxlive), offload_optimizer.device (offopt), offload_param.device (offparam).
+// (maxlive), offload_optimizer.device (offopt), offload_param.device (offparam),
+// hybrid.activation_checkpointing.every (ckpt: 0 off, k every k-th block).
 // Each axis names the ZeRO stages where it matters; at other stages it keeps the
 // base config's value and is left out of the trial key (no duplicate trials).
+// Memory-saving axes (offopt, offparam, ckpt) trade time for memory: their
+// other values are tried only for candidates that would not fit without them
+// (autotune/pruning.h).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,10 @@ struct AxisDef {
   std::vector<std::string> choices;  // string axes
   unsigned stages = 0xF;             // bit s set: matters at ZeRO stage s
   std::vector<std::string> aliases;  // other accepted spellings
+  // Memory-saving axes: the value that saves nothing ("none", 0); null otherwise.
+  nlohmann::json saves_nothing;
   bool applies_at(int stage) const { return (stages >> stage) & 1u; }
+  bool memory_saving() const { return !saves_nothing.is_null(); }
 };
 
 // Every axis, in the order trial keys and the grid use.

@@ -123,9 +123,14 @@ SweepPlan plan_sweep(const TuneOptions& o) {
     PruneResult pr = prune(e.candidates, predictions, p.budget);
     kept = std::move(pr.kept);
     p.pruned = std::move(pr.pruned);
+    for (auto& d : drop_unneeded_memory_savers(e.candidates, kept, p.space, p.budget,
+                                               std::string(engine::to_string(p.base_cfg.device))))
+      p.dropped.push_back(std::move(d));
   } else {
     for (size_t i = 0; i < e.candidates.size(); ++i) kept.push_back(i);
-    p.notes.push_back("--no-prune: candidates predicted over the memory budget run anyway");
+    p.notes.push_back(
+        "--no-prune: candidates predicted over the memory budget run anyway, and memory-saving "
+        "values (offloading, activation checkpointing) where they are not needed");
   }
   for (size_t i : thin_micro_batches(e.candidates, kept, p.space.thin_micro_batch_sizes))
     p.dropped.push_back({e.candidates[i].key, e.candidates[i].config,

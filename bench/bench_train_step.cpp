@@ -60,7 +60,7 @@ void run_steps(benchmark::State& state, const std::string& name, const engine::C
   EngineOptions opts;
   opts.quiet = true;
   auto e = initialize(cfg, make_gpt2(cfg), std::move(opts));
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
   std::mt19937 rng(1);
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(rng() % uint32_t(cfg.model.vocab_size));
@@ -192,8 +192,8 @@ void user_summary(const std::string& name, const engine::Config& cfg) {
       std::string("gemm/2048x3072x768/") + (cfg.param_dtype() == DType::bf16 ? "bf16" : "fp32");
   const double peak = rate(gemm);
   const double ms = 1e3 * base::median(g_seconds[name]);
-  const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
-                        cfg.gradient_accumulation_steps * cfg.model.seq_len;
+  const double tokens =
+      double(cfg.train_micro_batch_size_per_gpu) * cfg.gradient_accumulation_steps * cfg.seq_len();
   std::printf("%s: %.1f ms/step (median of %zu), %.0f tokens/s, %.1f GFLOP/s", name.c_str(), ms,
               g_seconds[name].size(), tokens / (ms / 1e3), rate(name) / 1e9);
   if (peak > 0)

@@ -57,7 +57,7 @@ void BM_zero_step(benchmark::State& state) {
   EngineOptions opts;
   opts.quiet = true;
   auto e = initialize(cfg, make_gpt2(cfg), std::move(opts));
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t((i * 31 + size_t(e->rank()) * 7) % 2048);
   auto step = [&] {

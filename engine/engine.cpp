@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "base/launcher_env.h"
 #include "base/units.h"
@@ -61,6 +62,15 @@ std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend,
   return comm::make_nccl_communicator(std::move(o));
 }
 
+// Where each parameter tensor starts in the flat space, then the count: the
+// segments of a per-tensor optimizer (Lamb).
+std::vector<int64_t> tensor_starts(const ModuleTree& tree) {
+  std::vector<int64_t> starts;
+  for (const ParamSpec* p : tree.params()) starts.push_back(p->offset);
+  starts.push_back(tree.param_count());
+  return starts;
+}
+
 profiler::CommTracerOptions comm_tracer_options(const Config& cfg) {
   profiler::CommTracerOptions o;
   o.verbose = cfg.comms_logger.enabled && cfg.comms_logger.verbose;
@@ -109,6 +119,11 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
     host_backend_ = host_backend_owned_.get();
   }
   setup_communicators(opts);
+  // On an asynchronous device the timers wait for it, so that they measure work done.
+  timers_ = StepTimerSet(cfg.wall_clock_breakdown,
+                         backend_->kind() == kernels::BackendKind::cuda
+                             ? std::function<void()>([this] { backend_->synchronize(); })
+                             : std::function<void()>());
   optimizer_name_ = tracer_.intern("optimizer");
   if (!backend_->supports(cfg.param_dtype()))
     throw ConfigError(fmt::format("config: dtype {} is not supported by the {} backend",
@@ -126,7 +141,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                        cfg.zero.offload_param.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
-  optimizer_ = opts.optimizer ? std::move(opts.optimizer) : make_adam(cfg.optimizer);
+  optimizer_ = opts.optimizer ? std::move(opts.optimizer)
+                              : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
@@ -136,10 +152,13 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                         optimizer_->state_floats_per_param(), waits_.get(), clock,
                                         comm_tracer_->io_observer());
   describe_offload();
+  describe_schedule();
   const auto dt = cfg.param_dtype();
-  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, dt);
+  model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt, checkpoint_plan(cfg),
+               host_alloc_.get());
+  describe_checkpointing();
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
-                                            cfg.model.seq_len);
+                                            cfg.seq_len());
   ctx_->set_param_access(zero_.get());
   ctx_->set_hooks(zero_.get());
   ctx_->set_tracer(&tracer_, tree_->modules());
@@ -271,6 +290,46 @@ void Engine::describe_param_offload() {
           : "; the optimizer runs on the device and writes the updated partition back each step"));
 }
 
+// What the schedule does to the optimizer beyond the lr, said once.
+void Engine::describe_schedule() {
+  const auto& s = cfg_.scheduler;
+  if (s.type != "OneCycle") return;
+  if (s.cycle_momentum && cfg_.optimizer.type == "SGD")
+    log("scheduler OneCycle: cycle_momentum has no effect with SGD (DeepSpeed cycles only an "
+        "optimizer's betas and disables it for optimizers without them); momentum stays " +
+        fmt::format("{:g}", cfg_.optimizer.momentum));
+  else if (s.cycle_momentum)
+    log(fmt::format(
+        "scheduler OneCycle: beta1 cycles between {:g} and {:g} (inversely to the lr) and beta2 "
+        "is 0.99, as DeepSpeed's cycle_momentum sets them; optimizer.params.betas is replaced",
+        s.cycle_min_mom, s.cycle_max_mom));
+}
+
+void Engine::describe_checkpointing() {
+  const CheckpointPlan& plan = model_->checkpoint_plan();
+  if (!plan.any()) return;
+  std::string blocks;
+  for (int l = 0; l < cfg_.model.n_layer; ++l)
+    if (plan.checkpointed(l)) blocks += (blocks.empty() ? "" : ", ") + std::to_string(l);
+  log(fmt::format(
+      "activation_checkpointing: {} of {} blocks (h.{{{}}}) keep only their input{} and recompute "
+      "their forward in backward; activations {} on the device{}",
+      plan.count(), cfg_.model.n_layer, blocks, plan.host_inputs ? " in host memory" : "",
+      base::format_bytes(alloc_->stats().current[size_t(MemCategory::activations)]),
+      plan.synchronize ? ", device synchronized at each checkpoint boundary" : ""));
+}
+
+void Engine::log_checkpoint_times() {
+  checkpoint_times_ = model_->take_checkpoint_times();
+  if (!model_->checkpoint_plan().profile) return;
+  const auto& t = checkpoint_times_;
+  log(fmt::format(
+      "activation_checkpointing.profile: step {}: {} checkpointed block forwards {:.3f} ms, "
+      "recomputation {:.3f} ms, their backward {:.3f} ms",
+      global_step_, t.blocks, double(t.forward_ns) / 1e6, double(t.recompute_ns) / 1e6,
+      double(t.backward_ns) / 1e6));
+}
+
 void Engine::set_parameters(const std::vector<float>& flat) {
   if (int64_t(flat.size()) != tree_->param_count())
     throw std::invalid_argument(fmt::format("set_parameters: expected {} values, got {}",
@@ -323,7 +382,9 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
     tracer_.set_step(int32_t(global_step_ + 1));
     comm_tracer_->begin_step(int32_t(global_step_ + 1));
     update_gpu_collection();
+    timers_.reset();
   }
+  const auto timer = timers_.time(StepTimer::forward);
   const int B = ctx_->B(), T = ctx_->T();
   const size_t n = size_t(B) * T;
   backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
@@ -338,26 +399,48 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
 }
 
 void Engine::backward() {
+  const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
   const double tokens = double(ctx_->B()) * ctx_->T();
   ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
-  const bool reduce = cfg_.zero.stage >= 2 || micro_step_ == gas - 1;
-  zero_->begin_backward(reduce);
-  ctx_->backward(*model_);
+  const bool boundary = micro_step_ == gas - 1;
+  const bool reduce = cfg_.zero.stage >= 2 || boundary;
+  {
+    const auto inner = timers_.time(StepTimer::backward_inner);
+    zero_->begin_backward(reduce);
+    ctx_->backward(*model_);
+  }
+  const auto allreduce = timers_.time(StepTimer::backward_allreduce);
   zero_->end_backward();
+  // At the boundary nothing runs between backward and the optimizer step: wait for
+  // the reductions here, as DeepSpeed's backward does (its backward_allreduce).
+  if (boundary) zero_->finish_reductions();
 }
 
 bool Engine::step() {
   if (++micro_step_ < cfg_.gradient_accumulation_steps) return false;
   micro_step_ = 0;
-  profiler::Scope scope(&tracer_, optimizer_name_, profiler::Category::optimizer);
+  {
+    const auto timer = timers_.time(StepTimer::step);
+    take_optimizer_step();
+  }
+  last_times_ = timers_.times();
+  return true;
+}
 
+void Engine::take_optimizer_step() {
+  profiler::Scope scope(&tracer_, optimizer_name_, profiler::Category::optimizer);
   const float scale = scaler_.scale();
   last_ = StepStats{};
   last_.loss_scale = scale;
-  const GradSummary g = zero_->finish_gradients();
+  GradSummary g;
+  {
+    const auto timer = timers_.time(StepTimer::optimizer_gradients);
+    g = zero_->finish_gradients();
+  }
   ++global_step_;
   last_.step = global_step_;
+  log_checkpoint_times();
   if (g.overflow) {
     // DeepSpeed skips the update and does not advance the LR schedule.
     zero_->zero_grads();
@@ -365,7 +448,7 @@ bool Engine::step() {
     ++skipped_steps_;
     last_.skipped = true;
     last_.lr = current_lr();
-    return true;
+    return;
   }
   const double ranks = double(host_comm_->world_size());
   const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
@@ -376,11 +459,24 @@ bool Engine::step() {
   }
   last_.grad_norm = float(norm);
   last_.lr = current_lr();
-  ++applied_steps_;
-  zero_->apply_optimizer(*optimizer_, last_.lr, applied_steps_, float(1.0 / combined));
+  OptimizerStepArgs args;
+  args.lr = last_.lr;
+  if (const auto betas = schedule_->betas_for_update(applied_steps_))
+    std::tie(args.beta1, args.beta2) = *betas;
+  args.step = ++applied_steps_;
+  args.grad_scale = float(1.0 / combined);
+  {
+    const auto timer = timers_.time(StepTimer::optimizer_step);
+    zero_->apply_optimizer(*optimizer_, args);
+  }
+  if (cfg_.zero.stage == 0) {
+    zero_->sync_working_params();  // every rank updated everything: nothing to gather
+  } else {
+    const auto timer = timers_.time(StepTimer::optimizer_allgather);
+    zero_->sync_working_params();
+  }
   zero_->zero_grads();
   scaler_.update(false);
-  return true;
 }
 
 std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<GPT2> model,

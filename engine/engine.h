@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
 #include "engine/precision/loss_scaler.h"
+#include "engine/step_timers.h"
 #include "engine/zero/zero_runtime.h"
 #include "profiler/comm_tracer.h"
 #include "profiler/gpu_hooks.h"
@@ -36,6 +38,19 @@ struct StepStats {
   float lr = 0.0f;
   float loss_scale = 1.0f;  // the scale this step's gradients were computed with
   float grad_norm = 0.0f;   // unscaled global norm before clipping (0 when skipped)
+};
+
+// What save_checkpoint writes beyond the resume state (the partition files with
+// fp32 master weights and optimizer state, and meta.json).
+struct CheckpointSaveOptions {
+  // A "full" checkpoint: also DIR/TAG/model.bin, every weight in fp32 in llm.c's
+  // format (hybrid.init_from, llm.c and hybrid-ckpt read it). Gathers the weights
+  // (collective).
+  bool full = false;
+  bool save_latest = true;  // point DIR/latest at the tag, as DeepSpeed's save_latest
+  // Testing: called on every rank once the files are complete, before meta.json
+  // and latest are written.
+  std::function<void()> before_publish;
 };
 
 struct EngineOptions {
@@ -59,7 +74,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // One micro-batch: inputs and targets are host arrays of [micro_batch, seq_len].
+  // One micro-batch: inputs and targets are host arrays of [micro_batch, T], T the
+  // training sequence length (config.seq_len(), at most the model's block size).
   // Returns this rank's mean token loss of the micro-batch.
   float forward(const int32_t* inputs, const int32_t* targets);
   float forward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) {
@@ -70,7 +86,9 @@ class Engine {
   // and returns true (last_step() tells what happened).
   bool step();
 
-  void save_checkpoint(const std::string& dir, const std::string& tag);
+  // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
+  std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
+                              const CheckpointSaveOptions& options = {});
   // tag "" reads the `latest` file. Returns the tag loaded.
   std::string load_checkpoint(const std::string& dir, const std::string& tag = "");
 
@@ -84,6 +102,11 @@ class Engine {
   int64_t applied_steps() const { return applied_steps_; }
   float loss_scale() const { return scaler_.scale(); }
   const StepStats& last_step() const { return last_; }
+  // wall_clock_breakdown: the timers of the last optimizer step (none measured when off).
+  const engine::StepTimes& last_step_times() const { return last_times_; }
+  // activation_checkpointing.profile: the checkpointed blocks' times of the last
+  // optimizer step (zero without profile).
+  const engine::CheckpointTimes& checkpoint_times() const { return checkpoint_times_; }
   float current_lr() const;
 
   engine::GPT2& model() { return *model_; }
@@ -135,6 +158,10 @@ class Engine {
   void describe_optimizer_offload();
   void describe_param_offload();
   std::string host_memory_kind() const;  // "page-locked host memory" or "pageable host memory"
+  void take_optimizer_step();            // step() at the accumulation boundary
+  void describe_schedule();
+  void describe_checkpointing();
+  void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
 
   Config cfg_;
   std::unique_ptr<kernels::Backend> backend_;
@@ -171,6 +198,9 @@ class Engine {
   int64_t applied_steps_ = 0;
   int64_t skipped_steps_ = 0;
   StepStats last_;
+  engine::StepTimerSet timers_;
+  engine::StepTimes last_times_;
+  engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 
 namespace hybrid {
@@ -12,11 +13,15 @@ using namespace engine;
 
 namespace {
 constexpr int kMetaVersion = 1;
-}
+constexpr const char* kModelFile = "model.bin";  // full checkpoints: the consolidated weights
+}  // namespace
 
-void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
+std::string Engine::save_checkpoint(const std::string& dir, const std::string& tag_or_default,
+                                    const CheckpointSaveOptions& options) {
   if (micro_step_ != 0)
     throw CheckpointError("checkpoint: save only at an accumulation boundary (after step())");
+  const std::string tag =
+      tag_or_default.empty() ? fmt::format("global_step{}", global_step_) : tag_or_default;
   const auto& part = zero_->partition();
   const FlatRange range = zero_->optimizer_range();
   const bool replicated = cfg_.zero.stage == 0;  // stage 0: rank 0 writes the one copy
@@ -33,6 +38,7 @@ void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
       {"format", "hybrid-checkpoint"},
       {"version", kMetaVersion},
       {"tag", tag},
+      {"kind", options.full ? "full" : "optimizer"},
       {"global_step", global_step_},
       {"applied_steps", applied_steps_},
       {"skipped_steps", skipped_steps_},
@@ -65,8 +71,23 @@ void Engine::save_checkpoint(const std::string& dir, const std::string& tag) {
     mine.master = zero_->master_to_host();
     mine.state = zero_->state_to_host();
   }
-  write_checkpoint(dir, tag, *host_comm_, meta, writes ? &mine : nullptr);
-  log(fmt::format("saved checkpoint {}/{} (step {})", dir, tag, global_step_));
+  CheckpointWriteOptions w;
+  w.save_latest = options.save_latest;
+  w.before_publish = options.before_publish;
+  std::vector<float> flat;
+  if (options.full) {
+    flat = gather_parameters();  // collective
+    w.extra_files = [this, &flat](const std::string& root) {
+      Gpt2Weights weights;
+      gpt2_to_llmc(*model_, *tree_, flat, weights);
+      write_llmc_checkpoint(root + "/" + std::string(kModelFile), weights);
+    };
+    meta["model_file"] = kModelFile;
+  }
+  write_checkpoint(dir, tag, *host_comm_, meta, writes ? &mine : nullptr, w);
+  log(fmt::format("saved {} checkpoint {}/{} (step {})", options.full ? "full" : "optimizer-state",
+                  dir, tag, global_step_));
+  return tag;
 }
 
 std::string Engine::load_checkpoint(const std::string& dir, const std::string& want_tag) {

@@ -75,14 +75,14 @@ std::string MemoryPrediction::to_string() const {
 
 namespace {
 
-constexpr int kAdamStateFloats = 2;
-
 // ZeRO-3's peak of gathered, non-persistent parameters (elements): replays the
 // gatherer's policy (engine/zero/param_gatherer.cpp) over the recorded order —
 // gather the current module's units, prefetch ahead until the prefetch budget is
 // spent or max_live would be exceeded, release after use. Unit sizes and
-// persistence come from the gatherer's layout (unit i: param_modules()[i]).
-int64_t stage3_peak_live(const ModuleTree& tree, const ZeroSetup& z, const MemoryLayout& units) {
+// persistence come from the gatherer's layout (unit i: param_modules()[i]); the
+// backward order is the model's, recomputed forwards included.
+int64_t stage3_peak_live(const GPT2& model, const ModuleTree& tree, const ZeroSetup& z,
+                         const MemoryLayout& units, const CheckpointPlan& plan) {
   std::vector<int64_t> unit_size(tree.modules().size(), 0);
   std::vector<bool> persistent(tree.modules().size(), false);
   for (size_t i = 0; i < tree.param_modules().size(); ++i) {
@@ -99,7 +99,9 @@ int64_t stage3_peak_live(const ModuleTree& tree, const ZeroSetup& z, const Memor
     }
     if (!uses[size_t(m->id())].empty()) forward.push_back(m->id());
   }
-  std::vector<int> backward(forward.rbegin(), forward.rend());
+  std::vector<int> backward;
+  for (const Module* m : model.backward_order(plan))
+    if (!uses[size_t(m->id())].empty()) backward.push_back(m->id());
 
   int64_t peak = 0;
   for (const auto* order : {&forward, &backward}) {
@@ -146,24 +148,29 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   const ZeroSetup z = zero_setup(cfg);
   EngineLayouts l;
   // In the engine's allocation order: runtime, reducer, gatherer, activations.
-  l.device.append(ZeroRuntime::layout(z, part, kAdamStateFloats, offloaded(cfg)));
+  l.device.append(
+      ZeroRuntime::layout(z, part, optimizer_state_floats(cfg.optimizer), offloaded(cfg)));
   l.device.append(GradReducer::layout(z, tree, part));
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
-  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(),
-                                         cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
-                                         z.param_dtype, attention_saved_bytes));
-  // Host and NVMe: the offloaded optimizer, then the offloaded parameter partition.
+  const CheckpointPlan plan = checkpoint_plan(cfg);
+  const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len();
+  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(), B, T, z.param_dtype,
+                                         attention_saved_bytes, plan));
+  // Host and NVMe in the engine's order: the offloaded optimizer, the offloaded parameter
+  // partition, then activations kept in host memory.
+  const int state_floats = optimizer_state_floats(cfg.optimizer);
   if (offloaded(cfg)) {
     const int64_t n_opt = z.stage == 0 ? part.padded() : part.shard_size();
     const bool nvme = z.offload_optimizer.device == OffloadDevice::nvme;
-    l.host = OptimizerOffload::layout(n_opt, kAdamStateFloats, z.accum_dtype, z.param_dtype,
+    l.host = OptimizerOffload::layout(n_opt, state_floats, z.accum_dtype, z.param_dtype,
                                       nvme ? z.offload_optimizer.buffer_count : 0);
-    if (nvme) l.nvme = OptimizerOffload::nvme_layout(n_opt, kAdamStateFloats);
+    if (nvme) l.nvme = OptimizerOffload::nvme_layout(n_opt, state_floats);
   }
   if (z.params_offloaded()) {
     l.host.append(ParamStore::host_layout(z, tree, part));
     l.nvme.append(ParamStore::nvme_layout(z, part));
   }
+  l.host.append(gpt2_host_activation_layout(cfg.model, B, T, z.param_dtype, plan));
   return l;
 }
 
@@ -181,8 +188,10 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
     GPT2 model(cfg.model, cfg.padded_vocab());
     ModuleTree tree(model);
     const ZeroSetup z = zero_setup(cfg);
-    const uint64_t gathered = uint64_t(stage3_peak_live(tree, z, ParamGatherer::layout(z, tree))) *
-                              dtype_size(z.param_dtype);
+    const uint64_t gathered =
+        uint64_t(stage3_peak_live(model, tree, z, ParamGatherer::layout(z, tree),
+                                  checkpoint_plan(cfg))) *
+        dtype_size(z.param_dtype);
     const auto update = layouts.device.find("params.update");
     m.bytes[size_t(MemCategory::params)] +=
         std::max(gathered, update ? layouts.device[*update].bytes() : uint64_t(0));
@@ -195,7 +204,7 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size,
   return predict_memory(
       cfg, world_size,
       backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                    cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
+                                    cfg.seq_len(), cfg.model.n_embd, cfg.model.n_head));
 }
 
 }  // namespace hybrid::engine

@@ -3,7 +3,9 @@
 // engine allocates from (engine/memory/layout.h): the ZeRO runtime's parameters,
 // master weights and optimizer state (ZeRO's 2Ψ + 12Ψ split per stage), the
 // gradient reducer's gradients and buckets, ZeRO-3's gathered parameters (their
-// replayed peak) and the GPT-2 activations; so a buffer cannot be allocated
+// replayed peak, recomputation included) and the GPT-2 activations (with
+// activation checkpointing: the shared scratch set, and the kept inputs in host
+// memory with cpu_checkpointing); so a buffer cannot be allocated
 // without being predicted. The autotuner prunes with it; tests hold it to the
 // tracking allocator's measured bytes, category by category, exactly.
 //

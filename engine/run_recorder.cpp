@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "base/host.h"
 #include "engine/engine.h"
@@ -43,7 +44,7 @@ RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
   info.zero_stage = cfg.zero.stage;
   info.micro_batch = cfg.train_micro_batch_size_per_gpu;
   info.grad_accum = cfg.gradient_accumulation_steps;
-  info.seq_len = cfg.model.seq_len;
+  info.seq_len = cfg.seq_len();
   info.hybrid_version = "0.1.0";
   info.git_revision = HYBRID_GIT_REVISION;
   run_id_ = store_->create_run(info);
@@ -103,6 +104,11 @@ void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flop
   const double exposed_ms = double(totals.exposed_ns) / 1e6;
   step_ranks_.push_back(
       {step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
+  const auto& times = engine_->last_step_times();  // wall_clock_breakdown
+  for (int t = 0; t < engine::kStepTimerCount; ++t)
+    if (times.measured[size_t(t)])
+      step_timers_.push_back(
+          {step, rank_, std::string(step_timer_name(StepTimer(t))), times.ms[size_t(t)]});
   if (rank_ == 0) {
     profiler::StepRow r;
     r.step = step;
@@ -112,7 +118,7 @@ void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flop
     r.skipped = st.skipped;
     r.grad_norm = st.skipped ? std::numeric_limits<double>::quiet_NaN() : st.grad_norm;
     r.step_ms = step_ms;
-    const double tokens = double(cfg_.train_batch_size) * cfg_.model.seq_len;
+    const double tokens = double(cfg_.train_batch_size) * cfg_.seq_len();
     r.tokens_per_s = tokens / (step_ms / 1e3);
     r.flops_per_s = flops_per_step / (step_ms / 1e3);
     steps_.push_back(r);
@@ -126,27 +132,53 @@ void RunRecorder::flush_steps() {
   if (!store_) return;
   if (!steps_.empty()) store_->add_steps(run_id_, steps_);
   if (!step_ranks_.empty()) store_->add_step_ranks(run_id_, step_ranks_);
+  if (!step_timers_.empty()) store_->add_step_timers(run_id_, step_timers_);
   steps_.clear();
   step_ranks_.clear();
+  step_timers_.clear();
 }
 
 std::vector<profiler::LayerStat> RunRecorder::layer_stats(
     const std::vector<profiler::Event>& events) const {
   // Times are inclusive as measured; FLOPs are recorded by the op-owning
   // module and added up the tree so that every row is inclusive too.
+  // Recomputation (activation checkpointing) has its own columns, inclusive
+  // too: an outermost recompute scope (ctx.recompute(block), its parent not
+  // recomputing) runs inside its ancestors' backward scopes, so for them it
+  // moves from backward to recompute, and fwd + bwd + recompute is every row's time.
   std::map<std::pair<int64_t, int32_t>, profiler::LayerStat> rows;
   const auto& mods = engine_->module_tree().modules();
+  std::set<std::pair<int64_t, int32_t>> recomputing;  // (step, module) with a recompute scope
+  for (const auto& e : events)
+    if (e.module_id >= 0 && e.category == Category::recompute)
+      recomputing.insert({e.step, e.module_id});
+  auto row = [&](int64_t step, int32_t m) -> profiler::LayerStat& {
+    auto& r = rows[{step, m}];
+    r.rank = rank_;
+    r.module_id = m;
+    r.step = step;
+    return r;
+  };
   for (const auto& e : events) {
-    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward))
+    if (e.module_id < 0 || (e.category != Category::forward && e.category != Category::backward &&
+                            e.category != Category::recompute))
       continue;
     const bool fwd = e.category == Category::forward;
     const bool macs = mods[size_t(e.module_id)]->type() == "Linear" ||
                       mods[size_t(e.module_id)]->type() == "AttentionCore";
+    if (e.category == Category::recompute) {
+      row(e.step, e.module_id).recompute_ns += e.dur_ns;
+      const int32_t parent = mods[size_t(e.module_id)]->parent();
+      const bool outermost = parent < 0 || !recomputing.count({e.step, parent});
+      for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
+        auto& r = row(e.step, m);
+        r.recompute_flops += e.flops;
+        if (m != e.module_id && outermost) r.recompute_ns += e.dur_ns, r.bwd_ns -= e.dur_ns;
+      }
+      continue;
+    }
     for (int32_t m = e.module_id; m >= 0; m = mods[size_t(m)]->parent()) {
-      auto& r = rows[{e.step, m}];
-      r.rank = rank_;
-      r.module_id = m;
-      r.step = e.step;
+      auto& r = row(e.step, m);
       if (m == e.module_id) {
         (fwd ? r.fwd_ns : r.bwd_ns) += e.dur_ns;
         if (fwd) ++r.calls;
@@ -180,7 +212,7 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
   p.steps = profiled_rows_;
   p.run.micro_batch = cfg_.train_micro_batch_size_per_gpu;
   p.run.grad_accum = cfg_.gradient_accumulation_steps;
-  p.run.seq_len = cfg_.model.seq_len;
+  p.run.seq_len = cfg_.seq_len();
   p.run.n_params = uint64_t(engine_->param_count());
   p.run.dtype = std::string(kernels::dtype_name(cfg_.param_dtype()));
   p.run.zero_stage = cfg_.zero.stage;
@@ -196,6 +228,7 @@ void RunRecorder::print_flops_report(const std::vector<profiler::LayerStat>& min
   profiler::FlopsReportOptions o;
   o.module_depth = cfg_.flops_profiler.module_depth;
   o.top_modules = cfg_.flops_profiler.top_modules;
+  o.detailed = cfg_.flops_profiler.detailed;
   o.step = step;
   const std::string text = profiler::flops_report(p, o);
   if (cfg_.flops_profiler.output_file.empty()) {
@@ -244,7 +277,9 @@ void RunRecorder::finish(const TrainSummary& summary) {
       step_ranks_.push_back(row);  // replaces the host row of the same step when stored
     }
   } else {
-    for (auto& row : stats) row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns;
+    for (auto& row : stats)
+      row.host_fwd_ns = row.fwd_ns, row.host_bwd_ns = row.bwd_ns,
+      row.host_recompute_ns = row.recompute_ns;
   }
   if (cfg_.flops_profiler.enabled && profile_end_ > profile_begin_) print_flops_report(stats);
   if (cfg_.comms_logger.enabled && rank_ == 0)

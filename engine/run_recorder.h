@@ -61,6 +61,7 @@ class RunRecorder {
   std::vector<profiler::StepRow> steps_;          // rank 0, not yet flushed
   std::vector<profiler::StepRow> profiled_rows_;  // rank 0, the profiled steps' rows
   std::vector<profiler::StepRankRow> step_ranks_;
+  std::vector<profiler::StepTimerRow> step_timers_;  // wall_clock_breakdown, this rank
   std::vector<profiler::ModuleInfo> modules_;
 };
 

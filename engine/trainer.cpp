@@ -11,6 +11,8 @@
 #include "base/launcher_env.h"
 #include "base/statistics.h"
 #include "base/units.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/save_policy.h"
 #include "engine/data/data_loader.h"
 #include "engine/data/data_sources.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -99,9 +101,9 @@ nlohmann::json TrainSummary::to_json() const {
 
 double model_flops_per_step(const Config& cfg, int64_t n_params, int world_size) {
   const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
-                        cfg.gradient_accumulation_steps * world_size * cfg.model.seq_len;
+                        cfg.gradient_accumulation_steps * world_size * cfg.seq_len();
   return profiler::flops::gpt2_step_closed_form(double(n_params), cfg.model.n_layer,
-                                                cfg.model.n_embd, cfg.model.seq_len, tokens,
+                                                cfg.model.n_embd, cfg.seq_len(), tokens,
                                                 /*causal=*/true);
 }
 
@@ -123,13 +125,16 @@ class Say {
 void announce(const Config& cfg, Engine& engine, const Say& say) {
   say(fmt::format(
       "hybrid: GPT-2 {} parameters (L={} C={} H={} V={}), {} | {} rank(s), ZeRO stage {}, {} | "
-      "batch {} = {} micro × {} accumulation × {} ranks, seq {}",
+      "batch {} = {} micro × {} accumulation × {} ranks, seq {}{}",
       base::format_count(double(engine.param_count())), cfg.model.n_layer, cfg.model.n_embd,
       cfg.model.n_head, cfg.model.vocab_size, engine.backend().name(), engine.world_size(),
       cfg.zero.stage, kernels::dtype_name(cfg.param_dtype()), cfg.train_batch_size,
       cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, engine.world_size(),
-      cfg.model.seq_len));
+      cfg.seq_len(),
+      cfg.seq_len() != cfg.model.seq_len ? fmt::format(" (block size {})", cfg.model.seq_len)
+                                         : std::string()));
   for (const auto& key : cfg.ignored_keys) say("config: ignoring unsupported key " + key);
+  for (const auto& warning : cfg.warnings) say("config: warning: " + warning);
 }
 
 // Starting weights: an llm.c checkpoint (hybrid.init_from), then a checkpoint to resume.
@@ -152,16 +157,22 @@ DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& ou
   }
   return DataLoader(
       std::move(data.train),
-      BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
-                 cfg.gradient_accumulation_steps, engine.world_size(), engine.rank()});
+      BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), cfg.gradient_accumulation_steps,
+                 engine.world_size(), engine.rank()});
 }
 
 // The loop's state: what one step needs, and what the steps have measured.
 struct Loop {
   Loop(const Config& c, const TrainOptions& o, Engine& e, RunRecorder& r, DataLoader d,
        const Say& s)
-      : cfg(c), opts(o), engine(e), recorder(r), loader(std::move(d)), say(s) {
-    const size_t tokens = size_t(c.train_micro_batch_size_per_gpu) * size_t(c.model.seq_len);
+      : cfg(c),
+        opts(o),
+        engine(e),
+        recorder(r),
+        loader(std::move(d)),
+        say(s),
+        policy(c.checkpoint, o.save_dir, o.save_every) {
+    const size_t tokens = size_t(c.train_micro_batch_size_per_gpu) * size_t(c.seq_len());
     inputs.resize(tokens);
     targets.resize(tokens);
     tokens_per_step = double(loader.tokens_per_step());
@@ -175,6 +186,7 @@ struct Loop {
   RunRecorder& recorder;
   DataLoader loader;
   const Say& say;
+  SavePolicy policy;
   int64_t first = 0, steps = 0;  // global step before the loop; steps to run
   double tokens_per_step = 0.0;  // over all ranks
   std::vector<int32_t> inputs, targets;
@@ -209,6 +221,20 @@ double run_step(Loop& l, int64_t s) {
   return l.engine.mean_over_ranks(loss / gas);
 }
 
+// A checkpoint of the current step, then keep-last-k over its kind.
+void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
+  const int64_t step = l.engine.global_step();
+  CheckpointSaveOptions o;
+  o.full = kind == SavePolicy::Kind::full;
+  if (l.opts.before_publish) o.before_publish = [&l, step] { l.opts.before_publish(step); };
+  l.engine.save_checkpoint(l.policy.dir(), SavePolicy::tag(step), o);
+  if (l.policy.keep_last() > 0 && l.engine.rank() == 0)
+    for (const auto& tag : prune_checkpoints(l.policy.dir(), SavePolicy::kind_name(kind),
+                                             l.policy.keep_last(), SavePolicy::managed_tags()))
+      l.say(fmt::format("deleted checkpoint {}/{} (keep_last {})", l.policy.dir(), tag,
+                        l.policy.keep_last()));
+}
+
 // After step s+1: its measurements, the progress line, a periodic checkpoint,
 // and the caller's hook.
 void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) {
@@ -219,13 +245,17 @@ void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) 
   const auto& st = l.engine.last_step();
   const int64_t done = s - l.first + 1;
   const int every = l.cfg.steps_per_print;
-  if (done == 1 || done == l.steps || (every > 0 && (s + 1) % every == 0))
+  if (done == 1 || done == l.steps || (every > 0 && (s + 1) % every == 0)) {
     l.say(fmt::format(
         "step {:>5} | loss {:.4f} | lr {:.3e} | scale {:g}{} | {:.1f} ms | {:.0f} tok/s | {}",
         s + 1, loss, st.lr, st.loss_scale, st.skipped ? " (skipped)" : "", ms,
         l.tokens_per_step / (ms / 1e3), base::format_flop_rate(out.flops_per_step / (ms / 1e3))));
-  if (!l.opts.save_dir.empty() && l.opts.save_every > 0 && (s + 1) % l.opts.save_every == 0)
-    l.engine.save_checkpoint(l.opts.save_dir, fmt::format("step{:06d}", s + 1));
+    // DeepSpeed's wall-clock breakdown of this step (rank 0's timers).
+    if (l.cfg.wall_clock_breakdown)
+      for (const auto& line : l.engine.last_step_times().log_lines()) l.say(line);
+  }
+  if (const auto kind = l.policy.at_step(s + 1); kind != SavePolicy::Kind::none)
+    save_checkpoint(l, kind);
   if (l.opts.after_step) l.opts.after_step(s + 1);
 }
 
@@ -245,10 +275,13 @@ void run_loop(Loop& l, TrainSummary& out) {
 }
 
 // The final checkpoint (unless the last periodic one is it) and the llm.c export.
-void save_outputs(const TrainOptions& opts, Engine& engine, const Say& say) {
-  if (!opts.save_dir.empty() &&
-      (opts.save_every <= 0 || engine.global_step() % opts.save_every != 0))
-    engine.save_checkpoint(opts.save_dir, fmt::format("step{:06d}", engine.global_step()));
+void save_outputs(const Loop& l) {
+  const TrainOptions& opts = l.opts;
+  Engine& engine = l.engine;
+  const Say& say = l.say;
+  if (const auto kind = l.policy.at_end(engine.global_step());
+      l.policy.enabled() && kind != SavePolicy::Kind::none)
+    save_checkpoint(l, kind);
   if (opts.export_path.empty()) return;
   const auto flat = engine.gather_parameters();  // collective
   if (engine.rank() != 0) return;
@@ -265,7 +298,7 @@ void summarize(const Loop& l, TrainSummary& out) {
   out.global_step = l.engine.global_step();
   out.final_loss = out.losses.back();
   out.tokens_per_s = l.tokens_per_step / (ms / 1e3);
-  out.samples_per_s = l.tokens_per_step / l.cfg.model.seq_len / (ms / 1e3);
+  out.samples_per_s = l.tokens_per_step / l.cfg.seq_len() / (ms / 1e3);
   out.achieved_flops_per_s = out.flops_per_step / (ms / 1e3);
   out.skipped_steps = l.engine.skipped_steps();
   out.exposed_comm_ms_per_step = l.exposed_total_ms / double(l.steps);
@@ -322,6 +355,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   announce(cfg, *engine, say);
   load_weights(cfg, opts, *engine, say);
   Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
+  if (const auto w = l.policy.warning(); !w.empty()) say(w);
   out.flops_per_step = model_flops_per_step(cfg, engine->param_count(), engine->world_size());
   recorder.attach(*engine, l.steps);
   const auto comm_before = engine->comm_counters();
@@ -339,7 +373,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     out.comm_bytes_per_step[size_t(k)] =
         double(comm_after.bytes[k] - comm_before.bytes[k]) / double(l.steps);
-  save_outputs(opts, *engine, say);
+  save_outputs(l);
   summarize(l, out);
   print_summary(out, say);
   recorder.finish(out);

@@ -24,7 +24,9 @@ struct TrainOptions {
   int64_t steps = 0;  // 0: config's hybrid.steps, else 20
   std::string db;     // run store (SQLite); empty: none
   std::string run_name;
-  std::string save_dir;  // checkpoint at the end (and every save_every steps)
+  // Checkpoints (engine/checkpoint/save_policy.h): save_dir and save_every
+  // override hybrid.checkpoint.dir and .optimizer_interval when given.
+  std::string save_dir;  // checkpoint at the end (and on the policy's intervals)
   int64_t save_every = 0;
   std::string load_dir;  // resume from DIR/latest (or load_tag)
   std::string load_tag;
@@ -34,6 +36,9 @@ struct TrainOptions {
   // Called after each step (numbered from 1) once its checkpoint is saved; e.g.
   // hybrid-train's --kill-after-step, which tests use to crash a run mid-way.
   std::function<void(int64_t step)> after_step;
+  // Called inside the checkpoint of a step once its files are complete, before
+  // meta.json and latest are written; e.g. hybrid-train's --kill-mid-save.
+  std::function<void(int64_t step)> before_publish;
 };
 
 struct TrainSummary {

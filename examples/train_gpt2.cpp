@@ -38,7 +38,7 @@ hybrid::Config example_config() {
 // seq_len tokens, targets the same sequence shifted by one.
 void make_batch(const hybrid::Config& cfg, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets) {
-  const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.seq_len, V = cfg.model.vocab_size;
+  const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len(), V = cfg.model.vocab_size;
   inputs.resize(size_t(B) * T);
   targets.resize(size_t(B) * T);
   for (int r = 0; r < B; ++r)

@@ -16,6 +16,7 @@
 // - Linear layers use PyTorch's layout: weight [out, in], out = inp · weightᵀ + bias.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -39,6 +40,37 @@ struct AdamWParams {
   int64_t step = 1;                    // 1-based, for bias correction
   bool bias_correction = true;
 };
+
+// torch.optim.SGD (what DeepSpeed builds for "SGD").
+struct SgdParams {
+  float lr = 1e-3f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  bool first_step = false;  // the momentum buffer starts as the gradient itself (torch's clone)
+};
+
+// DeepSpeed's FusedLamb.
+struct LambParams {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool bias_correction = true;
+  bool eps_inside_sqrt = false;  // sqrt(v + eps) instead of sqrt(v) + eps
+  int64_t step = 1;              // 1-based, for bias correction
+};
+
+// Lamb's step size: lr · sqrt(1 − β2^t) / (1 − β1^t) with bias correction (fp32,
+// as DeepSpeed computes it), else lr. Every backend uses this one definition.
+inline float lamb_step_size(const LambParams& p) {
+  if (!p.bias_correction) return p.lr;
+  const float bc1 = float(1.0 - std::pow(double(p.beta1), double(p.step)));
+  const float bc2 = float(1.0 - std::pow(double(p.beta2), double(p.step)));
+  return p.lr * std::sqrt(bc2) / bc1;
+}
 
 // Result of one pass over a gradient buffer: sum of squares (for the global norm)
 // and whether any element is inf/NaN (for the fp16 loss scaler).
@@ -183,6 +215,35 @@ class Backend {
   virtual void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
                      const void* grad, float grad_scale, DType param_dt, void* param_out,
                      size_t n) = 0;
+
+  // SGD on fp32 master weights (torch.optim.SGD): g = grad·grad_scale + wd·w; with
+  // momentum, buf = g on the first step, else momentum·buf + (1 − dampening)·g, and
+  // the step is g + momentum·buf (nesterov) or buf; w −= lr·step. momentum_buf is
+  // null when momentum is 0. param_out as for adamw.
+  virtual void sgd(const SgdParams& p, float* master, float* momentum_buf, DType grad_dt,
+                   const void* grad, float grad_scale, DType param_dt, void* param_out,
+                   size_t n) = 0;
+
+  // DeepSpeed's fused Lamb, in two passes so that the trust ratio of a parameter
+  // tensor can be measured over the whole tensor even when ZeRO splits it across
+  // ranks (the caller sums the passes' statistics over ranks in between).
+  // `bounds` (host, segments + 1 offsets from 0 to n, increasing) cuts the n
+  // elements into segments, one per parameter tensor (or its part in this range).
+  // u = m / (sqrt(v) + eps) + wd·w is the update before bias correction, whose
+  // norm DeepSpeed's ratio uses.
+  // Pass 1: m and v take the gradient grad·grad_scale; adds Σw² and Σu² of each
+  // segment s into sums[2s] and sums[2s + 1] (host). The CPU backend adds in a
+  // fixed order over blocks of 2048 elements counted from the start of the call,
+  // so splitting a range at multiples of 2048 and calling once per part (the
+  // offloaded optimizer does) gives the same sums.
+  virtual void lamb_moments(const LambParams& p, const float* master, float* m, float* v,
+                            DType grad_dt, const void* grad, float grad_scale,
+                            const int64_t* bounds, int segments, double* sums) = 0;
+  // Pass 2: w −= lamb_step_size(p) · coeffs[s] · u over segment s (coeffs: host);
+  // reads no gradient. param_out as for adamw.
+  virtual void lamb_update(const LambParams& p, float* master, const float* m, const float* v,
+                           const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
+                           void* param_out) = 0;
 };
 
 // The CPU backend always exists; its GEMM library is measured in bench/.

@@ -18,8 +18,9 @@ enum class Category : uint8_t {
   kernel = 6,     // a GPU kernel (CUPTI)
   memcpy = 7,     // a GPU memcpy/memset (CUPTI)
   other = 8,
+  recompute = 9,  // a module's forward run again in backward (activation checkpointing)
 };
-constexpr int kCategoryCount = 9;
+constexpr int kCategoryCount = 10;
 
 std::string_view category_name(Category c);
 Category parse_category(std::string_view name);  // throws std::invalid_argument

@@ -146,6 +146,8 @@ std::vector<ModuleDeviceTime> device_time_by_module(std::span<const Event> event
         r.fwd_ns += e.dur_ns;
       else if (e.scope == Category::backward)
         r.bwd_ns += e.dur_ns;
+      else if (e.scope == Category::recompute)
+        r.recompute_ns += e.dur_ns;
       else
         r.other_ns += e.dur_ns;
       auto it = parent.find(m);
@@ -178,9 +180,11 @@ void apply_device_times(std::vector<LayerStat>& rows, std::span<const ModuleDevi
   for (LayerStat& r : rows) {
     r.host_fwd_ns = r.fwd_ns;
     r.host_bwd_ns = r.bwd_ns;
+    r.host_recompute_ns = r.recompute_ns;
     auto it = by_key.find({r.rank, r.step, r.module_id});
     r.fwd_ns = it == by_key.end() ? 0 : it->second->fwd_ns;
     r.bwd_ns = it == by_key.end() ? 0 : it->second->bwd_ns;
+    r.recompute_ns = it == by_key.end() ? 0 : it->second->recompute_ns;
     if (it != by_key.end()) by_key.erase(it);
   }
   for (const auto& [key, d] : by_key) {
@@ -190,6 +194,7 @@ void apply_device_times(std::vector<LayerStat>& rows, std::span<const ModuleDevi
     r.module_id = d->module_id;
     r.fwd_ns = d->fwd_ns;
     r.bwd_ns = d->bwd_ns;
+    r.recompute_ns = d->recompute_ns;
     rows.push_back(r);
   }
   std::sort(rows.begin(), rows.end(), [](const LayerStat& a, const LayerStat& b) {
@@ -201,7 +206,9 @@ std::vector<LayerStat> scope_layer_stats(std::span<const Event> events) {
   std::map<std::tuple<int, int64_t, int32_t>, LayerStat> rows;
   for (const Event& e : events) {
     if (is_gpu_record(e) || e.module_id < 0) continue;
-    if (e.category != Category::forward && e.category != Category::backward) continue;
+    if (e.category != Category::forward && e.category != Category::backward &&
+        e.category != Category::recompute)
+      continue;
     LayerStat& r = rows[{e.rank, e.step, e.module_id}];
     r.rank = e.rank;
     r.step = e.step;
@@ -209,6 +216,8 @@ std::vector<LayerStat> scope_layer_stats(std::span<const Event> events) {
     if (e.category == Category::forward) {
       r.fwd_ns += e.dur_ns;
       ++r.calls;
+    } else if (e.category == Category::recompute) {
+      r.recompute_ns += e.dur_ns;
     } else {
       r.bwd_ns += e.dur_ns;
     }

@@ -50,8 +50,9 @@ struct ModuleDeviceTime {
   int32_t module_id = -1;
   int64_t fwd_ns = 0;
   int64_t bwd_ns = 0;
-  int64_t other_ns = 0;  // optimizer or unknown scope
-  uint64_t records = 0;  // launched directly in this module (not in children)
+  int64_t other_ns = 0;      // optimizer or unknown scope
+  uint64_t records = 0;      // launched directly in this module (not in children)
+  int64_t recompute_ns = 0;  // launched while recomputing (activation checkpointing)
 
   friend bool operator==(const ModuleDeviceTime&, const ModuleDeviceTime&) = default;
 };

@@ -137,6 +137,8 @@ void add_report_command(CLI::App& app, Args& a) {
   a.report->add_option("--top", a.flops.top_modules, "flops: module types listed per depth")
       ->capture_default_str();
   a.report->add_option("--step", a.step, "flops: profiled step (default: the last)");
+  a.report->add_flag("--summary-only{false}", a.flops.detailed,
+                     "flops: summary and aggregated profile, no per-module trees (detailed=false)");
 }
 
 void add_trace_and_import_commands(CLI::App& app, Args& a) {

@@ -33,6 +33,8 @@ uint32_t category_color(Category c) {
       return 0xffb07aa1u;
     case Category::other:
       return 0xffbab0acu;
+    case Category::recompute:
+      return 0xff9c755fu;
   }
   return 0xffbab0acu;
 }

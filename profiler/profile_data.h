@@ -96,6 +96,19 @@ struct StepRankRow {
   friend bool operator==(const StepRankRow&, const StepRankRow&) = default;
 };
 
+// One of DeepSpeed's wall-clock timers (wall_clock_breakdown) for one optimizer
+// step on one rank: forward, backward, backward_inner, backward_allreduce, step,
+// optimizer_gradients, optimizer_step, optimizer_allgather (engine/step_timers.h).
+// Summed over the step's micro-steps.
+struct StepTimerRow {
+  int64_t step = 0;
+  int rank = 0;
+  std::string name;
+  double ms = 0;
+
+  friend bool operator==(const StepTimerRow&, const StepTimerRow&) = default;
+};
+
 // One module of the model tree. Parameters are counted once: a tied weight
 // belongs to the one module that owns it, and n_params excludes children.
 struct ModuleInfo {
@@ -129,6 +142,11 @@ struct LayerStat {
   // scope's host time (on a GPU: the time spent launching).
   int64_t host_fwd_ns = 0;
   int64_t host_bwd_ns = 0;
+  // Activation checkpointing: the forward run again in backward (category
+  // recompute), apart from fwd/bwd; the same device/host split.
+  int64_t recompute_ns = 0;
+  uint64_t recompute_flops = 0;
+  int64_t host_recompute_ns = 0;
 
   friend bool operator==(const LayerStat&, const LayerStat&) = default;
 };
@@ -209,6 +227,7 @@ struct RunProfile {
   std::vector<RankInfo> ranks;
   std::vector<StepRow> steps;
   std::vector<StepRankRow> step_ranks;
+  std::vector<StepTimerRow> step_timers;  // empty without wall_clock_breakdown
   std::vector<ModuleInfo> modules;
   std::vector<LayerStat> layers;
   std::vector<CommStatRow> comm;

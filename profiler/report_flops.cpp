@@ -35,6 +35,8 @@ constexpr auto kFwdFlops = [](const ModuleCost& c) { return c.fwd_flops; };
 constexpr auto kBwdFlops = [](const ModuleCost& c) { return c.bwd_flops; };
 constexpr auto kFwdMacs = [](const ModuleCost& c) { return c.fwd_macs; };
 constexpr auto kBwdMacs = [](const ModuleCost& c) { return c.bwd_macs; };
+constexpr auto kRcNs = [](const ModuleCost& c) { return c.recompute_ns; };
+constexpr auto kRcFlops = [](const ModuleCost& c) { return c.recompute_flops; };
 
 std::vector<double> to_ms(std::vector<double> ns) {
   for (double& x : ns) x *= 1e-6;
@@ -108,6 +110,25 @@ std::string summary(const RunProfile& p, const ModuleRollup& t, int64_t step) {
   return out;
 }
 
+bool recomputed(const ModuleRollup& t) {
+  return mean_of(t.model_per_rank(kRcNs)) > 0 || mean_of(t.model_per_rank(kRcFlops)) > 0;
+}
+
+// Activation checkpointing: the forwards run again in backward, apart from bwd.
+std::string recompute_summary(const ModuleRollup& t) {
+  const auto rc_ms = to_ms(t.model_per_rank(kRcNs));
+  const double rc_flops = mean_of(t.model_per_rank(kRcFlops));
+  const double fwd_flops = mean_of(t.model_per_rank(kFwdFlops));
+  std::string out;
+  auto row = [&](std::string_view label, const std::string& value) {
+    out += fmt::format("{:<44}{}\n", std::string(label) + ":", value);
+  };
+  row("recompute latency per rank (mean [min, max])", ms_spread(Spread::of(rc_ms)));
+  row("recompute FLOPs per rank", format_flop(rc_flops));
+  row("recompute / fwd FLOPs", fwd_flops > 0 ? fmt::format("{:.2f}", rc_flops / fwd_flops) : "-");
+  return out;
+}
+
 std::string aggregated(const ModuleRollup& t, const FlopsReportOptions& o) {
   int max_depth = 0;
   for (const auto& m : t.tree.modules) max_depth = std::max(max_depth, m.depth);
@@ -149,10 +170,13 @@ std::string aggregated(const ModuleRollup& t, const FlopsReportOptions& o) {
   return out;
 }
 
-std::string module_table(const ModuleRollup& t, const FlopsReportOptions& o, bool forward) {
-  const auto ns_of = forward ? +kFwdNs : +kBwdNs;
-  const auto flops_of = forward ? +kFwdFlops : +kBwdFlops;
-  const auto macs_of = forward ? +kFwdMacs : +kBwdMacs;
+enum class Phase { forward, backward, recompute };
+
+std::string module_table(const ModuleRollup& t, const FlopsReportOptions& o, Phase phase) {
+  const bool forward = phase == Phase::forward, re = phase == Phase::recompute;
+  const auto ns_of = forward ? +kFwdNs : re ? +kRcNs : +kBwdNs;
+  const auto flops_of = forward ? +kFwdFlops : re ? +kRcFlops : +kBwdFlops;
+  const auto macs_of = forward ? +kFwdMacs : +kBwdMacs;  // not counted for recomputation
   const double total_ns = mean_of(t.model_per_rank(ns_of));
   double total_params = 0;
   for (size_t r : t.tree.roots) total_params += double(t.tree.params[r]);
@@ -167,8 +191,8 @@ std::string module_table(const ModuleRollup& t, const FlopsReportOptions& o, boo
                    fmt::format("{} ({})", format_count(double(t.tree.params[i])),
                                format_percent(
                                    total_params > 0 ? double(t.tree.params[i]) / total_params : 0)),
-                   format_count(mean_of(t.per_rank(i, macs_of))), format_flop(flops), ms_spread(ms),
-                   format_flop_rate(rate(flops, ms.mean * 1e6)),
+                   re ? std::string("-") : format_count(mean_of(t.per_rank(i, macs_of))),
+                   format_flop(flops), ms_spread(ms), format_flop_rate(rate(flops, ms.mean * 1e6)),
                    format_percent(total_ns > 0 ? ms.mean * 1e6 / total_ns : 0)});
     for (size_t c : t.tree.children[i]) self(self, c);
   };
@@ -197,17 +221,29 @@ std::string flops_report(const RunProfile& p, const FlopsReportOptions& o) {
   }
   const ModuleRollup tree = rollup_modules(p, step);
   out += summary(p, tree, step);
+  if (recomputed(tree)) out += recompute_summary(tree);
   out += '\n';
   out += report::section("aggregated profile per depth");
   out += aggregated(tree, o);
+  if (!o.detailed) return out;
   out += '\n';
   out += report::section("forward, per module (rank mean; latency [min, max] over ranks)");
   out += "share = part of the model's forward latency; values include child modules\n";
-  out += module_table(tree, o, true);
+  out += module_table(tree, o, Phase::forward);
   out += '\n';
   out += report::section("backward, per module (rank mean; latency [min, max] over ranks)");
   out += "share = part of the model's backward latency; values include child modules\n";
-  out += module_table(tree, o, false);
+  out += module_table(tree, o, Phase::backward);
+  if (recomputed(tree)) {
+    out += '\n';
+    out += report::section(
+        "recompute (activation checkpointing), per module (rank mean; latency [min, max] over "
+        "ranks)");
+    out +=
+        "forwards run again in backward, not part of the backward above; share = part of the "
+        "model's recompute latency\n";
+    out += module_table(tree, o, Phase::recompute);
+  }
   return out;
 }
 

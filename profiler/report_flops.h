@@ -14,8 +14,11 @@
 namespace hybrid::profiler {
 
 struct FlopsReportOptions {
-  int module_depth = -1;        // deepest tree level printed (and aggregated); -1 = all
-  int top_modules = 1;          // module types listed per depth in the aggregated profile
+  int module_depth = -1;  // deepest tree level printed (and aggregated); -1 = all
+  int top_modules = 1;    // module types listed per depth in the aggregated profile
+  // The per-module forward and backward trees. Without them the report is the summary
+  // and the aggregated profile, as DeepSpeed's flops profiler prints with detailed=false.
+  bool detailed = true;
   std::optional<int64_t> step;  // the profiled step; default: the last with layer stats
 };
 

@@ -4,11 +4,56 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
+#include <numeric>
+#include <string_view>
 
 #include "base/statistics.h"
 #include "profiler/report_format.h"
 
 namespace hybrid::profiler {
+
+namespace {
+
+// DeepSpeed's wall-clock timers (wall_clock_breakdown) in its log order; other
+// names follow alphabetically.
+constexpr std::string_view kTimerOrder[] = {"forward",        "backward",
+                                            "backward_inner", "backward_allreduce",
+                                            "step",           "optimizer_gradients",
+                                            "optimizer_step", "optimizer_allgather"};
+
+size_t timer_rank(const std::string& name) {
+  for (size_t i = 0; i < std::size(kTimerOrder); ++i)
+    if (kTimerOrder[i] == name) return i;
+  return std::size(kTimerOrder);
+}
+
+// Per timer: mean, min and max over every (step, rank) of its ms per step, and
+// the mean as a share of the mean step time.
+std::string timers_table(const RunProfile& p) {
+  std::map<std::string, std::vector<double>> by_name;
+  for (const auto& t : p.step_timers) by_name[t.name].push_back(t.ms);
+  std::vector<std::string> names;
+  for (const auto& [name, values] : by_name) names.push_back(name);
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return timer_rank(a) < timer_rank(b); });
+  double step_ms = 0;
+  for (const auto& s : p.steps) step_ms += s.step_ms / double(p.steps.size());
+  report::TextTable table({"timer", "mean", "min", "max", "of the step"});
+  for (const auto& name : names) {
+    const auto& v = by_name[name];
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+    table.add_row({name, report::format_ms(mean),
+                   report::format_ms(*std::min_element(v.begin(), v.end())),
+                   report::format_ms(*std::max_element(v.begin(), v.end())),
+                   step_ms > 0 ? report::format_percent(mean / step_ms) : std::string("-")});
+  }
+  return report::section("wall-clock breakdown (ms per step, over steps and ranks)") +
+         table.render("  ");
+}
+
+}  // namespace
 
 std::string steps_report(const RunProfile& p) {
   std::string out = report::section("hybrid steps");
@@ -38,6 +83,7 @@ std::string steps_report(const RunProfile& p) {
   out += fmt::format("median step {}, mean {} tokens/s, mean {}, {} skipped\n",
                      report::format_ms(median), report::format_count(tokens / double(n)),
                      report::format_flop_rate(flops / double(n)), skipped);
+  if (!p.step_timers.empty()) out += timers_table(p);
   return out;
 }
 

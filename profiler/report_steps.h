@@ -1,5 +1,6 @@
 // The step table of a run: loss, learning rate, loss scale, skipped steps, time,
-// tokens/s and achieved FLOP/s, with a summary line.
+// tokens/s and achieved FLOP/s, with a summary line; and, when the run recorded
+// them (wall_clock_breakdown), DeepSpeed's wall-clock timers.
 #pragma once
 
 #include <string>

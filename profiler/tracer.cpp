@@ -30,6 +30,8 @@ std::string_view category_name(Category c) {
       return "memcpy";
     case Category::other:
       return "other";
+    case Category::recompute:
+      return "recompute";
   }
   return "other";
 }

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "base/atomic_file.h"
 
@@ -47,7 +49,8 @@ std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}
 // `comm` is the engine's host communicator: the failure flag below is a host
 // value (a device communicator such as NCCL cannot read host memory).
 void write_checkpoint(const std::string& dir, const std::string& tag, comm::Communicator& comm,
-                      const nlohmann::json& meta, const PartitionData* mine) {
+                      const nlohmann::json& meta, const PartitionData* mine,
+                      const CheckpointWriteOptions& options) {
   if (tag.empty() || tag.find('/') != std::string::npos || tag == "latest")
     throw CheckpointError(fmt::format("checkpoint: invalid tag '{}'", tag));
   const std::string root = where(dir, tag);
@@ -77,6 +80,7 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
       w.write(mine->state.data(), mine->state.size() * 4);
       w.commit();
     }
+    if (comm.rank() == 0 && options.extra_files) options.extra_files(root);
   } catch (const std::exception& e) {
     failed = 1.0f;
     error = e.what();
@@ -87,11 +91,51 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
         error.empty()
             ? fmt::format("checkpoint {}: another rank failed to write its partition", root)
             : fmt::format("checkpoint {}: {}", root, error));
+  if (options.before_publish) options.before_publish();
   if (comm.rank() == 0) {
     base::write_file_atomic(root + "/meta.json", meta.dump(2));
-    base::write_file_atomic(dir + "/latest", tag + "\n");
+    if (options.save_latest) base::write_file_atomic(dir + "/latest", tag + "\n");
   }
   comm.barrier();
+}
+
+std::vector<std::string> prune_checkpoints(const std::string& dir, const std::string& kind,
+                                           int64_t keep, const std::string& managed) {
+  std::vector<std::string> deleted;
+  if (keep <= 0) return deleted;
+  std::string latest;
+  if (std::ifstream in(dir + "/latest"); in) std::getline(in, latest);
+  const std::regex pattern(managed);
+  std::vector<std::pair<int64_t, std::string>> tags;  // (global step, tag) of this kind
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string tag = entry.path().filename().string();
+    if (!entry.is_directory() || tag == latest || !std::regex_match(tag, pattern)) continue;
+    std::ifstream in(entry.path() / "meta.json");
+    if (!in) continue;  // incomplete: never published, not ours to judge
+    const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object() || meta.value("format", "") != "hybrid-checkpoint" ||
+        meta.value("kind", "optimizer") != kind)
+      continue;
+    tags.emplace_back(meta.value("global_step", int64_t(0)), tag);
+  }
+  // `latest` counts among the kept ones when the policy wrote it and it is of this kind.
+  bool latest_counts = false;
+  if (!latest.empty() && std::regex_match(latest, pattern)) {
+    std::ifstream in(dir + "/" + latest + "/meta.json");
+    const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    latest_counts = meta.is_object() && meta.value("kind", "optimizer") == kind;
+  }
+  const int64_t keep_others = latest_counts ? keep - 1 : keep;
+  std::sort(tags.begin(), tags.end(), std::greater<>());
+  for (size_t i = size_t(std::max<int64_t>(0, keep_others)); i < tags.size(); ++i) {
+    fs::remove_all(fs::path(dir) / tags[i].second, ec);
+    if (ec)
+      throw CheckpointError(
+          fmt::format("checkpoint: cannot delete {}/{}: {}", dir, tags[i].second, ec.message()));
+    deleted.push_back(tags[i].second);
+  }
+  return deleted;
 }
 
 std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag) {

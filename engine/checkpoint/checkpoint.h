@@ -1,13 +1,18 @@
-// Checkpoints: DIR/TAG/ holds meta.json (global state, written by rank 0) and
-// one partition file per rank that owns optimizer state (its fp32 master
-// weights and optimizer state over a flat range, with a CRC-32 of the payload).
-// Every file is written to a temporary name, fsynced and renamed; DIR/latest is
-// rewritten only after every rank's files are complete, so it never names a
-// partial checkpoint. Partitions are flat ranges, so a checkpoint loads under a
-// different world size or ZeRO stage: each rank reads the parts it now owns.
+// Checkpoints, DeepSpeed's way: DIR/TAG/ holds meta.json (global state, written
+// by rank 0), one partition file per rank that owns optimizer state (its fp32
+// master weights and optimizer state over a flat range, with a CRC-32 of the
+// payload) and, in a "full" checkpoint, model.bin (every weight in fp32, llm.c's
+// format). DIR/latest names the newest tag.
+//
+// Every file is written to a temporary name, fsynced and renamed; meta.json and
+// then DIR/latest are written only after every rank's files are complete, so a
+// crash mid-save leaves latest on the previous, complete tag. Partitions are
+// flat ranges, so a checkpoint loads under a different world size or ZeRO
+// stage: each rank reads the parts it now owns.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,10 +34,29 @@ struct PartitionData {
   std::vector<float> state;   // range.size() × state_floats
 };
 
+struct CheckpointWriteOptions {
+  bool save_latest = true;  // point DIR/latest at the tag (DeepSpeed's save_latest)
+  // Rank 0 writes further files into DIR/TAG (the consolidated model) alongside
+  // its partition, before anything is published; a failure fails the save.
+  std::function<void(const std::string& root)> extra_files;
+  // Testing: runs on every rank once all files are complete, before meta.json
+  // and latest (a crash here must leave latest alone).
+  std::function<void()> before_publish;
+};
+
 // Collective. `meta` (rank 0's) must list "partitions": [{"rank", "begin", "end"}];
 // `mine` is this rank's partition, or null when it owns none.
 void write_checkpoint(const std::string& dir, const std::string& tag, comm::Communicator& comm,
-                      const nlohmann::json& meta, const PartitionData* mine);
+                      const nlohmann::json& meta, const PartitionData* mine,
+                      const CheckpointWriteOptions& options = {});
+
+// Keep-last-k: deletes the oldest complete tags of `kind` ("full" or "optimizer",
+// meta.json's "kind") among those whose name matches `managed` (the tags a save
+// policy writes, e.g. "step\d+"), keeping the newest `keep` by global step and
+// never the tag `latest` names. Other tags and files are left alone. Returns the
+// tags deleted. Call on one rank, after latest has moved.
+std::vector<std::string> prune_checkpoints(const std::string& dir, const std::string& kind,
+                                           int64_t keep, const std::string& managed);
 
 // The tag to load: `tag`, or the content of DIR/latest when empty.
 std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag);

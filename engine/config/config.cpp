@@ -1,6 +1,7 @@
 // ds_config.json → Config, with DeepSpeed's semantics for the keys we implement
-// (runtime/config.py, zero/config.py, precision_config.py, lr_schedules.py).
-// The "hybrid" block is parsed in config_hybrid.cpp.
+// (runtime/config.py, zero/config.py, precision_config.py). The optimizer and
+// scheduler blocks are parsed in config_optim.cpp, the "hybrid" block in
+// config_hybrid.cpp.
 #include "engine/config/config.h"
 
 #include <fmt/format.h>
@@ -88,109 +89,6 @@ void resolve_batch(ObjectReader& top, int world_size, Config& c) {
   c.train_batch_size = int(t);
   c.train_micro_batch_size_per_gpu = int(m);
   c.gradient_accumulation_steps = int(g);
-}
-
-void parse_optimizer(const json& block, Config& c) {
-  ObjectReader r(block, "optimizer", c.ignored_keys);
-  const json* type = r.get("type");
-  if (!type) throw ConfigError("config: optimizer.type must be given (\"Adam\" or \"AdamW\")");
-  if (!type->is_string()) fail("optimizer.type", "one of Adam, AdamW", *type);
-  std::string name = type->get<std::string>();
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return std::tolower(ch); });
-  // DeepSpeed lower-cases the names it knows.
-  if (lower == "adam")
-    c.optimizer.type = "Adam";
-  else if (lower == "adamw")
-    c.optimizer.type = "AdamW";
-  else
-    fail("optimizer.type", "one of Adam, AdamW (the optimizers hybrid implements)", *type);
-
-  OptimizerConfig& o = c.optimizer;
-  bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
-  if (const json* params = r.object("params")) {
-    ObjectReader p(*params, "optimizer.params", c.ignored_keys);
-    if (auto v = p.number("lr", 0.0)) o.lr = float(*v);
-    if (const json* b = p.get("betas")) {
-      const char* what = "a list of two numbers in [0, 1)";
-      if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
-        fail("optimizer.params.betas", what, *b);
-      const double b1 = (*b)[0].get<double>(), b2 = (*b)[1].get<double>();
-      if (!(b1 >= 0.0 && b1 < 1.0 && b2 >= 0.0 && b2 < 1.0))
-        fail("optimizer.params.betas", what, *b);
-      o.beta1 = float(b1), o.beta2 = float(b2);
-    }
-    if (auto v = p.number("eps", 0.0, std::numeric_limits<double>::max(), true)) o.eps = float(*v);
-    if (auto v = p.number("weight_decay", 0.0)) o.weight_decay = float(*v);
-    if (auto v = p.boolean("bias_correction")) o.bias_correction = *v;
-    if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;
-    if (p.get("max_grad_norm"))  // DeepSpeed raises here too
-      throw ConfigError(
-          "config: optimizer.params.max_grad_norm is not supported; use the top-level "
-          "gradient_clipping");
-    if (auto v = p.boolean("amsgrad"); v && *v)
-      throw ConfigError(
-          "config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
-          "got true");
-    p.finish();
-  }
-  // DeepSpeed: "AdamW" always decouples weight decay; "Adam" does unless adam_w_mode is false.
-  o.adam_w_mode = o.type == "AdamW" || adam_w_mode;
-  r.finish();
-}
-
-void parse_scheduler(const json& block, Config& c) {
-  ObjectReader r(block, "scheduler", c.ignored_keys);
-  const auto type = r.choice("type", {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR"});
-  if (!type) {  // DeepSpeed builds no scheduler without a type
-    r.finish();
-    return;
-  }
-  SchedulerConfig& s = c.scheduler;
-  s.type = *type;
-  const bool cosine = s.type == "WarmupCosineLR";
-  const bool decay = s.type == "WarmupDecayLR";
-  // Parameters of the other warmup schedules are errors, as DeepSpeed's keyword
-  // arguments are (TypeError there).
-  const std::vector<std::string> lr_keys = {"warmup_min_lr", "warmup_max_lr"};
-  const std::vector<std::string> ratio_keys = {"warmup_min_ratio", "cos_min_ratio"};
-  const json* params = r.object("params");
-  const json empty = json::object();
-  ObjectReader p(params ? *params : empty, "scheduler.params", c.ignored_keys);
-  for (const auto& k : cosine ? lr_keys : ratio_keys)
-    if (const json* v = p.get(k))
-      throw ConfigError(fmt::format("config: scheduler.params.{} is not a parameter of {}, got {}",
-                                    k, s.type, base::describe_json(*v)));
-  if (!cosine && !decay && p.get("total_num_steps"))
-    throw ConfigError("config: scheduler.params.total_num_steps is not a parameter of WarmupLR");
-
-  if (auto v = p.integer("warmup_num_steps", 1)) s.warmup_num_steps = *v;
-  if (auto v = p.choice("warmup_type", {"log", "linear"})) s.warmup_type = *v;
-  if (cosine) {
-    if (auto v = p.number("warmup_min_ratio", 0.0)) s.warmup_min_ratio = float(*v);
-    if (auto v = p.number("cos_min_ratio", 0.0)) s.cos_min_ratio = float(*v);
-  } else {
-    if (auto v = p.number("warmup_min_lr", 0.0)) s.warmup_min_lr = float(*v);
-    if (auto v = p.number("warmup_max_lr", 0.0)) {
-      s.warmup_max_lr = float(*v);
-    } else if (!decay) {
-      // DeepSpeed's WarmupLR defaults warmup_max_lr to the optimizer's lr; WarmupDecayLR to 0.001.
-      s.warmup_max_lr = c.optimizer.lr;
-      s.warmup_max_lr_from_optimizer = true;
-    }
-  }
-  if (cosine || decay) {
-    const auto total = p.integer("total_num_steps", 1);
-    if (!total)
-      throw ConfigError(
-          fmt::format("config: scheduler.params.total_num_steps must be given for {} "
-                      "(a positive integer)",
-                      s.type));
-    s.total_num_steps = *total;
-  }
-  p.finish();
-  r.finish();
 }
 
 void parse_fp16(const json& block, Config& c) {
@@ -287,8 +185,24 @@ void parse_zero(const json& z, Config& c) {
   }
   if (auto v = r.integer("reduce_bucket_size", 1)) zc.reduce_bucket_size = *v;
   if (auto v = r.integer("allgather_bucket_size", 1)) zc.allgather_bucket_size = *v;
-  if (auto v = r.boolean("contiguous_gradients")) zc.contiguous_gradients = *v;
-  if (auto v = r.boolean("reduce_scatter")) zc.reduce_scatter = *v;
+  // Gradients are always produced in place in contiguous buffers (the flat gradient
+  // buffer at stages 0-1, bucket staging buffers at 2-3): nothing to copy or to turn off.
+  if (auto v = r.boolean("contiguous_gradients"))
+    c.warnings.push_back(fmt::format(
+        "zero_optimization.contiguous_gradients ({}) has no effect: gradients are always "
+        "written into contiguous buffers (the flat gradient buffer at stages 0-1, the bucket "
+        "staging buffers at stages 2-3)",
+        *v));
+  if (auto v = r.boolean("reduce_scatter")) {
+    zc.reduce_scatter = *v;
+    // As in DeepSpeed, only stages 1-2 choose: stage 0 all-reduces, stage 3 reduce-scatters.
+    if (!*v && (zc.stage == 0 || zc.stage == 3))
+      c.warnings.push_back(fmt::format(
+          "zero_optimization.reduce_scatter (false) has no effect at stage {}: stage {} always "
+          "{}",
+          zc.stage, zc.stage,
+          zc.stage == 0 ? "all-reduces gradients" : "reduce-scatters gradients"));
+  }
   // DeepSpeed's overlap_comm default depends on the stage: true for stage 3 only.
   const auto overlap = r.boolean("overlap_comm");
   zc.overlap_comm = overlap ? *overlap : zc.stage == 3;
@@ -357,8 +271,9 @@ Config parse_config(const json& j, int world_size) {
   ObjectReader top(j, "", c.ignored_keys);
 
   resolve_batch(top, world_size, c);
-  if (const json* o = top.object("optimizer")) parse_optimizer(*o, c);
-  if (const json* s = top.object("scheduler")) parse_scheduler(*s, c);  // after the optimizer's lr
+  if (const json* o = top.object("optimizer")) config_detail::parse_optimizer(*o, c);
+  // After the optimizer: WarmupLR's default is its lr, OneCycle's momentum needs its betas.
+  if (const json* s = top.object("scheduler")) config_detail::parse_scheduler(*s, c);
   if (auto v = top.number("gradient_clipping", 0.0, std::numeric_limits<double>::max(), false,
                           "a number >= 0 (0: off)"))
     c.gradient_clipping = float(*v);
@@ -382,10 +297,13 @@ Config parse_config(const json& j, int world_size) {
   if (const json* a = top.object("aio")) parse_aio(*a, c);
   if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
   if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
+  const json* checkpointing = top.object("activation_checkpointing");
+  if (checkpointing) config_detail::parse_activation_checkpointing(*checkpointing, c);
   // DeepSpeed turns the step timers on whenever the flops profiler is on.
   c.wall_clock_breakdown = c.wall_clock_breakdown || c.flops_profiler.enabled;
 
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
+  config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

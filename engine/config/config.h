@@ -35,7 +35,10 @@ struct ModelConfig {
 
 struct DataConfig {
   bool synthetic = true;  // "synthetic": generated in memory, learnable structure
-  std::string train;      // glob of llm.c token shards
+  // Training sequence length T (hybrid.data.seq_len): at most the block size
+  // hybrid.model.seq_len, which is also its default (resolved by parse_config).
+  int seq_len = 0;
+  std::string train;  // glob of llm.c token shards
   std::string val;
   // Synthetic data ({"synthetic": {...}} form; engine/data/synthetic.h): a sparse
   // random Markov chain seeded from hybrid.seed.
@@ -46,14 +49,21 @@ struct DataConfig {
 };
 
 struct OptimizerConfig {
-  std::string type =
-      "AdamW";  // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW)
+  // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW) | "Lamb" | "SGD"
+  std::string type = "AdamW";
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
   bool adam_w_mode = true;
-  bool bias_correction = true;
+  bool bias_correction = true;  // Adam, Lamb
+  // Lamb (DeepSpeed's FusedLamb): the trust ratio ||w|| / ||update|| is clamped to
+  // [min_coeff, max_coeff]; eps_inside_sqrt puts eps under the square root.
+  float max_coeff = 10.0f, min_coeff = 0.01f;
+  bool eps_inside_sqrt = false;
+  // SGD (torch.optim.SGD, which DeepSpeed builds for "SGD").
+  float momentum = 0.0f, dampening = 0.0f;
+  bool nesterov = false;
 };
 
 struct SchedulerConfig {
@@ -69,6 +79,21 @@ struct SchedulerConfig {
   // older releases used 0.001).
   // LrSchedule then uses its base lr instead of warmup_max_lr.
   bool warmup_max_lr_from_optimizer = false;
+  // OneCycle (cycle_min_lr and cycle_max_lr are required).
+  float cycle_min_lr = 0.0f, cycle_max_lr = 0.0f;
+  float decay_lr_rate = 0.0f;
+  int64_t cycle_first_step_size = 2000;
+  int64_t cycle_second_step_size = 0;   // 0: cycle_first_step_size
+  int64_t cycle_first_stair_count = 0;  // accepted; DeepSpeed's OneCycle never reads them
+  int64_t cycle_second_stair_count = 0;
+  int64_t decay_step_size = 0;  // 0: no decay after the cycle
+  bool cycle_momentum = true;   // cycles beta1 (and sets beta2 to 0.99), as DeepSpeed does
+  float cycle_min_mom = 0.8f, cycle_max_mom = 0.9f, decay_mom_rate = 0.0f;
+  // LRRangeTest
+  float lr_range_test_min_lr = 1e-3f;
+  int64_t lr_range_test_step_size = 2000;
+  float lr_range_test_step_rate = 1.0f;
+  bool lr_range_test_staircase = false;
 };
 
 struct Fp16Config {
@@ -106,14 +131,27 @@ struct ZeroConfig {
   int stage = 0;
   int64_t reduce_bucket_size = 500'000'000;     // elements, as DeepSpeed counts them
   int64_t allgather_bucket_size = 500'000'000;  // elements
-  bool overlap_comm = false;  // DeepSpeed's default is stage-dependent; resolved in parse
-  bool contiguous_gradients = true;
-  bool reduce_scatter = true;
+  bool overlap_comm = false;   // DeepSpeed's default is stage-dependent; resolved in parse
+  bool reduce_scatter = true;  // false: all-reduce at stages 1–2 (stages 0 and 3 ignore it)
   int64_t stage3_prefetch_bucket_size = 50'000'000;
   int64_t stage3_param_persistence_threshold = 100'000;
   int64_t stage3_max_live_parameters = 1'000'000'000;
   OffloadConfig offload_optimizer = {OffloadDevice::none, false, {}, 4, 100'000'000};
   OffloadConfig offload_param;
+};
+
+// DeepSpeed's activation_checkpointing block and our per-block policy
+// (hybrid.activation_checkpointing): which GPT-2 blocks keep only their input
+// and recompute their forward in backward (engine/model/activation_checkpointing.h).
+struct ActivationCheckpointingConfig {
+  int every = 0;                   // resolved: 0 off; k >= 1 checkpoints blocks 0, k, 2k, ...
+  bool every_given = false;        // hybrid.activation_checkpointing.every was given
+  bool cpu_checkpointing = false;  // the kept block inputs live in host memory
+  bool synchronize_checkpoint_boundary = false;
+  bool profile = false;  // log forward / recompute / backward time of the checkpointed blocks
+  bool partition_activations = false;           // read; no effect without model parallelism
+  bool contiguous_memory_optimization = false;  // read; activation layouts are contiguous
+  int number_checkpoints = 0;                   // 0: not given; else at most this many blocks
 };
 
 struct FlopsProfilerConfig {
@@ -130,6 +168,14 @@ struct CommsLoggerConfig {
   bool verbose = false;
   bool prof_all = true;
   std::vector<std::string> prof_ops;
+};
+
+// hybrid.checkpoint: when hybrid-train saves, and how many tags it keeps.
+struct CheckpointConfig {
+  std::string dir;       // default of hybrid-train --save
+  int64_t interval = 0;  // full checkpoints (resume state + model.bin) every N steps; 0: none
+  int64_t optimizer_interval = 0;  // optimizer-state (resume) checkpoints every N steps; 0: none
+  int64_t keep_last = 0;           // newest tags kept per kind; 0: all
 };
 
 struct ProfilerConfig {      // hybrid.profiler
@@ -160,6 +206,7 @@ struct Config {
   AioConfig aio;
   FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
+  ActivationCheckpointingConfig activation_checkpointing;
 
   // "hybrid" block
   ModelConfig model;
@@ -169,13 +216,19 @@ struct Config {
   uint64_t memory_budget = 0;  // bytes per rank; 0: unlimited
   uint64_t seed = 1234;
   int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks
+  CheckpointConfig checkpoint;
   ProfilerConfig profiler;
 
   std::vector<std::string> ignored_keys;  // dotted paths of keys we do not implement
+  // Keys that are accepted but have no effect here (docs/config.md, "Keys accepted
+  // with a warning"), one message each naming the key; reported once, as ignored keys.
+  std::vector<std::string> warnings;
 
   kernels::DType param_dtype() const {
     return fp16.enabled ? kernels::DType::f16 : bf16 ? kernels::DType::bf16 : kernels::DType::f32;
   }
+  // The training sequence length T (hybrid.data.seq_len, <= the block size).
+  int seq_len() const { return data.seq_len > 0 ? data.seq_len : model.seq_len; }
   int padded_vocab() const {
     return model.padded_vocab_size > 0 ? model.padded_vocab_size
                                        : (model.vocab_size + 127) / 128 * 128;

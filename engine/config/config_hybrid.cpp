@@ -104,6 +104,7 @@ void parse_data(const json& v, Config& c) {
   }
   if (!v.is_object()) fail("hybrid.data", what, v);
   ObjectReader r(v, "hybrid.data", c.ignored_keys);
+  if (auto t = r.integer("seq_len", 1, kIntMax)) d.seq_len = int(*t);
   const auto train = r.string("train");
   const auto val = r.string("val");
   const json* synth = r.get("synthetic");
@@ -128,6 +129,19 @@ void parse_data(const json& v, Config& c) {
     d.train = *train;
     d.val = val.value_or("");
   }
+  r.finish();
+}
+
+void parse_checkpoint(const json& block, Config& c) {
+  ObjectReader r(block, "hybrid.checkpoint", c.ignored_keys);
+  CheckpointConfig& k = c.checkpoint;
+  if (auto v = r.string("dir")) k.dir = *v;
+  if (auto v = r.integer("interval", 0, INT64_MAX, "a non-negative integer (0: none)"))
+    k.interval = *v;
+  if (auto v = r.integer("optimizer_interval", 0, INT64_MAX, "a non-negative integer (0: none)"))
+    k.optimizer_interval = *v;
+  if (auto v = r.integer("keep_last", 0, INT64_MAX, "a non-negative integer (0: keep all)"))
+    k.keep_last = *v;
   r.finish();
 }
 
@@ -161,8 +175,17 @@ void parse_hybrid_block(const json& block, Config& c) {
   }
   if (auto v = h.integer("threads", 0, kIntMax, "a non-negative integer (0: automatic)"))
     c.threads = int(*v);
+  if (const json* k = h.object("checkpoint")) parse_checkpoint(*k, c);
   if (const json* p = h.object("profiler")) parse_profiler(*p, c);
+  if (const json* a = h.object("activation_checkpointing")) parse_hybrid_checkpointing(*a, c);
   h.finish();
+  // The training length defaults to the block size and cannot exceed it (wpe rows).
+  if (c.data.seq_len == 0) c.data.seq_len = c.model.seq_len;
+  if (c.data.seq_len > c.model.seq_len)
+    throw ConfigError(
+        fmt::format("config: hybrid.data.seq_len ({}) must not exceed the block size "
+                    "hybrid.model.seq_len ({})",
+                    c.data.seq_len, c.model.seq_len));
 }
 
 }  // namespace config_detail

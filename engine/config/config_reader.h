@@ -79,7 +79,18 @@ class ObjectReader {
 // Converts an integral JSON number to int64 or fails with key/what.
 int64_t to_integer(const nlohmann::json& v, std::string_view key, std::string_view what);
 
+// The optimizer and scheduler blocks (config_optim.cpp).
+void parse_optimizer(const nlohmann::json& block, Config& c);
+void parse_scheduler(const nlohmann::json& block, Config& c);
+
 // The "hybrid" block (config_hybrid.cpp).
 void parse_hybrid_block(const nlohmann::json& block, Config& c);
+
+// Activation checkpointing (config_checkpointing.cpp): DeepSpeed's block, ours
+// (hybrid.activation_checkpointing), and the policy resolved once the model
+// depth is known (after the hybrid block).
+void parse_activation_checkpointing(const nlohmann::json& block, Config& c);
+void parse_hybrid_checkpointing(const nlohmann::json& block, Config& c);
+void resolve_activation_checkpointing(bool deepspeed_block, Config& c);
 
 }  // namespace hybrid::engine::config_detail

@@ -83,6 +83,12 @@ SwapFile::SwapFile(const std::string& dir, const std::string& key, const std::st
       ::close(direct_fd_);
       direct_fd_ = -1;
     }
+    // Both descriptors are open: the name can go. The space stays reserved until
+    // the last descriptor closes, which the kernel does even when the process is
+    // killed, so no run (crashed, OOM-killed, SIGKILLed) leaves swap files behind.
+    if (::unlink(path_.c_str()) != 0)
+      throw std::runtime_error(fmt::format("nvme: cannot unlink {}: {}", path_, errno_text(errno)));
+    named_ = false;
   } catch (...) {
     close_and_remove();
     throw;
@@ -95,7 +101,7 @@ void SwapFile::close_and_remove() noexcept {
   if (direct_fd_ >= 0) ::close(direct_fd_);
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(path_.c_str());
+    if (named_) ::unlink(path_.c_str());
   }
   direct_fd_ = fd_ = -1;
 }

@@ -1,6 +1,8 @@
 // One swap file of the NVMe offload (ZeRO-Infinity): a preallocated file under
 // the config's nvme_path that holds one buffer of a layout (parameters, master
-// weights or optimizer state of this rank), removed when the object goes.
+// weights or optimizer state of this rank). Its name is removed as soon as it is
+// open, so the file lives exactly as long as the process holds it: nothing is
+// left under nvme_path after any exit, SIGKILL included.
 //
 // Direct I/O (O_DIRECT) bypasses the page cache, so the offloaded bytes do not
 // come back as host memory in disguise; it needs offsets, sizes and buffer
@@ -32,12 +34,12 @@ class SwapFile {
   // std::runtime_error naming the file and the bytes when the filesystem has
   // less free space than the file needs.
   SwapFile(const std::string& dir, const std::string& key, const std::string& name, uint64_t bytes);
-  ~SwapFile();  // closes and removes the file
+  ~SwapFile();  // closes the file (its space is freed)
   SwapFile(const SwapFile&) = delete;
   SwapFile& operator=(const SwapFile&) = delete;
 
-  const std::string& path() const { return path_; }
-  uint64_t size() const { return size_; }  // bytes allocated (aligned)
+  const std::string& path() const { return path_; }  // for messages: the name is gone
+  uint64_t size() const { return size_; }            // bytes allocated (aligned)
   bool direct() const { return direct_fd_ >= 0; }
   // The descriptor for one transfer: the direct one when offset, size and buffer
   // are aligned and the filesystem allows it, else the buffered one.
@@ -52,6 +54,7 @@ class SwapFile {
   uint64_t size_ = 0;
   int fd_ = -1;
   int direct_fd_ = -1;
+  bool named_ = true;  // the directory entry still exists (until the constructor ends)
 };
 
 // The config's nvme_path must be an existing, writable directory; ConfigError

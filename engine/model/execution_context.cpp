@@ -10,15 +10,26 @@ void ExecutionContext::set_tracer(profiler::Tracer* t, const std::vector<Module*
 }
 
 void ExecutionContext::forward(Module& m) {
-  if (hooks_) hooks_->before_forward(m);
+  const bool re = recomputing_;
+  if (hooks_) re ? hooks_->before_recompute(m) : hooks_->before_forward(m);
   {
     const bool traced = tracer_ && tracer_->enabled();
+    const uint64_t flops = !traced ? 0 : re ? m.recompute_flops(B_, T_) : m.forward_flops(B_, T_);
     profiler::Scope scope(traced ? tracer_ : nullptr, traced ? names_[size_t(m.id())] : 0,
-                          profiler::Category::forward, m.id(),
-                          traced ? m.forward_flops(B_, T_) : 0);
-    m.forward(*this);
+                          re ? profiler::Category::recompute : profiler::Category::forward, m.id(),
+                          flops);
+    re ? m.recompute(*this) : m.forward(*this);
   }
-  if (hooks_) hooks_->after_forward(m);
+  if (hooks_) re ? hooks_->after_recompute(m) : hooks_->after_forward(m);
+}
+
+void ExecutionContext::recompute(Module& m) {
+  struct Mode {  // restored on the way out, exceptions included
+    bool& flag;
+    explicit Mode(bool& f) : flag(f) { flag = true; }
+    ~Mode() { flag = false; }
+  } mode(recomputing_);
+  forward(m);
 }
 
 void ExecutionContext::backward(Module& m) {

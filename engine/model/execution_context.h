@@ -30,6 +30,9 @@ class ModuleHooks {
   virtual void after_forward(const Module&) {}
   virtual void before_backward(const Module&) {}
   virtual void after_backward(const Module&) {}
+  // A forward run again inside the backward pass (activation checkpointing).
+  virtual void before_recompute(const Module&) {}
+  virtual void after_recompute(const Module&) {}
 };
 
 class ExecutionContext {
@@ -63,6 +66,11 @@ class ExecutionContext {
 
   void forward(Module& m);
   void backward(Module& m);
+  // Activation checkpointing: m's forward again during backward (Module::recompute).
+  // Every module boundary inside it is a recompute boundary: the recompute hooks,
+  // and profiler scopes of category recompute.
+  void recompute(Module& m);
+  bool recomputing() const { return recomputing_; }
 
  private:
   kernels::Backend& backend_;
@@ -71,6 +79,7 @@ class ExecutionContext {
   const int32_t* tokens_ = nullptr;
   const int32_t* targets_ = nullptr;
   float dloss_ = 1.0f;
+  bool recomputing_ = false;
   ParamAccess* params_ = nullptr;
   ModuleHooks* hooks_ = nullptr;
   profiler::Tracer* tracer_ = nullptr;

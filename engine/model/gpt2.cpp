@@ -1,7 +1,11 @@
 #include "engine/model/gpt2.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "profiler/flops.h"
 
@@ -22,6 +26,7 @@ Block::Block(std::string name, int C, int n_head, int n_layer) : Module(name, "B
   c_fc = m->add<Linear>(name + ".mlp.c_fc", C, 4 * C, true, 0.02f);
   gelu = m->add<Gelu>(name + ".mlp.gelu", 4 * C);
   mlp_proj = m->add<Linear>(name + ".mlp.c_proj", 4 * C, C, true, proj_std);
+  m->recompute_children = 2;  // c_fc, gelu: c_proj's output is read by no backward
   mlp = m;
 }
 
@@ -47,10 +52,30 @@ void Block::backward(ExecutionContext& ctx) {
   ctx.backward(*ln_1);
 }
 
+// What backward reads: the layernorm inputs and statistics, qkv, the attention
+// output and the backend's saved state, fc and gelu outputs. mlp.c_proj's
+// output and the block's output are read by nobody in backward.
+void Block::recompute(ExecutionContext& ctx) {
+  auto& be = ctx.backend();
+  ctx.forward(*ln_1);
+  ctx.forward(*attn);
+  be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out,
+                      size_t(ctx.B()) * ctx.T() * C_);
+  ctx.forward(*ln_2);
+  ctx.forward(*mlp);  // c_fc and gelu (recompute_children)
+}
+
+std::vector<const Module*> Block::recompute_order() const {
+  return {this, ln_1, attn, c_attn, core, attn_proj, ln_2, mlp, c_fc, gelu};
+}
+
 uint64_t Block::forward_flops(int B, int T) const {
   return 2 * profiler::flops::residual_forward(int64_t(B) * T * C_);
 }
 uint64_t Block::backward_flops(int, int) const { return 0; }
+uint64_t Block::recompute_flops(int B, int T) const {
+  return profiler::flops::residual_forward(int64_t(B) * T * C_);
+}
 
 GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
     : Module("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
@@ -63,24 +88,36 @@ GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
   ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_);
 }
 
-void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt) {
-  if (B == B_ && T == T_) return;
+void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const CheckpointPlan& plan,
+                TrackingAllocator* host) {
+  if (B == B_ && T == T_ && plan == checkpoints_.plan()) return;
+  if (T < 1 || T > cfg_.seq_len)  // positions past the block size have no wpe row
+    throw std::invalid_argument(fmt::format(
+        "gpt2: sequence length {} must be in 1..{} (the block size, hybrid.model.seq_len)", T,
+        cfg_.seq_len));
+  if (plan.host_inputs && plan.any() && !host)
+    throw std::logic_error("GPT2::bind: block inputs kept in host memory need a host allocator");
   activations_ = LayoutBuffers();  // the old micro-batch's buffers go first
+  host_activations_ = LayoutBuffers();
   B_ = B;
   T_ = T;
+  checkpoints_.set_plan(plan);
   const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
-  activations_ = LayoutBuffers(alloc, gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved));
+  activations_ = LayoutBuffers(alloc, gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan));
+  if (host)
+    host_activations_ = LayoutBuffers(*host, gpt2_host_activation_layout(cfg_, B, T, dt, plan));
   const auto& a = activations_;
   tokens_ = a.view("tokens").as<int32_t>();
   targets_ = a.view("targets").as<int32_t>();
-  embedding->out = a.data("embedding.out");
+  embedding->out = a.data(block_input_entry(plan, 0));
   embedding->dout = a.data("grad.residual");
-  const void* residual = embedding->out;
-  for (auto* b : blocks) {
-    wire_block(*b, residual);
-    residual = b->residual_out;
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    wire_block(*blocks[l], int(l));
+    blocks[l]->stream_bytes_ =
+        size_t(B) * size_t(T) * size_t(cfg_.n_embd) * kernels::dtype_size(dt);
   }
   const size_t N = size_t(B) * size_t(T);
+  const void* residual = a.data(block_input_entry(plan, cfg_.n_layer));
   ln_f->in = residual;
   ln_f->out = a.data("ln_f.out");
   ln_f->mean = a.view("ln_f.stats").as<float>();
@@ -103,9 +140,15 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt) {
   assign_activation_bytes(*this, a.layout());
 }
 
-void GPT2::wire_block(Block& b, const void* residual_in) {
+void GPT2::wire_block(Block& b, int layer) {
   const auto& a = activations_;
-  const std::string h = b.name();
+  const CheckpointPlan& plan = checkpoints_.plan();
+  void* residual_in = a.data(block_input_entry(plan, layer));
+  b.checkpointed = plan.checkpointed(layer);
+  b.input_slot = plan.input_on_host(layer) ? residual_in : nullptr;
+  b.host_input = plan.input_on_host(layer) ? host_activations_.data(b.name() + ".input") : nullptr;
+  // A checkpointed block's internals live in the scratch set all of them share.
+  const std::string h = b.checkpointed ? std::string("recompute") : b.name();
   const size_t N = size_t(B_) * size_t(T_);
   void* dresidual = a.data("grad.residual");
   void* dln_1 = a.data("grad.ln_1");
@@ -163,7 +206,7 @@ void GPT2::wire_block(Block& b, const void* residual_in) {
   b.mlp_proj->din = dfc_gelu;
   b.mlp_proj->dout = dresidual;
 
-  b.residual_out = a.data(h + ".residual_out");
+  b.residual_out = a.data(block_input_entry(plan, layer + 1));
   b.branch_out = branch_out;
   b.dresidual = dresidual;
   b.grad_scratch.clear();
@@ -174,7 +217,7 @@ void GPT2::wire_block(Block& b, const void* residual_in) {
 
 void GPT2::forward(ExecutionContext& ctx) {
   ctx.forward(*embedding);
-  for (auto* b : blocks) ctx.forward(*b);
+  for (auto* b : blocks) b->checkpointed ? checkpoints_.forward(ctx, *b) : ctx.forward(*b);
   ctx.forward(*ln_f);
   ctx.forward(*lm_head);
   ctx.forward(*ce_);
@@ -185,8 +228,31 @@ void GPT2::backward(ExecutionContext& ctx) {
   ctx.backward(*ce_);
   ctx.backward(*lm_head);
   ctx.backward(*ln_f);
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) ctx.backward(**it);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+    (*it)->checkpointed ? checkpoints_.backward(ctx, **it) : ctx.backward(**it);
   ctx.backward(*embedding);
+}
+
+namespace {
+void enter_backward(const Module& m, std::vector<const Module*>& out) {
+  out.push_back(&m);
+  for (auto it = m.children().rbegin(); it != m.children().rend(); ++it) enter_backward(**it, out);
+}
+}  // namespace
+
+// Mirrors backward(): children in reverse, a checkpointed block's recomputation
+// (Block::recompute) just before its own backward.
+std::vector<const Module*> GPT2::backward_order(const CheckpointPlan& plan) const {
+  std::vector<const Module*> out{this};
+  for (auto it = children().rbegin(); it != children().rend(); ++it) {
+    const auto b = std::find(blocks.begin(), blocks.end(), *it);
+    if (b != blocks.end() && plan.checkpointed(int(b - blocks.begin()))) {
+      const auto re = (*b)->recompute_order();
+      out.insert(out.end(), re.begin(), re.end());
+    }
+    enter_backward(**it, out);
+  }
+  return out;
 }
 
 std::vector<float> GPT2::initial_parameters(const ModuleTree& tree, uint64_t seed) const {

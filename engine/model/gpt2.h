@@ -14,6 +14,7 @@
 #include "engine/memory/layout.h"
 #include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
+#include "engine/model/activation_checkpointing.h"
 #include "engine/model/layers.h"
 
 namespace hybrid::engine {
@@ -21,8 +22,15 @@ namespace hybrid::engine {
 // Every activation buffer of one micro-batch [B, T] (engine/model/gpt2_layout.cpp),
 // in allocation order: what GPT2::bind allocates and wires, what
 // Module::activation_bytes sums by owner and what the memory model predicts.
+// Checkpointed blocks (plan) keep only their input; their internals share one
+// scratch set, recomputed in backward.
 MemoryLayout gpt2_activation_layout(const ModelConfig& m, int padded_vocab, int B, int T,
-                                    kernels::DType dt, uint64_t attention_saved_bytes);
+                                    kernels::DType dt, uint64_t attention_saved_bytes,
+                                    const CheckpointPlan& plan = {});
+// The host memory of activations: the inputs of checkpointed blocks when the plan
+// keeps them there (cpu_checkpointing); empty otherwise.
+MemoryLayout gpt2_host_activation_layout(const ModelConfig& m, int B, int T, kernels::DType dt,
+                                         const CheckpointPlan& plan);
 
 // Sets every module's activation_bytes (children included) from the entries it owns.
 void assign_activation_bytes(Module& root, const MemoryLayout& layout);
@@ -32,8 +40,15 @@ class Block final : public Module {
   Block(std::string name, int C, int n_head, int n_layer);
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
+  // The forward up to what backward reads: mlp.c_proj and the second residual
+  // add (the block's output) are left out.
+  void recompute(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  uint64_t recompute_flops(int B, int T) const override;
+  // The module boundaries ctx.recompute(block) crosses, in order, itself first.
+  std::vector<const Module*> recompute_order() const;
+  size_t stream_bytes() const { return stream_bytes_; }  // one [B, T, C] tensor
 
   LayerNorm* ln_1;
   Module* attn;
@@ -54,8 +69,16 @@ class Block final : public Module {
   void* dresidual = nullptr;   // one gradient buffer for the whole residual stream
   std::vector<std::pair<void*, size_t>> grad_scratch;  // zeroed at the start of backward
 
+  // Activation checkpointing: keeps only residual_in; host_input is its host
+  // copy and input_slot its device slot when it waits in host memory.
+  bool checkpointed = false;
+  void* host_input = nullptr;
+  void* input_slot = nullptr;
+
  private:
+  friend class GPT2;
   int C_;
+  size_t stream_bytes_ = 0;
 };
 
 class GPT2 final : public Module {
@@ -65,8 +88,16 @@ class GPT2 final : public Module {
   void backward(ExecutionContext& ctx) override;
 
   // Allocates activations for micro-batch [B,T] (gpt2_activation_layout) and
-  // wires every module.
-  void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt);
+  // wires every module. A plan that keeps block inputs in host memory needs
+  // the host allocator.
+  void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt,
+            const CheckpointPlan& plan = {}, TrackingAllocator* host = nullptr);
+  const CheckpointPlan& checkpoint_plan() const { return checkpoints_.plan(); }
+  // Forward/recompute/backward time of the checkpointed blocks (plan.profile).
+  CheckpointTimes take_checkpoint_times() { return checkpoints_.take_times(); }
+  // The modules a backward pass enters, in order, recomputed forwards included:
+  // the order ZeRO-3's gatherer sees (the memory model replays it).
+  std::vector<const Module*> backward_order(const CheckpointPlan& plan) const;
   int bound_B() const { return B_; }
   int bound_T() const { return T_; }
 
@@ -89,9 +120,11 @@ class GPT2 final : public Module {
   ModelConfig cfg_;
   int Vp_;
   int B_ = 0, T_ = 0;
-  void wire_block(Block& b, const void* residual_in);
+  void wire_block(Block& b, int layer);
 
   LayoutBuffers activations_;
+  LayoutBuffers host_activations_;
+  CheckpointRunner checkpoints_;
   int32_t* tokens_ = nullptr;
   int32_t* targets_ = nullptr;
   std::vector<std::pair<void*, size_t>> grad_scratch_;  // zeroed at the start of backward

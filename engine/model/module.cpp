@@ -1,5 +1,7 @@
 #include "engine/model/module.h"
 
+#include <algorithm>
+
 #include "engine/model/execution_context.h"
 
 namespace hybrid::engine {
@@ -28,6 +30,11 @@ ParamSpec* Module::declare_param(const std::string& local_name, std::vector<int6
 
 void Sequential::forward(ExecutionContext& ctx) {
   for (auto* c : children()) ctx.forward(*c);
+}
+
+void Sequential::recompute(ExecutionContext& ctx) {
+  const size_t n = std::min(recompute_children, children().size());
+  for (size_t i = 0; i < n; ++i) ctx.forward(*children()[i]);
 }
 
 void Sequential::backward(ExecutionContext& ctx) {

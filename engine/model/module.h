@@ -50,6 +50,10 @@ class Module {
   // leaves call backend ops.
   virtual void forward(ExecutionContext& ctx) = 0;
   virtual void backward(ExecutionContext& ctx) = 0;
+  // Activation checkpointing: the forward again, in backward, writing what this
+  // module's backward reads (ctx.recompute). A module may skip outputs that no
+  // backward reads; by default it is the whole forward.
+  virtual void recompute(ExecutionContext& ctx) { forward(ctx); }
 
   // Bytes of activations this module keeps for backward per micro-batch
   // (children included), set when the model binds its buffers.
@@ -65,6 +69,7 @@ class Module {
     (void)B, (void)T;
     return 0;
   }
+  virtual uint64_t recompute_flops(int B, int T) const { return forward_flops(B, T); }
 
  protected:
   ParamSpec* declare_param(const std::string& local_name, std::vector<int64_t> shape,
@@ -104,6 +109,10 @@ class Sequential final : public Module {
   }
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
+  // The first recompute_children children (all by default): the outputs of the
+  // others are read by no backward.
+  void recompute(ExecutionContext& ctx) override;
+  size_t recompute_children = size_t(-1);
 };
 
 // Numbers the modules depth-first (forward order), assigns parameter ids and

@@ -1,3 +1,5 @@
+// Adam / AdamW through the backend's fused adamw op; OneCycle's scheduled betas
+// replace the configured ones when given.
 #include "engine/optim/optimizer.h"
 
 namespace hybrid::engine {
@@ -13,8 +15,8 @@ class Adam final : public Optimizer {
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
     kernels::AdamWParams p;
     p.lr = a.lr;
-    p.beta1 = cfg_.beta1;
-    p.beta2 = cfg_.beta2;
+    p.beta1 = a.beta1 >= 0.0f ? a.beta1 : cfg_.beta1;
+    p.beta2 = a.beta2 >= 0.0f ? a.beta2 : cfg_.beta2;
     p.eps = cfg_.eps;
     p.weight_decay = cfg_.weight_decay;
     p.decoupled_weight_decay = cfg_.adam_w_mode;

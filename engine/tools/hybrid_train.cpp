@@ -1,6 +1,7 @@
 // hybrid-train: trains the model a ds_config.json describes.
-//   hybrid-train --config cfg.json [--steps N] [--db FILE] [--save DIR] [--load DIR] [--result
-//   FILE] mpirun -np 4 hybrid-train --config cfg.json ...
+//   hybrid-train --config cfg.json [--steps N] [--db FILE] [--save DIR] [--load DIR [--tag T]]
+//                [--result FILE]
+//   mpirun -np 4 hybrid-train --config cfg.json ...
 // Exit status: 0 ok, 2 config error, 3 out of memory, 1 any other failure; the
 // --result JSON says the same in a structured form.
 #include <signal.h>
@@ -55,19 +56,30 @@ int main(int argc, char** argv) {
   app.add_option("--db", opts.db,
                  "run store (SQLite) to record the run in, e.g. results/hybrid.db");
   app.add_option("--name", opts.run_name, "name of the run in the store");
-  app.add_option("--save", opts.save_dir, "save a checkpoint here at the end");
-  app.add_option("--save-every", opts.save_every, "also save every N steps")
+  app.add_option("--save", opts.save_dir,
+                 "checkpoint directory: a checkpoint at the end, and on hybrid.checkpoint's "
+                 "intervals (default: hybrid.checkpoint.dir)");
+  app.add_option("--save-every", opts.save_every,
+                 "also save an optimizer-state checkpoint every N steps (overrides "
+                 "hybrid.checkpoint.optimizer_interval)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
-  app.add_option("--load-tag", opts.load_tag, "checkpoint tag to load instead of `latest`");
+  app.add_option("--tag,--load-tag", opts.load_tag,
+                 "with --load: the tag to resume from instead of `latest`");
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
   app.add_option("--kill-after-step", kill_after_step, "testing: SIGKILL this process after step N")
       ->group("");
+  int64_t kill_mid_save = 0;
+  app.add_option("--kill-mid-save", kill_mid_save,
+                 "testing: SIGKILL this process inside step N's checkpoint, once its files are "
+                 "written and before meta.json and latest are")
+      ->group("");
   CLI11_PARSE(app, argc, argv);
   if (kill_after_step > 0) opts.after_step = kill_after(kill_after_step);
+  if (kill_mid_save > 0) opts.before_publish = kill_after(kill_mid_save);
 
   hybrid::engine::Config cfg;
   hybrid::TrainSummary summary;

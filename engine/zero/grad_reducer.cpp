@@ -21,10 +21,12 @@ MemoryLayout GradReducer::layout(const ZeroSetup& setup, const ModuleTree& tree,
   const uint64_t P = uint64_t(part.padded()), S = uint64_t(part.shard_size());
   const uint64_t d = dtype_size(setup.param_dtype), a = dtype_size(setup.accum_dtype);
   MemoryLayout l;
+  // All-reduce works in place: no separate buffer receives this rank's part.
+  const bool recv = !setup.all_reduce_gradients();
   if (setup.stage < 2) {
     l.add("grads.working", P, d, MemCategory::grads, true);
     if (setup.separate_accum()) l.add("grads.accum", P, a, MemCategory::grads, true);
-    if (setup.stage == 1) l.add("grads.reduced", S, a, MemCategory::grads, true);
+    if (setup.stage == 1 && recv) l.add("grads.reduced", S, a, MemCategory::grads, true);
     return l;
   }
   l.add("grads.accum", S, a, MemCategory::grads, true);
@@ -32,13 +34,14 @@ MemoryLayout GradReducer::layout(const ZeroSetup& setup, const ModuleTree& tree,
   for (auto* p : tree.params())
     if (shared[size_t(p->id)]) {
       l.add("comm.shared." + p->name, uint64_t(p->numel), d, MemCategory::comm, true);
-      l.add("comm.shared_recv." + p->name, std::min(uint64_t(p->numel), S), d, MemCategory::comm);
+      if (recv)
+        l.add("comm.shared_recv." + p->name, std::min(uint64_t(p->numel), S), d, MemCategory::comm);
     }
   const uint64_t cap = uint64_t(reduce_bucket_capacity(tree, setup.reduce_bucket_size));
   for (int b = 0; b < (setup.overlap_comm ? 2 : 1); ++b) {
     l.add(bucket_name("bucket", b), cap, d, MemCategory::comm);
     // A range of at most cap elements overlaps one shard in at most this many.
-    l.add(bucket_name("bucket_recv", b), std::min(cap, S), d, MemCategory::comm);
+    if (recv) l.add(bucket_name("bucket_recv", b), std::min(cap, S), d, MemCategory::comm);
   }
   return l;
 }
@@ -69,12 +72,12 @@ GradReducer::GradReducer(const ZeroSetup& setup, const ModuleTree& tree, const P
   for (auto* p : params)
     if (shared_[size_t(p->id)]) {
       shared_bufs_[size_t(p->id)] = mem_.view("comm.shared." + p->name);
-      shared_recv_[size_t(p->id)] = mem_.view("comm.shared_recv." + p->name);
+      shared_recv_[size_t(p->id)] = mem_.view_if_present("comm.shared_recv." + p->name);
     }
   staged_addr_.assign(params.size(), nullptr);
   for (int b = 0; b < (setup.overlap_comm ? 2 : 1); ++b) {
     buckets_[size_t(b)].mem = mem_.view(bucket_name("bucket", b));
-    buckets_[size_t(b)].recv = mem_.view(bucket_name("bucket_recv", b));
+    buckets_[size_t(b)].recv = mem_.view_if_present(bucket_name("bucket_recv", b));
   }
 }
 
@@ -147,7 +150,7 @@ void GradReducer::close_bucket() {
   if (open_.empty()) return;
   const FlatRange range = open_;
   if (staged_) {
-    const char* src = staging_address(range.begin);
+    char* src = staging_address(range.begin);
     open_ = {0, 0};
     auto& bucket = buckets_[size_t(current_)];
     bucket.pending = int(reduce_range(range, src, bucket.recv.data()));
@@ -167,14 +170,23 @@ void GradReducer::close_bucket() {
   }
 }
 
-size_t GradReducer::reduce_range(FlatRange range, const void* staged_src, void* recv) {
+size_t GradReducer::reduce_range(FlatRange range, void* staged_src, void* recv) {
   Pending p;
   p.range = range;
   const size_t n = size_t(range.size());
   char* full = (setup_.separate_accum() ? accum_ : working_).as<char>();
-  if (setup_.stage == 0) {
-    p.handle = comm_.all_reduce_async(full + size_t(range.begin) * asize_, n, setup_.accum_dtype,
-                                      comm::ReduceOp::sum);
+  if (setup_.all_reduce_gradients()) {
+    if (staged_) {
+      // In place over the staging memory; this rank's part of the sum is added
+      // into the shard from there (apply), before the staging memory is reused.
+      const FlatRange mine = range.intersect(part_.own());
+      p.recv = static_cast<char*>(staged_src) +
+               size_t(mine.empty() ? 0 : mine.begin - range.begin) * dsize_;
+      p.handle = comm_.all_reduce_async(staged_src, n, setup_.param_dtype, comm::ReduceOp::sum);
+    } else {  // stages 0-1: in place; the optimizer reads its range of the full buffer
+      p.handle = comm_.all_reduce_async(full + size_t(range.begin) * asize_, n, setup_.accum_dtype,
+                                        comm::ReduceOp::sum);
+    }
   } else if (setup_.stage == 1) {
     // Lands directly in this rank's slot of the reduced shard.
     const FlatRange own = part_.own(), mine = range.intersect(own);
@@ -239,7 +251,7 @@ FlatRange GradReducer::optimizer_range() const {
 
 void* GradReducer::optimizer_grads() const {
   if (staged_) return accum_.data();
-  if (setup_.stage == 1) return reduced_.data();
+  if (setup_.stage == 1 && !setup_.all_reduce_gradients()) return reduced_.data();
   char* base = (setup_.separate_accum() ? accum_ : working_).as<char>();
   return base + size_t(optimizer_range().begin) * asize_;
 }

@@ -10,6 +10,9 @@
 //   stage 2/3: no full buffer; parameters' gradients land in bucket-sized
 //              staging buffers that are reduce-scattered every micro-step into
 //              this rank's accumulated gradient shard.
+// With reduce_scatter false (stages 1-2, DeepSpeed's option) buckets are
+// all-reduced in place instead and each rank keeps its partition of the sum:
+// twice the bus traffic, no receive buffers.
 // Parameters used by several modules (tied embeddings) get their gradients in
 // place (0/1) or in a dedicated buffer (2/3), reduced once backward is over.
 #pragma once
@@ -73,7 +76,7 @@ class GradReducer {
   void assign(FlatRange module_range);
   void close_bucket();
   // Starts the reduction of `range`; stages 2/3 read staged_src and land in recv.
-  size_t reduce_range(FlatRange range, const void* staged_src, void* recv);  // index in pending_
+  size_t reduce_range(FlatRange range, void* staged_src, void* recv);  // index in pending_
   void apply(Pending& p);
   void wait_and_apply(size_t index);
   char* staging_address(int64_t flat) const;

@@ -140,7 +140,22 @@ void OptimizerOffload::push_params(int64_t k, int slot, ParamDestination& params
 }
 
 void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* device_grads,
-                            ParamDestination& params) {
+                            ParamDestination& params, const StatsReducer& reduce) {
+  if (opt.stats_size() == 0) {
+    run_chunks(a, device_grads, &params, [&](OptimizerStepArgs& c) { opt.step(host_, c); });
+    return;
+  }
+  std::vector<double> stats(opt.stats_size(), 0.0);
+  run_chunks(a, device_grads, nullptr,
+             [&](OptimizerStepArgs& c) { opt.gather_stats(host_, c, stats.data()); });
+  reduce(stats);
+  a.stats = stats.data();
+  run_chunks(a, nullptr, &params, [&](OptimizerStepArgs& c) { opt.step(host_, c); });
+}
+
+void OptimizerOffload::run_chunks(const OptimizerStepArgs& a, const void* device_grads,
+                                  ParamDestination* params,
+                                  const std::function<void(OptimizerStepArgs&)>& fn) {
   const int64_t K = chunks();
   const int64_t S = on_nvme() ? int64_t(swap_master_.size()) : 0;
   const size_t gsize = dtype_size(grad_dtype_);
@@ -152,40 +167,45 @@ void OptimizerOffload::step(Optimizer& opt, OptimizerStepArgs a, const void* dev
                                                      size_t(chunk_size(k)) * gsize);
   };
   for (int64_t k = 0; k < std::min(S - 1, K); ++k) swap_in(k);  // read ahead
-  if (K > 0) fetch(0);
+  if (grads && K > 0) fetch(0);
   for (int64_t k = 0; k < K; ++k) {
     const int slot = int(k % 2);
-    // Slot (k+1)%2 held chunk k-1's gradients, which AdamW has finished with.
-    if (k + 1 < K) fetch(k + 1);
-    device_.wait_transfer(down_[size_t(slot)]);
+    if (grads) {
+      // Slot (k+1)%2 held chunk k-1's gradients, which the optimizer has finished with.
+      if (k + 1 < K) fetch(k + 1);
+      device_.wait_transfer(down_[size_t(slot)]);
+    }
     // Chunk k-2's upload read this slot's parameter staging (or its master chunk).
-    params.wait_put(std::exchange(up_[size_t(slot)], 0));
+    if (params) params->wait_put(std::exchange(up_[size_t(slot)], 0));
     if (S > 0) {
       // Chunk k+S-1 goes into the slot chunk k-1 used, once chunk k-1 is written back
       // and chunk k-1's parameters (fp32: read from that slot) have left.
       // (With one slot, that is chunk k itself.)
       if (k + S - 1 < K) {
-        if (!separate_params()) params.wait_put(std::exchange(up_[size_t(1 - slot)], 0));
+        if (params && !separate_params()) params->wait_put(std::exchange(up_[size_t(1 - slot)], 0));
         wait_swap(k - 1);
         swap_in(k + S - 1);
       }
       wait_swap(k);
     }
     OptimizerStepArgs c = a;
+    c.first = a.first + chunk_begin(k);
     c.grad_dtype = grad_dtype_;
-    c.grad = grad_stage_[size_t(slot)].data();
+    c.grad = grads ? grad_stage_[size_t(slot)].data() : nullptr;
     c.master = chunk_master(k);
     c.state = chunk_state(k);
     c.param_dtype = param_dtype_;
-    c.param_out = separate_params() ? param_stage_[size_t(slot)].data() : nullptr;
+    c.param_out = params && separate_params() ? param_stage_[size_t(slot)].data() : nullptr;
     c.n = size_t(chunk_size(k));
-    opt.step(host_, c);
-    push_params(k, slot, params);
+    fn(c);
+    if (params) push_params(k, slot, *params);
+    // Both passes of a two-pass optimizer change the state: each writes it back.
     if (S > 0) swap_out(k);
   }
-  // The host buffers are reused by the next step; the device already waits on the
+  // The host buffers are reused by the next pass; the device already waits on the
   // uploads (stream order), the host waits here.
-  for (auto& t : up_) params.wait_put(std::exchange(t, 0));
+  if (params)
+    for (auto& t : up_) params->wait_put(std::exchange(t, 0));
   for (int64_t k = std::max<int64_t>(0, K - S); k < K; ++k) wait_swap(k);
 }
 

@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/io/layout_files.h"
@@ -94,11 +95,15 @@ class OptimizerOffload {
   static HostBytes host_bytes(int64_t n, int state_floats, kernels::DType grad_dtype,
                               kernels::DType param_dtype);
 
-  // One optimizer step. args carries lr, step and grad_scale (the rest is filled
-  // in here); device_grads: n gradients in grad dtype; params: receives this
-  // rank's n updated working parameters in param dtype.
+  // One optimizer step. args carries lr, step, betas, grad_scale and `first`
+  // (the rest is filled in here); device_grads: n gradients in grad dtype;
+  // params: receives this rank's n updated working parameters in param dtype.
+  // A two-pass optimizer (Lamb) runs its first pass over every chunk as the
+  // gradients come down, `reduce` sums its statistics over ranks, and the
+  // second pass sends the parameters up.
+  using StatsReducer = std::function<void(std::vector<double>&)>;
   void step(Optimizer& opt, OptimizerStepArgs args, const void* device_grads,
-            ParamDestination& params);
+            ParamDestination& params, const StatsReducer& reduce);
 
   // Sets master weights and optimizer state (global layout; null: zeros) and
   // writes the derived working parameters to params.
@@ -128,6 +133,12 @@ class OptimizerOffload {
   // Queues chunk k's working parameters from staging slot `slot` (or the master
   // chunk for fp32 parameters).
   void push_params(int64_t k, int slot, ParamDestination& params);
+  // The chunk pipeline: fn(chunk args) per chunk, with the chunk's gradients
+  // fetched ahead (double-buffered) when device_grads is given, its master and
+  // state swapped in and out (NVMe), and its updated parameters sent to params
+  // after fn when params is given.
+  void run_chunks(const OptimizerStepArgs& a, const void* device_grads, ParamDestination* params,
+                  const std::function<void(OptimizerStepArgs&)>& fn);
 
   int64_t n_;
   int state_floats_;

@@ -126,6 +126,12 @@ void ZeroRuntime::before_backward(const Module& m) {
 void ZeroRuntime::after_backward(const Module& m) {
   if (gatherer_) gatherer_->after(m, false);
 }
+void ZeroRuntime::before_recompute(const Module& m) {
+  if (gatherer_) gatherer_->before(m, false);
+}
+void ZeroRuntime::after_recompute(const Module& m) {
+  if (gatherer_) gatherer_->after(m, false);
+}
 
 void ZeroRuntime::end_forward() {
   if (gatherer_) gatherer_->release_all();
@@ -168,29 +174,54 @@ float* ZeroRuntime::master_ptr() const {
 
 void* ZeroRuntime::param_out_ptr() const { return master_.empty() ? nullptr : own_params(); }
 
-void ZeroRuntime::apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale) {
+void ZeroRuntime::apply_optimizer(Optimizer& opt, OptimizerStepArgs a) {
   const FlatRange r = reducer_->optimizer_range();
-  OptimizerStepArgs a;
-  a.lr = lr;
-  a.step = step;
+  a.first = r.begin;
   a.grad_dtype = setup_.accum_dtype;
   a.grad = reducer_->optimizer_grads();
-  a.grad_scale = grad_scale;
+  auto reduce = [this](std::vector<double>& stats) { reduce_optimizer_stats(stats); };
   if (offload_) {
     // On the host, chunk by chunk: gradients down, updated parameters up.
-    offload_->step(opt, a, a.grad, param_destination());
+    offload_->step(opt, a, a.grad, param_destination(), reduce);
   } else {
     a.master = master_ptr();
     a.state = state_.empty() ? nullptr : state_.as<float>();
     a.param_dtype = setup_.param_dtype;
     a.n = size_t(r.size());
+    std::vector<double> stats(opt.stats_size(), 0.0);
+    if (!stats.empty()) {
+      opt.gather_stats(backend_, a, stats.data());
+      reduce(stats);
+      a.stats = stats.data();
+      a.grad = nullptr;  // the second pass reads no gradients
+    }
     Buffer update;  // offloaded partition: the device optimizer's output, then to the store
     if (store_) update = mem_.allocate(mem_.layout().index_of("params.update"));
     a.param_out = store_ ? update.data() : param_out_ptr();
     opt.step(backend_, a);
     if (store_) store_->put_from_device(update.data(), a.n * dsize_);
   }
-  sync_working_params();
+}
+
+// Stage 0 replicates the whole range on every rank: the statistics are already
+// complete. Otherwise each rank's partial sums are all-gathered as raw bytes (a
+// double is two f32 slots to the communicator, which copies without arithmetic)
+// and added in rank order, so every rank gets the same bits.
+void ZeroRuntime::reduce_optimizer_stats(std::vector<double>& stats) {
+  const int W = host_comm_.world_size();
+  if (setup_.stage == 0 || W == 1 || stats.empty()) return;
+  const size_t k = stats.size();
+  std::vector<double> all(k * size_t(W));
+  double* slot = all.data() + k * size_t(host_comm_.rank());
+  std::copy(stats.begin(), stats.end(), slot);
+  const int64_t t0 = clock_();
+  host_comm_.all_gather(slot, all.data(), std::vector<size_t>(size_t(W), 2 * k), DType::f32);
+  if (waits_) waits_->record_wait(t0, clock_());
+  for (size_t i = 0; i < k; ++i) {
+    double sum = 0.0;
+    for (int rank = 0; rank < W; ++rank) sum += all[size_t(rank) * k + i];
+    stats[i] = sum;
+  }
 }
 
 void ZeroRuntime::sync_working_params() {

@@ -78,17 +78,28 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void after_forward(const Module& m) override;
   void before_backward(const Module& m) override;
   void after_backward(const Module& m) override;
+  // A recomputed forward belongs to the backward pass: ZeRO-3 gathers for it in
+  // the backward order (its prefetch sees recomputation and backward as one).
+  void before_recompute(const Module& m) override;
+  void after_recompute(const Module& m) override;
 
   void end_forward();
   void begin_backward(bool reduce) { reducer_->begin_backward(reduce); }
   void end_backward();
+  // Waits for every gradient reduction in flight and applies it (the end of the
+  // accumulation boundary's backward).
+  void finish_reductions() { reducer_->finish(); }
 
   // At the accumulation boundary: completes all reductions and measures the
   // gradients (norm, overflow) across ranks.
   GradSummary finish_gradients();
-  // Runs the optimizer over this rank's range, then brings every rank's working
-  // parameters up to date (all-gather for stages 1/2, persistent refresh for 3).
-  void apply_optimizer(Optimizer& opt, float lr, int64_t step, float grad_scale);
+  // Runs the optimizer over this rank's range (args gives lr, step, betas and
+  // grad_scale; the rest is filled in here). A two-pass optimizer's statistics
+  // are summed over the ranks in between. sync_working_params then brings every
+  // rank's working parameters up to date (all-gather for stages 1/2, persistent
+  // refresh for 3): two calls, so that each can be timed.
+  void apply_optimizer(Optimizer& opt, OptimizerStepArgs args);
+  void sync_working_params();
   void zero_grads() { reducer_->zero_accumulated(); }
 
   // The flat range this rank's optimizer owns (stage 0: everything).
@@ -116,7 +127,8 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   float* master_ptr() const;              // on the device (not offloaded)
   void* param_out_ptr() const;
   void gather_params();  // stages 1/2: all-gather updated shards in allgather buckets
-  void sync_working_params();
+  // Sums a two-pass optimizer's statistics over ranks that own different ranges.
+  void reduce_optimizer_stats(std::vector<double>& stats);
 
   ZeroSetup setup_;
   const ModuleTree& tree_;

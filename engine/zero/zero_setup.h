@@ -24,6 +24,10 @@ struct ZeroSetup : ZeroConfig {
   // Stages 0/1 keep a full gradient buffer; its accumulator is separate when the
   // accumulation dtype differs from the working dtype.
   bool separate_accum() const { return param_dtype != accum_dtype; }
+  // Gradients are averaged by all-reduce (each rank then keeps its partition of the
+  // result): always at stage 0, at stages 1-2 when reduce_scatter is false (DeepSpeed's
+  // choice there); stage 3 always reduce-scatters.
+  bool all_reduce_gradients() const { return stage == 0 || (stage <= 2 && !reduce_scatter); }
 };
 
 inline ZeroSetup zero_setup(const Config& cfg) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -25,8 +26,10 @@ constexpr double kMsPerNs = 1e-6;
 // A module's cost on one rank in ms, with the waits inside its scopes.
 struct Cost {
   double fwd_ms = 0, bwd_ms = 0, fwd_flops = 0, bwd_flops = 0, calls = 0;
-  double host_fwd_ms = 0, host_bwd_ms = 0;  // the scopes' host time (= fwd/bwd on a CPU)
-  WaitSplit waits_fwd, waits_bwd;           // inclusive of children
+  double rc_ms = 0, rc_flops = 0, host_rc_ms = 0;  // recomputation (activation checkpointing)
+  double host_fwd_ms = 0, host_bwd_ms = 0;         // the scopes' host time (= fwd/bwd on a CPU)
+  WaitSplit waits_fwd, waits_bwd, waits_rc;        // inclusive of children
+  double total_ms() const { return fwd_ms + bwd_ms + rc_ms; }
 };
 
 Cost to_ms(const profiler::ModuleCost& m) {
@@ -38,6 +41,9 @@ Cost to_ms(const profiler::ModuleCost& m) {
   c.calls = m.calls;
   c.host_fwd_ms = m.host_fwd_ns * kMsPerNs;
   c.host_bwd_ms = m.host_bwd_ns * kMsPerNs;
+  c.rc_ms = m.recompute_ns * kMsPerNs;
+  c.rc_flops = m.recompute_flops;
+  c.host_rc_ms = m.host_recompute_ns * kMsPerNs;
   return c;
 }
 
@@ -53,12 +59,14 @@ std::vector<Cost> rank_costs(const ModuleTree& t, const std::vector<profiler::Mo
       if (i == ModuleTree::npos) continue;
       eff[i].waits_fwd += w.fwd;
       eff[i].waits_bwd += w.bwd;
+      eff[i].waits_rc += w.recompute;
     }
   // Reverse preorder visits children before parents.
   for (auto it = t.preorder.rbegin(); it != t.preorder.rend(); ++it)
     for (size_t c : t.children[*it]) {
       eff[*it].waits_fwd += eff[c].waits_fwd;
       eff[*it].waits_bwd += eff[c].waits_bwd;
+      eff[*it].waits_rc += eff[c].waits_rc;
     }
   return eff;
 }
@@ -70,7 +78,7 @@ double mean_of(const std::vector<double>& v) { return Spread::of(v).mean; }
 int64_t default_step(const profiler::RunProfile& p, const std::set<int64_t>& steps) {
   std::set<int64_t> timed;
   for (const LayerStat& l : p.layers)
-    if (l.fwd_ns + l.bwd_ns > 0) timed.insert(l.step);
+    if (l.fwd_ns + l.bwd_ns + l.recompute_ns > 0) timed.insert(l.step);
   return timed.empty() ? *steps.rbegin() : *timed.rbegin();
 }
 
@@ -144,26 +152,33 @@ LayerRow module_row(const ModuleTree& tree, size_t i, const std::vector<std::vec
   row.depth = m.depth;
   row.fwd_ms = Spread::of(per_rank([](const Cost& c) { return c.fwd_ms; }));
   row.bwd_ms = Spread::of(per_rank([](const Cost& c) { return c.bwd_ms; }));
-  row.total_ms = Spread::of(per_rank([](const Cost& c) { return c.fwd_ms + c.bwd_ms; }));
+  row.recompute_ms = Spread::of(per_rank([](const Cost& c) { return c.rc_ms; }));
+  row.total_ms = Spread::of(per_rank([](const Cost& c) { return c.total_ms(); }));
   row.host_fwd_ms = Spread::of(per_rank([](const Cost& c) { return c.host_fwd_ms; }));
   row.host_bwd_ms = Spread::of(per_rank([](const Cost& c) { return c.host_bwd_ms; }));
-  row.exposed_ms = Spread::of(
-      per_rank([](const Cost& c) { return c.waits_fwd.exposed_ms + c.waits_bwd.exposed_ms; }));
-  row.blocked_ms = Spread::of(
-      per_rank([](const Cost& c) { return c.waits_fwd.blocked_ms + c.waits_bwd.blocked_ms; }));
+  row.host_recompute_ms = Spread::of(per_rank([](const Cost& c) { return c.host_rc_ms; }));
+  row.exposed_ms = Spread::of(per_rank([](const Cost& c) {
+    return c.waits_fwd.exposed_ms + c.waits_bwd.exposed_ms + c.waits_rc.exposed_ms;
+  }));
+  row.blocked_ms = Spread::of(per_rank([](const Cost& c) {
+    return c.waits_fwd.blocked_ms + c.waits_bwd.blocked_ms + c.waits_rc.blocked_ms;
+  }));
   row.fwd_flops = mean_of(per_rank([](const Cost& c) { return c.fwd_flops; }));
   row.bwd_flops = mean_of(per_rank([](const Cost& c) { return c.bwd_flops; }));
-  row.calls = int64_t(mean_of(per_rank([](const Cost& c) { return c.calls; })) + 0.5);
-  row.flops_per_s =
-      row.total_ms.mean > 0 ? (row.fwd_flops + row.bwd_flops) / (row.total_ms.mean * 1e-3) : 0;
+  row.recompute_flops = mean_of(per_rank([](const Cost& c) { return c.rc_flops; }));
+  row.calls = std::llround(mean_of(per_rank([](const Cost& c) { return c.calls; })));
+  const double flops = row.fwd_flops + row.bwd_flops + row.recompute_flops;
+  row.flops_per_s = row.total_ms.mean > 0 ? flops / (row.total_ms.mean * 1e-3) : 0;
   row.params = tree.params[i];
   row.activation_bytes = tree.activation_bytes[i];
   // Bar: compute (the scope minus its waits), waits with no collective in
   // flight (grey), exposed communication (red).
   const double wait_fwd = mean_of(per_rank([](const Cost& c) { return c.waits_fwd.total_ms(); }));
   const double wait_bwd = mean_of(per_rank([](const Cost& c) { return c.waits_bwd.total_ms(); }));
+  const double wait_rc = mean_of(per_rank([](const Cost& c) { return c.waits_rc.total_ms(); }));
   row.bar.forward = std::max(0.0, row.fwd_ms.mean - wait_fwd);
   row.bar.backward = std::max(0.0, row.bwd_ms.mean - wait_bwd);
+  row.bar.recompute = std::max(0.0, row.recompute_ms.mean - wait_rc);
   row.bar.other = row.blocked_ms.mean;
   row.bar.exposed = row.exposed_ms.mean;
   return row;
@@ -255,8 +270,11 @@ void finish_shares(LayerBreakdown& b) {
   const double step_mean = b.step_ms.mean;
   for (LayerRow& row : b.rows) row.share = step_mean > 0 ? row.total_ms.mean / step_mean : 0.0;
   for (const LayerRow& row : b.rows)
+    if (row.kind == LayerRowKind::module && row.recompute_ms.mean > 0) b.has_recompute = true;
+  for (const LayerRow& row : b.rows)
     if (row.kind == LayerRowKind::module &&
-        (row.host_fwd_ms.mean != row.fwd_ms.mean || row.host_bwd_ms.mean != row.bwd_ms.mean))
+        (row.host_fwd_ms.mean != row.fwd_ms.mean || row.host_bwd_ms.mean != row.bwd_ms.mean ||
+         row.host_recompute_ms.mean != row.recompute_ms.mean))
       b.host_differs = b.device_times;
 }
 
@@ -281,8 +299,7 @@ LayerBreakdown build_layer_breakdown(const profiler::RunProfile& p,
     const RankStepAccount* account = acc == accounts.end() ? nullptr : &acc->second;
     costs.push_back(rank_costs(rollup.tree, rollup.cost[k], b.has_events ? account : nullptr));
     double modules_ms = 0;
-    for (size_t root : rollup.tree.roots)
-      modules_ms += costs.back()[root].fwd_ms + costs.back()[root].bwd_ms;
+    for (size_t root : rollup.tree.roots) modules_ms += costs.back()[root].total_ms();
     const std::optional<double> measured =
         account && account->step_event_ms ? account->step_event_ms : row_ms;
     parts.add_rank(modules_ms, b.has_events ? account : nullptr, measured);

@@ -3,7 +3,8 @@
 // step, parameters, activation memory), plus the rows that complete the step.
 //
 // "The step", on each rank, is the sum of the top-level rows:
-//   Σ root modules' (forward + backward)      layer stats, inclusive of children
+//   Σ root modules' (forward + backward       layer stats, inclusive of children
+//                    + recompute)              (recompute: activation checkpointing)
 // + optimizer                                  outermost optimizer scopes (events)
 // + "exposed comm"                             waits in no module/optimizer scope while a
 //                                              collective of the rank was in flight (events)
@@ -48,10 +49,11 @@ enum class LayerRowKind { module, optimizer, exposed_comm, blocked_comm, other }
 
 // The stacked bar of a row: parts of its mean time (ms) that add up to total_ms.mean.
 struct LayerBar {
-  double forward = 0;   // forward compute (forward minus the waits inside it)
-  double backward = 0;  // backward compute
-  double other = 0;     // optimizer compute, waits with no collective in flight, unattributed time
-  double exposed = 0;   // exposed communication inside the row
+  double forward = 0;    // forward compute (forward minus the waits inside it)
+  double backward = 0;   // backward compute
+  double recompute = 0;  // forwards run again in backward (activation checkpointing)
+  double other = 0;      // optimizer compute, waits with no collective in flight, unattributed time
+  double exposed = 0;    // exposed communication inside the row
 };
 
 struct LayerRow {
@@ -62,14 +64,16 @@ struct LayerRow {
   int depth = 0;
   int parent = -1;  // row index
   std::vector<int> children;
-  Spread fwd_ms, bwd_ms;            // inclusive of child modules
-  Spread exposed_ms;                // exposed communication inside the row (inclusive of children)
-  Spread blocked_ms;                // waits inside the row with no collective in flight
-  Spread total_ms;                  // fwd + bwd for modules; the row's time otherwise
-  Spread host_fwd_ms, host_bwd_ms;  // the scopes' host time (launch time on a GPU)
-  double fwd_flops = 0;             // mean over ranks
+  Spread fwd_ms, bwd_ms;  // inclusive of child modules
+  Spread recompute_ms;    // activation checkpointing; not part of bwd_ms
+  Spread exposed_ms;      // exposed communication inside the row (inclusive of children)
+  Spread blocked_ms;      // waits inside the row with no collective in flight
+  Spread total_ms;        // fwd + bwd + recompute for modules; the row's time otherwise
+  Spread host_fwd_ms, host_bwd_ms, host_recompute_ms;  // the scopes' host time (launch on a GPU)
+  double fwd_flops = 0;                                // mean over ranks
   double bwd_flops = 0;
-  double flops_per_s = 0;         // (fwd + bwd FLOPs) / total time, from the means
+  double recompute_flops = 0;
+  double flops_per_s = 0;         // (fwd + bwd + recompute FLOPs) / total time, from the means
   double share = 0;               // total_ms.mean / step_ms.mean
   uint64_t params = 0;            // including children
   uint64_t activation_bytes = 0;  // saved for backward per micro batch, including children
@@ -85,6 +89,7 @@ struct LayerBreakdown {
   std::vector<int> ranks_with_stats;    // ranks with layer stats in `step` (what may be chosen)
   bool device_times = false;            // fwd/bwd are device times (a GPU run)
   bool host_differs = false;            // device times whose host (launch) times differ
+  bool has_recompute = false;           // some module recomputed (activation checkpointing)
   bool has_events = false;              // optimizer / exposed rows measured from events
   bool step_measured = false;           // a measured step time existed on every rank
   Spread step_ms;                       // the step as defined above
@@ -113,7 +118,8 @@ enum class LayerColumn {
   name,  // natural order: h.2 before h.10
   fwd,
   bwd,
-  host,  // host (launch) time, fwd + bwd
+  recompute,
+  host,  // host (launch) time, fwd + bwd + recompute
   exposed,
   total,
   flops,

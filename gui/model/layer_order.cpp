@@ -41,14 +41,16 @@ double numeric_key(const LayerRow& r, LayerColumn c) {
       return r.fwd_ms.mean;
     case LayerColumn::bwd:
       return r.bwd_ms.mean;
+    case LayerColumn::recompute:
+      return r.recompute_ms.mean;
     case LayerColumn::host:
-      return r.host_fwd_ms.mean + r.host_bwd_ms.mean;
+      return r.host_fwd_ms.mean + r.host_bwd_ms.mean + r.host_recompute_ms.mean;
     case LayerColumn::exposed:
       return r.exposed_ms.mean;
     case LayerColumn::total:
       return r.total_ms.mean;
     case LayerColumn::flops:
-      return r.fwd_flops + r.bwd_flops;
+      return r.fwd_flops + r.bwd_flops + r.recompute_flops;
     case LayerColumn::flops_per_s:
       return r.flops_per_s;
     case LayerColumn::share:

@@ -53,6 +53,8 @@ ImU32 category_color(profiler::Category c) {
       return IM_COL32(255, 157, 167, 255);
     case Category::other:
       return IM_COL32(186, 176, 172, 255);
+    case Category::recompute:
+      return colors::kRecompute;
   }
   return colors::kOther;
 }

@@ -18,6 +18,7 @@ ImU32 zero_stage_color(int stage);  // -1: unknown
 namespace colors {
 inline constexpr ImU32 kForward = IM_COL32(76, 139, 214, 255);
 inline constexpr ImU32 kBackward = IM_COL32(232, 145, 58, 255);
+inline constexpr ImU32 kRecompute = IM_COL32(156, 117, 95, 255);  // checkpointed forwards again
 inline constexpr ImU32 kExposed = IM_COL32(214, 69, 65, 255);
 inline constexpr ImU32 kOther = IM_COL32(140, 140, 150, 255);
 inline constexpr ImU32 kOptimizer = IM_COL32(89, 178, 112, 255);

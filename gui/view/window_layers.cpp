@@ -28,6 +28,7 @@ enum Col {
   kType,
   kFwd,
   kBwd,
+  kRecompute,
   kHost,
   kExposed,
   kTotal,
@@ -49,6 +50,8 @@ LayerColumn sort_column(int col) {
       return LayerColumn::fwd;
     case kBwd:
       return LayerColumn::bwd;
+    case kRecompute:
+      return LayerColumn::recompute;
     case kHost:
       return LayerColumn::host;
     case kExposed:
@@ -105,6 +108,7 @@ void draw_step_summary(const LayerBreakdown& lb) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "The step = the top-level modules' forward + backward\n"
+        "  + recompute (activation checkpointing: forwards run again in backward)\n"
         "  + optimizer + exposed communication outside modules\n"
         "  + comm waits with no collective in flight (when any)\n"
         "  + other (measured step time minus all of that).\n"
@@ -118,6 +122,7 @@ void draw_step_summary(const LayerBreakdown& lb) {
         "idle and work outside modules) up to the measured step time.");
   legend_item(colors::kForward, "forward");
   legend_item(colors::kBackward, "backward");
+  if (lb.has_recompute) legend_item(colors::kRecompute, "recompute");
   legend_item(colors::kExposed, "exposed comm");
   legend_item(colors::kOther, "optimizer / wait without comm / other");
   ImGui::NewLine();
@@ -135,6 +140,7 @@ void bar_cell(const LayerRow& r, const LayerBreakdown& b) {
       dl, ImVec2(p.x, p.y + 2), ImVec2(p.x + w, p.y + h - 2),
       {{r.bar.forward, colors::kForward},
        {r.bar.backward, colors::kBackward},
+       {r.bar.recompute, colors::kRecompute},
        {r.bar.other, r.kind == LayerRowKind::optimizer ? colors::kOptimizer : colors::kOther},
        {r.bar.exposed, colors::kExposed}},
       b.step_ms.mean);
@@ -237,6 +243,10 @@ void LayersWindow::draw_table(App& app, RunView& run) {
                           ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn(b.device_times ? "bwd ms (device)" : "bwd ms",
                           ImGuiTableColumnFlags_PreferSortDescending);
+  // Activation checkpointing: shown when the step recomputed anything.
+  ImGui::TableSetupColumn(b.device_times ? "recompute ms (device)" : "recompute ms",
+                          ImGuiTableColumnFlags_PreferSortDescending |
+                              (b.has_recompute ? 0 : ImGuiTableColumnFlags_DefaultHide));
   ImGui::TableSetupColumn("host ms", ImGuiTableColumnFlags_PreferSortDescending |
                                          (b.host_differs ? 0 : ImGuiTableColumnFlags_Disabled));
   ImGui::TableSetupColumn("exposed ms", ImGuiTableColumnFlags_PreferSortDescending);
@@ -315,9 +325,13 @@ void LayersWindow::draw_row(App& app, const LayerBreakdown& b, int idx) {
   ImGui::TableNextColumn();
   if (module) time_cell(r.bwd_ms.mean, r.host_bwd_ms.mean, "backward", b.host_differs);
   ImGui::TableNextColumn();
+  if (module && r.recompute_ms.mean > 0)
+    time_cell(r.recompute_ms.mean, r.host_recompute_ms.mean, "recompute", b.host_differs);
+  ImGui::TableNextColumn();
   if (module && b.host_differs)
-    ImGui::TextColored(to_vec4(colors::kDimText), "%s",
-                       ms(r.host_fwd_ms.mean + r.host_bwd_ms.mean).c_str());
+    ImGui::TextColored(
+        to_vec4(colors::kDimText), "%s",
+        ms(r.host_fwd_ms.mean + r.host_bwd_ms.mean + r.host_recompute_ms.mean).c_str());
   ImGui::TableNextColumn();
   if (r.exposed_ms.mean > 0)
     ImGui::TextColored(to_vec4(colors::kExposed), "%s", ms(r.exposed_ms.mean).c_str());
@@ -330,7 +344,8 @@ void LayersWindow::draw_row(App& app, const LayerBreakdown& b, int idx) {
   ImGui::TableNextColumn();
   bar_cell(r, b);
   ImGui::TableNextColumn();
-  if (module) ImGui::TextUnformatted(format_flop(r.fwd_flops + r.bwd_flops).c_str());
+  if (module)
+    ImGui::TextUnformatted(format_flop(r.fwd_flops + r.bwd_flops + r.recompute_flops).c_str());
   ImGui::TableNextColumn();
   if (module && r.flops_per_s > 0) ImGui::TextUnformatted(format_flop_rate(r.flops_per_s).c_str());
   ImGui::TableNextColumn();

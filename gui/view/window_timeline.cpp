@@ -108,6 +108,7 @@ void TimelineWindow::draw(App& app) {
   }
   for (auto [c, name] : {std::pair{profiler::Category::forward, "forward"},
                          {profiler::Category::backward, "backward"},
+                         {profiler::Category::recompute, "recompute"},
                          {profiler::Category::optimizer, "optimizer"},
                          {profiler::Category::comm, "collective"},
                          {profiler::Category::data, "data"},

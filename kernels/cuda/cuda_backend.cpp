@@ -213,6 +213,23 @@ void CudaBackend::adamw(const AdamWParams& p, float* master, float* m, float* v,
                         size_t n) {
   cuda::adamw(p, master, m, v, grad_dt, grad, grad_scale, param_dt, param_out, n, compute_);
 }
+void CudaBackend::sgd(const SgdParams& p, float* master, float* momentum_buf, DType grad_dt,
+                      const void* grad, float grad_scale, DType param_dt, void* param_out,
+                      size_t n) {
+  cuda::sgd(p, master, momentum_buf, grad_dt, grad, grad_scale, param_dt, param_out, n, compute_);
+}
+void CudaBackend::lamb_moments(const LambParams& p, const float* master, float* m, float* v,
+                               DType grad_dt, const void* grad, float grad_scale,
+                               const int64_t* bounds, int segments, double* sums) {
+  cuda::lamb_moments(p, master, m, v, grad_dt, grad, grad_scale, bounds, segments, sums, *alloc_,
+                     compute_);
+}
+void CudaBackend::lamb_update(const LambParams& p, float* master, const float* m, const float* v,
+                              const int64_t* bounds, int segments, const float* coeffs,
+                              DType param_dt, void* param_out) {
+  cuda::lamb_update(p, master, m, v, bounds, segments, coeffs, param_dt, param_out, *alloc_,
+                    compute_);
+}
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);

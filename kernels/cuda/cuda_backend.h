@@ -96,6 +96,14 @@ class CudaBackend final : public Backend {
   void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt,
              const void* grad, float grad_scale, DType param_dt, void* param_out,
              size_t n) override;
+  void sgd(const SgdParams& p, float* master, float* momentum_buf, DType grad_dt, const void* grad,
+           float grad_scale, DType param_dt, void* param_out, size_t n) override;
+  void lamb_moments(const LambParams& p, const float* master, float* m, float* v, DType grad_dt,
+                    const void* grad, float grad_scale, const int64_t* bounds, int segments,
+                    double* sums) override;
+  void lamb_update(const LambParams& p, float* master, const float* m, const float* v,
+                   const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
+                   void* param_out) override;
 
   // ---- CUDA-only extras -------------------------------------------------------
   // out = gelu(inp · weightᵀ + bias), with the pre-activation written to

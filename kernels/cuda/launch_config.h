@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace hybrid::kernels::cuda {
 
@@ -96,6 +97,38 @@ constexpr ColumnReducePlan column_reduce_plan(size_t rows, size_t cols, unsigned
   p.row_blocks = unsigned(ceil_div(rows, p.rows_per_block));
   p.scratch_floats = size_t(p.row_blocks) * cols;
   return p;
+}
+
+// Per-segment work (Lamb's parameter tensors): a 2-D grid, y = segment, x =
+// `splits` blocks sharing each segment, so one huge tensor (the embedding) does
+// not run on a single block. Block x of a segment of length len covers
+// [x·chunk, min(len, (x+1)·chunk)) with chunk = ceil(len / splits): every element
+// once. splits depends only on the longest segment (deterministic partials).
+struct SegmentPlan {
+  unsigned splits = 0;  // blocks per segment (grid.x); 0: nothing to launch
+  unsigned block = 0;
+  unsigned segments = 0;  // grid.y
+};
+
+constexpr SegmentPlan segment_plan(size_t max_segment_len, size_t segments, unsigned block = 256,
+                                   size_t per_thread = 16, unsigned max_splits = 1024) {
+  if (segments > 65535)
+    throw std::invalid_argument("segment_plan: at most 65535 segments, got " +
+                                std::to_string(segments));
+  SegmentPlan p;
+  p.block = block;
+  if (segments == 0 || max_segment_len == 0) return p;
+  p.segments = unsigned(segments);
+  p.splits = unsigned(
+      std::clamp<size_t>(ceil_div(max_segment_len, size_t(block) * per_thread), 1, max_splits));
+  return p;
+}
+
+// The range of block x of a segment of len elements, for a plan with `splits`.
+constexpr std::pair<size_t, size_t> segment_block_range(size_t len, unsigned splits, unsigned x) {
+  const size_t chunk = ceil_div(len, splits);
+  const size_t b = std::min(len, size_t(x) * chunk);
+  return {b, std::min(len, b + chunk)};
 }
 
 }  // namespace hybrid::kernels::cuda

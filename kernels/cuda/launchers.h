@@ -89,4 +89,16 @@ GradStats grad_stats(DType dt, const void* x, size_t n, CachingAllocator& alloc,
 void adamw(const AdamWParams& p, float* master, float* m, float* v, DType grad_dt, const void* grad,
            float grad_scale, DType param_dt, void* param_out, size_t n, cudaStream_t s);
 
+// sgd.cu
+void sgd(const SgdParams& p, float* master, float* momentum_buf, DType grad_dt, const void* grad,
+         float grad_scale, DType param_dt, void* param_out, size_t n, cudaStream_t s);
+
+// lamb.cu: pass 1 synchronises s (the per-segment sums go to the host).
+void lamb_moments(const LambParams& p, const float* master, float* m, float* v, DType grad_dt,
+                  const void* grad, float grad_scale, const int64_t* bounds, int segments,
+                  double* sums, CachingAllocator& alloc, cudaStream_t s);
+void lamb_update(const LambParams& p, float* master, const float* m, const float* v,
+                 const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
+                 void* param_out, CachingAllocator& alloc, cudaStream_t s);
+
 }  // namespace hybrid::kernels::cuda

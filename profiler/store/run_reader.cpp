@@ -103,6 +103,15 @@ std::vector<StepRankRow> RunStore::step_ranks_unlocked(int64_t run_id) {
   return out;
 }
 
+std::vector<StepTimerRow> RunStore::step_timers_unlocked(int64_t run_id) {
+  auto st = conn_->prepare(
+      "SELECT step, rank, name, ms FROM step_timers WHERE run_id = ?1 ORDER BY step, rank, name");
+  st.bind(run_id);
+  std::vector<StepTimerRow> out;
+  while (st.step()) out.push_back({st.i64(0), int(st.i64(1)), st.text(2), st.f64(3)});
+  return out;
+}
+
 std::vector<ModuleInfo> RunStore::modules_unlocked(int64_t run_id) {
   auto st = conn_->prepare(
       "SELECT module_id, parent_id, name, type, depth, n_params, activation_bytes FROM modules "
@@ -118,13 +127,15 @@ std::vector<ModuleInfo> RunStore::modules_unlocked(int64_t run_id) {
 std::vector<LayerStat> RunStore::layer_stats_unlocked(int64_t run_id, std::optional<int> rank) {
   auto st = conn_->prepare(
       "SELECT rank, module_id, step, fwd_ns, bwd_ns, fwd_flops, bwd_flops, fwd_macs, bwd_macs, "
-      "calls, host_fwd_ns, host_bwd_ns FROM layer_stats "
+      "calls, host_fwd_ns, host_bwd_ns, recompute_ns, recompute_flops, host_recompute_ns "
+      "FROM layer_stats "
       "WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) ORDER BY step, rank, module_id");
   st.bind(run_id, rank);
   std::vector<LayerStat> out;
   while (st.step())
     out.push_back({int(st.i64(0)), int32_t(st.i64(1)), st.i64(2), st.i64(3), st.i64(4), st.u64(5),
-                   st.u64(6), st.u64(7), st.u64(8), st.i64(9), st.i64(10), st.i64(11)});
+                   st.u64(6), st.u64(7), st.u64(8), st.i64(9), st.i64(10), st.i64(11), st.i64(12),
+                   st.u64(13), st.i64(14)});
   return out;
 }
 
@@ -201,6 +212,10 @@ std::vector<StepRankRow> RunStore::step_ranks(int64_t run_id) {
   std::lock_guard lock(mutex_);
   return step_ranks_unlocked(run_id);
 }
+std::vector<StepTimerRow> RunStore::step_timers(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  return step_timers_unlocked(run_id);
+}
 std::vector<ModuleInfo> RunStore::modules(int64_t run_id) {
   std::lock_guard lock(mutex_);
   return modules_unlocked(run_id);
@@ -228,6 +243,7 @@ RunProfile RunStore::load_profile(int64_t run_id) {
     p.ranks = ranks_unlocked(run_id);
     p.steps = steps_unlocked(run_id);
     p.step_ranks = step_ranks_unlocked(run_id);
+    p.step_timers = step_timers_unlocked(run_id);
     p.modules = modules_unlocked(run_id);
     p.layers = layer_stats_unlocked(run_id, std::nullopt);
     p.comm = comm_stats_unlocked(run_id);

@@ -70,6 +70,7 @@ class RunStore {
   void register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns);
   void add_steps(int64_t run_id, std::span<const StepRow> rows);
   void add_step_ranks(int64_t run_id, std::span<const StepRankRow> rows);
+  void add_step_timers(int64_t run_id, std::span<const StepTimerRow> rows);
   void add_modules(int64_t run_id, std::span<const ModuleInfo> modules);
   void add_layer_stats(int64_t run_id, std::span<const LayerStat> rows);
   void add_comm_stats(int64_t run_id, std::span<const CommStatRow> rows);
@@ -99,6 +100,7 @@ class RunStore {
   std::vector<RankInfo> ranks(int64_t run_id);
   std::vector<StepRow> steps(int64_t run_id);
   std::vector<StepRankRow> step_ranks(int64_t run_id);
+  std::vector<StepTimerRow> step_timers(int64_t run_id);  // by step, rank, name
   std::vector<ModuleInfo> modules(int64_t run_id);
   std::vector<LayerStat> layer_stats(int64_t run_id, std::optional<int> rank = std::nullopt);
   std::vector<CommStatRow> comm_stats(int64_t run_id);
@@ -137,6 +139,7 @@ class RunStore {
   std::vector<RankInfo> ranks_unlocked(int64_t run_id);
   std::vector<StepRow> steps_unlocked(int64_t run_id);
   std::vector<StepRankRow> step_ranks_unlocked(int64_t run_id);
+  std::vector<StepTimerRow> step_timers_unlocked(int64_t run_id);
   std::vector<ModuleInfo> modules_unlocked(int64_t run_id);
   std::vector<LayerStat> layer_stats_unlocked(int64_t run_id, std::optional<int> rank);
   std::vector<CommStatRow> comm_stats_unlocked(int64_t run_id);

@@ -61,6 +61,13 @@ void insert_step_ranks(Connection& c, int64_t run_id, std::span<const StepRankRo
     st.bind(run_id, r.step, r.rank, r.compute_ms, r.comm_ms, r.exposed_comm_ms).run();
 }
 
+void insert_step_timers(Connection& c, int64_t run_id, std::span<const StepTimerRow> rows) {
+  auto st = c.prepare(
+      "INSERT OR REPLACE INTO step_timers (run_id, step, rank, name, ms) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (const auto& r : rows) st.bind(run_id, r.step, r.rank, r.name, r.ms).run();
+}
+
 void insert_modules(Connection& c, int64_t run_id, std::span<const ModuleInfo> modules) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO modules (run_id, module_id, parent_id, name, type, depth, "
@@ -74,11 +81,13 @@ void insert_modules(Connection& c, int64_t run_id, std::span<const ModuleInfo> m
 void insert_layer_stats(Connection& c, int64_t run_id, std::span<const LayerStat> rows) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO layer_stats (run_id, rank, module_id, step, fwd_ns, bwd_ns, "
-      "fwd_flops, bwd_flops, fwd_macs, bwd_macs, calls, host_fwd_ns, host_bwd_ns) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "fwd_flops, bwd_flops, fwd_macs, bwd_macs, calls, host_fwd_ns, host_bwd_ns, recompute_ns, "
+      "recompute_flops, host_recompute_ns) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   for (const auto& r : rows)
     st.bind(run_id, r.rank, r.module_id, r.step, r.fwd_ns, r.bwd_ns, r.fwd_flops, r.bwd_flops,
-            r.fwd_macs, r.bwd_macs, r.calls, r.host_fwd_ns, r.host_bwd_ns)
+            r.fwd_macs, r.bwd_macs, r.calls, r.host_fwd_ns, r.host_bwd_ns, r.recompute_ns,
+            r.recompute_flops, r.host_recompute_ns)
         .run();
 }
 
@@ -249,6 +258,9 @@ void RunStore::add_steps(int64_t id, std::span<const StepRow> rows) {
 }
 void RunStore::add_step_ranks(int64_t id, std::span<const StepRankRow> rows) {
   write_to_run(id, [&](Connection& c) { insert_step_ranks(c, id, rows); });
+}
+void RunStore::add_step_timers(int64_t id, std::span<const StepTimerRow> rows) {
+  write_to_run(id, [&](Connection& c) { insert_step_timers(c, id, rows); });
 }
 void RunStore::add_modules(int64_t id, std::span<const ModuleInfo> modules) {
   write_to_run(id, [&](Connection& c) { insert_modules(c, id, modules); });

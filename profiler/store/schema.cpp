@@ -254,10 +254,29 @@ CREATE TABLE gpu_timeline (
 ) WITHOUT ROWID;
 )sql";
 
+// v4: DeepSpeed's wall-clock timers per step and rank (wall_clock_breakdown), and
+// activation checkpointing: a module's forward run again in backward (event
+// category recompute, 9) gets its own layer-stats columns, so fwd/bwd stay what a
+// run without checkpointing shows.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE step_timers (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  rank   INTEGER NOT NULL,
+  name   TEXT    NOT NULL,
+  ms     REAL    NOT NULL,
+  PRIMARY KEY (run_id, step, rank, name)
+) WITHOUT ROWID;
+ALTER TABLE layer_stats ADD COLUMN recompute_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE layer_stats ADD COLUMN recompute_flops INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE layer_stats ADD COLUMN host_recompute_ns INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {1, "runs, ranks, steps, modules, layer stats, comm stats, memory, events", kSchemaV1},
     {2, "sweeps, trials, pruned candidates, probes", kSchemaV2},
     {3, "run source, GPU record scopes, host layer times, GPU timeline", kSchemaV3},
+    {4, "wall-clock step timers; recomputation times and FLOPs in layer stats", kSchemaV4},
 }};
 
 int64_t count_user_tables(Connection& conn) {

@@ -19,6 +19,9 @@ ModuleCost own_cost(const LayerStat& l) {
   c.bwd_macs = double(l.bwd_macs);
   c.host_fwd_ns = double(l.host_fwd_ns);
   c.host_bwd_ns = double(l.host_bwd_ns);
+  c.recompute_ns = double(l.recompute_ns);
+  c.recompute_flops = double(l.recompute_flops);
+  c.host_recompute_ns = double(l.host_recompute_ns);
   c.calls = double(l.calls);
   return c;
 }
@@ -33,6 +36,9 @@ void add_child(ModuleCost& sum, const ModuleCost& c) {
   sum.bwd_macs += c.bwd_macs;
   sum.host_fwd_ns += c.host_fwd_ns;
   sum.host_bwd_ns += c.host_bwd_ns;
+  sum.recompute_ns += c.recompute_ns;
+  sum.recompute_flops += c.recompute_flops;
+  sum.host_recompute_ns += c.host_recompute_ns;
 }
 
 void link_children(ModuleTree& t) {

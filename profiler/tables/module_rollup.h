@@ -22,6 +22,7 @@ struct ModuleCost {
   double fwd_flops = 0, bwd_flops = 0;
   double fwd_macs = 0, bwd_macs = 0;
   double host_fwd_ns = 0, host_bwd_ns = 0;  // the scopes' host time (= fwd/bwd on a CPU)
+  double recompute_ns = 0, recompute_flops = 0, host_recompute_ns = 0;  // activation checkpointing
   double calls = 0;  // forward invocations; 0 for a container without a row of its own
 };
 

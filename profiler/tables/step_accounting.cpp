@@ -19,7 +19,8 @@ namespace {
 constexpr double kMsPerNs = 1e-6;
 
 bool attributes_waits(Category c) {
-  return c == Category::forward || c == Category::backward || c == Category::optimizer;
+  return c == Category::forward || c == Category::backward || c == Category::optimizer ||
+         c == Category::recompute;
 }
 
 void account_rank(std::vector<const Event*>& evs, const Intervals& collectives,
@@ -50,7 +51,8 @@ void account_rank(std::vector<const Event*>& evs, const Intervals& collectives,
         acc.optimizer_waits += w;
       } else {
         ModuleWaits& m = acc.module_waits[open.back()->module_id];
-        (open.back()->category == Category::forward ? m.fwd : m.bwd) += w;
+        const Category c = open.back()->category;
+        (c == Category::forward ? m.fwd : c == Category::recompute ? m.recompute : m.bwd) += w;
       }
       continue;
     }

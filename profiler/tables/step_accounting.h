@@ -32,8 +32,9 @@ struct WaitSplit {
 };
 
 struct ModuleWaits {
-  WaitSplit fwd;  // waits whose innermost open scope was this module's forward
-  WaitSplit bwd;  // ... its backward
+  WaitSplit fwd;        // waits whose innermost open scope was this module's forward
+  WaitSplit bwd;        // ... its backward
+  WaitSplit recompute;  // ... its forward run again in backward (activation checkpointing)
 };
 
 struct RankStepAccount {

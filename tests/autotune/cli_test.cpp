@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include "engine/memory_model.h"
+#include "kernels/registry.h"
 #include "profiler/store/run_store.h"
 #include "tune_test_util.h"
 
@@ -66,6 +68,35 @@ TEST(Cli, DryRunListsCandidatesAndRunsNothing) {
   EXPECT_THAT(r.output, HasSubstr("nothing was run"));
   EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));
   EXPECT_FALSE(std::filesystem::exists(dir / "tune"));
+}
+
+// Activation checkpointing is an axis that saves memory: the dry run keeps it
+// only where the candidate would not fit without it, and says why it drops it.
+TEST(Cli, DryRunTriesCheckpointingOnlyWhereMemoryIsTheLimit) {
+  test::TempDir dir;
+  json cfg = test::tiny_config({{"hybrid", {{"model", {{"n_layer", 4}, {"seq_len", 64}}}}}});
+  const json space = json::parse(R"({"mbs": [1, 64], "stage": [0], "ckpt": [0, 1]})");
+  // The budget: what mbs=64 needs with checkpointing, by the engine's memory model.
+  json big = cfg;
+  big["train_micro_batch_size_per_gpu"] = 64;
+  big["hybrid"]["activation_checkpointing"] = {{"every", 1}};
+  auto backend = kernels::make_backend("cpu", 0).backend;
+  const uint64_t budget = engine::predict_memory(engine::parse_config(big, 2), 2, *backend).total();
+  cfg["hybrid"]["memory_budget"] = budget;
+  test::write_json(dir / "cfg.json", cfg);
+  test::write_json(dir / "space.json", space);
+  const auto r = test::run_command(
+      fmt::format("{} --config {} --space {} --nprocs 2 --dry-run --db {}", test::tune_bin(),
+                  dir / "cfg.json", dir / "space.json", dir / "x.db"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("hybrid.activation_checkpointing.every saves memory"));
+  EXPECT_THAT(r.output, HasSubstr("mbs=64,gas=1,stage=0,ckpt=0: predicted"))
+      << "without checkpointing it does not fit";
+  EXPECT_THAT(r.output,
+              ::testing::ContainsRegex("mbs=1,gas=1,stage=0,ckpt=1 +ckpt=1 saves memory it does "
+                                       "not need: with ckpt=0 it is predicted"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("\nmbs=64,gas=1,stage=0,ckpt=1 +[0-9]"))
+      << "runnable, with its predictions";
 }
 
 TEST(Cli, ProbeUnderMpirunIsStoredAndUsed) {

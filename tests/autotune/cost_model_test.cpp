@@ -11,6 +11,7 @@
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
+#include "profiler/flops.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -89,6 +90,31 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
   EXPECT_EQ(f1.x[kCommExposed] + f1.x[kCommOverlapped], 0.0);
 }
 
+TEST(CostModel, ReduceScatterFalseReducesGradientsByAllReduceAtStagesOneAndTwo) {
+  // All-reduce at half reduce-scatter's algorithm bandwidth, as its bus factor
+  // 2(W-1)/W against (W-1)/W makes it on any link.
+  ClusterRates r = linear_rates(2);
+  for (auto& b : r.bandwidth)
+    if (b.op == "all_reduce") b.algbw_gbps = 0.5;
+  const double d = 4;
+  for (int stage : {1, 2}) {
+    const auto rs = cfg({{"zero_optimization", {{"stage", stage}}}}, 2);
+    const auto ar = cfg({{"zero_optimization", {{"stage", stage}, {"reduce_scatter", false}}}}, 2);
+    const double P = sizes(rs, 2).padded;
+    // Exposed: the gradient reduction, then the all-gather of P·d at 1 GB/s.
+    EXPECT_NEAR(step_features(rs, 2, r).x[kCommExposed], (P * d + P * d) / 1e9, 1e-12) << stage;
+    EXPECT_NEAR(step_features(ar, 2, r).x[kCommExposed], (2 * P * d + P * d) / 1e9, 1e-12) << stage;
+  }
+  // Stages 0 and 3 ignore the key (DeepSpeed's too).
+  for (int stage : {0, 3}) {
+    const auto rs = cfg({{"zero_optimization", {{"stage", stage}}}}, 2);
+    const auto ar = cfg({{"zero_optimization", {{"stage", stage}, {"reduce_scatter", false}}}}, 2);
+    EXPECT_EQ(step_features(rs, 2, r).x[kCommExposed], step_features(ar, 2, r).x[kCommExposed]);
+    EXPECT_EQ(step_features(rs, 2, r).x[kCommOverlapped],
+              step_features(ar, 2, r).x[kCommOverlapped]);
+  }
+}
+
 TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const ClusterRates r = linear_rates(2);
   const auto c =
@@ -105,6 +131,41 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const auto g1 = step_features(cfg({{"gradient_accumulation_steps", 1}}, 2), 2, r);
   const auto g2 = step_features(cfg({{"gradient_accumulation_steps", 2}}, 2), 2, r);
   EXPECT_DOUBLE_EQ(g2.x[kMicroSteps], 2 * g1.x[kMicroSteps]);
+}
+
+// Activation checkpointing adds the recomputed forwards (each checkpointed
+// block's forward less mlp.c_proj and the second residual add, per
+// micro-step) to compute, and at stage 3 one more all-gather of each
+// non-persistent module they run; model FLOPs (what throughput counts) stay.
+TEST(CostModel, CheckpointingAddsTheRecomputedForwardsAndStage3Gathers) {
+  const ClusterRates r = linear_rates(2);
+  const json base = {
+      {"train_micro_batch_size_per_gpu", 4},
+      {"gradient_accumulation_steps", 2},
+      {"zero_optimization",
+       {{"stage", 3}, {"overlap_comm", false}, {"stage3_param_persistence_threshold", 0}}}};
+  json on = base;
+  on["hybrid"] = {{"activation_checkpointing", {{"every", 1}}}};
+  const auto off_c = cfg(base, 2), on_c = cfg(on, 2);
+  const auto f_off = step_features(off_c, 2, r), f_on = step_features(on_c, 2, r);
+  EXPECT_EQ(f_on.flops_per_step, f_off.flops_per_step);
+  engine::GPT2 model(off_c.model, off_c.padded_vocab());
+  engine::ModuleTree tree(model);
+  const int B = 4, T = 16, L = off_c.model.n_layer;
+  double block_fwd = 0;  // one block's forward FLOPs, every module of its subtree
+  for (auto* m : tree.modules())
+    if (m->name().rfind("h.0", 0) == 0) block_fwd += double(m->forward_flops(B, T));
+  const auto* proj = model.blocks[0]->mlp_proj;
+  const double recompute = block_fwd - double(proj->forward_flops(B, T)) -
+                           double(profiler::flops::residual_forward(int64_t(B) * T * 32));
+  EXPECT_NEAR(f_on.x[kCompute] - f_off.x[kCompute], 2.0 * L * recompute / 1e10, 1e-15);
+  // Stage 3: ln_1, c_attn, attn.c_proj, ln_2 and c_fc gathered once more per block.
+  double gathered = 0;
+  for (const auto* m : model.blocks[0]->recompute_order())
+    gathered += double(tree.own_range(*m).size());
+  // ln_1 and ln_2 (weight, bias), c_attn, attn.c_proj, c_fc (weight, bias); C = 32.
+  EXPECT_EQ(gathered, 4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128);
+  EXPECT_NEAR(f_on.x[kCommExposed] - f_off.x[kCommExposed], 2.0 * L * gathered * 4 / 1e9, 1e-12);
 }
 
 TEST(CostModel, CollectiveTimesInterpolateLogLog) {

@@ -109,5 +109,97 @@ TEST(Pruning, ThinningKeepsSpreadMicroBatchesPerGroup) {
   EXPECT_EQ(all, kept);
 }
 
+// Memory-saving axes: a real enumeration of micro-batch sizes × activation
+// checkpointing × optimizer offload (as on a GPU, where offload is tried), with
+// a budget that the biggest micro-batch meets only with checkpointing.
+TEST(Pruning, MemorySavingValuesAreKeptOnlyWhereTheCandidateWouldNotFitWithout) {
+  const json base = test::tiny_config(
+      {{"hybrid", {{"model", {{"n_layer", 4}, {"seq_len", 64}, {"vocab_size", 64}}}}}});
+  const SearchSpace space = parse_space(json::parse(
+      R"({"mbs": [1, 4, 16, 64], "stage": [1, 3], "ckpt": [0, 1], "offopt": ["none", "cpu"],
+          "offparam": ["none", "cpu"]})"));
+  EnumerateOptions o;
+  o.world_size = 2;
+  o.offload_supported = true;
+  const Enumeration e = enumerate_candidates(base, space, o);
+  // Stage 1: 4 × 2 × 2; stage 3 adds offparam: 4 × 2 × 2 × 2.
+  ASSERT_EQ(e.candidates.size(), 16u + 32u);
+  const auto pred = predict_all(e.candidates, "cpu");
+  auto find = [&](const std::string& key) {
+    for (size_t i = 0; i < e.candidates.size(); ++i)
+      if (e.candidates[i].key == key) return i;
+    ADD_FAILURE() << "no candidate " << key;
+    return size_t(0);
+  };
+  // The budget: exactly what mbs=64 needs with checkpointing and no offload at stage 1.
+  const size_t fits_with_ckpt = find("mbs=64,gas=1,stage=1,offopt=none,ckpt=1");
+  const size_t needs_ckpt = find("mbs=64,gas=1,stage=1,offopt=none,ckpt=0");
+  const MemoryBudget budget{pred[fits_with_ckpt].total(), "test budget"};
+  ASSERT_GT(pred[needs_ckpt].total(), budget.bytes) << "the premise: it needs checkpointing";
+
+  PruneResult r = prune(e.candidates, pred, budget);
+  std::vector<size_t> kept = r.kept;
+  const auto dropped = drop_unneeded_memory_savers(e.candidates, kept, space, budget, "cpu");
+  ASSERT_EQ(kept.size() + dropped.size(), r.kept.size());
+  // Independently: the prediction of a candidate with one saver reset.
+  auto without = [&](const Candidate& c, const char* path, const json& off) {
+    json cfg = c.config;
+    set_path(cfg, path, off);
+    auto backend = kernels::make_backend("cpu", 0).backend;
+    return engine::predict_memory(engine::parse_config(cfg, 2), 2, *backend).total();
+  };
+  struct Saver {
+    const char* path;
+    json off;
+    int min_stage;
+  };
+  const Saver savers[] = {{"hybrid.activation_checkpointing.every", 0, 0},
+                          {"zero_optimization.offload_optimizer.device", "none", 1},
+                          {"zero_optimization.offload_param.device", "none", 3}};
+  auto saves = [&](const Candidate& c, const Saver& s) {
+    std::string pointer = "/" + std::string(s.path);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const json::json_pointer at(pointer);
+    return c.stage() >= s.min_stage && c.config.contains(at) && c.config.at(at) != s.off;
+  };
+  size_t kept_savers = 0;
+  for (size_t i : kept) {
+    const Candidate& c = e.candidates[i];
+    EXPECT_LE(pred[i].total(), budget.bytes) << c.key;
+    for (const Saver& s : savers)
+      if (saves(c, s)) {
+        ++kept_savers;
+        EXPECT_GT(without(c, s.path, s.off), budget.bytes) << c.key << ": needs " << s.path;
+      }
+  }
+  EXPECT_GE(kept_savers, 1u);
+  EXPECT_NE(std::find(kept.begin(), kept.end(), fits_with_ckpt), kept.end());
+  for (const auto& d : dropped) {
+    size_t i = find(d.key);
+    bool some_unneeded = false;
+    for (const Saver& s : savers)
+      if (saves(e.candidates[i], s))
+        some_unneeded = some_unneeded || without(e.candidates[i], s.path, s.off) <= budget.bytes;
+    EXPECT_TRUE(some_unneeded) << d.key;
+    EXPECT_THAT(d.reason, HasSubstr("saves memory it does not need")) << d.key;
+    EXPECT_THAT(d.reason, HasSubstr("test budget")) << d.key;
+  }
+  // Small micro-batches fit as they are: none of them keeps a saver.
+  for (size_t i : kept) {
+    if (e.candidates[i].micro_batch() != 1) continue;
+    EXPECT_EQ(e.candidates[i].key.find("=cpu"), std::string::npos) << e.candidates[i].key;
+    EXPECT_EQ(e.candidates[i].key.find("ckpt=1"), std::string::npos) << e.candidates[i].key;
+  }
+  const std::string reason = dropped.front().reason;
+  EXPECT_THAT(reason, ::testing::MatchesRegex(".*(ckpt=1|offopt=cpu|offparam=cpu) saves memory.*"));
+  // Without a budget to respect (0: unlimited), no saving is ever needed.
+  std::vector<size_t> all = r.kept;
+  drop_unneeded_memory_savers(e.candidates, all, space, MemoryBudget{0, "none"}, "cpu");
+  for (size_t i : all) {
+    EXPECT_EQ(e.candidates[i].key.find("ckpt=1"), std::string::npos) << e.candidates[i].key;
+    EXPECT_EQ(e.candidates[i].key.find("=cpu"), std::string::npos) << e.candidates[i].key;
+  }
+}
+
 }  // namespace
 }  // namespace hybrid::autotune

@@ -67,6 +67,22 @@ TEST(Space, NestedKeysShortNamesAndAliasesMeanTheSameAxis) {
   EXPECT_EQ(find_axis("nonsense"), nullptr);
 }
 
+TEST(Space, ContiguousGradientsIsNotAnAxisBecauseItChangesNothing) {
+  // Every spelling the axis had is refused with the reason, not as a typo.
+  for (const char* space : {R"({"contig": [true, false]})",
+                            R"({"zero_optimization.contiguous_gradients": [true, false]})",
+                            R"({"zero_optimization": {"contiguous_gradients": [false]}})",
+                            R"({"contiguous_gradients": [true]})"}) {
+    const std::string msg = error_of(json::parse(space));
+    EXPECT_THAT(msg, HasSubstr("is not an axis: zero_optimization.contiguous_gradients has no "
+                               "effect"))
+        << space;
+  }
+  EXPECT_EQ(find_axis("contig"), nullptr);
+  for (const auto& axis : axis_table())
+    EXPECT_EQ(axis.name.find("contiguous"), std::string::npos) << axis.name;
+}
+
 TEST(Space, ErrorsNameTheKey) {
   EXPECT_THAT(error_of(json::parse(R"({"zero_optimization.stage": [0, 5]})")),
               HasSubstr("zero_optimization.stage must be an integer in 0..3, got 5"));

@@ -73,21 +73,23 @@ void fill_random(char* p, size_t n, uint32_t seed) {
   for (size_t i = 0; i < n; ++i) p[i] = char(rng());
 }
 
-TEST(SwapFile, IsPreallocatedAlignedDirectOffTmpfsAndRemovedWithItsObject) {
+TEST(SwapFile, IsPreallocatedAlignedDirectOffTmpfsAndNamelessOnceOpen) {
   test::TempDir dir;
-  std::string path;
   {
     SwapFile f(dir.path().string(), "zero_optimization.offload_param.nvme_path", "a.swp", 10000);
-    path = f.path();
-    EXPECT_EQ(path, dir / "a.swp");
+    EXPECT_EQ(f.path(), dir / "a.swp");
     EXPECT_EQ(f.size(), 12288u) << "rounded up to the direct-I/O alignment";
-    EXPECT_EQ(f.size_on_disk(), 12288u);
-    EXPECT_EQ(std::filesystem::file_size(path), 12288u);
+    EXPECT_EQ(f.size_on_disk(), 12288u) << "preallocated, measured through the open descriptor";
     EXPECT_EQ(f.direct(), direct_io_works(dir.path().string()));
-    EXPECT_THROW(SwapFile(dir.path().string(), "key", "a.swp", 4096), std::runtime_error)
-        << "never reuses a file";
+    EXPECT_EQ(files_in(dir.path()), 0u) << "unlinked once open: a killed process leaves nothing";
+    // Its data lives on through the descriptor.
+    Aligned page(4096);
+    fill_random(page.p, 4096, 3);
+    ASSERT_EQ(::pwrite(f.fd_for(4096, page.p, 4096), page.p, 4096, 4096), 4096);
+    Aligned back(4096);
+    ASSERT_EQ(::pread(f.fd_for(4096, back.p, 4096), back.p, 4096, 4096), 4096);
+    EXPECT_EQ(std::memcmp(page.p, back.p, 4096), 0);
   }
-  EXPECT_FALSE(std::filesystem::exists(path)) << "removed with its object";
   EXPECT_EQ(files_in(dir.path()), 0u);
 
   if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm here";

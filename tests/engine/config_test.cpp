@@ -191,7 +191,6 @@ TEST(ConfigDefaults, MatchDeepSpeed) {
   EXPECT_EQ(c.zero.reduce_bucket_size, 500'000'000);
   EXPECT_EQ(c.zero.allgather_bucket_size, 500'000'000);
   EXPECT_FALSE(c.zero.overlap_comm);
-  EXPECT_TRUE(c.zero.contiguous_gradients);
   EXPECT_TRUE(c.zero.reduce_scatter);
   EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 50'000'000);
   EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 100'000);
@@ -206,6 +205,7 @@ TEST(ConfigDefaults, MatchDeepSpeed) {
   EXPECT_EQ(c.device, Device::automatic);
   EXPECT_EQ(c.memory_budget, 0u);
   EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_TRUE(c.warnings.empty());
   EXPECT_EQ(c.raw, base());
 }
 
@@ -233,9 +233,9 @@ TEST(ConfigOptimizer, AdamWModeFollowsDeepSpeed) {
 }
 
 TEST(ConfigOptimizer, RejectsWhatWeDoNotImplement) {
-  EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Lamb"}})),
-            "config: optimizer.type must be one of Adam, AdamW (the optimizers hybrid implements), "
-            "got \"Lamb\"");
+  EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adagrad"}})),
+            "config: optimizer.type must be one of Adam, AdamW, Lamb, SGD (the optimizers hybrid "
+            "implements), got \"Adagrad\"");
   EXPECT_THAT(error_of(with(base(), "optimizer", {{"params", {{"lr", 1e-3}}}})),
               HasSubstr("optimizer.type must be given"));
   EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"betas", {0.9}}}}})),
@@ -286,9 +286,9 @@ TEST(ConfigScheduler, ParamsAndDefaults) {
 
 TEST(ConfigScheduler, Errors) {
   auto err = [](json s) { return error_of(with(base(), "scheduler", std::move(s))); };
-  EXPECT_EQ(err({{"type", "OneCycle"}}),
-            "config: scheduler.type must be one of \"WarmupLR\", \"WarmupDecayLR\" or "
-            "\"WarmupCosineLR\", got \"OneCycle\"");
+  EXPECT_EQ(err({{"type", "CyclicLR"}}),
+            "config: scheduler.type must be one of \"WarmupLR\", \"WarmupDecayLR\", "
+            "\"WarmupCosineLR\", \"OneCycle\" or \"LRRangeTest\", got \"CyclicLR\"");
   EXPECT_THAT(err({{"type", "WarmupDecayLR"}, {"params", json::object()}}),
               HasSubstr("scheduler.params.total_num_steps must be given for WarmupDecayLR"));
   EXPECT_THAT(err({{"type", "WarmupCosineLR"}}), HasSubstr("total_num_steps must be given"));
@@ -364,12 +364,10 @@ TEST(ConfigZero, StageBucketsOverlapOffload) {
   const auto z = zero({{"stage", 2},
                        {"reduce_bucket_size", 5e8},
                        {"allgather_bucket_size", 2e8},
-                       {"contiguous_gradients", false},
                        {"reduce_scatter", false}});
   EXPECT_EQ(z.stage, 2);
   EXPECT_EQ(z.reduce_bucket_size, 500'000'000);
   EXPECT_EQ(z.allgather_bucket_size, 200'000'000);
-  EXPECT_FALSE(z.contiguous_gradients);
   EXPECT_FALSE(z.reduce_scatter);
   EXPECT_EQ(error_of(with(base(), "zero_optimization", {{"reduce_bucket_size", 1.5}})),
             "config: zero_optimization.reduce_bucket_size must be a positive integer, got 1.5");
@@ -461,7 +459,7 @@ TEST(ConfigTopLevel, ScalarsAndAuto) {
 
 TEST(ConfigIgnored, ListsUnknownAndUnimplementedKeysAsDottedPaths) {
   json j = base();
-  j["activation_checkpointing"] = {{"partition_activations", true}};
+  j["activation_checkpointing"] = {{"partition_activations", true}, {"synchronise", true}};
   j["tensorboard"] = {{"enabled", true}};
   j["amp"] = {{"enabled", false}};
   j["zero_optimization"] = {{"stage", 1}, {"sub_group_size", 1e9}, {"round_robin_gradients", true}};
@@ -471,9 +469,42 @@ TEST(ConfigIgnored, ListsUnknownAndUnimplementedKeysAsDottedPaths) {
   const Config c = parse_config(j);
   EXPECT_EQ(c.ignored_keys,
             (std::vector<std::string>{
-                "activation_checkpointing", "amp", "fp16.auto_cast", "hybrid.colour",
+                "activation_checkpointing.synchronise", "amp", "fp16.auto_cast", "hybrid.colour",
                 "hybrid.model.dropout", "optimizer.params.torch_adam", "tensorboard",
                 "zero_optimization.round_robin_gradients", "zero_optimization.sub_group_size"}));
+}
+
+// ---- accepted keys without effect: warnings -------------------------------------
+
+TEST(ConfigWarnings, ContiguousGradientsIsAcceptedWithAWarningNamingIt) {
+  for (bool value : {true, false}) {
+    const Config c = parse_config(
+        with(base(), "zero_optimization", {{"stage", 2}, {"contiguous_gradients", value}}));
+    ASSERT_EQ(c.warnings.size(), 1u);
+    EXPECT_THAT(c.warnings[0], HasSubstr(std::string("zero_optimization.contiguous_gradients (") +
+                                         (value ? "true" : "false") + ") has no effect"));
+    EXPECT_TRUE(c.ignored_keys.empty());  // read (and type-checked), not unknown
+  }
+  EXPECT_EQ(error_of(with(base(), "zero_optimization", {{"contiguous_gradients", 1}})),
+            "config: zero_optimization.contiguous_gradients must be true or false, got 1");
+}
+
+TEST(ConfigWarnings, ReduceScatterFalseWarnsOnlyWhereTheStageIgnoresIt) {
+  auto warnings = [](int stage, bool reduce_scatter) {
+    return parse_config(with(base(), "zero_optimization",
+                             {{"stage", stage}, {"reduce_scatter", reduce_scatter}}))
+        .warnings;
+  };
+  for (int stage : {1, 2}) {
+    EXPECT_TRUE(warnings(stage, false).empty()) << stage;  // all-reduce instead (grad_reducer)
+    EXPECT_TRUE(warnings(stage, true).empty()) << stage;
+  }
+  ASSERT_EQ(warnings(0, false).size(), 1u);
+  EXPECT_THAT(warnings(0, false)[0],
+              HasSubstr("zero_optimization.reduce_scatter (false) has no effect at stage 0"));
+  ASSERT_EQ(warnings(3, false).size(), 1u);
+  EXPECT_THAT(warnings(3, false)[0], HasSubstr("at stage 3: stage 3 always reduce-scatters"));
+  EXPECT_TRUE(warnings(0, true).empty());  // true is what stages 0 and 3 do anyway
 }
 
 // ---- "hybrid" block ------------------------------------------------------------

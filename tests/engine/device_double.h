@@ -158,6 +158,21 @@ class DeviceDouble final : public kernels::Backend {
              size_t n) override {
     cpu_->adamw(p, master, m, v, gdt, grad, grad_scale, pdt, param_out, n);
   }
+  void sgd(const kernels::SgdParams& p, float* master, float* buf, kernels::DType gdt,
+           const void* grad, float grad_scale, kernels::DType pdt, void* param_out,
+           size_t n) override {
+    cpu_->sgd(p, master, buf, gdt, grad, grad_scale, pdt, param_out, n);
+  }
+  void lamb_moments(const kernels::LambParams& p, const float* master, float* m, float* v,
+                    kernels::DType gdt, const void* grad, float grad_scale, const int64_t* bounds,
+                    int segments, double* sums) override {
+    cpu_->lamb_moments(p, master, m, v, gdt, grad, grad_scale, bounds, segments, sums);
+  }
+  void lamb_update(const kernels::LambParams& p, float* master, const float* m, const float* v,
+                   const int64_t* bounds, int segments, const float* coeffs, kernels::DType pdt,
+                   void* param_out) override {
+    cpu_->lamb_update(p, master, m, v, bounds, segments, coeffs, pdt, param_out);
+  }
 
  private:
   std::unique_ptr<kernels::Backend> cpu_;

@@ -8,9 +8,12 @@
 //   follows the on-device optimizer: weights within 1e-4 of max |w| after 5 steps;
 // - a real device out-of-memory becomes OutOfMemoryError naming the category;
 // - CUPTI: a profiled step's kernels reach the tracer on GPU lanes attributed
-//   to modules, and through hybrid's trainer they land in the run store.
+//   to modules, and through hybrid's trainer they land in the run store;
+// - wall_clock_breakdown's timers wait for the device; reduce_scatter false
+//   trains as true on one rank.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <regex>
 
@@ -97,6 +100,44 @@ TEST(EngineGpu, Fp32StepsMatchTheCpuBackend) {
     diff = std::max(diff, double(std::abs(wg[i] - wc[i]))),
     scale = std::max(scale, double(std::abs(wc[i])));
   EXPECT_LT(diff / scale, 1e-4) << "weights after 5 steps";
+}
+
+// wall_clock_breakdown on the device: each timer waits for the GPU, so the timers
+// of a step add up to no more than its wall time (after a final sync) and each is
+// > 0; reduce_scatter false (an in-place NCCL all-reduce of each bucket) trains
+// exactly as reduce-scatter does on one rank.
+TEST(EngineGpu, WallClockTimersWaitForTheDeviceAndAllReduceTrainsAlike) {
+  SKIP_WITHOUT_GPU();
+  auto patch = [](bool reduce_scatter) {
+    return small_gpt("cuda",
+                     {{"wall_clock_breakdown", true},
+                      {"gradient_accumulation_steps", 2},
+                      {"zero_optimization", {{"stage", 2}, {"reduce_scatter", reduce_scatter}}}});
+  };
+  auto rs = make(patch(true));
+  auto ar = make(patch(false));
+  std::vector<float> losses_rs, losses_ar;
+  for (int step = 0; step < 4; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (float l : run_steps(*ar, 2, false)) losses_ar.push_back(l);
+    ar->backend().synchronize();
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (float l : run_steps(*rs, 2, false)) losses_rs.push_back(l);
+    const auto& t = ar->last_step_times();
+    using engine::StepTimer;
+    for (auto timer :
+         {StepTimer::forward, StepTimer::backward, StepTimer::backward_inner,
+          StepTimer::backward_allreduce, StepTimer::step, StepTimer::optimizer_gradients,
+          StepTimer::optimizer_step, StepTimer::optimizer_allgather}) {
+      EXPECT_TRUE(t.has(timer)) << engine::step_timer_name(timer);
+      EXPECT_GT(t[timer], 0.0) << engine::step_timer_name(timer);
+    }
+    EXPECT_LE(t[StepTimer::forward] + t[StepTimer::backward] + t[StepTimer::step], wall_ms)
+        << "step " << step + 1;
+  }
+  EXPECT_EQ(losses_ar, losses_rs);
+  EXPECT_EQ(ar->gather_parameters(), rs->gather_parameters());
 }
 
 class EngineGpuLowPrecision : public ::testing::TestWithParam<std::string> {};

@@ -166,6 +166,13 @@ TEST(LrSchedule, BuiltFromParsedConfig) {
 TEST(LrSchedule, RejectsImpossibleSettings) {
   SchedulerConfig c;
   c.type = "OneCycle";
+  c.cycle_first_step_size = 0;
+  EXPECT_THROW(LrSchedule(c, 1.0f), std::invalid_argument);
+  c = SchedulerConfig{};
+  c.type = "LRRangeTest";
+  c.lr_range_test_step_size = 0;
+  EXPECT_THROW(LrSchedule(c, 1.0f), std::invalid_argument);
+  c.type = "Cyclic";
   EXPECT_THROW(LrSchedule(c, 1.0f), std::invalid_argument);
   c = warmup("WarmupLR", "log", 0);
   EXPECT_THROW(LrSchedule(c, 1.0f), std::invalid_argument);

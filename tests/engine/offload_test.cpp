@@ -151,7 +151,7 @@ TEST(OptimizerOffload, ChunkedStepsEqualWholeRangeAdamW) {
         s.lr = 1e-2f;
         s.step = step;
         s.grad_scale = 0.5f;
-        off.step(*opt, s, grad.data(), dest);
+        off.step(*opt, s, grad.data(), dest, [](std::vector<double>&) {});
       }
       const std::string what = std::string(kernels::dtype_name(pdt)) + " params, " +
                                std::string(kernels::dtype_name(gdt)) + " grads";

@@ -9,8 +9,10 @@
 #include <regex>
 
 #include "engine/data/llmc_checkpoint.h"
+#include "engine/engine.h"
 #include "engine/memory_model.h"
 #include "engine/model/gpt2.h"
+#include "engine/zero/partition.h"
 #include "engine_test_util.h"
 #include "kernels/ops.h"
 
@@ -86,6 +88,58 @@ TEST(ZeroMpi, EveryStageAndWorldSizeMatchesTheSingleProcessRun) {
           << "stage " << stage << ", " << ranks << " ranks";
     }
   }
+}
+
+// Lamb's trust ratio is per parameter tensor. ZeRO cuts the flat space into
+// equal shards, so tensors straddle ranks; their norms are summed over ranks
+// before the update. The ratio of two norms barely depends on how much of a
+// homogeneous tensor it is measured over, so the starting weights make each
+// straddling tensor's part before a shard boundary 8× larger than the rest:
+// per-shard norms would then give the two parts very different ratios and the
+// weights would leave the single-process run's by far more than 1e-5.
+TEST(ZeroMpi, LambMatchesTheSingleProcessRunWhenZeroSplitsTensors) {
+  test::TempDir dir;
+  const nlohmann::json lamb = {
+      {"optimizer",
+       {{"type", "Lamb"}, {"params", {{"lr", 5e-3}, {"weight_decay", 0.01}, {"max_coeff", 0.5}}}}}};
+  const auto cfg = test::tiny_config(lamb);
+  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto flat = e->gather_parameters();
+  int straddling = 0;
+  for (int ranks : {2, 4}) {
+    const engine::Partition part(e->param_count(), ranks, 0);
+    for (const auto* p : e->module_tree().params())
+      for (int r = 1; r < ranks; ++r) {
+        const int64_t cut = part.shard(r).begin;
+        if (p->offset < cut && p->offset + p->numel > cut) {
+          ++straddling;
+          for (int64_t i = p->offset; i < cut; ++i) flat[size_t(i)] *= 8.0f;
+        }
+      }
+  }
+  ASSERT_GE(straddling, 2) << "shard boundaries cut tensors at 2 and 4 ranks";
+  engine::Gpt2Weights w;
+  engine::gpt2_to_llmc(e->model(), e->module_tree(), flat, w);
+  engine::write_llmc_checkpoint(dir / "start.bin", w);
+  nlohmann::json start = lamb;
+  start["hybrid"] = {{"init_from", dir / "start.bin"}};
+
+  const auto ref = train(dir, "lamb_ref", 1, zero_patch(0, 4, start));
+  ASSERT_FALSE(ref.weights.empty());
+  for (const auto& [ranks, stage] : {std::pair{2, 1}, std::pair{2, 3}, std::pair{4, 2}}) {
+    const auto run = train(dir, fmt::format("lamb_s{}w{}", stage, ranks), ranks,
+                           zero_patch(stage, 4 / ranks, start));
+    ASSERT_EQ(run.weights.size(), ref.weights.size());
+    const double rel = max_relative_difference(run.weights, ref.weights);
+    EXPECT_LT(rel, 1e-5) << "Lamb, stage " << stage << ", " << ranks << " ranks";
+    std::printf("Lamb, stage %d, %d ranks: max |Δw| / max |w| = %.2e\n", stage, ranks, rel);
+  }
+  // The offloaded optimizer runs the same two passes chunk by chunk: the same bits.
+  nlohmann::json off = zero_patch(2, 2, start);
+  const auto on_device = train(dir, "lamb_s2w2", 2, off);
+  off["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+  const auto offloaded = train(dir, "lamb_s2w2_off", 2, off);
+  EXPECT_EQ(offloaded.weights, on_device.weights);
 }
 
 // Theory of one step's message bytes per stage (gas = 1), in nccl-tests' message

@@ -255,6 +255,58 @@ TEST(LayerBreakdown, ContainersWithoutRowsAreTheSumOfTheirChildren) {
   }
 }
 
+// Activation checkpointing: block h.0 is recomputed in backward. Its rows (and
+// the model's) hold the recomputation apart from backward, as the engine writes
+// them: the model's backward scope lost that time to the recompute column.
+TEST(LayerBreakdown, RecomputationIsItsOwnPartOfEveryRowAndOfTheStep) {
+  RunFixture f;
+  profiler::RunProfile p = f.data.profile;
+  const LayerBreakdown before = build_layer_breakdown(p, f.data.events);
+  std::map<std::pair<int64_t, int>, int64_t> block_rc;  // (step, rank) → h.0's recomputation
+  for (auto& l : p.layers) {
+    const std::string& name = f.run.modules[size_t(l.module_id)].name;
+    if (name.rfind("h.0", 0) != 0) continue;
+    l.recompute_ns = l.host_recompute_ns = l.fwd_ns * 9 / 10;
+    l.recompute_flops = l.fwd_flops;
+    if (name == "h.0") block_rc[{l.step, l.rank}] = l.recompute_ns;
+  }
+  for (auto& l : p.layers)
+    if (l.module_id == 0) {  // the model's row: backward − recomputation + recomputation
+      const int64_t rc = block_rc.at({l.step, l.rank});
+      l.bwd_ns -= rc, l.host_bwd_ns -= rc;
+      l.recompute_ns = l.host_recompute_ns = rc;
+      l.recompute_flops = l.fwd_flops;  // not true FLOPs; only its place in the rate matters
+    }
+  const LayerBreakdown b = build_layer_breakdown(p, f.data.events);
+  ASSERT_TRUE(b.has_recompute);
+  EXPECT_FALSE(before.has_recompute);
+  const LayerRow& block = b.rows[size_t(b.find_name("h.0"))];
+  const LayerRow& other_block = b.rows[size_t(b.find_name("h.1"))];
+  const double rc_ms = f.mean_over_ranks(9, [](const auto& e) { return e.fwd_ms.at(2); }) * 0.9;
+  EXPECT_NEAR(block.recompute_ms.mean, rc_ms, 1e-5);
+  EXPECT_NEAR(block.total_ms.mean, block.fwd_ms.mean + block.bwd_ms.mean + block.recompute_ms.mean,
+              kMsTol);
+  EXPECT_NEAR(block.bar.recompute, block.recompute_ms.mean, kMsTol) << "no waits in it";
+  EXPECT_EQ(other_block.recompute_ms.mean, 0.0);
+  EXPECT_NEAR(
+      block.flops_per_s,
+      (block.fwd_flops + block.bwd_flops + block.recompute_flops) / (block.total_ms.mean * 1e-3),
+      1e-6 * block.flops_per_s);
+  // The model's time only moved from backward to recompute: the step is the same.
+  const LayerRow& model = b.rows[0];
+  EXPECT_NEAR(model.total_ms.mean, before.rows[0].total_ms.mean, kMsTol);
+  EXPECT_NEAR(model.bwd_ms.mean, before.rows[0].bwd_ms.mean - block.recompute_ms.mean, 1e-5);
+  EXPECT_NEAR(model.bar.backward + model.bar.recompute, before.rows[0].bar.backward, 1e-5);
+  EXPECT_NEAR(b.step_ms.mean, before.step_ms.mean, kMsTol);
+  EXPECT_NEAR(top_share_sum(b), 1.0, kShareTol);
+  // Sorted by recomputation, the recomputed block comes first among the model's children.
+  const auto order = layer_display_order(b, LayerColumn::recompute, false, {});
+  std::vector<std::string> blocks;
+  for (int i : order)
+    if (b.rows[size_t(i)].type == "Block") blocks.push_back(b.rows[size_t(i)].name);
+  EXPECT_EQ(blocks, (std::vector<std::string>{"h.0", "h.1"}));
+}
+
 TEST(LayerBreakdown, SortOrdersKeepTheTree) {
   RunFixture f(FixtureRunSpec{.n_layer = 12});
   const LayerBreakdown b = build_layer_breakdown(f.data.profile, f.data.events);

@@ -94,6 +94,37 @@ TEST(CudaLaunchConfig, BlockPerRowAndColumnReducePlans) {
   EXPECT_EQ(column_reduce_plan(0, 10).row_blocks, 0u);
 }
 
+// Lamb's per-segment grid: every element of every segment visited exactly once,
+// by a block of its own segment, whatever the mix of lengths.
+TEST(CudaLaunchConfig, SegmentPlanCoversEverySegmentOnce) {
+  for (const std::vector<size_t>& lens : {std::vector<size_t>{1}, std::vector<size_t>{0, 5, 0},
+                                          std::vector<size_t>{3859737, 768, 2304, 1, 4097},
+                                          std::vector<size_t>{4096, 4095, 4097, 100000}}) {
+    size_t longest = 0;
+    for (size_t l : lens) longest = std::max(longest, l);
+    const auto p = segment_plan(longest, lens.size());
+    ASSERT_GE(p.splits, 1u);
+    EXPECT_LE(p.splits, 1024u);
+    EXPECT_EQ(p.segments, lens.size());
+    for (size_t len : lens) {
+      std::vector<int> seen(len, 0);
+      size_t prev_end = 0;
+      for (unsigned x = 0; x < p.splits; ++x) {
+        const auto [b, e] = segment_block_range(len, p.splits, x);
+        ASSERT_LE(b, e);
+        ASSERT_EQ(b, prev_end) << "blocks are contiguous and in order";
+        prev_end = e;
+        for (size_t i = b; i < e; ++i) ++seen[i];
+      }
+      EXPECT_EQ(prev_end, len);
+      for (size_t i = 0; i < len; ++i) ASSERT_EQ(seen[i], 1) << "element " << i << " of " << len;
+    }
+  }
+  EXPECT_EQ(segment_plan(0, 3).splits, 0u);
+  EXPECT_EQ(segment_plan(10, 0).splits, 0u);
+  EXPECT_THROW(segment_plan(10, 70000), std::invalid_argument);
+}
+
 TEST(BackendRegistry, FallsBackOrFailsWithTheReason) {
   bool gpu = false;
 #if HYBRID_HAVE_CUDA

@@ -371,6 +371,69 @@ TEST_P(CudaOps, AdamWUpdatesMasterStateAndLowPrecisionCopy) {
   }
 }
 
+TEST_P(CudaOps, SgdMatchesTheCpuBackend) {
+  const size_t n = 5003;
+  SgdParams p;
+  p.lr = 1e-2f;
+  p.momentum = 0.9f;
+  p.dampening = 0.1f;
+  p.weight_decay = 0.05f;
+  for (bool nesterov : {false, true}) {
+    p.nesterov = nesterov;
+    p.dampening = nesterov ? 0.0f : 0.1f;
+    RawPair<float> master(*cpu_, *gpu_, random_floats(n, 50)),
+        buf(*cpu_, *gpu_, random_floats(n, 51, -0.1f, 0.1f));
+    auto param = pair(std::vector<float>(n));
+    for (int t = 1; t <= 3; ++t) {
+      p.first_step = t == 1;
+      auto grad = pair_rand(n, 52 + uint32_t(t));
+      cpu_->sgd(p, master.c(), buf.c(), dt(), grad.c(), 0.5f, dt(), param.c(), n);
+      gpu_->sgd(p, master.g(), buf.g(), dt(), grad.g(), 0.5f, dt(), param.g(), n);
+    }
+    EXPECT_LT(rel_err(master.gpu_values(), master.cpu_values()), 1e-6) << nesterov;
+    EXPECT_LT(rel_err(buf.gpu_values(), buf.cpu_values()), 1e-6) << nesterov;
+    EXPECT_LT(param.err(), tol()) << nesterov;
+  }
+}
+
+// Segments from one element to past the split threshold; sums agree with the
+// CPU's (different summation order: 1e-5), and so do the updated weights.
+TEST_P(CudaOps, LambTwoPassesMatchTheCpuBackend) {
+  const std::vector<int64_t> bounds = {0, 1, 769, 769, 5000, 300000, 300777};
+  const int segs = int(bounds.size()) - 1;
+  const size_t n = size_t(bounds.back());
+  LambParams p;
+  p.lr = 1e-3f;
+  p.weight_decay = 0.01f;
+  RawPair<float> master(*cpu_, *gpu_, random_floats(n, 60)),
+      m(*cpu_, *gpu_, random_floats(n, 61, -0.1f, 0.1f)),
+      v(*cpu_, *gpu_, random_floats(n, 62, 0.0f, 0.01f));
+  auto param = pair(std::vector<float>(n));
+  for (int t = 1; t <= 3; ++t) {
+    p.step = t;
+    auto grad = pair_rand(n, 63 + uint32_t(t));
+    std::vector<double> sc(2 * size_t(segs), 0.0), sg(2 * size_t(segs), 0.0);
+    cpu_->lamb_moments(p, master.c(), m.c(), v.c(), dt(), grad.c(), 0.5f, bounds.data(), segs,
+                       sc.data());
+    gpu_->lamb_moments(p, master.g(), m.g(), v.g(), dt(), grad.g(), 0.5f, bounds.data(), segs,
+                       sg.data());
+    std::vector<float> coeffs(static_cast<size_t>(segs));
+    for (int s = 0; s < segs; ++s) {
+      EXPECT_NEAR(sg[2 * s], sc[2 * s], 1e-5 * sc[2 * s]) << "segment " << s;
+      EXPECT_NEAR(sg[2 * s + 1], sc[2 * s + 1], 1e-5 * sc[2 * s + 1]) << "segment " << s;
+      coeffs[size_t(s)] = sc[2 * s + 1] > 0 ? float(std::sqrt(sc[2 * s] / sc[2 * s + 1])) : 1.0f;
+    }
+    cpu_->lamb_update(p, master.c(), m.c(), v.c(), bounds.data(), segs, coeffs.data(), dt(),
+                      param.c());
+    gpu_->lamb_update(p, master.g(), m.g(), v.g(), bounds.data(), segs, coeffs.data(), dt(),
+                      param.g());
+  }
+  EXPECT_LT(rel_err(master.gpu_values(), master.cpu_values()), 1e-6);
+  EXPECT_LT(rel_err(m.gpu_values(), m.cpu_values()), 1e-6);
+  EXPECT_LT(rel_err(v.gpu_values(), v.cpu_values()), 1e-6);
+  EXPECT_LT(param.err(), tol());
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

@@ -147,6 +147,22 @@ TEST(FlopsReport, DepthLimitAndTopModules) {
   EXPECT_NE(agg2.substr(agg2.find("depth 2")).find("Attention"), std::string::npos);
 }
 
+TEST(FlopsReport, DetailedFalseKeepsTheSummaryAndTheAggregatedProfileOnly) {
+  FlopsReportOptions o;
+  o.detailed = false;
+  o.top_modules = 2;
+  const std::string brief = flops_report(test::sample_profile(), o);
+  o.detailed = true;
+  const std::string full = flops_report(test::sample_profile(), o);
+  // As DeepSpeed's print_model_profile(detailed=False): no module trees.
+  EXPECT_EQ(brief.find("forward, per module"), std::string::npos) << brief;
+  EXPECT_EQ(brief.find("backward, per module"), std::string::npos) << brief;
+  EXPECT_NE(full.find("forward, per module"), std::string::npos);
+  // The rest is the same text: the detailed report starts with the brief one.
+  EXPECT_EQ(full.substr(0, brief.size()), brief);
+  EXPECT_NE(section_of(brief, "aggregated profile").find("Attention"), std::string::npos) << brief;
+}
+
 TEST(FlopsReport, ChoosesTheRequestedStepAndRejectsUnknownOnes) {
   FlopsReportOptions o;
   o.step = 2;
@@ -238,6 +254,29 @@ TEST(StepsReport, EveryStepAndTheSummary) {
   EXPECT_NE(summary.find("5.56 K tokens/s"), std::string::npos) << summary;
   EXPECT_NE(summary.find("900.00 GFLOP/s"), std::string::npos) << summary;
   EXPECT_NE(summary.find("1 skipped"), std::string::npos) << summary;
+}
+
+TEST(StepsReport, WallClockTimersInDeepSpeedsOrderWithMeanMinMaxAndShare) {
+  RunProfile p = test::sample_profile();
+  EXPECT_EQ(steps_report(p).find("wall-clock breakdown"), std::string::npos);  // none recorded
+  p.step_timers = {{1, 0, "step", 5.0},     {1, 0, "backward", 40.0},
+                   {1, 0, "forward", 10.0}, {1, 1, "forward", 20.0},
+                   {3, 0, "forward", 30.0}, {3, 1, "optimizer_step", 2.0}};
+  const std::string text = section_of(steps_report(p), "wall-clock breakdown");
+  ASSERT_FALSE(text.empty());
+  // forward over (step, rank): mean 20, min 10, max 30; 20 of the mean step
+  // (100 + 80 + 95.5) / 3 ms = 21.78 %.
+  const std::string fwd = line_with(text, "forward");
+  EXPECT_NE(fwd.find("20.00 ms"), std::string::npos) << fwd;
+  EXPECT_NE(fwd.find("10.00 ms"), std::string::npos) << fwd;
+  EXPECT_NE(fwd.find("30.00 ms"), std::string::npos) << fwd;
+  EXPECT_NE(fwd.find("21.78%"), std::string::npos) << fwd;
+  // DeepSpeed's order, not the alphabet.
+  const size_t f = text.find("forward"), b = text.find("backward"), st = text.find("step  "),
+               o = text.find("optimizer_step");
+  EXPECT_LT(f, b);
+  EXPECT_LT(b, st);
+  EXPECT_LT(st, o);
 }
 
 TEST(MemoryReport, PerRankCategoriesWithPredictionRatio) {

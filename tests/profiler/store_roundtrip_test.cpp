@@ -113,13 +113,19 @@ TEST(RunStore, RunTablesRoundTrip) {
       {2, 9.75, 3e-4, 32768, false, 1.25, 119.0, 8300.0, 1.6e12}};
   const std::vector<StepRankRow> step_ranks = {
       {0, 0, 100.5, 30.25, 5.5}, {0, 1, 101.0, 31.0, 6.0}, {1, 0, 70.0, 20.0, 2.0}};
+  // Written out of order, and rewritten once (the same key replaces the row).
+  const std::vector<StepTimerRow> step_timers = {{1, 0, "forward", 3.5},
+                                                 {0, 1, "step", 0.25},
+                                                 {0, 0, "forward", 1.125},
+                                                 {0, 0, "backward", 2.0}};
   const std::vector<ModuleInfo> modules = {{0, -1, "model", "GPT2", 0, 0, 1 << 20},
                                            {1, 0, "wte", "Embedding", 1, 524288, 0},
                                            {2, 0, "h.0", "Block", 1, 0, 65536},
                                            {3, 2, "h.0.attn", "Attention", 2, 16640, 32768}};
   const std::vector<LayerStat> layers = {
+      // host times and recomputation (activation checkpointing) round-trip too
       {0, 3, 2, 1500, 3100, 1'000'000'000'000ull, 2'000'000'000'000ull, 500'000'000'000ull,
-       1'000'000'000'000ull, 2},
+       1'000'000'000'000ull, 2, 1400, 3000, 900, 600'000'000'000ull, 850},
       {1, 3, 2, 1600, 3200, 1'000'000'000'000ull, 2'000'000'000'000ull, 500'000'000'000ull,
        1'000'000'000'000ull, 2},
       {0, 1, 2, 50, 70, 0, 0, 0, 0, 2}};
@@ -138,6 +144,8 @@ TEST(RunStore, RunTablesRoundTrip) {
     store.register_rank(id, 1, 1'700'000'000'000'500'000);
     store.add_steps(id, steps);
     store.add_step_ranks(id, step_ranks);
+    store.add_step_timers(id, step_timers);
+    store.add_step_timers(id, std::vector<StepTimerRow>{{0, 0, "backward", 2.5}});
     store.add_modules(id, modules);
     store.add_layer_stats(id, layers);
     store.add_comm_stats(id, comm);
@@ -163,6 +171,10 @@ TEST(RunStore, RunTablesRoundTrip) {
   EXPECT_EQ(got_steps[1].loss_scale, 32768);
 
   EXPECT_EQ(store.step_ranks(id), step_ranks);  // sorted by (step, rank) already
+  // step_timers sorted by (step, rank, name); the rewritten row holds its new value.
+  const std::vector<StepTimerRow> timers_sorted = {
+      {0, 0, "backward", 2.5}, step_timers[2], step_timers[1], step_timers[0]};
+  EXPECT_EQ(store.step_timers(id), timers_sorted);
   EXPECT_EQ(store.modules(id), modules);
   // layer_stats come sorted by (step, rank, module).
   const std::vector<LayerStat> layers_sorted = {layers[2], layers[0], layers[1]};
@@ -177,6 +189,7 @@ TEST(RunStore, RunTablesRoundTrip) {
   EXPECT_EQ(p.run.id, id);
   EXPECT_EQ(p.ranks, ranks);
   EXPECT_EQ(p.step_ranks, step_ranks);
+  EXPECT_EQ(p.step_timers, timers_sorted);
   EXPECT_EQ(p.modules, modules);
   EXPECT_EQ(p.layers, layers_sorted);
   EXPECT_EQ(p.comm.size(), 3u);

@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 3);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RunStore::schema_version(), 4);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 3);
+  EXPECT_EQ(again.opened_schema_version(), 4);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -68,7 +68,8 @@ TEST(StoreSchema, MigratesFromEveryEarlierVersion) {
              "VALUES (7, 'old run', 1700000000.5, 1700000100.0, 'ok', 2);"
              "INSERT INTO steps VALUES (7, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
              "INSERT INTO event_names (id, name) VALUES (3, 'forward h.0');"
-             "INSERT INTO events VALUES (7, 1, 0, 0, 1, 3, 4, 1000, 500, 0, 123456);");
+             "INSERT INTO events (run_id, rank, step, lane, category, name_id, module_id, "
+             "start_ns, dur_ns, bytes, flops) VALUES (7, 1, 0, 0, 1, 3, 4, 1000, 500, 0, 123456);");
 
     RunStore store(db);
     EXPECT_EQ(store.opened_schema_version(), v);
@@ -107,7 +108,7 @@ TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (3)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (4)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -121,7 +122,7 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   exec_sql(db, "PRAGMA user_version = 7");
   const std::string expected = "database " + db.string() +
-                               " has schema version 7, newer than this build supports (3); "
+                               " has schema version 7, newer than this build supports (4); "
                                "upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
@@ -231,7 +232,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 
