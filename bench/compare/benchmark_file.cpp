@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include "base/statistics.h"
 
 namespace hybrid::bench {
 
@@ -113,6 +117,8 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     b.time_unit = unit;
     b.real_time_ns.push_back(number_field(entry, "real_time", source, name) * scale);
     b.cpu_time_ns.push_back(number_field(entry, "cpu_time", source, name) * scale);
+    auto round = entry.find("hybrid_round");
+    b.rounds.push_back(round != entry.end() && round->is_number_integer() ? round->get<int>() : -1);
   }
 
   for (const auto& name : aggregate_only) {
@@ -123,6 +129,10 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
                        name));
     }
   }
+  for (auto& b : file.benchmarks) {
+    // Rounds count only when every repetition has one.
+    if (std::find(b.rounds.begin(), b.rounds.end(), -1) != b.rounds.end()) b.rounds.clear();
+  }
   for (const auto& b : file.benchmarks) {
     if (!b.error && b.repetitions() < min_repetitions) {
       fail(source,
@@ -132,6 +142,19 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     }
   }
   return file;
+}
+
+std::vector<RoundSample> round_samples(const BenchmarkSamples& b, Metric metric) {
+  const std::vector<double>& times = b.samples(metric);
+  std::vector<RoundSample> out;
+  if (b.rounds.size() != times.size()) {
+    for (std::size_t i = 0; i < times.size(); ++i) out.push_back({static_cast<int>(i), times[i]});
+    return out;
+  }
+  std::map<int, std::vector<double>> by_round;
+  for (std::size_t i = 0; i < times.size(); ++i) by_round[b.rounds[i]].push_back(times[i]);
+  for (const auto& [round, values] : by_round) out.push_back({round, base::median(values)});
+  return out;
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {

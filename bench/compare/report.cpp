@@ -23,9 +23,31 @@ std::string summary_line(const ComparisonReport& r) {
                      r.rows.size(), r.geomean_ratio, format_change(r.geomean_ratio - 1.0));
 }
 
+std::string test_name(const BenchmarkComparison& row) {
+  const bool exact = row.method == MannWhitneyMethod::Exact;
+  if (row.paired) return exact ? "wilcoxon-signed-rank-exact" : "wilcoxon-signed-rank-asymptotic";
+  return exact ? "mann-whitney-exact" : "mann-whitney-asymptotic";
+}
+
+// "paired (Wilcoxon signed-rank over 10 rounds)", "unpaired (Mann-Whitney U)" or both.
+std::string test_line(const ComparisonReport& r) {
+  std::size_t paired = 0, pairs = 0;
+  for (const auto& row : r.rows) {
+    if (row.paired) {
+      ++paired;
+      pairs = std::max(pairs, row.pairs);
+    }
+  }
+  const std::string p = fmt::format("paired rounds (Wilcoxon signed-rank, {} pairs)", pairs);
+  const std::string u = "unpaired rounds (Mann-Whitney U)";
+  if (paired == 0) return u;
+  if (paired == r.rows.size()) return p;
+  return fmt::format("{} for {} benchmarks, {} for the others", p, paired, u);
+}
+
 std::string options_line(const ComparisonReport& r) {
-  return fmt::format("metric {}, threshold {:.1f}%, alpha {}{}, {}", metric_name(r.options.metric),
-                     r.options.threshold * 100, r.options.alpha,
+  return fmt::format("{}; metric {}, threshold {:.1f}%, alpha {}{}, {}", test_line(r),
+                     metric_name(r.options.metric), r.options.threshold * 100, r.options.alpha,
                      r.options.correction == Correction::Holm ? " (Holm-corrected)" : "",
                      !r.options.normalize ? "not normalised"
                      : r.options.normalize_always
@@ -105,7 +127,7 @@ std::vector<std::string> header_cells(bool normalized, bool holm) {
   if (normalized) h.push_back("Raw change");
   h.push_back("p-value");
   if (holm) h.push_back("p (Holm)");
-  h.insert(h.end(), {"Reps", "Verdict"});
+  h.insert(h.end(), {"Rounds", "Verdict"});
   return h;
 }
 
@@ -119,8 +141,9 @@ nlohmann::json row_json(const BenchmarkComparison& row) {
           {"change", row.change},
           {"p_value", row.p_value},
           {"p_adjusted", row.p_adjusted},
-          {"test", row.method == MannWhitneyMethod::Exact ? "mann-whitney-exact"
-                                                          : "mann-whitney-asymptotic"},
+          {"paired", row.paired},
+          {"pairs", row.pairs},
+          {"test", test_name(row)},
           {"significance_reachable", row.significance_reachable},
           {"verdict", verdict_name(row.verdict)}};
 }
@@ -249,6 +272,7 @@ nlohmann::json report_to_json(const ComparisonReport& r) {
             {"threshold", r.options.threshold},
             {"alpha", r.options.alpha},
             {"correction", correction_name(r.options.correction)},
+            {"test", test_kind_name(r.options.test)},
             {"normalize", r.options.normalize},
             {"normalize_always", r.options.normalize_always},
             {"calibration_alpha", r.options.calibration_alpha},

@@ -1,0 +1,213 @@
+// The comparer's decisions with rounds (one round = one process) on constructed
+// inputs that imitate a shared machine: a drift of the machine's speed that both
+// sides of a round share, each process's own luck, and per-repetition jitter.
+// Unchanged code must not be flagged; a 30 % slower benchmark must be; one process
+// per side (the README's old single-run command) must never be flagged.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bench/compare/comparison.h"
+
+namespace hybrid::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A fixed pseudo-random normal sequence (LCG + Box-Muller), the same everywhere.
+class Noise {
+ public:
+  explicit Noise(unsigned long long seed) : state_(seed) {}
+  double normal() {
+    const double u1 = uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  double uniform() {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (static_cast<double>(state_ >> 11) + 0.5) / static_cast<double>(1ULL << 53);
+  }
+  unsigned long long state_;
+};
+
+constexpr const char* kNames[] = {"canary/matmul", "matmul_forward", "matmul_backward",
+                                  "gelu_forward", "layernorm_forward", "attention_forward"};
+
+struct Machine {
+  double drift_sd = 0.10;    // shared by both sides of a round (log scale)
+  double process_sd = 0.04;  // each process's own luck
+  double rep_sd = 0.01;      // between repetitions of one process
+};
+
+// One side of an A/B run: `rounds` rounds x `reps` repetitions of every benchmark,
+// plus the calibration; `slower` multiplies one benchmark's time.
+BenchmarkFile side(int rounds, int reps, const std::vector<double>& drift, const Machine& m,
+                   Noise& noise, const std::string& slowed = "", double slower = 1.0) {
+  BenchmarkFile f;
+  f.source = slowed.empty() ? "base" : "current";
+  std::vector<std::string> names(std::begin(kNames), std::end(kNames));
+  names.push_back("calibration/compute");
+  for (const auto& name : names) {
+    BenchmarkSamples b;
+    b.name = name;
+    for (int r = 0; r < rounds; ++r) {
+      const double process = drift[r] + m.process_sd * noise.normal();
+      for (int k = 0; k < reps; ++k) {
+        const double t = 1000.0 * std::exp(process + m.rep_sd * noise.normal()) *
+                         (name == slowed ? slower : 1.0);
+        b.real_time_ns.push_back(t);
+        b.cpu_time_ns.push_back(t);
+        b.rounds.push_back(r);
+      }
+    }
+    f.benchmarks.push_back(b);
+  }
+  return f;
+}
+
+std::vector<double> drifts(int rounds, const Machine& m, Noise& noise) {
+  std::vector<double> d(rounds);
+  for (double& x : d) x = m.drift_sd * noise.normal();
+  return d;
+}
+
+const BenchmarkComparison& row(const ComparisonReport& r, const std::string& name) {
+  for (const auto& row : r.rows) {
+    if (row.name == name) return row;
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+TEST(CompareRounds, UnchangedCodeUnderDriftIsNeverFlaggedWithTheDefaults) {
+  // 200 simulated A/B runs of 10 rounds on a machine whose speed moves by 10 % (sd)
+  // from round to round: the defaults (paired, 10 %, Holm) flag none of them.
+  Noise noise(7);
+  const Machine m;
+  int alarms = 0;
+  for (int run = 0; run < 200; ++run) {
+    const std::vector<double> d = drifts(10, m, noise);
+    const ComparisonReport r =
+        compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise), {});
+    ASSERT_EQ(r.rows.size(), 6u);
+    EXPECT_TRUE(r.rows[0].paired);
+    alarms += r.regressions > 0;
+  }
+  EXPECT_EQ(alarms, 0);
+}
+
+TEST(CompareRounds, ThirtyPercentSlowerIsCaughtUnderTheSameDrift) {
+  Noise noise(11);
+  const Machine m;
+  int caught = 0, other_flags = 0;
+  for (int run = 0; run < 200; ++run) {
+    const std::vector<double> d = drifts(10, m, noise);
+    const ComparisonReport r = compare_runs(side(10, 1, d, m, noise),
+                                            side(10, 1, d, m, noise, "gelu_forward", 1.3), {});
+    caught += row(r, "gelu_forward").verdict == Verdict::Regression;
+    other_flags += r.regressions - (row(r, "gelu_forward").verdict == Verdict::Regression);
+  }
+  EXPECT_EQ(caught, 200);
+  EXPECT_EQ(other_flags, 0);
+}
+
+TEST(CompareRounds, PairedRowIsTheMedianRatioWithAnExactSignedRankP) {
+  BenchmarkFile base, cur;
+  BenchmarkSamples b, c;
+  b.name = c.name = "op";
+  for (int r = 0; r < 10; ++r) {
+    const double drift = 1.0 + 0.5 * r;  // the machine slows down 5.5x over the run
+    b.real_time_ns.push_back(100 * drift);
+    c.real_time_ns.push_back(130 * drift * (1 + 0.001 * r));  // ratios 1.3 ... 1.3117
+    b.rounds.push_back(r);
+    c.rounds.push_back(r);
+  }
+  b.cpu_time_ns = b.real_time_ns;
+  c.cpu_time_ns = c.real_time_ns;
+  base.benchmarks = {b};
+  cur.benchmarks = {c};
+  const ComparisonReport r = compare_runs(base, cur, {});
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_TRUE(r.rows[0].paired);
+  EXPECT_EQ(r.rows[0].pairs, 10u);
+  EXPECT_NEAR(r.rows[0].change, 1.3 * 1.0045 - 1, 1e-12);  // median of 1.3 (1 + 0.001 r)
+  EXPECT_DOUBLE_EQ(r.rows[0].p_value, 2.0 / 1024.0);
+  EXPECT_EQ(r.rows[0].verdict, Verdict::Regression);
+
+  // Unpaired, the same samples overlap (the drift is wider than the change): no verdict.
+  CompareOptions unpaired;
+  unpaired.test = TestKind::Unpaired;
+  const ComparisonReport u = compare_runs(base, cur, unpaired);
+  EXPECT_FALSE(u.rows[0].paired);
+  EXPECT_GT(u.rows[0].p_value, 0.05);
+  EXPECT_EQ(u.rows[0].verdict, Verdict::NotSignificant);
+}
+
+TEST(CompareRounds, OneProcessPerSideIsNeverFlaggedAndSaysWhy) {
+  // The case: two single runs of 10 repetitions each, the second on a machine
+  // 15 % slower for its whole duration. Counting repetitions as samples flags it;
+  // counting processes (the default) cannot, and the note says what to do instead.
+  Noise noise(3);
+  const Machine m{0, 0, 0.01};
+  const BenchmarkFile base = side(1, 10, {0.0}, m, noise);
+  const BenchmarkFile cur = side(1, 10, {std::log(1.15)}, m, noise);
+  const ComparisonReport r = compare_runs(base, cur, {});
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_FALSE(r.rows[0].paired);
+  EXPECT_EQ(r.rows[0].baseline_repetitions, 1u);  // one round each
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("hybrid-bench ab")));
+
+  // The same data with the rounds forgotten (raw Google Benchmark files): 10 vs 10
+  // "independent" repetitions, every benchmark flagged.
+  BenchmarkFile raw_base = base, raw_cur = cur;
+  for (auto* f : {&raw_base, &raw_cur}) {
+    for (auto& b : f->benchmarks) b.rounds.clear();
+  }
+  EXPECT_EQ(compare_runs(raw_base, raw_cur, {}).regressions, 6);
+}
+
+TEST(CompareRounds, AutoPairsOnlyRoundsThatMatch) {
+  Noise noise(5);
+  const Machine m;
+  const std::vector<double> d = drifts(8, m, noise);
+  BenchmarkFile base = side(8, 2, d, m, noise), cur = side(6, 2, d, m, noise);
+  const ComparisonReport r = compare_runs(base, cur, {});
+  EXPECT_FALSE(r.rows[0].paired);  // 8 vs 6 rounds: unpaired
+  EXPECT_EQ(r.rows[0].baseline_repetitions, 8u);
+  EXPECT_EQ(r.rows[0].current_repetitions, 6u);
+  CompareOptions paired;
+  paired.test = TestKind::Paired;  // forced: the 6 rounds in both
+  EXPECT_EQ(compare_runs(base, cur, paired).rows[0].pairs, 6u);
+  EXPECT_EQ(parse_test_kind("unpaired"), TestKind::Unpaired);
+  EXPECT_THROW(parse_test_kind("t-test"), std::invalid_argument);
+}
+
+TEST(CompareRounds, CalibrationThatMovedIsNotedForUnpairedRows) {
+  Noise noise(9);
+  const Machine m{0, 0, 0.01};
+  const BenchmarkFile base = side(3, 4, {0, 0, 0}, m, noise);
+  const BenchmarkFile cur = side(2, 4, {0.08, 0.08}, m, noise);  // about 8 % slower
+  CompareOptions options;
+  options.normalize = true;
+  const ComparisonReport r = compare_runs(base, cur, options);
+  ASSERT_TRUE(r.calibration);
+  EXPECT_FALSE(r.calibration->applied);  // 3 vs 2 rounds cannot be significant at 0.01
+  EXPECT_NEAR(r.calibration->speed_ratio(), std::exp(0.08), 0.01);
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("the calibration moved +")));
+}
+
+TEST(CompareRounds, MetricComesFromTheSuite) {
+  BenchmarkFile a, b;
+  a.context["hybrid_suite"]["metric"] = "cpu_time";
+  b.context["hybrid_suite"]["metric"] = "cpu_time";
+  EXPECT_EQ(default_metric(a, b), Metric::CpuTime);
+  b.context["hybrid_suite"]["metric"] = "real_time";
+  std::string note;
+  EXPECT_EQ(default_metric(a, b, &note), Metric::RealTime);
+  EXPECT_THAT(note, HasSubstr("'cpu_time' vs 'real_time'"));
+  EXPECT_EQ(default_metric(BenchmarkFile{}, BenchmarkFile{}), Metric::RealTime);
+}
+
+}  // namespace
+}  // namespace hybrid::bench
