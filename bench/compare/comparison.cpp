@@ -364,9 +364,9 @@ void note_calibration(ComparisonReport& report, const CompareOptions& options) {
       "good part of the threshold, so unpaired verdicts mix machine and code; compare runs "
       "collected in alternated rounds (hybrid-bench ab)",
       moved * 100,
-      options.normalize ? fmt::format(" (not significant at {}, not divided out)",
-                                      options.calibration_alpha)
-                        : ""));
+      options.normalize
+          ? fmt::format(" (not significant at {}, not divided out)", options.calibration_alpha)
+          : ""));
 }
 
 }  // namespace

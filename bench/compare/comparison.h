@@ -50,12 +50,12 @@ std::string_view test_kind_name(TestKind kind);
 struct CompareOptions {
   // The defaults are the ones measured safe on a shared 2-vCPU runner (docs/bench.md,
   // docs/reliability.md): 10 %, Holm over the compared benchmarks.
-  double threshold = 0.10;  // relative change of the median that matters (0.10 = 10 %)
-  double alpha = 0.05;      // significance level of the two-sided test
+  double threshold = 0.10;           // relative change of the median that matters (0.10 = 10 %)
+  double alpha = 0.05;               // significance level of the two-sided test
   Metric metric = Metric::RealTime;  // the CLI's "auto" picks the suite's (default_metric)
   Correction correction = Correction::Holm;  // Holm: alpha holds for the whole family
   TestKind test = TestKind::Auto;
-  bool normalize = false;                    // divide each run's times by its calibration median...
+  bool normalize = false;           // divide each run's times by its calibration median...
   bool normalize_always = false;    // ...even when the calibration did not change significantly
   double calibration_alpha = 0.01;  // significance the calibration change needs to be divided out
   std::string calibration_prefix = "calibration/";
@@ -76,8 +76,8 @@ struct BenchmarkComparison {
   double baseline_median_ns = 0;  // raw medians, in nanoseconds
   double current_median_ns = 0;
   double raw_change = 0;  // current / baseline - 1 of the raw medians
-  double change = 0;  // what the verdict uses (normalised under --normalize; paired: median
-                      // of the per-round ratios)
+  double change = 0;      // what the verdict uses (normalised under --normalize; paired: median
+                          // of the per-round ratios)
   double p_value = 1;
   double p_adjusted = 1;  // after the correction (== p_value without one); the verdict uses it
   MannWhitneyMethod method = MannWhitneyMethod::Exact;

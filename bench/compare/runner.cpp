@@ -301,12 +301,10 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
   nlohmann::json merged = merge_benchmark_outputs(outputs, names);
   for (auto& b : merged["benchmarks"]) b["hybrid_round"] = options.round;
   merged["context"]["hybrid_machine"] = machine;
-  merged["context"]["hybrid_suite"] = {{"name", suite.name},
-                                       {"description", suite.description},
-                                       {"metric", suite.metric},
-                                       {"env", env_object(options.env)},
-                                       {"entries", entries_done},
-                                       {"wall_s", measured_total}};
+  merged["context"]["hybrid_suite"] = {
+      {"name", suite.name},      {"description", suite.description},
+      {"metric", suite.metric},  {"env", env_object(options.env)},
+      {"entries", entries_done}, {"wall_s", measured_total}};
   return merged;
 }
 

@@ -16,9 +16,8 @@ constexpr int kExactLimit = 50;  // SciPy's bound for the exact distribution
 std::vector<double> average_ranks(std::span<const double> values, bool& tied, double& tie_term) {
   std::vector<std::size_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return values[a] < values[b];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
   std::vector<double> ranks(values.size());
   tied = false;
   tie_term = 0;

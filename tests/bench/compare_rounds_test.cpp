@@ -32,8 +32,8 @@ class Noise {
   unsigned long long state_;
 };
 
-constexpr const char* kNames[] = {"canary/matmul", "matmul_forward", "matmul_backward",
-                                  "gelu_forward", "layernorm_forward", "attention_forward"};
+constexpr const char* kNames[] = {"canary/matmul", "matmul_forward",    "matmul_backward",
+                                  "gelu_forward",  "layernorm_forward", "attention_forward"};
 
 struct Machine {
   double drift_sd = 0.10;    // shared by both sides of a round (log scale)
@@ -88,8 +88,7 @@ TEST(CompareRounds, UnchangedCodeUnderDriftIsNeverFlaggedWithTheDefaults) {
   int alarms = 0;
   for (int run = 0; run < 200; ++run) {
     const std::vector<double> d = drifts(10, m, noise);
-    const ComparisonReport r =
-        compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise), {});
+    const ComparisonReport r = compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise), {});
     ASSERT_EQ(r.rows.size(), 6u);
     EXPECT_TRUE(r.rows[0].paired);
     alarms += r.regressions > 0;
@@ -103,8 +102,8 @@ TEST(CompareRounds, ThirtyPercentSlowerIsCaughtUnderTheSameDrift) {
   int caught = 0, other_flags = 0;
   for (int run = 0; run < 200; ++run) {
     const std::vector<double> d = drifts(10, m, noise);
-    const ComparisonReport r = compare_runs(side(10, 1, d, m, noise),
-                                            side(10, 1, d, m, noise, "gelu_forward", 1.3), {});
+    const ComparisonReport r =
+        compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise, "gelu_forward", 1.3), {});
     caught += row(r, "gelu_forward").verdict == Verdict::Regression;
     other_flags += r.regressions - (row(r, "gelu_forward").verdict == Verdict::Regression);
   }
