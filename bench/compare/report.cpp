@@ -23,6 +23,16 @@ std::string summary_line(const ComparisonReport& r) {
                      r.rows.size(), r.geomean_ratio, format_change(r.geomean_ratio - 1.0));
 }
 
+// Normalisation applies to unpaired rows only: a report of paired rows has no
+// normalised column.
+bool shows_normalisation(const ComparisonReport& r) {
+  if (!r.options.normalize) return false;
+  for (const auto& row : r.rows) {
+    if (!row.paired) return true;
+  }
+  return r.rows.empty();
+}
+
 std::string test_name(const BenchmarkComparison& row) {
   const bool exact = row.method == MannWhitneyMethod::Exact;
   if (row.paired) return exact ? "wilcoxon-signed-rank-exact" : "wilcoxon-signed-rank-asymptotic";
@@ -49,7 +59,7 @@ std::string options_line(const ComparisonReport& r) {
   return fmt::format("{}; metric {}, threshold {:.1f}%, alpha {}{}, {}", test_line(r),
                      metric_name(r.options.metric), r.options.threshold * 100, r.options.alpha,
                      r.options.correction == Correction::Holm ? " (Holm-corrected)" : "",
-                     !r.options.normalize ? "not normalised"
+                     !shows_normalisation(r) ? "not normalised"
                      : r.options.normalize_always
                          ? "normalised by calibration (always)"
                          : "normalised by calibration when it changed significantly");
@@ -170,7 +180,7 @@ std::string format_time_ns(double ns) {
 std::string format_change(double change) { return fmt::format("{:+.1f}%", change * 100.0); }
 
 std::string render_table(const ComparisonReport& r) {
-  const bool normalized = r.options.normalize;
+  const bool normalized = shows_normalisation(r);
   const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("baseline: {}\ncurrent:  {}\n{}\n", r.baseline_source,
                                 r.current_source, options_line(r));
@@ -207,7 +217,7 @@ std::string render_table(const ComparisonReport& r) {
 }
 
 std::string render_markdown(const ComparisonReport& r) {
-  const bool normalized = r.options.normalize;
+  const bool normalized = shows_normalisation(r);
   const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("### Benchmark comparison: {}\n\n",
                                 r.regressions ? "regression detected" : "no regression");
