@@ -173,11 +173,11 @@ void add_compare_options(CLI::App* compare, CompareArgs& ca) {
       ->add_option("--threshold", ca.threshold,
                    "Smallest relative change of the median that counts, e.g. 10% or 0.10")
       ->capture_default_str();
-  compare->add_option("--alpha", ca.alpha, "Significance level of the Mann-Whitney U test")
+  compare->add_option("--alpha", ca.alpha, "Significance level of the test (paired or unpaired)")
       ->capture_default_str();
   compare->add_flag("--normalize", ca.normalize,
                     "Divide each run's times by its calibration median (cancels machine speed) "
-                    "when the calibration changed significantly");
+                    "when the calibration changed significantly; unpaired rows only");
   compare->add_flag("--normalize-always", ca.normalize_always,
                     "Divide by the calibration median even when its change is not significant");
   compare
