@@ -29,8 +29,9 @@ struct BenchmarkSamples {
   std::vector<double> cpu_time_ns;
   // Round (process) of each repetition, from "hybrid_round" (written by hybrid-bench
   // run, merge and ab); empty when the file has none: each repetition is then taken
-  // as its own round. Repetitions of one process share its luck (vCPU, memory
-  // layout, neighbours), so the round, not the repetition, is the independent sample.
+  // as its own round, except in a run of an older hybrid-bench run (context
+  // hybrid_suite, not merged), which is one round. Repetitions of one process share its luck (vCPU,
+  // memory layout, neighbours), so the round, not the repetition, is the independent sample.
   std::vector<int> rounds;
   std::string time_unit = "ns";  // unit the file used, for display
   int threads = 1;

@@ -196,6 +196,31 @@ TEST(CompareRounds, CalibrationThatMovedIsNotedForUnpairedRows) {
   EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("the calibration moved +")));
 }
 
+TEST(CompareRounds, AnOlderHybridBenchRunIsOneRoundAndRawFilesAreNot) {
+  auto doc = [](nlohmann::json context) {
+    nlohmann::json d = {{"context", context}, {"benchmarks", nlohmann::json::array()}};
+    for (int i = 0; i < 3; ++i) {
+      d["benchmarks"].push_back({{"name", "op"},
+                                 {"run_type", "iteration"},
+                                 {"real_time", 10 + i},
+                                 {"cpu_time", 10 + i},
+                                 {"time_unit", "ns"}});
+    }
+    return d;
+  };
+  // Written by hybrid-bench run before rounds existed: one process, one round.
+  const BenchmarkFile old_run =
+      parse_benchmark_json(doc({{"hybrid_suite", {{"name", "ci"}}}}), "a");
+  EXPECT_EQ(old_run.find("op")->rounds, (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(round_samples(*old_run.find("op"), Metric::RealTime).size(), 1u);
+  // Merged single-repetition rounds of that time, and raw Google Benchmark output:
+  // nothing says which process each repetition came from.
+  nlohmann::json merged_context = {{"hybrid_suite", {{"name", "ci"}}},
+                                   {"hybrid_merged_from", {"r1.json", "r2.json", "r3.json"}}};
+  EXPECT_TRUE(parse_benchmark_json(doc(merged_context), "b").find("op")->rounds.empty());
+  EXPECT_TRUE(parse_benchmark_json(doc(nlohmann::json::object()), "c").find("op")->rounds.empty());
+}
+
 TEST(CompareRounds, MetricComesFromTheSuite) {
   BenchmarkFile a, b;
   a.context["hybrid_suite"]["metric"] = "cpu_time";
