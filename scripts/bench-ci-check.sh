@@ -23,8 +23,8 @@
 #                               descheduled shows in real time, not in the work done)
 #        BENCH_CHECK_CORRECTION --correction of the comparisons (default holm: six benchmarks
 #                               at alpha 0.05 each would flag unchanged code too often)
-#        BENCH_CHECK_TEST       --test of the comparisons (default auto: the merged runs carry
-#                               the same rounds, so round r of each is paired, as hybrid-bench ab does)
+#        BENCH_CHECK_TEST       --test of the comparisons (default unpaired, compare's default:
+#                               Mann-Whitney U over the rounds; paired: Wilcoxon signed-rank)
 #        BENCH_CHECK_ROUNDS     alternated rounds per run (default 10)
 #        BENCH_CHECK_REPS       repetitions per round (default 1: repetitions in one process
 #                               share its CPU placement and memory layout, so each process
@@ -41,7 +41,7 @@ slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
 threshold=${BENCH_CHECK_THRESHOLD:-10%}
 metric=${BENCH_CHECK_METRIC:-cpu_time}
 correction=${BENCH_CHECK_CORRECTION:-holm}
-test_kind=${BENCH_CHECK_TEST:-auto}
+test_kind=${BENCH_CHECK_TEST:-unpaired}
 rounds=${BENCH_CHECK_ROUNDS:-10}
 reps=${BENCH_CHECK_REPS:-1}
 suite=${BENCH_CHECK_SUITE:-ci}

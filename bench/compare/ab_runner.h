@@ -3,8 +3,8 @@
 // (other tenants' builds, frequency, cache and memory-bandwidth contention) hits
 // both alike. Round r runs the suite once for each side, in the order AB, BA, AB, ...
 // (ABBA: neither side is always first), with `repetitions` repetitions per
-// benchmark; each side's rounds are merged with "hybrid_round" = r, so that the
-// comparer pairs round r of the current build with round r of the baseline.
+// benchmark; each side's rounds are merged with "hybrid_round" = r: the comparer
+// takes each round as one sample (and, with --test paired, pairs round r with round r).
 #pragma once
 
 #include <filesystem>

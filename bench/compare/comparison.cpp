@@ -132,23 +132,13 @@ Correction parse_correction(std::string_view text) {
 }
 
 TestKind parse_test_kind(std::string_view text) {
-  if (text == "auto") return TestKind::Auto;
   if (text == "paired") return TestKind::Paired;
   if (text == "unpaired") return TestKind::Unpaired;
-  throw std::invalid_argument(
-      fmt::format("--test must be auto, paired or unpaired, got '{}'", text));
+  throw std::invalid_argument(fmt::format("--test must be paired or unpaired, got '{}'", text));
 }
 
 std::string_view test_kind_name(TestKind kind) {
-  switch (kind) {
-    case TestKind::Paired:
-      return "paired";
-    case TestKind::Unpaired:
-      return "unpaired";
-    case TestKind::Auto:
-      break;
-  }
-  return "auto";
+  return kind == TestKind::Paired ? "paired" : "unpaired";
 }
 
 Metric default_metric(const BenchmarkFile& baseline, const BenchmarkFile& current,
@@ -219,20 +209,7 @@ void require_calibration(const BenchmarkFile& baseline, const BenchmarkFile& cur
   }
 }
 
-// Round ids of a benchmark when its file tags them, else empty.
-std::vector<int> tagged_rounds(const BenchmarkSamples& b, Metric metric) {
-  if (b.rounds.empty()) return {};
-  std::vector<int> ids;
-  for (const RoundSample& r : round_samples(b, metric)) ids.push_back(r.round);
-  return ids;
-}
-
-bool use_paired(const BenchmarkSamples& b, const BenchmarkSamples& c, const CompareOptions& o) {
-  if (o.test == TestKind::Paired) return true;
-  if (o.test == TestKind::Unpaired) return false;
-  const std::vector<int> x = tagged_rounds(b, o.metric), y = tagged_rounds(c, o.metric);
-  return !x.empty() && x.size() >= 2 && x == y;
-}
+bool use_paired(const CompareOptions& o) { return o.test == TestKind::Paired; }
 
 BenchmarkComparison new_row(const BenchmarkSamples& b, const BenchmarkSamples& c,
                             const CompareOptions& options) {
@@ -294,8 +271,8 @@ BenchmarkComparison compare_paired(const BenchmarkSamples& b, const BenchmarkSam
 
 BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSamples& c,
                                 const CompareOptions& options, double bf, double cf) {
-  BenchmarkComparison row = use_paired(b, c, options) ? compare_paired(b, c, options)
-                                                      : compare_unpaired(b, c, options, bf, cf);
+  BenchmarkComparison row =
+      use_paired(options) ? compare_paired(b, c, options) : compare_unpaired(b, c, options, bf, cf);
   row.p_adjusted = row.p_value;
   row.verdict = decide(row.change, row.p_value, options);
   return row;

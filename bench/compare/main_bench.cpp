@@ -5,7 +5,7 @@
 //                   [--rounds 10] [--current-env VAR=VALUE] [--out-dir DIR] [compare options]
 //   hybrid-bench compare BASE.json NEW.json [--threshold 10%] [--alpha 0.05] [--normalize]
 //                        [--metric auto|real_time|cpu_time] [--correction holm|none]
-//                        [--test auto|paired|unpaired] [--markdown FILE] [--json FILE]
+//                        [--test unpaired|paired] [--markdown FILE] [--json FILE]
 //   hybrid-bench merge --out ALL.json RUN1.json RUN2.json ...
 //   hybrid-bench list
 //
@@ -44,7 +44,7 @@ fs::path own_dir() {
 }
 
 // The defaults are the safe ones on a shared runner (docs/bench.md): 10 %, Holm,
-// the suite's metric, paired rounds when the runs have them.
+// the suite's metric, rounds (not repetitions) as samples.
 struct CompareArgs {
   std::string baseline, current;
   std::string threshold = "10%";
@@ -54,7 +54,7 @@ struct CompareArgs {
   bool normalize_always = false;
   std::string metric = "auto";
   std::string correction = "holm";
-  std::string test = "auto";
+  std::string test = "unpaired";
   std::string markdown, json;
   std::string calibration_prefix = "calibration/";
   bool quiet = false;
@@ -190,9 +190,8 @@ void add_compare_options(CLI::App* compare, CompareArgs& ca) {
       ->capture_default_str();
   compare
       ->add_option("--test", ca.test,
-                   "auto (paired when both runs have the same rounds), paired (Wilcoxon "
-                   "signed-rank on per-round ratios) or unpaired (Mann-Whitney U on per-round "
-                   "medians)")
+                   "unpaired (Mann-Whitney U on per-round medians) or paired (Wilcoxon "
+                   "signed-rank on the ratios of rounds present in both runs)")
       ->capture_default_str();
   compare
       ->add_option("--correction", ca.correction,
@@ -264,7 +263,7 @@ std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std
   return env;
 }
 
-// Baseline and current builds in alternated rounds, then the comparison (paired).
+// Baseline and current builds in alternated rounds, then the comparison.
 int do_ab(const AbArgs& a) {
   compare_options(a.compare);  // bad options fail before minutes of measuring
   const auto suites = load_suites(a.suites_file);
@@ -298,7 +297,7 @@ CLI::App* add_ab_command(CLI::App& app, AbArgs& aa) {
   auto* ab = app.add_subcommand(
       "ab",
       "Run a suite for a baseline and a current build in alternated rounds, then compare "
-      "them paired (exit 1 on a regression): the recommended check on a shared machine");
+      "them (exit 1 on a regression): the recommended check on a shared machine");
   ab->add_option("--suite", aa.suite, "Suite name (see `hybrid-bench list`)")->required();
   ab->add_option("--baseline-build", aa.baseline_build,
                  "Folder with the baseline's bench_* executables (e.g. build-base/bench)")

@@ -185,23 +185,24 @@ TEST_F(HybridBenchCli, AbAlternatesRoundsAndCatchesAnInjectedSlowdown) {
        "min_time": 0.005}]}}})";
   const std::string build = bench_binary("bench_calibration").parent_path().string();
   Cli c = hybrid_bench({"ab", "--suite", "tiny", "--suites", dir / "suites.json",
-                        "--baseline-build", build, "--current-build", build, "--rounds", "6",
+                        "--baseline-build", build, "--current-build", build, "--rounds", "8",
                         "--current-env", "HYBRID_BENCH_SLOWDOWN=^canary/matmul=1.0", "--out-dir",
                         dir / "kept", "--json", dir / "report.json"});
   ASSERT_EQ(c.exit_code, 1) << c.out << c.err;
-  EXPECT_THAT(c.out, HasSubstr("paired rounds (Wilcoxon signed-rank, 6 pairs); metric cpu_time"));
-  EXPECT_THAT(c.err, HasSubstr("round 6/6 done"));
+  EXPECT_THAT(c.out, HasSubstr("unpaired rounds (Mann-Whitney U); metric cpu_time"));
+  EXPECT_THAT(c.err, HasSubstr("round 8/8 done"));
   nlohmann::json report = nlohmann::json::parse(read_text(dir / "report.json"));
   ASSERT_EQ(report["benchmarks"].size(), 1u);  // the canary; the calibration is not judged
   EXPECT_EQ(report["benchmarks"][0]["verdict"], "REGRESSION");
-  EXPECT_EQ(report["benchmarks"][0]["pairs"], 6);
-  EXPECT_DOUBLE_EQ(report["benchmarks"][0]["p_value"].get<double>(), 2.0 / 64);
+  EXPECT_EQ(report["benchmarks"][0]["baseline_repetitions"], 8);  // rounds
+  // 8 rounds against 8: p = 2 / C(16, 8) = 1.6e-4 when every slowed round is slower.
+  EXPECT_LT(report["benchmarks"][0]["p_value"].get<double>(), 0.01);
   EXPECT_GT(report["benchmarks"][0]["change"].get<double>(), 0.5);
 
   BenchmarkFile base = load_benchmark_file(dir / "kept" / "baseline.json");
   BenchmarkFile cur = load_benchmark_file(dir / "kept" / "current.json");
-  EXPECT_EQ(base.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5}));
-  EXPECT_EQ(cur.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(base.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(cur.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(cur.context["hybrid_ab"]["env"]["HYBRID_BENCH_SLOWDOWN"], "^canary/matmul=1.0");
   EXPECT_TRUE(base.context["hybrid_ab"]["env"].empty());
   const auto& order = base.context["hybrid_ab"]["order"];

@@ -1,8 +1,9 @@
 // The comparer's decisions with rounds (one round = one process) on constructed
 // inputs that imitate a shared machine: a drift of the machine's speed that both
 // sides of a round share, each process's own luck, and per-repetition jitter.
-// Unchanged code must not be flagged; a 30 % slower benchmark must be; one process
-// per side (the README's old single-run command) must never be flagged.
+// Unchanged code must not be flagged; a 30 % slower benchmark must be, by the default
+// (unpaired) test and by the paired one; one process per side (the README's old
+// single-run command) must never be flagged.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -82,33 +83,83 @@ const BenchmarkComparison& row(const ComparisonReport& r, const std::string& nam
 
 TEST(CompareRounds, UnchangedCodeUnderDriftIsNeverFlaggedWithTheDefaults) {
   // 200 simulated A/B runs of 10 rounds on a machine whose speed moves by 10 % (sd)
-  // from round to round: the defaults (paired, 10 %, Holm) flag none of them.
+  // from round to round: the defaults (unpaired over rounds, 10 %, Holm) flag none
+  // of them, and neither does the paired test.
   Noise noise(7);
   const Machine m;
-  int alarms = 0;
+  CompareOptions paired;
+  paired.test = TestKind::Paired;
+  int alarms = 0, paired_alarms = 0;
   for (int run = 0; run < 200; ++run) {
     const std::vector<double> d = drifts(10, m, noise);
-    const ComparisonReport r = compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise), {});
+    const BenchmarkFile base = side(10, 1, d, m, noise), cur = side(10, 1, d, m, noise);
+    const ComparisonReport r = compare_runs(base, cur, {});
     ASSERT_EQ(r.rows.size(), 6u);
-    EXPECT_TRUE(r.rows[0].paired);
+    EXPECT_FALSE(r.rows[0].paired);
     alarms += r.regressions > 0;
+    paired_alarms += compare_runs(base, cur, paired).regressions > 0;
   }
   EXPECT_EQ(alarms, 0);
+  EXPECT_EQ(paired_alarms, 0);
 }
 
 TEST(CompareRounds, ThirtyPercentSlowerIsCaughtUnderTheSameDrift) {
   Noise noise(11);
   const Machine m;
-  int caught = 0, other_flags = 0;
+  CompareOptions paired;
+  paired.test = TestKind::Paired;
+  int caught = 0, other_flags = 0, paired_caught = 0;
   for (int run = 0; run < 200; ++run) {
     const std::vector<double> d = drifts(10, m, noise);
-    const ComparisonReport r =
-        compare_runs(side(10, 1, d, m, noise), side(10, 1, d, m, noise, "gelu_forward", 1.3), {});
+    const BenchmarkFile base = side(10, 1, d, m, noise);
+    const BenchmarkFile cur = side(10, 1, d, m, noise, "gelu_forward", 1.3);
+    const ComparisonReport r = compare_runs(base, cur, {});
     caught += row(r, "gelu_forward").verdict == Verdict::Regression;
     other_flags += r.regressions - (row(r, "gelu_forward").verdict == Verdict::Regression);
+    paired_caught +=
+        row(compare_runs(base, cur, paired), "gelu_forward").verdict == Verdict::Regression;
   }
-  EXPECT_EQ(caught, 200);
+  // In this model the drift (10 %) dwarfs each process's luck (4 %), the case pairing
+  // is made for: the unpaired test, which sees the drift as noise, misses 1 of 200
+  // (seed 11); the paired one none. On the real runner the opposite happened (next
+  // test), so the default is the unpaired test and both are held to >= 99 %.
+  EXPECT_GE(caught, 198);
   EXPECT_EQ(other_flags, 0);
+  EXPECT_EQ(paired_caught, 200);
+}
+
+TEST(CompareRounds, OneWildProcessCostsThePairedTestItsSignificanceNotTheUnpairedOne) {
+  // Measured on the shared runner (docs/reliability.md): gelu 30 % slower, nine
+  // rounds at 1.11-1.38x, and one round where the baseline's process ran 1.6x slow
+  // (ratio 0.78). Paired, that round has rank 8 of 10: p = 0.027, times 6 (Holm over
+  // the ci suite) = 0.16, missed. Unpaired, the slow baseline is one high value among
+  // ten: still caught.
+  const std::vector<double> ratios = {0.778, 1.273, 1.248, 1.108, 1.378,
+                                      1.298, 1.267, 1.271, 1.36,  1.351};
+  const std::vector<double> base_times = {1.6, 1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0};
+  BenchmarkFile base, cur;
+  for (const char* name : kNames) {
+    BenchmarkSamples b, c;
+    b.name = c.name = name;
+    for (int r = 0; r < 10; ++r) {
+      const double jitter = 1 + 0.01 * ((r * 7 + static_cast<int>(b.name.size())) % 5 - 2);
+      b.real_time_ns.push_back(1000 * base_times[r]);
+      c.real_time_ns.push_back(1000 * base_times[r] *
+                               (b.name == "gelu_forward" ? ratios[r] : jitter));
+      b.rounds.push_back(r);
+      c.rounds.push_back(r);
+    }
+    b.cpu_time_ns = b.real_time_ns;
+    c.cpu_time_ns = c.real_time_ns;
+    base.benchmarks.push_back(b);
+    cur.benchmarks.push_back(c);
+  }
+  EXPECT_EQ(row(compare_runs(base, cur, {}), "gelu_forward").verdict, Verdict::Regression);
+  CompareOptions paired;
+  paired.test = TestKind::Paired;
+  const ComparisonReport p = compare_runs(base, cur, paired);
+  EXPECT_NEAR(row(p, "gelu_forward").p_value, 0.02734375, 1e-12);  // 2 * 14 / 1024
+  EXPECT_EQ(row(p, "gelu_forward").verdict, Verdict::NotSignificant);
 }
 
 TEST(CompareRounds, PairedRowIsTheMedianRatioWithAnExactSignedRankP) {
@@ -126,7 +177,9 @@ TEST(CompareRounds, PairedRowIsTheMedianRatioWithAnExactSignedRankP) {
   c.cpu_time_ns = c.real_time_ns;
   base.benchmarks = {b};
   cur.benchmarks = {c};
-  const ComparisonReport r = compare_runs(base, cur, {});
+  CompareOptions paired;
+  paired.test = TestKind::Paired;
+  const ComparisonReport r = compare_runs(base, cur, paired);
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_TRUE(r.rows[0].paired);
   EXPECT_EQ(r.rows[0].pairs, 10u);
@@ -134,10 +187,9 @@ TEST(CompareRounds, PairedRowIsTheMedianRatioWithAnExactSignedRankP) {
   EXPECT_DOUBLE_EQ(r.rows[0].p_value, 2.0 / 1024.0);
   EXPECT_EQ(r.rows[0].verdict, Verdict::Regression);
 
-  // Unpaired, the same samples overlap (the drift is wider than the change): no verdict.
-  CompareOptions unpaired;
-  unpaired.test = TestKind::Unpaired;
-  const ComparisonReport u = compare_runs(base, cur, unpaired);
+  // Unpaired (the default), the same samples overlap (the drift is wider than the
+  // change): no verdict. Pairing pays when drift dominates and processes behave.
+  const ComparisonReport u = compare_runs(base, cur, {});
   EXPECT_FALSE(u.rows[0].paired);
   EXPECT_GT(u.rows[0].p_value, 0.05);
   EXPECT_EQ(u.rows[0].verdict, Verdict::NotSignificant);
@@ -166,17 +218,17 @@ TEST(CompareRounds, OneProcessPerSideIsNeverFlaggedAndSaysWhy) {
   EXPECT_EQ(compare_runs(raw_base, raw_cur, {}).regressions, 6);
 }
 
-TEST(CompareRounds, AutoPairsOnlyRoundsThatMatch) {
+TEST(CompareRounds, PairedUsesTheRoundsPresentInBoth) {
   Noise noise(5);
   const Machine m;
   const std::vector<double> d = drifts(8, m, noise);
   BenchmarkFile base = side(8, 2, d, m, noise), cur = side(6, 2, d, m, noise);
   const ComparisonReport r = compare_runs(base, cur, {});
-  EXPECT_FALSE(r.rows[0].paired);  // 8 vs 6 rounds: unpaired
-  EXPECT_EQ(r.rows[0].baseline_repetitions, 8u);
+  EXPECT_FALSE(r.rows[0].paired);
+  EXPECT_EQ(r.rows[0].baseline_repetitions, 8u);  // rounds, not the 16 repetitions
   EXPECT_EQ(r.rows[0].current_repetitions, 6u);
   CompareOptions paired;
-  paired.test = TestKind::Paired;  // forced: the 6 rounds in both
+  paired.test = TestKind::Paired;  // the 6 rounds in both
   EXPECT_EQ(compare_runs(base, cur, paired).rows[0].pairs, 6u);
   EXPECT_EQ(parse_test_kind("unpaired"), TestKind::Unpaired);
   EXPECT_THROW(parse_test_kind("t-test"), std::invalid_argument);
