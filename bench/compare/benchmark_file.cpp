@@ -36,6 +36,21 @@ double number_field(const nlohmann::json& entry, const char* key, const std::str
   return it->get<double>();
 }
 
+// Rounds count only when every repetition of a benchmark has one. A run written by an
+// older hybrid-bench run (hybrid_suite, no rounds, not merged) is one round: its
+// repetitions came from one process per entry.
+void settle_rounds(BenchmarkFile& file) {
+  bool any_rounds = false;
+  for (auto& b : file.benchmarks) {
+    if (std::find(b.rounds.begin(), b.rounds.end(), -1) != b.rounds.end()) b.rounds.clear();
+    any_rounds = any_rounds || !b.rounds.empty();
+  }
+  if (!any_rounds && file.context.contains("hybrid_suite") &&
+      !file.context.contains("hybrid_merged_from")) {
+    for (auto& b : file.benchmarks) b.rounds.assign(b.real_time_ns.size(), 0);
+  }
+}
+
 }  // namespace
 
 Metric parse_metric(std::string_view text) {
@@ -129,18 +144,7 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
                        name));
     }
   }
-  bool any_rounds = false;
-  for (auto& b : file.benchmarks) {
-    // Rounds count only when every repetition has one.
-    if (std::find(b.rounds.begin(), b.rounds.end(), -1) != b.rounds.end()) b.rounds.clear();
-    any_rounds = any_rounds || !b.rounds.empty();
-  }
-  // A run written by an older hybrid-bench run (hybrid_suite, no rounds, not merged) is
-  // one round: its repetitions came from one process per entry.
-  if (!any_rounds && file.context.contains("hybrid_suite") &&
-      !file.context.contains("hybrid_merged_from")) {
-    for (auto& b : file.benchmarks) b.rounds.assign(b.real_time_ns.size(), 0);
-  }
+  settle_rounds(file);
   for (const auto& b : file.benchmarks) {
     if (!b.error && b.repetitions() < min_repetitions) {
       fail(source,
