@@ -12,9 +12,9 @@
 #                all N checks' baseline rounds merged (one_baseline in the summary);
 #   ab           N unchanged and N slowed runs of the README's command,
 #                `hybrid-bench ab` (baseline and current in alternated rounds, compared
-#                paired with compare's defaults: the suite's metric, 10 %, Holm), one
-#                after the other (unchanged, slowed, unchanged, ...); the same runs are
-#                also judged with --test unpaired. The slowed runs inject the slowdown
+#                with compare's defaults: the suite's metric, unpaired over rounds, 10 %,
+#                Holm), one after the other (unchanged, slowed, unchanged, ...); the same
+#                kept runs are also judged with --test paired and --test unpaired. The slowed runs inject the slowdown
 #                into the current side through the test hook HYBRID_BENCH_SLOWDOWN.
 #
 # Modes sequential and alternating judge each comparison with both metrics
@@ -134,7 +134,7 @@ ab_run() {  # kind index
       line+="  $t: target $change, flagged $flagged ($regs in all)"
     fi
   done
-  # The default verdict is ab's own exit code (paired unless rounds do not pair up).
+  # The default verdict is ab's own exit code.
   if [ "$1" = unchanged ]; then
     [ "$rc" -eq 1 ] && ab_counts[default.$1]=$((${ab_counts[default.$1]:-0} + 1))
   else
