@@ -23,6 +23,8 @@
 #                               descheduled shows in real time, not in the work done)
 #        BENCH_CHECK_CORRECTION --correction of the comparisons (default holm: six benchmarks
 #                               at alpha 0.05 each would flag unchanged code too often)
+#        BENCH_CHECK_TEST       --test of the comparisons (default unpaired, compare's default:
+#                               Mann-Whitney U over the rounds; paired: Wilcoxon signed-rank)
 #        BENCH_CHECK_ROUNDS     alternated rounds per run (default 10)
 #        BENCH_CHECK_REPS       repetitions per round (default 1: repetitions in one process
 #                               share its CPU placement and memory layout, so each process
@@ -39,6 +41,7 @@ slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
 threshold=${BENCH_CHECK_THRESHOLD:-10%}
 metric=${BENCH_CHECK_METRIC:-cpu_time}
 correction=${BENCH_CHECK_CORRECTION:-holm}
+test_kind=${BENCH_CHECK_TEST:-unpaired}
 rounds=${BENCH_CHECK_ROUNDS:-10}
 reps=${BENCH_CHECK_REPS:-1}
 suite=${BENCH_CHECK_SUITE:-ci}
@@ -65,7 +68,7 @@ run_round() {  # condition round
 compare() {  # current; prints the table, returns hybrid-bench's exit code
   local rc=0
   "$bench" compare "$out/base.json" "$out/$1.json" --normalize --threshold "$threshold" \
-    --metric "$metric" --correction "$correction" --markdown "$out/$1.md" --json "$out/$1.report.json" > "$out/$1.txt" || rc=$?
+    --metric "$metric" --correction "$correction" --test "$test_kind" --markdown "$out/$1.md" --json "$out/$1.report.json" > "$out/$1.txt" || rc=$?
   cat "$out/$1.txt"
   return $rc
 }
@@ -118,7 +121,7 @@ if [ "$caught" -eq 0 ]; then
   status=1
 fi
 if [ "$status" -eq 0 ]; then
-  echo "bench-ci-check: OK: unchanged run passed, injected +$slowdown on '$target' flagged ($flagged/$matched); $rounds rounds x $reps repetitions, $metric, $correction, threshold $threshold, $((SECONDS - start)) s"
+  echo "bench-ci-check: OK: unchanged run passed, injected +$slowdown on '$target' flagged ($flagged/$matched); $rounds rounds x $reps repetitions, $metric, $correction, test $test_kind, threshold $threshold, $((SECONDS - start)) s"
 elif [ -z "${BENCH_CHECK_OUT:-}" ]; then
   trap - EXIT
   echo "bench-ci-check: runs and reports kept in $out" >&2

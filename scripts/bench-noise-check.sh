@@ -9,14 +9,22 @@
 #   alternating  N times scripts/bench-ci-check.sh: baseline, unchanged and slowed
 #                collected in alternated rounds in the same window: what CI runs;
 #                then the same N unchanged and N slowed runs against ONE baseline,
-#                all N checks' baseline rounds merged (one_baseline in the summary).
+#                all N checks' baseline rounds merged (one_baseline in the summary);
+#   ab           N unchanged and N slowed runs of the README's command,
+#                `hybrid-bench ab` (baseline and current in alternated rounds, compared
+#                with compare's defaults: the suite's metric, unpaired over rounds, 10 %,
+#                Holm), one after the other (unchanged, slowed, unchanged, ...); the same
+#                kept runs are also judged with --test paired and --test unpaired. The slowed runs inject the slowdown
+#                into the current side through the test hook HYBRID_BENCH_SLOWDOWN.
 #
-# Each comparison is judged with both metrics (real_time and cpu_time, same runs).
+# Modes sequential and alternating judge each comparison with both metrics
+# (real_time and cpu_time, same runs), with --normalize.
 # It takes a while (about 20 minutes for N = 10 on 2 busy cores): run it in the
 # background, e.g. `nice scripts/bench-noise-check.sh build > noise.log 2>&1 &`.
 #
 # usage: scripts/bench-noise-check.sh [BUILD_DIR] [N] [SOURCE_DIR]
-# env:   BENCH_NOISE_MODE  sequential | alternating | both (default both)
+# env:   BENCH_NOISE_MODE  sequential | alternating | both (the two) | ab (default both)
+#        BENCH_AB_ROUNDS   --rounds of each hybrid-bench ab run (default: ab's own, 10)
 #        BENCH_CHECK_TARGET, BENCH_CHECK_SLOWDOWN, BENCH_CHECK_THRESHOLD, BENCH_CHECK_SUITE,
 #        BENCH_CHECK_CORRECTION,
 #        BENCH_CHECK_ROUNDS, BENCH_CHECK_REPS as in scripts/bench-ci-check.sh;
@@ -97,6 +105,59 @@ if [ "$mode" = sequential ] || [ "$mode" = both ]; then
     done
   done
 fi
+# The README's command: exit code of `hybrid-bench ab` with its defaults (paired), and
+# the same kept runs judged unpaired; counts in ab_counts[<test>.<unchanged|slowed>].
+declare -A ab_counts
+ab_run() {  # kind index
+  local name="ab_$1$2" rc=0 args=()
+  [ "$1" = slowed ] && args=(--current-env "HYBRID_BENCH_SLOWDOWN=$target=$slowdown")
+  [ -n "${BENCH_AB_ROUNDS:-}" ] && args+=(--rounds "$BENCH_AB_ROUNDS")
+  "$bench" ab --suite "$suite" --suites "$source_dir/bench/suites.json" \
+    --baseline-build "$build_dir/bench" --current-build "$build_dir/bench" \
+    --out-dir "$out/$name" "${args[@]}" > "$out/$name.txt" 2> "$out/$name.log" || rc=$?
+  [ "$rc" -eq 2 ] && { cat "$out/$name.log" >&2; exit 2; }
+  local line="$1 $2/$runs:"
+  for t in paired unpaired; do
+    local report="$out/$name.$t.txt" trc=0
+    "$bench" compare "$out/$name/baseline.json" "$out/$name/current.json" --test "$t" \
+      > "$report" || trc=$?
+    [ "$trc" -eq 2 ] && { echo "compare failed: $name" >&2; exit 2; }
+    read -r flagged change regs < <(awk -v re="$target" '
+      $1 ~ re && NF > 3 { if ($NF == "REGRESSION") f++; if (change == "") change = $6 }
+      / regressions?, / { regs = $1 }
+      END { printf "%d %s %d\n", f + 0, change, regs + 0 }' "$report")
+    if [ "$1" = unchanged ]; then
+      [ "$trc" -eq 1 ] && ab_counts[$t.$1]=$((${ab_counts[$t.$1]:-0} + 1))
+      line+="  $t: $regs flagged (target $change)"
+    else
+      [ "$flagged" -gt 0 ] && ab_counts[$t.$1]=$((${ab_counts[$t.$1]:-0} + 1))
+      line+="  $t: target $change, flagged $flagged ($regs in all)"
+    fi
+  done
+  # The default verdict is ab's own exit code.
+  if [ "$1" = unchanged ]; then
+    [ "$rc" -eq 1 ] && ab_counts[default.$1]=$((${ab_counts[default.$1]:-0} + 1))
+  else
+    grep -Eq "^$target.*REGRESSION\$" "$out/$name.txt" && ab_counts[default.$1]=$((${ab_counts[default.$1]:-0} + 1))
+  fi
+  echo "$line  exit $rc  ($((SECONDS - start)) s)"
+}
+
+if [ "$mode" = ab ]; then
+  echo "-- ab: $runs unchanged and $runs slowed runs of hybrid-bench ab, alternating"
+  for i in $(seq 1 "$runs"); do
+    ab_run unchanged "$i"
+    ab_run slowed "$i"
+  done
+  echo
+  for t in default paired unpaired; do
+    echo "ab $t: false alarms ${ab_counts[$t.unchanged]:-0}/$runs unchanged runs flagged;" \
+         "catches ${ab_counts[$t.slowed]:-0}/$runs injected +$slowdown slowdowns of '$target' flagged"
+  done
+  echo "(hybrid-bench ab defaults: suite metric, threshold 10%, Holm; $((SECONDS - start)) s)"
+  exit 0
+fi
+
 if [ "$mode" = alternating ] || [ "$mode" = both ]; then
   echo "-- alternating: $runs x scripts/bench-ci-check.sh"
   for i in $(seq 1 "$runs"); do

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include "base/statistics.h"
 
 namespace hybrid::bench {
 
@@ -30,6 +34,21 @@ double number_field(const nlohmann::json& entry, const char* key, const std::str
     fail(source, fmt::format("benchmark '{}' has no numeric \"{}\"", name, key));
   }
   return it->get<double>();
+}
+
+// Rounds count only when every repetition of a benchmark has one. A run written by an
+// older hybrid-bench run (hybrid_suite, no rounds, not merged) is one round: its
+// repetitions came from one process per entry.
+void settle_rounds(BenchmarkFile& file) {
+  bool any_rounds = false;
+  for (auto& b : file.benchmarks) {
+    if (std::find(b.rounds.begin(), b.rounds.end(), -1) != b.rounds.end()) b.rounds.clear();
+    any_rounds = any_rounds || !b.rounds.empty();
+  }
+  if (!any_rounds && file.context.contains("hybrid_suite") &&
+      !file.context.contains("hybrid_merged_from")) {
+    for (auto& b : file.benchmarks) b.rounds.assign(b.real_time_ns.size(), 0);
+  }
 }
 
 }  // namespace
@@ -113,6 +132,8 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     b.time_unit = unit;
     b.real_time_ns.push_back(number_field(entry, "real_time", source, name) * scale);
     b.cpu_time_ns.push_back(number_field(entry, "cpu_time", source, name) * scale);
+    auto round = entry.find("hybrid_round");
+    b.rounds.push_back(round != entry.end() && round->is_number_integer() ? round->get<int>() : -1);
   }
 
   for (const auto& name : aggregate_only) {
@@ -123,6 +144,7 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
                        name));
     }
   }
+  settle_rounds(file);
   for (const auto& b : file.benchmarks) {
     if (!b.error && b.repetitions() < min_repetitions) {
       fail(source,
@@ -132,6 +154,19 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     }
   }
   return file;
+}
+
+std::vector<RoundSample> round_samples(const BenchmarkSamples& b, Metric metric) {
+  const std::vector<double>& times = b.samples(metric);
+  std::vector<RoundSample> out;
+  if (b.rounds.size() != times.size()) {
+    for (std::size_t i = 0; i < times.size(); ++i) out.push_back({static_cast<int>(i), times[i]});
+    return out;
+  }
+  std::map<int, std::vector<double>> by_round;
+  for (std::size_t i = 0; i < times.size(); ++i) by_round[b.rounds[i]].push_back(times[i]);
+  for (const auto& [round, values] : by_round) out.push_back({round, base::median(values)});
+  return out;
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {

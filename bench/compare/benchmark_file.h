@@ -27,6 +27,12 @@ struct BenchmarkSamples {
   std::string name;                  // run_name, e.g. "matmul/768/3072/real_time"
   std::vector<double> real_time_ns;  // one per repetition, in repetition order
   std::vector<double> cpu_time_ns;
+  // Round (process) of each repetition, from "hybrid_round" (written by hybrid-bench
+  // run, merge and ab); empty when the file has none: each repetition is then taken
+  // as its own round, except in a run of an older hybrid-bench run (context
+  // hybrid_suite, not merged), which is one round. Repetitions of one process share its luck (vCPU,
+  // memory layout, neighbours), so the round, not the repetition, is the independent sample.
+  std::vector<int> rounds;
   std::string time_unit = "ns";  // unit the file used, for display
   int threads = 1;
   bool error = false;  // the benchmark called SkipWithError
@@ -45,6 +51,16 @@ struct BenchmarkFile {
 
   const BenchmarkSamples* find(std::string_view name) const;
 };
+
+// One independent sample of a benchmark: the median of one round's repetitions.
+struct RoundSample {
+  int round = 0;
+  double time_ns = 0;
+};
+
+// Per-round medians of `metric`, ordered by round; without round tags, one sample
+// per repetition (round = its index).
+std::vector<RoundSample> round_samples(const BenchmarkSamples& b, Metric metric);
 
 // Nanoseconds per unit for Google Benchmark's time_unit strings; throws on others.
 double time_unit_to_ns(std::string_view unit);

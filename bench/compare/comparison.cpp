@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -25,6 +26,13 @@ Verdict decide(double change, double p_value, const CompareOptions& options) {
   return change > 0 ? Verdict::Regression : Verdict::Improvement;
 }
 
+// Per-round medians: the independent samples (benchmark_file.h).
+std::vector<double> round_times(const BenchmarkSamples& b, Metric metric) {
+  std::vector<double> out;
+  for (const RoundSample& r : round_samples(b, metric)) out.push_back(r.time_ns);
+  return out;
+}
+
 std::vector<double> scaled(const std::vector<double>& values, double factor) {
   std::vector<double> out(values);
   for (double& v : out) v /= factor;
@@ -43,8 +51,8 @@ std::optional<CalibrationInfo> find_calibration(const BenchmarkFile& baseline,
     const BenchmarkSamples* c = current.find(b.name);
     if (!c || c->error) continue;
     info.names.push_back(b.name);
-    const auto& x = b.samples(options.metric);
-    const auto& y = c->samples(options.metric);
+    const std::vector<double> x = round_times(b, options.metric);
+    const std::vector<double> y = round_times(*c, options.metric);
     base_medians.push_back(base::median(x));
     cur_medians.push_back(base::median(y));
     const double p = mann_whitney_u(y, x).p_value;
@@ -123,6 +131,34 @@ Correction parse_correction(std::string_view text) {
   throw std::invalid_argument(fmt::format("--correction must be none or holm, got '{}'", text));
 }
 
+TestKind parse_test_kind(std::string_view text) {
+  if (text == "paired") return TestKind::Paired;
+  if (text == "unpaired") return TestKind::Unpaired;
+  throw std::invalid_argument(fmt::format("--test must be paired or unpaired, got '{}'", text));
+}
+
+std::string_view test_kind_name(TestKind kind) {
+  return kind == TestKind::Paired ? "paired" : "unpaired";
+}
+
+Metric default_metric(const BenchmarkFile& baseline, const BenchmarkFile& current,
+                      std::string* note) {
+  auto suite_metric = [](const BenchmarkFile& f) -> std::string {
+    auto suite = f.context.find("hybrid_suite");
+    if (suite == f.context.end() || !suite->is_object()) return {};
+    auto m = suite->find("metric");
+    return m != suite->end() && m->is_string() ? m->get<std::string>() : std::string();
+  };
+  const std::string a = suite_metric(baseline), b = suite_metric(current);
+  if (!a.empty() && a == b) return parse_metric(a);
+  if (note && (!a.empty() || !b.empty())) {
+    *note = fmt::format(
+        "the runs' suites name different metrics ('{}' vs '{}'): real_time used (pass --metric)",
+        a.empty() ? "none" : a, b.empty() ? "none" : b);
+  }
+  return Metric::RealTime;
+}
+
 std::string_view correction_name(Correction correction) {
   return correction == Correction::Holm ? "holm" : "none";
 }
@@ -173,24 +209,70 @@ void require_calibration(const BenchmarkFile& baseline, const BenchmarkFile& cur
   }
 }
 
-// One benchmark present in both runs; times divided by the runs' factors.
-BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSamples& c,
-                                const CompareOptions& options, double bf, double cf) {
-  const std::vector<double> x = scaled(b.samples(options.metric), bf);
-  const std::vector<double> y = scaled(c.samples(options.metric), cf);
+bool use_paired(const CompareOptions& o) { return o.test == TestKind::Paired; }
+
+BenchmarkComparison new_row(const BenchmarkSamples& b, const BenchmarkSamples& c,
+                            const CompareOptions& options) {
   BenchmarkComparison row;
   row.name = b.name;
+  row.baseline_median_ns = base::median(round_times(b, options.metric));
+  row.current_median_ns = base::median(round_times(c, options.metric));
+  row.raw_change = row.current_median_ns / row.baseline_median_ns - 1.0;
+  return row;
+}
+
+// Per-round medians of each run, times divided by the runs' factors, Mann-Whitney U.
+BenchmarkComparison compare_unpaired(const BenchmarkSamples& b, const BenchmarkSamples& c,
+                                     const CompareOptions& options, double bf, double cf) {
+  const std::vector<double> x = scaled(round_times(b, options.metric), bf);
+  const std::vector<double> y = scaled(round_times(c, options.metric), cf);
+  BenchmarkComparison row = new_row(b, c, options);
   row.baseline_repetitions = x.size();
   row.current_repetitions = y.size();
-  row.baseline_median_ns = base::median(b.samples(options.metric));
-  row.current_median_ns = base::median(c.samples(options.metric));
-  row.raw_change = row.current_median_ns / row.baseline_median_ns - 1.0;
   row.change = base::median(y) / base::median(x) - 1.0;
   const MannWhitneyResult test = mann_whitney_u(y, x);
   row.p_value = test.p_value;
   row.method = test.method;
   row.significance_reachable = mann_whitney_min_p_value(static_cast<int>(y.size()),
                                                         static_cast<int>(x.size())) < options.alpha;
+  return row;
+}
+
+// Round r of the current run against round r of the baseline (rounds in both only):
+// the ratio of each pair, their median as the change, Wilcoxon signed-rank on the
+// log ratios. Not normalised: the two halves of a pair ran seconds apart.
+BenchmarkComparison compare_paired(const BenchmarkSamples& b, const BenchmarkSamples& c,
+                                   const CompareOptions& options) {
+  std::map<int, double> base_round;
+  for (const RoundSample& r : round_samples(b, options.metric)) base_round[r.round] = r.time_ns;
+  std::vector<double> ratios, log_ratios;
+  for (const RoundSample& r : round_samples(c, options.metric)) {
+    auto it = base_round.find(r.round);
+    if (it == base_round.end()) continue;
+    ratios.push_back(r.time_ns / it->second);
+    log_ratios.push_back(std::log(ratios.back()));
+  }
+  if (ratios.empty()) {
+    throw std::runtime_error(fmt::format(
+        "benchmark '{}': --test paired needs rounds present in both runs, none are", b.name));
+  }
+  BenchmarkComparison row = new_row(b, c, options);
+  row.paired = true;
+  row.pairs = ratios.size();
+  row.baseline_repetitions = base_round.size();
+  row.current_repetitions = round_samples(c, options.metric).size();
+  row.change = base::median(ratios) - 1.0;
+  const WilcoxonResult test = wilcoxon_signed_rank(log_ratios);
+  row.p_value = test.p_value;
+  row.method = test.exact ? MannWhitneyMethod::Exact : MannWhitneyMethod::Asymptotic;
+  row.significance_reachable = wilcoxon_min_p_value(static_cast<int>(row.pairs)) < options.alpha;
+  return row;
+}
+
+BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSamples& c,
+                                const CompareOptions& options, double bf, double cf) {
+  BenchmarkComparison row =
+      use_paired(options) ? compare_paired(b, c, options) : compare_unpaired(b, c, options, bf, cf);
   row.p_adjusted = row.p_value;
   row.verdict = decide(row.change, row.p_value, options);
   return row;
@@ -200,13 +282,25 @@ BenchmarkComparison compare_one(const BenchmarkSamples& b, const BenchmarkSample
 void note_unreachable(const BenchmarkComparison& row, const CompareOptions& options,
                       std::set<std::string>& noted, std::vector<std::string>& notes) {
   const std::size_t nx = row.baseline_repetitions, ny = row.current_repetitions;
-  if (row.significance_reachable || !noted.insert(fmt::format("{}/{}", nx, ny)).second) return;
+  if (row.significance_reachable) return;
+  if (row.paired) {
+    if (!noted.insert(fmt::format("pairs {}", row.pairs)).second) return;
+    int needed = 2;
+    while (needed < 60 && wilcoxon_min_p_value(needed) >= options.alpha) ++needed;
+    notes.push_back(fmt::format(
+        "{} paired rounds can never reach p < {} (smallest possible p = {:.3f}): such benchmarks "
+        "are never flagged; use at least {} rounds",
+        row.pairs, options.alpha, wilcoxon_min_p_value(static_cast<int>(row.pairs)), needed));
+    return;
+  }
+  if (!noted.insert(fmt::format("{}/{}", nx, ny)).second) return;
   const double min_p = mann_whitney_min_p_value(static_cast<int>(ny), static_cast<int>(nx));
   int needed = 2;
   while (needed < 1000 && mann_whitney_min_p_value(needed, needed) >= options.alpha) ++needed;
   notes.push_back(fmt::format(
-      "{} vs {} repetitions can never reach p < {} (smallest possible p = {:.3f}): such "
-      "benchmarks are never flagged; use at least {} repetitions",
+      "{} vs {} rounds can never reach p < {} (smallest possible p = {:.3f}): such benchmarks "
+      "are never flagged; use at least {} rounds each (one round is one process: its "
+      "repetitions are not independent samples; collect rounds with hybrid-bench ab)",
       nx, ny, options.alpha, min_p, needed));
 }
 
@@ -225,6 +319,31 @@ void adjust_and_count(ComparisonReport& report, const CompareOptions& options) {
     if (row.verdict == Verdict::Regression) ++report.regressions;
     if (row.verdict == Verdict::Improvement) ++report.improvements;
   }
+}
+
+// The machine's speed moved by a good part of the threshold but was not divided out:
+// verdicts then mix machine and code. Paired rows are immune (their halves ran
+// seconds apart); unpaired ones are not.
+void note_calibration(ComparisonReport& report, const CompareOptions& options) {
+  const auto& cal = report.calibration;
+  bool unpaired = false, paired = false;
+  for (const auto& row : report.rows) (row.paired ? paired : unpaired) = true;
+  if (paired && options.normalize) {
+    report.notes.push_back(
+        "paired rows are not normalised: both halves of a pair ran seconds apart, and "
+        "dividing by a calibration ratio would only add its noise");
+  }
+  if (!cal || cal->applied || !unpaired) return;
+  const double moved = cal->speed_ratio() - 1.0;
+  if (std::abs(moved) <= options.threshold / 2) return;
+  report.notes.push_back(fmt::format(
+      "the calibration moved {:+.1f}% between the runs{}: the machine's speed changed by a "
+      "good part of the threshold, so unpaired verdicts mix machine and code; compare runs "
+      "collected in alternated rounds (hybrid-bench ab)",
+      moved * 100,
+      options.normalize
+          ? fmt::format(" (not significant at {}, not divided out)", options.calibration_alpha)
+          : ""));
 }
 
 }  // namespace
@@ -279,6 +398,7 @@ ComparisonReport compare_runs(const BenchmarkFile& baseline, const BenchmarkFile
     if (!baseline.find(c.name)) report.added.push_back(c.name);
   }
   if (!ratios.empty()) report.geomean_ratio = geometric_mean(ratios);
+  note_calibration(report, options);
   if (report.rows.empty()) {
     report.notes.push_back("no benchmark is present in both runs: nothing was compared");
   }

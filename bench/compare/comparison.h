@@ -16,6 +16,7 @@
 
 #include "bench/compare/benchmark_file.h"
 #include "bench/compare/mann_whitney.h"
+#include "bench/compare/wilcoxon.h"
 
 namespace hybrid::bench {
 
@@ -32,12 +33,31 @@ enum class Correction { None, Holm };
 Correction parse_correction(std::string_view text);
 std::string_view correction_name(Correction correction);
 
+// Which test compares the samples (the independent unit is the round: one process).
+//   unpaired (default): per-round medians of each run, Mann-Whitney U;
+//   paired:      rounds present in both runs, round r against round r (hybrid-bench ab,
+//                or merged alternated rounds): Wilcoxon signed-rank on the per-round
+//                log ratios, change = median of the per-round ratios. Measured on a
+//                shared runner it missed a 30 % slowdown that the unpaired test caught:
+//                one wild process makes one pair's ratio large and wrong, and with 10
+//                pairs a single such rank costs the test its significance.
+// A file without round tags (raw Google Benchmark output) counts each repetition as a
+// round, which is overconfident when they came from one process.
+enum class TestKind { Paired, Unpaired };
+
+// "paired" | "unpaired"; throws std::invalid_argument naming --test otherwise.
+TestKind parse_test_kind(std::string_view text);
+std::string_view test_kind_name(TestKind kind);
+
 struct CompareOptions {
-  double threshold = 0.05;  // relative change of the median that matters (0.05 = 5 %)
-  double alpha = 0.05;      // significance level of the two-sided U test
-  Metric metric = Metric::RealTime;
-  Correction correction = Correction::None;  // Holm: alpha holds for the whole family
-  bool normalize = false;                    // divide each run's times by its calibration median...
+  // The defaults are the ones measured safe on a shared 2-vCPU runner (docs/bench.md,
+  // docs/reliability.md): 10 %, Holm over the compared benchmarks.
+  double threshold = 0.10;           // relative change of the median that matters (0.10 = 10 %)
+  double alpha = 0.05;               // significance level of the two-sided test
+  Metric metric = Metric::RealTime;  // the CLI's "auto" picks the suite's (default_metric)
+  Correction correction = Correction::Holm;  // Holm: alpha holds for the whole family
+  TestKind test = TestKind::Unpaired;
+  bool normalize = false;           // divide each run's times by its calibration median...
   bool normalize_always = false;    // ...even when the calibration did not change significantly
   double calibration_alpha = 0.01;  // significance the calibration change needs to be divided out
   std::string calibration_prefix = "calibration/";
@@ -51,12 +71,15 @@ void validate(const CompareOptions& options);
 
 struct BenchmarkComparison {
   std::string name;
-  std::size_t baseline_repetitions = 0;
+  std::size_t baseline_repetitions = 0;  // independent samples: rounds (see TestKind)
   std::size_t current_repetitions = 0;
+  bool paired = false;  // Wilcoxon signed-rank over `pairs` rounds; else Mann-Whitney U
+  std::size_t pairs = 0;
   double baseline_median_ns = 0;  // raw medians, in nanoseconds
   double current_median_ns = 0;
   double raw_change = 0;  // current / baseline - 1 of the raw medians
-  double change = 0;      // what the verdict uses (normalised under --normalize)
+  double change = 0;      // what the verdict uses (normalised under --normalize; paired: median
+                          // of the per-round ratios)
   double p_value = 1;
   double p_adjusted = 1;  // after the correction (== p_value without one); the verdict uses it
   MannWhitneyMethod method = MannWhitneyMethod::Exact;
@@ -100,6 +123,12 @@ struct ComparisonReport {
 
   int exit_code() const { return regressions > 0 ? 1 : 0; }
 };
+
+// The metric the runs' suite names ("metric" in bench/suites.json, recorded by
+// hybrid-bench run as context.hybrid_suite.metric); real_time when neither names one
+// or they disagree (then `note` says so).
+Metric default_metric(const BenchmarkFile& baseline, const BenchmarkFile& current,
+                      std::string* note = nullptr);
 
 // Throws std::runtime_error naming the file when --normalize is asked for and a
 // run has no calibration benchmark.

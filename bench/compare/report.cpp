@@ -23,11 +23,43 @@ std::string summary_line(const ComparisonReport& r) {
                      r.rows.size(), r.geomean_ratio, format_change(r.geomean_ratio - 1.0));
 }
 
+// Normalisation applies to unpaired rows only: a report of paired rows has no
+// normalised column.
+bool shows_normalisation(const ComparisonReport& r) {
+  if (!r.options.normalize) return false;
+  for (const auto& row : r.rows) {
+    if (!row.paired) return true;
+  }
+  return r.rows.empty();
+}
+
+std::string test_name(const BenchmarkComparison& row) {
+  const bool exact = row.method == MannWhitneyMethod::Exact;
+  if (row.paired) return exact ? "wilcoxon-signed-rank-exact" : "wilcoxon-signed-rank-asymptotic";
+  return exact ? "mann-whitney-exact" : "mann-whitney-asymptotic";
+}
+
+// "paired (Wilcoxon signed-rank over 10 rounds)", "unpaired (Mann-Whitney U)" or both.
+std::string test_line(const ComparisonReport& r) {
+  std::size_t paired = 0, pairs = 0;
+  for (const auto& row : r.rows) {
+    if (row.paired) {
+      ++paired;
+      pairs = std::max(pairs, row.pairs);
+    }
+  }
+  const std::string p = fmt::format("paired rounds (Wilcoxon signed-rank, {} pairs)", pairs);
+  const std::string u = "unpaired rounds (Mann-Whitney U)";
+  if (paired == 0) return u;
+  if (paired == r.rows.size()) return p;
+  return fmt::format("{} for {} benchmarks, {} for the others", p, paired, u);
+}
+
 std::string options_line(const ComparisonReport& r) {
-  return fmt::format("metric {}, threshold {:.1f}%, alpha {}{}, {}", metric_name(r.options.metric),
-                     r.options.threshold * 100, r.options.alpha,
+  return fmt::format("{}; metric {}, threshold {:.1f}%, alpha {}{}, {}", test_line(r),
+                     metric_name(r.options.metric), r.options.threshold * 100, r.options.alpha,
                      r.options.correction == Correction::Holm ? " (Holm-corrected)" : "",
-                     !r.options.normalize ? "not normalised"
+                     !shows_normalisation(r) ? "not normalised"
                      : r.options.normalize_always
                          ? "normalised by calibration (always)"
                          : "normalised by calibration when it changed significantly");
@@ -105,7 +137,7 @@ std::vector<std::string> header_cells(bool normalized, bool holm) {
   if (normalized) h.push_back("Raw change");
   h.push_back("p-value");
   if (holm) h.push_back("p (Holm)");
-  h.insert(h.end(), {"Reps", "Verdict"});
+  h.insert(h.end(), {"Rounds", "Verdict"});
   return h;
 }
 
@@ -119,8 +151,9 @@ nlohmann::json row_json(const BenchmarkComparison& row) {
           {"change", row.change},
           {"p_value", row.p_value},
           {"p_adjusted", row.p_adjusted},
-          {"test", row.method == MannWhitneyMethod::Exact ? "mann-whitney-exact"
-                                                          : "mann-whitney-asymptotic"},
+          {"paired", row.paired},
+          {"pairs", row.pairs},
+          {"test", test_name(row)},
           {"significance_reachable", row.significance_reachable},
           {"verdict", verdict_name(row.verdict)}};
 }
@@ -147,7 +180,7 @@ std::string format_time_ns(double ns) {
 std::string format_change(double change) { return fmt::format("{:+.1f}%", change * 100.0); }
 
 std::string render_table(const ComparisonReport& r) {
-  const bool normalized = r.options.normalize;
+  const bool normalized = shows_normalisation(r);
   const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("baseline: {}\ncurrent:  {}\n{}\n", r.baseline_source,
                                 r.current_source, options_line(r));
@@ -184,7 +217,7 @@ std::string render_table(const ComparisonReport& r) {
 }
 
 std::string render_markdown(const ComparisonReport& r) {
-  const bool normalized = r.options.normalize;
+  const bool normalized = shows_normalisation(r);
   const bool holm = r.options.correction == Correction::Holm;
   std::string out = fmt::format("### Benchmark comparison: {}\n\n",
                                 r.regressions ? "regression detected" : "no regression");
@@ -249,6 +282,7 @@ nlohmann::json report_to_json(const ComparisonReport& r) {
             {"threshold", r.options.threshold},
             {"alpha", r.options.alpha},
             {"correction", correction_name(r.options.correction)},
+            {"test", test_kind_name(r.options.test)},
             {"normalize", r.options.normalize},
             {"normalize_always", r.options.normalize_always},
             {"calibration_alpha", r.options.calibration_alpha},

@@ -154,6 +154,22 @@ nlohmann::json merge_benchmark_outputs(const std::vector<nlohmann::json>& output
   return merged;
 }
 
+nlohmann::json merge_rounds(const std::vector<nlohmann::json>& runs) {
+  std::vector<nlohmann::json> renumbered(runs);
+  int next = 0;
+  for (auto& run : renumbered) {
+    std::map<int, int> ids;  // this input's round -> merged round
+    for (auto& b : run.at("benchmarks")) {
+      auto it = b.find("hybrid_round");
+      const int own = it != b.end() && it->is_number_integer() ? it->get<int>() : 0;
+      auto [pos, added] = ids.emplace(own, next);
+      if (added) ++next;
+      b["hybrid_round"] = pos->second;
+    }
+  }
+  return merge_benchmark_outputs(renumbered, {});
+}
+
 namespace {
 
 // One suite entry, resolved before anything runs.
@@ -211,6 +227,7 @@ EntryRun run_entry(const Suite& suite, std::size_t i, const Planned& p, const Ru
   o.stdout_file = work / fmt::format("stdout{}.txt", i);
   o.timeout_s = e.timeout_s;
   o.env = e.env;
+  o.env.insert(o.env.end(), options.env.begin(), options.env.end());  // later ones win
   const base::SubprocessResult r = base::run_subprocess(argv, o);
   EntryRun run{{}, base::shell_join(argv), r.wall_s};
   if (!r.ok()) {
@@ -282,11 +299,12 @@ nlohmann::json run_suite(const Suite& suite, const RunOptions& options) {
   }
 
   nlohmann::json merged = merge_benchmark_outputs(outputs, names);
+  for (auto& b : merged["benchmarks"]) b["hybrid_round"] = options.round;
   merged["context"]["hybrid_machine"] = machine;
-  merged["context"]["hybrid_suite"] = {{"name", suite.name},
-                                       {"description", suite.description},
-                                       {"entries", entries_done},
-                                       {"wall_s", measured_total}};
+  merged["context"]["hybrid_suite"] = {
+      {"name", suite.name},      {"description", suite.description},
+      {"metric", suite.metric},  {"env", env_object(options.env)},
+      {"entries", entries_done}, {"wall_s", measured_total}};
   return merged;
 }
 

@@ -23,6 +23,9 @@ struct RunOptions {
   std::filesystem::path source_dir;      // git checkout recorded in hybrid_machine
   std::string mpiexec = "mpirun";
   std::ostream* progress = nullptr;  // progress and ETA lines; nullptr: silent
+  // Variables for every entry, over the entries' own (hybrid-bench ab --current-env).
+  std::vector<std::pair<std::string, std::string>> env;
+  int round = 0;  // written as "hybrid_round" on every repetition: one run is one round
 };
 
 // An absolute path as it is; otherwise `dir/name`, then `dir/bench/name`. Throws
@@ -41,6 +44,11 @@ std::vector<std::string> benchmark_command(const SuiteEntry& entry, int repetiti
 // and their now-partial aggregates are dropped. Each entry gets "hybrid_executable".
 nlohmann::json merge_benchmark_outputs(const std::vector<nlohmann::json>& outputs,
                                        const std::vector<std::string>& executable_names);
+
+// Several runs (rounds) merged into one: every repetition keeps a distinct
+// "hybrid_round" (input i's rounds renumbered after those of inputs 0..i-1; an input
+// without round tags is one round), and the context is the first input's.
+nlohmann::json merge_rounds(const std::vector<nlohmann::json>& runs);
 
 // Runs the suite; throws std::runtime_error naming the entry when an executable is
 // missing, fails, times out, or its filter matches no benchmark.

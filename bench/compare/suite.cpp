@@ -107,12 +107,19 @@ std::map<std::string, Suite> parse_suites(const nlohmann::json& doc, const std::
   for (const auto& [name, s] : doc["suites"].items()) {
     const std::string key = "suites." + name;
     if (!s.is_object()) reader.fail(key, "must be an object");
-    reader.only_keys(s, key, {"description", "repetitions", "entries", "comment"});
+    reader.only_keys(s, key, {"description", "repetitions", "metric", "entries", "comment"});
     Suite suite;
     suite.name = name;
     suite.description = s.value("description", std::string());
     if (s.contains("repetitions"))
       suite.repetitions = reader.integer(s["repetitions"], key + ".repetitions", 2);
+    if (s.contains("metric")) {
+      suite.metric = reader.string(s["metric"], key + ".metric");
+      if (suite.metric != "real_time" && suite.metric != "cpu_time") {
+        reader.fail(key + ".metric",
+                    fmt::format("must be real_time or cpu_time, got '{}'", suite.metric));
+      }
+    }
     if (!s.contains("entries") || !s["entries"].is_array() || s["entries"].empty()) {
       reader.fail(key + ".entries", "must be a non-empty array");
     }

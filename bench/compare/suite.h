@@ -11,6 +11,8 @@
 // interleave (Google Benchmark's random interleaving of repetitions; default
 // true, false under mpirun), min_warmup_time (seconds), timeout_s (default 600), args (extra
 // arguments), env (variables set for the executable, e.g. {"OMP_NUM_THREADS": "1"}).
+// Suite keys: description, repetitions, metric (real_time | cpu_time: compare's default
+// for runs of the suite), entries.
 #pragma once
 
 #include <filesystem>
@@ -40,6 +42,9 @@ struct Suite {
   std::string name;
   std::string description;
   int repetitions = 10;
+  // "real_time" | "cpu_time": what `compare` judges by default ("metric"; empty:
+  // real_time). cpu_time suits single-threaded suites on a shared machine.
+  std::string metric;
   std::vector<SuiteEntry> entries;
 
   int repetitions_for(const SuiteEntry& entry) const {

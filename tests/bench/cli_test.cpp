@@ -175,6 +175,59 @@ TEST_F(HybridBenchCli, MergeKeepsEveryRepetition) {
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.json"));
 }
 
+// `ab` with real processes: the same bench_calibration build on both sides, the
+// current side slowed through the test hook HYBRID_BENCH_SLOWDOWN (canary/matmul
+// does twice its work: certain to be caught even on a busy machine).
+TEST_F(HybridBenchCli, AbAlternatesRoundsAndCatchesAnInjectedSlowdown) {
+  ScratchDir dir("ab");
+  std::ofstream(dir / "suites.json") << R"({"suites": {"tiny": {"metric": "cpu_time", "entries": [
+      {"executable": "bench_calibration", "filter": "^(calibration/compute|canary/matmul)$",
+       "min_time": 0.005}]}}})";
+  const std::string build = bench_binary("bench_calibration").parent_path().string();
+  Cli c = hybrid_bench({"ab", "--suite", "tiny", "--suites", dir / "suites.json",
+                        "--baseline-build", build, "--current-build", build, "--rounds", "8",
+                        "--current-env", "HYBRID_BENCH_SLOWDOWN=^canary/matmul=1.0", "--out-dir",
+                        dir / "kept", "--json", dir / "report.json"});
+  ASSERT_EQ(c.exit_code, 1) << c.out << c.err;
+  EXPECT_THAT(c.out, HasSubstr("unpaired rounds (Mann-Whitney U); metric cpu_time"));
+  EXPECT_THAT(c.err, HasSubstr("round 8/8 done"));
+  nlohmann::json report = nlohmann::json::parse(read_text(dir / "report.json"));
+  ASSERT_EQ(report["benchmarks"].size(), 1u);  // the canary; the calibration is not judged
+  EXPECT_EQ(report["benchmarks"][0]["verdict"], "REGRESSION");
+  EXPECT_EQ(report["benchmarks"][0]["baseline_repetitions"], 8);  // rounds
+  // 8 rounds against 8: p = 2 / C(16, 8) = 1.6e-4 when every slowed round is slower.
+  EXPECT_LT(report["benchmarks"][0]["p_value"].get<double>(), 0.01);
+  EXPECT_GT(report["benchmarks"][0]["change"].get<double>(), 0.5);
+
+  BenchmarkFile base = load_benchmark_file(dir / "kept" / "baseline.json");
+  BenchmarkFile cur = load_benchmark_file(dir / "kept" / "current.json");
+  EXPECT_EQ(base.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(cur.find("canary/matmul")->rounds, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(cur.context["hybrid_ab"]["env"]["HYBRID_BENCH_SLOWDOWN"], "^canary/matmul=1.0");
+  EXPECT_TRUE(base.context["hybrid_ab"]["env"].empty());
+  const auto& order = base.context["hybrid_ab"]["order"];
+  EXPECT_EQ(order[0], "baseline,current");  // AB, BA, ...: neither side always first
+  EXPECT_EQ(order[1], "current,baseline");
+
+  Cli one_round = hybrid_bench({"ab", "--suite", "tiny", "--suites", dir / "suites.json",
+                                "--baseline-build", build, "--rounds", "1"});
+  EXPECT_EQ(one_round.exit_code, 2);
+  EXPECT_THAT(one_round.err, HasSubstr("--rounds"));
+  Cli bad_env = hybrid_bench({"ab", "--suite", "tiny", "--suites", dir / "suites.json",
+                              "--baseline-build", build, "--current-env", "NOVALUE"});
+  EXPECT_EQ(bad_env.exit_code, 2);
+  EXPECT_THAT(bad_env.err, HasSubstr("--current-env must be NAME=VALUE, got 'NOVALUE'"));
+}
+
+TEST_F(HybridBenchCli, MergeNumbersTheRoundsOfItsInputs) {
+  ScratchDir dir("merge-rounds");
+  Cli c = hybrid_bench({"merge", "--out", dir / "all.json", fixture("single_rep.json"),
+                        fixture("single_rep.json"), fixture("single_rep.json")});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  BenchmarkFile merged = load_benchmark_file(dir / "all.json");
+  EXPECT_EQ(merged.benchmarks[0].rounds, (std::vector<int>{0, 1, 2}));  // one per input
+}
+
 TEST_F(HybridBenchCli, ListShowsTheCheckedInSuites) {
   Cli c = hybrid_bench({"list"});
   EXPECT_EQ(c.exit_code, 0) << c.err;

@@ -242,9 +242,11 @@ TEST(Compare, HolmCorrectionHoldsAlphaForTheWholeRun) {
     cur.push_back({"op" + std::to_string(i), {120, 121, 122, 123}});
   }
   BenchmarkFile a = make_file("a.json", base), b = make_file("b.json", cur);
-  EXPECT_EQ(compare_runs(a, b, {}).regressions, 5);
-  CompareOptions options;
-  options.correction = Correction::Holm;
+  CompareOptions uncorrected;
+  uncorrected.correction = Correction::None;
+  EXPECT_EQ(compare_runs(a, b, uncorrected).regressions, 5);
+  CompareOptions options;  // Holm is the default
+  EXPECT_EQ(options.correction, Correction::Holm);
   ComparisonReport r = compare_runs(a, b, options);
   EXPECT_EQ(r.regressions, 0);
   for (const auto& row : r.rows) {
@@ -280,7 +282,7 @@ TEST(Compare, TooFewRepetitionsAreNeverFlaggedAndSayWhy) {
   EXPECT_FALSE(r.rows[0].significance_reachable);
   EXPECT_EQ(r.rows[0].verdict, Verdict::NotSignificant);
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_THAT(r.notes[0], HasSubstr("use at least 4 repetitions"));  // 2/C(8,4) = 0.029
+  EXPECT_THAT(r.notes[0], HasSubstr("use at least 4 rounds"));  // 2/C(8,4) = 0.029
 }
 
 TEST(Compare, DifferentMachinesAreNoted) {

@@ -92,7 +92,9 @@ TEST(Report, JsonCarriesEveryRow) {
   EXPECT_EQ(j["improvements"], 1);
   EXPECT_EQ(j["exit_code"], 1);
   EXPECT_EQ(j["options"]["metric"], "real_time");
-  EXPECT_DOUBLE_EQ(j["options"]["threshold"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(j["options"]["threshold"].get<double>(), 0.10);  // the default
+  EXPECT_EQ(j["options"]["correction"], "holm");
+  EXPECT_EQ(j["options"]["test"], "unpaired");
   ASSERT_EQ(j["benchmarks"].size(), r.rows.size());
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const auto& jr = j["benchmarks"][i];

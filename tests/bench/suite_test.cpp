@@ -103,6 +103,21 @@ TEST(Suite, ErrorsNameTheKey) {
       parse_error(
           R"({"suites": {"ci": {"repetitions": "ten", "entries": [{"executable": "b"}]}}})"),
       HasSubstr("suites.ci.repetitions must be an integer >= 2"));
+  EXPECT_THAT(
+      parse_error(R"({"suites": {"ci": {"metric": "wall", "entries": [{"executable": "b"}]}}})"),
+      HasSubstr("suites.ci.metric must be real_time or cpu_time, got 'wall'"));
+}
+
+TEST(Suite, MetricIsTheSuitesChoice) {
+  auto suites = parse_suites(nlohmann::json::parse(R"({"suites": {
+      "a": {"metric": "cpu_time", "entries": [{"executable": "b"}]},
+      "b": {"entries": [{"executable": "b"}]}}})"),
+                             "x");
+  EXPECT_EQ(suites.at("a").metric, "cpu_time");
+  EXPECT_EQ(suites.at("b").metric, "");  // compare falls back to real_time
+  // The checked-in ci suite is single-threaded and judged by CPU time.
+  const auto path = std::filesystem::path(HYBRID_SOURCE_DIR) / "bench" / "suites.json";
+  EXPECT_EQ(load_suites(path).at("ci").metric, "cpu_time");
 }
 
 TEST(Suite, UnknownSuiteListsTheKnownOnes) {
