@@ -84,6 +84,16 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "fraction")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--noise-threshold", o.noise_threshold,
+                 "robust CV (1.4826 MAD / median) of a trial's step times above which it is "
+                 "re-measured, then marked noisy")
+      ->capture_default_str();
+  app.add_option("--remeasure", o.remeasure, "re-measurements of a noisy trial")
+      ->capture_default_str();
+  app.add_option("--confirm-rounds", o.confirm_rounds,
+                 "interleaved rounds of the confirmation run that breaks a tie between winners "
+                 "within noise (0: report the tie, run nothing)")
+      ->capture_default_str();
 }
 
 // `hybrid-tune probe`: its options, then the run (results stored in the run store).
