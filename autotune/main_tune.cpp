@@ -85,7 +85,7 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--noise-threshold", o.noise_threshold,
-                 "robust CV (1.4826 MAD / median) of a trial's step times above which it is "
+                 "robust CV (IQR / (1.349 median)) of a trial's step times above which it is "
                  "re-measured, then marked noisy")
       ->capture_default_str();
   app.add_option("--remeasure", o.remeasure, "re-measurements of a noisy trial")

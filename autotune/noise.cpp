@@ -28,7 +28,7 @@ StepSpread spread_of(std::span<const double> step_ms) {
 }
 
 double robust_cv(const StepSpread& s) {
-  return s.median_ms > 0 ? 1.4826 * s.mad_ms / s.median_ms : 0.0;
+  return s.median_ms > 0 ? (s.q3_ms - s.q1_ms) / (1.349 * s.median_ms) : 0.0;
 }
 
 bool is_noisy(const StepSpread& s, double threshold) { return robust_cv(s) > threshold; }

@@ -2,10 +2,13 @@
 //
 // Spread: the step times of the measured window (steps start..end), described
 // by base/dispersion.h and stored with the trial (schema v5).
-// Noisy: the robust CV (1.4826 MAD / median) of those step times exceeds the
-// threshold (--noise-threshold, default 0.10). A robust figure, so one stray
-// slow step does not make a steady trial noisy, while a trial whose steps
-// alternate between two speeds (preempted every other step) or drift does.
+// Noisy: the robust CV (IQR / (1.349 median), the CV of a normal sample with
+// that IQR) of those step times exceeds the threshold (--noise-threshold,
+// default 0.10). A robust figure, so a stray slow step (under a quarter of the
+// window) does not make a steady trial noisy, while a trial whose steps
+// alternate between two speeds (preempted every other step) or whose warm-up
+// lasts into the window does. The MAD would miss the last two while one mode
+// holds the majority.
 // Interval: the distribution-free 95 % confidence interval of the median step
 // time (order statistics, base::median_rank_interval), mapped into the metric's
 // units (a rate is work per step over the step time, so its bounds swap).
@@ -33,7 +36,7 @@ struct NoiseOptions {
 };
 
 profiler::StepSpread spread_of(std::span<const double> step_ms);
-double robust_cv(const profiler::StepSpread& s);  // 1.4826 MAD / median
+double robust_cv(const profiler::StepSpread& s);  // IQR / (1.349 median)
 bool is_noisy(const profiler::StepSpread& s, double threshold);
 // "median 12.5 ms, IQR 12.1..13.0 ms, robust CV 3.2 %, CV 4.1 %, n 13".
 std::string describe_spread(const profiler::StepSpread& s);

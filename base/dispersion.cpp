@@ -61,7 +61,7 @@ RankInterval median_rank_interval(size_t n, double level) {
   return r;
 }
 
-double Dispersion::robust_cv() const { return median != 0 ? 1.4826 * mad / median : 0.0; }
+double Dispersion::robust_cv() const { return median != 0 ? iqr() / (1.349 * median) : 0.0; }
 
 Dispersion describe_dispersion(std::span<const double> values) {
   Dispersion d;

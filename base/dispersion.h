@@ -35,8 +35,9 @@ struct Dispersion {
   double ci_coverage = 0;
 
   double iqr() const { return q3 - q1; }
-  // 1.4826 MAD / median: the CV a normal sample with this MAD would have, but
-  // unmoved by a few outliers. 0 when the median is 0.
+  // IQR / (1.349 median): the CV a normal sample with this IQR would have, but
+  // unmoved by outliers while they are under a quarter of the sample (and, unlike
+  // the MAD, moved by a second mode of a quarter or more). 0 when the median is 0.
   double robust_cv() const;
 };
 Dispersion describe_dispersion(std::span<const double> values);

@@ -38,7 +38,7 @@ TEST(Dispersion, MadAndCvOfAKnownSample) {
   double ss = 0;
   for (double x : v) ss += (x - m) * (x - m);
   EXPECT_NEAR(d.cv, std::sqrt(ss / 6) / m, 1e-12);
-  EXPECT_NEAR(d.robust_cv(), 1.4826 * 1.0 / 2.0, 1e-12);
+  EXPECT_NEAR(d.robust_cv(), 3.5 / (1.349 * 2.0), 1e-12);
 }
 
 TEST(Dispersion, OneOutlierMovesTheCvButNotTheRobustCv) {
