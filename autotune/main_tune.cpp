@@ -94,6 +94,9 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "interleaved rounds of the confirmation run that breaks a tie between winners "
                  "within noise (0: report the tie, run nothing)")
       ->capture_default_str();
+  app.add_flag("--confirm-best", o.confirm_best,
+               "confirm the best trial against the runner-up in interleaved rounds even when their "
+               "intervals are apart (guards against load that changed between trials)");
 }
 
 // `hybrid-tune probe`: its options, then the run (results stored in the run store).

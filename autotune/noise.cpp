@@ -34,8 +34,9 @@ double robust_cv(const StepSpread& s) {
 bool is_noisy(const StepSpread& s, double threshold) { return robust_cv(s) > threshold; }
 
 std::string describe_spread(const StepSpread& s) {
-  return fmt::format("median {:.2f} ms, IQR {:.2f}..{:.2f} ms, robust CV {:.1f} %, CV {:.1f} %, n {}",
-                     s.median_ms, s.q1_ms, s.q3_ms, 100 * robust_cv(s), 100 * s.cv, s.count);
+  return fmt::format(
+      "median {:.2f} ms, IQR {:.2f}..{:.2f} ms, robust CV {:.1f} %, CV {:.1f} %, n {}", s.median_ms,
+      s.q1_ms, s.q3_ms, 100 * robust_cv(s), 100 * s.cv, s.count);
 }
 
 double metric_at_step(Metric m, const TrialRow& t, double step_ms) {

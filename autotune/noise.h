@@ -33,6 +33,9 @@ struct NoiseOptions {
   int remeasure = 2;        // extra measurements of a noisy trial before it is marked noisy
   int confirm_rounds = 3;   // interleaved rounds of a confirmation run; 0: never confirm
   int max_tied = 3;         // candidates a confirmation run takes (the best ones)
+  // Confirm the best against the runner-up even when their intervals are apart:
+  // intervals see the noise within a trial, not load that changed between trials.
+  bool confirm_best = false;
 };
 
 profiler::StepSpread spread_of(std::span<const double> step_ms);

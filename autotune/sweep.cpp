@@ -20,6 +20,7 @@
 #include "base/subprocess.h"
 #include "base/units.h"
 #include "profiler/store/run_store.h"
+#include "profiler/tables/sweep_leaderboard.h"
 
 namespace hybrid::autotune {
 
@@ -362,7 +363,11 @@ void run_trials(SweepRun& r, SweepResult& res) {
 // lets that decide (autotune/tie_break.h); records it and makes its winner the best.
 void break_tie(SweepRun& r, SweepResult& res) {
   const auto& s = r.plan.settings;
-  const auto tied_at = tied_with_best(s.metric, res.trials, s.noise.max_tied);
+  auto tied_at = tied_with_best(s.metric, res.trials, s.noise.max_tied);
+  const bool tie = tied_at.size() >= 2;
+  if (const auto order = profiler::rank_trials(metric_info(s.metric), res.trials);
+      !tie && s.noise.confirm_best && order.size() >= 2)
+    tied_at = {size_t(order[0]), size_t(order[1])};
   if (tied_at.size() < 2 || res.interrupted) return;
   std::vector<TrialRow> tied;
   for (size_t i : tied_at) tied.push_back(res.trials[i]);
@@ -371,7 +376,8 @@ void break_tie(SweepRun& r, SweepResult& res) {
                          tied.size());
     return;
   }
-  r.out << fmt::format("tie within noise: {} candidates, confirming in {} interleaved round(s)\n",
+  r.out << fmt::format("{}: {} candidates, confirming in {} interleaved round(s)\n",
+                       tie ? "tie within noise" : "best against the runner-up (--confirm-best)",
                        tied.size(), s.noise.confirm_rounds);
   r.out.flush();
   const auto measure = [&](size_t c, int round) -> std::vector<double> {
@@ -393,6 +399,8 @@ void break_tie(SweepRun& r, SweepResult& res) {
     return;
   }
   res.tie_break = tie_break_row(s.metric, r.sweep.id, tied, *result);
+  res.tie_break->summary =
+      (tie ? "tie within noise; " : "best confirmed against the runner-up; ") + result->summary;
   res.tie_break->id = r.store.add_tie_break(*res.tie_break);
   res.best = tied[result->winner];
 }
@@ -429,10 +437,10 @@ void write_best(const SweepRun& r, SweepResult& res) {
                                         {"key", res.best->key},
                                         {"config", s.out},
                                         {"dir", "."}});
-  const std::string how =
-      !res.tie_break             ? ""
-      : res.tie_break->decided ? "; won the confirmation run"
-                               : "; a tie within noise even after the confirmation run";
+  const std::string how = !res.tie_break ? ""
+                          : res.tie_break->decided
+                              ? "; won the confirmation run"
+                              : "; a tie within noise even after the confirmation run";
   r.out << fmt::format(
       "best: {} = {} ({:.1f} ms/step{})\nbest config written to {}; run it with:\n  {}\n",
       res.best->key, format_metric(s.metric, *res.best->metric), res.best->latency_ms.value_or(0.0),

@@ -88,6 +88,7 @@ SweepSettings resolve(const TuneOptions& o, const AutotuningOptions& at) {
   s.noise.threshold = o.noise_threshold;
   s.noise.remeasure = o.remeasure;
   s.noise.confirm_rounds = o.confirm_rounds;
+  s.noise.confirm_best = o.confirm_best;
   s.self_exe = self_executable();
   s.train_bin = o.train_bin.empty() ? find_train_binary(s.self_exe) : o.train_bin;
   s.name = o.name.empty() ? fmt::format("{}/{}/{}/np{}", fs::path(o.config).stem().string(),

@@ -45,11 +45,12 @@ struct TuneOptions {
   std::string name;
   bool no_prune = false;
   bool no_probe = false;
-  std::string train_bin;  // "": found beside hybrid-tune
-  double min_gain = 0.0;  // model strategy: predicted improvement needed to go on
+  std::string train_bin;          // "": found beside hybrid-tune
+  double min_gain = 0.0;          // model strategy: predicted improvement needed to go on
   double noise_threshold = 0.10;  // robust CV of a trial's step times above which it is noisy
   int remeasure = 2;              // re-measurements of a noisy trial
   int confirm_rounds = 3;         // interleaved rounds that break a tie; 0: no confirmation
+  bool confirm_best = false;      // confirm the best against the runner-up even without a tie
 };
 
 // Resolved settings of the sweep.

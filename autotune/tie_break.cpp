@@ -50,16 +50,17 @@ ConfirmationResult decide_confirmation(Metric m, const std::vector<TrialRow>& ti
       r.decided = false;
   std::string confirmed;
   for (size_t c = 0; c < tied.size(); ++c)
-    confirmed += fmt::format("{}{} {}", c ? ", " : "", tied[c].key,
-                             r.intervals[c] ? with_interval(m, r.medians[c], r.intervals[c])
-                                            : std::string("failed"));
+    confirmed += fmt::format(
+        "{}{} {}", c ? ", " : "", tied[c].key,
+        r.intervals[c] ? with_interval(m, r.medians[c], r.intervals[c]) : std::string("failed"));
   const std::string& w = tied[r.winner].key;
   r.summary = fmt::format(
-      "tie within noise: {}; confirmation ({} interleaved round(s)): {} -> {}", first_pass(m, tied),
+      "first pass: {}; confirmation ({} interleaved round(s)): {} -> {}", first_pass(m, tied),
       rounds, confirmed,
-      !best       ? fmt::format("no confirmation trial succeeded: {} kept", w)
-      : r.decided ? fmt::format("{} wins (its interval is clear of the others')", w)
-                  : fmt::format("still a tie: equivalent within noise, {} written (best median)", w));
+      !best ? fmt::format("no confirmation trial succeeded: {} kept", w)
+      : r.decided
+          ? fmt::format("{} wins (its interval is clear of the others')", w)
+          : fmt::format("still a tie: equivalent within noise, {} written (best median)", w));
   return r;
 }
 

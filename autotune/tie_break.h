@@ -19,19 +19,18 @@ namespace hybrid::autotune {
 
 struct ConfirmationResult {
   int rounds = 0;
-  size_t winner = 0;     // index into the tied candidates
-  bool decided = false;  // false: still within noise
+  size_t winner = 0;                          // index into the tied candidates
+  bool decided = false;                       // false: still within noise
   std::vector<profiler::StepSpread> spreads;  // per candidate, pooled step times
   std::vector<double> medians;                // per candidate, metric of the pooled median
   std::vector<std::optional<MetricInterval>> intervals;  // per candidate, metric units
-  std::string summary;                                    // what hybrid-tune prints
+  std::string summary;                                   // what hybrid-tune prints
 };
 
 // step_ms[c]: tied candidate c's confirmation step times pooled over `rounds`
 // (empty: every confirmation trial of c failed; c cannot win).
 ConfirmationResult decide_confirmation(Metric m, const std::vector<profiler::TrialRow>& tied,
-                                       const std::vector<std::vector<double>>& step_ms,
-                                       int rounds);
+                                       const std::vector<std::vector<double>>& step_ms, int rounds);
 
 // measure(c, round): runs tied candidate c once, returns its window's step times.
 using ConfirmMeasure = std::function<std::vector<double>(size_t candidate, int round)>;

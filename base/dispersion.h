@@ -28,9 +28,9 @@ RankInterval median_rank_interval(size_t n, double level = 0.95);
 struct Dispersion {
   size_t count = 0;
   double median = 0;
-  double q1 = 0, q3 = 0;  // quartiles (type 7)
-  double mad = 0;         // median absolute deviation, unscaled
-  double cv = 0;          // sample standard deviation over mean (0 when the mean is 0)
+  double q1 = 0, q3 = 0;           // quartiles (type 7)
+  double mad = 0;                  // median absolute deviation, unscaled
+  double cv = 0;                   // sample standard deviation over mean (0 when the mean is 0)
   double ci_low = 0, ci_high = 0;  // 95 % confidence interval of the median
   double ci_coverage = 0;
 

@@ -146,8 +146,8 @@ TEST(Noise, ConfirmationRoundsInterleaveInARotatingOrder) {
   EXPECT_EQ(r->winner, 0u);
   EXPECT_TRUE(r->decided);
   int asked = 0;
-  EXPECT_FALSE(run_confirmation(m, tied, 3, [](size_t, int) { return steady(10, 0.1); },
-                                [&] { return ++asked > 2; }));
+  EXPECT_FALSE(run_confirmation(
+      m, tied, 3, [](size_t, int) { return steady(10, 0.1); }, [&] { return ++asked > 2; }));
 }
 
 // A real sweep through hybrid-tune whose trials are the series launcher's scripted results.
@@ -157,8 +157,9 @@ struct ScriptedSweep {
     std::ofstream(dir / "spec.txt") << spec;
     test::write_json(dir / "cfg.json", test::tiny_config());
     test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [0]})"));
-    const std::string launcher = fmt::format("bash {}/series_launcher.sh {} {{key}} {{dir}} {{cmd}}",
-                                             test::data_dir(), dir / "spec.txt");
+    const std::string launcher =
+        fmt::format("bash {}/series_launcher.sh {} {{key}} {{dir}} {{cmd}}", test::data_dir(),
+                    dir / "spec.txt");
     return test::run_command(fmt::format(
         "{} --config {} --space {} --metric latency --strategy grid --early-stop 0 --steps 13 "
         "--start-step 1 --no-probe --db {} --out {} --launcher '{}' {}",
@@ -241,6 +242,36 @@ TEST(Noise, SweepConfirmsTiedWinnersAndTheSlowedOneLoses) {
     const json best = test::read_json(sw.dir / "best.json");
     EXPECT_EQ(best["train_micro_batch_size_per_gpu"], winner == a ? 1 : 2);
   }
+}
+
+// Load that changed between two trials is invisible to their intervals: a trial
+// measured in a quiet moment looks steady and clearly best. --confirm-best runs
+// the best against the runner-up interleaved anyway, and the interleaved rounds
+// see the truth.
+TEST(Noise, ConfirmBestCatchesALeadThatLoadBetweenTrialsMade) {
+  const std::string a = "mbs=1,gas=1,stage=0", b = "mbs=2,gas=1,stage=0";
+  const std::string spec = "first " + a + series(steady(10.0, 0.2)) + "\nfirst " + b +
+                           series(steady(12.0, 0.2)) + "\nconfirm " + a +
+                           series(steady(13.0, 0.2)) + "\nconfirm " + b +
+                           series(steady(12.0, 0.2)) + "\n";
+  {
+    ScriptedSweep sw;  // default: apart intervals are no tie, nothing is confirmed
+    const auto r = sw.run(spec);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("best: " + a));
+    EXPECT_TRUE(sw.tie_breaks().empty());
+  }
+  ScriptedSweep sw;
+  const auto r = sw.run(spec, "--confirm-best --confirm-rounds 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("best against the runner-up (--confirm-best): 2 candidates"));
+  EXPECT_THAT(r.output, HasSubstr("best confirmed against the runner-up; first pass"));
+  EXPECT_THAT(r.output, HasSubstr("best: " + b));
+  const auto tbs = sw.tie_breaks();
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].winner_key, b);
+  EXPECT_TRUE(tbs[0].decided);
+  EXPECT_EQ(tbs[0].rounds, 2);
 }
 
 }  // namespace

@@ -197,9 +197,8 @@ TEST(Sweep, LatencyPicksTheFastestTrialAndItsConfigReproducesIt) {
   ASSERT_EQ(repro.window_ms.size(), 32u);
   const StepSpread repro_spread = spread_of(repro.window_ms);
   const std::string figures =
-      fmt::format("trial {:.2f} ms/step ({}), reproduction {:.2f} ms/step ({})",
-                  *chosen.latency_ms, describe_spread(*chosen.spread), repro.step_ms,
-                  describe_spread(repro_spread));
+      fmt::format("trial {:.2f} ms/step ({}), reproduction {:.2f} ms/step ({})", *chosen.latency_ms,
+                  describe_spread(*chosen.spread), repro.step_ms, describe_spread(repro_spread));
   if (!chosen.noisy && !is_noisy(repro_spread, noise.threshold)) {
     EXPECT_NEAR(repro.samples_per_s, *chosen.samples_per_s, 0.30 * *chosen.samples_per_s)
         << figures;
