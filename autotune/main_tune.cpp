@@ -84,6 +84,19 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "fraction")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--noise-threshold", o.noise_threshold,
+                 "robust CV (IQR / (1.349 median)) of a trial's step times above which it is "
+                 "re-measured, then marked noisy")
+      ->capture_default_str();
+  app.add_option("--remeasure", o.remeasure, "re-measurements of a noisy trial")
+      ->capture_default_str();
+  app.add_option("--confirm-rounds", o.confirm_rounds,
+                 "interleaved rounds of the confirmation run that breaks a tie between winners "
+                 "within noise (0: report the tie, run nothing)")
+      ->capture_default_str();
+  app.add_flag("--confirm-best", o.confirm_best,
+               "confirm the best trial against the runner-up in interleaved rounds even when their "
+               "intervals are apart (guards against load that changed between trials)");
 }
 
 // `hybrid-tune probe`: its options, then the run (results stored in the run store).

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "profiler/tables/metric_registry.h"
 
@@ -33,6 +34,7 @@ struct Measurement {
   double samples_per_s = 0;
   double tokens_per_s = 0;
   double flops_per_s = 0;
+  std::vector<double> window_ms;  // the step times the figure was taken from (empty: none)
 };
 double metric_value(Metric m, const Measurement& x);
 // The metric a step time implies for a candidate (the cost model's predictions).

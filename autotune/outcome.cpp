@@ -113,6 +113,7 @@ Measurement measure(const json& r, const MeasureWindow& w, std::string* source) 
               : w.statistic == StepStatistic::min ? *std::min_element(win.begin(), win.end())
                                                   : base::median(win);
   if (win.empty()) src = "median over all steps (hybrid-train)";
+  m.window_ms = win;
   if (m.step_ms > 0) {
     m.samples_per_s = samples / (m.step_ms / 1e3);
     m.tokens_per_s = tokens / (m.step_ms / 1e3);

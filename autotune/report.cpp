@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autotune/noise.h"
 #include "base/units.h"
 #include "profiler/tables/sweep_leaderboard.h"
 
@@ -69,10 +70,14 @@ std::optional<TrialRow> best_trial(Metric m, const std::vector<TrialRow>& trials
 
 std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t max_rows) {
   const auto rows = ranked(m, trials);
+  // The interval is the 95 % confidence interval of the median step time in the
+  // metric's units (autotune/noise.h); "~" marks a trial still noisy after its
+  // re-measurements, "xN" one measured N times.
   std::string s = fmt::format(
-      "{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n", "#",
-      "trial", "status", std::string(metric_name(m)), "ms/step", "samples/s", "tokens/s",
-      "model FLOP/s", "peak mem", "pred. mem", "mem err", "wall");
+      "{:>3}  {:<34} {:<12} {:>18} {:>20} {:>7} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} "
+      "{:>8}\n",
+      "#", "trial", "status", std::string(metric_name(m)), "95 % interval", "noise", "ms/step",
+      "samples/s", "tokens/s", "model FLOP/s", "peak mem", "pred. mem", "mem err", "wall");
   size_t n = 0;
   for (const auto& t : rows) {
     if (++n > max_rows) {
@@ -85,11 +90,17 @@ std::string leaderboard(Metric m, const std::vector<TrialRow>& trials, size_t ma
                         100.0 * (double(*t.predicted_mem_bytes) - double(*t.peak_mem_bytes)) /
                             double(*t.peak_mem_bytes));
     const bool ok = t.status == TrialStatus::ok;
+    const auto iv = ok ? metric_interval(m, t) : std::nullopt;
+    std::string noise = "-";
+    if (ok && t.spread)
+      noise = fmt::format("{}{:.0f}%{}", t.noisy ? "~" : "", 100 * robust_cv(*t.spread),
+                          t.attempts > 1 ? fmt::format("x{}", t.attempts) : "");
     s += fmt::format(
-        "{:>3}  {:<34} {:<12} {:>18} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} {:>8}\n",
+        "{:>3}  {:<34} {:<12} {:>18} {:>20} {:>7} {:>10} {:>11} {:>11} {:>13} {:>11} {:>11} {:>8} "
+        "{:>8}\n",
         ok ? std::to_string(n) : "-", fit(t.key, 34), std::string(profiler::to_string(t.status)),
-        ok && t.metric ? format_metric(m, *t.metric) : "-",
-        t.latency_ms ? fmt::format("{:.1f}", *t.latency_ms) : "-",
+        ok && t.metric ? format_metric(m, *t.metric) : "-", iv ? format_interval(m, *iv) : "-",
+        noise, t.latency_ms ? fmt::format("{:.1f}", *t.latency_ms) : "-",
         t.samples_per_s ? fmt::format("{:.1f}", *t.samples_per_s) : "-",
         t.tokens_per_s ? fmt::format("{:.0f}", *t.tokens_per_s) : "-",
         t.flops_per_s ? base::format_flop_rate(*t.flops_per_s) : "-", opt_bytes(t.peak_mem_bytes),

@@ -13,12 +13,14 @@
 #include "autotune/probe.h"
 #include "autotune/report.h"
 #include "autotune/strategy.h"
+#include "autotune/tie_break.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
 #include "base/host.h"
 #include "base/subprocess.h"
 #include "base/units.h"
 #include "profiler/store/run_store.h"
+#include "profiler/tables/sweep_leaderboard.h"
 
 namespace hybrid::autotune {
 
@@ -65,7 +67,9 @@ size_t trials_since_improvement(Metric m, const std::vector<Observation>& histor
   return since;
 }
 
-void fill_from_outcome(TrialRow& row, const TrialRun& run, Metric metric) {
+void fill_from_outcome(TrialRow& row, const SteadyTrial& steady, const NoiseOptions& noise,
+                       Metric metric) {
+  const TrialRun& run = steady.run;
   const TrialOutcome& o = run.outcome;
   row.status = o.status;
   row.reason = o.reason;
@@ -86,6 +90,12 @@ void fill_from_outcome(TrialRow& row, const TrialRun& run, Metric metric) {
     row.flops_per_s = m.flops_per_s;
     row.latency_ms = m.step_ms;
   }
+  row.spread = steady.spread;
+  row.attempts = steady.attempts;
+  row.noisy = steady.noisy && o.measurement;
+  if (row.noisy)
+    row.reason += fmt::format("; noisy after {} measurement(s): {} over the threshold {:.0f} %",
+                              steady.attempts, describe_spread(*row.spread), 100 * noise.threshold);
 }
 
 }  // namespace
@@ -120,45 +130,6 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
   if (probe) return rates_from_probe(*probe, plan.device.kind);
   if (note.empty()) note = "no probe in the store: default rates (run `hybrid-tune probe`)";
   return default_rates(plan.device.kind, s.nprocs);
-}
-
-void print_dry_run(const SweepPlan& plan, std::ostream& out) {
-  const auto& s = plan.settings;
-  std::unique_ptr<profiler::RunStore> store;
-  if (fs::exists(s.db)) {
-    try {
-      store = std::make_unique<profiler::RunStore>(s.db, profiler::OpenMode::read_only);
-    } catch (const std::exception& e) {
-      out << "note: cannot read " << s.db << ": " << e.what() << "\n";
-    }
-  }
-  std::string note;
-  const ClusterRates rates = cluster_rates_for(plan, store.get(), false, note);
-  for (const auto& n : plan.notes) out << "note: " << n << "\n";
-  out << "note: " << note << "\n";
-  const CostModel prior;
-  out << fmt::format(
-      "dry run: {} candidates on {} rank(s), {} runnable, {} pruned (budget {} per rank, {}), {} "
-      "dropped\n",
-      plan.enumerated, s.nprocs, plan.runnable.size(), plan.pruned.size(),
-      base::format_bytes(plan.budget.bytes), plan.budget.source, plan.dropped.size());
-  out << fmt::format("{:<44} {:>12} {:>14} {:>20}\n", "candidate", "pred. mem", "pred. ms/step",
-                     fmt::format("pred. {}", metric_name(s.metric)));
-  for (size_t i = 0; i < plan.runnable.size(); ++i) {
-    const auto f = step_features(plan.runnable[i].parsed, s.nprocs, rates);
-    const double t = prior.predict_s(f);
-    out << fmt::format(
-        "{:<44} {:>12} {:>14.1f} {:>20}\n", plan.runnable[i].key,
-        base::format_bytes(plan.memory[i].total()), t * 1e3,
-        format_metric(s.metric, metric_from_step_time(s.metric, t, f.samples_per_step,
-                                                      f.tokens_per_step, f.flops_per_step)));
-  }
-  if (!plan.pruned.empty()) out << "pruned by the memory model:\n" << pruned_table(plan.pruned);
-  if (!plan.dropped.empty()) {
-    out << "dropped:\n";
-    for (const auto& d : plan.dropped) out << fmt::format("  {:<34} {}\n", d.key, d.reason);
-  }
-  out << "nothing was run (--dry-run)\n";
 }
 
 namespace {
@@ -315,7 +286,9 @@ std::optional<TrialRow> run_candidate(SweepRun& r, size_t i) {
   row.predicted_step_ms = predicted_s * 1e3;
   row.id = r.store.upsert_trial(row);
 
-  const TrialRun run = run_trial(c, trial_spec(r, c), &r.store, r.cancel);
+  const SteadyTrial steady =
+      run_trial_steady(c, trial_spec(r, c), &r.store, r.plan.settings.noise, r.cancel);
+  const TrialRun& run = steady.run;
   if (run.cancelled) {
     row.status = TrialStatus::pending;
     row.reason = "interrupted: hybrid-tune was stopped while this trial ran";
@@ -323,7 +296,7 @@ std::optional<TrialRow> run_candidate(SweepRun& r, size_t i) {
     r.store.upsert_trial(row);
     return std::nullopt;
   }
-  fill_from_outcome(row, run, r.plan.settings.metric);
+  fill_from_outcome(row, steady, r.plan.settings.noise, r.plan.settings.metric);
   if (row.run_id && !r.store.find_run(*row.run_id)) {
     // Only a run the store holds can be linked (a result may carry a stale id).
     row.reason += fmt::format(" (result names run {}, which the store does not hold)", *row.run_id);
@@ -386,6 +359,52 @@ void run_trials(SweepRun& r, SweepResult& res) {
   }
 }
 
+// When the best trial is within noise of others, runs them again interleaved and
+// lets that decide (autotune/tie_break.h); records it and makes its winner the best.
+void break_tie(SweepRun& r, SweepResult& res) {
+  const auto& s = r.plan.settings;
+  auto tied_at = tied_with_best(s.metric, res.trials, s.noise.max_tied);
+  const bool tie = tied_at.size() >= 2;
+  if (const auto order = profiler::rank_trials(metric_info(s.metric), res.trials);
+      !tie && s.noise.confirm_best && order.size() >= 2)
+    tied_at = {size_t(order[0]), size_t(order[1])};
+  if (tied_at.size() < 2 || res.interrupted) return;
+  std::vector<TrialRow> tied;
+  for (size_t i : tied_at) tied.push_back(res.trials[i]);
+  if (s.noise.confirm_rounds == 0) {
+    r.out << fmt::format("tie within noise between {} trials (--confirm-rounds 0: not confirmed)\n",
+                         tied.size());
+    return;
+  }
+  r.out << fmt::format("{}: {} candidates, confirming in {} interleaved round(s)\n",
+                       tie ? "tie within noise" : "best against the runner-up (--confirm-best)",
+                       tied.size(), s.noise.confirm_rounds);
+  r.out.flush();
+  const auto measure = [&](size_t c, int round) -> std::vector<double> {
+    const auto it = std::find_if(r.plan.runnable.begin(), r.plan.runnable.end(),
+                                 [&](const Candidate& x) { return x.key == tied[c].key; });
+    if (it == r.plan.runnable.end()) return {};
+    TrialSpec spec = trial_spec(r, *it);
+    spec.dir += fmt::format("/confirm-{}", round + 1);
+    spec.run_name += fmt::format(" confirm {}", round + 1);
+    const TrialRun run = run_trial(*it, spec, &r.store, r.cancel);
+    const auto& m = run.outcome.measurement;
+    return m ? m->window_ms : std::vector<double>{};
+  };
+  const auto stop = [&] { return r.cancel && r.cancel->load(); };
+  const auto result = run_confirmation(s.metric, tied, s.noise.confirm_rounds, measure, stop);
+  if (!result) {
+    res.interrupted = true;
+    res.stop_reason = "interrupted during the confirmation run";
+    return;
+  }
+  res.tie_break = tie_break_row(s.metric, r.sweep.id, tied, *result);
+  res.tie_break->summary =
+      (tie ? "tie within noise; " : "best confirmed against the runner-up; ") + result->summary;
+  res.tie_break->id = r.store.add_tie_break(*res.tie_break);
+  res.best = tied[result->winner];
+}
+
 void print_summary(const SweepRun& r, const SweepResult& res) {
   const auto& s = r.plan.settings;
   r.out << fmt::format("\nsweep {} stopped: {}; {} trial(s) run now, {} in the sweep\n", r.sweep.id,
@@ -395,6 +414,7 @@ void print_summary(const SweepRun& r, const SweepResult& res) {
         << leaderboard(s.metric, res.trials);
   if (!r.plan.pruned.empty())
     r.out << "pruned by the memory model (not run):\n" << pruned_table(r.plan.pruned);
+  if (res.tie_break) r.out << res.tie_break->summary << "\n";
   r.out << format_memory_check(memory_check(res.trials)) << "\n";
   const CostModel model = fitted_model(r);
   std::string w;
@@ -417,10 +437,14 @@ void write_best(const SweepRun& r, SweepResult& res) {
                                         {"key", res.best->key},
                                         {"config", s.out},
                                         {"dir", "."}});
+  const std::string how = !res.tie_break ? ""
+                          : res.tie_break->decided
+                              ? "; won the confirmation run"
+                              : "; a tie within noise even after the confirmation run";
   r.out << fmt::format(
-      "best: {} = {} ({:.1f} ms/step)\nbest config written to {}; run it with:\n  {}\n",
+      "best: {} = {} ({:.1f} ms/step{})\nbest config written to {}; run it with:\n  {}\n",
       res.best->key, format_metric(s.metric, *res.best->metric), res.best->latency_ms.value_or(0.0),
-      s.out, base::shell_join(command));
+      how, s.out, base::shell_join(command));
 }
 
 }  // namespace
@@ -449,6 +473,7 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
   run_trials(r, res);
   res.trials = store.trials(r.sweep.id);
   res.best = best_trial(s.metric, res.trials);
+  break_tie(r, res);
   print_summary(r, res);
   write_best(r, res);
   store.set_sweep_status(r.sweep.id, res.interrupted ? profiler::SweepStatus::stopped

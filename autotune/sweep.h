@@ -24,8 +24,9 @@ namespace hybrid::autotune {
 struct SweepResult {
   int64_t sweep_id = 0;
   std::vector<profiler::TrialRow> trials;
-  std::optional<profiler::TrialRow> best;
-  std::string best_path;  // written config ("" when no trial succeeded)
+  std::optional<profiler::TrialRow> best;       // after a confirmation run, its winner
+  std::optional<profiler::TieBreak> tie_break;  // the confirmation run, when there was a tie
+  std::string best_path;                        // written config ("" when no trial succeeded)
   std::string stop_reason;
   size_t ran = 0;  // trials run by this invocation
   bool interrupted = false;

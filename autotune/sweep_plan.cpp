@@ -79,6 +79,16 @@ SweepSettings resolve(const TuneOptions& o, const AutotuningOptions& at) {
   s.statistic = parse_statistic(o.statistic);
   s.seed = o.seed;
   s.min_gain = o.min_gain;
+  if (!(o.noise_threshold > 0))
+    throw TuneError(fmt::format("--noise-threshold must be > 0, got {}", o.noise_threshold));
+  if (o.remeasure < 0)
+    throw TuneError(fmt::format("--remeasure must be >= 0, got {}", o.remeasure));
+  if (o.confirm_rounds < 0)
+    throw TuneError(fmt::format("--confirm-rounds must be >= 0, got {}", o.confirm_rounds));
+  s.noise.threshold = o.noise_threshold;
+  s.noise.remeasure = o.remeasure;
+  s.noise.confirm_rounds = o.confirm_rounds;
+  s.noise.confirm_best = o.confirm_best;
   s.self_exe = self_executable();
   s.train_bin = o.train_bin.empty() ? find_train_binary(s.self_exe) : o.train_bin;
   s.name = o.name.empty() ? fmt::format("{}/{}/{}/np{}", fs::path(o.config).stem().string(),

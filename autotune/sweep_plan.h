@@ -13,6 +13,7 @@
 #include "autotune/candidate.h"
 #include "autotune/device_info.h"
 #include "autotune/metric.h"
+#include "autotune/noise.h"
 #include "autotune/outcome.h"
 #include "autotune/space.h"
 #include "engine/config/config.h"
@@ -44,8 +45,12 @@ struct TuneOptions {
   std::string name;
   bool no_prune = false;
   bool no_probe = false;
-  std::string train_bin;  // "": found beside hybrid-tune
-  double min_gain = 0.0;  // model strategy: predicted improvement needed to go on
+  std::string train_bin;          // "": found beside hybrid-tune
+  double min_gain = 0.0;          // model strategy: predicted improvement needed to go on
+  double noise_threshold = 0.10;  // robust CV of a trial's step times above which it is noisy
+  int remeasure = 2;              // re-measurements of a noisy trial
+  int confirm_rounds = 3;         // interleaved rounds that break a tie; 0: no confirmation
+  bool confirm_best = false;      // confirm the best against the runner-up even without a tie
 };
 
 // Resolved settings of the sweep.
@@ -65,6 +70,7 @@ struct SweepSettings {
   StepStatistic statistic = StepStatistic::median;
   uint64_t seed = 0;
   double min_gain = 0.0;
+  NoiseOptions noise;
 };
 
 struct SweepPlan {

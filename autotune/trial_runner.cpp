@@ -80,4 +80,29 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   return run;
 }
 
+SteadyTrial run_trial_steady(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
+                             const NoiseOptions& noise, const std::atomic<bool>* cancel) {
+  SteadyTrial best;
+  for (int attempt = 1; attempt <= 1 + std::max(0, noise.remeasure); ++attempt) {
+    TrialRun run = run_trial(c, spec, store, cancel);
+    const auto& m = run.outcome.measurement;
+    if (run.cancelled || !m || m->window_ms.empty()) {
+      // Interrupted, failed, or nothing per step to judge: this attempt is the answer,
+      // unless an earlier one measured the trial.
+      if (attempt == 1 || run.cancelled) best.run = std::move(run);
+      best.attempts = attempt;
+      return best;
+    }
+    const profiler::StepSpread spread = spread_of(m->window_ms);
+    if (attempt == 1 || robust_cv(spread) < robust_cv(*best.spread)) {
+      best.run = std::move(run);
+      best.spread = spread;
+    }
+    best.attempts = attempt;
+    best.noisy = is_noisy(*best.spread, noise.threshold);
+    if (!best.noisy) break;
+  }
+  return best;
+}
+
 }  // namespace hybrid::autotune

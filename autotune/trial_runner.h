@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autotune/candidate.h"
+#include "autotune/noise.h"
 #include "autotune/outcome.h"
 #include "profiler/store/run_store.h"
 
@@ -45,6 +46,19 @@ struct TrialRun {
 // store (optional) is read for the run's per-step times.
 TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
                    const std::atomic<bool>* cancel = nullptr);
+
+// A trial measured until steady: run_trial, then again while its window's step
+// times are noisy (autotune/noise.h), at most noise.remeasure more times. The
+// steadiest ok attempt (lowest robust CV) is kept; `noisy` when even it is over
+// the threshold. A failed attempt ends the retries (its outcome is the trial's).
+struct SteadyTrial {
+  TrialRun run;
+  std::optional<profiler::StepSpread> spread;  // of the kept measurement's window
+  int attempts = 1;
+  bool noisy = false;
+};
+SteadyTrial run_trial_steady(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
+                             const NoiseOptions& noise, const std::atomic<bool>* cancel = nullptr);
 
 // hybrid-train beside the running executable (same directory, or the build
 // tree's engine/ next to autotune/), else "hybrid-train" from PATH.

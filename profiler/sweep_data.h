@@ -44,6 +44,18 @@ struct SweepInfo {
   friend bool operator==(const SweepInfo&, const SweepInfo&) = default;
 };
 
+// The spread of a trial's measured step times (the window the metric covers).
+struct StepSpread {
+  int64_t count = 0;
+  double median_ms = 0;
+  double q1_ms = 0, q3_ms = 0;           // quartiles
+  double mad_ms = 0;                     // median absolute deviation, unscaled
+  double cv = 0;                         // standard deviation / mean
+  double ci_low_ms = 0, ci_high_ms = 0;  // 95 % distribution-free interval of the median
+
+  friend bool operator==(const StepSpread&, const StepSpread&) = default;
+};
+
 // One candidate config of a sweep; `key` is a stable string of the config point,
 // unique per sweep, so a resumed sweep finds its trials again.
 struct TrialRow {
@@ -63,11 +75,29 @@ struct TrialRow {
   std::optional<double> predicted_step_ms;
   std::optional<double> wall_s;
   std::string output_tail;
-  std::optional<int64_t> run_id;  // the run the trial process wrote, if any
-  double created_at = 0;          // store
-  double updated_at = 0;          // store
+  std::optional<int64_t> run_id;     // the run the trial process wrote, if any
+  std::optional<StepSpread> spread;  // ok trials measured from per-step times
+  bool noisy = false;     // still over the tuner's dispersion threshold after its re-measurements
+  int attempts = 1;       // measurements taken (1 + re-measurements)
+  double created_at = 0;  // store
+  double updated_at = 0;  // store
 
   friend bool operator==(const TrialRow&, const TrialRow&) = default;
+};
+
+// A confirmation run: candidates whose measurements were within noise of the
+// best, run again interleaved, and what that decided.
+struct TieBreak {
+  int64_t id = 0;  // store
+  int64_t sweep_id = 0;
+  double created_at = 0;               // store
+  std::string candidates_json = "[]";  // per candidate: key, first and confirmed figures
+  int rounds = 0;
+  std::string winner_key;
+  bool decided = false;  // false: still within noise after confirmation (a tie)
+  std::string summary;   // the line hybrid-tune printed
+
+  friend bool operator==(const TieBreak&, const TieBreak&) = default;
 };
 
 // A candidate the memory model ruled out before running it.

@@ -188,7 +188,12 @@ void draw_trial_cells(const SweepRow& r) {
   cell(elements(r.config.allgather_bucket));
   cell(r.config.overlap_comm ? (*r.config.overlap_comm ? "yes" : "no") : "-");
   cell(r.config.dtype().empty() ? "-" : std::string(r.config.dtype()));
-  cell(r.trial.metric ? fmt::format("{:.5g}", *r.trial.metric) : "-");
+  // The point, its 95 % interval (the median step time's), "~" when still noisy.
+  std::string metric = r.trial.metric ? fmt::format("{:.5g}", *r.trial.metric) : "-";
+  if (r.trial.metric && r.interval)
+    metric += fmt::format(" [{:.4g}, {:.4g}]", r.interval->lo, r.interval->hi);
+  if (r.trial.noisy) metric += " ~noisy";
+  cell(metric);
   cell(r.trial.latency_ms ? fmt::format("{:.2f}", *r.trial.latency_ms) : "-");
   cell(r.trial.predicted_mem_bytes ? format_bytes(*r.trial.predicted_mem_bytes) : "-");
   cell(r.trial.peak_mem_bytes ? format_bytes(*r.trial.peak_mem_bytes) : "-");

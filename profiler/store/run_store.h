@@ -118,6 +118,7 @@ class RunStore {
   // Inserts or updates the trial (sweep_id, key); returns its id.
   int64_t upsert_trial(const TrialRow& trial);
   void add_pruned(int64_t sweep_id, std::span<const PrunedCandidate> rows);
+  int64_t add_tie_break(const TieBreak& tie_break);  // returns its id
   int64_t add_probe(const ProbeResult& probe);
 
   std::vector<SweepInfo> sweeps();
@@ -125,6 +126,7 @@ class RunStore {
   std::vector<TrialRow> trials(int64_t sweep_id);
   std::optional<TrialRow> find_trial(int64_t sweep_id, std::string_view key);
   std::vector<PrunedCandidate> pruned(int64_t sweep_id);
+  std::vector<TieBreak> tie_breaks(int64_t sweep_id);  // in the order they were decided
   // The newest probe, of `host` when given.
   std::optional<ProbeResult> latest_probe(std::optional<std::string_view> host = std::nullopt);
 

@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kTrialColumns =
     "id, sweep_id, key, config_json, status, reason, metric, tokens_per_s, samples_per_s, "
     "flops_per_s, latency_ms, predicted_mem_bytes, peak_mem_bytes, predicted_step_ms, wall_s, "
-    "output_tail, run_id, created_at, updated_at";
+    "output_tail, run_id, created_at, updated_at, step_count, step_median_ms, step_q1_ms, "
+    "step_q3_ms, step_mad_ms, step_cv, step_ci_low_ms, step_ci_high_ms, noisy, attempts";
 
 SweepInfo read_sweep_row(store::Statement& st) {
   SweepInfo s;
@@ -65,8 +66,11 @@ int64_t RunStore::upsert_trial(const TrialRow& t) {
     auto st = conn_->prepare(
         "INSERT INTO trials (sweep_id, key, config_json, status, reason, metric, tokens_per_s, "
         "samples_per_s, flops_per_s, latency_ms, predicted_mem_bytes, peak_mem_bytes, "
-        "predicted_step_ms, wall_s, output_tail, run_id, created_at, updated_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17) "
+        "predicted_step_ms, wall_s, output_tail, run_id, created_at, updated_at, step_count, "
+        "step_median_ms, step_q1_ms, step_q3_ms, step_mad_ms, step_cv, step_ci_low_ms, "
+        "step_ci_high_ms, noisy, attempts) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, "
+        "?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) "
         "ON CONFLICT (sweep_id, key) DO UPDATE SET config_json = excluded.config_json, "
         "status = excluded.status, reason = excluded.reason, metric = excluded.metric, "
         "tokens_per_s = excluded.tokens_per_s, samples_per_s = excluded.samples_per_s, "
@@ -75,11 +79,22 @@ int64_t RunStore::upsert_trial(const TrialRow& t) {
         "peak_mem_bytes = excluded.peak_mem_bytes, "
         "predicted_step_ms = excluded.predicted_step_ms, wall_s = excluded.wall_s, "
         "output_tail = excluded.output_tail, run_id = excluded.run_id, "
-        "updated_at = excluded.updated_at RETURNING id");
+        "updated_at = excluded.updated_at, step_count = excluded.step_count, "
+        "step_median_ms = excluded.step_median_ms, step_q1_ms = excluded.step_q1_ms, "
+        "step_q3_ms = excluded.step_q3_ms, step_mad_ms = excluded.step_mad_ms, "
+        "step_cv = excluded.step_cv, step_ci_low_ms = excluded.step_ci_low_ms, "
+        "step_ci_high_ms = excluded.step_ci_high_ms, noisy = excluded.noisy, "
+        "attempts = excluded.attempts RETURNING id");
+    const auto sp = [&](double StepSpread::*f) {
+      return t.spread ? std::optional((*t.spread).*f) : std::nullopt;
+    };
     st.bind(t.sweep_id, t.key, t.config_json, to_string(t.status), t.reason, t.metric,
             t.tokens_per_s, t.samples_per_s, t.flops_per_s, t.latency_ms, t.predicted_mem_bytes,
             t.peak_mem_bytes, t.predicted_step_ms, t.wall_s, t.output_tail, t.run_id,
-            store::unix_now());
+            store::unix_now(), t.spread ? std::optional(t.spread->count) : std::nullopt,
+            sp(&StepSpread::median_ms), sp(&StepSpread::q1_ms), sp(&StepSpread::q3_ms),
+            sp(&StepSpread::mad_ms), sp(&StepSpread::cv), sp(&StepSpread::ci_low_ms),
+            sp(&StepSpread::ci_high_ms), t.noisy, t.attempts);
     if (!st.step())
       throw StoreError(
           fmt::format("database {}: upsert of trial '{}' returned no id", path(), t.key));
@@ -162,6 +177,19 @@ TrialRow RunStore::read_trial_row(store::Statement& st) {
   t.run_id = st.opt_i64(16);
   t.created_at = st.f64(17);
   t.updated_at = st.f64(18);
+  if (const auto n = st.opt_i64(19)) {
+    StepSpread& sp = t.spread.emplace();
+    sp.count = *n;
+    sp.median_ms = st.f64(20);
+    sp.q1_ms = st.f64(21);
+    sp.q3_ms = st.f64(22);
+    sp.mad_ms = st.f64(23);
+    sp.cv = st.f64(24);
+    sp.ci_low_ms = st.f64(25);
+    sp.ci_high_ms = st.f64(26);
+  }
+  t.noisy = st.i64(27) != 0;
+  t.attempts = int(st.i64(28));
   return t;
 }
 
@@ -182,6 +210,32 @@ std::optional<TrialRow> RunStore::find_trial(int64_t sweep_id, std::string_view 
   st.bind(sweep_id, key);
   if (!st.step()) return std::nullopt;
   return read_trial_row(st);
+}
+
+int64_t RunStore::add_tie_break(const TieBreak& tb) {
+  std::lock_guard lock(mutex_);
+  return conn_->write_transaction([&] {
+    auto st = conn_->prepare(
+        "INSERT INTO tie_breaks (sweep_id, created_at, candidates_json, rounds, winner_key, "
+        "decided, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    st.bind(tb.sweep_id, store::unix_now(), tb.candidates_json, tb.rounds, tb.winner_key,
+            tb.decided, tb.summary)
+        .run();
+    return conn_->last_insert_rowid();
+  });
+}
+
+std::vector<TieBreak> RunStore::tie_breaks(int64_t sweep_id) {
+  std::lock_guard lock(mutex_);
+  auto st = conn_->prepare(
+      "SELECT id, sweep_id, created_at, candidates_json, rounds, winner_key, decided, summary "
+      "FROM tie_breaks WHERE sweep_id = ?1 ORDER BY id");
+  st.bind(sweep_id);
+  std::vector<TieBreak> out;
+  while (st.step())
+    out.push_back({st.i64(0), st.i64(1), st.f64(2), st.text(3), int(st.i64(4)), st.text(5),
+                   st.i64(6) != 0, st.text(7)});
+  return out;
 }
 
 std::vector<PrunedCandidate> RunStore::pruned(int64_t sweep_id) {

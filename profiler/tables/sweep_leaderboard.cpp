@@ -10,6 +10,17 @@ int SweepLeaderboard::count(TrialStatus s) const {
                            [s](const LeaderboardRow& r) { return r.trial.status == s; }));
 }
 
+std::optional<MetricRange> trial_metric_interval(const MetricInfo& metric, const TrialRow& t) {
+  if (!t.spread || t.spread->count == 0 || !t.metric || !t.latency_ms || !(*t.latency_ms > 0))
+    return std::nullopt;
+  const auto at = [&](double step_ms) {
+    if (metric.unit == "ms") return step_ms;
+    return step_ms > 0 ? *t.metric * *t.latency_ms / step_ms : 0.0;
+  };
+  const double a = at(t.spread->ci_low_ms), b = at(t.spread->ci_high_ms);
+  return MetricRange{std::min(a, b), std::max(a, b)};
+}
+
 std::vector<int> rank_trials(const MetricInfo& metric, const std::vector<TrialRow>& trials) {
   std::vector<int> order;
   for (size_t i = 0; i < trials.size(); ++i)
@@ -28,7 +39,8 @@ SweepLeaderboard build_sweep_leaderboard(const SweepInfo& sweep,
   t.sweep = sweep;
   t.metric = metric_info(sweep.metric);
   for (const TrialRow& trial : trials)
-    t.rows.push_back({trial, parse_trial_config(trial.config_json)});
+    t.rows.push_back(
+        {trial, parse_trial_config(trial.config_json), trial_metric_interval(t.metric, trial)});
   t.ranking = rank_trials(t.metric, trials);
   if (!t.ranking.empty()) t.best = t.ranking.front();
   t.pruned = pruned;

@@ -4,6 +4,7 @@
 // the memory model pruned. The viewer's sweeps window shows it.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "profiler/sweep_data.h"
@@ -12,9 +13,20 @@
 
 namespace hybrid::profiler {
 
+// The 95 % interval of a trial's median step time (its StepSpread) in the
+// metric's units: a time metric (unit "ms") is the step time itself; a rate is
+// work per step over the step time, metric * latency_ms / t (its bounds swap).
+// nullopt for a trial without a spread, a metric or a step time.
+struct MetricRange {
+  double lo = 0, hi = 0;  // lo <= hi
+  friend bool operator==(const MetricRange&, const MetricRange&) = default;
+};
+std::optional<MetricRange> trial_metric_interval(const MetricInfo& metric, const TrialRow& t);
+
 struct LeaderboardRow {
   TrialRow trial;
   TrialConfig config;
+  std::optional<MetricRange> interval;  // trial_metric_interval of the trial
 };
 
 struct SweepLeaderboard {

@@ -34,7 +34,7 @@ TEST(Metric, NamesParseAndRoundTrip) {
 }
 
 TEST(Metric, ValuesFromMeasurementsAndStepTimes) {
-  Measurement x{20.0, 50.0, 3200.0, 1e9};
+  Measurement x{20.0, 50.0, 3200.0, 1e9, {}};
   EXPECT_EQ(metric_value(Metric::latency, x), 20.0);
   EXPECT_EQ(metric_value(Metric::throughput, x), 50.0);
   EXPECT_EQ(metric_value(Metric::tokens, x), 3200.0);

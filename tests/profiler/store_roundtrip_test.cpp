@@ -356,6 +356,9 @@ TEST(RunStore, SweepsTrialsPrunedAndProbesRoundTrip) {
   t.wall_s = 31.5;
   t.output_tail = "step 5 loss 9.1\n";
   t.run_id = run;
+  t.spread = StepSpread{13, 126.0, 124.5, 128.0, 1.5, 0.02, 123.0, 129.5};
+  t.noisy = true;
+  t.attempts = 2;
   EXPECT_EQ(store.upsert_trial(t), tid);
   got = *store.find_trial(sid, t.key);
   TrialRow want = t;

@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 4);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RunStore::schema_version(), 5);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 4);
+  EXPECT_EQ(again.opened_schema_version(), 5);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -102,13 +102,80 @@ TEST(StoreSchema, MigratesFromEveryEarlierVersion) {
   }
 }
 
+// v4 -> v5 on a file a v4 build wrote, holding a finished sweep: its trials keep
+// every v4 value, read back with no spread, not noisy, one attempt; the new
+// columns and the tie_breaks table then take writes, and bad values are refused.
+TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
+  TempDir dir;
+  const auto db = dir / "v4.db";
+  exec_sql(db, test::read_file(fixture(4)));
+  exec_sql(db,
+           "INSERT INTO runs (id, name, started_at, last_update, status) "
+           "VALUES (3, 'trial run', 1700000000.0, 1700000001.0, 'ok');"
+           "INSERT INTO sweeps (id, name, metric, status, created_at) "
+           "VALUES (2, 'old sweep', 'latency_ms', 'done', 1700000000.0);"
+           "INSERT INTO trials (sweep_id, key, config_json, status, reason, metric, latency_ms, "
+           "samples_per_s, run_id, created_at, updated_at) VALUES (2, 'mbs=1', '{}', 'ok', "
+           "'median of steps 4..16', 12.5, 12.5, 80.0, 3, 1700000000.0, 1700000002.0);"
+           "INSERT INTO trials (sweep_id, key, status, reason, created_at, updated_at) "
+           "VALUES (2, 'mbs=8', 'oom', 'OutOfMemoryError', 1700000000.0, 1700000003.0);");
+  ASSERT_EQ(query_sql(db, "PRAGMA user_version"), "4");
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 4);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto trials = store.trials(2);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].key, "mbs=1");
+  EXPECT_EQ(trials[0].status, TrialStatus::ok);
+  EXPECT_EQ(trials[0].metric, 12.5);
+  EXPECT_EQ(trials[0].samples_per_s, 80.0);
+  EXPECT_EQ(trials[0].run_id, 3);
+  EXPECT_EQ(trials[0].reason, "median of steps 4..16");
+  EXPECT_EQ(trials[0].updated_at, 1700000002.0);
+  EXPECT_FALSE(trials[0].spread.has_value());
+  EXPECT_FALSE(trials[0].noisy);
+  EXPECT_EQ(trials[0].attempts, 1);
+  EXPECT_EQ(trials[1].status, TrialStatus::oom);
+  EXPECT_TRUE(store.tie_breaks(2).empty());
+
+  TrialRow t = trials[0];
+  t.spread = StepSpread{13, 12.5, 12.1, 13.0, 0.4, 0.05, 12.0, 13.2};
+  t.noisy = true;
+  t.attempts = 3;
+  store.upsert_trial(t);
+  const TrialRow got = *store.find_trial(2, "mbs=1");
+  EXPECT_EQ(got.spread, t.spread);
+  EXPECT_TRUE(got.noisy);
+  EXPECT_EQ(got.attempts, 3);
+  TieBreak tb;
+  tb.sweep_id = 2;
+  tb.candidates_json = R"([{"key": "mbs=1"}, {"key": "mbs=2"}])";
+  tb.rounds = 3;
+  tb.winner_key = "mbs=1";
+  tb.decided = true;
+  tb.summary = "confirmed";
+  tb.id = store.add_tie_break(tb);
+  const auto tbs = store.tie_breaks(2);
+  ASSERT_EQ(tbs.size(), 1u);
+  tb.created_at = tbs[0].created_at;
+  EXPECT_EQ(tbs[0], tb);
+  EXPECT_GT(tbs[0].created_at, 1e9);
+  // The CHECKs hold on migrated tables too.
+  EXPECT_THROW(exec_sql(db, "UPDATE trials SET noisy = 2 WHERE key = 'mbs=1'"), std::exception);
+  EXPECT_EQ(query_sql(db, "SELECT noisy FROM trials WHERE key = 'mbs=1'"), "1");
+  // Deleting the sweep takes its tie-breaks with it.
+  exec_sql(db, "PRAGMA foreign_keys = ON; DELETE FROM sweeps WHERE id = 2");
+  EXPECT_TRUE(store.tie_breaks(2).empty());
+}
+
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   TempDir dir;
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (4)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (5)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -122,7 +189,7 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   exec_sql(db, "PRAGMA user_version = 7");
   const std::string expected = "database " + db.string() +
-                               " has schema version 7, newer than this build supports (4); "
+                               " has schema version 7, newer than this build supports (5); "
                                "upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
@@ -232,7 +299,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 

@@ -97,5 +97,34 @@ TEST(SweepLeaderboard, RanksByTheMetricsDirection) {
   EXPECT_EQ(build_sweep_leaderboard(s, {}, {}).best, -1);
 }
 
+// The interval the leaderboards show: the median step time's 95 % interval in the
+// metric's units. A time is itself; a rate is work per step over the time, so
+// 50 samples/s at 20 ms/step over [18, 25] ms is [40, 55.6] samples/s.
+TEST(SweepLeaderboard, IntervalsInTheMetricsUnits) {
+  TrialRow t;
+  t.key = "mbs=1";
+  t.status = TrialStatus::ok;
+  t.latency_ms = 20.0;
+  t.spread = StepSpread{13, 20.0, 19.0, 21.0, 1.0, 0.05, 18.0, 25.0};
+  t.metric = 50.0;
+  const auto rate = trial_metric_interval(metric_info("samples_per_s"), t);
+  ASSERT_TRUE(rate);
+  EXPECT_DOUBLE_EQ(rate->lo, 50.0 * 20.0 / 25.0);
+  EXPECT_DOUBLE_EQ(rate->hi, 50.0 * 20.0 / 18.0);
+  t.metric = 20.0;
+  const auto time = trial_metric_interval(metric_info("latency_ms"), t);
+  ASSERT_TRUE(time);
+  EXPECT_EQ(*time, (MetricRange{18.0, 25.0}));
+  // Rows carry it; a trial without a spread (an older store's) has none.
+  TrialRow old = t;
+  old.key = "mbs=2";
+  old.spread.reset();
+  SweepInfo sweep;
+  sweep.metric = "latency_ms";
+  const auto board = build_sweep_leaderboard(sweep, {t, old}, {});
+  EXPECT_EQ(board.rows[0].interval, time);
+  EXPECT_FALSE(board.rows[1].interval);
+}
+
 }  // namespace
 }  // namespace hybrid::profiler
