@@ -129,7 +129,10 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
   const int64_t keep_others = latest_counts ? keep - 1 : keep;
   std::sort(tags.begin(), tags.end(), std::greater<>());
   for (size_t i = size_t(std::max<int64_t>(0, keep_others)); i < tags.size(); ++i) {
-    fs::remove_all(fs::path(dir) / tags[i].second, ec);
+    // meta.json first: a deletion cut short leaves an unpublished tag, never one
+    // that looks complete with its partitions gone.
+    fs::remove(fs::path(dir) / tags[i].second / "meta.json", ec);
+    if (!ec) fs::remove_all(fs::path(dir) / tags[i].second, ec);
     if (ec)
       throw CheckpointError(
           fmt::format("checkpoint: cannot delete {}/{}: {}", dir, tags[i].second, ec.message()));
