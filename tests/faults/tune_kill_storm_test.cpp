@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -89,23 +90,37 @@ void check_after_kill(StormSweep& sw, Moment m, const std::set<std::string>& pen
       sw.finished[t.key] = t;
     }
   }
-  if (m == Moment::trial) ++sw.killed_in_flight[running_key];
+  if (m == Moment::trial) {
+    EXPECT_FALSE(running_key.empty()) << "killed during a trial, yet no trial is running";
+    ++sw.killed_in_flight[running_key];
+  } else {
+    EXPECT_TRUE(running_key.empty())
+        << "killed " << moment_name(m) << ", yet " << running_key << " claims to run";
+  }
   if (fs::exists(sw.out)) {  // never half written: the old or the new best config
     EXPECT_NO_THROW(autotune::test::read_json(sw.out)) << read_text(sw.out);
   }
 }
 
-// What the kill hit, read from the store and the output afterwards: a trial
-// row still `running`, else the best-config pause if it was the last one
-// printed, else the time between trials.
-Moment moment_hit(const StormSweep& sw, const std::string& output_since_start) {
-  for (const auto& t : trials_of(sw.db, sw.name))
-    if (t.status == TrialStatus::running) return Moment::trial;
-  const size_t last = output_since_start.rfind("test-pause: ");
-  if (last != std::string::npos &&
-      output_since_start.compare(last, 23, "test-pause: best-config") == 0)
+// What the kill hit, from what this invocation printed and started: a trial
+// the launcher had started and no progress line had closed, else the
+// best-config pause if it was the last pause printed, else between trials.
+Moment moment_hit(const std::string& output, size_t launcher_starts) {
+  static const std::regex progress(R"(^\[ *\d+/\d+\] )");
+  size_t finished = 0;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) finished += std::regex_search(line, progress);
+  if (launcher_starts > finished) return Moment::trial;
+  const size_t last = output.rfind("test-pause: ");
+  if (last != std::string::npos && output.compare(last, 23, "test-pause: best-config") == 0)
     return Moment::best;
   return Moment::between;
+}
+
+size_t total_starts(const std::string& starts_log) {
+  size_t n = 0;
+  for (const auto& [k, c] : starts_by_key(starts_log)) n += size_t(c);
+  return n;
 }
 
 // Starts the sweep and kills it near moment `aim`; returns the moment it hit,
@@ -114,19 +129,15 @@ std::optional<Moment> kill_once(StormSweep& sw, Moment aim, std::mt19937& rng, b
                                 const std::string& log) {
   const size_t log_size = read_text(log).size();
   auto since_start = [&] { return read_text(log).substr(log_size); };
-  size_t starts_before = 0;
-  for (const auto& [k, n] : starts_by_key(sw.starts_log)) starts_before += size_t(n);
+  const size_t starts_before = total_starts(sw.starts_log);
   std::uniform_real_distribution<double> frac(0.0, 1.0);
   Child tuner(sw.command, log);
   if (tuner.pid() <= 0) throw std::runtime_error("cannot start " + sw.command);
   if (aim == Moment::trial) {
     // A launcher start; then somewhere in its 0.3 s pause or the training after it.
-    wait_until([&] {
-      size_t n = 0;
-      for (const auto& [k, c] : starts_by_key(sw.starts_log)) n += size_t(c);
-      return n > starts_before || !tuner.running();
-    });
-    std::this_thread::sleep_for(std::chrono::duration<double>(0.6 * frac(rng)));
+    // (0.45 s ends before the next trial could start: 0.3 s + training + the 0.15 s pause.)
+    wait_until([&] { return total_starts(sw.starts_log) > starts_before || !tuner.running(); });
+    std::this_thread::sleep_for(std::chrono::duration<double>(0.45 * frac(rng)));
   } else {
     const std::string line =
         aim == Moment::between ? "test-pause: between-trials" : "test-pause: best-config";
@@ -141,7 +152,7 @@ std::optional<Moment> kill_once(StormSweep& sw, Moment aim, std::mt19937& rng, b
   tuner.kill(group);
   const int status = tuner.wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << read_text(log);
-  return moment_hit(sw, since_start());
+  return moment_hit(since_start(), total_starts(sw.starts_log) - starts_before);
 }
 
 // Every check that the finished sweep must pass.
