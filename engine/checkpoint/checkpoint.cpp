@@ -112,7 +112,16 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
     const std::string tag = entry.path().filename().string();
     if (!entry.is_directory() || tag == latest || !std::regex_match(tag, pattern)) continue;
     std::ifstream in(entry.path() / "meta.json");
-    if (!in) continue;  // incomplete: never published, not ours to judge
+    if (!in) {
+      // Unpublished: a save killed before meta.json, or a deletion killed after it.
+      // One older than latest (the policy's tags are zero-padded, so names sort by
+      // step) is dead; a newer one may be a save in progress elsewhere: left alone.
+      if (!latest.empty() && tag < latest) {
+        fs::remove_all(entry.path(), ec);
+        if (!ec) deleted.push_back(tag);
+      }
+      continue;
+    }
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!meta.is_object() || meta.value("format", "") != "hybrid-checkpoint" ||
         meta.value("kind", "optimizer") != kind)

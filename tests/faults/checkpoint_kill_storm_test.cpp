@@ -53,7 +53,9 @@ std::string moment_left(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!e.is_directory()) continue;
     const std::string tag = e.path().filename().string();
-    if (!fs::exists(e.path() / "meta.json")) return "mid-save: files written, not published";
+    if (!fs::exists(e.path() / "meta.json"))
+      return !latest.empty() && tag < latest ? "mid-prune: a tag half deleted"
+                                             : "mid-save: files written, not published";
     if (latest.empty() || step_of(tag) > step_of(latest))
       return "mid-save: meta.json written, latest not moved";
   }
@@ -85,8 +87,14 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
   autotune::test::write_json(cfg, storm_config());
   const std::string train = autotune::test::train_bin();
 
-  // The uninterrupted run, and how long it takes.
-  const auto t0 = std::chrono::steady_clock::now();
+  // How long a start takes (one step, no save), then the uninterrupted run.
+  auto t0 = std::chrono::steady_clock::now();
+  const auto one = autotune::test::run_command(
+      fmt::format("{} --config {} --steps 1 --quiet", train, cfg));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const double start_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t0 = std::chrono::steady_clock::now();
   const auto ref = autotune::test::run_command(fmt::format(
       "{} --config {} --steps {} --save {} --save-every 1 --quiet", train, cfg, kSteps,
       dir / "ref"));
@@ -105,7 +113,10 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
           fmt::format("{} --config {} --steps {} --save {} --save-every 1 --quiet{}", train, cfg,
                       kSteps - at, ck.string(), latest.empty() ? "" : " --load " + ck.string());
       Child run(cmd, dir / "storm.log");
-      std::uniform_real_distribution<double> when(0.0, run_s * double(kSteps - at) / kSteps);
+      // Mostly among the steps and saves: from 90 % of the start time to the run's end.
+      const double per_step = std::max(0.0, run_s - start_s) / kSteps;
+      std::uniform_real_distribution<double> when(0.9 * start_s,
+                                                  start_s + per_step * double(kSteps - at));
       std::this_thread::sleep_for(std::chrono::duration<double>(when(rng)));
       if (!run.running()) {
         ASSERT_EQ(WEXITSTATUS(run.wait()), 0) << read_text(dir / "storm.log");
@@ -142,6 +153,9 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
     for (const auto& e : fs::recursive_directory_iterator(ck)) {
       EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos)
           << "leftover " << e.path();
+      if (e.is_directory()) {
+        EXPECT_TRUE(fs::exists(e.path() / "meta.json")) << "leftover unpublished tag " << e.path();
+      }
     }
   }
   std::string summary;
@@ -149,7 +163,7 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
   std::printf("checkpoint kill storm: %d kills over %d run(s) of %d steps (%.2f s each)%s\n", done,
               epochs, kSteps, run_s, summary.c_str());
   int mid_save = 0;
-  for (const auto& [what, n] : hit) mid_save += what.rfind("mid-save", 0) == 0 ? n : 0;
+  for (const auto& [what, n] : hit) mid_save += what.rfind("mid-", 0) == 0 ? n : 0;
   EXPECT_GT(mid_save, 0) << "no kill landed in a save: the storm tested nothing";
 }
 
