@@ -14,6 +14,7 @@ void test_pause(std::ostream& out, std::string_view point) {
   if (seconds <= 0) return;
   out << "test-pause: " << point << std::endl;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  out << "test-pause: " << point << " over" << std::endl;
 }
 
 }  // namespace hybrid::autotune

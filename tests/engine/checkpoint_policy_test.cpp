@@ -121,7 +121,7 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
   fs::create_directories(dir / "step000007");     // incomplete (no meta.json): left alone
   // Unpublished and older than latest (a save or a deletion killed midway): dead, deleted.
   fs::create_directories(dir / "step000000");
-  std::ofstream(dir / "step000000" / engine::partition_file_name(0)) << "half";
+  std::ofstream(dir / ("step000000/" + engine::partition_file_name(0))) << "half";
   std::ofstream(dir / "notes.txt") << "keep me";  // not a tag
   e->save_checkpoint(d, SavePolicy::tag(6));      // latest is step000006 again
   const auto deleted = engine::prune_checkpoints(d, "optimizer", 2, SavePolicy::managed_tags());

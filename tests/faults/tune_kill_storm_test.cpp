@@ -37,7 +37,7 @@ using autotune::test::read_text;
 using profiler::TrialRow;
 using profiler::TrialStatus;
 
-constexpr double kPauseS = 0.15;  // HYBRID_TUNE_TEST_PAUSE_S
+constexpr double kPauseS = 0.2;   // HYBRID_TUNE_TEST_PAUSE_S
 constexpr int kTrials = 6;        // mbs 1,2,4 x stage 0,1
 
 enum class Moment { trial, between, best };
@@ -74,8 +74,16 @@ std::vector<TrialRow> trials_of(const std::string& db, const std::string& name) 
   return {};
 }
 
+// What a kill hit, judged afterwards from what the invocation printed and what
+// its launcher started.
+struct KillResult {
+  Moment moment = Moment::between;
+  std::string in_flight;  // the trial the launcher had started and no progress line closed
+  bool in_pause = false;  // inside a test pause (between trials or in best.json)
+};
+
 // The state a kill left: checked, and the finished trials remembered.
-void check_after_kill(StormSweep& sw, Moment m, const std::set<std::string>& pending_ok) {
+void check_after_kill(StormSweep& sw, const KillResult& k, const std::set<std::string>& pending_ok) {
   profiler::RunStore store(sw.db, profiler::OpenMode::read_only);
   ASSERT_EQ(store.integrity_check(), "ok");
   std::string running_key;
@@ -90,60 +98,75 @@ void check_after_kill(StormSweep& sw, Moment m, const std::set<std::string>& pen
       sw.finished[t.key] = t;
     }
   }
-  if (m == Moment::trial) {
-    EXPECT_FALSE(running_key.empty()) << "killed during a trial, yet no trial is running";
-    ++sw.killed_in_flight[running_key];
-  } else {
+  if (!k.in_flight.empty()) {
+    EXPECT_EQ(running_key, k.in_flight) << "the trial in flight is not the one `running`";
+    ++sw.killed_in_flight[k.in_flight];
+  } else if (k.in_pause) {
+    // Earlier kills' trials are `pending` by now, not `running`.
     EXPECT_TRUE(running_key.empty())
-        << "killed " << moment_name(m) << ", yet " << running_key << " claims to run";
+        << "killed " << moment_name(k.moment) << ", yet " << running_key << " claims to run";
   }
   if (fs::exists(sw.out)) {  // never half written: the old or the new best config
     EXPECT_NO_THROW(autotune::test::read_json(sw.out)) << read_text(sw.out);
   }
 }
 
-// What the kill hit, from what this invocation printed and started: a trial
-// the launcher had started and no progress line had closed, else the
-// best-config pause if it was the last pause printed, else between trials.
-Moment moment_hit(const std::string& output, size_t launcher_starts) {
-  static const std::regex progress(R"(^\[ *\d+/\d+\] )");
-  size_t finished = 0;
+KillResult judge_kill(const std::string& output, const std::map<std::string, int>& starts_before,
+                      const std::map<std::string, int>& starts_after) {
+  static const std::regex progress(R"(^\[ *\d+/\d+\] (\S+) \|)");
+  std::map<std::string, int> closed;
   std::istringstream in(output);
-  for (std::string line; std::getline(in, line);) finished += std::regex_search(line, progress);
-  if (launcher_starts > finished) return Moment::trial;
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, progress)) ++closed[m[1].str()];
+  KillResult k;
+  for (const auto& [key, n] : starts_after) {
+    const int before = starts_before.count(key) ? starts_before.at(key) : 0;
+    if (n - before > (closed.count(key) ? closed.at(key) : 0)) k.in_flight = key;
+  }
   const size_t last = output.rfind("test-pause: ");
-  if (last != std::string::npos && output.compare(last, 23, "test-pause: best-config") == 0)
-    return Moment::best;
-  return Moment::between;
+  const size_t eol = output.find('\n', last);
+  const std::string pause =
+      last == std::string::npos ? "" : output.substr(last, eol == std::string::npos ? eol : eol - last);
+  k.in_pause = k.in_flight.empty() && !pause.empty() && pause.find(" over") == std::string::npos;
+  if (!k.in_flight.empty())
+    k.moment = Moment::trial;
+  else if (pause.rfind("test-pause: best-config", 0) == 0)
+    k.moment = Moment::best;
+  else if (pause.empty() || k.in_pause)
+    k.moment = Moment::between;  // starting up, or in the pause
+  else
+    k.moment = Moment::trial;  // past the pause: the trial's row written, its launcher starting
+  return k;
 }
 
-size_t total_starts(const std::string& starts_log) {
-  size_t n = 0;
-  for (const auto& [k, c] : starts_by_key(starts_log)) n += size_t(c);
-  return n;
-}
-
-// Starts the sweep and kills it near moment `aim`; returns the moment it hit,
-// or nullopt when the sweep finished first (nothing was killed).
-std::optional<Moment> kill_once(StormSweep& sw, Moment aim, std::mt19937& rng, bool group,
-                                const std::string& log) {
+// Starts the sweep and kills it near moment `aim`; returns what it hit, or
+// nullopt when the sweep finished first (nothing was killed).
+std::optional<KillResult> kill_once(StormSweep& sw, Moment aim, std::mt19937& rng, bool group,
+                                    const std::string& log) {
   const size_t log_size = read_text(log).size();
   auto since_start = [&] { return read_text(log).substr(log_size); };
-  const size_t starts_before = total_starts(sw.starts_log);
+  const auto starts_before = starts_by_key(sw.starts_log);
+  size_t total_before = 0;
+  for (const auto& [k, n] : starts_before) total_before += size_t(n);
+  auto total_starts = [&] {
+    size_t n = 0;
+    for (const auto& [k, c] : starts_by_key(sw.starts_log)) n += size_t(c);
+    return n;
+  };
   std::uniform_real_distribution<double> frac(0.0, 1.0);
   Child tuner(sw.command, log);
   if (tuner.pid() <= 0) throw std::runtime_error("cannot start " + sw.command);
   if (aim == Moment::trial) {
     // A launcher start; then somewhere in its 0.3 s pause or the training after it.
-    // (0.45 s ends before the next trial could start: 0.3 s + training + the 0.15 s pause.)
-    wait_until([&] { return total_starts(sw.starts_log) > starts_before || !tuner.running(); });
+    wait_until([&] { return total_starts() > total_before || !tuner.running(); });
     std::this_thread::sleep_for(std::chrono::duration<double>(0.45 * frac(rng)));
   } else {
     const std::string line =
         aim == Moment::between ? "test-pause: between-trials" : "test-pause: best-config";
     const size_t want = aim == Moment::between ? 1 + rng() % 3 : 1;
     wait_until([&] { return count_lines(since_start(), line) >= want || !tuner.running(); });
-    std::this_thread::sleep_for(std::chrono::duration<double>(0.8 * kPauseS * frac(rng)));
+    std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * kPauseS * frac(rng)));
   }
   if (!tuner.running()) {
     tuner.wait();
@@ -152,7 +175,9 @@ std::optional<Moment> kill_once(StormSweep& sw, Moment aim, std::mt19937& rng, b
   tuner.kill(group);
   const int status = tuner.wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << read_text(log);
-  return moment_hit(since_start(), total_starts(sw.starts_log) - starts_before);
+  // A launcher started just before the kill may still write its start line.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return judge_kill(since_start(), starts_before, starts_by_key(sw.starts_log));
 }
 
 // Every check that the finished sweep must pass.
@@ -220,14 +245,14 @@ TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
     std::set<std::string> interrupted;
     for (size_t i = 0; i < plan.size() && done < kills; ++i) {
       const bool group = rng() % 2 == 0;
-      const auto m = kill_once(sw, plan[i], rng, group, log);
-      if (!m) continue;  // the sweep finished first
-      ++hit[*m];
+      const auto k = kill_once(sw, plan[i], rng, group, log);
+      if (!k) continue;  // the sweep finished first
+      ++hit[k->moment];
       ++done;
-      check_after_kill(sw, *m, interrupted);
+      check_after_kill(sw, *k, interrupted);
       for (const auto& [k, n] : sw.killed_in_flight) interrupted.insert(k);
       if (HasFatalFailure() || HasFailure()) {
-        ADD_FAILURE() << "kill " << done << " (" << moment_name(*m) << ", "
+        ADD_FAILURE() << "kill " << done << " (" << moment_name(k->moment) << ", "
                       << (group ? "group" : "tuner") << ") of " << sw.name << "\n"
                       << read_text(log);
         return;
