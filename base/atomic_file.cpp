@@ -1,13 +1,13 @@
 #include "base/atomic_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace hybrid::base {

@@ -159,7 +159,8 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
   const std::string name = read_only_fs ? immutable_uri(path_) : path_;
   const int flags =
       (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-      SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;  // one RunStore serializes its own calls
+      SQLITE_OPEN_NOMUTEX |  // one RunStore serializes its own calls
+      (read_only_fs ? SQLITE_OPEN_URI : 0);
   if (int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
@@ -233,7 +234,8 @@ void Connection::fail(int rc, std::string_view context) const {
   // "disk I/O error" alone hides a full disk: say what the system said.
   const int primary = rc & 0xff;
   if (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN)
-    if (const int err = sqlite3_system_errno(db_); err != 0) msg += ": " + std::string(std::strerror(err));
+    if (const int err = sqlite3_system_errno(db_); err != 0)
+      msg += ": " + std::string(std::strerror(err));
   if (is_busy(rc))
     throw StoreBusyError(msg + "; another process held the lock for longer than " +
                          std::to_string(kBusyTimeoutMs / 1000) + " s");

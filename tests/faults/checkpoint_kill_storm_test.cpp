@@ -72,8 +72,8 @@ std::string check_complete_tags_load(const fs::path& dir, const std::string& scr
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!e.is_directory() || !fs::exists(e.path() / "meta.json")) continue;
     const std::string tag = e.path().filename().string();
-    const auto r = autotune::test::run_command(fmt::format("{} consolidate --dir {} --tag {} --out {}",
-                                                           ckpt_bin(), dir.string(), tag, scratch));
+    const auto r = autotune::test::run_command(fmt::format(
+        "{} consolidate --dir {} --tag {} --out {}", ckpt_bin(), dir.string(), tag, scratch));
     EXPECT_EQ(r.exit_code, 0) << tag << " looks complete but does not load: " << r.output;
   }
   return latest;
@@ -89,15 +89,15 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
 
   // How long a start takes (one step, no save), then the uninterrupted run.
   auto t0 = std::chrono::steady_clock::now();
-  const auto one = autotune::test::run_command(
-      fmt::format("{} --config {} --steps 1 --quiet", train, cfg));
+  const auto one =
+      autotune::test::run_command(fmt::format("{} --config {} --steps 1 --quiet", train, cfg));
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const double start_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t0 = std::chrono::steady_clock::now();
-  const auto ref = autotune::test::run_command(fmt::format(
-      "{} --config {} --steps {} --save {} --save-every 1 --quiet", train, cfg, kSteps,
-      dir / "ref"));
+  const auto ref = autotune::test::run_command(
+      fmt::format("{} --config {} --steps {} --save {} --save-every 1 --quiet", train, cfg, kSteps,
+                  dir / "ref"));
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

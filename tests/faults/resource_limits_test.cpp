@@ -65,20 +65,20 @@ TEST(ResourceLimits, AMemoryBudgetExceededIsANamedOutOfMemoryError) {
 TEST(ResourceLimits, AnAddressSpaceLimitIsANamedOutOfMemoryError) {
   TempDir dir;
   // ~60 M parameters: about 1 GiB of fp32 weights, gradients and AdamW moments.
-  write_json(dir / "cfg.json",
-             tiny_config({{"hybrid",
-                           {{"model",
-                             {{"n_layer", 4},
-                              {"n_embd", 1024},
-                              {"n_head", 8},
-                              {"vocab_size", 8192},
-                              {"seq_len", 64}}}}}}));
+  write_json(dir / "cfg.json", tiny_config({{"hybrid",
+                                             {{"model",
+                                               {{"n_layer", 4},
+                                                {"n_embd", 1024},
+                                                {"n_head", 8},
+                                                {"vocab_size", 8192},
+                                                {"seq_len", 64}}}}}}));
   int ooms = 0;
   for (int mib : {1200, 1600, 2000}) {
     const std::string res = dir / fmt::format("r{}.json", mib);
-    const auto r = run_command(fmt::format("bash -c 'ulimit -v {}; exec {} --config {} --steps 1 "
-                                           "--result {} --quiet'",
-                                           mib * 1024, train_bin(), dir / "cfg.json", res));
+    const auto r =
+        run_command(fmt::format("bash -c 'ulimit -v {}; exec {} --config {} --steps 1 "
+                                "--result {} --quiet'",
+                                mib * 1024, train_bin(), dir / "cfg.json", res));
     if (r.exit_code == 0 || r.exit_code == 127) continue;  // enough memory / libraries not mapped
     ++ooms;
     EXPECT_EQ(r.exit_code, 3) << mib << " MiB: " << r.output;
@@ -110,13 +110,13 @@ TEST(ResourceLimits, ADiskFullMidCheckpointKeepsThePreviousOneLoadable) {
   EXPECT_FALSE(fs::exists(ck + "/step000004/meta.json"));
   for (const auto& e : fs::recursive_directory_iterator(ck))
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
-  const auto load = run_command(fmt::format("{} consolidate --dir {} --out {}", ckpt_bin(), ck,
-                                            dir / "model.bin"));
+  const auto load = run_command(
+      fmt::format("{} consolidate --dir {} --out {}", ckpt_bin(), ck, dir / "model.bin"));
   EXPECT_EQ(load.exit_code, 0) << "the previous checkpoint does not load: " << load.output;
   // And training resumes from it once there is room.
   fs::remove_all(ck + "/step000004");
-  const auto resumed = run_command(fmt::format("{} --config {} --steps 1 --load {} --quiet",
-                                               train_bin(), dir / "cfg.json", ck));
+  const auto resumed = run_command(
+      fmt::format("{} --config {} --steps 1 --load {} --quiet", train_bin(), dir / "cfg.json", ck));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
 }
 
@@ -125,8 +125,8 @@ TEST(ResourceLimits, AFullDiskUnderTheStoreIsANamedErrorAndCorruptsNothing) {
   if (auto why = private_tmpfs(dir, "disk", 1024 * 1024); !why.empty()) GTEST_SKIP() << why;
   write_json(dir / "cfg.json", tiny_config());
   const std::string db = dir / "disk/hybrid.db";
-  const auto first = run_command(fmt::format("{} --config {} --steps 3 --db {} --quiet",
-                                             train_bin(), dir / "cfg.json", db));
+  const auto first = run_command(
+      fmt::format("{} --config {} --steps 3 --db {} --quiet", train_bin(), dir / "cfg.json", db));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   fill_disk(dir / "disk");
   const auto r = run_command(fmt::format("{} --config {} --steps 50 --db {} --result {} --quiet",
@@ -147,8 +147,7 @@ TEST(ResourceLimits, AFullDiskUnderTheStoreIsANamedErrorAndCorruptsNothing) {
   ASSERT_FALSE(runs.empty());
   EXPECT_EQ(runs.front().status, profiler::RunStatus::ok);
   EXPECT_EQ(store.steps(runs.front().id).size(), 3u);
-  for (size_t i = 1; i < runs.size(); ++i)
-    EXPECT_LE(store.steps(runs[i].id).size(), 50u);
+  for (size_t i = 1; i < runs.size(); ++i) EXPECT_LE(store.steps(runs[i].id).size(), 50u);
   EXPECT_TRUE(store.sweeps().empty()) << "the failed sweep left rows";
 }
 
@@ -157,11 +156,12 @@ TEST(ResourceLimits, AStoreOnAReadOnlyFilesystemIsRefusedByWritersAndReadByReade
   if (auto why = private_tmpfs(dir, "ro", 4 * 1024 * 1024); !why.empty()) GTEST_SKIP() << why;
   write_json(dir / "cfg.json", tiny_config());
   const std::string db = dir / "ro/hybrid.db";
-  const auto first = run_command(fmt::format("{} --config {} --steps 3 --db {} --quiet",
-                                             train_bin(), dir / "cfg.json", db));
+  const auto first = run_command(
+      fmt::format("{} --config {} --steps 3 --db {} --quiet", train_bin(), dir / "cfg.json", db));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   if (auto why = remount_read_only(dir / "ro"); !why.empty()) GTEST_SKIP() << why;
-  const std::string named = "database " + db + " cannot be written: its filesystem is mounted "
+  const std::string named = "database " + db +
+                            " cannot be written: its filesystem is mounted "
                             "read-only";
   const auto train = run_command(fmt::format("{} --config {} --steps 2 --db {} --result {} --quiet",
                                              train_bin(), dir / "cfg.json", db, dir / "r.json"));
@@ -172,8 +172,7 @@ TEST(ResourceLimits, AStoreOnAReadOnlyFilesystemIsRefusedByWritersAndReadByReade
   EXPECT_EQ(tune.exit_code, 1);
   EXPECT_NE(tune.output.find(named), std::string::npos) << tune.output;
   // Readers still read it.
-  const auto report =
-      run_command(fmt::format("{} report steps --db {} --run 1", prof_bin(), db));
+  const auto report = run_command(fmt::format("{} report steps --db {} --run 1", prof_bin(), db));
   EXPECT_EQ(report.exit_code, 0) << report.output;
   EXPECT_NE(report.output.find("3 steps"), std::string::npos) << report.output;
   profiler::RunStore store(db, profiler::OpenMode::read_only);

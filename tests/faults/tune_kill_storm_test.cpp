@@ -37,8 +37,8 @@ using autotune::test::read_text;
 using profiler::TrialRow;
 using profiler::TrialStatus;
 
-constexpr double kPauseS = 0.2;   // HYBRID_TUNE_TEST_PAUSE_S
-constexpr int kTrials = 6;        // mbs 1,2,4 x stage 0,1
+constexpr double kPauseS = 0.2;  // HYBRID_TUNE_TEST_PAUSE_S
+constexpr int kTrials = 6;       // mbs 1,2,4 x stage 0,1
 
 enum class Moment { trial, between, best };
 const char* moment_name(Moment m) {
@@ -83,7 +83,8 @@ struct KillResult {
 };
 
 // The state a kill left: checked, and the finished trials remembered.
-void check_after_kill(StormSweep& sw, const KillResult& k, const std::set<std::string>& pending_ok) {
+void check_after_kill(StormSweep& sw, const KillResult& k,
+                      const std::set<std::string>& pending_ok) {
   profiler::RunStore store(sw.db, profiler::OpenMode::read_only);
   ASSERT_EQ(store.integrity_check(), "ok");
   std::string running_key;
@@ -126,8 +127,9 @@ KillResult judge_kill(const std::string& output, const std::map<std::string, int
   }
   const size_t last = output.rfind("test-pause: ");
   const size_t eol = output.find('\n', last);
-  const std::string pause =
-      last == std::string::npos ? "" : output.substr(last, eol == std::string::npos ? eol : eol - last);
+  const std::string pause = last == std::string::npos
+                                ? ""
+                                : output.substr(last, eol == std::string::npos ? eol : eol - last);
   k.in_pause = k.in_flight.empty() && !pause.empty() && pause.find(" over") == std::string::npos;
   if (!k.in_flight.empty())
     k.moment = Moment::trial;
@@ -264,10 +266,10 @@ TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
     if (HasFailure()) return;
     ++sweeps;
   }
-  std::printf("kill storm: %d kills (%d during a trial, %d between trials, %d in best.json) over "
-              "%d sweeps, seed %u: %d/%d resumes correct\n",
-              done, hit[Moment::trial], hit[Moment::between], hit[Moment::best], sweeps, seed,
-              done, done);
+  std::printf(
+      "kill storm: %d kills (%d during a trial, %d between trials, %d in best.json) over "
+      "%d sweeps, seed %u: %d/%d resumes correct\n",
+      done, hit[Moment::trial], hit[Moment::between], hit[Moment::best], sweeps, seed, done, done);
   EXPECT_GT(hit[Moment::trial], 0);
   EXPECT_GT(hit[Moment::between], 0);
   EXPECT_GT(hit[Moment::best], 0);
