@@ -73,7 +73,8 @@ TEST(ResourceLimits, AnAddressSpaceLimitIsANamedOutOfMemoryError) {
                                                 {"vocab_size", 8192},
                                                 {"seq_len", 64}}}}}}));
   int ooms = 0;
-  for (int mib : {1200, 1600, 2000}) {
+  // 1.2 GB: an engine buffer is refused first; 2.0 GB: a host vector (std::bad_alloc).
+  for (int mib : {1200, 2000}) {
     const std::string res = dir / fmt::format("r{}.json", mib);
     const auto r =
         run_command(fmt::format("bash -c 'ulimit -v {}; exec {} --config {} --steps 1 "
