@@ -9,8 +9,16 @@ kills=${1:-20} seeds=${2:-5} build=${3:-build}
 cmake --build "$build" --target hybrid_faults_tests hybrid-tune hybrid-train hybrid-ckpt hybrid-prof
 source scripts/mpi-env.sh
 start=$SECONDS
+failed=0
 for seed in $(seq 1 "$seeds"); do
-  HYBRID_KILL_STORM_KILLS=$kills HYBRID_KILL_STORM_SEED=$seed \
-    "$build/tests/hybrid_faults_tests" --gtest_filter='KillStorm.*' | grep -E 'storm:|OK|FAILED'
+  log=$(mktemp)
+  if ! HYBRID_KILL_STORM_KILLS=$kills HYBRID_KILL_STORM_SEED=$seed \
+    "$build/tests/hybrid_faults_tests" --gtest_filter='KillStorm.*' >"$log" 2>&1; then
+    failed=$((failed + 1))
+    grep -B2 -A12 'Failure' "$log" | head -60
+  fi
+  grep -E 'storm:|  OK  |FAILED  \]' "$log"
+  rm -f "$log"
 done
-echo "kill-storm.sh: $seeds seed(s) x $kills kills in $((SECONDS - start)) s"
+echo "kill-storm.sh: $seeds seed(s) x $kills kills, $failed failed, in $((SECONDS - start)) s"
+exit $((failed > 0))
