@@ -16,10 +16,14 @@ nlohmann::json best_config_json(const nlohmann::json& trial_config, int world_si
   return j;
 }
 
-void write_best_config(const std::string& path, const nlohmann::json& trial_config,
-                       int world_size) {
+void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size,
+                       const std::function<void()>& before_commit) {
+  const std::string text = best_config_json(trial_config, world_size).dump(2) + "\n";
   // Creates missing folders; a crash leaves the old file or the whole new one.
-  base::write_file_atomic(path, best_config_json(trial_config, world_size).dump(2) + "\n");
+  base::AtomicFileWriter w(path);
+  w.write(text);
+  if (before_commit) before_commit();
+  w.commit();
 }
 
 }  // namespace hybrid::autotune

@@ -4,6 +4,7 @@
 // micro-batch × accumulation × ranks) for the world size it was tuned on.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,6 +15,9 @@ namespace hybrid::autotune {
 nlohmann::json best_config_json(const nlohmann::json& trial_config, int world_size);
 
 // Writes it atomically (temporary file, then rename); creates the directory.
-void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size);
+// before_commit runs once the temporary file is complete, before the rename
+// (the kill-storm tests pause there).
+void write_best_config(const std::string& path, const nlohmann::json& trial_config, int world_size,
+                       const std::function<void()>& before_commit = {});
 
 }  // namespace hybrid::autotune

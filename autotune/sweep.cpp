@@ -13,6 +13,7 @@
 #include "autotune/probe.h"
 #include "autotune/report.h"
 #include "autotune/strategy.h"
+#include "autotune/test_pause.h"
 #include "autotune/tie_break.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
@@ -189,6 +190,16 @@ void open_sweep(SweepRun& r) {
   r.store.add_pruned(r.sweep.id, r.plan.pruned);
 }
 
+// A trial left `running` was in flight when its tuner was killed: it becomes
+// `pending` with the reason (never left claiming to run), and runs again.
+void classify_killed(SweepRun& r, TrialRow& t) {
+  t.status = TrialStatus::pending;
+  t.reason = "interrupted: hybrid-tune was killed while this trial ran; it runs again";
+  r.store.upsert_trial(t);
+  r.out << fmt::format("note: trial {} was running when hybrid-tune was killed: now pending\n",
+                       t.key);
+}
+
 // What earlier invocations finished becomes history; unfinished trials run again.
 void restore_history(SweepRun& r) {
   r.done.assign(r.plan.runnable.size(), false);
@@ -198,6 +209,7 @@ void restore_history(SweepRun& r) {
     auto it = r.previous.find(r.plan.runnable[i].key);
     if (it == r.previous.end()) continue;
     if (!finished(it->second.status)) {
+      if (it->second.status == TrialStatus::running) classify_killed(r, it->second);
       ++rerun;
       continue;
     }
@@ -330,6 +342,7 @@ void record_and_report(SweepRun& r, size_t i, const TrialRow& row, size_t ran) {
 // Trials until a budget, the strategy or a cancel stops the sweep.
 void run_trials(SweepRun& r, SweepResult& res) {
   while (true) {
+    test_pause(r.out, "between-trials");
     if (r.cancel && r.cancel->load()) {
       res.interrupted = true;
       res.stop_reason = "interrupted";
@@ -430,7 +443,8 @@ void write_best(const SweepRun& r, SweepResult& res) {
     r.out << "no trial succeeded: no best config written\n";
     return;
   }
-  write_best_config(s.out, nlohmann::json::parse(res.best->config_json), s.nprocs);
+  write_best_config(s.out, nlohmann::json::parse(res.best->config_json), s.nprocs,
+                    [&r] { test_pause(r.out, "best-config"); });
   res.best_path = s.out;
   const auto command = expand_launcher(s.launcher, {s.train_bin, "--config", s.out},
                                        {{"nprocs", std::to_string(s.nprocs)},
@@ -471,6 +485,8 @@ SweepResult run_sweep(const SweepPlan& plan, std::ostream& out, const std::atomi
   r.t_start = Clock::now();
 
   run_trials(r, res);
+  // A killed tuner's trial process may have outlived the check above by a moment.
+  store.mark_stale_runs();
   res.trials = store.trials(r.sweep.id);
   res.best = best_trial(s.metric, res.trials);
   break_tie(r, res);

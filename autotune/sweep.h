@@ -4,9 +4,10 @@
 //
 // Resume: the same command (same config, space and settings: SweepPlan::identity)
 // finds its sweep by name and identity, marks stale runs of killed trial
-// processes, and runs only what is not finished — trials left `running` or
-// `pending` by a killed or interrupted tuner are run again; finished ones
-// (ok, oom, timeout, crash, config_error, failed) are not.
+// processes, and runs only what is not finished — a trial left `running` by a
+// killed tuner is marked `pending` (reason "interrupted: ...") and, with those
+// an interrupted tuner left `pending`, run again; finished ones (ok, oom,
+// timeout, crash, config_error, failed) are not.
 #pragma once
 
 #include <atomic>

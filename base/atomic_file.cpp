@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace hybrid::base {
@@ -21,6 +23,27 @@ std::filesystem::path parent_of(const std::string& path) {
   return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
 }
 
+// Temporaries of `target` whose writer process is gone: a killed writer's
+// leftovers (a checkpoint partition's can be gigabytes). A pid that exists
+// (perhaps reused) keeps its file; a live writer's pid always exists.
+void remove_dead_writers_temporaries(const std::string& target) {
+  const std::filesystem::path t(target);
+  const std::string prefix = t.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(parent_of(target), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>.<n>"
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos ||
+        rest.find_first_not_of("0123456789.") != std::string::npos)
+      continue;
+    const long pid = std::strtol(rest.c_str(), nullptr, 10);
+    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
@@ -29,6 +52,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   if (ec)
     throw FileError(fmt::format("{}: cannot create folder {}: {}", path_, parent_of(path_).string(),
                                 ec.message()));
+  remove_dead_writers_temporaries(path_);
   // pid + counter: concurrent writers (ranks, threads) never share a temporary file.
   static std::atomic<unsigned> counter{0};
   temp_path_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), counter.fetch_add(1));

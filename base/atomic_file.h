@@ -1,7 +1,10 @@
 // Writing files so that a reader sees either the old file or the complete new
 // one, also after a crash or power loss: data goes to a temporary file beside the
-// target, which is fsync'ed and renamed over it, and the folder is fsync'ed so the
-// rename itself is durable. Destroyed without commit(), the temporary is removed.
+// target ("<target>.tmp.<pid>.<n>"), which is fsync'ed and renamed over it, and the
+// folder is fsync'ed so the rename itself is durable. Destroyed without commit(),
+// the temporary is removed; one left by a killed process (SIGKILL, OOM killer) is
+// removed by the next writer of the same target once no process on this host has
+// that pid (a target has one writer at a time, also on a shared filesystem).
 #pragma once
 
 #include <cstddef>

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <new>
 
 #include "base/atomic_file.h"
 #include "base/launcher_env.h"
@@ -398,6 +399,14 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
     train(cfg, opts, s, *recorder);
   } catch (const OutOfMemoryError& e) {
     s.status = RunStatus::oom, s.error_kind = "OutOfMemoryError", s.error = e.what();
+  } catch (const std::bad_alloc& e) {
+    // Memory outside the tracked buffers (host vectors, a library's): the process
+    // limit (ulimit -v, a cgroup) or the machine ran out before the budget did.
+    s.status = RunStatus::oom, s.error_kind = "OutOfMemoryError";
+    s.error = fmt::format(
+        "out of memory: a host allocation outside the engine's tracked buffers failed ({}); the "
+        "process's address space (ulimit -v) or the machine's memory is exhausted",
+        e.what());
   } catch (const ConfigError& e) {
     s.status = RunStatus::config_error, s.error_kind = "ConfigError", s.error = e.what();
   } catch (const std::exception& e) {

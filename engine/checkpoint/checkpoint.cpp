@@ -112,7 +112,16 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
     const std::string tag = entry.path().filename().string();
     if (!entry.is_directory() || tag == latest || !std::regex_match(tag, pattern)) continue;
     std::ifstream in(entry.path() / "meta.json");
-    if (!in) continue;  // incomplete: never published, not ours to judge
+    if (!in) {
+      // Unpublished: a save killed before meta.json, or a deletion killed after it.
+      // One older than latest (the policy's tags are zero-padded, so names sort by
+      // step) is dead; a newer one may be a save in progress elsewhere: left alone.
+      if (!latest.empty() && tag < latest) {
+        fs::remove_all(entry.path(), ec);
+        if (!ec) deleted.push_back(tag);
+      }
+      continue;
+    }
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!meta.is_object() || meta.value("format", "") != "hybrid-checkpoint" ||
         meta.value("kind", "optimizer") != kind)
@@ -129,7 +138,10 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
   const int64_t keep_others = latest_counts ? keep - 1 : keep;
   std::sort(tags.begin(), tags.end(), std::greater<>());
   for (size_t i = size_t(std::max<int64_t>(0, keep_others)); i < tags.size(); ++i) {
-    fs::remove_all(fs::path(dir) / tags[i].second, ec);
+    // meta.json first: a deletion cut short leaves an unpublished tag, never one
+    // that looks complete with its partitions gone.
+    fs::remove(fs::path(dir) / tags[i].second / "meta.json", ec);
+    if (!ec) fs::remove_all(fs::path(dir) / tags[i].second, ec);
     if (ec)
       throw CheckpointError(
           fmt::format("checkpoint: cannot delete {}/{}: {}", dir, tags[i].second, ec.message()));

@@ -53,8 +53,10 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
 // Keep-last-k: deletes the oldest complete tags of `kind` ("full" or "optimizer",
 // meta.json's "kind") among those whose name matches `managed` (the tags a save
 // policy writes, e.g. "step\d+"), keeping the newest `keep` by global step and
-// never the tag `latest` names. Other tags and files are left alone. Returns the
-// tags deleted. Call on one rank, after latest has moved.
+// never the tag `latest` names. Managed tags without meta.json that sort before
+// latest (what a kill mid-save or mid-delete left) are deleted too. Other tags
+// and files are left alone. Returns the tags deleted. Call on one rank, after
+// latest has moved.
 std::vector<std::string> prune_checkpoints(const std::string& dir, const std::string& kind,
                                            int64_t keep, const std::string& managed);
 

@@ -1,8 +1,13 @@
 #include "profiler/store/connection.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace hybrid::profiler::store {
@@ -20,6 +25,37 @@ std::string sql_excerpt(std::string_view sql) {
   for (char& c : s)
     if (c == '\n') c = ' ';
   return sql.size() > kMax ? s + "..." : s;
+}
+
+// Whether the file (or, not yet created, its folder) is on a read-only mount.
+bool on_read_only_filesystem(const std::string& path) {
+  struct statvfs fs {};
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  const std::filesystem::path at =
+      std::filesystem::exists(p, ec) ? p : (p.has_parent_path() ? p.parent_path() : ".");
+  return ::statvfs(at.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY);
+}
+
+// "file:/path?immutable=1", with the characters a URI path cannot hold escaped.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  return uri + "?immutable=1";
+}
+
+// Why a database file that exists cannot be opened for writing.
+std::string why_not_writable(const std::string& path) {
+  struct statvfs fs {};
+  if (::statvfs(path.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY))
+    return "its filesystem is mounted read-only";
+  if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
+  return "SQLite opened it read-only (is the folder writable, for its -wal and -shm files?)";
 }
 
 }  // namespace
@@ -114,10 +150,18 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
   if (std::filesystem::is_directory(path, ec))
     throw StoreError("database " + path_ + " is a directory, not a database file");
 
+  const bool read_only_fs = on_read_only_filesystem(path_);
+  if (read_only_fs && !read_only)
+    throw StoreError("database " + path_ +
+                     " cannot be written: its filesystem is mounted read-only");
+  // A WAL database needs its -shm file even to be read; where none can be made
+  // (read-only media, nobody can write either) SQLite reads it as immutable.
+  const std::string name = read_only_fs ? immutable_uri(path_) : path_;
   const int flags =
       (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-      SQLITE_OPEN_NOMUTEX;  // one RunStore serializes its own calls
-  if (int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
+      SQLITE_OPEN_NOMUTEX |  // one RunStore serializes its own calls
+      (read_only_fs ? SQLITE_OPEN_URI : 0);
+  if (int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
     db_ = nullptr;
@@ -143,6 +187,10 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
     if (read_only) {
       exec("PRAGMA query_only = ON");
     } else {
+      // SQLite falls back to read-only when the file cannot be written; a writer
+      // must hear it now, not at its first insert.
+      if (sqlite3_db_readonly(db_, "main") == 1)
+        throw StoreError("database " + path_ + " cannot be written: " + why_not_writable(path_));
       // WAL: readers (the viewer) never block the writers (ranks, trials), and a
       // crash mid-transaction leaves the last committed state.
       for (int attempt = 1;; ++attempt) {
@@ -183,6 +231,11 @@ Connection::~Connection() {
 void Connection::fail(int rc, std::string_view context) const {
   std::string msg = "database " + path_ + ": " + sqlite3_errmsg(db_);
   if (!context.empty()) msg += " (in " + std::string(context) + ")";
+  // "disk I/O error" alone hides a full disk: say what the system said.
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN)
+    if (const int err = sqlite3_system_errno(db_); err != 0)
+      msg += ": " + std::string(std::strerror(err));
   if (is_busy(rc))
     throw StoreBusyError(msg + "; another process held the lock for longer than " +
                          std::to_string(kBusyTimeoutMs / 1000) + " s");

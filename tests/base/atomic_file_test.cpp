@@ -4,6 +4,8 @@
 #include "base/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -48,6 +50,29 @@ TEST(AtomicFile, WithoutCommitTheOldFileStaysAndNoTemporaryIsLeft) {
   }
   EXPECT_EQ(read(target), "old");
   EXPECT_EQ(entries(d.path), 1u);
+}
+
+// A pid that no process has now: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(AtomicFile, AKilledWritersTemporaryIsRemovedByTheNextWriterOfThatTarget) {
+  TempDir d;
+  const auto target = d.path / "part.bin";
+  const auto dead = d.path / ("part.bin.tmp." + std::to_string(dead_pid()) + ".0");
+  const auto live = d.path / ("part.bin.tmp." + std::to_string(::getpid()) + ".99");
+  const auto other = d.path / ("other.bin.tmp." + std::to_string(dead_pid()) + ".0");
+  for (const auto& p : {dead, live, other}) std::ofstream(p) << "leftover";
+  write_file_atomic(target, "new");
+  EXPECT_EQ(read(target), "new");
+  EXPECT_FALSE(fs::exists(dead)) << "a dead writer's temporary of this target stays";
+  EXPECT_TRUE(fs::exists(live)) << "a live process's temporary must stay";
+  EXPECT_TRUE(fs::exists(other)) << "another target's temporary is not this writer's business";
 }
 
 TEST(AtomicFile, CreatesFoldersAndNamesThePathOnFailure) {

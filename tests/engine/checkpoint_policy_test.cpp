@@ -117,13 +117,17 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
     run_steps(*e, 1);
     e->save_checkpoint(d, SavePolicy::tag(s), s % 3 == 0 ? full : CheckpointSaveOptions{});
   }
-  e->save_checkpoint(d, "best");                  // a user's tag: never the policy's to delete
-  fs::create_directories(dir / "step000007");     // incomplete (no meta.json): left alone
+  e->save_checkpoint(d, "best");               // a user's tag: never the policy's to delete
+  fs::create_directories(dir / "step000007");  // incomplete (no meta.json): left alone
+  // Unpublished and older than latest (a save or a deletion killed midway): dead, deleted.
+  fs::create_directories(dir / "step000000");
+  std::ofstream(dir / ("step000000/" + engine::partition_file_name(0))) << "half";
   std::ofstream(dir / "notes.txt") << "keep me";  // not a tag
   e->save_checkpoint(d, SavePolicy::tag(6));      // latest is step000006 again
   const auto deleted = engine::prune_checkpoints(d, "optimizer", 2, SavePolicy::managed_tags());
   // Optimizer-state tags: 1, 2, 4, 5 and 6 (latest, re-saved as optimizer-state) → keep 6, 5.
-  EXPECT_EQ(deleted, (std::vector<std::string>{"step000004", "step000002", "step000001"}));
+  EXPECT_EQ(deleted,
+            (std::vector<std::string>{"step000000", "step000004", "step000002", "step000001"}));
   EXPECT_EQ(tags_in(d), (std::vector<std::string>{"best", "step000003", "step000005", "step000006",
                                                   "step000007"}));
   EXPECT_TRUE(fs::exists(dir / "notes.txt"));

@@ -1,0 +1,126 @@
+// Helpers of the fault tests (kill storms, resource limits): a process started
+// in its own process group with its output in a file, polling with a deadline,
+// the storm's seed and kill count, and private mounts (tmpfs, read-only).
+#pragma once
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autotune/launcher.h"
+
+extern char** environ;
+
+namespace hybrid::faults {
+
+// A command (split like a launcher template) started in a process group of its
+// own, stdout and stderr appended to `log`.
+class Child {
+ public:
+  Child(const std::string& command, const std::string& log) {
+    const auto words = autotune::split_words(command);
+    std::vector<char*> argv;
+    for (const auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    if (posix_spawn(&pid_, argv[0], &fa, &attr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(-pid_, SIGKILL);
+      wait();
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running() {
+    if (reaped_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      status_ = status;
+    }
+    return !reaped_;
+  }
+  // SIGKILL to the process alone, or to its whole process group.
+  void kill(bool group) { ::kill(group ? -pid_ : pid_, SIGKILL); }
+  int wait() {
+    if (!reaped_) {
+      ::waitpid(pid_, &status_, 0);
+      reaped_ = true;
+    }
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// Polls `done` every 5 ms until it holds or `seconds` pass; returns whether it held.
+inline bool wait_until(const std::function<bool()>& done, double seconds = 60) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+inline int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// A private mount namespace for this test process and its children: mounts
+// made here vanish with the process, whatever happens. "" on success, else why
+// not (no privilege: the caller skips).
+inline std::string enter_private_mounts() {
+  if (::unshare(CLONE_NEWNS) != 0) return fmt::format("unshare(CLONE_NEWNS): {}", strerror(errno));
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fmt::format("mount --make-rprivate /: {}", strerror(errno));
+  return "";
+}
+
+// A tmpfs of `bytes` at `dir` (existing folder); "" on success, else why not.
+inline std::string mount_tmpfs(const std::string& dir, size_t bytes) {
+  const std::string opts = fmt::format("size={}", bytes);
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, opts.c_str()) != 0)
+    return fmt::format("mount -t tmpfs -o {} {}: {}", opts, dir, strerror(errno));
+  return "";
+}
+
+// Makes the filesystem mounted at `dir` read-only; "" on success, else why not.
+inline std::string remount_read_only(const std::string& dir) {
+  if (::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0)
+    return fmt::format("mount -o remount,ro {}: {}", dir, strerror(errno));
+  return "";
+}
+
+}  // namespace hybrid::faults
