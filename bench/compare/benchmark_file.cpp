@@ -144,7 +144,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   buffer << in.rdbuf();
   try {
     return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1e999
     fail(path.string(), fmt::format("not valid JSON ({})", e.what()));
   }
 }

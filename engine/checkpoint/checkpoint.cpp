@@ -156,16 +156,15 @@ nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& t
   if (!in)
     throw CheckpointError(
         fmt::format("checkpoint {}: meta.json missing (incomplete checkpoint)", where(dir, tag)));
+  nlohmann::json meta;
   try {
-    auto meta = nlohmann::json::parse(in);
-    if (meta.value("format", "") != "hybrid-checkpoint")
-      throw CheckpointError(
-          fmt::format("checkpoint {}: meta.json is not a hybrid checkpoint", where(dir, tag)));
-    return meta;
+    meta = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(
         fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
   }
+  validate_checkpoint_meta(meta, where(dir, tag));
+  return meta;
 }
 
 void read_checkpoint_range(const std::string& dir, const std::string& tag,
@@ -190,26 +189,32 @@ void read_checkpoint_range(const std::string& dir, const std::string& tag,
     if (!in || std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kVersion)
       throw CheckpointError(
           fmt::format("checkpoint {}: {} is not a partition file (bad header)", root, name));
+    // Sizes come from the header only once it matches meta.json and the file's
+    // length: a corrupt count must fail here, not in an allocation.
+    if (h.begin != range.begin || h.end != range.end || h.state_floats > kMaxStateFloats)
+      throw CheckpointError(fmt::format("checkpoint {}: {} does not match meta.json", root, name));
     const size_t file_n = size_t(h.end - h.begin);
     const uint64_t expected = (file_n + file_n * h.state_floats) * 4;
-    if (h.begin != range.begin || h.end != range.end || h.payload_bytes != expected)
+    if (h.payload_bytes != expected)
       throw CheckpointError(fmt::format("checkpoint {}: {} does not match meta.json", root, name));
-    std::vector<float> fmaster(file_n), fstate(file_n * h.state_floats);
-    in.read(reinterpret_cast<char*>(fmaster.data()), std::streamsize(file_n * 4));
-    in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
-    if (!in) {
-      const auto size = fs::file_size(path);
-      throw CheckpointError(
-          fmt::format("checkpoint {}: {} is truncated (expected {} bytes, found {})", root, name,
-                      sizeof h + expected, size));
-    }
-    if (crc_of(fmaster, fstate) != h.crc32)
-      throw CheckpointError(
-          fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
     if (state && int(h.state_floats) != state_floats)
       throw CheckpointError(fmt::format(
           "checkpoint {}: optimizer state has {} floats per parameter, this optimizer needs {}",
           root, h.state_floats, state_floats));
+    std::error_code ec;
+    const uint64_t size = fs::file_size(path, ec);
+    if (ec) throw CheckpointError(fmt::format("checkpoint {}: {}: {}", root, name, ec.message()));
+    if (size != sizeof h + expected)
+      throw CheckpointError(fmt::format(
+          "checkpoint {}: {} is {} (expected {} bytes, found {})", root, name,
+          size < sizeof h + expected ? "truncated" : "oversized", sizeof h + expected, size));
+    std::vector<float> fmaster(file_n), fstate(file_n * h.state_floats);
+    in.read(reinterpret_cast<char*>(fmaster.data()), std::streamsize(file_n * 4));
+    in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
+    if (!in) throw CheckpointError(fmt::format("checkpoint {}: cannot read {}", root, name));
+    if (crc_of(fmaster, fstate) != h.crc32)
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
     const size_t src0 = size_t(overlap.begin - range.begin),
                  dst0 = size_t(overlap.begin - want.begin);
     const size_t count = size_t(overlap.size());
