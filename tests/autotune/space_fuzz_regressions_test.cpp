@@ -1,8 +1,10 @@
 // Search spaces the fuzzer (fuzz/fuzz_tune_space.cpp) found mishandled, kept as
 // files under fuzz/regressions/tune_space/ and results/examples/.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "autotune/space.h"
+#include "autotune/tune_error.h"
 
 namespace hybrid::autotune {
 namespace {
@@ -32,6 +34,19 @@ TEST(SpaceFuzzRegressions, RangesUpToInt64MaxDoNotOverflow) {
   ASSERT_NE(gather, nullptr);
   EXPECT_EQ(reduce->values, (std::vector<nlohmann::json>{INT64_MAX - 1, INT64_MAX}));
   EXPECT_EQ(gather->values, (std::vector<nlohmann::json>{int64_t(1) << 62}));
+}
+
+// nlohmann/json throws out_of_range, not parse_error, for a number beyond double.
+TEST(SpaceFuzzRegressions, NumberBeyondDoubleIsInvalidJson) {
+  const std::string file =
+      std::string(HYBRID_SOURCE_DIR) + "/fuzz/regressions/tune_space/number_overflow.json";
+  try {
+    load_space(file);
+    FAIL() << "loaded";
+  } catch (const TuneError& e) {
+    EXPECT_THAT(std::string(e.what()), testing::StartsWith("space: " + file + ": invalid JSON: "));
+    EXPECT_THAT(std::string(e.what()), testing::HasSubstr("number overflow parsing '1e999'"));
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Inputs the checkpoint fuzzer found (fuzz/regressions/checkpoint/, the harness's
-// format: meta.json, a separator, the partition bytes). Each must fail with a
-// CheckpointError that names what is wrong, never a JSON library exception, an
-// allocation sized by the file, or undefined behaviour.
+// Inputs the fuzzers found in the engine's readers (fuzz/regressions/<harness>/).
+// Each must fail with the reader's named error saying what is wrong, never a
+// JSON library exception, an allocation sized by the file, or undefined behaviour.
+// Checkpoint inputs are in the harness's format: meta.json, a separator line, the
+// partition bytes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/config/config.h"
 #include "engine_test_util.h"
 #include "fuzz/checkpoint_input.h"
 
@@ -18,8 +20,12 @@ namespace {
 
 // Unpacks the regression input and reads it as Engine::load_checkpoint does;
 // returns the CheckpointError's message ("" when it loaded).
+std::string regression_file(const std::string& harness, const std::string& name) {
+  return std::string(HYBRID_SOURCE_DIR) + "/fuzz/regressions/" + harness + "/" + name;
+}
+
 std::string load_regression(const std::string& name) {
-  const std::string file = std::string(HYBRID_SOURCE_DIR) + "/fuzz/regressions/checkpoint/" + name;
+  const std::string file = regression_file("checkpoint", name);
   std::ifstream in(file, std::ios::binary);
   EXPECT_TRUE(in) << file;
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -45,6 +51,19 @@ TEST(CheckpointFuzzRegressions, MetaWithoutStateFloatsNamesTheField) {
 TEST(CheckpointFuzzRegressions, FormatThatIsANumberIsNotAHybridCheckpoint) {
   EXPECT_THAT(load_regression("format_is_a_number.ckpt"),
               testing::HasSubstr("meta.json is not a hybrid checkpoint"));
+}
+
+// nlohmann/json throws out_of_range, not parse_error, for a number beyond double:
+// load_config caught only the latter.
+TEST(ConfigFuzzRegressions, NumberBeyondDoubleIsInvalidJson) {
+  const std::string file = regression_file("config", "number_overflow.json");
+  try {
+    load_config(file);
+    FAIL() << "loaded";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "config: " + file + ": invalid JSON: number overflow parsing '5e764'");
+  }
 }
 
 }  // namespace
