@@ -42,6 +42,14 @@ uint32_t crc_of(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::string where(const std::string& dir, const std::string& tag) { return dir + "/" + tag; }
 
+// A string field of a meta.json that may be damaged (json::value throws on a type
+// mismatch); `fallback` when absent or not a string.
+std::string text_field(const nlohmann::json& meta, const char* key, const char* fallback) {
+  if (!meta.is_object()) return fallback;
+  const auto it = meta.find(key);
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 }  // namespace
 
 std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}.bin", rank); }
@@ -114,17 +122,19 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
     std::ifstream in(entry.path() / "meta.json");
     if (!in) continue;  // incomplete: never published, not ours to judge
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!meta.is_object() || meta.value("format", "") != "hybrid-checkpoint" ||
-        meta.value("kind", "optimizer") != kind)
+    if (text_field(meta, "format", "") != "hybrid-checkpoint" ||
+        text_field(meta, "kind", "optimizer") != kind)
       continue;
-    tags.emplace_back(meta.value("global_step", int64_t(0)), tag);
+    const auto step = meta.find("global_step");
+    tags.emplace_back(step != meta.end() && step->is_number_integer() ? step->get<int64_t>() : 0,
+                      tag);
   }
   // `latest` counts among the kept ones when the policy wrote it and it is of this kind.
   bool latest_counts = false;
   if (!latest.empty() && std::regex_match(latest, pattern)) {
     std::ifstream in(dir + "/" + latest + "/meta.json");
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    latest_counts = meta.is_object() && meta.value("kind", "optimizer") == kind;
+    latest_counts = meta.is_object() && text_field(meta, "kind", "optimizer") == kind;
   }
   const int64_t keep_others = latest_counts ? keep - 1 : keep;
   std::sort(tags.begin(), tags.end(), std::greater<>());

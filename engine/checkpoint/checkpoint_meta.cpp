@@ -51,6 +51,22 @@ void check_partitions(const nlohmann::json& meta, const std::string& where) {
   }
 }
 
+// LossScaler::state(): what LossScaler::load_state reads back under fp16.
+void check_loss_scaler(const nlohmann::json& meta, const std::string& where) {
+  const auto s = meta.find("loss_scaler");
+  if (s == meta.end()) return;
+  if (!s->is_object()) fail(where, "loss_scaler must be an object");
+  const auto dynamic = s->find("dynamic");
+  if (dynamic == s->end() || !dynamic->is_boolean())
+    fail(where, "loss_scaler.dynamic must be true or false");
+  const auto scale = s->find("cur_scale");
+  if (scale == s->end() || !scale->is_number() || !(scale->get<double>() > 0))
+    fail(where, "loss_scaler.cur_scale must be a positive number");
+  integer(*s, "cur_hysteresis", 0, INT32_MAX, where, "loss_scaler.");
+  integer(*s, "cur_iter", INT64_MIN, INT64_MAX, where, "loss_scaler.");
+  integer(*s, "last_overflow_iter", INT64_MIN, INT64_MAX, where, "loss_scaler.");
+}
+
 }  // namespace
 
 void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& where) {
@@ -70,8 +86,7 @@ void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& whe
        {"n_layer", "n_embd", "n_head", "vocab_size", "padded_vocab_size", "seq_len"})
     integer(*m, key, 1, INT32_MAX, where, "model.");
   string_field(*m, "type", where, "model.");
-  if (const auto s = meta.find("loss_scaler"); s != meta.end() && !s->is_object())
-    fail(where, "loss_scaler must be an object");
+  check_loss_scaler(meta, where);
   check_partitions(meta, where);
 }
 

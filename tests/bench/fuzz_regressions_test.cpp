@@ -34,5 +34,31 @@ TEST(BenchFuzzRegressions, NumberBeyondDoubleIsNotValidJsonNamingTheFile) {
   }
 }
 
+std::string load_error(const std::string& name, bool suites = false) {
+  const std::string file = std::string(HYBRID_SOURCE_DIR) + "/fuzz/regressions/bench_json/" + name;
+  try {
+    if (suites)
+      load_suites(file);
+    else
+      load_benchmark_file(file);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// json::value(key, default) throws type_error when the key holds another type: a
+// result's run_name, threads, error_occurred, error_message or time_unit, and a
+// suite's description, escaped as JSON library exceptions.
+TEST(BenchFuzzRegressions, OptionalFieldsOfTheWrongTypeNameTheBenchmarkAndKey) {
+  EXPECT_THAT(load_error("run_name_is_a_number.json"),
+              testing::EndsWith(": benchmark 'm': \"run_name\" has the wrong type: 7"));
+  EXPECT_THAT(load_error("threads_is_a_string.json"),
+              testing::EndsWith(": benchmark 'm': \"threads\" has the wrong type: \"1\""));
+  EXPECT_THAT(load_error("suite_description_is_a_number.json", true),
+              testing::EndsWith(
+                  "suite_description_is_a_number.json: suites.ci.description must be a string"));
+}
+
 }  // namespace
 }  // namespace hybrid::bench

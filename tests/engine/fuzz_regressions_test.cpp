@@ -53,6 +53,21 @@ TEST(CheckpointFuzzRegressions, FormatThatIsANumberIsNotAHybridCheckpoint) {
               testing::HasSubstr("meta.json is not a hybrid checkpoint"));
 }
 
+// Engine::load_checkpoint reads loss_scaler.dynamic with json::value, which threw
+// type_error for a string.
+TEST(CheckpointFuzzRegressions, LossScalerFieldsAreChecked) {
+  EXPECT_THAT(load_regression("loss_scaler_dynamic_is_a_string.ckpt"),
+              testing::HasSubstr("meta.json: loss_scaler.dynamic must be true or false"));
+}
+
+// A partition whose header and meta.json agree on 2^40 parameters: the reader
+// allocated the header's count (4 TiB of floats) before looking at the file's size.
+TEST(CheckpointFuzzRegressions, PartitionSizeIsCheckedAgainstTheFileBeforeAllocating) {
+  EXPECT_THAT(load_regression("partition_of_2^40_floats.ckpt"),
+              testing::HasSubstr("partition_00000.bin is truncated (expected 13194139533376 "
+                                 "bytes, found 320)"));
+}
+
 // nlohmann/json throws out_of_range, not parse_error, for a number beyond double:
 // load_config caught only the latter.
 TEST(ConfigFuzzRegressions, NumberBeyondDoubleIsInvalidJson) {
