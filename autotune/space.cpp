@@ -112,7 +112,11 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
       base::json_fail(
           "space", key,
           "one of {\"range\": [lo, hi(, step)]}, {\"pow2\": [lo, hi]}, {\"values\": [...]}", spec);
-    const auto& [form, arg] = *spec.items().begin();
+    // Copied out of the iterator: a structured binding of *items().begin() keeps a
+    // reference into a temporary iterator (ASan: stack-use-after-scope).
+    const auto first = spec.begin();
+    const std::string form = first.key();
+    const json& arg = first.value();
     const std::string where = key + "." + form;
     if (form == "values") return expand(def, arg, key);
     if (def.type != AxisType::integer)
@@ -122,12 +126,16 @@ std::vector<json> expand(const AxisDef& def, const json& spec, const std::string
       const int64_t step = r.size() == 3 ? r[2] : 1;
       if (uint64_t((r[1] - r[0]) / step) + 1 > kMaxAxisValues)
         throw TuneError(fmt::format("space: {} has more than {} values", where, kMaxAxisValues));
-      for (int64_t x = r[0]; x <= r[1]; x += step) out.push_back(json(x));
+      // Counted, not `x += step` up to hi: hi may be INT64_MAX (signed overflow).
+      const uint64_t count = uint64_t(r[1] - r[0]) / uint64_t(step) + 1;
+      for (uint64_t i = 0; i < count; ++i) out.push_back(json(r[0] + int64_t(i) * step));
     } else if (form == "pow2" || form == "powers_of_two") {
       const auto r = integer_pair_or_triple(def, arg, where, false);
       if (r[0] < 1) base::json_fail("space", where, "[lo, hi] with 1 <= lo <= hi", arg);
-      for (int64_t x = 1; x <= r[1]; x *= 2)
+      for (int64_t x = 1;; x *= 2) {  // stops before doubling past hi (may be INT64_MAX)
         if (x >= r[0]) out.push_back(json(x));
+        if (x > r[1] / 2) break;
+      }
       if (out.empty())
         throw TuneError(fmt::format("space: {} = {} contains no power of two", where,
                                     base::describe_json(arg)));
@@ -267,7 +275,7 @@ SearchSpace load_space(const std::string& path) {
   json j;
   try {
     j = json::parse(ss.str(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
     throw TuneError(fmt::format("space: {}: invalid JSON: {}", path, e.what()));
   }
   try {

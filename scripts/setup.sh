@@ -10,6 +10,7 @@ packages=(
   zlib1g-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev liburing-dev
   clang-format clang-tidy python3
+  clang libclang-rt-dev llvm
 )
 
 missing=()

@@ -21,5 +21,9 @@ source scripts/mpi-env.sh
 (cd "$build" && ctest --output-on-failure -j2 --timeout 900)
 echo "test.sh: tests done in $((SECONDS - start)) s"
 
+# Every fuzz harness for 15 s, two at once (clang, ASan + UBSan; docs/reliability.md).
+FUZZ_JOBS=2 scripts/fuzz.sh 15
+echo "test.sh: fuzzing done in $((SECONDS - start)) s"
+
 scripts/bench-ci-check.sh "$build" "$PWD"
 echo "test.sh: all done in $((SECONDS - start)) s"

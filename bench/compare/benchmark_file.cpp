@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "base/statistics.h"
 
@@ -49,6 +50,26 @@ void settle_rounds(BenchmarkFile& file) {
       !file.context.contains("hybrid_merged_from")) {
     for (auto& b : file.benchmarks) b.rounds.assign(b.real_time_ns.size(), 0);
   }
+}
+
+// An optional field of a result entry: `fallback` when absent or null; present with
+// another type, an error naming the benchmark (json::value would throw type_error).
+template <class T>
+T optional_field(const nlohmann::json& entry, const char* key, T fallback,
+                 const std::string& source, const std::string& name) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) return fallback;
+  bool ok = false;
+  if constexpr (std::is_same_v<T, bool>)
+    ok = it->is_boolean();
+  else if constexpr (std::is_same_v<T, std::string>)
+    ok = it->is_string();
+  else
+    ok = it->is_number_integer();
+  if (!ok)
+    fail(source,
+         fmt::format("benchmark '{}': \"{}\" has the wrong type: {}", name, key, it->dump()));
+  return it->get<T>();
 }
 
 }  // namespace
@@ -110,19 +131,21 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
       fail(source, fmt::format("benchmarks[{}] is not a Google Benchmark result (no \"name\")", i));
     }
-    std::string name = entry.value("run_name", entry["name"].get<std::string>());
+    std::string name = optional_field(entry, "run_name", entry["name"].get<std::string>(), source,
+                                      entry["name"].get<std::string>());
     if (is_aggregate(entry)) {
       aggregate_only.push_back(name);
       continue;
     }
     BenchmarkSamples& b = find_or_add(name);
-    b.threads = entry.value("threads", 1);
-    if (entry.value("error_occurred", false)) {
+    b.threads = optional_field(entry, "threads", 1, source, name);
+    if (optional_field(entry, "error_occurred", false, source, name)) {
       b.error = true;
-      b.error_message = entry.value("error_message", std::string("(no message)"));
+      b.error_message =
+          optional_field(entry, "error_message", std::string("(no message)"), source, name);
       continue;
     }
-    std::string unit = entry.value("time_unit", std::string("ns"));
+    std::string unit = optional_field(entry, "time_unit", std::string("ns"), source, name);
     double scale = 0;
     try {
       scale = time_unit_to_ns(unit);
@@ -179,7 +202,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   buffer << in.rdbuf();
   try {
     return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1e999
     fail(path.string(), fmt::format("not valid JSON ({})", e.what()));
   }
 }

@@ -110,7 +110,10 @@ std::map<std::string, Suite> parse_suites(const nlohmann::json& doc, const std::
     reader.only_keys(s, key, {"description", "repetitions", "metric", "entries", "comment"});
     Suite suite;
     suite.name = name;
-    suite.description = s.value("description", std::string());
+    if (s.contains("description")) {
+      if (!s["description"].is_string()) reader.fail(key + ".description", "must be a string");
+      suite.description = s["description"].get<std::string>();
+    }
     if (s.contains("repetitions"))
       suite.repetitions = reader.integer(s["repetitions"], key + ".repetitions", 2);
     if (s.contains("metric")) {

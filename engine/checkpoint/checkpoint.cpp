@@ -42,6 +42,14 @@ uint32_t crc_of(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::string where(const std::string& dir, const std::string& tag) { return dir + "/" + tag; }
 
+// A string field of a meta.json that may be damaged (json::value throws on a type
+// mismatch); `fallback` when absent or not a string.
+std::string text_field(const nlohmann::json& meta, const char* key, const char* fallback) {
+  if (!meta.is_object()) return fallback;
+  const auto it = meta.find(key);
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 }  // namespace
 
 std::string partition_file_name(int rank) { return fmt::format("partition_{:05d}.bin", rank); }
@@ -123,17 +131,19 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
       continue;
     }
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!meta.is_object() || meta.value("format", "") != "hybrid-checkpoint" ||
-        meta.value("kind", "optimizer") != kind)
+    if (text_field(meta, "format", "") != "hybrid-checkpoint" ||
+        text_field(meta, "kind", "optimizer") != kind)
       continue;
-    tags.emplace_back(meta.value("global_step", int64_t(0)), tag);
+    const auto step = meta.find("global_step");
+    tags.emplace_back(step != meta.end() && step->is_number_integer() ? step->get<int64_t>() : 0,
+                      tag);
   }
   // `latest` counts among the kept ones when the policy wrote it and it is of this kind.
   bool latest_counts = false;
   if (!latest.empty() && std::regex_match(latest, pattern)) {
     std::ifstream in(dir + "/" + latest + "/meta.json");
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    latest_counts = meta.is_object() && meta.value("kind", "optimizer") == kind;
+    latest_counts = meta.is_object() && text_field(meta, "kind", "optimizer") == kind;
   }
   const int64_t keep_others = latest_counts ? keep - 1 : keep;
   std::sort(tags.begin(), tags.end(), std::greater<>());
@@ -168,16 +178,15 @@ nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& t
   if (!in)
     throw CheckpointError(
         fmt::format("checkpoint {}: meta.json missing (incomplete checkpoint)", where(dir, tag)));
+  nlohmann::json meta;
   try {
-    auto meta = nlohmann::json::parse(in);
-    if (meta.value("format", "") != "hybrid-checkpoint")
-      throw CheckpointError(
-          fmt::format("checkpoint {}: meta.json is not a hybrid checkpoint", where(dir, tag)));
-    return meta;
+    meta = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(
         fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
   }
+  validate_checkpoint_meta(meta, where(dir, tag));
+  return meta;
 }
 
 void read_checkpoint_range(const std::string& dir, const std::string& tag,
@@ -202,26 +211,32 @@ void read_checkpoint_range(const std::string& dir, const std::string& tag,
     if (!in || std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kVersion)
       throw CheckpointError(
           fmt::format("checkpoint {}: {} is not a partition file (bad header)", root, name));
+    // Sizes come from the header only once it matches meta.json and the file's
+    // length: a corrupt count must fail here, not in an allocation.
+    if (h.begin != range.begin || h.end != range.end || h.state_floats > kMaxStateFloats)
+      throw CheckpointError(fmt::format("checkpoint {}: {} does not match meta.json", root, name));
     const size_t file_n = size_t(h.end - h.begin);
     const uint64_t expected = (file_n + file_n * h.state_floats) * 4;
-    if (h.begin != range.begin || h.end != range.end || h.payload_bytes != expected)
+    if (h.payload_bytes != expected)
       throw CheckpointError(fmt::format("checkpoint {}: {} does not match meta.json", root, name));
-    std::vector<float> fmaster(file_n), fstate(file_n * h.state_floats);
-    in.read(reinterpret_cast<char*>(fmaster.data()), std::streamsize(file_n * 4));
-    in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
-    if (!in) {
-      const auto size = fs::file_size(path);
-      throw CheckpointError(
-          fmt::format("checkpoint {}: {} is truncated (expected {} bytes, found {})", root, name,
-                      sizeof h + expected, size));
-    }
-    if (crc_of(fmaster, fstate) != h.crc32)
-      throw CheckpointError(
-          fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
     if (state && int(h.state_floats) != state_floats)
       throw CheckpointError(fmt::format(
           "checkpoint {}: optimizer state has {} floats per parameter, this optimizer needs {}",
           root, h.state_floats, state_floats));
+    std::error_code ec;
+    const uint64_t size = fs::file_size(path, ec);
+    if (ec) throw CheckpointError(fmt::format("checkpoint {}: {}: {}", root, name, ec.message()));
+    if (size != sizeof h + expected)
+      throw CheckpointError(fmt::format(
+          "checkpoint {}: {} is {} (expected {} bytes, found {})", root, name,
+          size < sizeof h + expected ? "truncated" : "oversized", sizeof h + expected, size));
+    std::vector<float> fmaster(file_n), fstate(file_n * h.state_floats);
+    in.read(reinterpret_cast<char*>(fmaster.data()), std::streamsize(file_n * 4));
+    in.read(reinterpret_cast<char*>(fstate.data()), std::streamsize(fstate.size() * 4));
+    if (!in) throw CheckpointError(fmt::format("checkpoint {}: cannot read {}", root, name));
+    if (crc_of(fmaster, fstate) != h.crc32)
+      throw CheckpointError(
+          fmt::format("checkpoint {}: {} is corrupt (checksum mismatch)", root, name));
     const size_t src0 = size_t(overlap.begin - range.begin),
                  dst0 = size_t(overlap.begin - want.begin);
     const size_t count = size_t(overlap.size());

@@ -62,9 +62,19 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
 
 // The tag to load: `tag`, or the content of DIR/latest when empty.
 std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag);
+// Reads DIR/TAG/meta.json and validates it (validate_checkpoint_meta).
 nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& tag);
+// Optimizer state floats per parameter a checkpoint may declare (Adam has 2).
+inline constexpr int64_t kMaxStateFloats = 16;
+// Throws CheckpointError naming `where` and the field unless every field the
+// loaders read has its type and range: format, param_count, state_floats,
+// world_size, the step counters, optimizer, model.{type, n_layer, n_embd, n_head,
+// vocab_size, padded_vocab_size, seq_len}, loss_scaler (LossScaler::state(), when present)
+// and partitions [{rank, begin, end}] with 0 <= begin <= end.
+void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& where);
 // Fills master/state (sized for `want`) from whichever partitions overlap it,
-// verifying each file's size and checksum. Elements no partition covers stay 0.
+// verifying each file's header, size (before anything is allocated) and checksum.
+// Elements no partition covers stay 0.
 void read_checkpoint_range(const std::string& dir, const std::string& tag,
                            const nlohmann::json& meta, FlatRange want, int state_floats,
                            float* master, float* state);

@@ -37,7 +37,8 @@ RunInfo RunStore::read_run_row(store::Statement& st) {
   r.hybrid_version = st.text(14);
   r.started_at = st.f64(15);
   r.finished_at = st.opt_f64(16);
-  r.status = parse_run_status(st.text(17));
+  r.status = read_stored(path(), fmt::format("run {}", r.id),
+                         [&] { return parse_run_status(st.text(17)); });
   r.error = st.text(18);
   r.summary_json = st.text(19);
   r.writer_pid = st.i64(20);

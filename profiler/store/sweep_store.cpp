@@ -16,7 +16,7 @@ constexpr const char* kTrialColumns =
     "output_tail, run_id, created_at, updated_at, step_count, step_median_ms, step_q1_ms, "
     "step_q3_ms, step_mad_ms, step_cv, step_ci_low_ms, step_ci_high_ms, noisy, attempts";
 
-SweepInfo read_sweep_row(store::Statement& st) {
+SweepInfo read_sweep_row(store::Statement& st, const std::string& db) {
   SweepInfo s;
   s.id = st.i64(0);
   s.name = st.text(1);
@@ -24,7 +24,8 @@ SweepInfo read_sweep_row(store::Statement& st) {
   s.space_json = st.text(3);
   s.strategy = st.text(4);
   s.metric = st.text(5);
-  s.status = parse_sweep_status(st.text(6));
+  s.status = read_stored(db, fmt::format("sweep {}", s.id),
+                         [&] { return parse_sweep_status(st.text(6)); });
   s.created_at = st.f64(7);
   s.finished_at = st.opt_f64(8);
   return s;
@@ -141,7 +142,7 @@ std::vector<SweepInfo> RunStore::sweeps() {
       "SELECT id, name, base_config_json, space_json, strategy, metric, status, created_at, "
       "finished_at FROM sweeps ORDER BY id");
   std::vector<SweepInfo> out;
-  while (st.step()) out.push_back(read_sweep_row(st));
+  while (st.step()) out.push_back(read_sweep_row(st, path()));
   return out;
 }
 
@@ -153,7 +154,7 @@ SweepInfo RunStore::get_sweep(int64_t sweep_id) {
   st.bind(sweep_id);
   if (!st.step())
     throw StoreError(fmt::format("database {}: sweep {} not found", path(), sweep_id));
-  return read_sweep_row(st);
+  return read_sweep_row(st, path());
 }
 
 TrialRow RunStore::read_trial_row(store::Statement& st) {
@@ -162,7 +163,8 @@ TrialRow RunStore::read_trial_row(store::Statement& st) {
   t.sweep_id = st.i64(1);
   t.key = st.text(2);
   t.config_json = st.text(3);
-  t.status = parse_trial_status(st.text(4));
+  t.status = read_stored(path(), fmt::format("trial {}", t.id),
+                         [&] { return parse_trial_status(st.text(4)); });
   t.reason = st.text(5);
   t.metric = st.opt_f64(6);
   t.tokens_per_s = st.opt_f64(7);
