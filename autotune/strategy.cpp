@@ -136,4 +136,18 @@ std::string parse_strategy(const std::string& name) {
   throw TuneError(fmt::format("--strategy must be grid, random or model, got \"{}\"", name));
 }
 
+size_t trials_since_improvement(Metric m, const std::vector<Observation>& history) {
+  std::optional<double> best;
+  size_t since = 0;
+  for (const auto& h : history) {
+    if (h.ok && (!best || better(m, h.metric, *best))) {
+      best = h.metric;
+      since = 0;
+    } else {
+      ++since;
+    }
+  }
+  return since;
+}
+
 }  // namespace hybrid::autotune

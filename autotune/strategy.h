@@ -56,6 +56,9 @@ struct ModelStrategyOptions {
 std::unique_ptr<Strategy> make_model_strategy(std::vector<StepFeatures> features,
                                               ModelStrategyOptions opts);
 
+// Trials without improvement at the end of the history, oldest first (early stopping).
+size_t trials_since_improvement(Metric m, const std::vector<Observation>& history);
+
 // "grid" | "random" | "model"; throws TuneError naming the value otherwise.
 std::string parse_strategy(const std::string& name);
 

@@ -53,21 +53,6 @@ std::unique_ptr<Strategy> make_strategy(const SweepPlan& plan, std::vector<StepF
   return make_grid_strategy();
 }
 
-// Trials without improvement at the end of the history (for early stopping).
-size_t trials_since_improvement(Metric m, const std::vector<Observation>& history) {
-  std::optional<double> best;
-  size_t since = 0;
-  for (const auto& h : history) {
-    if (h.ok && (!best || better(m, h.metric, *best))) {
-      best = h.metric;
-      since = 0;
-    } else {
-      ++since;
-    }
-  }
-  return since;
-}
-
 void fill_from_outcome(TrialRow& row, const SteadyTrial& steady, const NoiseOptions& noise,
                        Metric metric) {
   const TrialRun& run = steady.run;
