@@ -25,19 +25,6 @@ using test::quiet;
 
 constexpr size_t kActivations = size_t(MemCategory::activations);
 
-void run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
-  std::vector<int32_t> in(n), tgt(n);
-  for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(i % size_t(cfg.model.vocab_size));
-  for (int s = 0; s < steps; ++s)
-    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      e.forward(in, tgt);
-      e.backward();
-      e.step();
-    }
-}
-
 nlohmann::json patch_for(int stage, const std::string& dtype, const std::string& policy) {
   nlohmann::json p = {{"gradient_accumulation_steps", 2},
                       {"zero_optimization",
@@ -79,7 +66,7 @@ TEST_P(CheckpointingMemory, AllocationAndPeaksAreThePredictionExactly) {
   expect_equal(e->host_allocator().stats().current, layouts.host.resident_bytes(), "host, init");
   e->allocator().reset_peaks();
   e->host_allocator().reset_peaks();
-  run_steps(*e, 3);
+  test::train_on_fixed_batch(*e, 3);
   const auto predicted = engine::predict_memory(cfg, 1, e->backend());
   expect_equal(e->allocator().stats().peak, predicted.bytes, "device peak");
   expect_equal(e->host_allocator().stats().peak, predicted.host, "host peak");
@@ -115,7 +102,7 @@ TEST(CheckpointingMemory, EveryBlockSavesAllButOneSetOfInternalsAsPredicted) {
     auto h = initialize(host, make_gpt2(host), quiet());
     for (auto* e : {a.get(), b.get(), h.get()}) {
       e->allocator().reset_peaks();
-      run_steps(*e, 2);
+      test::train_on_fixed_batch(*e, 2);
     }
     const uint64_t peak_off = a->allocator().stats().peak[kActivations];
     const uint64_t peak_on = b->allocator().stats().peak[kActivations];

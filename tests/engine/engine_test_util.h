@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "engine/config/config.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -117,6 +118,47 @@ inline TrainRun run_hybrid_train(const TempDir& dir, const std::string& name, in
     for (auto* t : w.tensors()) r.weights.insert(r.weights.end(), t->begin(), t->end());
   }
   return r;
+}
+
+// Synthetic training for the engine tests: `steps` optimizer steps of
+// gradient_accumulation_steps micro-steps each.
+//
+// On one fixed batch (token i and its target both i mod vocab): for memory peaks.
+inline void train_on_fixed_batch(Engine& e, int steps) {
+  const auto& cfg = e.config();
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
+  std::vector<int32_t> in(n), tgt(n);
+  for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(i % size_t(cfg.model.vocab_size));
+  for (int s = 0; s < steps; ++s)
+    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
+      e.forward(in, tgt);
+      e.backward();
+      e.step();
+    }
+}
+
+// On batches that change with the step, the micro-step and the rank (so every
+// step's gradients differ); returns each step's loss summed over its micro-steps.
+inline std::vector<float> train_on_changing_batches(Engine& e, int steps) {
+  const auto& cfg = e.config();
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
+  std::vector<int32_t> in(n), tgt(n);
+  std::vector<float> losses;
+  for (int s = 0; s < steps; ++s) {
+    float l = 0;
+    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
+      const size_t salt = size_t(e.global_step()) * 5 + size_t(k) * 11 + size_t(e.rank()) * 17;
+      for (size_t i = 0; i < n; ++i) {
+        in[i] = int32_t((i * 7 + salt) % size_t(cfg.model.vocab_size));
+        tgt[i] = int32_t((i * 3 + salt + 1) % size_t(cfg.model.vocab_size));
+      }
+      l += e.forward(in, tgt);
+      e.backward();
+      e.step();
+    }
+    losses.push_back(l);
+  }
+  return losses;
 }
 
 // One zeroed buffer through a one-entry layout: engine code gets memory only

@@ -15,19 +15,6 @@ using engine::MemCategory;
 
 using test::quiet;
 
-void run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
-  std::vector<int32_t> in(n), tgt(n);
-  for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(i % size_t(cfg.model.vocab_size));
-  for (int s = 0; s < steps; ++s)
-    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      e.forward(in, tgt);
-      e.backward();
-      e.step();
-    }
-}
-
 TEST(TrackingAllocator, CountsPerCategoryAndPeaks) {
   auto backend = kernels::make_cpu_backend();
   engine::TrackingAllocator alloc(*backend, 0);
@@ -113,7 +100,7 @@ TEST_P(MemoryModel, MatchesMeasuredPeaksPerCategory) {
   auto e = initialize(cfg, make_gpt2(cfg), quiet());
   e->allocator().reset_peaks();
   e->host_allocator().reset_peaks();
-  run_steps(*e, 3);
+  test::train_on_fixed_batch(*e, 3);
   const auto measured = e->allocator().stats();
   const auto predicted = engine::predict_memory(cfg, 1, e->backend());
   expect_equal(measured.peak, predicted.bytes, "device peak");
@@ -135,7 +122,7 @@ TEST_P(MemoryModel, AllocatorHoldsExactlyTheLayouts) {
                "device after init");
   expect_equal(e->host_allocator().stats().current, layouts.host.resident_bytes(),
                "host after init");
-  run_steps(*e, 2);
+  test::train_on_fixed_batch(*e, 2);
   expect_equal(e->allocator().stats().current, layouts.device.resident_bytes(),
                "device after steps");
   expect_equal(e->host_allocator().stats().current, layouts.host.resident_bytes(),

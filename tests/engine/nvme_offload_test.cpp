@@ -60,28 +60,6 @@ nlohmann::json patch_for(const std::string& dtype, const std::string& opt,
   return p;
 }
 
-std::vector<float> run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
-  std::vector<int32_t> in(n), tgt(n);
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    float l = 0;
-    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      const size_t salt = size_t(e.global_step()) * 5 + size_t(k) * 11 + size_t(e.rank()) * 17;
-      for (size_t i = 0; i < n; ++i) {
-        in[i] = int32_t((i * 7 + salt) % size_t(cfg.model.vocab_size));
-        tgt[i] = int32_t((i * 3 + salt + 1) % size_t(cfg.model.vocab_size));
-      }
-      l += e.forward(in, tgt);
-      e.backward();
-      e.step();
-    }
-    losses.push_back(l);
-  }
-  return losses;
-}
-
 struct Where {
   std::string dtype, opt, params;
 };
@@ -99,7 +77,7 @@ TEST_P(Infinity, TrainsBitwiseAsWithoutOffloadWithExactMemoryAndFilesRemoved) {
   const auto base_cfg = test::tiny_config(patch_for(w.dtype, "none", "none", nvme));
   const auto cfg = test::tiny_config(patch_for(w.dtype, w.opt, w.params, nvme));
   auto ref = initialize(base_cfg, make_gpt2(base_cfg), quiet());
-  const auto ref_losses = run_steps(*ref, 4);
+  const auto ref_losses = test::train_on_changing_batches(*ref, 4);
   const auto ref_weights = ref->gather_parameters();
   {
     auto e = initialize(cfg, make_gpt2(cfg), quiet());
@@ -109,7 +87,7 @@ TEST_P(Infinity, TrainsBitwiseAsWithoutOffloadWithExactMemoryAndFilesRemoved) {
     EXPECT_TRUE(swap_files(dir.path()).empty()) << testing::PrintToString(swap_files(dir.path()));
     e->allocator().reset_peaks();
     e->host_allocator().reset_peaks();
-    const auto losses = run_steps(*e, 4);
+    const auto losses = test::train_on_changing_batches(*e, 4);
     EXPECT_EQ(losses, ref_losses);
     EXPECT_EQ(e->gather_parameters(), ref_weights) << "final fp32 master weights";
     EXPECT_EQ(e->skipped_steps(), ref->skipped_steps());
@@ -177,8 +155,8 @@ TEST(InfinityIo, OptimizerSwapTrafficIsTheClosedFormAndNotCommunication) {
     return b;
   };
   EXPECT_EQ(io_bytes(), (std::array<uint64_t, 2>{0, n * 12})) << "initial weights written once";
-  run_steps(*e, 4);
-  run_steps(*p, 4);
+  test::train_on_changing_batches(*e, 4);
+  test::train_on_changing_batches(*p, 4);
   EXPECT_EQ(io_bytes(), (std::array<uint64_t, 2>{4 * n * 12, 5 * n * 12}));
   auto totals = [](const profiler::CommTracer& t) {
     std::array<uint64_t, 2> c{};  // collectives, bytes
@@ -195,17 +173,17 @@ TEST(InfinityCheckpoint, MovesBetweenNvmeAndDevice) {
   const auto off = test::tiny_config(patch_for("bf16", "nvme", "nvme", nvme));
   const auto on = test::tiny_config(patch_for("bf16", "none", "none", nvme));
   auto full = initialize(on, make_gpt2(on), quiet());
-  const auto all = run_steps(*full, 6);
+  const auto all = test::train_on_changing_batches(*full, 6);
   auto first = initialize(off, make_gpt2(off), quiet());
-  run_steps(*first, 3);
+  test::train_on_changing_batches(*first, 3);
   first->save_checkpoint(ckpt.path().string(), "mid");
   auto second = initialize(on, make_gpt2(on), quiet());
   second->load_checkpoint(ckpt.path().string());
-  const auto rest = run_steps(*second, 3);
+  const auto rest = test::train_on_changing_batches(*second, 3);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << "step " << 4 + i;
   auto third = initialize(off, make_gpt2(off), quiet());
   third->load_checkpoint(ckpt.path().string());
-  const auto rest_nvme = run_steps(*third, 3);
+  const auto rest_nvme = test::train_on_changing_batches(*third, 3);
   EXPECT_EQ(rest_nvme, rest) << "loaded into NVMe swap files";
   EXPECT_EQ(third->gather_parameters(), full->gather_parameters());
 }
@@ -365,8 +343,8 @@ TEST(Infinity, LambOnNvmeMatchesLambOnTheDeviceBitwise) {
   auto ref = initialize(base_cfg, make_gpt2(base_cfg), quiet());
   auto off = initialize(cfg, make_gpt2(cfg), quiet());
   ASSERT_GT(off->nvme_bytes()[size_t(MemCategory::optimizer)], 0u);
-  const auto losses = run_steps(*off, 4);
-  EXPECT_EQ(losses, run_steps(*ref, 4));
+  const auto losses = test::train_on_changing_batches(*off, 4);
+  EXPECT_EQ(losses, test::train_on_changing_batches(*ref, 4));
   EXPECT_NE(losses.front(), losses.back()) << "it trained";
   EXPECT_EQ(off->gather_parameters(), ref->gather_parameters()) << "final fp32 master weights";
 }

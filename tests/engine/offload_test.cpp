@@ -31,29 +31,6 @@ using kernels::DType;
 using test::quiet;
 using test::run_hybrid_train;
 
-// Steps on batches that change with the step (so every step's gradients differ).
-std::vector<float> run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
-  std::vector<int32_t> in(n), tgt(n);
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    float l = 0;
-    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      const size_t salt = size_t(e.global_step()) * 5 + size_t(k) * 11 + size_t(e.rank()) * 17;
-      for (size_t i = 0; i < n; ++i) {
-        in[i] = int32_t((i * 7 + salt) % size_t(cfg.model.vocab_size));
-        tgt[i] = int32_t((i * 3 + salt + 1) % size_t(cfg.model.vocab_size));
-      }
-      l += e.forward(in, tgt);
-      e.backward();
-      e.step();
-    }
-    losses.push_back(l);
-  }
-  return losses;
-}
-
 nlohmann::json patch_for(int stage, const std::string& dtype, bool offload) {
   nlohmann::json p = {{"gradient_accumulation_steps", 2},
                       {"zero_optimization",
@@ -185,7 +162,8 @@ TEST_P(OffloadTraining, MatchesTheOnDeviceOptimizerBitwise) {
   auto b = initialize(offloaded, make_gpt2(offloaded), quiet());
   EXPECT_FALSE(a->zero().optimizer_offloaded());
   ASSERT_TRUE(b->zero().optimizer_offloaded());
-  const auto la = run_steps(*a, 4), lb = run_steps(*b, 4);
+  const auto la = test::train_on_changing_batches(*a, 4),
+             lb = test::train_on_changing_batches(*b, 4);
   EXPECT_EQ(la, lb);
   const auto wa = a->gather_parameters(), wb = b->gather_parameters();
   EXPECT_EQ(wa, wb) << "final fp32 master weights";
@@ -215,8 +193,8 @@ TEST_P(OffloadMemory, ModelPredictsDeviceAndHostBytesExactly) {
   e->allocator().reset_peaks();
   e->host_allocator().reset_peaks();
   ref->allocator().reset_peaks();
-  run_steps(*e, 2);
-  run_steps(*ref, 2);
+  test::train_on_changing_batches(*e, 2);
+  test::train_on_changing_batches(*ref, 2);
   const auto dev = e->allocator().stats(), host = e->host_allocator().stats(),
              dev_ref = ref->allocator().stats();
   const auto pred = engine::predict_memory(cfg, 1, e->backend());
@@ -255,23 +233,23 @@ TEST(OffloadCheckpoint, RoundTripsWithOffloadAndAcrossIt) {
   auto off = test::tiny_config(patch_for(2, "bf16", true));
   auto on = test::tiny_config(patch_for(2, "bf16", false));
   auto full = initialize(off, make_gpt2(off), quiet());
-  const auto all = run_steps(*full, 6);
+  const auto all = test::train_on_changing_batches(*full, 6);
 
   auto first = initialize(off, make_gpt2(off), quiet());
-  run_steps(*first, 3);
+  test::train_on_changing_batches(*first, 3);
   first->save_checkpoint(dir.path().string(), "mid");
 
   // Offload → offload.
   auto second = initialize(off, make_gpt2(off), quiet());
   EXPECT_EQ(second->load_checkpoint(dir.path().string()), "mid");
-  const auto rest = run_steps(*second, 3);
+  const auto rest = test::train_on_changing_batches(*second, 3);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << "step " << 4 + i;
   EXPECT_EQ(second->gather_parameters(), full->gather_parameters());
 
   // Offload → on device: the checkpoint format does not depend on where the state lived.
   auto third = initialize(on, make_gpt2(on), quiet());
   third->load_checkpoint(dir.path().string());
-  const auto rest_on = run_steps(*third, 3);
+  const auto rest_on = test::train_on_changing_batches(*third, 3);
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(rest_on[size_t(i)], all[size_t(3 + i)]) << "on device, step " << 4 + i;
   EXPECT_EQ(third->gather_parameters(), full->gather_parameters());
