@@ -18,6 +18,8 @@
 #include "base/subprocess.h"
 #include "base/units.h"
 #include "engine/comm/factory.h"
+#include "kernels/cpu/gemm_selection.h"
+#include "kernels/cpu/openblas.h"
 #include "kernels/dtype.h"
 #include "kernels/registry.h"
 #include "profiler/comm_tracer.h"
@@ -52,24 +54,41 @@ void* filled(kernels::Backend& be, kernels::DType dt, size_t n) {
 }
 
 // GEMM FLOP/s per rank: all ranks at once, as in training; the mean over ranks.
+// On a CPU every provider is measured (kernels/cpu/gemm_provider.h) and the
+// fastest one's rate counts, as training's "auto" choice runs it; `providers`
+// gets each one's rate for the report.
 double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DType dt,
-                    engine::comm::Communicator& comm) {
+                    engine::comm::Communicator& comm, std::string& providers) {
   const int n = opts.gemm_size > 0                        ? opts.gemm_size
                 : be.kind() == kernels::BackendKind::cuda ? 8192
                                                           : 1024;
-  void* A = filled(be, dt, size_t(n) * n);
-  void* B = filled(be, dt, size_t(n) * n);
-  void* C = filled(be, dt, size_t(n) * n);
   comm.barrier();
-  std::vector<double> times;
-  for (int i = 0; i < opts.gemm_iters + 1; ++i) {
-    const auto t0 = Clock::now();
-    be.gemm(dt, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-    be.synchronize();
-    if (i > 0) times.push_back(seconds_since(t0));  // first: warm-up
+  float rate = 0;
+  if (be.kind() == kernels::BackendKind::cpu) {
+    for (auto p : kernels::cpu::kGemmProviders) {
+      if (!kernels::cpu::provider_available(p)) continue;
+      const double r = kernels::cpu::measure_gemm(p, {dt, false, true, n, n, n},
+                                                  std::max(1, opts.gemm_iters), 0);
+      providers += fmt::format("{}{} {}", providers.empty() ? "" : ", ",
+                               kernels::cpu::provider_name(p), base::format_flop_rate(r));
+      rate = std::max(rate, float(r));
+    }
+    const auto& blas = kernels::cpu::openblas::library();
+    if (blas.loaded) providers += fmt::format(" (OpenBLAS core {})", blas.core);
+  } else {
+    void* A = filled(be, dt, size_t(n) * n);
+    void* B = filled(be, dt, size_t(n) * n);
+    void* C = filled(be, dt, size_t(n) * n);
+    std::vector<double> times;
+    for (int i = 0; i < opts.gemm_iters + 1; ++i) {
+      const auto t0 = Clock::now();
+      be.gemm(dt, false, true, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+      be.synchronize();
+      if (i > 0) times.push_back(seconds_since(t0));  // first: warm-up
+    }
+    for (void* p : {A, B, C}) be.deallocate(p, size_t(n) * n * kernels::dtype_size(dt));
+    rate = float(2.0 * double(n) * n * n / base::median(times));
   }
-  for (void* p : {A, B, C}) be.deallocate(p, size_t(n) * n * kernels::dtype_size(dt));
-  float rate = float(2.0 * double(n) * n * n / base::median(times));
   comm.all_reduce(&rate, 1, kernels::DType::f32, engine::comm::ReduceOp::sum);
   return double(rate) / comm.world_size();
 }
@@ -132,8 +151,10 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
 
   profiler::ProbeResult res;
   res.world_size = world;
-  res.device = fmt::format("{} | gemm {}", be.name(), kernels::dtype_name(dt));
-  res.gemm_flops_per_s = measure_gemm(opts, be, dt, *comm);
+  std::string providers;
+  res.gemm_flops_per_s = measure_gemm(opts, be, dt, *comm, providers);
+  res.device = fmt::format("{} | gemm {}{}", be.name(), kernels::dtype_name(dt),
+                           providers.empty() ? "" : ": " + providers);
 
   std::vector<uint64_t> sizes = opts.message_bytes;
   if (sizes.empty())

@@ -7,23 +7,23 @@
 // T×T, as llm.c does, though the kernel skips the masked half); elementwise ops
 // count the arithmetic of their formula per element (stated at each benchmark).
 //
-// gemm/side_by_side runs oneDNN and OpenBLAS alternately inside one benchmark, so
-// the ratio oneDNN/OpenBLAS in its counters is measured under the same conditions.
+// gemm_providers runs every GEMM provider (oneDNN, OpenBLAS) alternately inside one
+// benchmark, so the ratios in its counters are measured under the same conditions.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/slowdown.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_selection.h"
+#include "kernels/cpu/openblas.h"
 #include "kernels/ops.h"
-
-#ifdef HYBRID_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 namespace {
 
@@ -321,45 +321,86 @@ void gemm_onednn(benchmark::State& s, DType dt) {
   s.SetLabel(hybrid::kernels::cpu::gemm_impl_name(dt, false, false, GM, GN, GK));
 }
 
-#ifdef HYBRID_HAVE_OPENBLAS
-void gemm_openblas(benchmark::State& s) {
-  Buffer a(DType::f32, size_t(GM) * GK), b(DType::f32, size_t(GK) * GN),
-      c(DType::f32, size_t(GM) * GN, 0, 0);
+// Every provider on the same buffers, alternately, each timed on its own: the
+// ratios are measured side by side in one run. OpenBLAS is loaded with the core
+// type chosen for this CPU (kernels/cpu/openblas.h); bf16 on OpenBLAS converts
+// to fp32 first (Debian's build has no bf16 GEMM).
+void gemm_providers(benchmark::State& s, DType dt) {
+  using hybrid::kernels::cpu::GemmProvider;
+  Buffer a(dt, size_t(GM) * GK), b(dt, size_t(GK) * GN), c(dt, size_t(GM) * GN, 0, 0);
+  std::vector<GemmProvider> providers;
+  for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
+    if (hybrid::kernels::cpu::provider_available(p)) providers.push_back(p);
+  std::vector<std::vector<double>> seconds(providers.size());
+  const auto run = [&](GemmProvider p) {
+    hybrid::kernels::cpu::gemm_on(p, dt, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN,
+                                  0.0f, c.get(), GN);
+  };
+  for (GemmProvider p : providers) run(p);  // warm-up: primitives, OpenBLAS's threads
   for (auto _ : s)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GM, GN, GK, 1.0f, a.as<float>(), GK,
-                b.as<float>(), GN, 0.0f, c.as<float>(), GN);
-  counters(s, kGemmFlops, 4.0 * (double(GM) * GK + double(GK) * GN + double(GM) * GN));
-  s.SetLabel("OpenBLAS " + std::string(openblas_get_config()));
+    for (size_t i = 0; i < providers.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run(providers[i]);
+      seconds[i].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  double best = 0;
+  std::vector<double> rates;
+  for (auto& t : seconds) {
+    std::sort(t.begin(), t.end());
+    rates.push_back(kGemmFlops / t[t.size() / 2] / 1e9);
+    best = std::max(best, rates.back());
+  }
+  std::string line;
+  for (size_t i = 0; i < providers.size(); ++i) {
+    const std::string name(hybrid::kernels::cpu::provider_name(providers[i]));
+    s.counters[name + "_GFLOP/s"] = rates[i];
+    s.counters[name + "/best"] = rates[i] / best;
+    line += name + " " + std::to_string(int(rates[i] + 0.5)) + " GFLOP/s (" +
+            std::to_string(int(100 * rates[i] / best + 0.5)) + " % of the best)  ";
+  }
+  const auto& blas = hybrid::kernels::cpu::openblas::library();
+  std::printf("gemm %dx%dx%d %s, medians: %s[oneDNN %s; OpenBLAS core %s, %s]\n", GM, GN, GK,
+              std::string(hybrid::kernels::dtype_name(dt)).c_str(), line.c_str(),
+              hybrid::kernels::cpu::gemm_impl_name(dt, false, false, GM, GN, GK).c_str(),
+              blas.loaded ? blas.core.c_str() : "-", blas.loaded ? blas.core_from.c_str() : "");
 }
 
-// Both libraries alternately, same buffers, timed separately: the ratio is measured
-// side by side in one run. The benchmark's own time is the pair.
-void gemm_side_by_side(benchmark::State& s) {
-  Buffer a(DType::f32, size_t(GM) * GK), b(DType::f32, size_t(GK) * GN),
-      c(DType::f32, size_t(GM) * GN, 0, 0);
-  using clock = std::chrono::steady_clock;
-  double t_dnnl = 0.0, t_blas = 0.0;
+// The model's own GEMMs (the 15 shapes of GPT-2 124M's Linear layers at B·T = 1024:
+// forward NT, input gradient NN, weight gradient TN) on every provider: the table
+// hybrid-train's "auto" choice is made from, printed once per dtype.
+void gemm_model_shapes(benchmark::State& s, DType dt) {
+  using hybrid::kernels::cpu::GemmProvider;
+  std::vector<hybrid::kernels::cpu::GemmShape> shapes;
+  for (auto [K, N] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, Vp}})
+    for (hybrid::kernels::cpu::GemmShape g :
+         {hybrid::kernels::cpu::GemmShape{dt, false, true, BT, N, K},
+          {dt, false, false, BT, K, N},
+          {dt, true, false, N, K, BT}})
+      shapes.push_back(g);
+  double total[2] = {0, 0}, best_total = 0;  // seconds per pass over all shapes
   for (auto _ : s) {
-    const auto t0 = clock::now();
-    backend().gemm(DType::f32, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN, 0.0f,
-                   c.get(), GN);
-    const auto t1 = clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GM, GN, GK, 1.0f, a.as<float>(), GK,
-                b.as<float>(), GN, 0.0f, c.as<float>(), GN);
-    const auto t2 = clock::now();
-    t_dnnl += std::chrono::duration<double>(t1 - t0).count();
-    t_blas += std::chrono::duration<double>(t2 - t1).count();
+    std::printf("%-28s %12s %12s  %s\n", "shape", "onednn", "openblas", "faster");
+    for (const auto& g : shapes) {
+      double rate[2] = {0, 0};
+      for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
+        if (hybrid::kernels::cpu::provider_available(p))
+          rate[int(p)] = hybrid::kernels::cpu::measure_gemm(p, g, 3, 0.1);
+      const double flops = 2.0 * g.M * g.N * g.K;
+      for (int p = 0; p < 2; ++p) total[p] += rate[p] > 0 ? flops / (rate[p] * 1e9) : 0;
+      best_total += flops / (std::max(rate[0], rate[1]) * 1e9);
+      std::printf("%-28s %7.1f GF/s %7.1f GF/s  %s x%.2f\n", g.str().c_str(), rate[0], rate[1],
+                  rate[1] > rate[0] ? "openblas" : "onednn",
+                  std::max(rate[0], rate[1]) / std::max(1e-9, std::min(rate[0], rate[1])));
+    }
   }
-  const double n = double(s.iterations());
-  s.counters["oneDNN_GFLOP/s"] = kGemmFlops * n / t_dnnl / 1e9;
-  s.counters["OpenBLAS_GFLOP/s"] = kGemmFlops * n / t_blas / 1e9;
-  s.counters["ratio_oneDNN/OpenBLAS"] = t_blas / t_dnnl;
-  std::printf(
-      "gemm %dx%dx%d fp32: oneDNN %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s, ratio oneDNN/OpenBLAS "
-      "%.3f\n",
-      GM, GN, GK, kGemmFlops * n / t_dnnl / 1e9, kGemmFlops * n / t_blas / 1e9, t_blas / t_dnnl);
+  s.counters["onednn_s"] = total[0] / double(s.iterations());
+  s.counters["openblas_s"] = total[1] / double(s.iterations());
+  s.counters["best_s"] = best_total / double(s.iterations());
+  std::printf("all %zu shapes once: oneDNN %.3f s, OpenBLAS %.3f s, best per shape %.3f s\n",
+              shapes.size(), total[0] / double(s.iterations()), total[1] / double(s.iterations()),
+              best_total / double(s.iterations()));
 }
-#endif
 
 #define HYBRID_BENCH_DT(fn, ...)                                      \
   BENCHMARK_CAPTURE(fn, fp32, DType::f32 __VA_OPT__(, ) __VA_ARGS__)  \
@@ -397,10 +438,10 @@ HYBRID_BENCH_DT(adamw);
 BENCHMARK(attention_gemm_threading)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(gemm_onednn, fp32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(gemm_onednn, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
-#ifdef HYBRID_HAVE_OPENBLAS
-BENCHMARK(gemm_openblas)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(gemm_side_by_side)->UseRealTime()->Unit(benchmark::kMillisecond);
-#endif
+BENCHMARK_CAPTURE(gemm_providers, fp32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(gemm_providers, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(gemm_model_shapes, fp32, DType::f32)->Iterations(1)->UseRealTime();
+BENCHMARK_CAPTURE(gemm_model_shapes, bf16, DType::bf16)->Iterations(1)->UseRealTime();
 
 }  // namespace
 

@@ -22,8 +22,8 @@ endif()
 if(HYBRID_BENCH OR HYBRID_TESTS)
   find_package(benchmark 1.7 REQUIRED)
 endif()
-# OpenBLAS is only the measured alternative in the GEMM benchmark.
-pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+# OpenBLAS (a GEMM provider, kernels/cpu/openblas.h) is not linked: it is loaded at
+# run time (dlopen), after its core type is chosen for the CPU.
 # liburing: the io_uring engine of the NVMe offload's file I/O (engine/io); the
 # pread/pwrite engine needs nothing.
 pkg_check_modules(LIBURING IMPORTED_TARGET liburing)

@@ -14,6 +14,7 @@
 #include "base/units.h"
 #include "engine/comm/factory.h"
 #include "engine/comm/nccl_communicator.h"
+#include "engine/cpu_gemm.h"
 #include "kernels/registry.h"
 
 namespace hybrid {
@@ -141,6 +142,12 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                        cfg.zero.offload_param.device != OffloadDevice::none;
   model_ = std::move(model);
   tree_ = std::make_unique<ModuleTree>(*model_);
+  if (backend_->kind() == kernels::BackendKind::cpu) {
+    auto gemm = setup_cpu_gemm(cfg, *tree_, host_comm_->rank(),
+                               [this](int64_t v) { return broadcast_from_rank0(v); });
+    for (const auto& note : gemm.notes) log(note);
+    gemm_report_ = std::move(gemm.report);
+  }
   optimizer_ = opts.optimizer ? std::move(opts.optimizer)
                               : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,8 @@ class Engine {
   // Every collective and every compute-thread wait, per step (exposed vs total).
   profiler::CommTracer& comm_tracer() { return *comm_tracer_; }
   const std::string& backend_note() const { return backend_note_; }
+  // Which CPU GEMM provider runs each of the model's GEMMs (null on a GPU).
+  const nlohmann::json& gemm_report() const { return gemm_report_; }
   // CUDA backend: delivers the CUPTI records of the profiled steps to the tracer
   // (kernel and memcpy events on GPU-stream lanes, attributed to modules) and
   // stops collecting until the next profiled step. Call before draining the
@@ -169,6 +172,7 @@ class Engine {
       host_backend_owned_;                    // the CPU backend, when backend_ is not one
   kernels::Backend* host_backend_ = nullptr;  // runs the offloaded optimizer
   std::string backend_note_;
+  nlohmann::json gemm_report_;
   profiler::Tracer tracer_;
   // Declared before the communicators, so that it outlives them: NCCL delivers
   // its last records while it is destroyed, also when a constructor throws.

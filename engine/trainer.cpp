@@ -93,6 +93,7 @@ nlohmann::json TrainSummary::to_json() const {
     comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
         comm_bytes_per_step[size_t(k)];
   j["comm_bytes_per_step"] = comm;
+  if (!gemm.is_null()) j["gemm"] = gemm;
   if (!std::isnan(unigram_entropy))
     j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};
   if (run_id) j["run_id"] = run_id;
@@ -351,6 +352,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   engine_opts.quiet = opts.quiet;
   auto engine = initialize(cfg, make_gpt2(cfg), std::move(engine_opts));
   out.world_size = engine->world_size();
+  out.gemm = engine->gemm_report();
   out.rank = engine->rank();
   const Say say(engine->rank() == 0 && !opts.quiet);
   announce(cfg, *engine, say);

@@ -80,7 +80,8 @@ struct TrainSummary {
   double entropy_rate = std::numeric_limits<double>::quiet_NaN();
   int64_t run_id = 0;
   int world_size = 1;
-  int rank = 0;  // who produced it: only rank 0 writes the result file
+  nlohmann::json gemm;  // the CPU GEMM providers (engine/cpu_gemm.h); null on a GPU
+  int rank = 0;         // who produced it: only rank 0 writes the result file
 
   nlohmann::json to_json() const;
 };

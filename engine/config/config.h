@@ -216,6 +216,9 @@ struct Config {
   uint64_t memory_budget = 0;  // bytes per rank; 0: unlimited
   uint64_t seed = 1234;
   int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks
+  // CPU GEMM provider: "auto" (measured per machine and shape, cached), "onednn",
+  // "openblas". The environment's HYBRID_GEMM overrides it (engine/cpu_gemm.h).
+  std::string gemm = "auto";
   CheckpointConfig checkpoint;
   ProfilerConfig profiler;
 

@@ -58,6 +58,8 @@ class Linear final : public Module {
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  int in_features() const { return K_; }
+  int out_features() const { return N_; }
 
   const void* in = nullptr;
   void* out = nullptr;

@@ -1,18 +1,15 @@
-// GEMM through oneDNN's matmul primitive.
-//
-// Measured on the 2-core AVX2 development machine at 2048×3072×768 fp32, oneDNN
-// (gemm:jit) and OpenBLAS are within ~10 % of each other (bench/bench_kernels.cpp,
-// docs/kernels.md); oneDNN wins because it also runs bf16 natively where the CPU
-// has AVX512_BF16, and fuses bias, alpha (output scale) and beta (sum post-op).
+// The CPU GEMM: oneDNN's matmul primitive, or OpenBLAS where the routes
+// (gemm_provider.h) send a shape there because it measured faster on this machine.
 //
 // - Row-major operands and transposes are strided memory descriptors: no copies.
 // - Creating a primitive costs tens of µs, so primitives are cached per
 //   (dtype, transposes, M, N, K, leading dimensions, alpha, beta, bias).
 // - Scratchpads are user-owned and per thread, so several threads (attention's
 //   per-head GEMMs) may execute primitives at once.
-// - fp16/bf16 without native support: operands are converted to per-thread fp32
-//   scratch (reused across calls), the fp32 primitive runs, C is converted back
-//   in row blocks so the fp32 copy of C stays bounded.
+// - fp16/bf16 without native support (oneDNN without AVX512_BF16/FP16, or OpenBLAS,
+//   whose Debian build has no bf16 GEMM): operands are converted to per-thread fp32
+//   scratch (reused across calls), the fp32 GEMM runs, C is converted back in row
+//   blocks so the fp32 copy of C stays bounded.
 #include "kernels/cpu/gemm.h"
 
 #include <omp.h>
@@ -26,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/gemm_provider.h"
+#include "kernels/cpu/openblas.h"
 #include "kernels/cpu/simd.h"
 
 namespace hybrid::kernels::cpu {
@@ -208,9 +207,33 @@ void rows_from_f32(T* dst, const float* src, int rows, int cols, int ld) {
   for (int r = 0; r < rows; ++r) from_f32(dst + size_t(r) * ld, src + size_t(r) * cols, cols);
 }
 
-// The low-precision path without native support: fp32 scratch copies.
+// C = alpha·op(A)·op(B) + beta·C (+ bias) in fp32 on one provider.
+using GemmF32 = void (*)(const Key& k, const float* A, int lda, const float* B, int ldb, float* C,
+                         int ldc, const float* bias);
+
+void onednn_f32(const Key& k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                const float* bias) {
+  const Key f{DType::f32, k.trans_a, k.trans_b, bias != nullptr, k.M,   k.N, k.K,
+              lda,        ldb,       ldc,       k.alpha,         k.beta};
+  execute(*find_plan(f), A, B, C, bias);  // fp32 always has a plan (or find_plan throws)
+}
+
+// OpenBLAS has no bias: C starts as the bias rows and the product is added (beta = 1).
+void openblas_f32(const Key& k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                  const float* bias) {
+  float beta = k.beta;
+  if (bias) {
+#pragma omp parallel for schedule(static) if (size_t(k.M) * k.N > kParallelMin)
+    for (int i = 0; i < k.M; ++i) std::memcpy(C + size_t(i) * ldc, bias, sizeof(float) * k.N);
+    beta = 1.0f;
+  }
+  openblas::sgemm(k.trans_a, k.trans_b, k.M, k.N, k.K, k.alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// The low-precision path without native support (or on a provider without
+// fp16/bf16): fp32 scratch copies, the fp32 GEMM on `f32`.
 template <class T>
-void gemm_via_f32(const Key& k, const T* A, const T* B, T* C, const T* bias) {
+void gemm_via_f32(const Key& k, const T* A, const T* B, T* C, const T* bias, GemmF32 f32) {
   thread_local std::vector<float> a32, b32, c32, bias32;
   const int a_rows = k.trans_a ? k.K : k.M, a_cols = k.trans_a ? k.M : k.K;
   const int b_rows = k.trans_b ? k.N : k.K, b_cols = k.trans_b ? k.K : k.N;
@@ -231,8 +254,10 @@ void gemm_via_f32(const Key& k, const T* A, const T* B, T* C, const T* bias) {
     T* c_block = C + size_t(i0) * k.ldc;
     if (k.beta != 0.0f) rows_to_f32(c32.data(), c_block, mb, k.N, k.ldc);
     const float* a_block = k.trans_a ? a32.data() + i0 : a32.data() + size_t(i0) * a_cols;
-    gemm(DType::f32, k.trans_a, k.trans_b, mb, k.N, k.K, k.alpha, a_block, a_cols, b32.data(),
-         b_cols, k.beta, c32.data(), k.N, bias ? bias32.data() : nullptr);
+    Key block_key = k;
+    block_key.M = mb;
+    f32(block_key, a_block, a_cols, b32.data(), b_cols, c32.data(), k.N,
+        bias ? bias32.data() : nullptr);
     rows_from_f32(c_block, c32.data(), mb, k.N, k.ldc);
   }
 }
@@ -265,8 +290,9 @@ void check_args(bool trans_a, bool trans_b, int M, int N, int K, int lda, int ld
 
 }  // namespace
 
-void gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
-          int lda, const void* B, int ldb, float beta, void* C, int ldc, const void* bias) {
+void gemm_on(GemmProvider provider, DType dt, bool trans_a, bool trans_b, int M, int N, int K,
+             float alpha, const void* A, int lda, const void* B, int ldb, float beta, void* C,
+             int ldc, const void* bias) {
   check_args(trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta, bias);
   if (M == 0 || N == 0) return;
   dispatch_dtype(dt, [&](auto tag) {
@@ -276,13 +302,31 @@ void gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha
       return;
     }
     const Key key{dt, trans_a, trans_b, bias != nullptr, M, N, K, lda, ldb, ldc, alpha, beta};
+    if (provider == GemmProvider::openblas && openblas::library().loaded) {
+      count_gemm_call(GemmProvider::openblas);
+      if constexpr (std::is_same_v<T, float>)
+        openblas_f32(key, static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
+                     static_cast<float*>(C), ldc, static_cast<const float*>(bias));
+      else
+        gemm_via_f32(key, static_cast<const T*>(A), static_cast<const T*>(B), static_cast<T*>(C),
+                     static_cast<const T*>(bias), openblas_f32);
+      return;
+    }
+    count_gemm_call(GemmProvider::onednn);
     if (const Plan* plan = find_plan(key)) {
       execute(*plan, A, B, C, bias);
     } else if constexpr (!std::is_same_v<T, float>) {
       gemm_via_f32(key, static_cast<const T*>(A), static_cast<const T*>(B), static_cast<T*>(C),
-                   static_cast<const T*>(bias));
+                   static_cast<const T*>(bias), onednn_f32);
     }
   });
+}
+
+void gemm(DType dt, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
+          int lda, const void* B, int ldb, float beta, void* C, int ldc, const void* bias) {
+  const GemmProvider provider =
+      omp_in_parallel() ? GemmProvider::onednn : gemm_route({dt, trans_a, trans_b, M, N, K});
+  gemm_on(provider, dt, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
 bool gemm_native(DType dt) { return dt == DType::f32 || find_plan(probe_key(dt)) != nullptr; }

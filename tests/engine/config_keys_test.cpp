@@ -203,6 +203,7 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid.memory_budget", R"({"hybrid": {"memory_budget": "1GiB"}})", FIELD(memory_budget)},
     {"hybrid.seed", R"({"hybrid": {"seed": 5}})", FIELD(seed)},
     {"hybrid.threads", R"({"hybrid": {"threads": 3}})", FIELD(threads)},
+    {"hybrid.gemm", R"({"hybrid": {"gemm": "openblas"}})", FIELD(gemm)},
     {"hybrid.profiler.trace", R"({"hybrid": {"profiler": {"trace": true}}})", FIELD(profiler.trace)},
     {"hybrid.profiler.trace_steps", R"({"hybrid": {"profiler": {"trace_steps": 5}}})", FIELD(profiler.trace_steps)},
     {"hybrid.profiler.chrome_trace", R"({"hybrid": {"profiler": {"chrome_trace": "t.json"}}})", FIELD(profiler.chrome_trace)},
