@@ -70,8 +70,8 @@ double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DTy
       const double r = kernels::cpu::measure_gemm(p, {dt, false, true, n, n, n},
                                                   std::max(1, opts.gemm_iters), 0);
       providers += fmt::format("{}{} {}", providers.empty() ? "" : ", ",
-                               kernels::cpu::provider_name(p), base::format_flop_rate(r));
-      rate = std::max(rate, float(r));
+                               kernels::cpu::provider_name(p), base::format_flop_rate(r * 1e9));
+      rate = std::max(rate, float(r * 1e9));
     }
     const auto& blas = kernels::cpu::openblas::library();
     if (blas.loaded) providers += fmt::format(" (OpenBLAS core {})", blas.core);
