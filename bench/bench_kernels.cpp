@@ -21,7 +21,6 @@
 
 #include "bench/slowdown.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/gemm_selection.h"
 #include "kernels/cpu/openblas.h"
 #include "kernels/ops.h"
 
@@ -330,7 +329,9 @@ void gemm_providers(benchmark::State& s, DType dt) {
   Buffer a(dt, size_t(GM) * GK), b(dt, size_t(GK) * GN), c(dt, size_t(GM) * GN, 0, 0);
   std::vector<GemmProvider> providers;
   for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
-    if (hybrid::kernels::cpu::provider_available(p)) providers.push_back(p);
+    if (hybrid::kernels::cpu::provider_available(p) &&
+        hybrid::kernels::cpu::provider_supports(p, dt))
+      providers.push_back(p);
   std::vector<std::vector<double>> seconds(providers.size());
   const auto run = [&](GemmProvider p) {
     hybrid::kernels::cpu::gemm_on(p, dt, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN,
@@ -364,42 +365,6 @@ void gemm_providers(benchmark::State& s, DType dt) {
               std::string(hybrid::kernels::dtype_name(dt)).c_str(), line.c_str(),
               hybrid::kernels::cpu::gemm_impl_name(dt, false, false, GM, GN, GK).c_str(),
               blas.loaded ? blas.core.c_str() : "-", blas.loaded ? blas.core_from.c_str() : "");
-}
-
-// The model's own GEMMs (the 15 shapes of GPT-2 124M's Linear layers at B·T = 1024:
-// forward NT, input gradient NN, weight gradient TN) on every provider: the table
-// hybrid-train's "auto" choice is made from, printed once per dtype.
-void gemm_model_shapes(benchmark::State& s, DType dt) {
-  using hybrid::kernels::cpu::GemmProvider;
-  std::vector<hybrid::kernels::cpu::GemmShape> shapes;
-  for (auto [K, N] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, Vp}})
-    for (hybrid::kernels::cpu::GemmShape g :
-         {hybrid::kernels::cpu::GemmShape{dt, false, true, BT, N, K},
-          {dt, false, false, BT, K, N},
-          {dt, true, false, N, K, BT}})
-      shapes.push_back(g);
-  double total[2] = {0, 0}, best_total = 0;  // seconds per pass over all shapes
-  for (auto _ : s) {
-    std::printf("%-28s %12s %12s  %s\n", "shape", "onednn", "openblas", "faster");
-    for (const auto& g : shapes) {
-      double rate[2] = {0, 0};
-      for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
-        if (hybrid::kernels::cpu::provider_available(p))
-          rate[int(p)] = hybrid::kernels::cpu::measure_gemm(p, g, 3, 0.1);
-      const double flops = 2.0 * g.M * g.N * g.K;
-      for (int p = 0; p < 2; ++p) total[p] += rate[p] > 0 ? flops / (rate[p] * 1e9) : 0;
-      best_total += flops / (std::max(rate[0], rate[1]) * 1e9);
-      std::printf("%-28s %7.1f GF/s %7.1f GF/s  %s x%.2f\n", g.str().c_str(), rate[0], rate[1],
-                  rate[1] > rate[0] ? "openblas" : "onednn",
-                  std::max(rate[0], rate[1]) / std::max(1e-9, std::min(rate[0], rate[1])));
-    }
-  }
-  s.counters["onednn_s"] = total[0] / double(s.iterations());
-  s.counters["openblas_s"] = total[1] / double(s.iterations());
-  s.counters["best_s"] = best_total / double(s.iterations());
-  std::printf("all %zu shapes once: oneDNN %.3f s, OpenBLAS %.3f s, best per shape %.3f s\n",
-              shapes.size(), total[0] / double(s.iterations()), total[1] / double(s.iterations()),
-              best_total / double(s.iterations()));
 }
 
 #define HYBRID_BENCH_DT(fn, ...)                                      \
@@ -440,8 +405,6 @@ BENCHMARK_CAPTURE(gemm_onednn, fp32, DType::f32)->UseRealTime()->Unit(benchmark:
 BENCHMARK_CAPTURE(gemm_onednn, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(gemm_providers, fp32, DType::f32)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(gemm_providers, bf16, DType::bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(gemm_model_shapes, fp32, DType::f32)->Iterations(1)->UseRealTime();
-BENCHMARK_CAPTURE(gemm_model_shapes, bf16, DType::bf16)->Iterations(1)->UseRealTime();
 
 }  // namespace
 

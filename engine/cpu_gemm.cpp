@@ -25,12 +25,18 @@ std::optional<GemmProvider> requested(const Config& cfg, nlohmann::json& report)
   if (mode == "auto") return std::nullopt;
   const auto p = kernels::cpu::parse_provider(mode);
   if (!p)
-    throw ConfigError(fmt::format(
-        "config: HYBRID_GEMM must be one of \"auto\", \"onednn\", \"openblas\", got \"{}\"", mode));
+    throw ConfigError(
+        fmt::format("config: HYBRID_GEMM must be one of \"auto\", \"onednn\", "
+                    "\"openblas\", \"avx512bf16\", got \"{}\"",
+                    mode));
   std::string why;
   if (!kernels::cpu::provider_available(*p, &why))
     throw ConfigError(fmt::format("config: {} = \"{}\" cannot be used: {}",
                                   report["source"].get<std::string>(), mode, why));
+  if (!kernels::cpu::provider_supports(*p, cfg.param_dtype()))
+    throw ConfigError(fmt::format("config: {} = \"{}\" computes bf16 only; this run is {}",
+                                  report["source"].get<std::string>(), mode,
+                                  kernels::dtype_name(cfg.param_dtype())));
   return p;
 }
 
@@ -69,15 +75,18 @@ CpuGemmSetup setup_cpu_gemm(const Config& cfg, const ModuleTree& tree, int rank,
   }
   const auto shapes =
       model_gemm_shapes(tree, cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu, cfg.seq_len());
-  if (shapes.size() > 63) throw std::logic_error("setup_cpu_gemm: more than 63 GEMM shapes");
-  // Rank 0 measures (or reads the cache); its choices travel as one bit per shape.
-  int64_t openblas_mask = 0;
+  if (shapes.size() > 31) throw std::logic_error("setup_cpu_gemm: more than 31 GEMM shapes");
+  // Rank 0 measures (or reads the cache); its choices travel as two bits per shape.
+  int64_t choices = 0;
+  int off_onednn = 0;
   nlohmann::json per_shape = nlohmann::json::object();
   if (rank == 0) {
-    const auto sel = kernels::cpu::select_gemm_providers(shapes, kernels::cpu::default_gemm_cache_path());
+    const auto sel =
+        kernels::cpu::select_gemm_providers(shapes, kernels::cpu::default_gemm_cache_path());
     for (size_t i = 0; i < sel.choices.size(); ++i) {
       const auto& c = sel.choices[i];
-      if (c.provider == GemmProvider::openblas) openblas_mask |= int64_t(1) << i;
+      choices |= int64_t(c.provider) << (2 * i);
+      off_onednn += c.provider != GemmProvider::onednn;
       nlohmann::json rates = nlohmann::json::object();
       for (const auto& [p, r] : c.gflops) rates[std::string(kernels::cpu::provider_name(p))] = r;
       per_shape[c.shape.str()] = {{"provider", kernels::cpu::provider_name(c.provider)},
@@ -87,16 +96,15 @@ CpuGemmSetup setup_cpu_gemm(const Config& cfg, const ModuleTree& tree, int rank,
     report["cache"] = sel.cache_path;
     report["machine"] = sel.machine;
     out.notes = sel.warnings;
-    out.notes.push_back(fmt::format("gemm: {} shapes, {} on OpenBLAS; {} measured now, {} from {}",
-                                    shapes.size(), __builtin_popcountll(uint64_t(openblas_mask)),
-                                    sel.measured, shapes.size() - size_t(sel.measured),
-                                    sel.cache_path));
+    out.notes.push_back(fmt::format(
+        "gemm: {} shapes, {} not on oneDNN; {} measured now, {} from {}", shapes.size(), off_onednn,
+        sel.measured, shapes.size() - size_t(sel.measured), sel.cache_path));
   }
-  openblas_mask = broadcast(openblas_mask);
+  choices = broadcast(choices);
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const bool blas_here = (openblas_mask >> i) & 1;
-    kernels::cpu::route_gemm(shapes[i], blas_here ? GemmProvider::openblas : GemmProvider::onednn);
-    if (rank != 0) per_shape[shapes[i].str()] = {{"provider", blas_here ? "openblas" : "onednn"}};
+    const auto p = GemmProvider((choices >> (2 * i)) & 3);
+    kernels::cpu::route_gemm(shapes[i], p);
+    if (rank != 0) per_shape[shapes[i].str()] = {{"provider", kernels::cpu::provider_name(p)}};
   }
   report["shapes"] = per_shape;
   return out;

@@ -175,7 +175,7 @@ void parse_hybrid_block(const json& block, Config& c) {
   }
   if (auto v = h.integer("threads", 0, kIntMax, "a non-negative integer (0: automatic)"))
     c.threads = int(*v);
-  if (auto v = h.choice("gemm", {"auto", "onednn", "openblas"})) c.gemm = *v;
+  if (auto v = h.choice("gemm", {"auto", "onednn", "openblas", "avx512bf16"})) c.gemm = *v;
   if (const json* k = h.object("checkpoint")) parse_checkpoint(*k, c);
   if (const json* p = h.object("profiler")) parse_profiler(*p, c);
   if (const json* a = h.object("activation_checkpointing")) parse_hybrid_checkpointing(*a, c);

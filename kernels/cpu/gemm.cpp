@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_provider.h"
 #include "kernels/cpu/openblas.h"
 #include "kernels/cpu/simd.h"
@@ -302,6 +303,15 @@ void gemm_on(GemmProvider provider, DType dt, bool trans_a, bool trans_b, int M,
       return;
     }
     const Key key{dt, trans_a, trans_b, bias != nullptr, M, N, K, lda, ldb, ldc, alpha, beta};
+    if constexpr (std::is_same_v<T, bf16_t>) {
+      if (provider == GemmProvider::avx512bf16 && bf16_kernel_available()) {
+        count_gemm_call(GemmProvider::avx512bf16);
+        gemm_bf16_avx512(trans_a, trans_b, M, N, K, alpha, static_cast<const bf16_t*>(A), lda,
+                         static_cast<const bf16_t*>(B), ldb, beta, static_cast<bf16_t*>(C), ldc,
+                         static_cast<const bf16_t*>(bias));
+        return;
+      }
+    }
     if (provider == GemmProvider::openblas && openblas::library().loaded) {
       count_gemm_call(GemmProvider::openblas);
       if constexpr (std::is_same_v<T, float>)

@@ -3,10 +3,12 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <iterator>
 #include <mutex>
 #include <shared_mutex>
 #include <vector>
 
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/openblas.h"
 
 namespace hybrid::kernels::cpu {
@@ -24,7 +26,7 @@ Routes& routes() {
   return r;
 }
 
-std::array<std::atomic<uint64_t>, 2> g_calls{};
+std::array<std::atomic<uint64_t>, std::size(kGemmProviders)> g_calls{};
 
 bool parse_int(std::string_view s, int& out) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -34,7 +36,15 @@ bool parse_int(std::string_view s, int& out) {
 }  // namespace
 
 std::string_view provider_name(GemmProvider p) {
-  return p == GemmProvider::onednn ? "onednn" : "openblas";
+  switch (p) {
+    case GemmProvider::onednn:
+      return "onednn";
+    case GemmProvider::openblas:
+      return "openblas";
+    case GemmProvider::avx512bf16:
+      return "avx512bf16";
+  }
+  return "?";
 }
 
 std::optional<GemmProvider> parse_provider(std::string_view name) {
@@ -71,9 +81,17 @@ std::optional<GemmShape> GemmShape::parse(std::string_view text) {
 
 bool provider_available(GemmProvider p, std::string* why) {
   if (p == GemmProvider::onednn) return true;
+  if (p == GemmProvider::avx512bf16) {
+    if (!bf16_kernel_available() && why) *why = "the CPU has no AVX512_BF16";
+    return bf16_kernel_available();
+  }
   const openblas::Library& lib = openblas::library();
   if (!lib.loaded && why) *why = lib.error;
   return lib.loaded;
+}
+
+bool provider_supports(GemmProvider p, DType dt) {
+  return p != GemmProvider::avx512bf16 || dt == DType::bf16;
 }
 
 void force_gemm_provider(std::optional<GemmProvider> p) {

@@ -13,8 +13,10 @@
 
 namespace hybrid::kernels::cpu {
 
-enum class GemmProvider { onednn, openblas };
-inline constexpr GemmProvider kGemmProviders[] = {GemmProvider::onednn, GemmProvider::openblas};
+// avx512bf16 is our own bf16-only kernel (gemm_bf16.h).
+enum class GemmProvider { onednn, openblas, avx512bf16 };
+inline constexpr GemmProvider kGemmProviders[] = {GemmProvider::onednn, GemmProvider::openblas,
+                                                  GemmProvider::avx512bf16};
 
 std::string_view provider_name(GemmProvider p);
 std::optional<GemmProvider> parse_provider(std::string_view name);
@@ -30,8 +32,12 @@ struct GemmShape {
   static std::optional<GemmShape> parse(std::string_view text);
 };
 
-// Whether the provider can run here (OpenBLAS: the library loads); `why` says why not.
+// Whether the provider can run here (OpenBLAS: the library loads; avx512bf16: the
+// CPU has AVX512_BF16); `why` says why not.
 bool provider_available(GemmProvider p, std::string* why = nullptr);
+// Whether it computes this storage dtype (avx512bf16: bf16 only); a provider that
+// does not is never chosen for it, and cpu::gemm_on runs such a call on oneDNN.
+bool provider_supports(GemmProvider p, DType dt);
 
 // Routes: a forced provider applies to every shape; otherwise a shape routed by
 // the selection runs on its provider, any other shape on oneDNN. A call from

@@ -51,7 +51,7 @@ std::optional<GemmChoice> cached_choice(const json& entry, const GemmShape& shap
   if (!entry.is_object() || !entry.contains("provider") || !entry["provider"].is_string())
     return std::nullopt;
   const auto p = parse_provider(entry["provider"].get<std::string>());
-  if (!p || !provider_available(*p)) return std::nullopt;
+  if (!p || !provider_available(*p) || !provider_supports(*p, shape.dt)) return std::nullopt;
   GemmChoice c{shape, *p, {}, true};
   if (entry.contains("gflops") && entry["gflops"].is_object())
     for (const auto& [name, rate] : entry["gflops"].items())
@@ -64,7 +64,7 @@ GemmChoice measure_choice(const GemmShape& shape) {
   GemmChoice c{shape, GemmProvider::onednn, {}, false};
   double best = -1;
   for (GemmProvider p : kGemmProviders) {
-    if (!provider_available(p)) continue;
+    if (!provider_available(p) || !provider_supports(p, shape.dt)) continue;
     const double rate = measure_gemm(p, shape);
     c.gflops.emplace_back(p, rate);
     if (rate > best) best = rate, c.provider = p;
@@ -114,8 +114,8 @@ double measure_gemm(GemmProvider p, const GemmShape& s, int min_calls, double mi
   });
   const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
   const auto call = [&] {
-    gemm_on(p, s.dt, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb,
-            0.0f, c.data(), s.N);
+    gemm_on(p, s.dt, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+            c.data(), s.N);
   };
   call();  // warm-up: primitive creation, OpenBLAS's thread start, page faults
   std::vector<double> seconds;

@@ -1,6 +1,8 @@
 // GEMM providers: OpenBLAS against the naive double GEMM (the same cases as
 // gemm_test.cpp's oneDNN), its core type per CPU, the routes cpu::gemm follows,
 // and the measured selection with its cache file (reused, corrupt, shared).
+#include "kernels/cpu/gemm_provider.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -10,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/gemm_provider.h"
 #include "kernels/cpu/gemm_selection.h"
 #include "kernels/cpu/openblas.h"
 #include "reference.h"
@@ -85,8 +86,8 @@ TEST(OpenBlasGemm, LowPrecisionMatchesFp32) {
       const auto B = test::round_to(dt, test::random_floats(size_t(K) * N, 7));
       const auto C0 = test::round_to(dt, test::random_floats(size_t(M) * N, 8));
       std::vector<float> C32 = C0;
-      cpu::gemm_on(GemmProvider::onednn, DType::f32, ta, false, M, N, K, 1.0f, A.data(),
-                   ta ? M : K, B.data(), N, 1.0f, C32.data(), N);
+      cpu::gemm_on(GemmProvider::onednn, DType::f32, ta, false, M, N, K, 1.0f, A.data(), ta ? M : K,
+                   B.data(), N, 1.0f, C32.data(), N);
       test::Buf a(dt, A), b(dt, B), c(dt, C0);
       cpu::gemm_on(GemmProvider::openblas, dt, ta, false, M, N, K, 1.0f, a.data(), ta ? M : K,
                    b.data(), N, 1.0f, c.data(), N);
@@ -96,9 +97,9 @@ TEST(OpenBlasGemm, LowPrecisionMatchesFp32) {
 
 TEST(OpenBlasCore, IsChosenFromTheCpuFlags) {
   using cpu::openblas::core_type_for;
-  EXPECT_EQ(core_type_for({"Intel(R) Xeon(R) Processor",
-                           {"avx2", "avx512_bf16", "avx512bw", "avx512dq", "avx512f", "avx512vl",
-                            "fma"}}),
+  EXPECT_EQ(core_type_for(
+                {"Intel(R) Xeon(R) Processor",
+                 {"avx2", "avx512_bf16", "avx512bw", "avx512dq", "avx512f", "avx512vl", "fma"}}),
             "SkylakeX");
   EXPECT_EQ(core_type_for({"AMD EPYC 7B13", {"avx", "avx2", "f16c", "fma"}}), "Zen");
   EXPECT_EQ(core_type_for({"Intel(R) Core(TM) i7-8700", {"avx", "avx2", "fma"}}), "Haswell");
@@ -179,8 +180,8 @@ TEST(GemmShapeText, RoundTripsAndRejectsGarbage) {
   const GemmShape s{DType::bf16, false, true, 1024, 2304, 768};
   EXPECT_EQ(s.str(), "bf16 NT 1024x2304x768");
   EXPECT_EQ(GemmShape::parse(s.str()), s);
-  for (const char* bad : {"", "bf16", "f64 NT 1x2x3", "bf16 NX 1x2x3", "bf16 NT 1x2", "bf16 NT 1x2x",
-                          "bf16 NT 1x-2x3", "bf16  NT 1x2x3", "bf16 NT 1x2x3x4"})
+  for (const char* bad : {"", "bf16", "f64 NT 1x2x3", "bf16 NX 1x2x3", "bf16 NT 1x2",
+                          "bf16 NT 1x2x", "bf16 NT 1x-2x3", "bf16  NT 1x2x3", "bf16 NT 1x2x3x4"})
     EXPECT_FALSE(GemmShape::parse(bad)) << bad;
 }
 
@@ -240,8 +241,9 @@ TEST_F(GemmSelectionTest, MeasuresOnceThenReusesTheCache) {
 }
 
 TEST_F(GemmSelectionTest, ACorruptCacheIsIgnoredWithAWarningAndRewritten) {
-  for (const char* bad : {"{\"format\": \"hybrid-gemm-prov", "[1, 2, 3]",
-                          R"({"format": "hybrid-gemm-providers", "version": 99, "machines": {}})"}) {
+  for (const char* bad :
+       {"{\"format\": \"hybrid-gemm-prov", "[1, 2, 3]",
+        R"({"format": "hybrid-gemm-providers", "version": 99, "machines": {}})"}) {
     std::ofstream(cache()) << bad;
     const auto sel = cpu::select_gemm_providers(shapes_, cache());
     EXPECT_EQ(sel.measured, 2) << bad;
