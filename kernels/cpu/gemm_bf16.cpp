@@ -49,7 +49,8 @@ void pack_a(bool ta, int M, int K, const uint16_t* A, int lda, uint32_t* out) {
   for (int blk = 0; blk < blocks; ++blk) {
     uint32_t* o = out + size_t(blk) * Kp * kMR;
     for (int p = 0; p < Kp; ++p)
-      for (int r = 0; r < kMR; ++r) o[size_t(p) * kMR + r] = pair(A, lda, ta, blk * kMR + r, 2 * p, M, K);
+      for (int r = 0; r < kMR; ++r)
+        o[size_t(p) * kMR + r] = pair(A, lda, ta, blk * kMR + r, 2 * p, M, K);
   }
 }
 
@@ -64,7 +65,8 @@ void pack_b_panel(bool tb, int N, int K, const uint16_t* B, int ldb, int j0, uin
       if (j < N) {
         const uint32_t lo = tb ? B[size_t(j) * ldb + 2 * p] : B[size_t(2 * p) * ldb + j];
         uint32_t hi = 0;
-        if (2 * p + 1 < K) hi = tb ? B[size_t(j) * ldb + 2 * p + 1] : B[size_t(2 * p + 1) * ldb + j];
+        if (2 * p + 1 < K)
+          hi = tb ? B[size_t(j) * ldb + 2 * p + 1] : B[size_t(2 * p + 1) * ldb + j];
         w = lo | hi << 16;
       }
       out[size_t(p) * kNR + c] = w;
@@ -118,7 +120,8 @@ HYBRID_BF16_TARGET void tile(const uint32_t* a, const uint32_t* b, int Kp, uint1
   }
 }
 
-using TileFn = void (*)(const uint32_t*, const uint32_t*, int, uint16_t*, int, int, const Epilogue&);
+using TileFn = void (*)(const uint32_t*, const uint32_t*, int, uint16_t*, int, int,
+                        const Epilogue&);
 
 template <int... R>
 constexpr auto make_tiles(std::integer_sequence<int, R...>) {
@@ -134,9 +137,9 @@ bool bf16_kernel_available() {
   return ok;
 }
 
-void gemm_bf16_avx512(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                      const bf16_t* A, int lda, const bf16_t* B, int ldb, float beta, bf16_t* C,
-                      int ldc, const bf16_t* bias) {
+void gemm_bf16_avx512(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const bf16_t* A,
+                      int lda, const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc,
+                      const bf16_t* bias) {
   const int Kp = (K + 1) / 2, row_blocks = (M + kMR - 1) / kMR, panels = (N + kNR - 1) / kNR;
   thread_local std::vector<uint32_t> a_packed;
   a_packed.resize(size_t(row_blocks) * Kp * kMR);
@@ -145,7 +148,8 @@ void gemm_bf16_avx512(bool trans_a, bool trans_b, int M, int N, int K, float alp
   const Epilogue e{alpha, beta, reinterpret_cast<const uint16_t*>(bias)};
   const auto* b16 = reinterpret_cast<const uint16_t*>(B);
   auto* c16 = reinterpret_cast<uint16_t*>(C);
-#pragma omp parallel for schedule(dynamic, 1) if (panels > 1 && size_t(M) * N * K > (size_t(1) << 20))
+#pragma omp parallel for schedule(dynamic, \
+                                  1) if (panels > 1 && size_t(M) * N * K > (size_t(1) << 20))
   for (int panel = 0; panel < panels; ++panel) {
     thread_local std::vector<uint32_t> b_packed;
     b_packed.resize(size_t(Kp) * kNR);

@@ -16,8 +16,8 @@ bool bf16_kernel_available();
 // accumulation, C rounded to nearest even once. Only when bf16_kernel_available().
 // Threads: OpenMP over 32-column panels of C; from inside a parallel region it
 // runs on the calling thread.
-void gemm_bf16_avx512(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                      const bf16_t* A, int lda, const bf16_t* B, int ldb, float beta, bf16_t* C,
-                      int ldc, const bf16_t* bias);
+void gemm_bf16_avx512(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const bf16_t* A,
+                      int lda, const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc,
+                      const bf16_t* bias);
 
 }  // namespace hybrid::kernels::cpu

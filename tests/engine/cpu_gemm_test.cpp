@@ -91,6 +91,22 @@ TEST(CpuGemm, TheEnvironmentOverridesTheConfigAndABadValueIsNamed) {
   kernels::cpu::clear_gemm_routes();
 }
 
+TEST(CpuGemm, TheBf16OnlyProviderIsRefusedForAnFp32Run) {
+  if (!kernels::cpu::provider_available(GemmProvider::avx512bf16))
+    GTEST_SKIP() << "the CPU has no AVX512_BF16";
+  ScopedEnv env("HYBRID_GEMM", nullptr);
+  const auto cfg = test::tiny_config({{"hybrid", {{"gemm", "avx512bf16"}}}});
+  try {
+    initialize(cfg, make_gpt2(cfg), test::quiet());
+    ADD_FAILURE() << "an fp32 run forced onto the bf16 kernel was accepted";
+  } catch (const engine::ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("hybrid.gemm = \"avx512bf16\" computes bf16 only"),
+              std::string::npos)
+        << err.what();
+  }
+  kernels::cpu::clear_gemm_routes();
+}
+
 TEST(CpuGemm, AnUnknownConfigValueIsNamed) {
   try {
     test::tiny_config({{"hybrid", {{"gemm", "blis"}}}});
