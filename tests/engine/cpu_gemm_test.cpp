@@ -10,6 +10,7 @@
 
 #include "engine_test_util.h"
 #include "kernels/cpu/gemm_provider.h"
+#include "profiler/store/run_store.h"
 
 namespace hybrid {
 namespace {
@@ -122,8 +123,16 @@ TEST(CpuGemm, AutoMeasuresOnceAndLaterRunsReuseTheCache) {
   test::TempDir dir;
   ScopedEnv gemm("HYBRID_GEMM", nullptr);
   ScopedEnv cache("HYBRID_CACHE_DIR", std::string(dir / "cache").c_str());
-  const auto first = test::run_hybrid_train(dir, "first", 1, kVocab200, "--steps 2");
+  const auto first =
+      test::run_hybrid_train(dir, "first", 1, kVocab200, "--steps 2 --db " + (dir / "runs.db"));
   ASSERT_EQ(first.exit_code, 0) << first.output;
+  {  // the run store keeps the same report in the run's summary
+    profiler::RunStore store(dir / "runs.db", profiler::OpenMode::read_only);
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    const auto summary = nlohmann::json::parse(runs[0].summary_json);
+    EXPECT_EQ(summary["gemm"], first.result["gemm"]);
+  }
   const auto& g1 = first.result["gemm"];
   ASSERT_EQ(g1["mode"], "auto") << first.result.dump();
   ASSERT_EQ(g1["shapes"].size(), 15u);
