@@ -1,5 +1,10 @@
-// See openblas.h. The library is Debian's pthread build (libopenblas0-pthread):
-// its own thread pool, sized once to OpenMP's thread count so both use the same cores.
+// See openblas.h. The library is Debian's pthread build (libopenblas0-pthread),
+// which brings a thread pool of its own. Two pools on the same cores fight: after
+// a GEMM OpenBLAS's threads spin (2^28 cycles by default) while the next OpenMP
+// kernel runs, and OpenMP's spin while OpenBLAS works; a bf16 GEMM on OpenBLAS
+// (OpenMP conversions around an OpenBLAS call) measured 7 GFLOP/s where the fp32
+// call alone ran 67. So OpenBLAS runs single-threaded, and sgemm() splits the
+// product into one block of rows or columns per OpenMP thread: one pool.
 #include "kernels/cpu/openblas.h"
 
 #include <dlfcn.h>
@@ -56,7 +61,7 @@ Library load() {
     lib.error = lib.path + " has no cblas_sgemm/openblas_get_corename";
     return lib;
   }
-  if (set_threads) set_threads(omp_get_max_threads());
+  if (set_threads) set_threads(1);
   lib.core = corename();
   lib.loaded = true;
   return lib;
@@ -81,8 +86,30 @@ const Library& library() {
 
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
-  g_sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, M, N, K, alpha, A,
-          lda, B, ldb, beta, C, ldc);
+  const int ta = trans_a ? kTrans : kNoTrans, tb = trans_b ? kTrans : kNoTrans;
+  // The longer side is split, in multiples of 16 (one AVX-512 register of C),
+  // at least 64 rows or columns per thread so each call still amortises packing.
+  const bool by_rows = M >= N;
+  const int side = by_rows ? M : N;
+  const int parts = omp_in_parallel() ? 1 : std::clamp(side / 64, 1, omp_get_max_threads());
+  if (parts == 1) {
+    g_sgemm(kRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int t = 0; t < parts; ++t) {
+    const int lo = side * t / parts / 16 * 16;
+    const int hi = t + 1 == parts ? side : side * (t + 1) / parts / 16 * 16;
+    if (hi <= lo) continue;
+    if (by_rows) {  // rows lo..hi of op(A) and of C
+      const float* a = trans_a ? A + lo : A + size_t(lo) * lda;
+      g_sgemm(kRowMajor, ta, tb, hi - lo, N, K, alpha, a, lda, B, ldb, beta, C + size_t(lo) * ldc,
+              ldc);
+    } else {  // columns lo..hi of op(B) and of C
+      const float* b = trans_b ? B + size_t(lo) * ldb : B + lo;
+      g_sgemm(kRowMajor, ta, tb, M, hi - lo, K, alpha, A, lda, b, ldb, beta, C + lo, ldc);
+    }
+  }
 }
 
 }  // namespace hybrid::kernels::cpu::openblas

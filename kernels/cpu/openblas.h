@@ -28,6 +28,8 @@ struct Library {
 const Library& library();
 
 // C[M,N] = alpha · op(A) · op(B) + beta · C, row-major fp32. Only after library().loaded.
+// OpenBLAS itself runs single-threaded; the rows (or columns) of C are split over
+// OpenMP's threads, so only one thread pool ever runs (see openblas.cpp).
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 

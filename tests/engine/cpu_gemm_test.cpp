@@ -72,6 +72,23 @@ TEST(CpuGemm, AForcedProviderRunsEveryLinearGemmOfTheStep) {
   kernels::cpu::clear_gemm_routes();
 }
 
+// The same training on either provider: the GEMMs sum in different orders, so
+// the losses agree to fp32 rounding (1e-5 relative over 5 steps), not bit for bit.
+TEST(CpuGemm, TrainingOnOpenBlasMatchesOneDnn) {
+  if (!openblas_here()) GTEST_SKIP() << "OpenBLAS cannot load";
+  ScopedEnv env("HYBRID_GEMM", nullptr);
+  std::vector<float> losses[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto cfg = test::tiny_config({{"hybrid", {{"gemm", i ? "openblas" : "onednn"}}}});
+    const auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+    losses[i] = test::train_on_changing_batches(*e, 5);
+  }
+  ASSERT_EQ(losses[0].size(), losses[1].size());
+  for (size_t s = 0; s < losses[0].size(); ++s)
+    EXPECT_NEAR(losses[1][s], losses[0][s], 1e-5 * std::abs(losses[0][s])) << "step " << s;
+  kernels::cpu::clear_gemm_routes();
+}
+
 TEST(CpuGemm, TheEnvironmentOverridesTheConfigAndABadValueIsNamed) {
   {
     ScopedEnv env("HYBRID_GEMM", "onednn");

@@ -75,6 +75,27 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{false, true, 0.5f, 0.5f, false}, Case{true, false, -2.0f, 1, false},
                       Case{false, true, 1, 0, true}, Case{true, true, 1, 0, true}));
 
+// Large enough to be split over OpenMP threads (rows when M ≥ N, else columns),
+// with blocks that are not multiples of 16: every transpose matches the naive GEMM.
+TEST(OpenBlasGemm, SplitOverThreadsMatchesNaive) {
+  if (auto why = openblas_missing()) GTEST_SKIP() << *why;
+  for (const auto& [M, N] : {std::pair{301, 150}, {150, 301}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const int K = 33, lda = ta ? M : K, ldb = tb ? K : N;
+        const auto A = test::random_floats(size_t(ta ? K : M) * lda, 11);
+        const auto B = test::random_floats(size_t(tb ? N : K) * ldb, 12);
+        const auto C0 = test::random_floats(size_t(M) * N, 13);
+        std::vector<float> C = C0;
+        cpu::gemm_on(GemmProvider::openblas, DType::f32, ta, tb, M, N, K, 1.0f, A.data(), lda,
+                     B.data(), ldb, 1.0f, C.data(), N);
+        test::Vec ref = test::to_double(C0);
+        test::gemm_ref(ta, tb, M, N, K, 1.0, test::to_double(A), lda, test::to_double(B), ldb, 1.0,
+                       ref, N);
+        EXPECT_LT(test::rel_err(C, ref), 1e-5) << M << "x" << N << " ta=" << ta << " tb=" << tb;
+      }
+}
+
 // bf16/fp16 go through fp32 scratch on OpenBLAS: the result is the fp32 GEMM of
 // the rounded inputs, rounded once (bf16 1e-2, fp16 2e-3 relative).
 TEST(OpenBlasGemm, LowPrecisionMatchesFp32) {
