@@ -272,7 +272,7 @@ TEST_F(GemmSelectionTest, ACorruptCacheIsIgnoredWithAWarningAndRewritten) {
     for (const auto& w : sel.warnings)
       warned |= w.find("ignoring the provider cache " + cache().string()) != std::string::npos;
     EXPECT_TRUE(warned) << bad;
-    EXPECT_EQ(read(cache())["version"], 1) << "rewritten as a valid cache";
+    EXPECT_EQ(read(cache())["version"], 2) << "rewritten as a valid cache";
   }
 }
 
@@ -280,7 +280,7 @@ TEST_F(GemmSelectionTest, ACorruptCacheIsIgnoredWithAWarningAndRewritten) {
 TEST_F(GemmSelectionTest, KeepsOtherMachinesAndRemeasuresAnUnknownProvider) {
   const std::string mine = cpu::gemm_machine_key();
   const std::string other = "Other CPU | avx2 | 64 threads | openblas Zen";
-  nlohmann::json j = {{"format", "hybrid-gemm-providers"}, {"version", 1}};
+  nlohmann::json j = {{"format", "hybrid-gemm-providers"}, {"version", 2}};
   j["machines"][other]["f32 NN 8x8x8"]["provider"] = "openblas";
   j["machines"][mine][shapes_[0].str()]["provider"] = "mkl";
   std::ofstream(cache()) << j.dump();
