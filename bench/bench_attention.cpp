@@ -8,7 +8,10 @@
 //   (this executable again, --rss-child=flash|txt), whose peak RSS growth over a
 //   warmed-up baseline (inputs allocated, threads and oneDNN started) is what the
 //   kernel needs: saved state, per-thread scratch, GEMM scratchpads. Counters in
-//   MiB and the ratio T×T/flash.
+//   MiB and the ratio T×T/flash;
+// - attention_tile_products: the two forward tile products (S = q·kᵀ and O += P·v,
+//   64 × 64 × 64) through cpu::gemm and as plain vectorised loops, alternately:
+//   the GFLOP/s of each and the ratio gemm/loops, for the choice of cpu::gemm.
 //
 //   build/bench/bench_attention
 #include <benchmark/benchmark.h>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_materialized.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -158,11 +162,60 @@ void attention_peak_rss(benchmark::State& s) {
               T, flash, txt, txt / flash);
 }
 
+constexpr int kTile = 64, kHs = 64;
+
+// S = q·kᵀ (dot products along hs) and O += S·v (rows of v scaled and added).
+void tile_loops(float* S, float* O, const float* q, const float* k, const float* v) {
+  for (int i = 0; i < kTile; ++i)
+    for (int j = 0; j < kTile; ++j) {
+      float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+      for (int c = 0; c < kHs; ++c) d += q[i * kHs + c] * k[j * kHs + c];
+      S[i * kTile + j] = d;
+    }
+  for (int i = 0; i < kTile; ++i)
+    for (int j = 0; j < kTile; ++j) {
+      const float p = S[i * kTile + j];
+#pragma omp simd
+      for (int c = 0; c < kHs; ++c) O[i * kHs + c] += p * v[j * kHs + c];
+    }
+}
+
+void tile_gemms(float* S, float* O, const float* q, const float* k, const float* v) {
+  cpu::gemm(DType::f32, false, true, kTile, kTile, kHs, 1.0f, q, kHs, k, kHs, 0.0f, S, kTile);
+  cpu::gemm(DType::f32, false, false, kTile, kHs, kTile, 1.0f, S, kTile, v, kHs, 1.0f, O, kHs);
+}
+
+void attention_tile_products(benchmark::State& s) {
+  const auto q = values(kTile * kHs, 3), k = values(kTile * kHs, 4), v = values(kTile * kHs, 5);
+  std::vector<float> S(kTile * kTile), O(kTile * kHs, 0.0f);
+  constexpr int kReps = 200;  // tiles per timed batch
+  using clock = std::chrono::steady_clock;
+  double t_gemm = 0.0, t_loops = 0.0;
+  for (auto _ : s) {
+    const auto t0 = clock::now();
+    for (int r = 0; r < kReps; ++r) tile_gemms(S.data(), O.data(), q.data(), k.data(), v.data());
+    const auto t1 = clock::now();
+    for (int r = 0; r < kReps; ++r) tile_loops(S.data(), O.data(), q.data(), k.data(), v.data());
+    const auto t2 = clock::now();
+    benchmark::DoNotOptimize(O.data());
+    t_gemm += std::chrono::duration<double>(t1 - t0).count();
+    t_loops += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double flops = 4.0 * kTile * kTile * kHs * kReps * double(s.iterations());
+  s.counters["gemm_GFLOP/s"] = flops / t_gemm / 1e9;
+  s.counters["loops_GFLOP/s"] = flops / t_loops / 1e9;
+  s.counters["ratio_gemm/loops"] = t_loops / t_gemm;
+  std::printf("attention 64×64×64 tile products: cpu::gemm %.1f GFLOP/s, loops %.1f GFLOP/s\n",
+              flops / t_gemm / 1e9, flops / t_loops / 1e9);
+}
+
 BENCHMARK(attention_side_by_side)
     ->Args({4, 256})
     ->Args({1, 1024})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_tile_products)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(attention_peak_rss)->Args({4, 1024})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
