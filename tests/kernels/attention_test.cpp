@@ -1,9 +1,12 @@
 // Causal attention against the naive double reference (loops over b, h, t, j),
 // finite differences of the double forward, fp16/bf16, the "+=" contract, the
-// T×T kernel it replaced (kernels/cpu/attention_materialized.h) and what it saves.
+// T×T kernel it replaced (kernels/cpu/attention_materialized.h), what it saves
+// and concurrent calls.
 // T = 70 crosses the kernel's 64-row query and key blocks (a full and a partial
 // block); AnyLengthAndHeadSizeMatchNaive covers T = 1, 7, 65, 257 and odd heads.
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "kernels/cpu/attention_materialized.h"
 #include "reference.h"
@@ -183,6 +186,29 @@ TEST(Attention, SavesOneFloatPerRow) {
   Buf out(DType::f32, s.out()), qkv(DType::f32, test::random_floats(s.qkv(), 63));
   be->attention_forward(DType::f32, out.data(), saved.data(), qkv.data(), s.B, s.T, s.C, s.NH);
   for (size_t i = n; i < saved.size(); ++i) ASSERT_EQ(saved[i], -7.0f) << "written past the end";
+}
+
+// Thread safety: two shapes (different per-thread scratch sizes) at once from two
+// threads give the bits of one after the other.
+TEST(Attention, ConcurrentCallsGiveTheSerialBits) {
+  const Shape shapes[2] = {{2, 130, 48, 4}, {3, 67, 30, 2}};
+  std::vector<float> qkv[2], dout[2];
+  Result serial[2], parallel[2];
+  auto be = make_cpu_backend();
+  for (int i = 0; i < 2; ++i) {
+    qkv[i] = test::random_floats(shapes[i].qkv(), 70 + i);
+    dout[i] = test::random_floats(shapes[i].out(), 72 + i);
+    serial[i] = run(*be, DType::f32, shapes[i], qkv[i], dout[i], qkv[i]);
+  }
+  std::thread other(
+      [&] { parallel[1] = run(*be, DType::f32, shapes[1], qkv[1], dout[1], qkv[1]); });
+  parallel[0] = run(*be, DType::f32, shapes[0], qkv[0], dout[0], qkv[0]);
+  other.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(parallel[i].out, serial[i].out) << "shape " << i;
+    EXPECT_EQ(parallel[i].saved, serial[i].saved) << "shape " << i;
+    EXPECT_EQ(parallel[i].dqkv, serial[i].dqkv) << "shape " << i;
+  }
 }
 
 TEST(Attention, RejectsHeadsNotDividingChannels) {
