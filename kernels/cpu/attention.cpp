@@ -1,24 +1,24 @@
-// Causal multi-head self-attention (GPT-2), one (batch, head) pair per task.
+// Causal multi-head self-attention (GPT-2), flash-style: the T×T score matrix is
+// never stored, neither in forward nor in backward.
 //
 // qkv is [B, T, 3C]; head h of token t has q at t·3C + h·hs, k at +C, v at +2C.
-// Each task gathers its q, k, v head slices into contiguous fp32 scratch (one
-// conversion for fp16/bf16, and unit-stride rows for the GEMMs), then
-//   forward:  S = q·kᵀ/√hs, P = causal softmax(S) (saved, fp32 [B, NH, T, T]),
-//             out = P·v, scattered back into out [B, T, C];
-//   backward: dP = dout·vᵀ, dv = Pᵀ·dout, dS = P ⊙ (dP − rowsum(dP ⊙ P)),
-//             dq = dS·k/√hs, dk = dSᵀ·q/√hs, added (+=) into dqkv.
-// The causal mask is exploited by row blocks: rows [r0, r1) only see columns
-// [0, r1), so a GEMM for that block stops at r1 (≈ 40 % fewer FLOPs at T = 256).
-// The per-head GEMMs are small, so parallelism is across (b, h) tasks and each
-// task calls cpu::gemm from inside the OpenMP region, where oneDNN runs on the
-// calling thread only (no nested teams; measured faster than a serial loop
-// of threaded GEMMs).
-#include <algorithm>
+// One (batch, head) pair per OpenMP task. The task gathers its q, k, v head
+// slices into contiguous fp32 scratch (O(T·hs)), then walks query blocks of
+// kQueryBlock rows × key blocks of kKeyBlock columns, skipping the blocks above
+// the diagonal, with one kQueryBlock × kKeyBlock score tile in scratch:
+//   forward:  S = q·kᵀ/√hs per tile, online softmax (running row max m and sum l,
+//             the output rows rescaled by exp(m_old − m_new) when m grows),
+//             out = (Σ_tiles exp(S − m)·v) / l; saves only lse = m + log l,
+//             fp32 [B, NH, T] (attention_saved_bytes = B·NH·T·4);
+//   backward: D = rowsum(dout ⊙ out), then per tile P = exp(S − lse) recomputed,
+//             dv += Pᵀ·dout, dP = dout·vᵀ, dS = P ⊙ (dP − D),
+//             dq += dS·k/√hs, dk += dSᵀ·q/√hs; added (+=) into dqkv at the end.
+// Tile products go through cpu::gemm (oneDNN, single-threaded inside the
+// parallel region; see docs/kernels.md for why one head per thread).
 #include <cmath>
-#include <cstring>
-#include <stdexcept>
-#include <string>
+#include <limits>
 
+#include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
@@ -27,89 +27,72 @@ namespace hybrid::kernels {
 
 namespace {
 
-constexpr int kRowBlock = 64;
+// Tile sizes: 64 to 512 were timed with bench_attention, all within noise but
+// 64 × 512; 64 × 64 needs the least scratch (docs/kernels.md).
+constexpr int kQueryBlock = 64;
+constexpr int kKeyBlock = 64;
 
-void check_shape(int B, int T, int C, int NH, const char* op) {
-  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0)
-    throw std::invalid_argument(std::string(op) +
-                                ": need positive B, T, C, NH with C % NH == 0, got B = " +
-                                std::to_string(B) + ", T = " + std::to_string(T) +
-                                ", C = " + std::to_string(C) + ", NH = " + std::to_string(NH));
-}
+using cpu::gather_head;
+using cpu::scatter_add_head;
 
-// rows × hs slice starting at src (row stride ld) → contiguous fp32.
-template <class T>
-void gather(float* dst, const T* src, int rows, int hs, size_t ld) {
-  for (int t = 0; t < rows; ++t)
-    cpu::to_f32(dst + size_t(t) * hs, src + size_t(t) * ld, size_t(hs));
-}
+// Keys [c0, c0 + cols) visible to query t: the first n, n = t − c0 + 1 clipped.
+inline int visible_keys(int t, int c0, int cols) { return std::max(0, std::min(cols, t - c0 + 1)); }
 
-// dst slice (row stride ld) += contiguous fp32 rows × hs.
-template <class T>
-void scatter_add(T* dst, const float* src, int rows, int hs, size_t ld) {
-  float row[1024];
-  for (int t = 0; t < rows; ++t) {
-    T* d = dst + size_t(t) * ld;
-    for (int c0 = 0; c0 < hs; c0 += 1024) {
-      const int len = std::min(1024, hs - c0);
-      cpu::to_f32(row, d + c0, size_t(len));
-      const float* s = src + size_t(t) * hs + c0;
-      for (int c = 0; c < len; ++c) row[c] += s[c];
-      cpu::from_f32(d + c0, row, size_t(len));
-    }
-  }
-}
-
-template <class T>
-void attention_fwd(T* out, float* saved, const T* qkv, int B, int T_, int C, int NH) {
-  const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const size_t ld = size_t(3) * C;
-#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
-    float* q = cpu::thread_scratch(0, size_t(T_) * hs);
-    float* k = cpu::thread_scratch(1, size_t(T_) * hs);
-    float* v = cpu::thread_scratch(2, size_t(T_) * hs);
-    float* o = cpu::thread_scratch(3, size_t(T_) * hs);
-    gather(q, base, T_, hs, ld);
-    gather(k, base + C, T_, hs, ld);
-    gather(v, base + 2 * C, T_, hs, ld);
-    float* P = saved + size_t(bh) * T_ * T_;
-    for (int r0 = 0; r0 < T_; r0 += kRowBlock) {
-      const int r1 = std::min(T_, r0 + kRowBlock), rows = r1 - r0;
-      // S[r0:r1, 0:r1] = scale · q[r0:r1] · k[0:r1]ᵀ
-      cpu::gemm(DType::f32, false, true, rows, r1, hs, scale, q + size_t(r0) * hs, hs, k, hs, 0.0f,
-                P + size_t(r0) * T_, T_);
-      for (int t = r0; t < r1; ++t) {
-        float* p = P + size_t(t) * T_;
-        float mx = p[0];
-#pragma omp simd reduction(max : mx)
-        for (int j = 0; j <= t; ++j) mx = std::max(mx, p[j]);
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j <= t; ++j) {
-          p[j] = cpu::fast_exp(p[j] - mx);
-          sum += p[j];
-        }
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= t; ++j) p[j] *= inv;
-        std::fill(p + t + 1, p + T_, 0.0f);
+// One query block [r0, r0 + rows) of one head: o rows = softmax(q·kᵀ/√hs)·v,
+// lse[t] for each of its rows. S is a rows × kKeyBlock tile, ml 2·rows floats.
+void forward_query_block(float* o, float* lse, const float* q, const float* k, const float* v,
+                         int r0, int rows, int hs, float scale, float* S, float* ml) {
+  float *m = ml, *l = ml + rows;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  std::fill(m, m + rows, neg_inf);
+  std::fill(l, l + rows, 0.0f);
+  std::fill(o, o + size_t(rows) * hs, 0.0f);
+  const int r1 = r0 + rows;
+  for (int c0 = 0; c0 < r1; c0 += kKeyBlock) {
+    const int cols = std::min(kKeyBlock, r1 - c0);
+    cpu::gemm(DType::f32, false, true, rows, cols, hs, scale, q, hs, k + size_t(c0) * hs, hs, 0.0f,
+              S, kKeyBlock);
+    for (int i = 0; i < rows; ++i) {
+      float* s = S + size_t(i) * kKeyBlock;
+      const int n = visible_keys(r0 + i, c0, cols);
+      if (n == 0) {  // masked row of a tile crossing the diagonal: adds nothing
+        std::fill(s, s + cols, 0.0f);
+        continue;
       }
-      // out[r0:r1] = P[r0:r1, 0:r1] · v[0:r1]
-      cpu::gemm(DType::f32, false, false, rows, hs, r1, 1.0f, P + size_t(r0) * T_, T_, v, hs, 0.0f,
-                o + size_t(r0) * hs, hs);
+      float mx = m[i];
+#pragma omp simd reduction(max : mx)
+      for (int j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int j = 0; j < n; ++j) {
+        s[j] = cpu::fast_exp(s[j] - mx);
+        sum += s[j];
+      }
+      std::fill(s + n, s + cols, 0.0f);
+      if (m[i] != neg_inf && m[i] != mx) {  // rescale what earlier tiles added
+        const float corr = cpu::fast_exp(m[i] - mx);
+        l[i] *= corr;
+        float* orow = o + size_t(i) * hs;
+#pragma omp simd
+        for (int c = 0; c < hs; ++c) orow[c] *= corr;
+      }
+      l[i] += sum;
+      m[i] = mx;
     }
-    T* out_base = out + size_t(b) * T_ * C + size_t(h) * hs;
-    for (int t = 0; t < T_; ++t)
-      cpu::from_f32(out_base + size_t(t) * C, o + size_t(t) * hs, size_t(hs));
+    cpu::gemm(DType::f32, false, false, rows, hs, cols, 1.0f, S, kKeyBlock, v + size_t(c0) * hs, hs,
+              1.0f, o, hs);
+  }
+  for (int i = 0; i < rows; ++i) {
+    const float inv = 1.0f / l[i];
+    float* orow = o + size_t(i) * hs;
+#pragma omp simd
+    for (int c = 0; c < hs; ++c) orow[c] *= inv;
+    lse[i] = m[i] + std::log(l[i]);
   }
 }
 
 template <class T>
-void attention_bwd(T* dqkv, const T* dout, const T* qkv, const float* saved, int B, int T_, int C,
-                   int NH) {
+void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t ld = size_t(3) * C;
@@ -121,59 +104,123 @@ void attention_bwd(T* dqkv, const T* dout, const T* qkv, const float* saved, int
     float* q = cpu::thread_scratch(0, head);
     float* k = cpu::thread_scratch(1, head);
     float* v = cpu::thread_scratch(2, head);
-    float* g = cpu::thread_scratch(3, head);          // dout of this head
-    float* grads = cpu::thread_scratch(4, 3 * head);  // dq, dk, dv
-    float* dS = cpu::thread_scratch(5, size_t(T_) * T_);
-    float *dq = grads, *dk = grads + head, *dv = grads + 2 * head;
-    gather(q, base, T_, hs, ld);
-    gather(k, base + C, T_, hs, ld);
-    gather(v, base + 2 * C, T_, hs, ld);
-    gather(g, dout + size_t(b) * T_ * C + size_t(h) * hs, T_, hs, size_t(C));
-    const float* P = saved + size_t(bh) * T_ * T_;
+    float* o = cpu::thread_scratch(3, head);
+    float* S = cpu::thread_scratch(4, size_t(kQueryBlock) * kKeyBlock + 2 * kQueryBlock);
+    gather_head(q, base, T_, hs, ld);
+    gather_head(k, base + C, T_, hs, ld);
+    gather_head(v, base + 2 * C, T_, hs, ld);
+    for (int r0 = 0; r0 < T_; r0 += kQueryBlock) {
+      const int rows = std::min(kQueryBlock, T_ - r0);
+      forward_query_block(o + size_t(r0) * hs, lse + size_t(bh) * T_ + r0, q + size_t(r0) * hs, k,
+                          v, r0, rows, hs, scale, S, S + size_t(kQueryBlock) * kKeyBlock);
+    }
+    T* out_base = out + size_t(b) * T_ * C + size_t(h) * hs;
+    for (int t = 0; t < T_; ++t)
+      cpu::from_f32(out_base + size_t(t) * C, o + size_t(t) * hs, size_t(hs));
+  }
+}
 
-    for (int r0 = 0; r0 < T_; r0 += kRowBlock) {
-      const int r1 = std::min(T_, r0 + kRowBlock), rows = r1 - r0;
-      // dP[r0:r1, 0:r1] = dout[r0:r1] · v[0:r1]ᵀ, then dS in place.
-      cpu::gemm(DType::f32, false, true, rows, r1, hs, 1.0f, g + size_t(r0) * hs, hs, v, hs, 0.0f,
-                dS + size_t(r0) * T_, T_);
-      for (int t = r0; t < r1; ++t) {
-        const float* p = P + size_t(t) * T_;
-        float* d = dS + size_t(t) * T_;
-        float dot = 0.0f;
+// D[t] = Σ_c dout[t, c] · out[t, c] for one head (strided rows, any dtype).
+template <class T>
+void row_dots(float* D, const float* g, const T* out, int T_, int hs, size_t ld, float* row) {
+  for (int t = 0; t < T_; ++t) {
+    cpu::to_f32(row, out + size_t(t) * ld, size_t(hs));
+    const float* gr = g + size_t(t) * hs;
+    float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-        for (int j = 0; j <= t; ++j) dot += d[j] * p[j];
-        for (int j = 0; j <= t; ++j) d[j] = p[j] * (d[j] - dot);
-        std::fill(d + t + 1, d + r1, 0.0f);
-      }
-      // dq[r0:r1] = scale · dS[r0:r1, 0:r1] · k[0:r1]
-      cpu::gemm(DType::f32, false, false, rows, hs, r1, scale, dS + size_t(r0) * T_, T_, k, hs,
-                0.0f, dq + size_t(r0) * hs, hs);
+    for (int c = 0; c < hs; ++c) dot += gr[c] * row[c];
+    D[t] = dot;
+  }
+}
+
+struct HeadGrads {
+  const float *q, *k, *v, *g, *lse, *D;  // g = dout of this head
+  float *dq, *dk, *dv;
+};
+
+// Adds the contributions of query block [r0, r0 + rows) to dq, dk, dv. P and dS
+// are rows × kKeyBlock tiles.
+void backward_query_block(const HeadGrads& a, int r0, int rows, int hs, float scale, float* P,
+                          float* dS) {
+  const size_t qoff = size_t(r0) * hs;
+  const int r1 = r0 + rows;
+  for (int c0 = 0; c0 < r1; c0 += kKeyBlock) {
+    const int cols = std::min(kKeyBlock, r1 - c0);
+    const size_t koff = size_t(c0) * hs;
+    cpu::gemm(DType::f32, false, true, rows, cols, hs, scale, a.q + qoff, hs, a.k + koff, hs, 0.0f,
+              P, kKeyBlock);
+    for (int i = 0; i < rows; ++i) {
+      float* p = P + size_t(i) * kKeyBlock;
+      const int n = visible_keys(r0 + i, c0, cols);
+      const float lse = a.lse[r0 + i];
+#pragma omp simd
+      for (int j = 0; j < n; ++j) p[j] = cpu::fast_exp(p[j] - lse);
+      std::fill(p + n, p + cols, 0.0f);
     }
-    // Column blocks of the lower triangle: rows >= c0 are the only non-zeros of
-    // columns [c0, c1), so dv[c0:c1] = P[c0:T, c0:c1]ᵀ · dout[c0:T], same for dk.
-    for (int c0 = 0; c0 < T_; c0 += kRowBlock) {
-      const int c1 = std::min(T_, c0 + kRowBlock), cols = c1 - c0, rows = T_ - c0;
-      cpu::gemm(DType::f32, true, false, cols, hs, rows, 1.0f, P + size_t(c0) * T_ + c0, T_,
-                g + size_t(c0) * hs, hs, 0.0f, dv + size_t(c0) * hs, hs);
-      cpu::gemm(DType::f32, true, false, cols, hs, rows, scale, dS + size_t(c0) * T_ + c0, T_,
-                q + size_t(c0) * hs, hs, 0.0f, dk + size_t(c0) * hs, hs);
+    // dv[c0:c1] += Pᵀ · dout[r0:r1]
+    cpu::gemm(DType::f32, true, false, cols, hs, rows, 1.0f, P, kKeyBlock, a.g + qoff, hs, 1.0f,
+              a.dv + koff, hs);
+    // dP = dout[r0:r1] · v[c0:c1]ᵀ, then dS = P ⊙ (dP − D) in place
+    cpu::gemm(DType::f32, false, true, rows, cols, hs, 1.0f, a.g + qoff, hs, a.v + koff, hs, 0.0f,
+              dS, kKeyBlock);
+    for (int i = 0; i < rows; ++i) {
+      const float* p = P + size_t(i) * kKeyBlock;
+      float* d = dS + size_t(i) * kKeyBlock;
+      const float Dt = a.D[r0 + i];
+#pragma omp simd
+      for (int j = 0; j < cols; ++j) d[j] = p[j] * (d[j] - Dt);
     }
+    cpu::gemm(DType::f32, false, false, rows, hs, cols, scale, dS, kKeyBlock, a.k + koff, hs, 1.0f,
+              a.dq + qoff, hs);
+    cpu::gemm(DType::f32, true, false, cols, hs, rows, scale, dS, kKeyBlock, a.q + qoff, hs, 1.0f,
+              a.dk + koff, hs);
+  }
+}
+
+template <class T>
+void attention_bwd(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse, int B,
+                   int T_, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  const size_t ld = size_t(3) * C;
+  const size_t tile = size_t(kQueryBlock) * kKeyBlock;
+#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
+    const size_t head = size_t(T_) * hs, row_off = size_t(b) * T_ * C + size_t(h) * hs;
+    float* q = cpu::thread_scratch(0, head);
+    float* k = cpu::thread_scratch(1, head);
+    float* v = cpu::thread_scratch(2, head);
+    float* g = cpu::thread_scratch(3, head);
+    float* grads = cpu::thread_scratch(4, 3 * head);            // dq, dk, dv
+    float* tiles = cpu::thread_scratch(5, 2 * tile + T_ + hs);  // P, dS, D, one out row
+    float* D = tiles + 2 * tile;
+    gather_head(q, base, T_, hs, ld);
+    gather_head(k, base + C, T_, hs, ld);
+    gather_head(v, base + 2 * C, T_, hs, ld);
+    gather_head(g, dout + row_off, T_, hs, size_t(C));
+    row_dots(D, g, out + row_off, T_, hs, size_t(C), D + T_);
+    std::fill(grads, grads + 3 * head, 0.0f);
+    const HeadGrads a{q, k, v, g, lse + size_t(bh) * T_, D, grads, grads + head, grads + 2 * head};
+    for (int r0 = 0; r0 < T_; r0 += kQueryBlock)
+      backward_query_block(a, r0, std::min(kQueryBlock, T_ - r0), hs, scale, tiles, tiles + tile);
     T* dbase = dqkv + size_t(b) * T_ * ld + size_t(h) * hs;
-    scatter_add(dbase, dq, T_, hs, ld);
-    scatter_add(dbase + C, dk, T_, hs, ld);
-    scatter_add(dbase + 2 * C, dv, T_, hs, ld);
+    scatter_add_head(dbase, a.dq, T_, hs, ld);
+    scatter_add_head(dbase + C, a.dk, T_, hs, ld);
+    scatter_add_head(dbase + 2 * C, a.dv, T_, hs, ld);
   }
 }
 
 }  // namespace
 
 size_t CpuBackend::attention_saved_bytes(DType, int B, int T, int, int NH) const {
-  return size_t(B) * NH * T * T * sizeof(float);
+  return size_t(B) * NH * T * sizeof(float);  // lse per row
 }
 
 void CpuBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
                                    int C, int NH) {
-  check_shape(B, T, C, NH, "attention_forward");
+  cpu::check_attention_shape(B, T, C, NH, "attention_forward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_fwd(static_cast<S*>(out), static_cast<float*>(saved), static_cast<const S*>(qkv), B,
@@ -182,12 +229,13 @@ void CpuBackend::attention_forward(DType dt, void* out, void* saved, const void*
 }
 
 void CpuBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                    const void*, const void* saved, int B, int T, int C, int NH) {
-  check_shape(B, T, C, NH, "attention_backward");
+                                    const void* out, const void* saved, int B, int T, int C,
+                                    int NH) {
+  cpu::check_attention_shape(B, T, C, NH, "attention_backward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_bwd(static_cast<S*>(dqkv), static_cast<const S*>(dout), static_cast<const S*>(qkv),
-                  static_cast<const float*>(saved), B, T, C, NH);
+                  static_cast<const S*>(out), static_cast<const float*>(saved), B, T, C, NH);
   });
 }
 

@@ -83,9 +83,9 @@ INSTANTIATE_TEST_SUITE_P(StagesDtypesPolicies, CheckpointingMemory,
                          });
 
 // One block's internals (what a checkpointed block no longer keeps), from the
-// shapes: ln_1, attention (qkv 3C, output C, the backend's saved state),
-// residual_mid, ln_2, fc 4C and gelu 4C in the parameter dtype, and two
-// layernorms' fp32 mean and rstd.
+// shapes: ln_1, attention (qkv 3C, output C, the backend's saved state: B·NH·T
+// fp32 on the CPU), residual_mid, ln_2, fc 4C and gelu 4C in the parameter
+// dtype, and two layernorms' fp32 mean and rstd.
 uint64_t block_internals(const Config& cfg, uint64_t attention_saved) {
   const uint64_t N = uint64_t(cfg.train_micro_batch_size_per_gpu) * uint64_t(cfg.model.seq_len);
   const uint64_t C = uint64_t(cfg.model.n_embd), d = kernels::dtype_size(cfg.param_dtype());
@@ -119,6 +119,9 @@ TEST(CheckpointingMemory, EveryBlockSavesAllButOneSetOfInternalsAsPredicted) {
     const uint64_t saved =
         be.attention_saved_bytes(off.param_dtype(), off.train_micro_batch_size_per_gpu,
                                  off.model.seq_len, off.model.n_embd, off.model.n_head);
+    EXPECT_EQ(saved, uint64_t(off.train_micro_batch_size_per_gpu) * off.model.n_head *
+                         off.model.seq_len * 4)
+        << "the CPU attention keeps one fp32 lse per (batch, head, row)";
     EXPECT_EQ(measured, uint64_t(L - 1) * block_internals(off, saved)) << dtype;
     EXPECT_LT(double(peak_on), 0.75 * double(peak_off)) << dtype << ": a real reduction";
     // cpu_checkpointing: the L kept inputs move to host memory; the device keeps

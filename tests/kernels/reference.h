@@ -226,12 +226,15 @@ inline double gelu_grad_ref(double x) {
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * s * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
-// Causal self-attention: out [B,T,C] from qkv [B,T,3C]; P [B,NH,T,T] when asked.
-inline Vec attention_fwd_ref(const Vec& qkv, int B, int T, int C, int NH, Vec* P = nullptr) {
+// Causal self-attention: out [B,T,C] from qkv [B,T,3C]; P [B,NH,T,T] and the
+// logsumexp of each score row, lse [B,NH,T], when asked.
+inline Vec attention_fwd_ref(const Vec& qkv, int B, int T, int C, int NH, Vec* P = nullptr,
+                             Vec* lse = nullptr) {
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   Vec out(size_t(B) * T * C, 0.0);
   if (P) P->assign(size_t(B) * NH * T * T, 0.0);
+  if (lse) lse->assign(size_t(B) * NH * T, 0.0);
   auto at = [&](int b, int t, int part, int h, int c) {
     return qkv[(size_t(b) * T + t) * 3 * C + size_t(part) * C + size_t(h) * hs + c];
   };
@@ -248,6 +251,7 @@ inline Vec attention_fwd_ref(const Vec& qkv, int B, int T, int C, int NH, Vec* P
         }
         double sum = 0.0;
         for (int j = 0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        if (lse) (*lse)[(size_t(b) * NH + h) * T + t] = mx + std::log(sum);
         for (int j = 0; j <= t; ++j) {
           s[j] /= sum;
           if (P) (*P)[((size_t(b) * NH + h) * T + t) * T + j] = s[j];
