@@ -38,8 +38,8 @@ std::string gemm_machine_key();
 
 // GFLOP/s of one provider on one shape: fresh operands, one warm-up call, then
 // timed calls until both `min_calls` and `min_seconds` are reached; the median.
-double measure_gemm(GemmProvider p, const GemmShape& shape, int min_calls = 3,
-                    double min_seconds = 0.2);
+double measure_gemm(GemmProvider p, const GemmShape& shape, int min_calls = 5,
+                    double min_seconds = 0.05);
 
 // Every shape gets its fastest available provider (measured unless the cache has
 // it), is routed there (route_gemm), and the cache is written back atomically
