@@ -56,8 +56,8 @@ std::string series(double ms, double jitter) {
 std::string scripted_spec() {
   return "first " + kKeys[0] + series(10.0, 0.8) + "\nfirst " + kKeys[1] + series(10.2, 0.8) +
          "\nfirst " + kKeys[2] + series(10.1, 0.8) + "\nconfirm " + kKeys[0] + series(10.9, 0.2) +
-         "\nconfirm " + kKeys[1] + series(10.0, 0.2) + "\nconfirm " + kKeys[2] +
-         series(10.6, 0.2) + "\n";
+         "\nconfirm " + kKeys[1] + series(10.0, 0.2) + "\nconfirm " + kKeys[2] + series(10.6, 0.2) +
+         "\n";
 }
 
 // A trial start as log_launcher.sh recorded it ("{key}@{dir}"): its key and its
@@ -129,7 +129,8 @@ std::vector<TieBreak> tie_breaks_of(const Sweep& sw) {
 std::vector<Start> interleaved_order(const std::vector<std::string>& tied) {
   std::vector<Start> v;
   for (int r = 0; r < kRounds; ++r)
-    for (size_t k = 0; k < tied.size(); ++k) v.push_back({tied[(k + size_t(r)) % tied.size()], r + 1});
+    for (size_t k = 0; k < tied.size(); ++k)
+      v.push_back({tied[(k + size_t(r)) % tied.size()], r + 1});
   return v;
 }
 
@@ -270,7 +271,8 @@ TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
       }
       if (HasFailure()) {
         ADD_FAILURE() << "kill " << done << " (" << moment << ", " << (group ? "group" : "tuner")
-                      << ") of " << sw.name << "\n" << read_text(sw.log);
+                      << ") of " << sw.name << "\n"
+                      << read_text(sw.log);
         return;
       }
     }
@@ -301,7 +303,8 @@ TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
     profiler::RunStore store(sw.db, profiler::OpenMode::read_only);
     EXPECT_EQ(store.integrity_check(), "ok");
     EXPECT_EQ(autotune::test::read_json(sw.out), ref_best)
-        << "best.json differs from the uninterrupted sweep's\n" << read_text(sw.log);
+        << "best.json differs from the uninterrupted sweep's\n"
+        << read_text(sw.log);
     for (const auto& entry : fs::directory_iterator(fs::path(sw.out).parent_path()))
       EXPECT_EQ(entry.path().filename().string().find("best.json.tmp"), std::string::npos)
           << "leftover " << entry.path();
