@@ -374,6 +374,15 @@ void break_tie(SweepRun& r, SweepResult& res) {
                          tied.size());
     return;
   }
+  // Finished and stored before a kill (in best.json's write): it stands, not run again.
+  if (auto stored =
+          stored_confirmation(r.store.tie_breaks(r.sweep.id), tied, s.noise.confirm_rounds)) {
+    r.out << "confirmation run finished by an earlier invocation: its stored decision stands\n";
+    for (const auto& t : tied)
+      if (t.key == stored->winner_key) res.best = t;
+    res.tie_break = std::move(stored);
+    return;
+  }
   r.out << fmt::format("{}: {} candidates, confirming in {} interleaved round(s)\n",
                        tie ? "tie within noise" : "best against the runner-up (--confirm-best)",
                        tied.size(), s.noise.confirm_rounds);

@@ -103,4 +103,19 @@ profiler::TieBreak tie_break_row(Metric m, int64_t sweep_id, const std::vector<T
   return tb;
 }
 
+std::optional<profiler::TieBreak> stored_confirmation(const std::vector<profiler::TieBreak>& stored,
+                                                      const std::vector<TrialRow>& tied,
+                                                      int rounds) {
+  for (auto it = stored.rbegin(); it != stored.rend(); ++it) {
+    if (it->rounds != rounds) continue;
+    const auto cands = nlohmann::json::parse(it->candidates_json, nullptr, false);
+    if (!cands.is_array() || cands.size() != tied.size()) continue;
+    bool same = true;
+    for (size_t c = 0; c < tied.size() && same; ++c)
+      same = cands[c].is_object() && cands[c].value("key", std::string()) == tied[c].key;
+    if (same) return *it;
+  }
+  return std::nullopt;
+}
+
 }  // namespace hybrid::autotune

@@ -46,4 +46,12 @@ profiler::TieBreak tie_break_row(Metric m, int64_t sweep_id,
                                  const std::vector<profiler::TrialRow>& tied,
                                  const ConfirmationResult& r);
 
+// The confirmation an earlier invocation of the sweep finished and stored for these
+// tied candidates (same keys in the same order, same rounds), if any: a tuner killed
+// after storing it (while writing best.json) resumes with it instead of running the
+// confirmation again. The latest such record wins.
+std::optional<profiler::TieBreak> stored_confirmation(const std::vector<profiler::TieBreak>& stored,
+                                                      const std::vector<profiler::TrialRow>& tied,
+                                                      int rounds);
+
 }  // namespace hybrid::autotune

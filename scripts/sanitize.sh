@@ -57,7 +57,11 @@ echo "sanitize.sh: $mode build done in $((SECONDS - start)) s"
 source scripts/mpi-env.sh
 # Our code is instrumented, third-party libraries are not; the suppression files
 # name only third-party libraries, each with its reason.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1"
+# fast_unwind_on_malloc=0: Open MPI and PMIx are built without frame pointers, so the
+# fast unwinder records one frame of their allocations, often in a plugin that
+# MPI_Finalize has dlclose()d by exit (no module name left): the leak then matches no
+# suppression. The full (DWARF) stack reaches libmpi, which lsan.supp names.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:fast_unwind_on_malloc=0"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
@@ -75,6 +79,13 @@ if [[ $# -gt 0 ]]; then
 elif [[ $mode == tsan ]]; then
   run_ctest -L '^(base|profiler|mpi)$'
   run_ctest -L '^engine$' -R "$TSAN_ENGINE_TESTS"
+elif [[ $mode == asan ]]; then
+  # The viewer (hybrid-view under xvfb, Mesa) hung at exit with full malloc stacks:
+  # the screenshot tests, which start it, run with the fast unwinder.
+  # docs/reliability.md ("Sanitizers") has what that leaves.
+  run_ctest -E '^Screenshots\.' || failed=1
+  ASAN_OPTIONS=${ASAN_OPTIONS/:fast_unwind_on_malloc=0/} run_ctest -R '^Screenshots\.' || failed=1
+  [[ -z ${failed:-} ]]
 else
   run_ctest
 fi

@@ -150,6 +150,31 @@ TEST(Noise, ConfirmationRoundsInterleaveInARotatingOrder) {
       m, tied, 3, [](size_t, int) { return steady(10, 0.1); }, [&] { return ++asked > 2; }));
 }
 
+// A tuner killed after storing its confirmation (while writing best.json) resumes
+// with that decision: found for the same tied keys in the same order and the same
+// rounds, the latest when there are several; anything else is a new confirmation.
+TEST(Noise, StoredConfirmationIsFoundOnlyForTheSameCandidatesAndRounds) {
+  const Metric m = Metric::latency;
+  const std::vector<TrialRow> tied = {trial("a", steady(10, 0.4), m),
+                                      trial("b", steady(10, 0.4), m)};
+  const auto decided = decide_confirmation(m, tied, {steady(10.0, 0.1), steady(11.0, 0.1)}, 2);
+  const profiler::TieBreak ab = tie_break_row(m, 7, tied, decided);
+  EXPECT_FALSE(stored_confirmation({}, tied, 2));
+  ASSERT_TRUE(stored_confirmation({ab}, tied, 2));
+  EXPECT_EQ(*stored_confirmation({ab}, tied, 2), ab);
+  EXPECT_FALSE(stored_confirmation({ab}, tied, 3)) << "other rounds";
+  EXPECT_FALSE(stored_confirmation({ab}, {tied[1], tied[0]}, 2)) << "other order";
+  EXPECT_FALSE(stored_confirmation({ab}, {tied[0]}, 2)) << "fewer candidates";
+  EXPECT_FALSE(stored_confirmation({ab}, {tied[0], trial("c", steady(10, 0.4), m)}, 2));
+  profiler::TieBreak later = ab;
+  later.id = 9;
+  later.winner_key = "b";
+  EXPECT_EQ(stored_confirmation({ab, later}, tied, 2)->id, 9) << "the latest record";
+  profiler::TieBreak damaged = ab;
+  damaged.candidates_json = "not json";
+  EXPECT_FALSE(stored_confirmation({damaged}, tied, 2));
+}
+
 // A real sweep through hybrid-tune whose trials are the series launcher's scripted results.
 struct ScriptedSweep {
   test::TempDir dir;

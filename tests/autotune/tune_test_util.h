@@ -78,6 +78,17 @@ inline std::string tune_bin() { return std::string(HYBRID_BINARY_DIR) + "/autotu
 inline std::string train_bin() { return std::string(HYBRID_BINARY_DIR) + "/engine/hybrid-train"; }
 inline std::string data_dir() { return std::string(HYBRID_SOURCE_DIR) + "/tests/autotune/data"; }
 
+// How many times slower the tools run in a sanitizer build (scripts/sanitize.sh,
+// ASan with full malloc stacks or TSan): a trial deadline is stretched by this
+// factor there, so that the test checks the timeout's handling, not the speed.
+inline int sanitizer_slowdown() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 5;
+#else
+  return 1;
+#endif
+}
+
 using hybrid::test::CommandResult;
 using hybrid::test::run_command;
 

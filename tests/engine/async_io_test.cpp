@@ -61,8 +61,11 @@ std::vector<IoEngine> engines() {
 }
 
 // A page-aligned buffer of random bytes (direct I/O needs the alignment).
+// aligned_alloc wants a size that is a multiple of the alignment (ASan rejects
+// anything else): the allocation is rounded up, `bytes` stays what was asked.
 struct Aligned {
-  explicit Aligned(size_t n) : bytes(n), p(static_cast<char*>(std::aligned_alloc(4096, n))) {}
+  explicit Aligned(size_t n)
+      : bytes(n), p(static_cast<char*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {}
   ~Aligned() { std::free(p); }
   size_t bytes;
   char* p;
