@@ -24,10 +24,13 @@ using kernels::DType;
 
 namespace {
 
-// OpenMP threads per rank: the configured number, or the cores shared evenly
-// among the ranks of this host (oversubscribing cores only slows everyone).
+// OpenMP threads per rank: the configured number, else the user's OMP_NUM_THREADS,
+// else the cores shared evenly among the ranks of this host (oversubscribing cores
+// only slows everyone).
 int threads_per_rank(const Config& cfg, const base::LauncherEnv& env) {
   if (cfg.threads > 0) return cfg.threads;
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp && std::atoi(omp) > 0)
+    return std::atoi(omp);
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, env.local_size));
 }
