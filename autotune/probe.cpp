@@ -65,8 +65,7 @@ double measure_gemm(const ProbeOptions& opts, kernels::Backend& be, kernels::DTy
   comm.barrier();
   float rate = 0;
   if (be.kind() == kernels::BackendKind::cpu) {
-    for (auto p : kernels::cpu::kGemmProviders) {
-      if (!kernels::cpu::provider_available(p)) continue;
+    for (auto p : kernels::cpu::usable_gemm_providers(dt)) {
       const double r = kernels::cpu::measure_gemm(p, {dt, false, true, n, n, n},
                                                   std::max(1, opts.gemm_iters), 0);
       providers += fmt::format("{}{} {}", providers.empty() ? "" : ", ",

@@ -50,10 +50,8 @@ void gemm_model_shapes(benchmark::State& s, DType dt) {
     for (const auto& g : shapes) {
       double rate[kP] = {};
       size_t best = 0;
-      for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
-        if (hybrid::kernels::cpu::provider_available(p) &&
-            hybrid::kernels::cpu::provider_supports(p, dt))
-          rate[size_t(p)] = hybrid::kernels::cpu::measure_gemm(p, g, 3, 0.1);
+      for (GemmProvider p : hybrid::kernels::cpu::usable_gemm_providers(dt))
+        rate[size_t(p)] = hybrid::kernels::cpu::measure_gemm(p, g, 3, 0.1);
       const double flops = 2.0 * g.M * g.N * g.K;
       std::printf("%-28s", g.str().c_str());
       for (size_t p = 0; p < kP; ++p) {

@@ -327,11 +327,7 @@ void gemm_onednn(benchmark::State& s, DType dt) {
 void gemm_providers(benchmark::State& s, DType dt) {
   using hybrid::kernels::cpu::GemmProvider;
   Buffer a(dt, size_t(GM) * GK), b(dt, size_t(GK) * GN), c(dt, size_t(GM) * GN, 0, 0);
-  std::vector<GemmProvider> providers;
-  for (GemmProvider p : hybrid::kernels::cpu::kGemmProviders)
-    if (hybrid::kernels::cpu::provider_available(p) &&
-        hybrid::kernels::cpu::provider_supports(p, dt))
-      providers.push_back(p);
+  const std::vector<GemmProvider> providers = hybrid::kernels::cpu::usable_gemm_providers(dt);
   std::vector<std::vector<double>> seconds(providers.size());
   const auto run = [&](GemmProvider p) {
     hybrid::kernels::cpu::gemm_on(p, dt, false, false, GM, GN, GK, 1.0f, a.get(), GK, b.get(), GN,

@@ -163,9 +163,7 @@ void gemm_rate(benchmark::State& state, const std::string& name, DType dt) {
   void* C = be->allocate(size_t(M) * N * d);
   be->zero(A, size_t(M) * K * d);
   be->zero(B, size_t(K) * N * d);
-  std::vector<kernels::cpu::GemmProvider> providers;
-  for (auto p : kernels::cpu::kGemmProviders)
-    if (kernels::cpu::provider_available(p)) providers.push_back(p);
+  const auto providers = kernels::cpu::usable_gemm_providers(dt);
   const auto run = [&](kernels::cpu::GemmProvider p) {
     kernels::cpu::gemm_on(p, dt, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
   };

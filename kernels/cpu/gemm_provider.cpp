@@ -94,6 +94,13 @@ bool provider_supports(GemmProvider p, DType dt) {
   return p != GemmProvider::avx512bf16 || dt == DType::bf16;
 }
 
+std::vector<GemmProvider> usable_gemm_providers(DType dt) {
+  std::vector<GemmProvider> out;
+  for (GemmProvider p : kGemmProviders)
+    if (provider_available(p) && provider_supports(p, dt)) out.push_back(p);
+  return out;
+}
+
 void force_gemm_provider(std::optional<GemmProvider> p) {
   std::unique_lock lock(routes().mutex);
   routes().forced = p;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/dtype.h"
 
@@ -38,6 +39,8 @@ bool provider_available(GemmProvider p, std::string* why = nullptr);
 // Whether it computes this storage dtype (avx512bf16: bf16 only); a provider that
 // does not is never chosen for it, and cpu::gemm_on runs such a call on oneDNN.
 bool provider_supports(GemmProvider p, DType dt);
+// The providers that can run here and compute dt: the candidates to measure.
+std::vector<GemmProvider> usable_gemm_providers(DType dt);
 
 // Routes: a forced provider applies to every shape; otherwise a shape routed by
 // the selection runs on its provider, any other shape on oneDNN. A call from

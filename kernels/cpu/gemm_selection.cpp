@@ -65,8 +65,7 @@ std::optional<GemmChoice> cached_choice(const json& entry, const GemmShape& shap
 GemmChoice measure_choice(const GemmShape& shape) {
   GemmChoice c{shape, GemmProvider::onednn, {}, false};
   double best = -1;
-  for (GemmProvider p : kGemmProviders) {
-    if (!provider_available(p) || !provider_supports(p, shape.dt)) continue;
+  for (GemmProvider p : usable_gemm_providers(shape.dt)) {
     const double rate = measure_gemm(p, shape);
     c.gflops.emplace_back(p, rate);
     if (rate > best) best = rate, c.provider = p;
