@@ -100,6 +100,7 @@ class TraceSax {
       auto ns = parse_us_as_ns(text);
       if (!ns) {
         if (!std::isfinite(v)) fail(fmt::format("'{}' is not a finite number", key_));
+        if (std::fabs(v) >= double(kMaxMicroseconds)) fail_out_of_range(text);
         ns = int64_t(std::llround(v * 1000.0));
       }
       (key_ == "ts" ? ev_.ts_ns : ev_.dur_ns) = *ns;
@@ -189,12 +190,26 @@ class TraceSax {
     throw ImportError(fmt::format("{}: {}", out_.path, what));
   }
 
+  // Times are kept as int64 nanoseconds: microseconds beyond this (292 years)
+  // would overflow.
+  static constexpr int64_t kMaxMicroseconds = INT64_MAX / 1000;
+
+  [[noreturn]] void fail_out_of_range(std::string_view value) const {
+    fail(fmt::format("traceEvents[{}]: '{}' = {} us is out of range (at most {} us)", index_, key_,
+                     value, kMaxMicroseconds));
+  }
+
+  int64_t microseconds_as_ns(int64_t us) const {
+    if (us > kMaxMicroseconds || us < -kMaxMicroseconds) fail_out_of_range(std::to_string(us));
+    return us * 1000;
+  }
+
   bool integer(int64_t v, bool from_float = false) {
     if (in(Ctx::event)) {
       if (key_ == "ts")
-        ev_.ts_ns = from_float ? v : v * 1000, ev_.ts_us = double(v);
+        ev_.ts_ns = from_float ? v : microseconds_as_ns(v), ev_.ts_us = double(v);
       else if (key_ == "dur")
-        ev_.dur_ns = from_float ? v : v * 1000, ev_.dur_us = double(v);
+        ev_.dur_ns = from_float ? v : microseconds_as_ns(v), ev_.dur_us = double(v);
       else if (key_ == "pid")
         ev_.pid = std::to_string(v);
       else if (key_ == "tid")

@@ -111,6 +111,26 @@ TEST_F(ImportKineto, EventsWithMissingFields) {
       "has no 'args.stream'");
 }
 
+// Found by fuzzing: microseconds that overflow int64 nanoseconds are refused,
+// whether written as integers, as huge unsigned values or with an exponent.
+TEST_F(ImportKineto, TimesBeyondInt64Nanoseconds) {
+  int file = 0;
+  for (const char* ts : {"9223372036854775807", "18446744073709551615", "-9223372036854775807",
+                         "1e300", "9300000000000000.5"}) {
+    const std::string name = "far" + std::to_string(file++) + ".json";
+    expect_refused(
+        {write(name,
+               std::string(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": )") +
+                   ts + R"(, "dur": 1}]})")},
+        "'ts' = ");
+  }
+  expect_refused(
+      {write(
+          "fardur.json",
+          R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1, "dur": 9223372036854776}]})")},
+      "is out of range");
+}
+
 TEST_F(ImportKineto, TwoFilesClaimingOneRank) {
   const auto a = write("a.json", kGood), b = write("b.json", kGood);
   expect_refused({a, b}, "both claim rank 0");
