@@ -24,11 +24,6 @@ std::string cpu_name() {
                      std::max(1u, std::thread::hardware_concurrency()));
 }
 
-uint64_t physical_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
 #ifdef HYBRID_AUTOTUNE_CUDA
 bool cuda_device(int index, DeviceInfo& d, std::string& why) {
   int n = 0;
@@ -54,7 +49,7 @@ bool cuda_device(int index, DeviceInfo& d, std::string& why) {
 DeviceInfo detect_device(const std::string& device) {
   DeviceInfo d;
   d.name = cpu_name();
-  d.memory_bytes = physical_memory();
+  d.memory_bytes = base::physical_memory();
   if (device == "cpu") return d;
   const bool want_cuda = device.rfind("cuda", 0) == 0;
   int index = 0;

@@ -2,6 +2,7 @@
 // runs, probes and benchmark results.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,9 @@ namespace hybrid::base {
 
 // gethostname(), "localhost" when it fails.
 std::string host_name();
+
+// Bytes of physical memory of this machine; 0 when unknown.
+uint64_t physical_memory();
 
 struct CpuInfo {
   std::string model;               // "AMD EPYC 7B13"; "" when the text has none

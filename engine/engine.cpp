@@ -63,6 +63,7 @@ std::unique_ptr<comm::Communicator> make_nccl_for(kernels::Backend& backend,
   o.rank = host.rank();
   o.world_size = host.world_size();
   o.bootstrap_broadcast = [&host](void* data, size_t bytes) { host.broadcast(data, bytes, 0); };
+  o.placement = host.placement();
   return comm::make_nccl_communicator(std::move(o));
 }
 
@@ -205,11 +206,13 @@ void Engine::setup_communicators(EngineOptions& opts) {
                     device_comm_->name(), device_comm_->rank(), device_comm_->world_size(),
                     host_comm_->name(), host_comm_->rank(), host_comm_->world_size()));
   host_comm_->set_observer(comm_tracer_->observer());
-  if (device_comm_ != host_comm_.get()) device_comm_->set_observer(comm_tracer_->observer());
-  if (device_comm_ != host_comm_.get())
-    log(fmt::format(
-        "communication: {} for gradients and parameters, {} for host values ({} rank(s))",
-        device_comm_->name(), host_comm_->name(), host_comm_->world_size()));
+  if (host_comm_->world_size() > 1)
+    log(fmt::format("ranks: {}; {} thread(s) per rank", host_comm_->placement().describe(),
+                    omp_get_max_threads()));
+  if (device_comm_ == host_comm_.get()) return;
+  device_comm_->set_observer(comm_tracer_->observer());
+  log(fmt::format("communication: {} for gradients and parameters, {} for host values ({} rank(s))",
+                  device_comm_->name(), host_comm_->name(), host_comm_->world_size()));
 }
 
 void Engine::setup_gpu_profiling() {

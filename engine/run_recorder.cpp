@@ -1,6 +1,7 @@
 #include "engine/run_recorder.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <cstdio>
 #include <fstream>
@@ -82,7 +83,15 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
     modules_.push_back(info);
   }
   if (!store_) return;
-  store_->register_rank(run_id_, rank_, profiler::unix_ns_of(engine.tracer().epoch()));
+  const auto& placement = engine.host_communicator().placement();
+  profiler::RankInfo me;
+  me.rank = rank_;
+  me.epoch_unix_ns = profiler::unix_ns_of(engine.tracer().epoch());
+  me.local_rank = placement.local_rank(rank_);
+  me.local_size = placement.local_size(rank_);
+  me.threads = omp_get_max_threads();
+  me.host_memory_bytes = base::physical_memory();
+  store_->register_rank(run_id_, std::move(me));
   if (rank_ == 0) {
     auto info = store_->get_run(run_id_);
     info.device = engine.backend().name();
@@ -302,6 +311,7 @@ void RunRecorder::finish(const TrainSummary& summary) {
       row.max_ns = c.max_ns;
       row.algbw_gbps = c.mean_algbw_gbps();
       row.busbw_gbps = c.mean_busbw_gbps();
+      row.link = std::string(profiler::link_name(c.link));
       comm.push_back(row);
     }
     // The offload path's file I/O goes with the collectives, under its own op names.

@@ -1,5 +1,8 @@
 #include "profiler/comm_record.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace hybrid::profiler {
 
 // The names DeepSpeed's comms logger prints, so summaries read the same.
@@ -17,6 +20,17 @@ std::string_view collective_name(CollectiveKind k) {
       return "barrier";
   }
   return "?";
+}
+
+std::string_view link_name(LinkClass l) {
+  return l == LinkClass::inter_host ? "inter_host" : "intra_host";
+}
+
+LinkClass parse_link(std::string_view name) {
+  if (name == "intra_host") return LinkClass::intra_host;
+  if (name == "inter_host") return LinkClass::inter_host;
+  throw std::invalid_argument("link class must be intra_host or inter_host, got '" +
+                              std::string(name) + "'");
 }
 
 std::string_view io_name(IoKind k) {

@@ -20,6 +20,14 @@ enum class CollectiveKind : uint8_t {
 constexpr int kCollectiveKindCount = 5;
 std::string_view collective_name(CollectiveKind k);
 
+// What a collective's ranks are joined by: all on one host (shared memory), or
+// spread over hosts (the network, usually the slower link).
+enum class LinkClass : uint8_t { intra_host = 0, inter_host };
+constexpr int kLinkClassCount = 2;
+std::string_view link_name(LinkClass l);  // "intra_host", "inter_host"
+// Throws std::invalid_argument naming the input for anything but link_name()s.
+LinkClass parse_link(std::string_view name);
+
 struct CommRecord {
   CollectiveKind kind = CollectiveKind::all_reduce;
   uint64_t bytes = 0;  // message size as nccl-tests defines it: all-reduce and broadcast
@@ -30,6 +38,7 @@ struct CommRecord {
   int64_t start_ns = 0;  // communication thread started it
   int64_t end_ns = 0;    // completed
   uint8_t dtype_bytes = 4;
+  LinkClass link = LinkClass::intra_host;  // stamped by the communicator
 };
 
 // One read or write of this rank's NVMe swap files (ZeRO-Infinity offload):

@@ -153,10 +153,11 @@ void CommTracer::on_record(const CommRecord& r) {
     acc.totals.bytes += r.bytes;
     acc.comm.emplace_back(r.start_ns, r.end_ns);
     if (prof) {
-      CommStat& s = stats_[{int(r.kind), r.bytes}];
+      CommStat& s = stats_[{int(r.kind), int(r.link), r.bytes}];
       if (s.count == 0) {
         s.kind = r.kind;
         s.msg_bytes = r.bytes;
+        s.link = r.link;
         s.min_ns = dur;
         s.max_ns = dur;
       }
@@ -302,11 +303,15 @@ std::string CommTracer::summary() const {
   std::string out = fmt::format("{:<16}{:>14}{:>9}{:>16}{:>14}{:>14}{:>14}{:>17}{:>17}\n",
                                 "Comm. Op", "Message Size", "Count", "Total Latency", "Avg Latency",
                                 "Min Latency", "Max Latency", "algbw (avg)", "busbw (avg)");
-  int last_kind = -1;
+  // One heading per op as DeepSpeed prints it; collectives that crossed hosts
+  // under a heading of their own.
+  int last_group = -1;
   for (const auto& s : rows) {
-    if (int(s.kind) != last_kind) {
-      out += fmt::format("{}\n", collective_name(s.kind));
-      last_kind = int(s.kind);
+    if (const int group = int(s.kind) * kLinkClassCount + int(s.link); group != last_group) {
+      out += s.link == LinkClass::inter_host
+                 ? fmt::format("{} ({})\n", collective_name(s.kind), link_name(s.link))
+                 : fmt::format("{}\n", collective_name(s.kind));
+      last_group = group;
     }
     out += fmt::format("{:<16}{:>14}{:>9}{:>16}{:>14}{:>14}{:>14}{:>17}{:>17}\n", "",
                        format_size(s.msg_bytes), s.count, format_latency(double(s.total_ns)),

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,10 +48,11 @@ struct CommTracerOptions {
   std::vector<std::string> prof_ops;
 };
 
-// Aggregate of one (op, message size) pair.
+// Aggregate of one (op, message size, link class).
 struct CommStat {
   CollectiveKind kind = CollectiveKind::all_reduce;
   uint64_t msg_bytes = 0;
+  LinkClass link = LinkClass::intra_host;
   uint64_t count = 0;
   uint64_t total_bytes = 0;
   int64_t total_ns = 0;
@@ -157,7 +159,7 @@ class CommTracer {
   void set_verbose_stream(std::ostream* os);
   void set_rank(int rank) { rank_ = rank; }
 
-  std::vector<CommStat> stats() const;  // by op, then message size
+  std::vector<CommStat> stats() const;  // by op, then link class, then message size
   std::vector<StepCommTotals> steps() const;
   StepCommTotals step_totals(int32_t step) const;  // zeros when the step saw nothing
   uint64_t rejected_waits() const;
@@ -186,7 +188,7 @@ class CommTracer {
 
   mutable std::mutex mutex_;
   std::ostream* verbose_;
-  std::map<std::pair<int, uint64_t>, CommStat> stats_;
+  std::map<std::tuple<int, int, uint64_t>, CommStat> stats_;  // (kind, link, bytes)
   std::map<std::pair<int, uint64_t>, IoStat> io_stats_;
   std::map<int32_t, StepAccum> steps_;
   std::vector<std::pair<int64_t, int32_t>> step_starts_;  // (time, step), in time order

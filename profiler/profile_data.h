@@ -65,6 +65,12 @@ struct RankInfo {
   std::string host;           // store: filled from the registering process
   int64_t pid = 0;            // store
   int64_t epoch_unix_ns = 0;  // unix time of the tracer's epoch (Event::start_ns = 0)
+  // Its place on its host (from the communicator's gathered host names) and the
+  // host's resources as this rank saw them.
+  int local_rank = 0;
+  int local_size = 1;
+  int threads = 0;  // OpenMP threads of this rank; 0 = not recorded
+  uint64_t host_memory_bytes = 0;
 
   friend bool operator==(const RankInfo&, const RankInfo&) = default;
 };
@@ -160,8 +166,9 @@ struct CommStatRow {
   int64_t total_ns = 0;
   int64_t min_ns = 0;
   int64_t max_ns = 0;
-  double algbw_gbps = 0;  // bytes / mean time, GB/s (1e9)
-  double busbw_gbps = 0;  // algbw × the op's bus factor
+  double algbw_gbps = 0;            // bytes / mean time, GB/s (1e9)
+  double busbw_gbps = 0;            // algbw × the op's bus factor
+  std::string link = "intra_host";  // link_name(): whether its ranks spanned hosts
 
   friend bool operator==(const CommStatRow&, const CommStatRow&) = default;
 };

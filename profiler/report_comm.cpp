@@ -17,12 +17,12 @@ namespace {
 bool is_io(const std::string& op) { return op.rfind("nvme_", 0) == 0; }
 
 std::string by_op_and_size(const std::vector<CollectiveGroup>& groups) {
-  report::TextTable table({"op", "size", "ranks", "count/rank", "mean latency", "min", "max",
-                           "total/rank", "algbw mean (min)", "busbw mean (min)"});
+  report::TextTable table({"op", "link", "size", "ranks", "count/rank", "mean latency", "min",
+                           "max", "total/rank", "algbw mean (min)", "busbw mean (min)"});
   for (const CollectiveGroup& g : groups) {
     if (is_io(g.op)) continue;
     const double n = double(g.ranks);
-    table.add_row({g.op, report::format_bytes(g.bytes), std::to_string(g.ranks),
+    table.add_row({g.op, g.link, report::format_bytes(g.bytes), std::to_string(g.ranks),
                    fmt::format("{:.1f}", double(g.count) / n),
                    report::format_ms(g.count ? double(g.total_ns) / double(g.count) * 1e-6 : 0),
                    report::format_ms(double(g.min_ns) * 1e-6),
@@ -33,6 +33,17 @@ std::string by_op_and_size(const std::vector<CollectiveGroup>& groups) {
                    fmt::format("{} ({})", report::format_gbps(g.busbw_mean),
                                report::format_gbps(g.busbw_min))});
   }
+  return table.render("  ");
+}
+
+// Intra- against inter-host: what each link class carried and how fast.
+std::string by_link(const std::vector<CollectiveGroup>& groups) {
+  report::TextTable table({"link", "ranks", "calls/rank", "bytes/rank", "time/rank",
+                           "algbw (bytes / time)", "busbw (mean of calls)"});
+  for (const LinkTotals& t : link_totals(groups))
+    table.add_row({t.link, std::to_string(t.ranks), fmt::format("{:.1f}", t.calls),
+                   report::format_bytes(uint64_t(t.bytes)), report::format_ms(t.ns * 1e-6),
+                   report::format_gbps(t.algbw()), report::format_gbps(t.busbw_mean)});
   return table.render("  ");
 }
 
@@ -87,6 +98,8 @@ std::string comm_report(const RunProfile& p) {
   } else {
     out += "\nBy op and message size (latency over every rank; bandwidth mean (min) over ranks):\n";
     out += by_op_and_size(groups);
+    out += "\nBy link (intra-host: shared memory; inter-host: the network):\n";
+    out += by_link(groups);
   }
   out += offload_io(groups);
   if (!p.step_ranks.empty()) {

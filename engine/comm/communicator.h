@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/comm/placement.h"
 #include "kernels/dtype.h"
 #include "profiler/comm_record.h"
 
@@ -44,6 +45,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual std::string name() const = 0;  // "single", "mpi", "nccl"
+  // The host of each rank; every collective is booked under placement().link().
+  const Placement& placement() const { return placement_; }
 
   // In place over `count` elements of `buf`.
   virtual HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) = 0;
@@ -101,10 +104,20 @@ class Communicator {
   void notify(const CommRecord& r) {
     calls_[int(r.kind)].fetch_add(1, std::memory_order_relaxed);
     bytes_[int(r.kind)].fetch_add(r.bytes, std::memory_order_relaxed);
-    if (observer_) observer_(r);
+    if (!observer_) return;
+    CommRecord stamped = r;
+    stamped.link = link_;
+    observer_(stamped);
+  }
+  // Once, before the first collective (implementations gather it at creation).
+  void set_placement(Placement p) {
+    placement_ = std::move(p);
+    link_ = placement_.link();
   }
 
  private:
+  Placement placement_;
+  profiler::LinkClass link_ = profiler::LinkClass::intra_host;
   Observer observer_;
   std::atomic<uint64_t> calls_[5] = {};
   std::atomic<uint64_t> bytes_[5] = {};

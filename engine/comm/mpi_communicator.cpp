@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "base/host.h"
 #include "engine/comm/collective_args.h"
 
 namespace hybrid::engine::comm {
@@ -93,6 +94,20 @@ void MpiCommunicator::setup() {
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_, &world_size_), "MPI_Comm_size");
   types_.create();
+  set_placement(gather_placement());
+}
+
+// Every rank's host name (fixed-width, truncated at 255 bytes), in rank order.
+Placement MpiCommunicator::gather_placement() {
+  constexpr int kWidth = 256;
+  std::string mine = base::host_name();
+  mine.resize(kWidth - 1);
+  std::vector<char> all(size_t(kWidth) * size_t(world_size_));
+  check_mpi(MPI_Allgather(mine.c_str(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm_),
+            "MPI_Allgather (host names)");
+  Placement p;
+  for (int r = 0; r < world_size_; ++r) p.host_of_rank.emplace_back(&all[size_t(r) * kWidth]);
+  return p;
 }
 
 void MpiCommunicator::teardown() noexcept {

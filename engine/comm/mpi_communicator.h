@@ -76,6 +76,7 @@ class MpiCommunicator final : public Communicator {
   void loop(std::promise<void>& started);
   void setup();
   void teardown() noexcept;
+  Placement gather_placement();  // collective: on the communication thread, in setup()
   MpiContext context() const;
 
   std::function<int64_t()> clock_;

@@ -124,6 +124,7 @@ class NcclCommunicator final : public Communicator {
     }
     try {
       bootstrap();
+      if (!opts_.placement.host_of_rank.empty()) set_placement(opts_.placement);
       check_cuda(cudaMalloc(&barrier_buf_, sizeof(float)), "cudaMalloc(barrier)");
       check_cuda(cudaMemsetAsync(barrier_buf_, 0, sizeof(float), comm_stream_), "cudaMemsetAsync");
       // The first anchor: the one synchronisation, at construction.

@@ -44,6 +44,8 @@ struct NcclOptions {
   int rank = -1;
   int world_size = -1;
   std::function<void(void* data, size_t bytes)> bootstrap_broadcast;
+  // The host of each rank (the host communicator's); unset: one host.
+  Placement placement;
   // Tests: use the grouped per-rank path even for equal counts.
   bool always_grouped = false;
 };

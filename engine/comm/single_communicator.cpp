@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 
+#include "base/host.h"
 #include "engine/comm/collective_args.h"
 #include "engine/comm/communicator.h"
 #include "engine/comm/completion_handle.h"
@@ -23,6 +24,7 @@ class SingleCommunicator final : public Communicator {
                    std::chrono::steady_clock::now().time_since_epoch())
             .count();
       };
+    set_placement({{base::host_name()}});
   }
 
   int rank() const override { return 0; }

@@ -12,6 +12,7 @@ CommSummary build_comm_summary(const profiler::RunProfile& p) {
   for (const profiler::CollectiveGroup& g : profiler::group_collectives(p)) {
     CommRow r;
     r.op = g.op;
+    r.link = g.link;
     r.bytes = g.bytes;
     r.ranks = g.ranks;
     r.calls = Spread::of(g.calls).mean;
@@ -58,7 +59,9 @@ void sort_comm_rows(std::vector<CommRow>& rows, CommColumn column, bool ascendin
     return 0;
   };
   std::stable_sort(rows.begin(), rows.end(), [](const CommRow& a, const CommRow& b) {
-    return a.op != b.op ? a.op < b.op : a.bytes < b.bytes;
+    if (a.op != b.op) return a.op < b.op;
+    if (a.link != b.link) return a.link == "intra_host";
+    return a.bytes < b.bytes;
   });
   std::stable_sort(rows.begin(), rows.end(), [&](const CommRow& a, const CommRow& b) {
     if (column == CommColumn::op) return ascending ? a.op < b.op : a.op > b.op;

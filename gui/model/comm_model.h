@@ -14,14 +14,15 @@ namespace hybrid::gui {
 
 struct CommRow {
   std::string op;
-  uint64_t bytes = 0;     // message size
-  int ranks = 0;          // ranks that issued it
-  double calls = 0;       // per rank (mean)
-  Spread latency_ms;      // mean latency of a call, over ranks
-  double min_ms = 0;      // fastest call on any rank
-  double max_ms = 0;      // slowest call on any rank
-  Spread total_ms;        // time in this op per rank
-  double algbw_gbps = 0;  // mean over ranks
+  std::string link = "intra_host";  // or "inter_host": its ranks spanned hosts
+  uint64_t bytes = 0;               // message size
+  int ranks = 0;                    // ranks that issued it
+  double calls = 0;                 // per rank (mean)
+  Spread latency_ms;                // mean latency of a call, over ranks
+  double min_ms = 0;                // fastest call on any rank
+  double max_ms = 0;                // slowest call on any rank
+  Spread total_ms;                  // time in this op per rank
+  double algbw_gbps = 0;            // mean over ranks
   double busbw_gbps = 0;
 };
 

@@ -137,7 +137,10 @@ void draw_collectives_window(App& app) {
   for (const auto& r : rows) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(r.op.c_str());
+    if (r.link == "inter_host")
+      ImGui::Text("%s (inter-host)", r.op.c_str());
+    else
+      ImGui::TextUnformatted(r.op.c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_bytes(r.bytes).c_str());
     ImGui::TableNextColumn();

@@ -68,6 +68,9 @@ class RunStore {
   void heartbeat(int64_t run_id);  // every add_* on a run also counts as one
   // Records this process as `rank` of the run (host and pid filled in here).
   void register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns);
+  // With its place on its host and the host's resources; host and pid are this
+  // process's.
+  void register_rank(int64_t run_id, RankInfo info);
   void add_steps(int64_t run_id, std::span<const StepRow> rows);
   void add_step_ranks(int64_t run_id, std::span<const StepRankRow> rows);
   void add_step_timers(int64_t run_id, std::span<const StepTimerRow> rows);

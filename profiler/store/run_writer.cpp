@@ -38,9 +38,11 @@ int64_t insert_run(Connection& c, const RunInfo& info, RunStatus status, double 
 
 void insert_rank(Connection& c, int64_t run_id, const RankInfo& r) {
   auto st = c.prepare(
-      "INSERT OR REPLACE INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)");
-  st.bind(run_id, r.rank, r.host, r.pid, r.epoch_unix_ns).run();
+      "INSERT OR REPLACE INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns, local_rank, "
+      "local_size, threads, host_memory_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  st.bind(run_id, r.rank, r.host, r.pid, r.epoch_unix_ns, r.local_rank, r.local_size, r.threads,
+          r.host_memory_bytes)
+      .run();
 }
 
 void insert_steps(Connection& c, int64_t run_id, std::span<const StepRow> rows) {
@@ -94,10 +96,11 @@ void insert_layer_stats(Connection& c, int64_t run_id, std::span<const LayerStat
 void insert_comm_stats(Connection& c, int64_t run_id, std::span<const CommStatRow> rows) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO comm_stats (run_id, rank, op, bytes, count, total_ns, min_ns, "
-      "max_ns, algbw_gbps, busbw_gbps) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      "max_ns, algbw_gbps, busbw_gbps, link) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+      "?11)");
   for (const auto& r : rows)
     st.bind(run_id, r.rank, r.op, r.bytes, r.count, r.total_ns, r.min_ns, r.max_ns, r.algbw_gbps,
-            r.busbw_gbps)
+            r.busbw_gbps, r.link)
         .run();
 }
 
@@ -241,7 +244,15 @@ void RunStore::heartbeat(int64_t run_id) {
 }
 
 void RunStore::register_rank(int64_t run_id, int rank, int64_t epoch_unix_ns) {
-  const RankInfo info{rank, base::host_name(), store::this_pid(), epoch_unix_ns};
+  RankInfo info;
+  info.rank = rank;
+  info.epoch_unix_ns = epoch_unix_ns;
+  register_rank(run_id, std::move(info));
+}
+
+void RunStore::register_rank(int64_t run_id, RankInfo info) {
+  info.host = base::host_name();
+  info.pid = store::this_pid();
   write_to_run(run_id, [&](Connection& c) { insert_rank(c, run_id, info); });
 }
 

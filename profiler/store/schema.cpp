@@ -301,6 +301,37 @@ CREATE TABLE tie_breaks (
 CREATE INDEX tie_breaks_by_sweep ON tie_breaks(sweep_id);
 )sql";
 
+// v6: runs across hosts. Each rank's place on its host and the host's threads
+// and memory; collective statistics per link class (whether the collective's
+// ranks spanned hosts), which joins the key. Runs before v6 ran on one host.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE run_ranks ADD COLUMN local_rank INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_ranks ADD COLUMN local_size INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE run_ranks ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_ranks ADD COLUMN host_memory_bytes INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE comm_stats_v6 (
+  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank       INTEGER NOT NULL,
+  op         TEXT    NOT NULL,
+  bytes      INTEGER NOT NULL,
+  link       TEXT    NOT NULL DEFAULT 'intra_host' CHECK (link IN ('intra_host', 'inter_host')),
+  count      INTEGER NOT NULL,
+  total_ns   INTEGER NOT NULL,
+  min_ns     INTEGER NOT NULL,
+  max_ns     INTEGER NOT NULL,
+  algbw_gbps REAL    NOT NULL,
+  busbw_gbps REAL    NOT NULL,
+  PRIMARY KEY (run_id, rank, op, link, bytes)
+) WITHOUT ROWID;
+INSERT INTO comm_stats_v6 (run_id, rank, op, bytes, count, total_ns, min_ns, max_ns, algbw_gbps,
+                           busbw_gbps)
+  SELECT run_id, rank, op, bytes, count, total_ns, min_ns, max_ns, algbw_gbps, busbw_gbps
+  FROM comm_stats;
+DROP TABLE comm_stats;
+ALTER TABLE comm_stats_v6 RENAME TO comm_stats;
+)sql";
+
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {1, "runs, ranks, steps, modules, layer stats, comm stats, memory, events", kSchemaV1},
     {2, "sweeps, trials, pruned candidates, probes", kSchemaV2},
@@ -308,6 +339,7 @@ constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {4, "wall-clock step timers; recomputation times and FLOPs in layer stats", kSchemaV4},
     {5, "trial step-time dispersion, noisy flag and attempts; tie-break confirmation runs",
      kSchemaV5},
+    {6, "rank placement and host resources; collective statistics per link class", kSchemaV6},
 }};
 
 int64_t count_user_tables(Connection& conn) {

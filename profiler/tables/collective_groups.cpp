@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace hybrid::profiler {
@@ -41,18 +42,45 @@ void finish(CollectiveGroup& g, const std::set<int>& ranks) {
 }  // namespace
 
 std::vector<CollectiveGroup> group_collectives(const RunProfile& p) {
-  std::map<std::pair<std::string, uint64_t>, std::pair<CollectiveGroup, std::set<int>>> groups;
+  using Key = std::tuple<std::string, bool, uint64_t>;  // op, inter-host, size
+  std::map<Key, std::pair<CollectiveGroup, std::set<int>>> groups;
   for (const CommStatRow& c : p.comm) {
-    auto& [g, ranks] = groups[{c.op, c.bytes}];
+    auto& [g, ranks] = groups[{c.op, c.link == "inter_host", c.bytes}];
+    if (g.calls.empty()) g.link = c.link;
     add_row(g, ranks, c);
   }
   std::vector<CollectiveGroup> out;
   for (auto& [key, entry] : groups) {
     auto& [g, ranks] = entry;
-    g.op = key.first;
-    g.bytes = key.second;
+    g.op = std::get<0>(key);
+    g.bytes = std::get<2>(key);
     finish(g, ranks);
     out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<LinkTotals> link_totals(const std::vector<CollectiveGroup>& groups) {
+  std::map<bool, std::pair<LinkTotals, double>> by_link;  // false (intra) first; Σ calls
+  for (const CollectiveGroup& g : groups) {
+    if (g.op.rfind("nvme_", 0) == 0) continue;  // offload I/O shares the rows
+    auto& [t, calls] = by_link[g.link == "inter_host"];
+    t.link = g.link;
+    t.ranks = std::max(t.ranks, g.ranks);
+    const double n = double(g.ranks);
+    t.calls += double(g.count) / n;
+    t.bytes += double(g.count) / n * double(g.bytes);
+    t.ns += double(g.total_ns) / n;
+    for (size_t i = 0; i < g.busbw_gbps.size(); ++i) {
+      t.busbw_mean += g.calls[i] * g.busbw_gbps[i];
+      calls += g.calls[i];
+    }
+  }
+  std::vector<LinkTotals> out;
+  for (auto& [inter, entry] : by_link) {
+    auto& [t, calls] = entry;
+    t.busbw_mean = calls > 0 ? t.busbw_mean / calls : 0.0;
+    out.push_back(t);
   }
   return out;
 }

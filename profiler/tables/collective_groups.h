@@ -12,10 +12,11 @@
 
 namespace hybrid::profiler {
 
-// One (op, size) over every rank that issued it; per-rank vectors hold one
-// entry per stored row (one row per rank), in the store's order.
+// One (op, link class, size) over every rank that issued it; per-rank vectors
+// hold one entry per stored row (one row per rank), in the store's order.
 struct CollectiveGroup {
   std::string op;
+  std::string link;    // "intra_host" or "inter_host" (CommStatRow::link)
   uint64_t bytes = 0;  // message size
   int ranks = 0;       // distinct ranks that issued it
   int64_t count = 0;   // calls, all ranks together
@@ -30,8 +31,21 @@ struct CollectiveGroup {
   double busbw_mean = 0, busbw_min = 0;
 };
 
-// By op, then size.
+// By op, then link class (intra-host first), then size.
 std::vector<CollectiveGroup> group_collectives(const RunProfile& profile);
+
+// Every collective (not the offload I/O) of one link class, per rank: what the
+// report's split into intra- and inter-host bandwidth is made of.
+struct LinkTotals {
+  std::string link;
+  int ranks = 0;          // ranks that issued any
+  double calls = 0;       // per rank
+  double bytes = 0;       // message bytes per rank
+  double ns = 0;          // time in them per rank
+  double busbw_mean = 0;  // call-weighted mean of the per-rank busbw
+  double algbw() const { return ns > 0 ? bytes / ns : 0.0; }  // GB/s
+};
+std::vector<LinkTotals> link_totals(const std::vector<CollectiveGroup>& groups);  // intra first
 
 // One step over the ranks that recorded it (StepRankRow, one entry per rank).
 struct StepComm {

@@ -147,6 +147,33 @@ TEST(CommTracerAggregation, GroupsByOpAndMessageSize) {
   EXPECT_TRUE(t.steps().empty());
 }
 
+// The same op and size over one host and across hosts are separate statistics:
+// intra-host first, then inter-host under a heading of its own.
+TEST(CommTracerAggregation, SplitsByLinkClass) {
+  ManualClock clock;
+  CommTracer t({}, nullptr, clock.fn());
+  auto across = rec(CollectiveKind::all_reduce, 4096, 4, 0, 0, 8000);
+  across.link = LinkClass::inter_host;
+  t.on_record(across);
+  t.on_record(rec(CollectiveKind::all_reduce, 4096, 4, 0, 8000, 9000));
+  t.on_record(across);
+  const auto s = t.stats();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].link, LinkClass::intra_host);
+  EXPECT_EQ(s[0].count, 1u);
+  EXPECT_NEAR(s[0].mean_algbw_gbps(), 4096.0 / 1000, 1e-12);
+  EXPECT_EQ(s[1].link, LinkClass::inter_host);
+  EXPECT_EQ(s[1].count, 2u);
+  EXPECT_NEAR(s[1].mean_algbw_gbps(), 4096.0 / 8000, 1e-12);
+  const std::string table = t.summary();
+  const auto intra = table.find("all_reduce\n"), inter = table.find("all_reduce (inter_host)\n");
+  ASSERT_NE(intra, std::string::npos) << table;
+  ASSERT_NE(inter, std::string::npos) << table;
+  EXPECT_LT(intra, inter);
+  EXPECT_EQ(parse_link(link_name(LinkClass::inter_host)), LinkClass::inter_host);
+  EXPECT_THROW(parse_link("pcie"), std::invalid_argument);
+}
+
 TEST(CommTracerFilter, ProfOpsSelectsWhatIsAggregatedPrintedAndTraced) {
   ManualClock clock;
   Tracer tracer;

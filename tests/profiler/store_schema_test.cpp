@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 5);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RunStore::schema_version(), 6);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "6");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 5);
+  EXPECT_EQ(again.opened_schema_version(), 6);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -122,7 +122,7 @@ TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
   ASSERT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 4);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(RunStore::schema_version()));
   EXPECT_EQ(store.integrity_check(), "ok");
   const auto trials = store.trials(2);
   ASSERT_EQ(trials.size(), 2u);
@@ -169,13 +169,57 @@ TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
   EXPECT_TRUE(store.tie_breaks(2).empty());
 }
 
+// v5 -> v6 on a file a v5 build wrote: its collective statistics keep every
+// value and read back as intra-host (v5 builds ran on one host), its ranks get
+// the one-host defaults; then the same (op, size) on both link classes is two
+// rows, and a link class that is neither is refused.
+TEST(StoreSchema, V5CommStatsMigrateToV6AsIntraHostAndTakeALinkClass) {
+  TempDir dir;
+  const auto db = dir / "v5.db";
+  exec_sql(db, test::read_file(fixture(5)));
+  exec_sql(db,
+           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
+           "VALUES (4, 'two ranks', 1700000000.0, 1700000001.0, 'ok', 2);"
+           "INSERT INTO run_ranks VALUES (4, 1, 'node-a', 321, 1700000000000000000);"
+           "INSERT INTO comm_stats VALUES (4, 1, 'all_reduce', 4096, 10, 5000, 400, 600, 8.5, "
+           "12.75);");
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 5);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto ranks = store.ranks(4);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].host, "node-a");
+  EXPECT_EQ(ranks[0].pid, 321);
+  EXPECT_EQ(ranks[0].local_rank, 0);
+  EXPECT_EQ(ranks[0].local_size, 1);
+  EXPECT_EQ(ranks[0].threads, 0);
+  const auto old = store.comm_stats(4);
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0],
+            (CommStatRow{1, "all_reduce", 4096, 10, 5000, 400, 600, 8.5, 12.75, "intra_host"}));
+
+  CommStatRow across = old[0];
+  across.link = "inter_host";
+  across.busbw_gbps = 1.25;
+  store.add_comm_stats(4, std::vector{across});
+  const auto both = store.comm_stats(4);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].link, "intra_host");
+  EXPECT_EQ(both[1], across);
+  EXPECT_THROW(exec_sql(db,
+                        "INSERT INTO comm_stats (run_id, rank, op, bytes, link, count, "
+                        "total_ns, min_ns, max_ns, algbw_gbps, busbw_gbps) VALUES "
+                        "(4, 0, 'all_reduce', 8, 'pcie', 1, 1, 1, 1, 1, 1)"),
+               std::exception);
+}
+
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   TempDir dir;
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (5)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (6)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -189,7 +233,7 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   exec_sql(db, "PRAGMA user_version = 7");
   const std::string expected = "database " + db.string() +
-                               " has schema version 7, newer than this build supports (5); "
+                               " has schema version 7, newer than this build supports (6); "
                                "upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
@@ -299,7 +343,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "6");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 

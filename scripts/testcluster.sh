@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Test hosts on one machine: N Linux network namespaces ("hosts" hyb-node1..N,
+# each with its own hostname) joined by veth pairs on a bridge, named in
+# /etc/hosts, that Open MPI starts ranks in over TCP. mpirun runs here, in the
+# root namespace (the login node); its rsh agent (scripts/testcluster-agent.sh)
+# enters a host's namespace instead of ssh-ing to it.
+#
+#   scripts/testcluster.sh up N [--rate RATE] [--delay TIME]   e.g. up 2 --rate 1gbit
+#   scripts/testcluster.sh down          remove everything `up` made (also after a failed run)
+#   scripts/testcluster.sh status        "up N" or "down"; exit 1 when down
+#   scripts/testcluster.sh hostfile [SLOTS]   an Open MPI hostfile of the hosts
+#   scripts/testcluster.sh env           the Open MPI settings to run across the hosts
+#   scripts/testcluster.sh kill HOST     SIGKILL every process in that host
+#   scripts/testcluster.sh cut HOST | heal HOST   take its link down / up
+#
+# --rate shapes every host's outgoing traffic with a token bucket (tc tbf), so a
+# host-to-host link carries RATE; --delay adds one-way latency (tc netem, which
+# some kernels lack: then `up` fails saying so). Within a host, ranks talk over
+# shared memory. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for the hostnames).
+# `up` exits 2 with the reason when namespaces cannot be created here; tests
+# skip on that.
+set -euo pipefail
+
+prefix=hyb-node
+net=10.77.0
+bridge=hyb-br0
+state=${HYBRID_TESTCLUSTER_STATE:-/run/hybrid-testcluster}
+marker="# hybrid-testcluster"
+here=$(cd "$(dirname "$0")" && pwd)
+
+die() {
+  echo "testcluster: $*" >&2
+  exit 1
+}
+
+hosts() { [ -f "$state/hosts" ] && cat "$state/hosts" || true; }
+
+down() {
+  for h in $(hosts) $(ip netns list 2>/dev/null | awk -v p="$prefix" 'index($1, p) == 1 {print $1}'); do
+    ip netns pids "$h" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$h" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  if grep -q "$marker" /etc/hosts 2>/dev/null; then
+    # /etc/hosts may be a bind mount: rewrite it in place, never replace it.
+    grep -v "$marker" /etc/hosts >"$state.hosts.tmp" || true
+    cat "$state.hosts.tmp" >/etc/hosts
+    rm -f "$state.hosts.tmp"
+  fi
+  rm -rf "$state"
+}
+
+shape() {  # HOST RATE DELAY
+  local h=$1 rate=$2 delay=$3
+  if [ -n "$delay" ]; then
+    ip netns exec "$h" tc qdisc add dev eth0 root handle 1: netem delay "$delay" 2>/dev/null ||
+      die "cannot add $delay of latency: this kernel has no tc netem (CONFIG_NET_SCH_NETEM)"
+    [ -z "$rate" ] && return 0
+    # netem's own rate limiter would do, but tbf under it is what kernels without
+    # netem also have, so one code path shapes bandwidth.
+    ip netns exec "$h" tc qdisc add dev eth0 parent 1:1 handle 10: tbf rate "$rate" \
+      burst "$(burst_of "$rate")" latency 400ms
+  elif [ -n "$rate" ]; then
+    ip netns exec "$h" tc qdisc add dev eth0 root tbf rate "$rate" burst "$(burst_of "$rate")" \
+      latency 400ms || die "cannot shape $h to $rate (tc tbf)"
+  fi
+}
+
+# A token bucket of 1 ms at the rate (at least 16 KiB, a few packets): large
+# enough for the rate to be reached, small enough not to fake a faster link.
+burst_of() {
+  local bits
+  bits=$(tc_rate_bits "$1")
+  local bytes=$((bits / 8 / 1000))
+  ((bytes < 16384)) && bytes=16384
+  echo "$bytes"
+}
+
+tc_rate_bits() {  # 1gbit, 100mbit, 500kbit, 1000000bit -> bits/s
+  local v=${1,,}
+  case "$v" in
+    *gbit) echo $((${v%gbit} * 1000000000)) ;;
+    *mbit) echo $((${v%mbit} * 1000000)) ;;
+    *kbit) echo $((${v%kbit} * 1000)) ;;
+    *bit) echo "${v%bit}" ;;
+    *) die "--rate $1: give a whole number with gbit, mbit, kbit or bit (e.g. 1gbit)" ;;
+  esac
+}
+
+up() {
+  local n=${1:-}
+  shift || true
+  [[ "$n" =~ ^[1-9][0-9]?$ ]] && ((n <= 64)) || die "up: the host count must be 1..64, got '${n}'"
+  local rate="" delay=""
+  while (($#)); do
+    case "$1" in
+      --rate)
+        rate=${2:?--rate needs a value}
+        shift 2
+        ;;
+      --delay)
+        delay=${2:?--delay needs a value}
+        shift 2
+        ;;
+      *) die "up: unknown option $1" ;;
+    esac
+  done
+  [ -n "$rate" ] && tc_rate_bits "$rate" >/dev/null
+  down
+  if ! ip netns add "${prefix}-probe" 2>"$state.err"; then
+    echo "testcluster: cannot create network namespaces here: $(cat "$state.err")" >&2
+    rm -f "$state.err"
+    exit 2
+  fi
+  ip netns del "${prefix}-probe"
+  rm -f "$state.err"
+  mkdir -p "$state"
+  trap 'echo "testcluster: up failed; cleaning up" >&2; down' ERR
+  ip link add "$bridge" type bridge
+  ip addr add "$net.1/24" dev "$bridge"
+  ip link set "$bridge" up
+  for i in $(seq 1 "$n"); do
+    local h=$prefix$i
+    ip netns add "$h"
+    ip link add "hyb-veth$i" type veth peer name eth0 netns "$h"
+    ip link set "hyb-veth$i" master "$bridge" up
+    ip -n "$h" addr add "$net.$((i + 1))/24" dev eth0
+    ip -n "$h" link set eth0 up
+    ip -n "$h" link set lo up
+    shape "$h" "$rate" "$delay"
+    echo "$h" >>"$state/hosts"
+    echo "$net.$((i + 1)) $h $marker" >>/etc/hosts
+  done
+  printf 'rate=%s\ndelay=%s\n' "$rate" "$delay" >"$state/shaping"
+  trap - ERR
+  echo "testcluster: up $n host(s) (${prefix}1..$n on $net.0/24)${rate:+, links at $rate}${delay:+, +$delay}"
+}
+
+host_index() {
+  hosts | grep -qx "$1" || die "no test host '$1' (hosts: $(hosts | tr '\n' ' '))"
+  echo "${1#"$prefix"}"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  up) up "$@" ;;
+  down) down ;;
+  status)
+    n=$(hosts | wc -l)
+    if ((n > 0)); then echo "up $n"; else
+      echo down
+      exit 1
+    fi
+    ;;
+  hostfile)
+    slots=${1:-1}
+    [ -n "$(hosts)" ] || die "the test cluster is down (scripts/testcluster.sh up N)"
+    for h in $(hosts); do echo "$h slots=$slots"; done
+    ;;
+  env)
+    cat <<EOF
+export OMPI_MCA_plm_rsh_agent=$here/testcluster-agent.sh
+export OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_oob_tcp_if_include=$net.0/24
+export OMPI_MCA_btl_tcp_if_include=$net.0/24
+EOF
+    ;;
+  kill) ip netns pids "$prefix$(host_index "${1:?kill needs a host}")" | xargs -r kill -9 ;;
+  cut) ip link set "hyb-veth$(host_index "${1:?cut needs a host}")" down ;;
+  heal) ip link set "hyb-veth$(host_index "${1:?heal needs a host}")" up ;;
+  *) die "usage: $0 up N [--rate RATE] [--delay TIME] | down | status | hostfile [SLOTS] | env | kill HOST | cut HOST | heal HOST" ;;
+esac

@@ -1,0 +1,120 @@
+// hybrid-train across test hosts (network namespaces, Open MPI over TCP between
+// them, shared memory within one): per-step losses equal the one-host run's,
+// each rank's host and place on it are recorded and printed, and collectives
+// that crossed hosts are booked as inter-host in the store and the report.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "profiler/store/run_store.h"
+#include "tests/cluster/test_cluster.h"
+#include "tests/engine/engine_test_util.h"
+
+namespace hybrid {
+namespace {
+
+constexpr int kSteps = 6;
+
+struct ClusterRun {
+  int exit_code = -1;
+  std::string output;
+  std::vector<double> losses;
+  std::vector<profiler::RankInfo> ranks;
+  std::vector<profiler::CommStatRow> comm;
+  std::string db;
+};
+
+ClusterRun train(const test::TempDir& dir, const std::string& name, const std::string& launcher,
+                 int stage) {
+  const std::string cfg = dir / (name + ".json");
+  ClusterRun run;
+  run.db = dir / (name + ".db");
+  test::write_json(cfg, test::tiny_config_json({{"comms_logger", {{"enabled", true}}},
+                                                {"zero_optimization",
+                                                 {{"stage", stage},
+                                                  {"overlap_comm", true},
+                                                  {"reduce_bucket_size", 3000},
+                                                  {"allgather_bucket_size", 5000}}}}));
+  const auto r = test::run_command(launcher + test::tool("hybrid-train") + " --config " + cfg +
+                                   " --steps " + std::to_string(kSteps) + " --db " + run.db);
+  run.exit_code = r.exit_code;
+  run.output = r.output;
+  if (r.exit_code != 0) return run;
+  profiler::RunStore store(run.db, profiler::OpenMode::read_only);
+  const auto runs = store.list_runs();
+  if (runs.size() != 1) return run;
+  for (const auto& s : store.steps(runs[0].id)) run.losses.push_back(s.loss);
+  run.ranks = store.ranks(runs[0].id);
+  run.comm = store.comm_stats(runs[0].id);
+  return run;
+}
+
+void expect_same_losses(const ClusterRun& ref, const ClusterRun& run, const std::string& what) {
+  ASSERT_EQ(run.losses.size(), size_t(kSteps)) << what << "\n" << run.output;
+  ASSERT_EQ(ref.losses.size(), size_t(kSteps)) << ref.output;
+  for (int s = 0; s < kSteps; ++s)
+    EXPECT_NEAR(run.losses[s], ref.losses[s], 1e-6 * std::abs(ref.losses[s]))
+        << what << ", step " << s;
+}
+
+void expect_links(const ClusterRun& run, const std::string& link) {
+  ASSERT_FALSE(run.comm.empty()) << run.output;
+  for (const auto& c : run.comm) EXPECT_EQ(c.link, link) << c.op << " " << c.bytes;
+}
+
+TEST(TrainAcrossHosts, FourRanksOnTwoAndFourHostsMatchOneHost) {
+  test::TestCluster cluster(4);
+  HYBRID_REQUIRE_CLUSTER(cluster);
+  test::TempDir dir;
+  const auto one_host = train(dir, "one_host", test::launcher(4), 2);
+  ASSERT_EQ(one_host.exit_code, 0) << one_host.output;
+  expect_links(one_host, "intra_host");
+
+  const auto two = train(dir, "two_hosts", cluster.mpirun(dir.path(), 4, 2), 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_losses(one_host, two, "2 hosts x 2 ranks");
+  expect_links(two, "inter_host");
+  EXPECT_NE(two.output.find("ranks: 2 hosts: hyb-node1 ranks 0-1, hyb-node2 ranks 2-3"),
+            std::string::npos)
+      << two.output;
+  ASSERT_EQ(two.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(two.ranks[r].host, r < 2 ? "hyb-node1" : "hyb-node2") << "rank " << r;
+    EXPECT_EQ(two.ranks[r].local_rank, r % 2) << "rank " << r;
+    EXPECT_EQ(two.ranks[r].local_size, 2) << "rank " << r;
+    EXPECT_GE(two.ranks[r].threads, 1) << "rank " << r;
+    EXPECT_GT(two.ranks[r].host_memory_bytes, 0u) << "rank " << r;
+  }
+
+  const auto four = train(dir, "four_hosts", cluster.mpirun(dir.path(), 4, 1), 2);
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  expect_same_losses(one_host, four, "4 hosts x 1 rank");
+  expect_links(four, "inter_host");
+  ASSERT_EQ(four.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(four.ranks[r].host, "hyb-node" + std::to_string(r + 1));
+    EXPECT_EQ(four.ranks[r].local_size, 1);
+  }
+
+  // The report splits bandwidth by link class.
+  const auto report = test::run_command(std::string(HYBRID_BINARY_DIR) +
+                                        "/profiler/hybrid-prof report comm --run 1 --db " + two.db);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("By link"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("inter_host"), std::string::npos) << report.output;
+}
+
+TEST(TrainAcrossHosts, TwoRanksOnTwoHostsMatchOneHostAtStage3) {
+  test::TestCluster cluster(2);
+  HYBRID_REQUIRE_CLUSTER(cluster);
+  test::TempDir dir;
+  const auto one_host = train(dir, "one_host", test::launcher(2), 3);
+  ASSERT_EQ(one_host.exit_code, 0) << one_host.output;
+  const auto two = train(dir, "two_hosts", cluster.mpirun(dir.path(), 2, 1), 3);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_losses(one_host, two, "2 hosts x 1 rank, ZeRO-3");
+  expect_links(two, "inter_host");
+}
+
+}  // namespace
+}  // namespace hybrid

@@ -1,0 +1,44 @@
+// Placement: the host of each rank, as a multi-host communicator gathers it.
+#include "engine/comm/placement.h"
+
+#include <gtest/gtest.h>
+
+namespace hybrid::engine::comm {
+namespace {
+
+TEST(Placement, LocalRanksCountOnlyEarlierRanksOfTheSameHost) {
+  const Placement p{{"a", "b", "a", "b", "b"}};
+  EXPECT_EQ(p.hosts(), 2);
+  EXPECT_EQ(p.link(), profiler::LinkClass::inter_host);
+  const int local_rank[] = {0, 0, 1, 1, 2};
+  const int local_size[] = {2, 3, 2, 3, 3};
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_EQ(p.local_rank(r), local_rank[r]) << "rank " << r;
+    EXPECT_EQ(p.local_size(r), local_size[r]) << "rank " << r;
+  }
+  EXPECT_THROW(p.local_rank(5), std::out_of_range);
+  EXPECT_THROW(p.local_size(-1), std::out_of_range);
+}
+
+TEST(Placement, OneHostIsIntraHostAndUnnamedHostsAreOne) {
+  const Placement one{{"a", "a", "a"}};
+  EXPECT_EQ(one.hosts(), 1);
+  EXPECT_EQ(one.link(), profiler::LinkClass::intra_host);
+  const Placement none;
+  EXPECT_EQ(none.hosts(), 1);
+  EXPECT_EQ(none.link(), profiler::LinkClass::intra_host);
+  EXPECT_EQ(none.local_rank(3), 0);
+  EXPECT_EQ(none.local_size(3), 1);
+}
+
+TEST(Placement, DescribesHostsInOrderOfTheirFirstRankWithRanges) {
+  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n2"}}.describe()),
+            "2 hosts: n1 ranks 0-1, n2 ranks 2-3");
+  EXPECT_EQ((Placement{{"n2", "n1", "n2", "n1", "n2"}}.describe()),
+            "2 hosts: n2 ranks 0,2,4, n1 ranks 1,3");
+  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n1"}}.describe()), "2 hosts: n1 ranks 0-1,3, n2 rank 2");
+  EXPECT_EQ((Placement{{"solo"}}.describe()), "1 host: solo rank 0");
+}
+
+}  // namespace
+}  // namespace hybrid::engine::comm
