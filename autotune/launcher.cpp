@@ -3,17 +3,43 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
+
+#include "autotune/hostfile.h"
 #include "autotune/tune_error.h"
 
 namespace hybrid::autotune {
 
-std::string default_launcher_template(int nprocs) {
-  if (nprocs <= 1) return "{cmd}";
+std::string default_launcher_template(int nprocs, bool hostfile) {
+  if (nprocs <= 1 && !hostfile) return "{cmd}";
   std::string mpirun = "mpirun";
 #ifdef HYBRID_MPIEXEC
   if (::access(HYBRID_MPIEXEC, X_OK) == 0) mpirun = HYBRID_MPIEXEC;
 #endif
-  return mpirun + " -np {nprocs} {cmd}";
+  return mpirun + (hostfile ? " --hostfile {hostfile}" : "") + " -np {nprocs} {cmd}";
+}
+
+std::string resolve_launcher(const std::string& tmpl, int nprocs, const std::string& hostfile) {
+  std::string out = tmpl.empty() ? default_launcher_template(nprocs, !hostfile.empty()) : tmpl;
+  const std::string placeholder = "{hostfile}";
+  if (hostfile.empty()) {
+    if (out.find(placeholder) != std::string::npos)
+      throw TuneError(
+          fmt::format("launcher: \"{}\" uses {{hostfile}}, but no --hostfile was given", out));
+    return out;
+  }
+  const auto hosts = read_hostfile(hostfile);
+  if (total_slots(hosts) < nprocs)
+    throw TuneError(fmt::format("hostfile {}: {} slot(s) on {} host(s), but --nprocs is {}",
+                                hostfile, total_slots(hosts), hosts.size(), nprocs));
+  if (!tmpl.empty() && tmpl.find(placeholder) == std::string::npos)
+    throw TuneError(
+        fmt::format("launcher: \"{}\" does not use {{hostfile}}, so --hostfile {} would be ignored",
+                    tmpl, hostfile));
+  const std::string path = std::filesystem::absolute(hostfile).string();
+  for (size_t at; (at = out.find(placeholder)) != std::string::npos;)
+    out.replace(at, placeholder.size(), "'" + path + "'");
+  return out;
 }
 
 std::vector<std::string> split_words(const std::string& text) {

@@ -17,8 +17,15 @@
 namespace hybrid::autotune {
 
 // "{cmd}" for one process, else "<mpirun> -np {nprocs} {cmd}" with the mpirun
-// this build found (or "mpirun" from PATH).
-std::string default_launcher_template(int nprocs);
+// this build found (or "mpirun" from PATH); with a hostfile always
+// "<mpirun> --hostfile {hostfile} -np {nprocs} {cmd}".
+std::string default_launcher_template(int nprocs, bool hostfile = false);
+
+// The launcher of a sweep or probe: `tmpl` (empty: the default) with
+// {hostfile} replaced by the hostfile's absolute path. The hostfile is read
+// and must hold at least `nprocs` slots; throws TuneError naming what is wrong
+// (also for {hostfile} in a template without a hostfile).
+std::string resolve_launcher(const std::string& tmpl, int nprocs, const std::string& hostfile);
 
 // Splits a template into words; throws TuneError on an unterminated quote or
 // an unknown {placeholder}.

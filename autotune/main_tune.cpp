@@ -36,7 +36,12 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--launcher", o.launcher,
                  "launcher template, e.g. \"mpirun -np {nprocs} {cmd}\" or \"srun -n {nprocs} "
                  "{cmd}\"; placeholders "
-                 "{nprocs} {cmd} {key} {config} {dir} (default: mpirun for N > 1, none for 1)");
+                 "{nprocs} {cmd} {key} {config} {dir} {hostfile} (default: mpirun for N > 1, "
+                 "none for 1)");
+  app.add_option("--hostfile", o.hostfile,
+                 "Open MPI hostfile: trials run across its hosts (default launcher: mpirun "
+                 "--hostfile FILE -np N)")
+      ->check(CLI::ExistingFile);
   app.add_option("--strategy", o.strategy,
                  "grid | random | model (default: autotuning.tuner_type, else grid)");
   app.add_option(
@@ -102,7 +107,7 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
 // `hybrid-tune probe`: its options, then the run (results stored in the run store).
 struct ProbeCommand {
   int nprocs = 1;
-  std::string launcher, db = "results/hybrid.db";
+  std::string launcher, hostfile, db = "results/hybrid.db";
   ProbeOptions po;
   double timeout = 300;
   uint64_t max_message = uint64_t(16) << 20;
@@ -113,6 +118,8 @@ CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
       "probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
   probe->add_option("--nprocs", c.nprocs, "ranks")->check(CLI::PositiveNumber);
   probe->add_option("--launcher", c.launcher, "launcher template (as for tuning)");
+  probe->add_option("--hostfile", c.hostfile, "Open MPI hostfile (as for tuning)")
+      ->check(CLI::ExistingFile);
   probe->add_option("--db", c.db, "run store to record the probe in")->capture_default_str();
   probe->add_option("--device", c.po.device, "auto | cpu | cuda")->capture_default_str();
   probe->add_option("--dtype", c.po.dtype, "GEMM dtype: fp32 | bf16 | fp16")->capture_default_str();
@@ -130,7 +137,8 @@ CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
 int run_probe_command(ProbeCommand c) {
   for (uint64_t b = 4096; b <= c.max_message; b *= 4) c.po.message_bytes.push_back(b);
   const std::string dir = (std::filesystem::path(c.db).parent_path() / "tune" / "probe").string();
-  auto p = launch_probe(self_executable(), c.nprocs, c.launcher, c.po, dir, c.timeout);
+  auto p = launch_probe(self_executable(), c.nprocs,
+                        resolve_launcher(c.launcher, c.nprocs, c.hostfile), c.po, dir, c.timeout);
   p.host = hybrid::base::host_name();
   hybrid::profiler::RunStore store(c.db);
   p.id = store.add_probe(p);

@@ -29,6 +29,8 @@ json SweepPlan::identity() const {
             {"statistic", statistic_name(s.statistic)},
             {"prune", s.prune}};
   if (s.strategy == "random") j["seed"] = s.seed;
+  // Other hosts or slots are another cluster: another sweep.
+  for (const auto& h : s.hosts) j["hosts"].push_back({h.host, h.slots});
   return j;
 }
 
@@ -49,7 +51,8 @@ SweepSettings resolve(const TuneOptions& o, const AutotuningOptions& at) {
   s.space_path = o.space;
   if (o.nprocs < 1) throw TuneError(fmt::format("--nprocs must be at least 1, got {}", o.nprocs));
   s.nprocs = o.nprocs;
-  s.launcher = o.launcher.empty() ? default_launcher_template(o.nprocs) : o.launcher;
+  s.launcher = resolve_launcher(o.launcher, o.nprocs, o.hostfile);
+  if (!o.hostfile.empty()) s.hosts = read_hostfile(o.hostfile);
   split_words(s.launcher);  // quoting errors now, not at the first trial
   s.strategy =
       parse_strategy(o.strategy.empty() ? strategy_from_tuner_type(at.tuner_type) : o.strategy);

@@ -12,6 +12,7 @@
 #include "autotune/autotuning_options.h"
 #include "autotune/candidate.h"
 #include "autotune/device_info.h"
+#include "autotune/hostfile.h"
 #include "autotune/metric.h"
 #include "autotune/noise.h"
 #include "autotune/outcome.h"
@@ -29,6 +30,7 @@ struct TuneOptions {
   std::string space;
   int nprocs = 1;
   std::string launcher;
+  std::string hostfile;  // Open MPI hostfile: trials run across its hosts
   std::string strategy;
   std::string metric;
   std::string db = "results/hybrid.db";
@@ -57,8 +59,9 @@ struct TuneOptions {
 struct SweepSettings {
   std::string config_path, space_path;
   int nprocs = 1;
-  std::string launcher;  // the template actually used
-  std::string strategy;  // grid | random | model
+  std::string launcher;          // the template actually used ({hostfile} resolved)
+  std::vector<HostSlots> hosts;  // from --hostfile; empty: this host
+  std::string strategy;          // grid | random | model
   Metric metric = Metric::throughput;
   std::string db, out, name, train_bin, self_exe;
   bool dry_run = false, prune = true, probe = true;

@@ -11,6 +11,7 @@ packages=(
   libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev liburing-dev
   clang-format clang-tidy python3
   clang libclang-rt-dev llvm
+  iproute2 util-linux
 )
 
 missing=()
