@@ -43,8 +43,8 @@ std::vector<HostSlots> read_hostfile(const std::string& path) {
       else if (key == "max_slots" || key == "max-slots")
         positive(value, where + " max_slots");
       else
-        throw TuneError(fmt::format("{}: unknown '{}' (a line is: NAME [slots=N] [max_slots=N])",
-                                    where, w));
+        throw TuneError(
+            fmt::format("{}: unknown '{}' (a line is: NAME [slots=N] [max_slots=N])", where, w));
     }
     if (!seen.insert(h.host).second)
       throw TuneError(fmt::format("{}: host {} is listed twice", where, h.host));

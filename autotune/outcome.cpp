@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "autotune/node_failure.h"
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
 #include "base/statistics.h"
@@ -190,10 +191,18 @@ TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result
 }  // namespace
 
 TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
-                            const MeasureWindow& window) {
+                            const MeasureWindow& window, std::string_view launcher_output) {
   const json* r = result.json ? &*result.json : nullptr;
   const std::string status = r ? base::string_at(*r, "status").value_or("") : std::string();
   TrialOutcome o = from_exit_and_status(exit, result, status, window);
+  // A lost host is the cause of whatever the ranks did next (crashed, hung,
+  // failed); the trial's own verdicts (ok, oom, config error) stand.
+  const bool after_loss = o.status == TrialStatus::crash || o.status == TrialStatus::failed ||
+                          o.status == TrialStatus::timeout;
+  if (after_loss && (exit.exit_code != 0 || exit.signal != 0 || exit.timed_out))
+    if (const auto line = node_failure_line(launcher_output))
+      o = with(TrialStatus::node_failure,
+               fmt::format("a host was lost (the launcher: \"{}\"); then: {}", *line, o.reason));
   if (r) {
     if (r->contains("run_id") && (*r)["run_id"].is_number_integer())
       o.run_id = (*r)["run_id"].get<int64_t>();

@@ -64,8 +64,10 @@ struct TrialOutcome {
   std::optional<int64_t> run_id;           // the run the trial wrote to the store
 };
 
+// `launcher_output`: what the trial printed (its log's tail), read for the
+// launcher's report of a lost host (node_failure).
 TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
-                            const MeasureWindow& window);
+                            const MeasureWindow& window, std::string_view launcher_output = {});
 
 // The measurement over the window: the median (or minimum) step time of steps
 // start..end taken from result["step_ms"] when hybrid-train writes per-step

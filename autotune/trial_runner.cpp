@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "autotune/launcher.h"
@@ -56,6 +57,10 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   po.timeout_s = spec.timeout_s;
   po.log_path = log;
   po.cancel = cancel;
+  // Rank 0 stamps its run on its own host's clock: allow for clocks a few minutes apart.
+  const double started_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      300.0;
   const ProcessResult pr = run_process(run.argv, po);
   run.wall_s = pr.wall_s;
   run.cancelled = pr.cancelled;
@@ -76,7 +81,17 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
       // The run's rows are a refinement; the result file alone still measures the trial.
     }
   }
-  run.outcome = classify_trial(pr.exit, rf, window);
+  // The launcher's report of a lost host may precede pages of the ranks' own errors.
+  run.outcome = classify_trial(pr.exit, rf, window, base::read_tail(log, 100000, size_t(1) << 18));
+  // Its launcher is gone, so a run it left `running` (its rank 0 killed, or on a
+  // host that was lost) is over: failed, with the trial's reason, and linked.
+  if (store && !spec.run_name.empty() && run.outcome.status != profiler::TrialStatus::ok) {
+    const auto left = store->fail_running_runs(
+        spec.run_name, started_at,
+        fmt::format("trial ended {}: {}", profiler::to_string(run.outcome.status),
+                    run.outcome.reason));
+    if (!run.outcome.run_id && left.size() == 1) run.outcome.run_id = left[0];
+  }
   return run;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -75,6 +76,28 @@ bool wait_for(pid_t pid, int& status, double limit_s) {
 }
 
 void signal_child(pid_t pid, bool group, int sig) { ::kill(group ? -pid : pid, sig); }
+
+// Every process of session `sid` (Linux /proc). mpirun puts each rank, and the
+// agent that starts a remote daemon, in a process group of its own, so a
+// launcher killed by group can leave them behind; none of them leave the session.
+void kill_session(pid_t sid) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    // pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (rest >> state >> ppid >> pgrp >> session && session == sid)
+      ::kill(pid_t(std::stol(name)), SIGKILL);
+  }
+}
 
 ChildPlan plan_for(const std::vector<std::string>& argv, const SubprocessOptions& o) {
   ChildPlan p;
@@ -145,8 +168,8 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     }
     break;
   }
-  // Whatever a launcher left in its group (ranks it did not reap) goes too.
-  if (o.own_session) signal_child(pid, true, SIGKILL);
+  // Whatever a launcher left in its session (ranks it did not reap) goes too.
+  if (o.own_session) kill_session(pid);
   res.wall_s = seconds_since(t0);
   if (WIFEXITED(status)) {
     res.exited = true;

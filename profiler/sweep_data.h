@@ -21,7 +21,8 @@ enum class TrialStatus : uint8_t {
   timeout,
   crash,
   config_error,
-  failed
+  failed,
+  node_failure  // a host of the trial was lost (its daemon died or became unreachable)
 };
 
 std::string_view to_string(SweepStatus s);

@@ -83,6 +83,24 @@ std::vector<int64_t> RunStore::mark_stale_runs(std::optional<double> heartbeat_t
   });
 }
 
+std::vector<int64_t> RunStore::fail_running_runs(const std::string& name, double since,
+                                                 const std::string& why) {
+  std::lock_guard lock(mutex_);
+  return conn_->write_transaction([&] {
+    std::vector<int64_t> ids;
+    auto find = conn_->prepare(
+        "SELECT id FROM runs WHERE status = 'running' AND name = ?1 AND started_at >= ?2 "
+        "ORDER BY id");
+    find.bind(name, since);
+    while (find.step()) ids.push_back(find.i64(0));
+    auto mark = conn_->prepare(
+        "UPDATE runs SET status = 'failed', error = ?2, finished_at = ?3, last_update = ?3 "
+        "WHERE id = ?1");
+    for (int64_t id : ids) mark.bind(id, why, store::unix_now()).run();
+    return ids;
+  });
+}
+
 std::string RunStore::integrity_check() {
   std::lock_guard lock(mutex_);
   auto st = conn_->prepare("PRAGMA integrity_check");

@@ -96,6 +96,12 @@ class RunStore {
   // Returns the ids marked.
   std::vector<int64_t> mark_stale_runs(std::optional<double> heartbeat_timeout_s = std::nullopt);
 
+  // Marks `running` runs called `name` and started at or after `since` (unix s)
+  // as failed with `why`: the runs of a trial whose launcher has ended without
+  // finishing them (its writer may be on a host that was lost). Returns their ids.
+  std::vector<int64_t> fail_running_runs(const std::string& name, double since,
+                                         const std::string& why);
+
   // --- runs: readers ------------------------------------------------------
   std::vector<RunInfo> list_runs();
   std::optional<RunInfo> find_run(int64_t run_id);

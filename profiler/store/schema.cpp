@@ -303,7 +303,9 @@ CREATE INDEX tie_breaks_by_sweep ON tie_breaks(sweep_id);
 
 // v6: runs across hosts. Each rank's place on its host and the host's threads
 // and memory; collective statistics per link class (whether the collective's
-// ranks spanned hosts), which joins the key. Runs before v6 ran on one host.
+// ranks spanned hosts), which joins the key (runs before v6 ran on one host);
+// trials that lost a host end as node_failure (the table is rebuilt for its
+// CHECK, columns in their v5 order).
 constexpr const char* kSchemaV6 = R"sql(
 ALTER TABLE run_ranks ADD COLUMN local_rank INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_ranks ADD COLUMN local_size INTEGER NOT NULL DEFAULT 1;
@@ -330,6 +332,45 @@ INSERT INTO comm_stats_v6 (run_id, rank, op, bytes, count, total_ns, min_ns, max
   FROM comm_stats;
 DROP TABLE comm_stats;
 ALTER TABLE comm_stats_v6 RENAME TO comm_stats;
+
+CREATE TABLE trials_v6 (
+  id                  INTEGER PRIMARY KEY,
+  sweep_id            INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+  key                 TEXT    NOT NULL,
+  config_json         TEXT    NOT NULL DEFAULT '{}',
+  status              TEXT    NOT NULL DEFAULT 'pending'
+                      CHECK (status IN ('pending','running','ok','oom','timeout','crash',
+                                        'config_error','failed','node_failure')),
+  reason              TEXT    NOT NULL DEFAULT '',
+  metric              REAL,
+  tokens_per_s        REAL,
+  samples_per_s       REAL,
+  flops_per_s         REAL,
+  latency_ms          REAL,
+  predicted_mem_bytes INTEGER,
+  peak_mem_bytes      INTEGER,
+  predicted_step_ms   REAL,
+  wall_s              REAL,
+  output_tail         TEXT    NOT NULL DEFAULT '',
+  run_id              INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  created_at          REAL    NOT NULL,
+  updated_at          REAL    NOT NULL,
+  step_count          INTEGER,
+  step_median_ms      REAL,
+  step_q1_ms          REAL,
+  step_q3_ms          REAL,
+  step_mad_ms         REAL,
+  step_cv             REAL,
+  step_ci_low_ms      REAL,
+  step_ci_high_ms     REAL,
+  noisy               INTEGER NOT NULL DEFAULT 0 CHECK (noisy IN (0, 1)),
+  attempts            INTEGER NOT NULL DEFAULT 1,
+  UNIQUE (sweep_id, key)
+);
+INSERT INTO trials_v6 SELECT * FROM trials;
+DROP TABLE trials;
+ALTER TABLE trials_v6 RENAME TO trials;
+CREATE INDEX trials_by_run ON trials(run_id);
 )sql";
 
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
@@ -339,7 +380,8 @@ constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {4, "wall-clock step timers; recomputation times and FLOPs in layer stats", kSchemaV4},
     {5, "trial step-time dispersion, noisy flag and attempts; tie-break confirmation runs",
      kSchemaV5},
-    {6, "rank placement and host resources; collective statistics per link class", kSchemaV6},
+    {6, "rank placement and host resources; collective statistics per link class; node_failure",
+     kSchemaV6},
 }};
 
 int64_t count_user_tables(Connection& conn) {

@@ -88,6 +88,26 @@ TEST(Subprocess, TimeoutKillsTheWholeGroup) {
   EXPECT_FALSE(fs::exists(marker)) << "the grandchild outlived the timeout";
 }
 
+// mpirun puts every rank in a process group of its own: those go too, as
+// members of the child's session.
+TEST(Subprocess, TimeoutKillsGroupsOfItsOwnInTheSession) {
+  TempDir d;
+  const auto marker = d.path / "own-group-alive";
+  SubprocessOptions o;
+  o.own_session = true;
+  o.timeout_s = 0.5;
+  o.kill_grace_s = 0.5;
+  // perl (in every Debian base system) moves itself to a process group of its
+  // own, ignores SIGTERM, and would create the marker later.
+  const std::string script =
+      "perl -e 'setpgrp(0, 0); $SIG{TERM} = \"IGNORE\"; sleep 2; open(my $f, \">\", $ARGV[0])' " +
+      marker.string() + " & sleep 30";
+  const auto r = run_subprocess({"sh", "-c", script}, o);
+  EXPECT_TRUE(r.timed_out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_FALSE(fs::exists(marker)) << "a process group of the session outlived the timeout";
+}
+
 TEST(Subprocess, CancelStopsTheChild) {
   std::atomic<bool> cancel{false};
   SubprocessOptions o;

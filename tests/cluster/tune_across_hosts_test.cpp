@@ -43,13 +43,12 @@ TEST(TuneAcrossHosts, SweepOverTwoHostsCompletesAndItsBestConfigRuns) {
     EXPECT_EQ(ranks[1].host, "hyb-node2") << t.key;
   }
   // The sweep's identity holds the hosts: another cluster is another sweep.
-  EXPECT_NE(sweeps[0].space_json.find("hyb-node2"), std::string::npos)
-      << sweeps[0].space_json;
+  EXPECT_NE(sweeps[0].space_json.find("hyb-node2"), std::string::npos) << sweeps[0].space_json;
 
   ASSERT_TRUE(std::filesystem::exists(best)) << r.output;
-  const auto run = test::run_command(fmt::format("{}{} --config {} --steps 2 --quiet",
-                                                 cluster.mpirun(dir.path(), 2, 1),
-                                                 test::train_bin(), best));
+  const auto run =
+      test::run_command(fmt::format("{}{} --config {} --steps 2 --quiet",
+                                    cluster.mpirun(dir.path(), 2, 1), test::train_bin(), best));
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 

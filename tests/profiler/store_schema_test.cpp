@@ -173,7 +173,7 @@ TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
 // value and read back as intra-host (v5 builds ran on one host), its ranks get
 // the one-host defaults; then the same (op, size) on both link classes is two
 // rows, and a link class that is neither is refused.
-TEST(StoreSchema, V5CommStatsMigrateToV6AsIntraHostAndTakeALinkClass) {
+TEST(StoreSchema, V5MigratesToV6CommStatsIntraHostTrialsIntact) {
   TempDir dir;
   const auto db = dir / "v5.db";
   exec_sql(db, test::read_file(fixture(5)));
@@ -206,6 +206,17 @@ TEST(StoreSchema, V5CommStatsMigrateToV6AsIntraHostAndTakeALinkClass) {
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[0].link, "intra_host");
   EXPECT_EQ(both[1], across);
+  // Trials keep their rows through the rebuild, and a lost host can be stored.
+  const int64_t sweep = store.create_sweep({});
+  TrialRow t;
+  t.sweep_id = sweep;
+  t.key = "mbs=1";
+  t.status = TrialStatus::node_failure;
+  t.reason = "a host was lost";
+  t.run_id = 4;
+  store.upsert_trial(t);
+  EXPECT_EQ(store.find_trial(sweep, "mbs=1")->status, TrialStatus::node_failure);
+  EXPECT_EQ(query_sql(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'trials_by_run'"), "1");
   EXPECT_THROW(exec_sql(db,
                         "INSERT INTO comm_stats (run_id, rank, op, bytes, link, count, "
                         "total_ns, min_ns, max_ns, algbw_gbps, busbw_gbps) VALUES "
