@@ -24,15 +24,18 @@ void machine_defaults(ClusterRates& r, kernels::BackendKind kind) {
 double ClusterRates::collective_s(CollectiveKind kind, uint64_t bytes) const {
   if (bytes == 0) return 0.0;
   const std::string_view name = profiler::collective_name(kind);
+  const bool have_link = std::any_of(bandwidth.begin(), bandwidth.end(),
+                                     [&](const auto& s) { return s.link == link; });
+  auto usable = [&](const profiler::BandwidthSample& s) { return !have_link || s.link == link; };
   std::vector<std::pair<double, double>> pts;  // (bytes, seconds)
   for (const auto& s : bandwidth)
-    if (s.op == name && s.algbw_gbps > 0)
+    if (usable(s) && s.op == name && s.algbw_gbps > 0)
       pts.emplace_back(double(s.bytes), double(s.bytes) / (s.algbw_gbps * 1e9));
   if (pts.empty()) {
     // Not probed: derive from all-reduce's bus bandwidth and this op's bus factor.
     const double factor = profiler::bus_factor(kind, std::max(2, world_size));
     for (const auto& s : bandwidth)
-      if (s.op == "all_reduce" && s.busbw_gbps > 0)
+      if (usable(s) && s.op == "all_reduce" && s.busbw_gbps > 0)
         pts.emplace_back(double(s.bytes), double(s.bytes) * factor / (s.busbw_gbps * 1e9));
   }
   if (pts.empty()) return double(bytes) / 1e9;  // 1 GB/s: only without any bandwidth data

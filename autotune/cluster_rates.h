@@ -21,6 +21,9 @@ struct ClusterRates {
   double memory_bytes_per_s = 0;                     // streaming bandwidth per rank (not probed)
   double op_overhead_s = 0;                          // fixed cost of one kernel / op call
   std::string source;                                // "probe 3 of host (2 ranks)", "defaults"
+  // The link the trials' collectives cross: only samples of this class count
+  // (any class when the probe has none of it).
+  std::string link = "intra_host";
 
   // Seconds for one collective of `bytes` (nccl-tests' message size): the
   // probe's times interpolated in log-log between measured sizes, the smallest

@@ -137,8 +137,16 @@ CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
 int run_probe_command(ProbeCommand c) {
   for (uint64_t b = 4096; b <= c.max_message; b *= 4) c.po.message_bytes.push_back(b);
   const std::string dir = (std::filesystem::path(c.db).parent_path() / "tune" / "probe").string();
-  auto p = launch_probe(self_executable(), c.nprocs,
-                        resolve_launcher(c.launcher, c.nprocs, c.hostfile), c.po, dir, c.timeout);
+  const auto hosts = c.hostfile.empty() ? std::vector<HostSlots>{} : read_hostfile(c.hostfile);
+  if (hosts.size() >= 2 && !c.launcher.empty())
+    throw TuneError(
+        "probe: with a hostfile of several hosts the probe launches each link class "
+        "itself; leave out --launcher");
+  auto p =
+      hosts.size() >= 2
+          ? launch_probe_on_hosts(self_executable(), c.nprocs, hosts, c.po, dir, c.timeout)
+          : launch_probe(self_executable(), c.nprocs,
+                         resolve_launcher(c.launcher, c.nprocs, c.hostfile), c.po, dir, c.timeout);
   p.host = hybrid::base::host_name();
   hybrid::profiler::RunStore store(c.db);
   p.id = store.add_probe(p);

@@ -130,7 +130,8 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
   const uint64_t msg = uint64_t(total) * 4;
   const double algbw = double(msg) / double(t) / 1e9;
   return {std::string(profiler::collective_name(kind)), msg, algbw,
-          algbw * profiler::bus_factor(kind, world)};
+          algbw * profiler::bus_factor(kind, world),
+          std::string(profiler::link_name(comm.placement().link()))};
 }
 
 }  // namespace
@@ -175,7 +176,8 @@ json probe_to_json(const profiler::ProbeResult& p) {
     bw.push_back({{"op", b.op},
                   {"bytes", b.bytes},
                   {"algbw_gbps", b.algbw_gbps},
-                  {"busbw_gbps", b.busbw_gbps}});
+                  {"busbw_gbps", b.busbw_gbps},
+                  {"link", b.link}});
   return {{"host", p.host},
           {"device", p.device},
           {"world_size", p.world_size},
@@ -192,7 +194,8 @@ profiler::ProbeResult probe_from_json(const json& j) {
     p.gemm_flops_per_s = j.at("gemm_flops_per_s").get<double>();
     for (const auto& b : j.at("bandwidth"))
       p.bandwidth.push_back({b.at("op").get<std::string>(), b.at("bytes").get<uint64_t>(),
-                             b.at("algbw_gbps").get<double>(), b.at("busbw_gbps").get<double>()});
+                             b.at("algbw_gbps").get<double>(), b.at("busbw_gbps").get<double>(),
+                             b.value("link", "intra_host")});
   } catch (const json::exception& e) {
     throw TuneError(fmt::format("probe: result JSON is incomplete: {}", e.what()));
   }
@@ -234,18 +237,45 @@ profiler::ProbeResult launch_probe(const std::string& self, int nprocs,
   return probe_from_json(*rf.json);
 }
 
+profiler::ProbeResult launch_probe_on_hosts(const std::string& self, int nprocs,
+                                            const std::vector<HostSlots>& hosts,
+                                            const ProbeOptions& opts, const std::string& work_dir,
+                                            double timeout_s) {
+  namespace fs = std::filesystem;
+  fs::create_directories(work_dir);
+  auto launch = [&](const std::string& name, const std::vector<HostSlots>& on) {
+    const std::string file = (fs::path(work_dir) / ("hosts." + name)).string();
+    std::string text;
+    for (const auto& h : on) text += fmt::format("{} slots={}\n", h.host, h.slots);
+    base::write_file_atomic(file, text);
+    return launch_probe(self, total_slots(on), resolve_launcher("", total_slots(on), file), opts,
+                        (fs::path(work_dir) / name).string(), timeout_s);
+  };
+  const std::vector<HostSlots> one_host = {{hosts.at(0).host, std::min(hosts[0].slots, nprocs)}};
+  profiler::ProbeResult res = launch("intra", one_host);
+  std::vector<HostSlots> across;
+  for (size_t i = 0; i < hosts.size() && int(i) < nprocs; ++i) across.push_back({hosts[i].host, 1});
+  if (across.size() >= 2) {
+    const profiler::ProbeResult inter = launch("inter", across);
+    res.bandwidth.insert(res.bandwidth.end(), inter.bandwidth.begin(), inter.bandwidth.end());
+    res.world_size = std::max(res.world_size, inter.world_size);
+    res.device += fmt::format("; across {} hosts", across.size());
+  }
+  return res;
+}
+
 std::string format_probe(const profiler::ProbeResult& p) {
   std::string s = fmt::format("probe{}: {} rank(s) on {}, {}\n  GEMM: {} per rank\n",
                               p.id ? fmt::format(" {}", p.id) : "", p.world_size,
                               p.host.empty() ? "this host" : p.host, p.device,
                               base::format_flop_rate(p.gemm_flops_per_s));
   if (!p.bandwidth.empty()) {
-    s += fmt::format("  {:<15} {:>12} {:>14} {:>14} {:>12}\n", "collective", "message", "algbw",
-                     "busbw", "time");
+    s += fmt::format("  {:<15} {:<11} {:>12} {:>14} {:>14} {:>12}\n", "collective", "link",
+                     "message", "algbw", "busbw", "time");
     for (const auto& b : p.bandwidth)
       s += fmt::format(
-          "  {:<15} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, base::format_bytes(b.bytes),
-          b.algbw_gbps, b.busbw_gbps,
+          "  {:<15} {:<11} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, b.link,
+          base::format_bytes(b.bytes), b.algbw_gbps, b.busbw_gbps,
           base::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
   }
   return s;

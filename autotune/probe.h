@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/hostfile.h"
 #include "profiler/profile_data.h"
 #include "profiler/sweep_data.h"
 
@@ -41,6 +42,15 @@ profiler::ProbeResult probe_from_json(const nlohmann::json& j);  // throws TuneE
 profiler::ProbeResult launch_probe(const std::string& self, int nprocs,
                                    const std::string& launcher_template, const ProbeOptions& opts,
                                    const std::string& work_dir, double timeout_s);
+
+// Across the hosts of a hostfile, each link class on its own launch: the
+// collectives within one host (the first, up to `nprocs` ranks on it) and
+// across hosts (one rank on each of up to `nprocs` hosts), merged into one
+// result; the GEMM rate is the one-host launch's. One host: launch_probe.
+profiler::ProbeResult launch_probe_on_hosts(const std::string& self, int nprocs,
+                                            const std::vector<HostSlots>& hosts,
+                                            const ProbeOptions& opts, const std::string& work_dir,
+                                            double timeout_s);
 
 // The probe as a table with units, for the CLI.
 std::string format_probe(const profiler::ProbeResult& p);

@@ -113,9 +113,13 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
           "refresh)",
           probe->world_size, s.nprocs, s.nprocs);
   }
-  if (probe) return rates_from_probe(*probe, plan.device.kind);
-  if (note.empty()) note = "no probe in the store: default rates (run `hybrid-tune probe`)";
-  return default_rates(plan.device.kind, s.nprocs);
+  ClusterRates rates = probe ? rates_from_probe(*probe, plan.device.kind)
+                             : default_rates(plan.device.kind, s.nprocs);
+  if (!probe && note.empty())
+    note = "no probe in the store: default rates (run `hybrid-tune probe`)";
+  // mpirun fills the first host's slots first: more ranks than that cross hosts.
+  if (!s.hosts.empty() && s.nprocs > s.hosts.front().slots) rates.link = "inter_host";
+  return rates;
 }
 
 namespace {

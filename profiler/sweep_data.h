@@ -117,6 +117,7 @@ struct BandwidthSample {
   uint64_t bytes = 0;
   double algbw_gbps = 0;
   double busbw_gbps = 0;
+  std::string link = "intra_host";  // link_name(): the probe's ranks on one host or several
 
   friend bool operator==(const BandwidthSample&, const BandwidthSample&) = default;
 };

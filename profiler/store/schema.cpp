@@ -305,7 +305,7 @@ CREATE INDEX tie_breaks_by_sweep ON tie_breaks(sweep_id);
 // and memory; collective statistics per link class (whether the collective's
 // ranks spanned hosts), which joins the key (runs before v6 ran on one host);
 // trials that lost a host end as node_failure (the table is rebuilt for its
-// CHECK, columns in their v5 order).
+// CHECK, columns in their v5 order); probe bandwidth per link class too.
 constexpr const char* kSchemaV6 = R"sql(
 ALTER TABLE run_ranks ADD COLUMN local_rank INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_ranks ADD COLUMN local_size INTEGER NOT NULL DEFAULT 1;
@@ -371,6 +371,20 @@ INSERT INTO trials_v6 SELECT * FROM trials;
 DROP TABLE trials;
 ALTER TABLE trials_v6 RENAME TO trials;
 CREATE INDEX trials_by_run ON trials(run_id);
+
+CREATE TABLE probe_bandwidth_v6 (
+  probe_id   INTEGER NOT NULL REFERENCES probes(id) ON DELETE CASCADE,
+  op         TEXT    NOT NULL,
+  bytes      INTEGER NOT NULL,
+  link       TEXT    NOT NULL DEFAULT 'intra_host' CHECK (link IN ('intra_host', 'inter_host')),
+  algbw_gbps REAL    NOT NULL,
+  busbw_gbps REAL    NOT NULL,
+  PRIMARY KEY (probe_id, op, link, bytes)
+) WITHOUT ROWID;
+INSERT INTO probe_bandwidth_v6 (probe_id, op, bytes, algbw_gbps, busbw_gbps)
+  SELECT probe_id, op, bytes, algbw_gbps, busbw_gbps FROM probe_bandwidth;
+DROP TABLE probe_bandwidth;
+ALTER TABLE probe_bandwidth_v6 RENAME TO probe_bandwidth;
 )sql";
 
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{

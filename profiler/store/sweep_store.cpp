@@ -128,10 +128,10 @@ int64_t RunStore::add_probe(const ProbeResult& probe) {
         .run();
     const int64_t id = conn_->last_insert_rowid();
     auto bw = conn_->prepare(
-        "INSERT OR REPLACE INTO probe_bandwidth (probe_id, op, bytes, algbw_gbps, busbw_gbps) "
-        "VALUES (?1, ?2, ?3, ?4, ?5)");
+        "INSERT OR REPLACE INTO probe_bandwidth (probe_id, op, bytes, algbw_gbps, busbw_gbps, "
+        "link) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     for (const auto& b : probe.bandwidth)
-      bw.bind(id, b.op, b.bytes, b.algbw_gbps, b.busbw_gbps).run();
+      bw.bind(id, b.op, b.bytes, b.algbw_gbps, b.busbw_gbps, b.link).run();
     return id;
   });
 }
@@ -267,10 +267,11 @@ std::optional<ProbeResult> RunStore::latest_probe(std::optional<std::string_view
     p.world_size = int(st.i64(4));
     p.gemm_flops_per_s = st.f64(5);
     auto bw = conn_->prepare(
-        "SELECT op, bytes, algbw_gbps, busbw_gbps FROM probe_bandwidth WHERE probe_id = ?1 "
-        "ORDER BY op, bytes");
+        "SELECT op, bytes, algbw_gbps, busbw_gbps, link FROM probe_bandwidth WHERE probe_id = ?1 "
+        "ORDER BY op, link DESC, bytes");
     bw.bind(p.id);
-    while (bw.step()) p.bandwidth.push_back({bw.text(0), bw.u64(1), bw.f64(2), bw.f64(3)});
+    while (bw.step())
+      p.bandwidth.push_back({bw.text(0), bw.u64(1), bw.f64(2), bw.f64(3), bw.text(4)});
     return p;
   });
 }

@@ -185,6 +185,21 @@ TEST(CostModel, CollectiveTimesInterpolateLogLog) {
               1e-12);
 }
 
+// A probe across hosts holds both link classes: a sweep whose ranks span hosts
+// is costed with the inter-host samples only, one on a single host with the
+// intra-host ones; a class the probe lacks falls back to whatever it has.
+TEST(CostModel, CollectiveTimesUseTheLinkClassTheTrialsCross) {
+  ClusterRates r;
+  r.world_size = 2;
+  r.bandwidth = {{"all_reduce", 1 << 20, 1.0, 1.0, "intra_host"},
+                 {"all_reduce", 1 << 20, 0.1, 0.1, "inter_host"}};
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_reduce, 1 << 20), double(1 << 20) / 1e9, 1e-12);
+  r.link = "inter_host";
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_reduce, 1 << 20), double(1 << 20) / 1e8, 1e-12);
+  r.bandwidth.resize(1);  // intra-host only
+  EXPECT_NEAR(r.collective_s(CollectiveKind::all_reduce, 1 << 20), double(1 << 20) / 1e9, 1e-12);
+}
+
 TEST(CostModel, RidgeFitMatchesLeastSquaresAndStaysNonNegative) {
   // Consistent data with true weights 2, 0.5 and a tiny ridge: recovered.
   std::vector<std::array<double, kFeatureCount>> rows;

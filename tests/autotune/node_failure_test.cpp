@@ -13,7 +13,8 @@ namespace {
 using profiler::TrialStatus;
 
 // What mpirun printed when every process of one test host was killed mid-run.
-const std::string kHostKilled = R"(--------------------------------------------------------------------------
+const std::string kHostKilled =
+    R"(--------------------------------------------------------------------------
 ORTE was unable to reliably start one or more daemons.
 This usually is caused by:
 --------------------------------------------------------------------------
@@ -30,16 +31,18 @@ mpirun noticed that process rank 1 with PID 0 on node hyb-node2 exited on signal
 )";
 
 TEST(NodeFailure, FindsTheLaunchersReportOfALostHost) {
-  EXPECT_EQ(node_failure_line(kHostKilled), "ORTE was unable to reliably start one or more daemons.");
+  EXPECT_EQ(node_failure_line(kHostKilled),
+            "ORTE was unable to reliably start one or more daemons.");
   EXPECT_EQ(node_failure_line("x\nORTE has lost communication with a remote daemon.\n"),
             "ORTE has lost communication with a remote daemon.");
   EXPECT_EQ(node_failure_line("PRTE has lost communication with a remote daemon.\n"),
             "PRTE has lost communication with a remote daemon.");
   EXPECT_EQ(node_failure_line("  srun: error: Node failure on node7\r\n"),
             "srun: error: Node failure on node7");
-  EXPECT_EQ(node_failure_line(
-                "slurmstepd: error: *** STEP 12.0 ON node3 CANCELLED AT 2026-12-03 DUE TO NODE FAILURE"),
-            "slurmstepd: error: *** STEP 12.0 ON node3 CANCELLED AT 2026-12-03 DUE TO NODE FAILURE");
+  EXPECT_EQ(
+      node_failure_line(
+          "slurmstepd: error: *** STEP 12.0 ON node3 CANCELLED AT 2026-12-03 DUE TO NODE FAILURE"),
+      "slurmstepd: error: *** STEP 12.0 ON node3 CANCELLED AT 2026-12-03 DUE TO NODE FAILURE");
   EXPECT_FALSE(node_failure_line(kRankCrashed).has_value());
   EXPECT_FALSE(node_failure_line("").has_value());
   EXPECT_FALSE(node_failure_line("step 3 loss 4.1\n").has_value());

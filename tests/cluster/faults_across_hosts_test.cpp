@@ -42,16 +42,17 @@ bool wait_until(const std::function<bool()>& done, double seconds) {
 
 class FaultsAcrossHosts : public ::testing::Test {
  protected:
-  // Starts a 3-trial sweep over both hosts in the background.
-  void start_sweep() {
+  // Starts a 3-trial sweep over both hosts in the background; `env`: more
+  // variables for hybrid-tune.
+  void start_sweep(const std::string& env = "") {
     std::ofstream(dir_ / "hosts") << "hyb-node1 slots=1\nhyb-node2 slots=1\n";
     test::write_json(dir_ / "cfg.json", test::tiny_config());
     test::write_json(dir_ / "space.json", json::parse(R"({"mbs": [1, 2, 4], "stage": [1]})"));
     const std::string cmd = fmt::format(
-        "env {} {} --config {} --space {} --nprocs 2 --hostfile {} --steps 600 --start-step 2 "
+        "env {} {} {} --config {} --space {} --nprocs 2 --hostfile {} --steps 600 --start-step 2 "
         "--early-stop 0 --no-probe --trial-timeout {} --db {} --out {}",
-        cluster_.env(), test::tune_bin(), dir_ / "cfg.json", dir_ / "space.json", dir_ / "hosts",
-        kTrialTimeout, db(), dir_ / "best.json");
+        cluster_.env(), env, test::tune_bin(), dir_ / "cfg.json", dir_ / "space.json",
+        dir_ / "hosts", kTrialTimeout, db(), dir_ / "best.json");
     sweep_ = std::thread([this, cmd] { result_ = hybrid::test::run_command(cmd); });
   }
   void join() {
@@ -110,7 +111,9 @@ TEST_F(FaultsAcrossHosts, AHostKilledMidTrialIsANodeFailureAndTheSweepGoesOn) {
 
 TEST_F(FaultsAcrossHosts, ALinkCutMidTrialEndsWithinTwiceTheTimeoutAndTheSweepGoesOn) {
   HYBRID_REQUIRE_CLUSTER(cluster_);
-  start_sweep();
+  // hybrid-tune holds still 2 s between trials: time to heal the link after the
+  // cut trial and before the next one starts.
+  start_sweep("HYBRID_TUNE_TEST_PAUSE_S=2");
   ASSERT_TRUE(wait_until([] { return runs_in("hyb-node2", "hybrid-train"); }, 60));
   hybrid::test::run_command(hybrid::test::TestCluster::script() + " cut hyb-node2");
   // Heal once the trial in flight is over, so that the next trials can run.
