@@ -23,9 +23,9 @@ double best_inter_host_busbw(const hybrid::test::TestCluster& cluster, const tes
                              const std::string& name) {
   const std::string hosts = dir / (name + ".hosts"), db = dir / (name + ".db");
   std::ofstream(hosts) << "hyb-node1 slots=1\nhyb-node2 slots=1\n";
-  const auto r = hybrid::test::run_command(fmt::format(
-      "env {} {} probe --hostfile {} --nprocs 2 --max-message {} --db {}", cluster.env(),
-      test::tune_bin(), hosts, uint64_t(64) << 20, db));
+  const auto r = hybrid::test::run_command(
+      fmt::format("env {} {} probe --hostfile {} --nprocs 2 --max-message {} --db {}",
+                  cluster.env(), test::tune_bin(), hosts, uint64_t(64) << 20, db));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   const auto probe = store.latest_probe(std::nullopt);
@@ -34,7 +34,8 @@ double best_inter_host_busbw(const hybrid::test::TestCluster& cluster, const tes
   int inter = 0;
   for (const auto& b : probe ? probe->bandwidth : std::vector<profiler::BandwidthSample>{}) {
     inter += b.link == "inter_host";
-    if (b.link == "inter_host" && b.bytes >= (uint64_t(4) << 20)) best = std::max(best, b.busbw_gbps);
+    if (b.link == "inter_host" && b.bytes >= (uint64_t(4) << 20))
+      best = std::max(best, b.busbw_gbps);
   }
   EXPECT_EQ(inter, 3 * 8) << "3 collectives x 8 sizes (4 KiB..64 MiB) across hosts\n" << r.output;
   return best;
