@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "autotune/node_failure.h"
+#include "autotune/launcher_report.h"
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
 #include "base/statistics.h"
@@ -195,14 +195,34 @@ TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
   const json* r = result.json ? &*result.json : nullptr;
   const std::string status = r ? base::string_at(*r, "status").value_or("") : std::string();
   TrialOutcome o = from_exit_and_status(exit, result, status, window);
-  // A lost host is the cause of whatever the ranks did next (crashed, hung,
+  // What the launcher saw (a lost host, the scheduler's time limit or cancel,
+  // the OOM killer) is the cause of whatever the ranks did next (crashed, hung,
   // failed); the trial's own verdicts (ok, oom, config error) stand.
-  const bool after_loss = o.status == TrialStatus::crash || o.status == TrialStatus::failed ||
-                          o.status == TrialStatus::timeout;
-  if (after_loss && (exit.exit_code != 0 || exit.signal != 0 || exit.timed_out))
-    if (const auto line = node_failure_line(launcher_output))
-      o = with(TrialStatus::node_failure,
-               fmt::format("a host was lost (the launcher: \"{}\"); then: {}", *line, o.reason));
+  const bool ended_badly = o.status == TrialStatus::crash || o.status == TrialStatus::failed ||
+                           o.status == TrialStatus::timeout;
+  if (ended_badly && (exit.exit_code != 0 || exit.signal != 0 || exit.timed_out)) {
+    const LauncherReport report = read_launcher_report(launcher_output);
+    auto because = [&](TrialStatus status, const char* what) {
+      o = with(status,
+               fmt::format("{} (the launcher: \"{}\"); then: {}", what, report.line, o.reason));
+    };
+    switch (report.verdict) {
+      case LauncherVerdict::node_failure:
+        because(TrialStatus::node_failure, "a host was lost");
+        break;
+      case LauncherVerdict::time_limit:
+        because(TrialStatus::timeout, "the scheduler's time limit");
+        break;
+      case LauncherVerdict::cancelled:
+        because(TrialStatus::cancelled, "cancelled by the scheduler or its user");
+        break;
+      case LauncherVerdict::oom:
+        because(TrialStatus::oom, "the OOM killer");
+        break;
+      case LauncherVerdict::none:
+        break;
+    }
+  }
   if (r) {
     if (r->contains("run_id") && (*r)["run_id"].is_number_integer())
       o.run_id = (*r)["run_id"].get<int64_t>();

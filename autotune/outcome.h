@@ -65,7 +65,7 @@ struct TrialOutcome {
 };
 
 // `launcher_output`: what the trial printed (its log's tail), read for the
-// launcher's report of a lost host (node_failure).
+// launcher's report of how the trial ended (autotune/launcher_report.h).
 TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
                             const MeasureWindow& window, std::string_view launcher_output = {});
 

@@ -22,7 +22,8 @@ enum class TrialStatus : uint8_t {
   crash,
   config_error,
   failed,
-  node_failure  // a host of the trial was lost (its daemon died or became unreachable)
+  node_failure,  // a host of the trial was lost (its daemon died or became unreachable)
+  cancelled      // the scheduler or its user cancelled the trial's job (scancel)
 };
 
 std::string_view to_string(SweepStatus s);

@@ -12,6 +12,7 @@ packages=(
   clang-format clang-tidy python3
   clang libclang-rt-dev llvm
   iproute2 util-linux
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

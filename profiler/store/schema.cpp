@@ -304,8 +304,9 @@ CREATE INDEX tie_breaks_by_sweep ON tie_breaks(sweep_id);
 // v6: runs across hosts. Each rank's place on its host and the host's threads
 // and memory; collective statistics per link class (whether the collective's
 // ranks spanned hosts), which joins the key (runs before v6 ran on one host);
-// trials that lost a host end as node_failure (the table is rebuilt for its
-// CHECK, columns in their v5 order); probe bandwidth per link class too.
+// trials that lost a host end as node_failure, and ones a scheduler cancelled
+// as cancelled (the table is rebuilt for its CHECK, columns in their v5
+// order); probe bandwidth per link class too.
 constexpr const char* kSchemaV6 = R"sql(
 ALTER TABLE run_ranks ADD COLUMN local_rank INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_ranks ADD COLUMN local_size INTEGER NOT NULL DEFAULT 1;
@@ -340,7 +341,7 @@ CREATE TABLE trials_v6 (
   config_json         TEXT    NOT NULL DEFAULT '{}',
   status              TEXT    NOT NULL DEFAULT 'pending'
                       CHECK (status IN ('pending','running','ok','oom','timeout','crash',
-                                        'config_error','failed','node_failure')),
+                                        'config_error','failed','node_failure','cancelled')),
   reason              TEXT    NOT NULL DEFAULT '',
   metric              REAL,
   tokens_per_s        REAL,

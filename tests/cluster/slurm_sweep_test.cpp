@@ -1,0 +1,101 @@
+// hybrid-tune under a real Slurm (scripts/testslurm.sh: Debian's slurmctld and
+// slurmd on this machine): trials launched by srun are classified, one the
+// test cancels with scancel as `cancelled`, one that overruns its job's time
+// limit as `timeout` (the scheduler's, not the tuner's), and the rest `ok`.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "profiler/store/run_store.h"
+#include "tests/autotune/tune_test_util.h"
+
+namespace hybrid::autotune {
+namespace {
+
+using nlohmann::json;
+using profiler::TrialStatus;
+
+class TestSlurm {
+ public:
+  TestSlurm() {
+    const auto r = hybrid::test::run_command(script() + " up");
+    up_ = r.exit_code == 0;
+    why_ = r.output;
+    unavailable_ = r.exit_code == 2;
+    env_ = hybrid::test::run_command(script() + " env").output;
+    env_ = env_.substr(env_.find(' ') + 1);  // "export K=V\n" -> "K=V"
+    env_.erase(env_.find_last_not_of("\n") + 1);
+  }
+  ~TestSlurm() {
+    if (up_) hybrid::test::run_command(script() + " down");
+  }
+  static std::string script() { return std::string(HYBRID_SOURCE_DIR) + "/scripts/testslurm.sh"; }
+  bool up_ = false, unavailable_ = false;
+  std::string why_, env_;
+};
+
+TEST(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
+  TestSlurm slurm;
+  if (slurm.unavailable_) GTEST_SKIP() << "no Slurm here: " << slurm.why_;
+  ASSERT_TRUE(slurm.up_) << slurm.why_;
+  test::TempDir dir;
+  // The launcher routes by trial key: mbs=2 and mbs=4 hold still before
+  // training (the first for scancel, the second past its 1-minute limit).
+  const std::string launch = dir / "launch.sh";
+  std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
+                           "case \"$key\" in\n"
+                           "  mbs=1*) exec srun -n 1 --job-name=\"hyb-$key\" -t 5 \"$@\" ;;\n"
+                           "  *) exec srun -n 1 --job-name=\"hyb-$key\" -t 1 "
+                           "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
+                           "esac\n";
+  test::write_json(dir / "cfg.json", test::tiny_config());
+  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 4], "stage": [1]})"));
+  const std::string db = dir / "tune.db";
+  hybrid::test::CommandResult result;
+  std::thread sweep([&] {
+    result = hybrid::test::run_command(
+        fmt::format("env {} {} --config {} --space {} --launcher 'sh {} {{key}} {{cmd}}' --steps 6 "
+                    "--start-step 2 --early-stop 0 --no-probe --trial-timeout 300 --db {} --out {}",
+                    slurm.env_, test::tune_bin(), dir / "cfg.json", dir / "space.json", launch, db,
+                    dir / "best.json"));
+  });
+  // Cancel the mbs=2 trial's job once Slurm runs it.
+  const std::string squeue = "env " + slurm.env_ + " squeue -h -o %j";
+  bool cancelled = false;
+  for (int i = 0; i < 1200 && !cancelled; ++i) {
+    const auto q = hybrid::test::run_command(squeue);
+    if (q.output.find("hyb-mbs=2") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const std::string name = q.output.substr(q.output.find("hyb-mbs=2"));
+      hybrid::test::run_command("env " + slurm.env_ +
+                                " scancel --name=" + name.substr(0, name.find('\n')));
+      cancelled = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  sweep.join();
+  ASSERT_TRUE(cancelled) << "the mbs=2 trial never ran\n" << result.output;
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 1u);
+  std::map<std::string, profiler::TrialRow> by_mbs;
+  for (const auto& t : store.trials(sweeps[0].id)) by_mbs[t.key.substr(0, t.key.find(','))] = t;
+  ASSERT_EQ(by_mbs.size(), 3u) << result.output;
+  EXPECT_EQ(by_mbs["mbs=1"].status, TrialStatus::ok) << by_mbs["mbs=1"].reason;
+  EXPECT_EQ(by_mbs["mbs=2"].status, TrialStatus::cancelled) << by_mbs["mbs=2"].reason;
+  EXPECT_NE(by_mbs["mbs=2"].reason.find("CANCELLED AT"), std::string::npos);
+  EXPECT_EQ(by_mbs["mbs=4"].status, TrialStatus::timeout) << by_mbs["mbs=4"].reason;
+  EXPECT_NE(by_mbs["mbs=4"].reason.find("the scheduler's time limit"), std::string::npos)
+      << by_mbs["mbs=4"].reason;
+  // Ended by Slurm at its 1-minute limit, long before the tuner's 300 s.
+  EXPECT_LT(by_mbs["mbs=4"].wall_s.value_or(1e9), 120);
+  EXPECT_EQ(hybrid::test::run_command(squeue).output, "") << "a job outlived the sweep";
+}
+
+}  // namespace
+}  // namespace hybrid::autotune
