@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "base/text.h"
+
 namespace hybrid::autotune {
 
 namespace {
@@ -27,13 +29,6 @@ constexpr std::array<std::pair<std::string_view, V>, 12> kPhrases = {{
     {"Job has been cancelled", V::cancelled},                           // srun
 }};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 V verdict_of(std::string_view line) {
   for (const auto& [phrase, verdict] : kPhrases)
     if (line.find(phrase) != std::string_view::npos) return verdict;
@@ -47,7 +42,7 @@ LauncherReport read_launcher_report(std::string_view out) {
   for (size_t begin = 0; begin < out.size();) {
     size_t end = out.find('\n', begin);
     if (end == std::string_view::npos) end = out.size();
-    const std::string_view line = trim(out.substr(begin, end - begin));
+    const std::string_view line = base::trim(out.substr(begin, end - begin));
     begin = end + 1;
     const V v = verdict_of(line);
     if (v == V::none) continue;

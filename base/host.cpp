@@ -7,16 +7,11 @@
 #include <set>
 #include <sstream>
 
+#include "base/text.h"
+
 namespace hybrid::base {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Only flags that select different code paths (ours, oneDNN's, OpenBLAS's) matter.
 bool relevant_flag(std::string_view flag) {

@@ -12,6 +12,13 @@ bool contains_ignore_case(std::string_view s, std::string_view what) {
                      [&](char a, char b) { return lower(a) == lower(b); }) != s.end();
 }
 
+std::string_view trim(std::string_view s) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 namespace {
 
 template <typename T>

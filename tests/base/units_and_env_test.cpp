@@ -56,6 +56,13 @@ TEST(Text, ContainsIgnoringCase) {
   EXPECT_FALSE(contains_ignore_case("ncc", "nccl"));
 }
 
+TEST(Text, TrimsBlanksAtBothEndsOnly) {
+  EXPECT_EQ(trim(" \tmodel name : Xeon \r"), "model name : Xeon");
+  EXPECT_EQ(trim("a b"), "a b");
+  EXPECT_EQ(trim(" \t\r "), "");
+  EXPECT_EQ(trim("\nx\n"), "\nx\n");  // newlines are the caller's line splitting
+}
+
 // Numbers are the whole text or nothing: no silent 0 for "abc", no "12" from "12x".
 TEST(Text, ParsesWholeNumbersOnly) {
   EXPECT_EQ(parse_int("12"), 12);
