@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/alpha_beta.h"
 #include "kernels/ops.h"
 #include "profiler/comm_record.h"
 #include "profiler/profile_data.h"
@@ -15,8 +16,13 @@
 namespace hybrid::autotune {
 
 struct ClusterRates {
-  double gemm_flops_per_s = 0;                       // per rank, all ranks busy at once
+  double gemm_flops_per_s = 0;  // per rank, all ranks of its host busy at once
+  int gemm_ranks = 1;           // ranks that shared the host while that was measured
+  // CPU ranks share their host's cores, so a rank's rate is the host's divided
+  // by the ranks on it; a GPU rank has its device to itself.
+  bool shared_cores = true;
   std::vector<profiler::BandwidthSample> bandwidth;  // per op and message size
+  std::vector<AlphaBeta> fits;  // per op and link: fit_alpha_beta(bandwidth) (refit after changing it)
   int world_size = 1;                                // ranks the bandwidths were measured with
   double memory_bytes_per_s = 0;                     // streaming bandwidth per rank (not probed)
   double op_overhead_s = 0;                          // fixed cost of one kernel / op call
@@ -24,11 +30,18 @@ struct ClusterRates {
   // The link the trials' collectives cross: only samples of this class count
   // (any class when the probe has none of it).
   std::string link = "intra_host";
+  // Ranks on each host in the runs being predicted (0: as in the GEMM measurement).
+  int ranks_per_host = 0;
 
-  // Seconds for one collective of `bytes` (nccl-tests' message size): the
-  // probe's times interpolated in log-log between measured sizes, the smallest
-  // size's time below them (latency bound), proportional above them.
-  double collective_s(profiler::CollectiveKind kind, uint64_t bytes) const;
+  // Seconds for one collective of `bytes` (nccl-tests' message size) over
+  // `world` ranks (0: as measured). At a world size the probe measured: its
+  // times interpolated in log-log between measured sizes, the smallest size's
+  // time below them (latency bound), proportional above them. At any other:
+  // the alpha–beta fit of this op and link (of all-reduce when the op was
+  // not probed).
+  double collective_s(profiler::CollectiveKind kind, uint64_t bytes, int world = 0) const;
+  // GEMM FLOP/s of one rank with `ranks_per_host` ranks on its host.
+  double rank_flops_per_s() const;
 };
 
 ClusterRates rates_from_probe(const profiler::ProbeResult& probe, kernels::BackendKind kind);

@@ -23,13 +23,14 @@ Weights prior_weights() { return {1.0, 1.0, 0.3, 1.0, 1.0}; }
 namespace {
 
 // Time of `total` bytes sent as messages of at most `bucket` bytes.
-double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, double bucket) {
+double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, double bucket,
+                  int world) {
   if (total <= 0) return 0.0;
   bucket = std::max(1.0, std::min(bucket, total));
   const double full = std::floor(total / bucket);
   const double rest = total - full * bucket;
-  return full * r.collective_s(kind, uint64_t(bucket)) +
-         (rest > 0 ? r.collective_s(kind, uint64_t(rest)) : 0.0);
+  return full * r.collective_s(kind, uint64_t(bucket), world) +
+         (rest > 0 ? r.collective_s(kind, uint64_t(rest), world) : 0.0);
 }
 
 // Activation checkpointing: what recomputing the checkpointed blocks adds per
@@ -41,7 +42,7 @@ struct Recompute {
 };
 
 Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tree,
-                         const engine::Config& cfg, const ClusterRates& rates) {
+                         const engine::Config& cfg, const ClusterRates& rates, int world) {
   const engine::CheckpointPlan plan = engine::checkpoint_plan(cfg);
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.seq_len;
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
@@ -52,7 +53,7 @@ Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tr
       r.flops += double(m->recompute_flops(B, T));
       const double n = double(tree.own_range(*m).size());
       if (cfg.zero.stage == 3 && n > 0 && n >= double(cfg.zero.stage3_param_persistence_threshold))
-        r.gather_s += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d));
+        r.gather_s += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d), world);
     }
   }
   return r;
@@ -74,8 +75,8 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
   f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
-  const Recompute rc = recompute_cost(model, tree, cfg, rates);
-  f.x[kCompute] = (f.flops_per_step / world + G * rc.flops) / rates.gemm_flops_per_s;
+  const Recompute rc = recompute_cost(model, tree, cfg, rates, world);
+  f.x[kCompute] = (f.flops_per_step / world + G * rc.flops) / rates.rank_flops_per_s();
 
   const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
   f.x[kMicroSteps] = double(G) * ops_per_micro_step * rates.op_overhead_s;
@@ -91,23 +92,23 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
         z.reduce_scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     switch (z.stage) {
       case 0:
-        reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs);
+        reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs, world);
         break;
       case 1:
-        reduce = bucketed_s(rates, grad_op, P * d, rbs);
-        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
+        reduce = bucketed_s(rates, grad_op, P * d, rbs, world);
+        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs, world);
         break;
       case 2:
-        reduce = G * bucketed_s(rates, grad_op, P * d, rbs);
-        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs);
+        reduce = G * bucketed_s(rates, grad_op, P * d, rbs, world);
+        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs, world);
         break;
       default: {
-        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs);
+        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs, world);
         double per_pass = 0;  // one all-gather per non-persistent module, forward and backward
         for (auto* m : tree.param_modules()) {
           const double n = double(tree.own_range(*m).size());
           if (n >= double(z.stage3_param_persistence_threshold))
-            per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d));
+            per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d), world);
         }
         gather = 2.0 * G * per_pass + G * rc.gather_s;
         break;

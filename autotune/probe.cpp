@@ -131,7 +131,7 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
   const double algbw = double(msg) / double(t) / 1e9;
   return {std::string(profiler::collective_name(kind)), msg, algbw,
           algbw * profiler::bus_factor(kind, world),
-          std::string(profiler::link_name(comm.placement().link()))};
+          std::string(profiler::link_name(comm.placement().link())), world};
 }
 
 }  // namespace
@@ -151,6 +151,7 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
 
   profiler::ProbeResult res;
   res.world_size = world;
+  res.gemm_ranks = env.local_size;
   std::string providers;
   res.gemm_flops_per_s = measure_gemm(opts, be, dt, *comm, providers);
   res.device = fmt::format("{} | gemm {}{}", be.name(), kernels::dtype_name(dt),
@@ -177,11 +178,13 @@ json probe_to_json(const profiler::ProbeResult& p) {
                   {"bytes", b.bytes},
                   {"algbw_gbps", b.algbw_gbps},
                   {"busbw_gbps", b.busbw_gbps},
-                  {"link", b.link}});
+                  {"link", b.link},
+                  {"ranks", b.ranks}});
   return {{"host", p.host},
           {"device", p.device},
           {"world_size", p.world_size},
           {"gemm_flops_per_s", p.gemm_flops_per_s},
+          {"gemm_ranks", p.gemm_ranks},
           {"bandwidth", bw}};
 }
 
@@ -192,10 +195,11 @@ profiler::ProbeResult probe_from_json(const json& j) {
     p.device = j.at("device").get<std::string>();
     p.world_size = j.at("world_size").get<int>();
     p.gemm_flops_per_s = j.at("gemm_flops_per_s").get<double>();
+    p.gemm_ranks = j.value("gemm_ranks", 0);
     for (const auto& b : j.at("bandwidth"))
       p.bandwidth.push_back({b.at("op").get<std::string>(), b.at("bytes").get<uint64_t>(),
                              b.at("algbw_gbps").get<double>(), b.at("busbw_gbps").get<double>(),
-                             b.value("link", "intra_host")});
+                             b.value("link", "intra_host"), b.value("ranks", 0)});
   } catch (const json::exception& e) {
     throw TuneError(fmt::format("probe: result JSON is incomplete: {}", e.what()));
   }

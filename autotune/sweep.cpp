@@ -118,6 +118,7 @@ ClusterRates cluster_rates_for(const SweepPlan& plan, profiler::RunStore* store,
   if (!probe && note.empty())
     note = "no probe in the store: default rates (run `hybrid-tune probe`)";
   // mpirun fills the first host's slots first: more ranks than that cross hosts.
+  rates.ranks_per_host = s.hosts.empty() ? s.nprocs : std::min(s.nprocs, s.hosts.front().slots);
   if (!s.hosts.empty() && s.nprocs > s.hosts.front().slots) rates.link = "inter_host";
   return rates;
 }

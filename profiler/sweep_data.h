@@ -119,6 +119,7 @@ struct BandwidthSample {
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   std::string link = "intra_host";  // link_name(): the probe's ranks on one host or several
+  int ranks = 0;  // ranks of the collective (0: the probe's world_size, probes before schema v7)
 
   friend bool operator==(const BandwidthSample&, const BandwidthSample&) = default;
 };
@@ -130,7 +131,8 @@ struct ProbeResult {
   std::string host;
   std::string device;
   int world_size = 1;
-  double gemm_flops_per_s = 0;
+  double gemm_flops_per_s = 0;  // per rank, all ranks of its host busy at once
+  int gemm_ranks = 0;  // ranks sharing that host while it was measured (0: world_size)
   std::vector<BandwidthSample> bandwidth;  // per op and message size
 
   friend bool operator==(const ProbeResult&, const ProbeResult&) = default;

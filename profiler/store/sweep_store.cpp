@@ -121,17 +121,17 @@ int64_t RunStore::add_probe(const ProbeResult& probe) {
   std::lock_guard lock(mutex_);
   return conn_->write_transaction([&] {
     auto st = conn_->prepare(
-        "INSERT INTO probes (created_at, host, device, world_size, gemm_flops_per_s) "
-        "VALUES (?1, ?2, ?3, ?4, ?5)");
+        "INSERT INTO probes (created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     st.bind(store::unix_now(), probe.host.empty() ? base::host_name() : probe.host, probe.device,
-            probe.world_size, probe.gemm_flops_per_s)
+            probe.world_size, probe.gemm_flops_per_s, probe.gemm_ranks)
         .run();
     const int64_t id = conn_->last_insert_rowid();
     auto bw = conn_->prepare(
         "INSERT OR REPLACE INTO probe_bandwidth (probe_id, op, bytes, algbw_gbps, busbw_gbps, "
-        "link) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        "link, ranks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     for (const auto& b : probe.bandwidth)
-      bw.bind(id, b.op, b.bytes, b.algbw_gbps, b.busbw_gbps, b.link).run();
+      bw.bind(id, b.op, b.bytes, b.algbw_gbps, b.busbw_gbps, b.link, b.ranks).run();
     return id;
   });
 }
@@ -255,7 +255,7 @@ std::optional<ProbeResult> RunStore::latest_probe(std::optional<std::string_view
   std::lock_guard lock(mutex_);
   return conn_->read_transaction([&]() -> std::optional<ProbeResult> {
     auto st = conn_->prepare(
-        "SELECT id, created_at, host, device, world_size, gemm_flops_per_s FROM probes "
+        "SELECT id, created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks FROM probes "
         "WHERE (?1 IS NULL OR host = ?1) ORDER BY created_at DESC, id DESC LIMIT 1");
     st.bind(host);
     if (!st.step()) return std::nullopt;
@@ -266,12 +266,15 @@ std::optional<ProbeResult> RunStore::latest_probe(std::optional<std::string_view
     p.device = st.text(3);
     p.world_size = int(st.i64(4));
     p.gemm_flops_per_s = st.f64(5);
+    p.gemm_ranks = int(st.i64(6));
     auto bw = conn_->prepare(
-        "SELECT op, bytes, algbw_gbps, busbw_gbps, link FROM probe_bandwidth WHERE probe_id = ?1 "
+        "SELECT op, bytes, algbw_gbps, busbw_gbps, link, ranks FROM probe_bandwidth "
+        "WHERE probe_id = ?1 "
         "ORDER BY op, link DESC, bytes");
     bw.bind(p.id);
     while (bw.step())
-      p.bandwidth.push_back({bw.text(0), bw.u64(1), bw.f64(2), bw.f64(3), bw.text(4)});
+      p.bandwidth.push_back(
+          {bw.text(0), bw.u64(1), bw.f64(2), bw.f64(3), bw.text(4), int(bw.i64(5))});
     return p;
   });
 }

@@ -400,7 +400,9 @@ TEST(RunStore, SweepsTrialsPrunedAndProbesRoundTrip) {
   a.device = "cpu";
   a.world_size = 2;
   a.gemm_flops_per_s = 3.5e11;
-  a.bandwidth = {{"all_reduce", 1 << 20, 5.0, 5.0}, {"all_gather", 1 << 20, 4.0, 2.0}};
+  a.gemm_ranks = 2;
+  a.bandwidth = {{"all_reduce", 1 << 20, 5.0, 5.0, "intra_host", 2},
+                 {"all_gather", 1 << 20, 4.0, 2.0, "intra_host", 2}};
   ProbeResult b = a;
   b.host = "node-b";
   b.gemm_flops_per_s = 9.9e14;

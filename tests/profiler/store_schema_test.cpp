@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 6);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RunStore::schema_version(), 7);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 6);
+  EXPECT_EQ(again.opened_schema_version(), 7);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -224,13 +224,44 @@ TEST(StoreSchema, V5MigratesToV6CommStatsIntraHostTrialsIntact) {
                std::exception);
 }
 
+// v6 -> v7 on a file a v6 build wrote: its probe keeps every value, and its
+// samples and GEMM rate read back with 0 ranks (the probe's world size), which
+// the cost model reads as such; new probes keep their ranks.
+TEST(StoreSchema, V6ProbesMigrateToV7WithRanksUnknown) {
+  TempDir dir;
+  const auto db = dir / "v6.db";
+  exec_sql(db, test::read_file(fixture(6)));
+  exec_sql(db,
+           "INSERT INTO probes VALUES (3, 1700000000.0, 'node-a', 'cpu | gemm fp32', 4, 2.5e10);"
+           "INSERT INTO probe_bandwidth VALUES (3, 'all_reduce', 4096, 'inter_host', 0.5, 0.75);");
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 6);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto old = store.latest_probe("node-a");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->world_size, 4);
+  EXPECT_EQ(old->gemm_flops_per_s, 2.5e10);
+  EXPECT_EQ(old->gemm_ranks, 0);
+  ASSERT_EQ(old->bandwidth.size(), 1u);
+  EXPECT_EQ(old->bandwidth[0], (BandwidthSample{"all_reduce", 4096, 0.5, 0.75, "inter_host", 0}));
+
+  ProbeResult p = *old;
+  p.gemm_ranks = 2;
+  p.bandwidth[0].ranks = 2;
+  p.id = store.add_probe(p);
+  const auto now = store.latest_probe("node-a");
+  EXPECT_EQ(now->gemm_ranks, 2);
+  EXPECT_EQ(now->bandwidth.at(0).ranks, 2);
+  EXPECT_THROW(exec_sql(db, "UPDATE probe_bandwidth SET ranks = -1"), std::exception);
+}
+
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   TempDir dir;
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (6)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (7)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -242,13 +273,15 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   TempDir dir;
   const auto db = dir / "new.db";
   { RunStore store(db); }
-  exec_sql(db, "PRAGMA user_version = 7");
-  const std::string expected = "database " + db.string() +
-                               " has schema version 7, newer than this build supports (6); "
-                               "upgrade hybrid";
+  const int newer = RunStore::schema_version() + 1;
+  exec_sql(db, "PRAGMA user_version = " + std::to_string(newer));
+  const std::string expected =
+      "database " + db.string() + " has schema version " + std::to_string(newer) +
+      ", newer than this build supports (" + std::to_string(RunStore::schema_version()) +
+      "); upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(newer));  // left alone
 }
 
 TEST(StoreSchema, NonSqliteFileIsRefusedAndLeftAlone) {
@@ -354,7 +387,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 
