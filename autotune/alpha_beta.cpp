@@ -57,7 +57,7 @@ std::pair<double, double> fit_nonnegative(const std::vector<Point>& pts) {
   };
   const double a_only = ss > 0 ? s1 / ss : 0.0, b_only = ww > 0 ? w1 / ww : 0.0;
   return residual(a_only, 0) < residual(0, b_only) ? std::pair{a_only, 0.0}
-                                                     : std::pair{0.0, b_only};
+                                                   : std::pair{0.0, b_only};
 }
 
 }  // namespace
@@ -87,7 +87,8 @@ std::vector<AlphaBeta> fit_alpha_beta(const std::vector<profiler::BandwidthSampl
     f.busbw_bytes_per_s = b > 0 ? 1.0 / b : 0.0;
     f.samples = int(pts.size());
     for (const auto& p : pts)
-      f.max_rel_error = std::max(f.max_rel_error, std::abs((a * p.steps + b * p.wire_bytes) / p.t - 1.0));
+      f.max_rel_error =
+          std::max(f.max_rel_error, std::abs((a * p.steps + b * p.wire_bytes) / p.t - 1.0));
     fits.push_back(std::move(f));
   }
   return fits;

@@ -24,13 +24,13 @@ namespace hybrid::autotune {
 double ring_steps(profiler::CollectiveKind kind, int ranks);
 
 struct AlphaBeta {
-  std::string op;    // collective_name()
-  std::string link;  // link_name()
-  double alpha_s = 0;          // per ring step
+  std::string op;                // collective_name()
+  std::string link;              // link_name()
+  double alpha_s = 0;            // per ring step
   double busbw_bytes_per_s = 0;  // 0: no bandwidth term could be fitted
   int samples = 0;
-  std::vector<int> ranks;       // the world sizes the samples were measured at
-  double max_rel_error = 0;     // worst |fit − sample| / sample over the samples
+  std::vector<int> ranks;    // the world sizes the samples were measured at
+  double max_rel_error = 0;  // worst |fit − sample| / sample over the samples
 
   double time_s(uint64_t bytes, int world) const;
 };

@@ -22,11 +22,12 @@ struct ClusterRates {
   // by the ranks on it; a GPU rank has its device to itself.
   bool shared_cores = true;
   std::vector<profiler::BandwidthSample> bandwidth;  // per op and message size
-  std::vector<AlphaBeta> fits;  // per op and link: fit_alpha_beta(bandwidth) (refit after changing it)
-  int world_size = 1;                                // ranks the bandwidths were measured with
-  double memory_bytes_per_s = 0;                     // streaming bandwidth per rank (not probed)
-  double op_overhead_s = 0;                          // fixed cost of one kernel / op call
-  std::string source;                                // "probe 3 of host (2 ranks)", "defaults"
+  std::vector<AlphaBeta>
+      fits;            // per op and link: fit_alpha_beta(bandwidth) (refit after changing it)
+  int world_size = 1;  // ranks the bandwidths were measured with
+  double memory_bytes_per_s = 0;  // streaming bandwidth per rank (not probed)
+  double op_overhead_s = 0;       // fixed cost of one kernel / op call
+  std::string source;             // "probe 3 of host (2 ranks)", "defaults"
   // The link the trials' collectives cross: only samples of this class count
   // (any class when the probe has none of it).
   std::string link = "intra_host";

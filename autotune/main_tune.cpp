@@ -1,7 +1,8 @@
 // hybrid-tune: finds the fastest config that fits in memory.
 //   hybrid-tune --config ds.json [--space space.json] [--nprocs N] [--strategy grid|random|model]
-//   ... hybrid-tune probe [--nprocs N] [--launcher T] [--db DB] hybrid-tune probe-worker --out F
-//   (what `probe` runs under the launcher)
+//   hybrid-tune probe [--nprocs N] [--launcher T] [--hostfile F] [--db DB]
+//   hybrid-tune predict --config ds.json --world N [--hosts H] [--db DB]
+//   hybrid-tune probe-worker --out F   (what `probe` runs under the launcher)
 // Exit status: 0 a best config was written (or --dry-run / probe done), 1 an
 // error (message names the input at fault), 3 no trial succeeded, 130 interrupted.
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <iostream>
 
 #include "autotune/launcher.h"
+#include "autotune/predict.h"
 #include "autotune/probe.h"
 #include "autotune/sweep.h"
 #include "autotune/sweep_plan.h"
@@ -154,6 +156,25 @@ int run_probe_command(ProbeCommand c) {
   return 0;
 }
 
+// `hybrid-tune predict`: candidates ranked for a larger cluster (autotune/predict.h).
+CLI::App* add_predict_command(CLI::App& app, PredictOptions& o) {
+  auto* predict = app.add_subcommand(
+      "predict",
+      "rank a config's candidates for N ranks on H hosts from the trials and probe in the store");
+  predict->add_option("--config", o.config, "ds_config.json (as for tuning)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  predict->add_option("--space", o.space, "search space JSON (as for tuning)")
+      ->check(CLI::ExistingFile);
+  predict->add_option("--world", o.world, "ranks of the target cluster")->required();
+  predict->add_option("--hosts", o.hosts, "hosts the ranks are spread over")->capture_default_str();
+  predict->add_option("--db", o.db, "run store holding the trials and the probe")
+      ->capture_default_str();
+  predict->add_option("--top", o.top, "print only the best K candidates (0: all)")
+      ->capture_default_str();
+  return predict;
+}
+
 // `hybrid-tune probe-worker`: one rank of `probe`, under the launcher.
 struct WorkerCommand {
   std::string out;
@@ -202,6 +223,8 @@ int main(int argc, char** argv) {
   auto* probe = add_probe_command(app, probe_cmd);
   WorkerCommand worker_cmd;
   auto* worker = add_worker_command(app, worker_cmd);
+  PredictOptions predict_opts;
+  auto* predict_cmd = add_predict_command(app, predict_opts);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -210,6 +233,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*probe) return run_probe_command(probe_cmd);
+    if (*predict_cmd) {
+      print_prediction(predict(predict_opts), std::cout, predict_opts.top);
+      return 0;
+    }
     return run_tune(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hybrid-tune: %s\n", e.what());

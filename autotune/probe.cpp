@@ -129,9 +129,12 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
                   engine::comm::ReduceOp::max);  // the slowest rank bounds it
   const uint64_t msg = uint64_t(total) * 4;
   const double algbw = double(msg) / double(t) / 1e9;
-  return {std::string(profiler::collective_name(kind)), msg, algbw,
+  return {std::string(profiler::collective_name(kind)),
+          msg,
+          algbw,
           algbw * profiler::bus_factor(kind, world),
-          std::string(profiler::link_name(comm.placement().link())), world};
+          std::string(profiler::link_name(comm.placement().link())),
+          world};
 }
 
 }  // namespace

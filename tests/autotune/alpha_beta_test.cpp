@@ -31,7 +31,7 @@ BandwidthSample sample(CollectiveKind k, uint64_t bytes, int p, double t,
                        const char* link = "intra_host") {
   const double algbw = double(bytes) / t / 1e9;
   return {std::string(profiler::collective_name(k)), bytes, algbw,
-          algbw * profiler::bus_factor(k, p), link, p};
+          algbw * profiler::bus_factor(k, p),        link,  p};
 }
 
 std::vector<BandwidthSample> ring_samples(CollectiveKind k, std::initializer_list<int> worlds,
@@ -47,8 +47,8 @@ std::vector<BandwidthSample> ring_samples(CollectiveKind k, std::initializer_lis
 }
 
 TEST(AlphaBeta, RecoversLatencyAndLinkRateFromExactSamples) {
-  for (auto k : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter,
-                 CollectiveKind::all_gather}) {
+  for (auto k :
+       {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather}) {
     const auto fits = fit_alpha_beta(ring_samples(k, {2, 4}, 25e-6, 3e9), 2);
     ASSERT_EQ(fits.size(), 1u);
     const AlphaBeta& f = fits[0];
@@ -78,7 +78,8 @@ TEST(AlphaBeta, PerturbedSamplesGiveFiguresWithinTheirNoise) {
 // bandwidth term, never a negative one.
 TEST(AlphaBeta, TermsStayNonNegative) {
   std::vector<BandwidthSample> flat;
-  for (uint64_t b : {4096u, 16384u, 65536u}) flat.push_back(sample(CollectiveKind::all_gather, b, 2, 1e-3));
+  for (uint64_t b : {4096u, 16384u, 65536u})
+    flat.push_back(sample(CollectiveKind::all_gather, b, 2, 1e-3));
   const auto fits = fit_alpha_beta(flat, 2);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].busbw_bytes_per_s, 0.0);

@@ -275,10 +275,9 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   const int newer = RunStore::schema_version() + 1;
   exec_sql(db, "PRAGMA user_version = " + std::to_string(newer));
-  const std::string expected =
-      "database " + db.string() + " has schema version " + std::to_string(newer) +
-      ", newer than this build supports (" + std::to_string(RunStore::schema_version()) +
-      "); upgrade hybrid";
+  const std::string expected = "database " + db.string() + " has schema version " +
+                               std::to_string(newer) + ", newer than this build supports (" +
+                               std::to_string(RunStore::schema_version()) + "); upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
   EXPECT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(newer));  // left alone
