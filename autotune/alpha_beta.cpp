@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/statistics.h"
 #include "profiler/comm_tracer.h"
 
 namespace hybrid::autotune {
@@ -34,30 +35,60 @@ double AlphaBeta::time_s(uint64_t bytes, int world) const {
 namespace {
 
 struct Point {
-  double steps, wire_bytes, t;  // t = alpha·steps + wire_bytes / busbw
+  double bytes, steps, wire_bytes, t;  // t = alpha·steps + wire_bytes / busbw
 };
 
-// Minimises Σ ((a·s + b·w) / t − 1)² over a, b ≥ 0 (b = 1 / busbw).
-std::pair<double, double> fit_nonnegative(const std::vector<Point>& pts) {
-  double ss = 0, sw = 0, ww = 0, s1 = 0, w1 = 0;
-  for (const auto& p : pts) {
-    const double s = p.steps / p.t, w = p.wire_bytes / p.t;
-    ss += s * s, sw += s * w, ww += w * w, s1 += s, w1 += w;
+constexpr double kLargeMessage = 1 << 20;   // bandwidth-bound from here
+constexpr double kSmallMessage = 64 << 10;  // latency-bound up to here
+
+// Unweighted least squares of t = a·steps + b·wire over `pts` (absolute times:
+// the largest messages decide, as they should for the bandwidth term).
+std::pair<double, double> least_squares(const std::vector<const Point*>& pts) {
+  double ss = 0, sw = 0, ww = 0, st = 0, wt = 0;
+  for (const auto* p : pts) {
+    ss += p->steps * p->steps, sw += p->steps * p->wire_bytes, ww += p->wire_bytes * p->wire_bytes;
+    st += p->steps * p->t, wt += p->wire_bytes * p->t;
   }
   const double det = ss * ww - sw * sw;
-  if (det > 1e-12 * ss * ww) {
-    const double a = (s1 * ww - w1 * sw) / det, b = (w1 * ss - s1 * sw) / det;
-    if (a >= 0 && b >= 0) return {a, b};
+  if (std::abs(det) <= 1e-12 * ss * ww) return {0.0, ww > 0 ? wt / ww : 0.0};
+  return {(st * ww - wt * sw) / det, (wt * ss - st * sw) / det};
+}
+
+// The bandwidth term from the large messages (1 MiB and up), the latency term
+// from the small ones (64 KiB and below; with fewer sizes, the larger and the
+// smaller half): a token-bucket shaper lets small messages through at line
+// rate, so one fit over all sizes would mistake the burst for the link's rate.
+std::pair<double, double> fit_terms(std::vector<Point> pts) {
+  std::sort(pts.begin(), pts.end(),
+            [](const Point& a, const Point& b) { return a.bytes < b.bytes; });
+  std::vector<const Point*> large, small;
+  for (const auto& p : pts) {
+    if (p.bytes >= kLargeMessage) large.push_back(&p);
+    if (p.bytes <= kSmallMessage) small.push_back(&p);
   }
-  // One term alone: whichever fits better.
-  auto residual = [&](double a, double b) {
-    double r = 0;
-    for (const auto& p : pts) r += std::pow((a * p.steps + b * p.wire_bytes) / p.t - 1.0, 2);
-    return r;
-  };
-  const double a_only = ss > 0 ? s1 / ss : 0.0, b_only = ww > 0 ? w1 / ww : 0.0;
-  return residual(a_only, 0) < residual(0, b_only) ? std::pair{a_only, 0.0}
-                                                   : std::pair{0.0, b_only};
+  if (large.size() < 2 || small.size() < 2) {  // few sizes: the larger and the smaller half
+    large.clear(), small.clear();
+    for (size_t i = 0; i < pts.size(); ++i)
+      (2 * i + 1 >= pts.size() ? large : small).push_back(&pts[i]);
+  }
+  auto [a, b] = least_squares(large);
+  // No growth with size (to rounding): latency alone.
+  if (b * large.back()->wire_bytes <= 1e-9 * large.back()->t) {
+    std::vector<double> per_step;
+    for (const auto& p : pts) per_step.push_back(p.t / std::max(1.0, p.steps));
+    return {base::median(per_step), 0.0};
+  }
+  // The latency from the small messages with a bandwidth term of their own
+  // (under a shaper, the burst's line rate).
+  // (under a shaper, the burst's line rate); when noise defeats that fit, the
+  // smallest time per step bounds the latency from above.
+  const auto [a_small, b_small] = least_squares(small);
+  a = a_small;
+  if (a_small < 0 || b_small < 0) {
+    a = small.front()->t / std::max(1.0, small.front()->steps);
+    for (const auto* p : small) a = std::min(a, p->t / std::max(1.0, p->steps));
+  }
+  return {std::max(0.0, a), b};
 }
 
 }  // namespace
@@ -77,12 +108,13 @@ std::vector<AlphaBeta> fit_alpha_beta(const std::vector<profiler::BandwidthSampl
     std::vector<Point> pts;
     for (const auto* s : group) {
       const int p = std::max(2, s->ranks > 0 ? s->ranks : default_ranks);
-      pts.push_back({ring_steps(kind, p), double(s->bytes) * profiler::bus_factor(kind, p),
+      pts.push_back({double(s->bytes), ring_steps(kind, p),
+                     double(s->bytes) * profiler::bus_factor(kind, p),
                      double(s->bytes) / (s->algbw_gbps * 1e9)});
       if (std::find(f.ranks.begin(), f.ranks.end(), p) == f.ranks.end()) f.ranks.push_back(p);
     }
     std::sort(f.ranks.begin(), f.ranks.end());
-    const auto [a, b] = fit_nonnegative(pts);
+    const auto [a, b] = fit_terms(pts);
     f.alpha_s = a;
     f.busbw_bytes_per_s = b > 0 ? 1.0 / b : 0.0;
     f.samples = int(pts.size());

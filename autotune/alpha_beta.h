@@ -7,9 +7,11 @@
 // steps(P) are a ring's sequential hops (all-reduce 2(P−1), reduce-scatter and
 // all-gather P−1, broadcast P−1), the schedule NCCL and large-message MPI use;
 // bus_factor is nccl-tests' (profiler/comm_tracer.h), so busbw is the link's
-// rate, independent of P for a ring. Fitted by least squares on relative
-// errors (each sample counts alike, whatever its size), both terms kept
-// non-negative.
+// rate, independent of P for a ring. busbw is fitted by least squares to the
+// large messages (1 MiB and up), alpha is the median latency left in the small
+// ones: a token-bucket shaper passes small messages at line rate, which a
+// single fit over every size would take for the link's rate. Both terms are
+// kept non-negative.
 #pragma once
 
 #include <cstdint>

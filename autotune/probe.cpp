@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "autotune/alpha_beta.h"
 #include "autotune/launcher.h"
 #include "autotune/outcome.h"
 #include "autotune/process.h"
@@ -284,6 +285,12 @@ std::string format_probe(const profiler::ProbeResult& p) {
           "  {:<15} {:<11} {:>12} {:>9.3f} GB/s {:>9.3f} GB/s {:>12}\n", b.op, b.link,
           base::format_bytes(b.bytes), b.algbw_gbps, b.busbw_gbps,
           base::format_duration(b.algbw_gbps > 0 ? double(b.bytes) / (b.algbw_gbps * 1e9) : 0.0));
+    s += "  alpha-beta fit (t = alpha x ring steps + bytes x bus factor / busbw):\n";
+    for (const auto& f : fit_alpha_beta(p.bandwidth, p.world_size))
+      s += fmt::format(
+          "  {:<15} {:<11} alpha {:>10} per step, busbw {:>9.3f} GB/s, worst residual {:.0f} %\n",
+          f.op, f.link, base::format_duration(f.alpha_s), f.busbw_bytes_per_s / 1e9,
+          100 * f.max_rel_error);
   }
   return s;
 }
