@@ -71,7 +71,7 @@ double ClusterRates::collective_s(CollectiveKind kind, uint64_t bytes, int world
         if (usable(s) && s.op == "all_reduce" && s.busbw_gbps > 0)
           pts.emplace_back(double(s.bytes), double(s.bytes) * factor / (s.busbw_gbps * 1e9));
     }
-    if (!pts.empty()) return interpolate(std::move(pts), double(bytes));
+    if (!pts.empty()) return interpolate(std::move(pts), double(bytes)) * oversubscription();
   }
   // Another world size: the alpha–beta fit of this op (else all-reduce's
   // alpha and busbw with this op's steps and bus factor) on this link.
@@ -82,7 +82,13 @@ double ClusterRates::collective_s(CollectiveKind kind, uint64_t bytes, int world
   if (!fit) return double(bytes) / 1e9;  // 1 GB/s: only without any bandwidth data
   AlphaBeta as_op = *fit;
   as_op.op = std::string(name);
-  return as_op.time_s(bytes, world);
+  return as_op.time_s(bytes, world) * oversubscription();
+}
+
+double ClusterRates::oversubscription() const {
+  if (!shared_cores || host_cpus <= 0 || ranks_per_host <= 0) return 1.0;
+  auto over = [&](int ranks) { return std::max(1.0, double(ranks) / host_cpus); };
+  return over(ranks_per_host) / over(std::max(1, gemm_ranks));
 }
 
 double ClusterRates::rank_flops_per_s() const {
@@ -95,6 +101,7 @@ ClusterRates rates_from_probe(const profiler::ProbeResult& probe, kernels::Backe
   machine_defaults(r, kind);
   r.gemm_flops_per_s = probe.gemm_flops_per_s;
   r.gemm_ranks = probe.gemm_ranks > 0 ? probe.gemm_ranks : probe.world_size;
+  r.host_cpus = probe.host_cpus;
   r.bandwidth = probe.bandwidth;
   r.world_size = probe.world_size;
   r.fits = fit_alpha_beta(r.bandwidth, r.world_size);

@@ -21,6 +21,7 @@ struct ClusterRates {
   // CPU ranks share their host's cores, so a rank's rate is the host's divided
   // by the ranks on it; a GPU rank has its device to itself.
   bool shared_cores = true;
+  int host_cpus = 0;                                 // logical CPUs of a host (0: unknown)
   std::vector<profiler::BandwidthSample> bandwidth;  // per op and message size
   std::vector<AlphaBeta>
       fits;            // per op and link: fit_alpha_beta(bandwidth) (refit after changing it)
@@ -43,6 +44,10 @@ struct ClusterRates {
   double collective_s(profiler::CollectiveKind kind, uint64_t bytes, int world = 0) const;
   // GEMM FLOP/s of one rank with `ranks_per_host` ranks on its host.
   double rank_flops_per_s() const;
+  // How much more CPU time-sharing the runs see than the probe did: ranks
+  // beyond the host's CPUs take turns, and a collective's copies and its
+  // ring steps wait for every rank to be scheduled (1: no more than measured).
+  double oversubscription() const;
 };
 
 ClusterRates rates_from_probe(const profiler::ProbeResult& probe, kernels::BackendKind kind);

@@ -156,6 +156,7 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
   profiler::ProbeResult res;
   res.world_size = world;
   res.gemm_ranks = env.local_size;
+  res.host_cpus = int(std::thread::hardware_concurrency());
   std::string providers;
   res.gemm_flops_per_s = measure_gemm(opts, be, dt, *comm, providers);
   res.device = fmt::format("{} | gemm {}{}", be.name(), kernels::dtype_name(dt),
@@ -189,6 +190,7 @@ json probe_to_json(const profiler::ProbeResult& p) {
           {"world_size", p.world_size},
           {"gemm_flops_per_s", p.gemm_flops_per_s},
           {"gemm_ranks", p.gemm_ranks},
+          {"host_cpus", p.host_cpus},
           {"bandwidth", bw}};
 }
 
@@ -200,6 +202,7 @@ profiler::ProbeResult probe_from_json(const json& j) {
     p.world_size = j.at("world_size").get<int>();
     p.gemm_flops_per_s = j.at("gemm_flops_per_s").get<double>();
     p.gemm_ranks = j.value("gemm_ranks", 0);
+    p.host_cpus = j.value("host_cpus", 0);
     for (const auto& b : j.at("bandwidth"))
       p.bandwidth.push_back({b.at("op").get<std::string>(), b.at("bytes").get<uint64_t>(),
                              b.at("algbw_gbps").get<double>(), b.at("busbw_gbps").get<double>(),

@@ -133,6 +133,7 @@ struct ProbeResult {
   int world_size = 1;
   double gemm_flops_per_s = 0;  // per rank, all ranks of its host busy at once
   int gemm_ranks = 0;           // ranks sharing that host while it was measured (0: world_size)
+  int host_cpus = 0;            // logical CPUs of that host (0: not recorded)
   std::vector<BandwidthSample> bandwidth;  // per op and message size
 
   friend bool operator==(const ProbeResult&, const ProbeResult&) = default;

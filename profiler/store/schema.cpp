@@ -391,10 +391,12 @@ ALTER TABLE probe_bandwidth_v6 RENAME TO probe_bandwidth;
 // v7: predictions past the measured world. Each bandwidth sample keeps the
 // ranks of the collective that measured it (a probe across hosts runs fewer
 // ranks than its one-host launch), and a probe the ranks that shared the host
-// while its GEMM rate was measured; 0 reads as the probe's world_size.
+// while its GEMM rate was measured (0 reads as the probe's world_size) and
+// that host's logical CPUs (0: unknown), so oversubscription can be costed.
 constexpr const char* kSchemaV7 = R"sql(
 ALTER TABLE probe_bandwidth ADD COLUMN ranks INTEGER NOT NULL DEFAULT 0 CHECK (ranks >= 0);
 ALTER TABLE probes ADD COLUMN gemm_ranks INTEGER NOT NULL DEFAULT 0 CHECK (gemm_ranks >= 0);
+ALTER TABLE probes ADD COLUMN host_cpus INTEGER NOT NULL DEFAULT 0 CHECK (host_cpus >= 0);
 )sql";
 
 constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
@@ -406,7 +408,8 @@ constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
      kSchemaV5},
     {6, "rank placement and host resources; collective statistics per link class; node_failure",
      kSchemaV6},
-    {7, "ranks of each probe sample and of the probe's GEMM measurement", kSchemaV7},
+    {7, "ranks of each probe sample and of the probe's GEMM measurement; the host's CPUs",
+     kSchemaV7},
 }};
 
 int64_t count_user_tables(Connection& conn) {

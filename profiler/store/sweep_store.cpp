@@ -121,10 +121,10 @@ int64_t RunStore::add_probe(const ProbeResult& probe) {
   std::lock_guard lock(mutex_);
   return conn_->write_transaction([&] {
     auto st = conn_->prepare(
-        "INSERT INTO probes (created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        "INSERT INTO probes (created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks, "
+        "host_cpus) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     st.bind(store::unix_now(), probe.host.empty() ? base::host_name() : probe.host, probe.device,
-            probe.world_size, probe.gemm_flops_per_s, probe.gemm_ranks)
+            probe.world_size, probe.gemm_flops_per_s, probe.gemm_ranks, probe.host_cpus)
         .run();
     const int64_t id = conn_->last_insert_rowid();
     auto bw = conn_->prepare(
@@ -255,7 +255,8 @@ std::optional<ProbeResult> RunStore::latest_probe(std::optional<std::string_view
   std::lock_guard lock(mutex_);
   return conn_->read_transaction([&]() -> std::optional<ProbeResult> {
     auto st = conn_->prepare(
-        "SELECT id, created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks FROM probes "
+        "SELECT id, created_at, host, device, world_size, gemm_flops_per_s, gemm_ranks, host_cpus "
+        "FROM probes "
         "WHERE (?1 IS NULL OR host = ?1) ORDER BY created_at DESC, id DESC LIMIT 1");
     st.bind(host);
     if (!st.step()) return std::nullopt;
@@ -267,6 +268,7 @@ std::optional<ProbeResult> RunStore::latest_probe(std::optional<std::string_view
     p.world_size = int(st.i64(4));
     p.gemm_flops_per_s = st.f64(5);
     p.gemm_ranks = int(st.i64(6));
+    p.host_cpus = int(st.i64(7));
     auto bw = conn_->prepare(
         "SELECT op, bytes, algbw_gbps, busbw_gbps, link, ranks FROM probe_bandwidth "
         "WHERE probe_id = ?1 "

@@ -172,5 +172,26 @@ TEST(ClusterRates, RankRateSharesTheHostsCores) {
   EXPECT_EQ(g.rank_flops_per_s(), g.gemm_flops_per_s);
 }
 
+// 2 ranks measured on a 2-CPU host; 8 ranks there take turns 4 to a CPU, so
+// every collective (its copies, its ring steps) stretches 4 times; 2 ranks
+// per host of a 16-CPU cluster do not; a GPU rank never.
+TEST(ClusterRates, OversubscribedHostsStretchCollectives) {
+  ClusterRates r = probed(ring_samples(CollectiveKind::all_reduce, {2}, 30e-6, 2e9), 2);
+  r.gemm_ranks = 2;
+  r.host_cpus = 2;
+  const double measured = r.collective_s(CollectiveKind::all_reduce, 1 << 20, 8);
+  r.ranks_per_host = 8;
+  EXPECT_DOUBLE_EQ(r.oversubscription(), 4.0);
+  EXPECT_DOUBLE_EQ(r.collective_s(CollectiveKind::all_reduce, 1 << 20, 8), 4 * measured);
+  r.ranks_per_host = 2;
+  EXPECT_DOUBLE_EQ(r.oversubscription(), 1.0);
+  r.host_cpus = 0;  // unknown: as measured
+  r.ranks_per_host = 8;
+  EXPECT_DOUBLE_EQ(r.oversubscription(), 1.0);
+  r.host_cpus = 2;
+  r.shared_cores = false;
+  EXPECT_DOUBLE_EQ(r.oversubscription(), 1.0);
+}
+
 }  // namespace
 }  // namespace hybrid::autotune

@@ -401,6 +401,7 @@ TEST(RunStore, SweepsTrialsPrunedAndProbesRoundTrip) {
   a.world_size = 2;
   a.gemm_flops_per_s = 3.5e11;
   a.gemm_ranks = 2;
+  a.host_cpus = 8;
   a.bandwidth = {{"all_reduce", 1 << 20, 5.0, 5.0, "intra_host", 2},
                  {"all_gather", 1 << 20, 4.0, 2.0, "intra_host", 2}};
   ProbeResult b = a;

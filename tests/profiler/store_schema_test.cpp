@@ -242,15 +242,18 @@ TEST(StoreSchema, V6ProbesMigrateToV7WithRanksUnknown) {
   EXPECT_EQ(old->world_size, 4);
   EXPECT_EQ(old->gemm_flops_per_s, 2.5e10);
   EXPECT_EQ(old->gemm_ranks, 0);
+  EXPECT_EQ(old->host_cpus, 0);
   ASSERT_EQ(old->bandwidth.size(), 1u);
   EXPECT_EQ(old->bandwidth[0], (BandwidthSample{"all_reduce", 4096, 0.5, 0.75, "inter_host", 0}));
 
   ProbeResult p = *old;
   p.gemm_ranks = 2;
+  p.host_cpus = 16;
   p.bandwidth[0].ranks = 2;
   p.id = store.add_probe(p);
   const auto now = store.latest_probe("node-a");
   EXPECT_EQ(now->gemm_ranks, 2);
+  EXPECT_EQ(now->host_cpus, 16);
   EXPECT_EQ(now->bandwidth.at(0).ranks, 2);
   EXPECT_THROW(exec_sql(db, "UPDATE probe_bandwidth SET ranks = -1"), std::exception);
 }
