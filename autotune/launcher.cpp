@@ -7,6 +7,7 @@
 
 #include "autotune/hostfile.h"
 #include "autotune/tune_error.h"
+#include "base/subprocess.h"
 
 namespace hybrid::autotune {
 
@@ -89,9 +90,12 @@ std::vector<std::string> expand_launcher(const std::string& tmpl,
           break;
         }
         const std::string name = w.substr(i + 1, close - i - 1);
-        if (name == "cmd")
-          throw TuneError(
-              fmt::format("launcher: {{cmd}} must be a word of its own in \"{}\"", tmpl));
+        if (name == "cmd") {  // inside a word: for a shell, e.g. sbatch --wrap "srun {cmd}"
+          s += base::shell_join(cmd);
+          placed = true;
+          i = close + 1;
+          continue;
+        }
         const auto it = vars.find(name);
         if (it == vars.end()) {
           std::string known = "cmd";

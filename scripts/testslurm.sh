@@ -71,9 +71,14 @@ SlurmdPort=6918
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=1024
 SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
+# Memory: each task's RSS sampled every second, and a step over its --mem killed
+# (no cgroups needed, so it works in containers); the tests' OOM trial relies on it.
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
 MpiDefault=none
 ReturnToService=2
 KillWait=5
