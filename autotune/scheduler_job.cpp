@@ -31,9 +31,9 @@ SchedulerEvent read_scheduler_line(std::string_view line) {
   if (line.find("job") == std::string_view::npos && line.find("Job") == std::string_view::npos)
     return {};
   static const std::array<std::pair<std::regex, K>, 5> kPhrases = {{
-      {std::regex(R"(Submitted batch job (\d+))"), K::submitted},        // sbatch
+      {std::regex(R"(Submitted batch job (\d+))"), K::submitted},                // sbatch
       {std::regex(R"(job (\d+) queued and waiting for resources)"), K::queued},  // srun, salloc
-      {std::regex(R"(Pending job allocation (\d+))"), K::queued},                 // salloc
+      {std::regex(R"(Pending job allocation (\d+))"), K::queued},                // salloc
       {std::regex(R"(job (\d+) has been allocated resources)"), K::started},     // srun, salloc
       {std::regex(R"(Granted job allocation (\d+))"), K::started},               // salloc
   }};

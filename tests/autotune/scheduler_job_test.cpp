@@ -38,7 +38,8 @@ TEST(SchedulerWatch, ReportsPendingThenStartedOnceEach) {
   const std::string log = dir / "output.log";
   std::ofstream(log) << "salloc: Pending job allocation 7\n";
   std::vector<std::string> notices;
-  SchedulerWatch watch(log, [&](const std::string& n) { notices.push_back(n); }, 0.01);
+  SchedulerWatch watch(
+      log, [&](const std::string& n) { notices.push_back(n); }, 0.01);
   {
     std::ofstream out(log, std::ios::app);
     // A line written in two pieces, the last without its newline.
@@ -61,7 +62,8 @@ TEST(SchedulerWatch, SaysNothingForAJobThatStartsAtOnceOrASubmittedOne) {
   const std::string log = dir / "output.log";
   std::ofstream(log) << "Submitted batch job 12\n";
   int notices = 0;
-  SchedulerWatch watch(log, [&](const std::string&) { ++notices; }, 0.01);
+  SchedulerWatch watch(
+      log, [&](const std::string&) { ++notices; }, 0.01);
   const SchedulerJob job = watch.stop();
   EXPECT_EQ(job.job_id.value_or(0), 12);
   EXPECT_FALSE(job.queued);
