@@ -32,8 +32,9 @@ void expect_two_ranks_in_one_job(const std::string& launcher) {
   std::ofstream(dir / "rank.sh") << kRecordRank;
   const auto result = hybrid::test::run_command(hybrid::test::slurm_sweep(
       slurm, dir,
-      fmt::format("--space {} --nprocs 2 --trial-timeout 120 --launcher \"{} sh {} {{dir}} {{cmd}}\"",
-                  dir / "space.json", launcher, dir / "rank.sh")));
+      fmt::format(
+          "--space {} --nprocs 2 --trial-timeout 120 --launcher \"{} sh {} {{dir}} {{cmd}}\"",
+          dir / "space.json", launcher, dir / "rank.sh")));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
   ASSERT_EQ(trials.size(), 1u) << result.output;
@@ -54,8 +55,8 @@ void expect_two_ranks_in_one_job(const std::string& launcher) {
   }
   std::set<std::string> jobs;
   for (const auto& r : ranks) {
-    ASSERT_TRUE(job_of_pid.count(r.pid)) << "rank " << r.rank << " (pid " << r.pid
-                                         << ") did not start through the launcher";
+    ASSERT_TRUE(job_of_pid.count(r.pid))
+        << "rank " << r.rank << " (pid " << r.pid << ") did not start through the launcher";
     jobs.insert(job_of_pid[r.pid]);
   }
   ASSERT_EQ(jobs.size(), 1u) << "the ranks ran in different jobs";
@@ -68,9 +69,8 @@ TEST(SlurmMpi, SrunWithPmixStartsBothRanksOfATrialInItsJob) {
 }
 
 TEST(SlurmMpi, MpirunInsideAnSallocAllocationStartsBothRanksInIt) {
-  expect_two_ranks_in_one_job(
-      fmt::format("salloc -n {{nprocs}} -t 5 --job-name=hyb-{{key}} {} -np {{nprocs}}",
-                  HYBRID_MPIEXEC));
+  expect_two_ranks_in_one_job(fmt::format(
+      "salloc -n {{nprocs}} -t 5 --job-name=hyb-{{key}} {} -np {{nprocs}}", HYBRID_MPIEXEC));
 }
 
 }  // namespace

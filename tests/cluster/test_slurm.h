@@ -75,14 +75,14 @@ inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::Tem
   return fmt::format(
       "env {} {} --config {} --steps 6 --start-step 2 --early-stop 0 --no-probe --remeasure 0 "
       "--confirm-rounds 0 --db {} --out {} {}",
-      slurm.env_, autotune::test::tune_bin(), dir / "cfg.json", dir / "tune.db",
-      dir / "best.json", extra);
+      slurm.env_, autotune::test::tune_bin(), dir / "cfg.json", dir / "tune.db", dir / "best.json",
+      extra);
 }
 
 }  // namespace hybrid::test
 
-#define HYBRID_REQUIRE_SLURM(slurm)                                           \
-  do {                                                                        \
+#define HYBRID_REQUIRE_SLURM(slurm)                                              \
+  do {                                                                           \
     if ((slurm).unavailable_) GTEST_SKIP() << "no Slurm here: " << (slurm).why_; \
-    ASSERT_TRUE((slurm).up_) << (slurm).why_;                                 \
+    ASSERT_TRUE((slurm).up_) << (slurm).why_;                                    \
   } while (0)
