@@ -27,17 +27,17 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
   hybrid::test::TestSlurm slurm;
   HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
-  // About 90 MiB resident for a few seconds: long enough for Slurm's 1 s samples.
+  // About 110 MiB resident for 3 s (80 steps): long enough for Slurm's 1 s samples.
   test::write_json(dir / "cfg.json",
                    test::tiny_config(json::parse(R"({"hybrid": {"model": {"n_layer": 4,
                        "n_embd": 256, "n_head": 4, "vocab_size": 4096, "seq_len": 64}}})")));
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 4], "stage": [1]})"));
-  // mbs=1 gets 40 MiB; mbs=2 holds still (its node goes down); mbs=4 runs as it is.
+  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
+  // Stage 0 gets 40 MiB; stage 1 holds still (its node goes down); stage 2 runs as it is.
   const std::string launch = dir / "launch.sh";
   std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
                            "case \"$key\" in\n"
-                           "  mbs=1,*) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
-                           "  mbs=2,*) exec srun -n 1 -J \"hyb-$key\" -t 5 "
+                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
+                           "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
                            "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
                            "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
                            "esac\n";
@@ -46,10 +46,11 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
     result = hybrid::test::run_command(hybrid::test::slurm_sweep(
         slurm, dir,
         fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
-                    dir / "space.json", launch)));
+                    dir / "space.json", launch),
+        80));
   });
   const std::string node = host_name();
-  const bool held = slurm.wait_for_job("hyb-mbs=2,gas=1,stage=1", "RUNNING", 120);
+  const bool held = slurm.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);
   if (held) {
     slurm.run(fmt::format("scontrol update nodename={} state=down reason=hybrid-test", node));
     // ReturnToService=2 brings it back when slurmd registers again; resume it if not.
@@ -57,24 +58,24 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
     slurm.run(fmt::format("scontrol update nodename={} state=resume", node));
   }
   sweep.join();
-  ASSERT_TRUE(held) << "the mbs=2 trial never ran\n" << result.output;
+  ASSERT_TRUE(held) << "the stage=1 trial never ran\n" << result.output;
   ASSERT_EQ(result.exit_code, 0) << result.output;
 
-  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
+  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db", true);
   ASSERT_EQ(trials.size(), 3u) << result.output;
-  const auto& oom = trials["mbs=1"];
+  const auto& oom = trials["mbs=1,gas=1,stage=0"];
   EXPECT_EQ(oom.status, TrialStatus::oom) << oom.reason << "\n" << oom.output_tail;
   EXPECT_NE(oom.reason.find("memory limit"), std::string::npos) << oom.reason;
-  const auto& lost = trials["mbs=2"];
+  const auto& lost = trials["mbs=1,gas=1,stage=1"];
   EXPECT_EQ(lost.status, TrialStatus::node_failure) << lost.reason << "\n" << lost.output_tail;
   EXPECT_NE(lost.reason.find(node), std::string::npos) << lost.reason;
-  const auto& ok = trials["mbs=4"];
+  const auto& ok = trials["mbs=1,gas=1,stage=2"];
   EXPECT_EQ(ok.status, TrialStatus::ok) << ok.reason << "\n" << ok.output_tail;
 
   profiler::RunStore store(dir / "tune.db", profiler::OpenMode::read_only);
   for (const auto& run : store.list_runs())
-    EXPECT_NE(run.status, profiler::RunStatus::running) << "run " << run.id << " (" << run.name
-                                                        << ") left running";
+    EXPECT_NE(run.status, profiler::RunStatus::running)
+        << "run " << run.id << " (" << run.name << ") left running";
   EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
 }
 

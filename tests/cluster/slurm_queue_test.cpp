@@ -55,7 +55,8 @@ TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingThe
   ASSERT_EQ(result.exit_code, 0) << printed;
   EXPECT_NE(queue_then.find("hyb-mbs=2,gas=1,stage=1 PENDING"), std::string::npos) << queue_then;
   EXPECT_EQ(queue_then.find("hyb-mbs=1"), std::string::npos)
-      << "the timed-out trial's job stayed in the queue:\n" << queue_then;
+      << "the timed-out trial's job stayed in the queue:\n"
+      << queue_then;
 
   auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << printed;

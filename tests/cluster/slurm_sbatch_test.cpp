@@ -31,8 +31,9 @@ TEST(SlurmSbatch, OkAndTimeLimitedTrialsAreClassifiedFromTheJobsOutputFile) {
                            "-o \"$dir/slurm-%j.out\" --wrap \"$wrap\"\n";
   const auto result = hybrid::test::run_command(hybrid::test::slurm_sweep(
       slurm, dir,
-      fmt::format("--space {} --trial-timeout 300 --launcher \"sh {} {{key}} {{dir}} 'srun {{cmd}}'\"",
-                  dir / "space.json", launch)));
+      fmt::format(
+          "--space {} --trial-timeout 300 --launcher \"sh {} {{key}} {{dir}} 'srun {{cmd}}'\"",
+          dir / "space.json", launch)));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << result.output;
@@ -42,8 +43,7 @@ TEST(SlurmSbatch, OkAndTimeLimitedTrialsAreClassifiedFromTheJobsOutputFile) {
   EXPECT_TRUE(ok.run_id) << "the ok trial's run is linked";
   const auto& limited = trials["mbs=2"];
   EXPECT_EQ(limited.status, TrialStatus::timeout) << limited.reason;
-  EXPECT_NE(limited.reason.find("the scheduler's time limit"), std::string::npos)
-      << limited.reason;
+  EXPECT_NE(limited.reason.find("the scheduler's time limit"), std::string::npos) << limited.reason;
   EXPECT_NE(limited.reason.find("DUE TO TIME LIMIT"), std::string::npos) << limited.reason;
   EXPECT_NE(limited.output_tail.find("the Slurm job's output, slurm-"), std::string::npos)
       << limited.output_tail;

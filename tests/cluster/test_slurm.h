@@ -55,28 +55,30 @@ class TestSlurm {
   std::string why_, env_;
 };
 
-// A sweep's trials by their first key (mbs=1), read from the store, whose
-// integrity is checked on the way.
-inline std::map<std::string, profiler::TrialRow> trials_by_mbs(const std::string& db) {
+// A sweep's trials by their first key (mbs=1), or by the whole key, read from
+// the store, whose integrity is checked on the way.
+inline std::map<std::string, profiler::TrialRow> trials_by_mbs(const std::string& db,
+                                                               bool whole_key = false) {
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   EXPECT_EQ(store.integrity_check(), "ok");
   std::map<std::string, profiler::TrialRow> by_mbs;
   const auto sweeps = store.sweeps();
   EXPECT_EQ(sweeps.size(), 1u);
   if (sweeps.empty()) return by_mbs;
-  for (const auto& t : store.trials(sweeps[0].id)) by_mbs[t.key.substr(0, t.key.find(','))] = t;
+  for (const auto& t : store.trials(sweeps[0].id))
+    by_mbs[whole_key ? t.key : t.key.substr(0, t.key.find(','))] = t;
   return by_mbs;
 }
 
-// "hybrid-tune ... " over the tiny config of the autotuner tests in `dir`, with
-// the options every Slurm test shares and `extra` (the launcher, the space).
+// "hybrid-tune ... " over `dir`/cfg.json for `steps` steps, with the options
+// every Slurm test shares and `extra` (the launcher, the space).
 inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::TempDir& dir,
-                               const std::string& extra) {
+                               const std::string& extra, int steps = 6) {
   return fmt::format(
-      "env {} {} --config {} --steps 6 --start-step 2 --early-stop 0 --no-probe --remeasure 0 "
+      "env {} {} --config {} --steps {} --start-step 2 --early-stop 0 --no-probe --remeasure 0 "
       "--confirm-rounds 0 --db {} --out {} {}",
-      slurm.env_, autotune::test::tune_bin(), dir / "cfg.json", dir / "tune.db", dir / "best.json",
-      extra);
+      slurm.env_, autotune::test::tune_bin(), dir / "cfg.json", steps, dir / "tune.db",
+      dir / "best.json", extra);
 }
 
 }  // namespace hybrid::test
