@@ -46,6 +46,9 @@ TEST(Launcher, QuotesTheCommandForAShellInsideAWord) {
                             {{"dir", "/t"}}),
             (V{"sbatch", "--wait", "-o", "/t/slurm-%j.out", "--wrap",
                "srun hybrid-train --config '/runs/a b/c.json'"}));
+  // Quoted alone, it is still one word.
+  EXPECT_EQ(expand_launcher("sbatch --wrap '{cmd}'", cmd, {}),
+            (V{"sbatch", "--wrap", "hybrid-train --config '/runs/a b/c.json'"}));
 }
 
 TEST(Launcher, DefaultsToMpirunForSeveralRanksOnly) {
