@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <utility>
 
 #include "autotune/hostfile.h"
 #include "autotune/tune_error.h"
+#include "base/subprocess.h"
 
 namespace hybrid::autotune {
 
@@ -42,9 +44,16 @@ std::string resolve_launcher(const std::string& tmpl, int nprocs, const std::str
   return out;
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string cur;
+namespace {
+
+struct Word {
+  std::string text;
+  bool quoted = false;  // some of it was in quotes: '{cmd}' is one word for a shell
+};
+
+std::vector<Word> split_quoted(const std::string& text) {
+  std::vector<Word> words;
+  Word cur;
   bool in_word = false;
   char quote = 0;
   for (char ch : text) {
@@ -52,14 +61,14 @@ std::vector<std::string> split_words(const std::string& text) {
       if (ch == quote)
         quote = 0;
       else
-        cur += ch;
+        cur.text += ch;
     } else if (ch == '\'' || ch == '"') {
       quote = ch;
-      in_word = true;
+      in_word = cur.quoted = true;
     } else if (ch == ' ' || ch == '\t' || ch == '\n') {
-      if (in_word) words.push_back(cur), cur.clear(), in_word = false;
+      if (in_word) words.push_back(cur), cur = {}, in_word = false;
     } else {
-      cur += ch;
+      cur.text += ch;
       in_word = true;
     }
   }
@@ -68,14 +77,21 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
+}  // namespace
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  for (auto& w : split_quoted(text)) words.push_back(std::move(w.text));
+  return words;
+}
+
 std::vector<std::string> expand_launcher(const std::string& tmpl,
                                          const std::vector<std::string>& cmd,
                                          const std::map<std::string, std::string>& vars) {
-  const auto words = split_words(tmpl);
   std::vector<std::string> out;
   bool placed = false;
-  for (const auto& w : words) {
-    if (w == "{cmd}") {
+  for (const auto& [w, quoted] : split_quoted(tmpl)) {
+    if (w == "{cmd}" && !quoted) {
       out.insert(out.end(), cmd.begin(), cmd.end());
       placed = true;
       continue;
@@ -89,9 +105,12 @@ std::vector<std::string> expand_launcher(const std::string& tmpl,
           break;
         }
         const std::string name = w.substr(i + 1, close - i - 1);
-        if (name == "cmd")
-          throw TuneError(
-              fmt::format("launcher: {{cmd}} must be a word of its own in \"{}\"", tmpl));
+        if (name == "cmd") {  // inside a word: for a shell, e.g. sbatch --wrap "srun {cmd}"
+          s += base::shell_join(cmd);
+          placed = true;
+          i = close + 1;
+          continue;
+        }
         const auto it = vars.find(name);
         if (it == vars.end()) {
           std::string known = "cmd";

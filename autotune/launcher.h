@@ -2,7 +2,9 @@
 // ranks, e.g. "mpirun -np {nprocs} {cmd}" or "srun -n {nprocs} --exclusive {cmd}".
 // No shell is involved: the template is split into words (single and double
 // quotes group words), {cmd} as a word of its own becomes the command's words,
-// and these placeholders are replaced inside any word:
+// {cmd} inside a word or quoted becomes the command quoted for a shell (for
+// templates that hand a shell a command line: sbatch --wait --wrap '{cmd}'), and these
+// placeholders are replaced inside any word:
 //   {nprocs}   ranks per trial            {key}     the trial key (mbs=4,gas=1,...)
 //   {config}   the trial's config file    {dir}     the trial's directory
 // A template without {cmd} gets the command appended. A launcher that is a

@@ -14,7 +14,7 @@ using V = LauncherVerdict;
 // Phrases, not whole messages: they hold across Open MPI 4.x/5.x and Slurm
 // versions. The more specific phrase comes first ("CANCELLED AT ... DUE TO
 // TIME LIMIT" is a time limit, not a cancellation).
-constexpr std::array<std::pair<std::string_view, V>, 12> kPhrases = {{
+constexpr std::array<std::pair<std::string_view, V>, 13> kPhrases = {{
     {"lost communication with a remote daemon", V::node_failure},       // ORTE / PRTE
     {"unable to reliably start one or more daemons", V::node_failure},  // ORTE: agent died
     {"daemon has unexpectedly failed", V::node_failure},                // ORTE / PRTE
@@ -24,9 +24,10 @@ constexpr std::array<std::pair<std::string_view, V>, 12> kPhrases = {{
     {"NODE_FAIL", V::node_failure},                                     // sbatch --wait
     {"DUE TO TIME LIMIT", V::time_limit},                               // slurmstepd
     {"oom-kill event", V::oom},                                         // slurmstepd (cgroup)
-    {"Exceeded job memory limit", V::oom},                              // slurmstepd
-    {"CANCELLED AT", V::cancelled},                                     // slurmstepd: scancel
-    {"Job has been cancelled", V::cancelled},                           // srun
+    {"Exceeded job memory limit", V::oom},                              // srun
+    {"exceeded memory limit", V::oom},         // slurmstepd: JobAcctGatherParams=OverMemoryKill
+    {"CANCELLED AT", V::cancelled},            // slurmstepd: scancel
+    {"Job has been cancelled", V::cancelled},  // srun
 }};
 
 V verdict_of(std::string_view line) {

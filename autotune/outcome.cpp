@@ -197,10 +197,11 @@ TrialOutcome classify_trial(const ExitInfo& exit, const ResultFile& result,
   TrialOutcome o = from_exit_and_status(exit, result, status, window);
   // What the launcher saw (a lost host, the scheduler's time limit or cancel,
   // the OOM killer) is the cause of whatever the ranks did next (crashed, hung,
-  // failed); the trial's own verdicts (ok, oom, config error) stand.
+  // failed, or left no result: srun exits 0 after a node failure); the trial's
+  // own verdicts (ok, oom, config error) stand.
   const bool ended_badly = o.status == TrialStatus::crash || o.status == TrialStatus::failed ||
                            o.status == TrialStatus::timeout;
-  if (ended_badly && (exit.exit_code != 0 || exit.signal != 0 || exit.timed_out)) {
+  if (ended_badly) {
     const LauncherReport report = read_launcher_report(launcher_output);
     auto because = [&](TrialStatus status, const char* what) {
       o = with(status,

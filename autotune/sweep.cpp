@@ -143,8 +143,7 @@ void open_sweep(SweepRun& r) {
   r.store.add_pruned(r.sweep.id, r.plan.pruned);
 }
 
-// A trial left `running` was in flight when its tuner was killed: it becomes
-// `pending` with the reason (never left claiming to run), and runs again.
+// A trial left `running` when its tuner was killed becomes `pending`, and runs again.
 void classify_killed(SweepRun& r, TrialRow& t) {
   t.status = TrialStatus::pending;
   t.reason = "interrupted: hybrid-tune was killed while this trial ran; it runs again";
@@ -230,6 +229,7 @@ TrialSpec trial_spec(const SweepRun& r, const Candidate& c) {
   spec.statistic = s.statistic;
   spec.timeout_s = s.trial_timeout_s;
   spec.db = s.db;
+  spec.notice = [&out = r.out](const std::string& what) { out << what << std::endl; };
   spec.run_name = fmt::format("{}#{}/{}", s.name, r.sweep.id, c.key);
   spec.dir = (fs::path(s.db).parent_path() / "tune" / fmt::format("sweep-{}", r.sweep.id) / c.key)
                  .string();

@@ -9,6 +9,7 @@
 
 #include "autotune/launcher.h"
 #include "autotune/process.h"
+#include "autotune/scheduler_job.h"
 #include "base/atomic_file.h"
 #include "base/subprocess.h"
 
@@ -40,6 +41,7 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   // A result or log of an earlier attempt (a resumed sweep) must not be read as this one's.
   fs::remove(result);
   fs::remove(log);
+  remove_job_outputs(spec.dir);
 
   std::vector<std::string> cmd = {
       spec.train_bin, "--config", cfg, "--steps", std::to_string(spec.steps), "--result", result};
@@ -61,7 +63,14 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   const double started_at =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
       300.0;
+  SchedulerWatch watch(log, [&](const std::string& what) {
+    if (spec.notice) spec.notice(fmt::format("trial {}: {}", c.key, what));
+  });
   const ProcessResult pr = run_process(run.argv, po);
+  const SchedulerJob job = watch.stop();
+  // Given up on (timeout, interrupt): its Slurm job must not stay queued or running.
+  if ((pr.exit.timed_out || pr.cancelled) && job.job_id) cancel_job(*job.job_id);
+  append_job_outputs(spec.dir, log);
   run.wall_s = pr.wall_s;
   run.cancelled = pr.cancelled;
   run.output_tail = base::read_tail(log);
@@ -83,6 +92,13 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
   }
   // The launcher's report of a lost host may precede pages of the ranks' own errors.
   run.outcome = classify_trial(pr.exit, rf, window, base::read_tail(log, 100000, size_t(1) << 18));
+  if (pr.exit.timed_out && job.queued && !job.started)
+    run.outcome.reason = fmt::format(
+        "still pending in the scheduler's queue (Slurm job {}) at the trial timeout of {:g} s: "
+        "it never started; cancelled",
+        *job.job_id, spec.timeout_s);
+  else if (pr.exit.timed_out && job.job_id)
+    run.outcome.reason += fmt::format("; Slurm job {} cancelled", *job.job_id);
   // Its launcher is gone, so a run it left `running` (its rank 0 killed, or on a
   // host that was lost) is over: failed, with the trial's reason, and linked.
   if (store && !spec.run_name.empty() && run.outcome.status != profiler::TrialStatus::ok) {

@@ -8,10 +8,12 @@
 // store's steps of the trial's run (run_id in the result), falling back to
 // hybrid-train's median over all steps when the run was not stored.
 //
-// Files in the trial directory: config.json, result.json, output.log.
+// Files in the trial directory: config.json, result.json, output.log, and the
+// Slurm job's output where an sbatch template writes it (autotune/scheduler_job.h).
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ struct TrialSpec {
   std::string db;        // run store the trial records its run in ("" none)
   std::string run_name;  // name of that run
   std::string dir;       // the trial's directory (created)
+  // Told live what the scheduler does with the trial's job ("trial KEY: pending in
+  // the scheduler's queue (Slurm job 12)"); called from another thread.
+  std::function<void(const std::string&)> notice;
 };
 
 struct TrialRun {

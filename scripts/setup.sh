@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-dev llvm
   iproute2 util-linux
   slurmctld slurmd slurm-client munge
+  # srun --mpi=pmix: Slurm's plugin loads libpmix from it at run time (no package dependency).
+  libpmix2
 )
 
 missing=()

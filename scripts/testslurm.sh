@@ -71,15 +71,23 @@ SlurmdPort=6918
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=1024
 SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
+# Memory: each task's RSS sampled every second, and a step over its --mem killed
+# (no cgroups needed, so it works in containers); the tests' OOM trial relies on it.
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
 MpiDefault=none
 ReturnToService=2
 KillWait=5
 # A job's time limit is its limit: no grace minutes.
 OverTimeLimit=0
 InactiveLimit=0
+# Ended jobs are forgotten after 8 s, which also caps sbatch --wait's polling
+# interval at 4 s (it doubles up to MinJobAge / 2), instead of 32 s.
+MinJobAge=8
 MessageTimeout=10
 NodeName=$host CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4

@@ -64,6 +64,11 @@ TEST(LauncherReport, FindsSlurmsTimeLimitCancelAndOomKill) {
             "srun: error: Job has been cancelled");
   EXPECT_EQ(line_of("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14.0.\n", V::oom),
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14.0.");
+  // OverMemoryKill (jobacct_gather), as slurmstepd and srun say it.
+  const std::string over =
+      "slurmstepd-vm: error: StepId=1.0 exceeded memory limit (103792640 > 20971520), being "
+      "killed";
+  EXPECT_EQ(line_of(over + "\nsrun: Exceeded job memory limit\n", V::oom), over);
   // A lost node's steps are cancelled too: the node failure is the cause.
   const std::string node =
       "slurmstepd: error: *** STEP 15.0 ON n3 CANCELLED AT 2026 DUE TO NODE FAILURE ***";
@@ -107,6 +112,10 @@ TEST(LauncherReport, OutranksWhatTheRanksDidNextButNotTheTrialsOwnVerdict) {
   EXPECT_EQ(classify_trial(exited(137), none, {}, "Detected 1 oom-kill event(s)").status,
             TrialStatus::oom);
   EXPECT_EQ(profiler::parse_trial_status("cancelled"), TrialStatus::cancelled);
+  // srun exits 0 after a node failure: no result is enough to read its report.
+  const auto node = classify_trial(exited(0), none, {}, "srun: error: Node failure on vm\n");
+  EXPECT_EQ(node.status, TrialStatus::node_failure) << node.reason;
+  EXPECT_EQ(classify_trial(exited(0), none, {}, "").status, TrialStatus::failed);
 }
 
 }  // namespace

@@ -38,7 +38,17 @@ TEST(Launcher, ExpandsPlaceholdersAndTheCommand) {
   EXPECT_THAT(
       [&] { expand_launcher("mpirun -np {ranks} {cmd}", cmd, vars); },
       ::testing::ThrowsMessage<TuneError>(::testing::HasSubstr("unknown placeholder {ranks}")));
-  EXPECT_THROW(expand_launcher("x --cmd={cmd}", cmd, vars), TuneError);
+}
+
+TEST(Launcher, QuotesTheCommandForAShellInsideAWord) {
+  const V cmd = {"hybrid-train", "--config", "/runs/a b/c.json"};
+  EXPECT_EQ(expand_launcher("sbatch --wait -o {dir}/slurm-%j.out --wrap \"srun {cmd}\"", cmd,
+                            {{"dir", "/t"}}),
+            (V{"sbatch", "--wait", "-o", "/t/slurm-%j.out", "--wrap",
+               "srun hybrid-train --config '/runs/a b/c.json'"}));
+  // Quoted alone, it is still one word.
+  EXPECT_EQ(expand_launcher("sbatch --wrap '{cmd}'", cmd, {}),
+            (V{"sbatch", "--wrap", "hybrid-train --config '/runs/a b/c.json'"}));
 }
 
 TEST(Launcher, DefaultsToMpirunForSeveralRanksOnly) {

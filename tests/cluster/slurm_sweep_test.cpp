@@ -10,6 +10,7 @@
 
 #include "profiler/store/run_store.h"
 #include "tests/autotune/tune_test_util.h"
+#include "tests/cluster/test_slurm.h"
 
 namespace hybrid::autotune {
 namespace {
@@ -17,29 +18,9 @@ namespace {
 using nlohmann::json;
 using profiler::TrialStatus;
 
-class TestSlurm {
- public:
-  TestSlurm() {
-    const auto r = hybrid::test::run_command(script() + " up");
-    up_ = r.exit_code == 0;
-    why_ = r.output;
-    unavailable_ = r.exit_code == 2;
-    env_ = hybrid::test::run_command(script() + " env").output;
-    env_ = env_.substr(env_.find(' ') + 1);  // "export K=V\n" -> "K=V"
-    env_.erase(env_.find_last_not_of("\n") + 1);
-  }
-  ~TestSlurm() {
-    if (up_) hybrid::test::run_command(script() + " down");
-  }
-  static std::string script() { return std::string(HYBRID_SOURCE_DIR) + "/scripts/testslurm.sh"; }
-  bool up_ = false, unavailable_ = false;
-  std::string why_, env_;
-};
-
 TEST(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
-  TestSlurm slurm;
-  if (slurm.unavailable_) GTEST_SKIP() << "no Slurm here: " << slurm.why_;
-  ASSERT_TRUE(slurm.up_) << slurm.why_;
+  hybrid::test::TestSlurm slurm;
+  HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
   // The launcher routes by trial key: mbs=2 and mbs=4 hold still before
   // training (the first for scancel, the second past its 1-minute limit).

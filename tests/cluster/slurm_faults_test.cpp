@@ -1,0 +1,83 @@
+// Faults under the live Slurm: a trial over its job's memory limit is killed by
+// Slurm (JobAcctGatherParams=OverMemoryKill in scripts/testslurm.sh) and ends
+// `oom`; a trial whose node the test sets DOWN mid-run ends `node_failure`. The
+// sweep goes on to a trial that ends `ok`, and the store stays intact with no
+// run left `running`.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "profiler/store/run_store.h"
+#include "tests/autotune/tune_test_util.h"
+#include "tests/cluster/test_slurm.h"
+
+namespace hybrid::autotune {
+namespace {
+
+using nlohmann::json;
+using profiler::TrialStatus;
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesOn) {
+  hybrid::test::TestSlurm slurm;
+  HYBRID_REQUIRE_SLURM(slurm);
+  test::TempDir dir;
+  // About 110 MiB resident for 3 s (80 steps): long enough for Slurm's 1 s samples.
+  test::write_json(dir / "cfg.json",
+                   test::tiny_config(json::parse(R"({"hybrid": {"model": {"n_layer": 4,
+                       "n_embd": 256, "n_head": 4, "vocab_size": 4096, "seq_len": 64}}})")));
+  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
+  // Stage 0 gets 40 MiB; stage 1 holds still (its node goes down); stage 2 runs as it is.
+  const std::string launch = dir / "launch.sh";
+  std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
+                           "case \"$key\" in\n"
+                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
+                           "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
+                           "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
+                           "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
+                           "esac\n";
+  hybrid::test::CommandResult result;
+  std::thread sweep([&] {
+    result = hybrid::test::run_command(hybrid::test::slurm_sweep(
+        slurm, dir,
+        fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
+                    dir / "space.json", launch),
+        80));
+  });
+  const std::string node = host_name();
+  const bool held = slurm.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);
+  if (held) {
+    slurm.run(fmt::format("scontrol update nodename={} state=down reason=hybrid-test", node));
+    // ReturnToService=2 brings it back when slurmd registers again; resume it if not.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    slurm.run(fmt::format("scontrol update nodename={} state=resume", node));
+  }
+  sweep.join();
+  ASSERT_TRUE(held) << "the stage=1 trial never ran\n" << result.output;
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db", true);
+  ASSERT_EQ(trials.size(), 3u) << result.output;
+  const auto& oom = trials["mbs=1,gas=1,stage=0"];
+  EXPECT_EQ(oom.status, TrialStatus::oom) << oom.reason << "\n" << oom.output_tail;
+  EXPECT_NE(oom.reason.find("memory limit"), std::string::npos) << oom.reason;
+  const auto& lost = trials["mbs=1,gas=1,stage=1"];
+  EXPECT_EQ(lost.status, TrialStatus::node_failure) << lost.reason << "\n" << lost.output_tail;
+  EXPECT_NE(lost.reason.find(node), std::string::npos) << lost.reason;
+  const auto& ok = trials["mbs=1,gas=1,stage=2"];
+  EXPECT_EQ(ok.status, TrialStatus::ok) << ok.reason << "\n" << ok.output_tail;
+
+  profiler::RunStore store(dir / "tune.db", profiler::OpenMode::read_only);
+  for (const auto& run : store.list_runs())
+    EXPECT_NE(run.status, profiler::RunStatus::running)
+        << "run " << run.id << " (" << run.name << ") left running";
+  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+}
+
+}  // namespace
+}  // namespace hybrid::autotune

@@ -1,0 +1,86 @@
+// Trials that wait in Slurm's queue: with the only node held by another job,
+// the sweep says live that a trial is pending (with its job id) and again when
+// it starts. A trial whose job never starts ends `timeout` at the tuner's
+// --trial-timeout, its reason naming the queue, and its job is gone from it.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "profiler/store/run_store.h"
+#include "tests/autotune/tune_test_util.h"
+#include "tests/cluster/test_slurm.h"
+
+namespace hybrid::autotune {
+namespace {
+
+using nlohmann::json;
+using profiler::TrialStatus;
+
+bool wait_for_text(const std::string& path, const std::string& text, double seconds) {
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(100)))
+    if (test::read_text(path).find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
+  hybrid::test::TestSlurm slurm;
+  HYBRID_REQUIRE_SLURM(slurm);
+  test::TempDir dir;
+  // All of the node's memory held: every trial's job waits behind this one.
+  ASSERT_EQ(slurm.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
+  ASSERT_TRUE(slurm.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm.queue();
+  test::write_json(dir / "cfg.json", test::tiny_config());
+  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [1]})"));
+  const std::string out = dir / "sweep.out";
+  hybrid::test::CommandResult result;
+  // The grid runs mbs=1 (held until its timeout), then mbs=2 (released below).
+  std::thread sweep([&] {
+    result = hybrid::test::run_command(
+        hybrid::test::slurm_sweep(
+            slurm, dir,
+            fmt::format("--space {} --trial-timeout 15 --launcher 'srun -n {{nprocs}} -t 5 "
+                        "--job-name=hyb-{{key}} {{cmd}}'",
+                        dir / "space.json")) +
+        " > " + out + " 2>&1");
+  });
+  // Shown while it waits: the line is there before the blocker goes.
+  const bool pending_shown =
+      wait_for_text(out, "trial mbs=2,gas=1,stage=1: pending in the scheduler's queue", 60);
+  const std::string queue_then = slurm.queue();
+  slurm.run("scancel --name=hyb-blocker");
+  sweep.join();
+  const std::string printed = test::read_text(out);
+  ASSERT_TRUE(pending_shown) << printed;
+  ASSERT_EQ(result.exit_code, 0) << printed;
+  EXPECT_NE(queue_then.find("hyb-mbs=2,gas=1,stage=1 PENDING"), std::string::npos) << queue_then;
+  EXPECT_EQ(queue_then.find("hyb-mbs=1"), std::string::npos)
+      << "the timed-out trial's job stayed in the queue:\n"
+      << queue_then;
+
+  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
+  ASSERT_EQ(trials.size(), 2u) << printed;
+  const auto& never = trials["mbs=1"];
+  EXPECT_EQ(never.status, TrialStatus::timeout) << never.reason;
+  EXPECT_NE(never.reason.find("pending in the scheduler's queue (Slurm job "), std::string::npos)
+      << never.reason;
+  EXPECT_NE(never.reason.find("never started"), std::string::npos) << never.reason;
+  EXPECT_LT(never.wall_s.value_or(1e9), 30) << "ended at the tuner's 15 s timeout";
+  const auto& late = trials["mbs=2"];
+  EXPECT_EQ(late.status, TrialStatus::ok) << late.reason << "\n" << late.output_tail;
+
+  // Each trial's pending line, and a start line only for the one that started, after it.
+  EXPECT_NE(printed.find("trial mbs=1,gas=1,stage=1: pending in the scheduler's queue (Slurm job "),
+            std::string::npos)
+      << printed;
+  EXPECT_EQ(printed.find("trial mbs=1,gas=1,stage=1: Slurm job"), std::string::npos) << printed;
+  const size_t pending = printed.find("trial mbs=2,gas=1,stage=1: pending");
+  const size_t started = printed.find("trial mbs=2,gas=1,stage=1: Slurm job ");
+  ASSERT_NE(started, std::string::npos) << printed;
+  EXPECT_LT(pending, started) << printed;
+  EXPECT_NE(printed.find("s in the queue", started), std::string::npos) << printed;
+  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+}
+
+}  // namespace
+}  // namespace hybrid::autotune

@@ -1,0 +1,90 @@
+// The real Slurm of the cluster tests: scripts/testslurm.sh brings up Debian's
+// slurmctld and slurmd (this machine the one node) for the life of a TestSlurm
+// and takes them down after. Tests skip, saying why, where Slurm is not
+// installed or cannot start; CTest runs them one at a time (RESOURCE_LOCK
+// testcluster), as the daemons, their ports and state are global.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "profiler/store/run_store.h"
+#include "tests/autotune/tune_test_util.h"
+
+namespace hybrid::test {
+
+class TestSlurm {
+ public:
+  TestSlurm() {
+    const auto r = run_command(script() + " up");
+    up_ = r.exit_code == 0;
+    why_ = r.output;
+    unavailable_ = r.exit_code == 2;
+    env_ = run_command(script() + " env").output;
+    env_ = env_.substr(env_.find(' ') + 1);  // "export K=V\n" -> "K=V"
+    env_.erase(env_.find_last_not_of("\n") + 1);
+  }
+  ~TestSlurm() {
+    if (up_) run_command(script() + " down");
+  }
+  TestSlurm(const TestSlurm&) = delete;
+  TestSlurm& operator=(const TestSlurm&) = delete;
+
+  static std::string script() { return std::string(HYBRID_SOURCE_DIR) + "/scripts/testslurm.sh"; }
+  // A Slurm command (srun, squeue, scancel, sbatch, scontrol) with this Slurm's config.
+  CommandResult run(const std::string& command) const {
+    return run_command("env " + env_ + " " + command);
+  }
+  // The jobs in the queue, "NAME STATE" a line ("" when none).
+  std::string queue() const { return run("squeue -h -o '%j %T'").output; }
+  // Waits (up to `seconds`) until a job named `name` is in `state` (RUNNING, PENDING).
+  bool wait_for_job(const std::string& name, const std::string& state, double seconds) const {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(100)))
+      if (queue().find(name + " " + state) != std::string::npos) return true;
+    return false;
+  }
+
+  bool up_ = false, unavailable_ = false;
+  std::string why_, env_;
+};
+
+// A sweep's trials by their first key (mbs=1), or by the whole key, read from
+// the store, whose integrity is checked on the way.
+inline std::map<std::string, profiler::TrialRow> trials_by_mbs(const std::string& db,
+                                                               bool whole_key = false) {
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  std::map<std::string, profiler::TrialRow> by_mbs;
+  const auto sweeps = store.sweeps();
+  EXPECT_EQ(sweeps.size(), 1u);
+  if (sweeps.empty()) return by_mbs;
+  for (const auto& t : store.trials(sweeps[0].id))
+    by_mbs[whole_key ? t.key : t.key.substr(0, t.key.find(','))] = t;
+  return by_mbs;
+}
+
+// "hybrid-tune ... " over `dir`/cfg.json for `steps` steps, with the options
+// every Slurm test shares and `extra` (the launcher, the space).
+inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::TempDir& dir,
+                               const std::string& extra, int steps = 6) {
+  return fmt::format(
+      "env {} {} --config {} --steps {} --start-step 2 --early-stop 0 --no-probe --remeasure 0 "
+      "--confirm-rounds 0 --db {} --out {} {}",
+      slurm.env_, autotune::test::tune_bin(), dir / "cfg.json", steps, dir / "tune.db",
+      dir / "best.json", extra);
+}
+
+}  // namespace hybrid::test
+
+#define HYBRID_REQUIRE_SLURM(slurm)                                              \
+  do {                                                                           \
+    if ((slurm).unavailable_) GTEST_SKIP() << "no Slurm here: " << (slurm).why_; \
+    ASSERT_TRUE((slurm).up_) << (slurm).why_;                                    \
+  } while (0)
