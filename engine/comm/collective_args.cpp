@@ -49,4 +49,10 @@ CommRecord make_record(CollectiveKind kind, uint64_t bytes, int world_size, size
   return r;
 }
 
+void check_color(int color) {
+  if (color < 0)
+    throw std::invalid_argument(
+        fmt::format("split: color must be >= 0 (every rank joins a group), got {}", color));
+}
+
 }  // namespace hybrid::engine::comm

@@ -22,6 +22,7 @@ void check_counts(std::string_view op, const std::vector<size_t>& counts, int wo
 // should hold `bytes` > 0 bytes.
 void check_buffer(std::string_view op, std::string_view what, const void* p, size_t bytes);
 void check_root(std::string_view op, int root, int world_size);
+void check_color(int color);  // split(): every rank joins a group, colors >= 0
 
 // True when [a, a+an) and [b, b+bn) share a byte (empty ranges share none).
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);

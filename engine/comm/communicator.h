@@ -75,6 +75,13 @@ class Communicator {
   void broadcast(void* buf, size_t bytes, int root) { broadcast_async(buf, bytes, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
+  // A communicator over the ranks that pass the same `color` (>= 0), ranked by
+  // `key` (ties: by rank here). Collective: every rank calls it, in the same
+  // order as its other collectives. The group issues through this
+  // communicator (same thread, same order) and must be destroyed before it;
+  // its records carry its own size and its ranks' link class.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
+
   // Called on completion of every collective, from the communication thread.
   // The comm tracer installs itself here; nothing synchronises for it.
   using Observer = std::function<void(const CommRecord&)>;
@@ -100,6 +107,8 @@ class Communicator {
   }
 
  protected:
+  // For a communicator that completes a group's collectives (split()).
+  static void notify_of(Communicator& c, const CommRecord& r) { c.notify(r); }
   // Implementations call this once per completed collective.
   void notify(const CommRecord& r) {
     calls_[int(r.kind)].fetch_add(1, std::memory_order_relaxed);

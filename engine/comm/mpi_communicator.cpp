@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "base/host.h"
@@ -77,6 +79,14 @@ MpiCommunicator::MpiCommunicator(std::function<int64_t()> clock) : clock_(std::m
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  if (live_groups_.load() > 0) {
+    // A group's MPI communicator would be freed after MPI_Finalize: a bug in the caller.
+    std::fprintf(stderr,
+                 "MpiCommunicator destroyed before %d of its groups (split()); destroy groups "
+                 "first\n",
+                 live_groups_.load());
+    std::abort();
+  }
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -148,7 +158,7 @@ void MpiCommunicator::loop(std::promise<void>& started) {
     // Counters and observer first, so a finished wait() sees them updated.
     if (req.traced && !error) {
       try {
-        notify(req.record);
+        notify_of(req.owner ? *req.owner : *this, req.record);
       } catch (...) {
         error = std::current_exception();
       }
@@ -170,10 +180,10 @@ HandlePtr MpiCommunicator::enqueue(Request r) {
   return h;
 }
 
-MpiContext MpiCommunicator::context() const {
+MpiContext MpiCommunicator::context(const Group& g) const {
   MpiContext c;
-  c.rank = rank_;
-  c.world_size = world_size_;
+  c.rank = g.rank;
+  c.world_size = g.size;
   c.types = &types_;
   c.chunk = chunk_elements();
   return c;
@@ -186,81 +196,115 @@ void MpiCommunicator::set_chunk_elements(size_t n) {
   chunk_.store(n, std::memory_order_relaxed);
 }
 
-HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) {
+namespace {
+
+// The group's communicator, or the world's the thread passes in.
+MPI_Comm comm_of(const MPI_Comm* group, MPI_Comm world) { return group ? *group : world; }
+
+}  // namespace
+
+HandlePtr MpiCommunicator::all_reduce_in(const Group& g, void* buf, size_t count, DType dt,
+                                         ReduceOp op) {
   check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
   Request r;
   r.traced = true;
+  r.owner = g.owner;
   r.record =
-      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_size_, dtype_size(dt));
-  r.run = [c = context(), buf, count, dt, op](MPI_Comm comm) mutable {
-    c.comm = comm;
+      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), g.size, dtype_size(dt));
+  r.run = [c = context(g), group = g.comm, buf, count, dt, op](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
     mpi_all_reduce(c, buf, count, dt, op);
   };
   return enqueue(std::move(r));
 }
 
-HandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv,
-                                                const std::vector<size_t>& counts, DType dt,
-                                                ReduceOp op) {
-  check_counts("reduce_scatter", counts, world_size_);
+HandlePtr MpiCommunicator::reduce_scatter_in(const Group& g, const void* send, void* recv,
+                                             const std::vector<size_t>& counts, DType dt,
+                                             ReduceOp op) {
+  check_counts("reduce_scatter", counts, g.size);
   const size_t es = dtype_size(dt);
   check_buffer("reduce_scatter", "send", send, sum_counts(counts) * es);
-  check_buffer("reduce_scatter", "recv", recv, counts[size_t(rank_)] * es);
+  check_buffer("reduce_scatter", "recv", recv, counts[size_t(g.rank)] * es);
   Request r;
   r.traced = true;
-  r.record = make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, world_size_, es);
-  r.run = [c = context(), send, recv, counts, dt, op](MPI_Comm comm) mutable {
-    c.comm = comm;
+  r.owner = g.owner;
+  r.record = make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, g.size, es);
+  r.run = [c = context(g), group = g.comm, send, recv, counts, dt, op](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
     mpi_reduce_scatter(c, send, recv, counts, dt, op);
   };
   return enqueue(std::move(r));
 }
 
-HandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv,
-                                            const std::vector<size_t>& counts, DType dt) {
-  check_counts("all_gather", counts, world_size_);
+HandlePtr MpiCommunicator::all_gather_in(const Group& g, const void* send, void* recv,
+                                         const std::vector<size_t>& counts, DType dt) {
+  check_counts("all_gather", counts, g.size);
   const size_t es = dtype_size(dt);
-  const size_t total = sum_counts(counts), mine = counts[size_t(rank_)];
+  const size_t total = sum_counts(counts), mine = counts[size_t(g.rank)];
   check_buffer("all_gather", "send", send, mine * es);
   check_buffer("all_gather", "recv", recv, total * es);
-  const void* slot = static_cast<const std::byte*>(recv) + part_offset(counts, rank_) * es;
+  const void* slot = static_cast<const std::byte*>(recv) + part_offset(counts, g.rank) * es;
   if (send != slot && ranges_overlap(send, mine * es, recv, total * es))
     throw std::invalid_argument(
         "all_gather: send overlaps recv but is not this rank's slot in it (only exact in-place "
         "aliasing is allowed)");
   Request r;
   r.traced = true;
-  r.record = make_record(CollectiveKind::all_gather, total * es, world_size_, es);
-  r.run = [c = context(), send, recv, counts, dt](MPI_Comm comm) mutable {
-    c.comm = comm;
+  r.owner = g.owner;
+  r.record = make_record(CollectiveKind::all_gather, total * es, g.size, es);
+  r.run = [c = context(g), group = g.comm, send, recv, counts, dt](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
     mpi_all_gather(c, send, recv, counts, dt);
   };
   return enqueue(std::move(r));
 }
 
-HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
-  check_root("broadcast", root, world_size_);
+HandlePtr MpiCommunicator::broadcast_in(const Group& g, void* buf, size_t bytes, int root) {
+  check_root("broadcast", root, g.size);
   check_buffer("broadcast", "buf", buf, bytes);
   Request r;
   r.traced = true;
-  r.record = make_record(CollectiveKind::broadcast, bytes, world_size_, 1);
-  r.run = [c = context(), buf, bytes, root](MPI_Comm comm) mutable {
-    c.comm = comm;
+  r.owner = g.owner;
+  r.record = make_record(CollectiveKind::broadcast, bytes, g.size, 1);
+  r.run = [c = context(g), group = g.comm, buf, bytes, root](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
     mpi_broadcast(c, buf, bytes, root);
   };
   return enqueue(std::move(r));
 }
 
-HandlePtr MpiCommunicator::barrier_async() {
+HandlePtr MpiCommunicator::barrier_in(const Group& g) {
   Request r;
   r.traced = true;
-  r.record = make_record(CollectiveKind::barrier, 0, world_size_, 1);
-  r.run = [c = context()](MPI_Comm comm) mutable {
-    c.comm = comm;
+  r.owner = g.owner;
+  r.record = make_record(CollectiveKind::barrier, 0, g.size, 1);
+  r.run = [c = context(g), group = g.comm](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
     mpi_barrier(c);
   };
   return enqueue(std::move(r));
 }
+
+HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) {
+  return all_reduce_in(world(), buf, count, dt, op);
+}
+
+HandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv,
+                                                const std::vector<size_t>& counts, DType dt,
+                                                ReduceOp op) {
+  return reduce_scatter_in(world(), send, recv, counts, dt, op);
+}
+
+HandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv,
+                                            const std::vector<size_t>& counts, DType dt) {
+  return all_gather_in(world(), send, recv, counts, dt);
+}
+
+HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
+  return broadcast_in(world(), buf, bytes, root);
+}
+
+HandlePtr MpiCommunicator::barrier_async() { return barrier_in(world()); }
 
 HandlePtr MpiCommunicator::run_on_comm_thread(std::function<void(MPI_Comm)> fn) {
   if (!fn) throw std::invalid_argument("run_on_comm_thread: empty function");

@@ -10,7 +10,9 @@
 // argument errors are thrown at issue, on the calling thread.
 //
 // SERIALIZED allows one thread in MPI at a time, so one MpiCommunicator may
-// exist per process at once; a second one is refused.
+// exist per process at once; a second one is refused. Its groups (split())
+// are MPI_Comm_split communicators whose calls go through the same thread and
+// queue, so the issue order across the world and its groups is one order.
 #pragma once
 
 #include <mpi.h>
@@ -50,6 +52,21 @@ class MpiCommunicator final : public Communicator {
                              DType dt) override;
   HandlePtr broadcast_async(void* buf, size_t bytes, int root) override;
   HandlePtr barrier_async() override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
+  // Who a collective runs among: the world, or a group made by split().
+  struct Group {
+    int rank = 0, size = 1;
+    const MPI_Comm* comm = nullptr;  // nullptr: the world (read on the communication thread)
+    Communicator* owner = nullptr;   // gets the record (counters, observer)
+  };
+  HandlePtr all_reduce_in(const Group& g, void* buf, size_t count, DType dt, ReduceOp op);
+  HandlePtr reduce_scatter_in(const Group& g, const void* send, void* recv,
+                              const std::vector<size_t>& counts, DType dt, ReduceOp op);
+  HandlePtr all_gather_in(const Group& g, const void* send, void* recv,
+                          const std::vector<size_t>& counts, DType dt);
+  HandlePtr broadcast_in(const Group& g, void* buf, size_t bytes, int root);
+  HandlePtr barrier_in(const Group& g);
 
   // Runs fn(comm) on the communication thread after everything issued before it
   // (for MPI work of other components, e.g. an NCCL bootstrap broadcast). No
@@ -70,14 +87,16 @@ class MpiCommunicator final : public Communicator {
     std::shared_ptr<CompletionHandle> handle;
     bool traced = false;
     CommRecord record;
+    Communicator* owner = nullptr;  // whose notify() books it (traced requests)
   };
+  Group world() { return {rank_, world_size_, nullptr, this}; }
 
   HandlePtr enqueue(Request r);
   void loop(std::promise<void>& started);
   void setup();
   void teardown() noexcept;
   Placement gather_placement();  // collective: on the communication thread, in setup()
-  MpiContext context() const;
+  MpiContext context(const Group& g) const;
 
   std::function<int64_t()> clock_;
   bool owns_mpi_ = false;
@@ -94,6 +113,8 @@ class MpiCommunicator final : public Communicator {
   std::deque<Request> queue_;
   bool stop_ = false;
   std::thread thread_;
+  std::atomic<int> live_groups_{0};
+  friend class MpiGroupCommunicator;
 };
 
 }  // namespace hybrid::engine::comm

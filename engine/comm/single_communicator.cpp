@@ -31,6 +31,11 @@ class SingleCommunicator final : public Communicator {
   int world_size() const override { return 1; }
   std::string name() const override { return "single"; }
 
+  std::unique_ptr<Communicator> split(int color, int) override {
+    check_color(color);
+    return std::make_unique<SingleCommunicator>(clock_);
+  }
+
   HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp) override {
     check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
     return run(CollectiveKind::all_reduce, count * dtype_size(dt), dtype_size(dt), [] {});

@@ -1,0 +1,90 @@
+// The 3D-parallel topology against its closed form (tp innermost, then dp,
+// then pp), its groups partitioning the world, errors naming the config keys,
+// and split() of the single-process communicator.
+#include "engine/parallel/topology.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace hybrid::engine {
+namespace {
+
+constexpr ParallelAxis kAxes[] = {ParallelAxis::tp, ParallelAxis::dp, ParallelAxis::pp};
+
+TEST(Topology, RanksAndCoordinatesFollowTheClosedForm) {
+  for (auto [world, tp, pp] : {std::tuple{8, 2, 2}, std::tuple{12, 3, 2}, std::tuple{6, 1, 3},
+                               std::tuple{4, 4, 1}, std::tuple{1, 1, 1}}) {
+    const Topology t(world, tp, pp);
+    const int dp = world / (tp * pp);
+    EXPECT_EQ(t.dp(), dp);
+    for (int r = 0; r < world; ++r) {
+      const TopologyCoords c = t.coords(r);
+      EXPECT_EQ(r, (c.pp * dp + c.dp) * tp + c.tp);
+      EXPECT_EQ(t.rank_of(c), r);
+    }
+  }
+  const Topology t(8, 2, 2);
+  EXPECT_EQ(t.coords(5), (TopologyCoords{1, 0, 1}));
+  EXPECT_EQ(t.group(ParallelAxis::tp, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(t.group(ParallelAxis::dp, 5), (std::vector<int>{5, 7}));
+  EXPECT_EQ(t.group(ParallelAxis::pp, 5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(t.describe(), "world 8 = pp 2 x dp 2 x tp 2");
+}
+
+// Along each axis the groups cover every rank once, each group shares one
+// index (the split color) and different groups have different ones.
+TEST(Topology, GroupsPartitionTheWorldWithOneColorEach) {
+  const Topology t(24, 2, 3);
+  for (ParallelAxis a : kAxes) {
+    std::set<int> seen, colors;
+    for (int r = 0; r < t.world(); ++r) {
+      const auto g = t.group(a, r);
+      EXPECT_EQ(int(g.size()), t.size(a));
+      EXPECT_NE(std::find(g.begin(), g.end(), r), g.end());
+      for (int m : g) EXPECT_EQ(t.group_index(a, m), t.group_index(a, r)) << axis_name(a);
+      if (g.front() == r) {
+        for (int m : g) EXPECT_TRUE(seen.insert(m).second) << axis_name(a) << " rank " << m;
+        EXPECT_TRUE(colors.insert(t.group_index(a, r)).second);
+      }
+    }
+    EXPECT_EQ(int(seen.size()), t.world());
+    EXPECT_EQ(int(colors.size()), t.world() / t.size(a));
+    EXPECT_EQ(*colors.rbegin(), t.world() / t.size(a) - 1);
+  }
+}
+
+TEST(Topology, BadSizesNameTheKeys) {
+  auto message = [](int world, int tp, int pp) {
+    try {
+      Topology(world, tp, pp);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message(8, 3, 1),
+            "tensor_model_parallel_size (3) x pipeline.stages (1) = 3 must divide the 8 ranks");
+  EXPECT_EQ(message(8, 0, 1), "tensor_model_parallel_size must be >= 1, got 0");
+  EXPECT_EQ(message(8, 1, -2), "pipeline.stages must be >= 1, got -2");
+  EXPECT_THROW(Topology(8, 2, 2).coords(8), std::out_of_range);
+  EXPECT_THROW(Topology(8, 2, 2).rank_of({0, 2, 0}), std::out_of_range);
+}
+
+TEST(Topology, OneProcessGroupsAreOneProcess) {
+  auto world = comm::make_single_communicator();
+  const Topology t(1, 1, 1);
+  auto g = make_group_communicators(*world, t);
+  for (ParallelAxis a : kAxes) {
+    EXPECT_EQ(g.of(a).world_size(), 1);
+    float x = 3.0f;
+    g.of(a).all_reduce(&x, 1, kernels::DType::f32, comm::ReduceOp::sum);
+    EXPECT_EQ(x, 3.0f);
+  }
+  EXPECT_THROW(world->split(-1, 0), std::invalid_argument);
+  EXPECT_THROW(make_group_communicators(*world, Topology(2, 2, 1)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hybrid::engine
