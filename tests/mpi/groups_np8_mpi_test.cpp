@@ -66,6 +66,24 @@ TEST_F(MpiTest, GroupRecordsCarryTheGroupSizeAndInterleaveWithTheWorld) {
   EXPECT_EQ(groups.tp->counters().calls[0], 2u);
 }
 
+// A group's link class comes from its own ranks' hosts, not the world's: on
+// one host every group is intra-host; on 2 hosts x 4 ranks (tests/cluster)
+// tp and dp groups stay on one host and pp groups cross. Rank 0 prints them.
+TEST_F(MpiTest, GroupLinkClassesFollowTheirOwnRanksHosts) {
+  const engine::Topology topo(world(), 2, 2);
+  auto groups = engine::make_group_communicators(comm(), topo);
+  const auto& hosts = comm().placement().host_of_rank;
+  for (ParallelAxis a : kAxes) {
+    bool across = false;
+    for (int m : topo.group(a, rank())) across |= hosts.at(size_t(m)) != hosts.at(size_t(rank()));
+    const auto want = across ? profiler::LinkClass::inter_host : profiler::LinkClass::intra_host;
+    EXPECT_EQ(groups.of(a).placement().link(), want) << engine::axis_name(a);
+    if (rank() == 0)
+      std::printf("group link: %s %s\n", engine::axis_name(a),
+                  std::string(profiler::link_name(groups.of(a).placement().link())).c_str());
+  }
+}
+
 TEST_F(MpiTest, SplitRefusesANegativeColorOnTheCallingRank) {
   EXPECT_THROW(comm().split(-1, 0), std::invalid_argument);
 }
