@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -65,6 +66,14 @@ CpuInfo read_cpu_info() {
   std::stringstream text;
   text << in.rdbuf();
   return parse_cpuinfo(text.str());
+}
+
+std::string machine_id() {
+  if (const char* forced = std::getenv("HYBRID_MACHINE_ID"); forced && *forced) return forced;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (in && std::getline(in, id) && !trim(id).empty()) return std::string(trim(id));
+  return host_name();
 }
 
 }  // namespace hybrid::base

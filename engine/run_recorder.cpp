@@ -1,6 +1,7 @@
 #include "engine/run_recorder.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 
 #include <cstdio>
@@ -27,6 +28,20 @@ namespace {
 bool wants_profile(const Config& cfg, const TrainOptions& opts) {
   return cfg.flops_profiler.enabled || cfg.profiler.trace || !cfg.profiler.chrome_trace.empty() ||
          !opts.db.empty();
+}
+
+// Rank 0: which ranks the store will not hear from, and why.
+void warn_other_machines(const comm::Placement& p) {
+  std::vector<int> away;
+  for (int r = 0; r < int(p.machine_of_rank.size()); ++r)
+    if (!p.same_machine(r, 0)) away.push_back(r);
+  if (away.empty()) return;
+  const std::string list = fmt::format("{}", fmt::join(away, ","));
+  std::fprintf(stderr,
+               "warning: ranks %s run on other machines than rank 0: the run store (SQLite in WAL "
+               "mode) cannot be shared across machines, so only rank 0's machine records its "
+               "ranks (docs/cluster.md)\n",
+               list.c_str());
 }
 
 }  // namespace
@@ -56,7 +71,11 @@ RunRecorder::~RunRecorder() = default;
 void RunRecorder::attach(Engine& engine, int64_t steps) {
   engine_ = &engine;
   run_id_ = engine.broadcast_from_rank0(run_id_);
-  if (!opts_.db.empty() && rank_ != 0) store_ = std::make_unique<profiler::RunStore>(opts_.db);
+  // SQLite's WAL index is shared memory: only ranks on rank 0's machine may open the store.
+  const auto& placement = engine.host_communicator().placement();
+  if (!opts_.db.empty() && rank_ != 0 && placement.same_machine(rank_, 0))
+    store_ = std::make_unique<profiler::RunStore>(opts_.db);
+  if (!opts_.db.empty() && rank_ == 0) warn_other_machines(placement);
 
   // The profiled window (steps numbered from 1): DeepSpeed's profile_step, or
   // the third step (past warm-up) for a run that is only being recorded.
@@ -83,7 +102,6 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
     modules_.push_back(info);
   }
   if (!store_) return;
-  const auto& placement = engine.host_communicator().placement();
   profiler::RankInfo me;
   me.rank = rank_;
   me.epoch_unix_ns = profiler::unix_ns_of(engine.tracer().epoch());

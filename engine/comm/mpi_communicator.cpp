@@ -107,16 +107,22 @@ void MpiCommunicator::setup() {
   set_placement(gather_placement());
 }
 
-// Every rank's host name (fixed-width, truncated at 255 bytes), in rank order.
+// Every rank's host name and machine id (fixed-width, truncated at 255 bytes),
+// in rank order.
 Placement MpiCommunicator::gather_placement() {
-  constexpr int kWidth = 256;
-  std::string mine = base::host_name();
-  mine.resize(kWidth - 1);
-  std::vector<char> all(size_t(kWidth) * size_t(world_size_));
-  check_mpi(MPI_Allgather(mine.c_str(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm_),
-            "MPI_Allgather (host names)");
+  auto gather = [&](std::string mine, const char* what) {
+    constexpr int kWidth = 256;
+    mine.resize(kWidth - 1);
+    std::vector<char> all(size_t(kWidth) * size_t(world_size_));
+    check_mpi(MPI_Allgather(mine.c_str(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm_),
+              what);
+    std::vector<std::string> out;
+    for (int r = 0; r < world_size_; ++r) out.emplace_back(&all[size_t(r) * kWidth]);
+    return out;
+  };
   Placement p;
-  for (int r = 0; r < world_size_; ++r) p.host_of_rank.emplace_back(&all[size_t(r) * kWidth]);
+  p.host_of_rank = gather(base::host_name(), "MPI_Allgather (host names)");
+  p.machine_of_rank = gather(base::machine_id(), "MPI_Allgather (machine ids)");
   return p;
 }
 

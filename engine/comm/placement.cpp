@@ -31,6 +31,14 @@ std::string ranges(const std::vector<int>& ranks) {
 
 }  // namespace
 
+bool Placement::same_machine(int a, int b) const {
+  if (machine_of_rank.empty()) return true;
+  if (a < 0 || b < 0 || size_t(a) >= machine_of_rank.size() || size_t(b) >= machine_of_rank.size())
+    throw std::out_of_range(fmt::format("placement: ranks {} and {} of {} with a machine", a, b,
+                                        machine_of_rank.size()));
+  return machine_of_rank[size_t(a)] == machine_of_rank[size_t(b)];
+}
+
 int Placement::hosts() const {
   const std::set<std::string> distinct(host_of_rank.begin(), host_of_rank.end());
   return std::max<int>(1, int(distinct.size()));

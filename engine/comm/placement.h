@@ -13,6 +13,11 @@ namespace hybrid::engine::comm {
 
 struct Placement {
   std::vector<std::string> host_of_rank;  // index = rank; empty = one unnamed host
+  // base::machine_id() of each rank: namespaces of one kernel are one machine
+  // (shared memory works between them); empty = all on one machine.
+  std::vector<std::string> machine_of_rank;
+
+  bool same_machine(int a, int b) const;
 
   int hosts() const;  // distinct hosts (1 when none are named)
   profiler::LinkClass link() const {

@@ -24,7 +24,7 @@ class SingleCommunicator final : public Communicator {
                    std::chrono::steady_clock::now().time_since_epoch())
             .count();
       };
-    set_placement({{base::host_name()}});
+    set_placement({{base::host_name()}, {base::machine_id()}});
   }
 
   int rank() const override { return 0; }

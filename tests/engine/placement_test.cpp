@@ -3,11 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "base/host.h"
+
 namespace hybrid::engine::comm {
 namespace {
 
 TEST(Placement, LocalRanksCountOnlyEarlierRanksOfTheSameHost) {
-  const Placement p{{"a", "b", "a", "b", "b"}};
+  const Placement p{{"a", "b", "a", "b", "b"}, {}};
   EXPECT_EQ(p.hosts(), 2);
   EXPECT_EQ(p.link(), profiler::LinkClass::inter_host);
   const int local_rank[] = {0, 0, 1, 1, 2};
@@ -21,7 +25,7 @@ TEST(Placement, LocalRanksCountOnlyEarlierRanksOfTheSameHost) {
 }
 
 TEST(Placement, OneHostIsIntraHostAndUnnamedHostsAreOne) {
-  const Placement one{{"a", "a", "a"}};
+  const Placement one{{"a", "a", "a"}, {}};
   EXPECT_EQ(one.hosts(), 1);
   EXPECT_EQ(one.link(), profiler::LinkClass::intra_host);
   const Placement none;
@@ -32,12 +36,33 @@ TEST(Placement, OneHostIsIntraHostAndUnnamedHostsAreOne) {
 }
 
 TEST(Placement, DescribesHostsInOrderOfTheirFirstRankWithRanges) {
-  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n2"}}.describe()),
+  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n2"}, {}}.describe()),
             "2 hosts: n1 ranks 0-1, n2 ranks 2-3");
-  EXPECT_EQ((Placement{{"n2", "n1", "n2", "n1", "n2"}}.describe()),
+  EXPECT_EQ((Placement{{"n2", "n1", "n2", "n1", "n2"}, {}}.describe()),
             "2 hosts: n2 ranks 0,2,4, n1 ranks 1,3");
-  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n1"}}.describe()), "2 hosts: n1 ranks 0-1,3, n2 rank 2");
-  EXPECT_EQ((Placement{{"solo"}}.describe()), "1 host: solo rank 0");
+  EXPECT_EQ((Placement{{"n1", "n1", "n2", "n1"}, {}}.describe()),
+            "2 hosts: n1 ranks 0-1,3, n2 rank 2");
+  EXPECT_EQ((Placement{{"solo"}, {}}.describe()), "1 host: solo rank 0");
+}
+
+// Network namespaces of one kernel (the test hosts) have their own host names
+// but one machine; ranks on other machines cannot share the store's WAL index.
+TEST(Placement, SameMachineByMachineIdNotHostName) {
+  const Placement p{{"node1", "node2", "node3"}, {"boot-a", "boot-a", "boot-b"}};
+  EXPECT_TRUE(p.same_machine(0, 1));
+  EXPECT_FALSE(p.same_machine(0, 2));
+  EXPECT_TRUE(Placement{}.same_machine(0, 5));  // nothing gathered: one machine
+  EXPECT_THROW(p.same_machine(0, 3), std::out_of_range);
+}
+
+TEST(Placement, MachineIdIsTheKernelsBootIdOrTheOverride) {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  ASSERT_FALSE(boot.empty()) << "Linux has /proc/sys/kernel/random/boot_id";
+  EXPECT_EQ(base::machine_id(), boot);
+  ::setenv("HYBRID_MACHINE_ID", "elsewhere", 1);
+  EXPECT_EQ(base::machine_id(), "elsewhere");
+  ::unsetenv("HYBRID_MACHINE_ID");
 }
 
 }  // namespace
