@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,7 +81,9 @@ class Communicator {
   // order as its other collectives. The group issues through this
   // communicator (same thread, same order) and must be destroyed before it;
   // its records carry its own size and its ranks' link class.
-  virtual std::unique_ptr<Communicator> split(int color, int key);
+  virtual std::unique_ptr<Communicator> split(int /*color*/, int /*key*/) {
+    throw std::logic_error(name() + ": split into groups is not implemented");
+  }
 
   // Called on completion of every collective, from the communication thread.
   // The comm tracer installs itself here; nothing synchronises for it.
