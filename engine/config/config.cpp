@@ -262,6 +262,39 @@ void parse_comms_logger(const json& block, Config& c) {
 
 }  // namespace
 
+namespace {
+
+// 3D parallelism's sizes (issue 16): the topology and its group communicators
+// exist (engine/parallel), tensor- and pipeline-parallel models do not yet, so
+// only 1 runs; pipeline stages with ZeRO-3 are refused as DeepSpeed refuses
+// them, whatever comes later.
+void parse_parallelism(ObjectReader& top, Config& c) {
+  int64_t tp = 1, pp = 1;
+  if (auto v = top.integer("tensor_model_parallel_size", 1, kIntMax)) tp = *v;
+  if (const json* p = top.object("pipeline")) {
+    ObjectReader r(*p, "pipeline", c.ignored_keys);
+    if (auto v = r.integer("stages", 1, kIntMax)) pp = *v;
+    r.finish();
+  }
+  if (pp > 1 && c.zero.stage == 3)
+    throw ConfigError(fmt::format(
+        "config: pipeline.stages {} with zero_optimization.stage 3: ZeRO-3 partitions the "
+        "parameters a pipeline stage owns (DeepSpeed refuses the pair too); use stage 0, 1 or 2",
+        pp));
+  if (tp > 1)
+    throw ConfigError(fmt::format(
+        "config: tensor_model_parallel_size {}: tensor parallelism is not built yet (only 1 "
+        "runs; docs/parallelism.md)",
+        tp));
+  if (pp > 1)
+    throw ConfigError(fmt::format(
+        "config: pipeline.stages {}: pipeline parallelism is not built yet (only 1 runs; "
+        "docs/parallelism.md)",
+        pp));
+}
+
+}  // namespace
+
 Config parse_config(const json& j, int world_size) {
   if (world_size < 1)
     throw ConfigError(fmt::format("config: world_size must be at least 1, got {}", world_size));
@@ -302,6 +335,7 @@ Config parse_config(const json& j, int world_size) {
   // DeepSpeed turns the step timers on whenever the flops profiler is on.
   c.wall_clock_breakdown = c.wall_clock_breakdown || c.flops_profiler.enabled;
 
+  parse_parallelism(top, c);
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
   config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   top.finish();

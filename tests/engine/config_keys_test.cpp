@@ -172,6 +172,8 @@ const KeyCheck kKeyChecks[] = {
     {"comms_logger.verbose", R"({"comms_logger": {"enabled": true, "verbose": true}})", FIELD(comms_logger.verbose)},
     {"comms_logger.prof_all", R"({"comms_logger": {"enabled": true, "prof_all": false}})", FIELD(comms_logger.prof_all)},
     {"comms_logger.prof_ops", R"({"comms_logger": {"enabled": true, "prof_all": false, "prof_ops": ["all_reduce"]}})", FIELD(comms_logger.prof_ops)},
+    {"tensor_model_parallel_size", R"({"tensor_model_parallel_size": 2})", ONLY_DEFAULT},
+    {"pipeline.stages", R"({"pipeline": {"stages": 2}})", ONLY_DEFAULT},
     // ---- accepted with a warning
     {"zero_optimization.contiguous_gradients", R"({"zero_optimization": {"stage": 2, "contiguous_gradients": true}})", WARNS},
     {"cycle_first_stair_count", R"({"scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_first_stair_count": 2}}})", WARNS},

@@ -8,6 +8,8 @@
 
 #include <set>
 
+#include "engine/config/config.h"
+
 namespace hybrid::engine {
 namespace {
 
@@ -84,6 +86,40 @@ TEST(Topology, OneProcessGroupsAreOneProcess) {
   }
   EXPECT_THROW(world->split(-1, 0), std::invalid_argument);
   EXPECT_THROW(make_group_communicators(*world, Topology(2, 2, 1)), std::invalid_argument);
+}
+
+// The config's sizes: 1 parses, more is refused naming the key (not built
+// yet), and pipeline stages with ZeRO-3 are refused naming both keys.
+TEST(ParallelismConfig, OnlyOneRunsAndPipelineWithZeroThreeNamesBothKeys) {
+  auto error = [](const nlohmann::json& j) {
+    try {
+      parse_config(j, 4);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const nlohmann::json base = {{"train_micro_batch_size_per_gpu", 1}};
+  auto with = [&](const nlohmann::json& patch) {
+    nlohmann::json j = base;
+    j.merge_patch(patch);
+    return j;
+  };
+  EXPECT_EQ(error(with({{"tensor_model_parallel_size", 1}, {"pipeline", {{"stages", 1}}}})),
+            "(no error)");
+  EXPECT_THAT(
+      error(with({{"tensor_model_parallel_size", 2}})),
+      ::testing::HasSubstr("tensor_model_parallel_size 2: tensor parallelism is not built"));
+  EXPECT_THAT(error(with({{"pipeline", {{"stages", 2}}}})),
+              ::testing::HasSubstr("pipeline.stages 2: pipeline parallelism is not built"));
+  const std::string both =
+      error(with({{"pipeline", {{"stages", 2}}}, {"zero_optimization", {{"stage", 3}}}}));
+  EXPECT_THAT(both, ::testing::HasSubstr("pipeline.stages 2 with zero_optimization.stage 3"));
+  // DeepSpeed's other pipeline keys are read as ignored, not silently.
+  const Config c =
+      parse_config(with({{"pipeline", {{"stages", 1}, {"partition", "parameters"}}}}), 4);
+  EXPECT_NE(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "pipeline.partition"),
+            c.ignored_keys.end());
 }
 
 }  // namespace
