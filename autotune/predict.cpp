@@ -24,11 +24,11 @@ ClusterRates rates_for(ClusterRates rates, const Layout& layout) {
 
 namespace {
 
-Layout layout_of_run(profiler::RunStore& store, int64_t run_id) {
+Layout layout_of_run(profiler::RunStore& store, const profiler::RunInfo& run) {
   Layout l;
-  l.world = std::max(1, store.get_run(run_id).world_size);
+  l.world = std::max(1, run.world_size);
   std::map<std::string, int> per_host;
-  for (const auto& r : store.ranks(run_id)) ++per_host[r.host];
+  for (const auto& r : store.ranks(run.id)) ++per_host[r.host];
   l.hosts = std::max<int>(1, int(per_host.size()));
   l.ranks_per_host = l.world;
   if (!per_host.empty()) {
@@ -54,7 +54,7 @@ std::vector<Observation> observations(profiler::RunStore& store, const engine::C
       if (t.status != profiler::TrialStatus::ok || !t.latency_ms || !t.run_id) continue;
       const auto run = store.find_run(*t.run_id);
       if (!run) continue;
-      const Layout layout = layout_of_run(store, *t.run_id);
+      const Layout layout = layout_of_run(store, *run);
       engine::Config cfg;
       try {
         cfg = engine::parse_config(nlohmann::json::parse(t.config_json), layout.world);

@@ -27,10 +27,7 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
   hybrid::test::TestSlurm slurm;
   HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
-  // About 110 MiB resident for 3 s (80 steps): long enough for Slurm's 1 s samples.
-  test::write_json(dir / "cfg.json",
-                   test::tiny_config(json::parse(R"({"hybrid": {"model": {"n_layer": 4,
-                       "n_embd": 256, "n_head": 4, "vocab_size": 4096, "seq_len": 64}}})")));
+  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
   // Stage 0 gets 40 MiB; stage 1 holds still (its node goes down); stage 2 runs as it is.
   const std::string launch = dir / "launch.sh";
@@ -47,7 +44,7 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
         slurm, dir,
         fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
                     dir / "space.json", launch),
-        80));
+        hybrid::test::kMemoryHungrySteps));
   });
   const std::string node = host_name();
   const bool held = slurm.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);

@@ -22,10 +22,7 @@ TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
   hybrid::test::TestSlurm slurm;
   HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
-  // About 110 MiB resident for 3 s (80 steps): long enough for Slurm's 1 s samples.
-  test::write_json(dir / "cfg.json",
-                   test::tiny_config(json::parse(R"({"hybrid": {"model": {"n_layer": 4,
-                       "n_embd": 256, "n_head": 4, "vocab_size": 4096, "seq_len": 64}}})")));
+  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [1]})"));
   // The tuner quotes the command into the --wrap line ({cmd} inside a word);
   // the script gives mbs=2's job 40 MiB.
@@ -39,7 +36,7 @@ TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
       fmt::format(
           "--space {} --trial-timeout 300 --launcher \"sh {} {{key}} {{dir}} 'srun {{cmd}}'\"",
           dir / "space.json", launch),
-      80));
+      hybrid::test::kMemoryHungrySteps));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << result.output;
