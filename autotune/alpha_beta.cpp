@@ -18,6 +18,9 @@ double ring_steps(CollectiveKind kind, int ranks) {
       return 2.0 * hops;
     case CollectiveKind::barrier:
       return std::ceil(std::log2(std::max(1, ranks)));
+    case CollectiveKind::send:  // one message between two ranks, whatever the group
+    case CollectiveKind::recv:
+      return 1.0;
     default:
       return hops;
   }

@@ -73,8 +73,8 @@ struct TrainSummary {
   };
   std::array<IoTotals, profiler::kIoKindCount> io{};
   // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
-  // all_gather, broadcast, barrier), from the communicator's counters.
-  std::array<double, 5> comm_bytes_per_step{};
+  // all_gather, broadcast, barrier, send, recv), from the communicator's counters.
+  std::array<double, profiler::kCollectiveKindCount> comm_bytes_per_step{};
   // Synthetic data: its measured unigram entropy and analytic entropy rate (nats).
   double unigram_entropy = std::numeric_limits<double>::quiet_NaN();
   double entropy_rate = std::numeric_limits<double>::quiet_NaN();

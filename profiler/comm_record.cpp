@@ -18,6 +18,10 @@ std::string_view collective_name(CollectiveKind k) {
       return "broadcast";
     case CollectiveKind::barrier:
       return "barrier";
+    case CollectiveKind::send:
+      return "send";
+    case CollectiveKind::recv:
+      return "recv";
   }
   return "?";
 }

@@ -15,9 +15,11 @@ enum class CollectiveKind : uint8_t {
   reduce_scatter,
   all_gather,
   broadcast,
-  barrier
+  barrier,
+  send,  // point-to-point (pipeline stages): one record per direction
+  recv
 };
-constexpr int kCollectiveKindCount = 5;
+constexpr int kCollectiveKindCount = 7;
 std::string_view collective_name(CollectiveKind k);
 
 // What a collective's ranks are joined by: all on one host (shared memory), or
@@ -30,15 +32,16 @@ LinkClass parse_link(std::string_view name);
 
 struct CommRecord {
   CollectiveKind kind = CollectiveKind::all_reduce;
-  uint64_t bytes = 0;  // message size as nccl-tests defines it: all-reduce and broadcast
-                       // the buffer; all-gather the gathered output; reduce-scatter the
-                       // input (world × shard)
-  int world_size = 1;
+  uint64_t bytes = 0;    // message size as nccl-tests defines it: all-reduce and broadcast
+                         // the buffer; all-gather the gathered output; reduce-scatter the
+                         // input (world × shard)
+  int world_size = 1;    // ranks of the communicator (send/recv: 2, the pair)
   int64_t issue_ns = 0;  // compute thread issued it (tracer clock)
   int64_t start_ns = 0;  // communication thread started it
   int64_t end_ns = 0;    // completed
   uint8_t dtype_bytes = 4;
   LinkClass link = LinkClass::intra_host;  // stamped by the communicator
+  int peer = -1;  // send/recv: the other rank (of the issuing communicator); -1 otherwise
 };
 
 // One read or write of this rank's NVMe swap files (ZeRO-Infinity offload):

@@ -46,6 +46,8 @@ double bus_factor(CollectiveKind kind, int world_size) {
     case CollectiveKind::all_gather:
       return (n - 1.0) / n;
     case CollectiveKind::broadcast:
+    case CollectiveKind::send:  // one link, one direction: busbw = algbw
+    case CollectiveKind::recv:
       return 1.0;
     case CollectiveKind::barrier:
       return 0.0;
@@ -73,9 +75,11 @@ CollectiveKind parse_collective(std::string_view name) {
       name == "reduce_scatter_fn")
     return CollectiveKind::reduce_scatter;
   if (name == "bcast") return CollectiveKind::broadcast;
+  if (name == "isend") return CollectiveKind::send;
+  if (name == "irecv") return CollectiveKind::recv;
   throw std::invalid_argument(fmt::format(
       "comms_logger.prof_ops: unknown collective '{}' (expected all_reduce, reduce_scatter, "
-      "all_gather, broadcast or barrier)",
+      "all_gather, broadcast, barrier, send or recv)",
       name));
 }
 

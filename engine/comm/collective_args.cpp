@@ -34,6 +34,22 @@ void check_root(std::string_view op, int root, int world_size) {
         fmt::format("{}: root {} is not a rank (world size {})", op, root, world_size));
 }
 
+void check_peer(std::string_view op, std::string_view what, int peer, int world_size) {
+  if (peer < 0 || peer >= world_size)
+    throw std::invalid_argument(fmt::format(
+        "{}: {} {} is not a rank of this communicator (ranks 0..{}; a split group's peers are "
+        "group ranks)",
+        op, what, peer, world_size - 1));
+}
+
+void check_not_self(std::string_view op, int peer, int rank) {
+  if (peer == rank)
+    throw std::logic_error(fmt::format(
+        "{}: peer {} is this rank; a lone {} to itself cannot complete (its match would be issued "
+        "after it): use send_recv with dst == src == {}",
+        op, peer, op, rank));
+}
+
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
   if (an == 0 || bn == 0) return false;
   const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
@@ -46,6 +62,12 @@ CommRecord make_record(CollectiveKind kind, uint64_t bytes, int world_size, size
   r.bytes = bytes;
   r.world_size = world_size;
   r.dtype_bytes = uint8_t(dtype_bytes);
+  return r;
+}
+
+CommRecord make_p2p_record(CollectiveKind kind, uint64_t bytes, int peer) {
+  CommRecord r = make_record(kind, bytes, 2, 1);
+  r.peer = peer;
   return r;
 }
 

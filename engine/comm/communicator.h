@@ -76,6 +76,32 @@ class Communicator {
   void broadcast(void* buf, size_t bytes, int root) { broadcast_async(buf, bytes, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
+  // Point-to-point (pipeline stages). `peer` is a rank of this communicator.
+  // Each pair of ranks must issue matching calls in the same order (MPI's
+  // non-overtaking order), with the same byte count on both sides. A peer out
+  // of range is std::invalid_argument. Booked as one `send` or `recv` record
+  // carrying the peer and the pair's link class.
+  virtual HandlePtr send_async(const void* /*buf*/, size_t /*bytes*/, int /*peer*/) {
+    throw std::logic_error(name() + ": point-to-point send is not implemented");
+  }
+  virtual HandlePtr recv_async(void* /*buf*/, size_t /*bytes*/, int /*peer*/) {
+    throw std::logic_error(name() + ": point-to-point recv is not implemented");
+  }
+  // Sends `send_bytes` to `dst` and receives `recv_bytes` from `src` at once, so
+  // that neighbours exchanging in opposite directions cannot deadlock. Either
+  // side may be 0 bytes (then it is a plain send or recv). Books a `send` and a
+  // `recv` record for the sides that move bytes or stand alone.
+  virtual HandlePtr send_recv_async(const void* /*send*/, size_t /*send_bytes*/, int /*dst*/,
+                                    void* /*recv*/, size_t /*recv_bytes*/, int /*src*/) {
+    throw std::logic_error(name() + ": point-to-point send_recv is not implemented");
+  }
+  void send(const void* buf, size_t bytes, int peer) { send_async(buf, bytes, peer)->wait(); }
+  void recv(void* buf, size_t bytes, int peer) { recv_async(buf, bytes, peer)->wait(); }
+  void send_recv(const void* send, size_t send_bytes, int dst, void* recv, size_t recv_bytes,
+                 int src) {
+    send_recv_async(send, send_bytes, dst, recv, recv_bytes, src)->wait();
+  }
+
   // A communicator over the ranks that pass the same `color` (>= 0), ranked by
   // `key` (ties: by rank here). Collective: every rank calls it, in the same
   // order as its other collectives. The group issues through this
@@ -93,20 +119,29 @@ class Communicator {
   // Calls and bytes so far per kind (message sizes as in CollectiveRecord); a
   // snapshot, safe to take while collectives are in flight.
   struct Counters {
-    uint64_t calls[5] = {};
-    uint64_t bytes[5] = {};
-    uint64_t total_bytes() const { return bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4]; }
+    uint64_t calls[profiler::kCollectiveKindCount] = {};
+    uint64_t bytes[profiler::kCollectiveKindCount] = {};
+    uint64_t total_bytes() const {
+      uint64_t t = 0;
+      for (uint64_t b : bytes) t += b;
+      return t;
+    }
+    Counters& operator+=(const Counters& o) {
+      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+        calls[k] += o.calls[k], bytes[k] += o.bytes[k];
+      return *this;
+    }
   };
   Counters counters() const {
     Counters c;
-    for (int k = 0; k < 5; ++k) {
+    for (int k = 0; k < profiler::kCollectiveKindCount; ++k) {
       c.calls[k] = calls_[k].load(std::memory_order_relaxed);
       c.bytes[k] = bytes_[k].load(std::memory_order_relaxed);
     }
     return c;
   }
   void reset_counters() {
-    for (int k = 0; k < 5; ++k) calls_[k] = 0, bytes_[k] = 0;
+    for (int k = 0; k < profiler::kCollectiveKindCount; ++k) calls_[k] = 0, bytes_[k] = 0;
   }
 
  protected:
@@ -118,8 +153,13 @@ class Communicator {
     bytes_[int(r.kind)].fetch_add(r.bytes, std::memory_order_relaxed);
     if (!observer_) return;
     CommRecord stamped = r;
-    stamped.link = link_;
+    // A point-to-point record joins two ranks: its link is the pair's, not the group's.
+    stamped.link = r.peer >= 0 ? pair_link(r.peer) : link_;
     observer_(stamped);
+  }
+  profiler::LinkClass pair_link(int peer) const {
+    return placement_.same_host(rank(), peer) ? profiler::LinkClass::intra_host
+                                              : profiler::LinkClass::inter_host;
   }
   // Once, before the first collective (implementations gather it at creation).
   void set_placement(Placement p) {
@@ -131,8 +171,8 @@ class Communicator {
   Placement placement_;
   profiler::LinkClass link_ = profiler::LinkClass::intra_host;
   Observer observer_;
-  std::atomic<uint64_t> calls_[5] = {};
-  std::atomic<uint64_t> bytes_[5] = {};
+  std::atomic<uint64_t> calls_[profiler::kCollectiveKindCount] = {};
+  std::atomic<uint64_t> bytes_[profiler::kCollectiveKindCount] = {};
 };
 
 // World size 1: every collective is a copy or nothing, completed at once.

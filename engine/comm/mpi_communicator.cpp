@@ -9,6 +9,7 @@
 
 #include "base/host.h"
 #include "engine/comm/collective_args.h"
+#include "engine/comm/mpi_point_to_point.h"
 
 namespace hybrid::engine::comm {
 
@@ -154,17 +155,20 @@ void MpiCommunicator::loop(std::promise<void>& started) {
       queue_.pop_front();
     }
     std::exception_ptr error;
-    req.record.start_ns = clock_();
+    const int64_t start = clock_();
     try {
       req.run(comm_);
     } catch (...) {
       error = std::current_exception();
     }
-    req.record.end_ns = clock_();
+    const int64_t end = clock_();
     // Counters and observer first, so a finished wait() sees them updated.
-    if (req.traced && !error) {
+    for (CommRecord& rec : req.records) {
+      if (error) break;
+      rec.start_ns = start;
+      rec.end_ns = end;
       try {
-        notify_of(req.owner ? *req.owner : *this, req.record);
+        notify_of(req.owner ? *req.owner : *this, rec);
       } catch (...) {
         error = std::current_exception();
       }
@@ -177,7 +181,8 @@ void MpiCommunicator::loop(std::promise<void>& started) {
 HandlePtr MpiCommunicator::enqueue(Request r) {
   r.handle = std::make_shared<CompletionHandle>();
   HandlePtr h = r.handle;
-  r.record.issue_ns = clock_();
+  const int64_t now = clock_();
+  for (CommRecord& rec : r.records) rec.issue_ns = now;
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(r));
@@ -213,10 +218,9 @@ HandlePtr MpiCommunicator::all_reduce_in(const Group& g, void* buf, size_t count
                                          ReduceOp op) {
   check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
   Request r;
-  r.traced = true;
   r.owner = g.owner;
-  r.record =
-      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), g.size, dtype_size(dt));
+  r.records = {
+      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), g.size, dtype_size(dt))};
   r.run = [c = context(g), group = g.comm, buf, count, dt, op](MPI_Comm comm) mutable {
     c.comm = comm_of(group, comm);
     mpi_all_reduce(c, buf, count, dt, op);
@@ -232,9 +236,8 @@ HandlePtr MpiCommunicator::reduce_scatter_in(const Group& g, const void* send, v
   check_buffer("reduce_scatter", "send", send, sum_counts(counts) * es);
   check_buffer("reduce_scatter", "recv", recv, counts[size_t(g.rank)] * es);
   Request r;
-  r.traced = true;
   r.owner = g.owner;
-  r.record = make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, g.size, es);
+  r.records = {make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, g.size, es)};
   r.run = [c = context(g), group = g.comm, send, recv, counts, dt, op](MPI_Comm comm) mutable {
     c.comm = comm_of(group, comm);
     mpi_reduce_scatter(c, send, recv, counts, dt, op);
@@ -255,9 +258,8 @@ HandlePtr MpiCommunicator::all_gather_in(const Group& g, const void* send, void*
         "all_gather: send overlaps recv but is not this rank's slot in it (only exact in-place "
         "aliasing is allowed)");
   Request r;
-  r.traced = true;
   r.owner = g.owner;
-  r.record = make_record(CollectiveKind::all_gather, total * es, g.size, es);
+  r.records = {make_record(CollectiveKind::all_gather, total * es, g.size, es)};
   r.run = [c = context(g), group = g.comm, send, recv, counts, dt](MPI_Comm comm) mutable {
     c.comm = comm_of(group, comm);
     mpi_all_gather(c, send, recv, counts, dt);
@@ -269,9 +271,8 @@ HandlePtr MpiCommunicator::broadcast_in(const Group& g, void* buf, size_t bytes,
   check_root("broadcast", root, g.size);
   check_buffer("broadcast", "buf", buf, bytes);
   Request r;
-  r.traced = true;
   r.owner = g.owner;
-  r.record = make_record(CollectiveKind::broadcast, bytes, g.size, 1);
+  r.records = {make_record(CollectiveKind::broadcast, bytes, g.size, 1)};
   r.run = [c = context(g), group = g.comm, buf, bytes, root](MPI_Comm comm) mutable {
     c.comm = comm_of(group, comm);
     mpi_broadcast(c, buf, bytes, root);
@@ -281,12 +282,63 @@ HandlePtr MpiCommunicator::broadcast_in(const Group& g, void* buf, size_t bytes,
 
 HandlePtr MpiCommunicator::barrier_in(const Group& g) {
   Request r;
-  r.traced = true;
   r.owner = g.owner;
-  r.record = make_record(CollectiveKind::barrier, 0, g.size, 1);
+  r.records = {make_record(CollectiveKind::barrier, 0, g.size, 1)};
   r.run = [c = context(g), group = g.comm](MPI_Comm comm) mutable {
     c.comm = comm_of(group, comm);
     mpi_barrier(c);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::send_in(const Group& g, const void* buf, size_t bytes, int peer) {
+  check_peer("send", "peer", peer, g.size);
+  check_not_self("send", peer, g.rank);
+  check_buffer("send", "buf", buf, bytes);
+  Request r;
+  r.owner = g.owner;
+  r.records = {make_p2p_record(CollectiveKind::send, bytes, peer)};
+  r.run = [c = context(g), group = g.comm, buf, bytes, peer](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
+    mpi_send(c, buf, bytes, peer);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::recv_in(const Group& g, void* buf, size_t bytes, int peer) {
+  check_peer("recv", "peer", peer, g.size);
+  check_not_self("recv", peer, g.rank);
+  check_buffer("recv", "buf", buf, bytes);
+  Request r;
+  r.owner = g.owner;
+  r.records = {make_p2p_record(CollectiveKind::recv, bytes, peer)};
+  r.run = [c = context(g), group = g.comm, buf, bytes, peer](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
+    mpi_recv(c, buf, bytes, peer);
+  };
+  return enqueue(std::move(r));
+}
+
+HandlePtr MpiCommunicator::send_recv_in(const Group& g, const void* send, size_t send_bytes,
+                                        int dst, void* recv, size_t recv_bytes, int src) {
+  Request r;
+  r.owner = g.owner;
+  if (send_bytes) {
+    check_peer("send_recv", "dst", dst, g.size);
+    check_buffer("send_recv", "send", send, send_bytes);
+    r.records.push_back(make_p2p_record(CollectiveKind::send, send_bytes, dst));
+  }
+  if (recv_bytes) {
+    check_peer("send_recv", "src", src, g.size);
+    check_buffer("send_recv", "recv", recv, recv_bytes);
+    if (ranges_overlap(send, send_bytes, recv, recv_bytes))
+      throw std::invalid_argument("send_recv: send and recv overlap (MPI forbids it)");
+    r.records.push_back(make_p2p_record(CollectiveKind::recv, recv_bytes, src));
+  }
+  r.run = [c = context(g), group = g.comm, send, send_bytes, dst, recv, recv_bytes,
+           src](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
+    mpi_send_recv(c, send, send_bytes, dst, recv, recv_bytes, src);
   };
   return enqueue(std::move(r));
 }
@@ -311,6 +363,19 @@ HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
 }
 
 HandlePtr MpiCommunicator::barrier_async() { return barrier_in(world()); }
+
+HandlePtr MpiCommunicator::send_async(const void* buf, size_t bytes, int peer) {
+  return send_in(world(), buf, bytes, peer);
+}
+
+HandlePtr MpiCommunicator::recv_async(void* buf, size_t bytes, int peer) {
+  return recv_in(world(), buf, bytes, peer);
+}
+
+HandlePtr MpiCommunicator::send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                                           size_t recv_bytes, int src) {
+  return send_recv_in(world(), send, send_bytes, dst, recv, recv_bytes, src);
+}
 
 HandlePtr MpiCommunicator::run_on_comm_thread(std::function<void(MPI_Comm)> fn) {
   if (!fn) throw std::invalid_argument("run_on_comm_thread: empty function");

@@ -25,6 +25,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "engine/comm/communicator.h"
 #include "engine/comm/completion_handle.h"
@@ -52,6 +53,10 @@ class MpiCommunicator final : public Communicator {
                              DType dt) override;
   HandlePtr broadcast_async(void* buf, size_t bytes, int root) override;
   HandlePtr barrier_async() override;
+  HandlePtr send_async(const void* buf, size_t bytes, int peer) override;
+  HandlePtr recv_async(void* buf, size_t bytes, int peer) override;
+  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                            size_t recv_bytes, int src) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 
   // Who a collective runs among: the world, or a group made by split().
@@ -67,6 +72,11 @@ class MpiCommunicator final : public Communicator {
                           const std::vector<size_t>& counts, DType dt);
   HandlePtr broadcast_in(const Group& g, void* buf, size_t bytes, int root);
   HandlePtr barrier_in(const Group& g);
+  // Point-to-point: peers are ranks of g (group ranks for a split group).
+  HandlePtr send_in(const Group& g, const void* buf, size_t bytes, int peer);
+  HandlePtr recv_in(const Group& g, void* buf, size_t bytes, int peer);
+  HandlePtr send_recv_in(const Group& g, const void* send, size_t send_bytes, int dst, void* recv,
+                         size_t recv_bytes, int src);
 
   // Runs fn(comm) on the communication thread after everything issued before it
   // (for MPI work of other components, e.g. an NCCL bootstrap broadcast). No
@@ -85,8 +95,9 @@ class MpiCommunicator final : public Communicator {
   struct Request {
     std::function<void(MPI_Comm)> run;
     std::shared_ptr<CompletionHandle> handle;
-    bool traced = false;
-    CommRecord record;
+    // What it books on completion, all with its times (none: untraced); a
+    // send_recv books a send and a recv.
+    std::vector<CommRecord> records;
     Communicator* owner = nullptr;  // whose notify() books it (traced requests)
   };
   Group world() { return {rank_, world_size_, nullptr, this}; }

@@ -42,6 +42,16 @@ class MpiGroupCommunicator final : public Communicator {
     return world_.broadcast_in(group_, buf, bytes, root);
   }
   HandlePtr barrier_async() override { return world_.barrier_in(group_); }
+  HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
+    return world_.send_in(group_, buf, bytes, peer);
+  }
+  HandlePtr recv_async(void* buf, size_t bytes, int peer) override {
+    return world_.recv_in(group_, buf, bytes, peer);
+  }
+  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                            size_t recv_bytes, int src) override {
+    return world_.send_recv_in(group_, send, send_bytes, dst, recv, recv_bytes, src);
+  }
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:

@@ -8,10 +8,12 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/comm/collective_args.h"
 #include "engine/comm/completion_handle.h"
@@ -155,7 +157,7 @@ class NcclCommunicator final : public Communicator {
     check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
     auto rec =
         make_record(CollectiveKind::all_reduce, count * dtype_size(dt), world_, dtype_size(dt));
-    return launch(rec, "nccl:all_reduce", false, [&] {
+    return launch({rec}, "nccl:all_reduce", false, [&] {
       if (count)
         check_nccl(ncclAllReduce(buf, buf, count, nccl_type(dt), nccl_op(op), comm_, comm_stream_),
                    "ncclAllReduce", comm_);
@@ -169,7 +171,7 @@ class NcclCommunicator final : public Communicator {
     check_buffer("reduce_scatter", "send", send, total * es);
     check_buffer("reduce_scatter", "recv", recv, counts[size_t(rank_)] * es);
     auto rec = make_record(CollectiveKind::reduce_scatter, total * es, world_, es);
-    return launch(rec, "nccl:reduce_scatter", false, [&] {
+    return launch({rec}, "nccl:reduce_scatter", false, [&] {
       if (total == 0) return;
       if (equal(counts)) {
         check_nccl(ncclReduceScatter(send, recv, counts[0], nccl_type(dt), nccl_op(op), comm_,
@@ -197,7 +199,7 @@ class NcclCommunicator final : public Communicator {
     check_buffer("all_gather", "send", send, counts[size_t(rank_)] * es);
     check_buffer("all_gather", "recv", recv, total * es);
     auto rec = make_record(CollectiveKind::all_gather, total * es, world_, es);
-    return launch(rec, "nccl:all_gather", false, [&] {
+    return launch({rec}, "nccl:all_gather", false, [&] {
       if (total == 0) return;
       if (equal(counts)) {
         check_nccl(ncclAllGather(send, recv, counts[0], nccl_type(dt), comm_, comm_stream_),
@@ -222,7 +224,7 @@ class NcclCommunicator final : public Communicator {
     check_root("broadcast", root, world_);
     check_buffer("broadcast", "buf", buf, bytes);
     auto rec = make_record(CollectiveKind::broadcast, bytes, world_, 1);
-    return launch(rec, "nccl:broadcast", false, [&] {
+    return launch({rec}, "nccl:broadcast", false, [&] {
       if (bytes)
         check_nccl(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, comm_stream_),
                    "ncclBroadcast", comm_);
@@ -231,10 +233,48 @@ class NcclCommunicator final : public Communicator {
 
   HandlePtr barrier_async() override {
     auto rec = make_record(CollectiveKind::barrier, 0, world_, 4);
-    return launch(rec, "nccl:barrier", true, [&] {
+    return launch({rec}, "nccl:barrier", true, [&] {
       check_nccl(
           ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclFloat32, ncclSum, comm_, comm_stream_),
           "ncclAllReduce(barrier)", comm_);
+    });
+  }
+
+  HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
+    check_peer("send", "peer", peer, world_);
+    check_not_self("send", peer, rank_);
+    check_buffer("send", "buf", buf, bytes);
+    return launch({make_p2p_record(CollectiveKind::send, bytes, peer)}, "nccl:send", false,
+                  [&] { nccl_send(buf, bytes, peer); });
+  }
+
+  HandlePtr recv_async(void* buf, size_t bytes, int peer) override {
+    check_peer("recv", "peer", peer, world_);
+    check_not_self("recv", peer, rank_);
+    check_buffer("recv", "buf", buf, bytes);
+    return launch({make_p2p_record(CollectiveKind::recv, bytes, peer)}, "nccl:recv", false,
+                  [&] { nccl_recv(buf, bytes, peer); });
+  }
+
+  // One ncclGroup, so that both directions progress together.
+  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                            size_t recv_bytes, int src) override {
+    std::vector<CommRecord> recs;
+    if (send_bytes) {
+      check_peer("send_recv", "dst", dst, world_);
+      check_buffer("send_recv", "send", send, send_bytes);
+      recs.push_back(make_p2p_record(CollectiveKind::send, send_bytes, dst));
+    }
+    if (recv_bytes) {
+      check_peer("send_recv", "src", src, world_);
+      check_buffer("send_recv", "recv", recv, recv_bytes);
+      recs.push_back(make_p2p_record(CollectiveKind::recv, recv_bytes, src));
+    }
+    return launch(std::move(recs), "nccl:send_recv", false, [&] {
+      check_nccl(ncclGroupStart(), "ncclGroupStart");
+      nccl_send(send, send_bytes, dst);
+      nccl_recv(recv, recv_bytes, src);
+      check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm_);
     });
   }
 
@@ -258,10 +298,20 @@ class NcclCommunicator final : public Communicator {
 
  private:
   struct Pending {
-    CommRecord record;
+    std::vector<CommRecord> records;  // a send_recv has two
     EventPtr start, end;
     Anchor anchor;
   };
+
+  // 0 bytes: no NCCL call on either side of the pair.
+  void nccl_send(const void* buf, size_t bytes, int peer) {
+    if (bytes)
+      check_nccl(ncclSend(buf, bytes, ncclUint8, peer, comm_, comm_stream_), "ncclSend", comm_);
+  }
+  void nccl_recv(void* buf, size_t bytes, int peer) {
+    if (bytes)
+      check_nccl(ncclRecv(buf, bytes, ncclUint8, peer, comm_, comm_stream_), "ncclRecv", comm_);
+  }
 
   static bool equal(const std::vector<size_t>& counts) {
     for (size_t c : counts)
@@ -323,9 +373,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   template <class Issue>
-  HandlePtr launch(CommRecord rec, const char* label, bool host_wait, Issue&& issue) {
+  HandlePtr launch(std::vector<CommRecord> recs, const char* label, bool host_wait, Issue&& issue) {
     std::lock_guard lock(mutex_);
-    rec.issue_ns = opts_.clock();
+    for (CommRecord& rec : recs) rec.issue_ns = opts_.clock();
     check_cuda(cudaSetDevice(opts_.device), "cudaSetDevice");
     poll_locked();
     maybe_reanchor_locked();
@@ -337,7 +387,7 @@ class NcclCommunicator final : public Communicator {
     EventPtr ready = make_event();
     check_cuda(cudaEventRecord(ready.get(), compute_), "cudaEventRecord(compute)");
     check_cuda(cudaStreamWaitEvent(comm_stream_, ready.get(), 0), "cudaStreamWaitEvent");
-    Pending p{rec, make_event(), make_event(), anchor_};
+    Pending p{std::move(recs), make_event(), make_event(), anchor_};
     check_cuda(cudaEventRecord(p.start.get(), comm_stream_), "cudaEventRecord(start)");
     issue();
     check_cuda(cudaEventRecord(p.end.get(), comm_stream_), "cudaEventRecord(end)");
@@ -369,14 +419,15 @@ class NcclCommunicator final : public Communicator {
                  "cudaEventElapsedTime");
       check_cuda(cudaEventElapsedTime(&ms_end, p.anchor.event.get(), p.end.get()),
                  "cudaEventElapsedTime");
-      p.record.start_ns = p.anchor.host_ns + int64_t(double(ms_start) * 1e6);
-      p.record.end_ns = p.anchor.host_ns + int64_t(double(ms_end) * 1e6);
-      if (p.record.start_ns < p.record.issue_ns)
-        p.record.start_ns = p.record.issue_ns;  // anchor jitter
-      if (p.record.end_ns < p.record.start_ns) p.record.end_ns = p.record.start_ns;
-      const CommRecord r = p.record;
+      const int64_t start = p.anchor.host_ns + int64_t(double(ms_start) * 1e6);
+      const int64_t end = p.anchor.host_ns + int64_t(double(ms_end) * 1e6);
+      std::vector<CommRecord> recs = std::move(p.records);
       pending_.pop_front();
-      notify(r);
+      for (CommRecord& r : recs) {
+        r.start_ns = std::max(start, r.issue_ns);  // anchor jitter
+        r.end_ns = std::max(end, r.start_ns);
+        notify(r);
+      }
     }
   }
 

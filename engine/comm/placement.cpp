@@ -39,6 +39,13 @@ bool Placement::same_machine(int a, int b) const {
   return machine_of_rank[size_t(a)] == machine_of_rank[size_t(b)];
 }
 
+bool Placement::same_host(int a, int b) const {
+  if (host_of_rank.empty()) return true;
+  check_rank(*this, a);
+  check_rank(*this, b);
+  return host_of_rank[size_t(a)] == host_of_rank[size_t(b)];
+}
+
 int Placement::hosts() const {
   const std::set<std::string> distinct(host_of_rank.begin(), host_of_rank.end());
   return std::max<int>(1, int(distinct.size()));

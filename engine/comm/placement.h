@@ -18,6 +18,9 @@ struct Placement {
   std::vector<std::string> machine_of_rank;
 
   bool same_machine(int a, int b) const;
+  // True when ranks a and b run on one host (always, when no host is named);
+  // std::out_of_range for a rank without a host.
+  bool same_host(int a, int b) const;
 
   int hosts() const;  // distinct hosts (1 when none are named)
   profiler::LinkClass link() const {

@@ -1,10 +1,13 @@
 // World size 1: all-reduce and barrier have nothing to do, reduce-scatter and
 // all-gather are one copy (none when input and output are the same memory).
-// Every call still produces a CommRecord, so counters and the tracer see a
-// single-process run the way they see a distributed one.
+// Point-to-point has only itself as peer: send_recv to itself is a copy, a lone
+// send or recv could never be matched and is refused. Every call still produces a CommRecord, so
+// counters and the tracer see a single-process run the way they see a distributed one.
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
+#include <string>
 
 #include "base/host.h"
 #include "engine/comm/collective_args.h"
@@ -71,6 +74,44 @@ class SingleCommunicator final : public Communicator {
 
   HandlePtr barrier_async() override {
     return run(CollectiveKind::barrier, 0, 1, [] {});
+  }
+
+  HandlePtr send_async(const void*, size_t, int peer) override {
+    check_peer("send", "peer", peer, 1);
+    check_not_self("send", peer, 0);
+    return nullptr;  // not reached
+  }
+  HandlePtr recv_async(void*, size_t, int peer) override {
+    check_peer("recv", "peer", peer, 1);
+    check_not_self("recv", peer, 0);
+    return nullptr;  // not reached
+  }
+  // To itself: one copy, booked as a send and a recv.
+  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                            size_t recv_bytes, int src) override {
+    if (send_bytes) check_peer("send_recv", "dst", dst, 1);
+    if (recv_bytes) check_peer("send_recv", "src", src, 1);
+    if (send_bytes != recv_bytes)
+      throw std::invalid_argument(
+          "send_recv: with one rank the send is the recv; their byte counts must match (send " +
+          std::to_string(send_bytes) + ", recv " + std::to_string(recv_bytes) + ")");
+    check_buffer("send_recv", "send", send, send_bytes);
+    check_buffer("send_recv", "recv", recv, recv_bytes);
+    const int64_t issue = clock_();
+    if (send != recv && send_bytes) std::memmove(recv, send, send_bytes);
+    const int64_t end = clock_();
+    if (!send_bytes) return completed_handle();
+    try {
+      for (CollectiveKind k : {CollectiveKind::send, CollectiveKind::recv}) {
+        CommRecord r = make_p2p_record(k, send_bytes, 0);
+        r.issue_ns = r.start_ns = issue;
+        r.end_ns = end;
+        notify(r);
+      }
+    } catch (...) {
+      return completed_handle(std::current_exception());
+    }
+    return completed_handle();
   }
 
  private:

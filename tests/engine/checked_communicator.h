@@ -54,6 +54,24 @@ class CheckedCommunicator final : public engine::comm::Communicator {
     ++calls_[int(profiler::CollectiveKind::barrier)];
     return inner_.barrier_async();
   }
+  HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
+    check("send", buf, bytes);
+    ++calls_[int(profiler::CollectiveKind::send)];
+    return inner_.send_async(buf, bytes, peer);
+  }
+  HandlePtr recv_async(void* buf, size_t bytes, int peer) override {
+    check("recv", buf, bytes);
+    ++calls_[int(profiler::CollectiveKind::recv)];
+    return inner_.recv_async(buf, bytes, peer);
+  }
+  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
+                            size_t recv_bytes, int src) override {
+    check("send_recv send", send, send_bytes);
+    check("send_recv recv", recv, recv_bytes);
+    if (send_bytes) ++calls_[int(profiler::CollectiveKind::send)];
+    if (recv_bytes) ++calls_[int(profiler::CollectiveKind::recv)];
+    return inner_.send_recv_async(send, send_bytes, dst, recv, recv_bytes, src);
+  }
 
   std::vector<std::string> violations() const {
     std::lock_guard lock(mutex_);
@@ -78,7 +96,7 @@ class CheckedCommunicator final : public engine::comm::Communicator {
   std::function<bool(const void*, size_t)> ok_;
   mutable std::mutex mutex_;
   std::vector<std::string> violations_;
-  uint64_t calls_[5] = {};
+  uint64_t calls_[profiler::kCollectiveKindCount] = {};
 };
 
 }  // namespace hybrid::test
