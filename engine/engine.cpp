@@ -152,21 +152,24 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
     for (const auto& note : gemm.notes) log(note);
     gemm_report_ = std::move(gemm.report);
   }
+  setup_pipeline();
   optimizer_ = opts.optimizer ? std::move(opts.optimizer)
                               : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
   schedule_ = std::make_unique<LrSchedule>(cfg.scheduler, cfg.optimizer.lr);
 
   auto clock = [this] { return tracer_.now_ns(); };
-  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *device_comm_, *host_comm_,
+  zero_ = std::make_unique<ZeroRuntime>(zero_setup(cfg), *tree_, *zero_comm_, *zero_host_comm_,
                                         *alloc_, offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock,
                                         comm_tracer_->io_observer());
   describe_offload();
   describe_schedule();
   const auto dt = cfg.param_dtype();
+  const int slots =  // a stage's micro-batches in flight
+      in_flight_micro_batches(pipeline_stage(), pipeline_stages(), cfg.gradient_accumulation_steps);
   model_->bind(*alloc_, cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), dt, checkpoint_plan(cfg),
-               host_alloc_.get());
+               host_alloc_.get(), slots);
   describe_checkpointing();
   ctx_ = std::make_unique<ExecutionContext>(*backend_, dt, cfg.train_micro_batch_size_per_gpu,
                                             cfg.seq_len());
@@ -242,65 +245,6 @@ size_t Engine::flush_gpu_activity() {
   cupti_slot_->set(nullptr);
   cupti_.reset();  // disables CUPTI until the next profiled step
   return n;
-}
-
-void Engine::describe_offload() {
-  const auto& z = cfg_.zero;
-  const bool nvme_used =
-      z.offload_optimizer.device == OffloadDevice::nvme ||
-      (zero_->params_offloaded() && z.offload_param.device == OffloadDevice::nvme);
-  if (zero_->optimizer_offloaded()) describe_optimizer_offload();
-  if (zero_->params_offloaded()) describe_param_offload();
-  if (nvme_used && (cfg_.aio.single_submit || !cfg_.aio.overlap_events) &&
-      !io::io_uring_available())
-    log("aio.single_submit / aio.overlap_events: they shape io_uring's submissions, and this build "
-        "has no io_uring engine (liburing not found): no effect");
-}
-
-std::string Engine::host_memory_kind() const {
-  return fmt::format("{} host memory", host_alloc_->pinned() ? "page-locked" : "pageable");
-}
-
-void Engine::describe_optimizer_offload() {
-  const auto& o = cfg_.zero.offload_optimizer;
-  const auto host = host_alloc_->stats();
-  const auto nvme = zero_->nvme_bytes();
-  const bool on_nvme = o.device == OffloadDevice::nvme;
-  const auto& kept_in = on_nvme ? nvme : host.current;
-  const uint64_t kept =
-      kept_in[size_t(MemCategory::master)] + kept_in[size_t(MemCategory::optimizer)];
-  const std::string where =
-      on_nvme ? fmt::format(
-                    "NVMe swap files under {} (aio: block {}, queue depth {}, {} thread(s), "
-                    "{} engine)",
-                    o.nvme_path, base::format_bytes(cfg_.aio.block_size), cfg_.aio.queue_depth,
-                    cfg_.aio.thread_count, io::to_string(io::choose_io_engine(cfg_.aio)))
-              : host_memory_kind();
-  std::string line = fmt::format(
-      "zero_optimization.offload_optimizer: fp32 master weights and {} state of this rank's "
-      "partition ({}) live in {}; {} runs on the CPU, gradients go down and parameters up each "
-      "step",
-      optimizer_->name(), base::format_bytes(kept), where, optimizer_->name());
-  if (backend_->kind() == kernels::BackendKind::cpu)
-    line +=
-        " (CPU backend: host-to-host copies, identical results; the memory budget no longer counts "
-        "them)";
-  log(line);
-}
-
-void Engine::describe_param_offload() {
-  const auto& o = cfg_.zero.offload_param;
-  const bool on_nvme = o.device == OffloadDevice::nvme;
-  const uint64_t bytes = on_nvme ? zero_->nvme_bytes()[size_t(MemCategory::params)]
-                                 : host_alloc_->stats().current[size_t(MemCategory::params)];
-  log(fmt::format(
-      "zero_optimization.offload_param: this rank's partition of {} parameters ({}) lives in {}; "
-      "each module's slice is fetched before its all-gather{}",
-      kernels::dtype_name(cfg_.param_dtype()), base::format_bytes(bytes),
-      on_nvme ? fmt::format("an NVMe swap file under {}", o.nvme_path) : host_memory_kind(),
-      zero_->optimizer_offloaded()
-          ? ""
-          : "; the optimizer runs on the device and writes the updated partition back each step"));
 }
 
 // What the schedule does to the optimizer beyond the lr, said once.
@@ -386,14 +330,17 @@ comm::Communicator::Counters Engine::comm_counters() const {
 
 float Engine::current_lr() const { return schedule_->lr_for_update(applied_steps_); }
 
+// Steps are numbered from 1 everywhere (logs, store, traces): the step being run.
+void Engine::begin_step() {
+  tracer_.set_step(int32_t(global_step_ + 1));
+  comm_tracer_->begin_step(int32_t(global_step_ + 1));
+  update_gpu_collection();
+  timers_.reset();
+}
+
 float Engine::forward(const int32_t* inputs, const int32_t* targets) {
-  if (micro_step_ == 0) {
-    // Steps are numbered from 1 everywhere (logs, store, traces): the step being run.
-    tracer_.set_step(int32_t(global_step_ + 1));
-    comm_tracer_->begin_step(int32_t(global_step_ + 1));
-    update_gpu_collection();
-    timers_.reset();
-  }
+  if (topology_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
+  if (micro_step_ == 0) begin_step();
   const auto timer = timers_.time(StepTimer::forward);
   const int B = ctx_->B(), T = ctx_->T();
   const size_t n = size_t(B) * T;
@@ -409,6 +356,7 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
 }
 
 void Engine::backward() {
+  if (topology_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
   const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
   const double tokens = double(ctx_->B()) * ctx_->T();
@@ -446,7 +394,7 @@ void Engine::take_optimizer_step() {
   GradSummary g;
   {
     const auto timer = timers_.time(StepTimer::optimizer_gradients);
-    g = zero_->finish_gradients();
+    g = gradient_summary();
   }
   ++global_step_;
   last_.step = global_step_;
@@ -460,7 +408,7 @@ void Engine::take_optimizer_step() {
     last_.lr = current_lr();
     return;
   }
-  const double ranks = double(host_comm_->world_size());
+  const double ranks = double(zero_comm_->world_size());  // data-parallel ranks summed gradients
   const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
   double combined = ranks * scale;  // divides out the loss scale and the rank sum
   if (cfg_.gradient_clipping > 0.0f) {

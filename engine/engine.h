@@ -22,6 +22,8 @@
 #include "engine/model/gpt2.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
+#include "engine/parallel/pipeline_schedule.h"
+#include "engine/parallel/topology.h"
 #include "engine/precision/loss_scaler.h"
 #include "engine/step_timers.h"
 #include "engine/zero/zero_runtime.h"
@@ -87,6 +89,16 @@ class Engine {
   // and returns true (last_step() tells what happened).
   bool step();
 
+  // Pipeline parallelism (pipeline.stages > 1), DeepSpeed's train_batch: one
+  // optimizer step, gradient_accumulation_steps micro-batches through this
+  // stage's 1F1B schedule (engine/parallel/pipeline_schedule.h). inputs[k] and
+  // targets[k] are micro-batch k ([micro_batch, T] host arrays) of this
+  // data-parallel rank's share; every stage of a pipeline passes the same.
+  // Returns the micro-batches' mean loss (the last stage's) on every stage.
+  // Without a pipeline: forward, backward and step over them.
+  float train_batch(const std::vector<const int32_t*>& inputs,
+                    const std::vector<const int32_t*>& targets);
+
   // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
   std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
                               const CheckpointSaveOptions& options = {});
@@ -97,6 +109,11 @@ class Engine {
   const Config& config() const { return cfg_; }
   int rank() const { return host_comm_->rank(); }
   int world_size() const { return host_comm_->world_size(); }
+  // world = pipeline stages × data-parallel ranks (tensor parallelism: 1).
+  int pipeline_stages() const { return topology_ ? topology_->pp() : 1; }
+  int pipeline_stage() const { return topology_ ? topology_->coords(rank()).pp : 0; }
+  int data_parallel_size() const { return topology_ ? topology_->dp() : world_size(); }
+  int data_parallel_rank() const { return topology_ ? topology_->coords(rank()).dp : rank(); }
   int64_t global_step() const { return global_step_; }
   int micro_step() const { return micro_step_; }
   int64_t skipped_steps() const { return skipped_steps_; }
@@ -139,7 +156,7 @@ class Engine {
   size_t flush_gpu_activity();
 
   // Every parameter in fp32 (collective: all ranks must call).
-  std::vector<float> gather_parameters() { return zero_->full_master(); }
+  std::vector<float> gather_parameters();
   // Sets every parameter from fp32 host values (param_count() of them), e.g. an
   // llm.c checkpoint; optimizer state is reset.
   void set_parameters(const std::vector<float>& flat);
@@ -162,6 +179,15 @@ class Engine {
   void describe_param_offload();
   std::string host_memory_kind() const;  // "page-locked host memory" or "pageable host memory"
   void take_optimizer_step();            // step() at the accumulation boundary
+  void begin_step();                     // at each step's first micro-step
+  // Pipeline parallelism (engine/engine_pipeline.cpp).
+  void setup_pipeline();  // topology, groups, this stage's blocks; before the ZeRO runtime
+  engine::GradSummary gradient_summary();  // tied gradients summed, norm over stages
+  void run_pipe_step(const engine::PipeStep& step, const std::vector<const int32_t*>& inputs,
+                     const std::vector<const int32_t*>& targets, double& loss_sum);
+  void pipe_transfer(const engine::PipeStep& step);
+  // The flat range rank `rank`'s checkpoint partition holds.
+  engine::FlatRange saved_range(int rank) const;
   void describe_schedule();
   void describe_checkpointing();
   void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
@@ -181,6 +207,16 @@ class Engine {
   std::unique_ptr<engine::comm::Communicator> host_comm_;
   std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
   engine::comm::Communicator* device_comm_ = nullptr;
+  // Pipeline parallelism: the topology, this rank's groups and the group of the
+  // first and last stage (the tied embedding); destroyed before the world.
+  std::unique_ptr<engine::Topology> topology_;
+  engine::GroupCommunicators groups_;
+  std::unique_ptr<engine::comm::Communicator> tied_comm_;
+  std::vector<engine::FlatRange> stage_ranges_;  // the parameters each stage owns
+  // What ZeRO reduces over: the data-parallel group (the device communicator
+  // without a pipeline).
+  engine::comm::Communicator* zero_comm_ = nullptr;
+  engine::comm::Communicator* zero_host_comm_ = nullptr;
   std::unique_ptr<profiler::RangeListener> nvtx_;  // CUDA: NVTX range per scope
   std::unique_ptr<CollectorSlot> cupti_slot_;      // CUDA: forwards scopes to the live collector
   std::unique_ptr<profiler::GpuCollector> cupti_;  // CUDA, during profiled steps

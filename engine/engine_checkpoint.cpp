@@ -22,18 +22,12 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
     throw CheckpointError("checkpoint: save only at an accumulation boundary (after step())");
   const std::string tag =
       tag_or_default.empty() ? fmt::format("global_step{}", global_step_) : tag_or_default;
-  const auto& part = zero_->partition();
-  const FlatRange range = zero_->optimizer_range();
-  const bool replicated = cfg_.zero.stage == 0;  // stage 0: rank 0 writes the one copy
-
+  // The files tile the flat space once: stage 0 has one copy (the first
+  // data-parallel rank's), a pipeline stage writes only what it owns.
   nlohmann::json partitions = nlohmann::json::array();
-  if (replicated) {
-    partitions.push_back({{"rank", 0}, {"begin", 0}, {"end", part.padded()}});
-  } else {
-    for (int r = 0; r < part.world_size(); ++r)
-      partitions.push_back(
-          {{"rank", r}, {"begin", part.shard(r).begin}, {"end", part.shard(r).end}});
-  }
+  for (int r = 0; r < world_size(); ++r)
+    if (const FlatRange s = saved_range(r); !s.empty())
+      partitions.push_back({{"rank", r}, {"begin", s.begin}, {"end", s.end}});
   nlohmann::json meta = {
       {"format", "hybrid-checkpoint"},
       {"version", kMetaVersion},
@@ -46,7 +40,8 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
       {"data_position",
        {{"step", global_step_}, {"samples", global_step_ * cfg_.train_batch_size}}},
       {"rng", {{"seed", cfg_.seed}}},
-      {"world_size", part.world_size()},
+      {"world_size", world_size()},
+      {"pipeline_stages", pipeline_stages()},
       {"zero_stage", cfg_.zero.stage},
       {"dtype", std::string(kernels::dtype_name(cfg_.param_dtype()))},
       {"param_count", tree_->param_count()},
@@ -64,12 +59,21 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
   };
 
   PartitionData mine;
-  const bool writes = !replicated || rank() == 0;
+  const FlatRange range = saved_range(rank());
+  const bool writes = !range.empty();
   if (writes) {
+    const int sf = optimizer_->state_floats_per_param();
+    const auto cut = size_t(range.begin - zero_->optimizer_range().begin);
+    const auto master = zero_->master_to_host();
+    const auto state = zero_->state_to_host();
     mine.range = range;
-    mine.state_floats = optimizer_->state_floats_per_param();
-    mine.master = zero_->master_to_host();
-    mine.state = zero_->state_to_host();
+    mine.state_floats = sf;
+    const size_t n = size_t(range.size()), all = master.size();
+    mine.master.assign(master.begin() + ptrdiff_t(cut), master.begin() + ptrdiff_t(cut + n));
+    for (int k = 0; k < sf; ++k) {  // state is planar: each kind over the whole range
+      const auto from = state.begin() + ptrdiff_t(size_t(k) * all + cut);
+      mine.state.insert(mine.state.end(), from, from + ptrdiff_t(n));
+    }
   }
   CheckpointWriteOptions w;
   w.save_latest = options.save_latest;

@@ -347,8 +347,8 @@ void RunRecorder::finish(const TrainSummary& summary) {
       comm.push_back(row);
     }
     store_->add_comm_stats(run_id_, comm);
-    store_->add_memory(run_id_,
-                       memory_rows(summary, predict_memory(cfg_, e.world_size(), e.backend())));
+    store_->add_memory(
+        run_id_, memory_rows(summary, predict_memory(cfg_, e.data_parallel_size(), e.backend())));
   }
   e.barrier();  // every rank's rows are in before the run is declared finished
   if (store_ && rank_ == 0) {

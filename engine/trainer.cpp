@@ -127,12 +127,12 @@ class Say {
 void announce(const Config& cfg, Engine& engine, const Say& say) {
   say(fmt::format(
       "hybrid: GPT-2 {} parameters (L={} C={} H={} V={}), {} | {} rank(s), ZeRO stage {}, {} | "
-      "batch {} = {} micro × {} accumulation × {} ranks, seq {}{}",
+      "batch {} = {} micro × {} accumulation × {} data-parallel ranks, seq {}{}",
       base::format_count(double(engine.param_count())), cfg.model.n_layer, cfg.model.n_embd,
       cfg.model.n_head, cfg.model.vocab_size, engine.backend().name(), engine.world_size(),
       cfg.zero.stage, kernels::dtype_name(cfg.param_dtype()), cfg.train_batch_size,
-      cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, engine.world_size(),
-      cfg.seq_len(),
+      cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps,
+      engine.data_parallel_size(), cfg.seq_len(),
       cfg.seq_len() != cfg.model.seq_len ? fmt::format(" (block size {})", cfg.model.seq_len)
                                          : std::string()));
   for (const auto& key : cfg.ignored_keys) say("config: ignoring unsupported key " + key);
@@ -160,7 +160,7 @@ DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& ou
   return DataLoader(
       std::move(data.train),
       BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), cfg.gradient_accumulation_steps,
-                 engine.world_size(), engine.rank()});
+                 engine.data_parallel_size(), engine.data_parallel_rank()});
 }
 
 // The loop's state: what one step needs, and what the steps have measured.
@@ -192,10 +192,32 @@ struct Loop {
   int64_t first = 0, steps = 0;  // global step before the loop; steps to run
   double tokens_per_step = 0.0;  // over all ranks
   std::vector<int32_t> inputs, targets;
+  std::vector<int32_t> batch_inputs, batch_targets;  // a pipeline step's micro-batches
   uint32_t step_name = 0, data_name = 0;
   std::vector<double> step_ms;
   double exposed_total_ms = 0.0;
 };
+
+// A pipeline stage's step: every micro-batch first, then the 1F1B schedule.
+double run_pipeline_step(Loop& l, int64_t s) {
+  auto& tracer = l.engine.tracer();
+  const int gas = l.cfg.gradient_accumulation_steps;
+  const size_t n = l.inputs.size();
+  l.batch_inputs.resize(n * size_t(gas));
+  l.batch_targets.resize(n * size_t(gas));
+  std::vector<const int32_t*> in, tg;
+  {
+    profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
+    for (int k = 0; k < gas; ++k) {
+      int32_t* i = l.batch_inputs.data() + n * size_t(k);
+      int32_t* t = l.batch_targets.data() + n * size_t(k);
+      l.loader.fill(s, k, i, t);
+      in.push_back(i);
+      tg.push_back(t);
+    }
+  }
+  return l.engine.train_batch(in, tg);
+}
 
 // One optimizer step (gas micro-steps) of global step s+1; returns the loss
 // averaged over micro-steps and ranks.
@@ -205,7 +227,8 @@ double run_step(Loop& l, int64_t s) {
   double loss = 0.0;
   {
     profiler::Scope step_scope(&tracer, l.step_name, profiler::Category::step);
-    for (int k = 0; k < gas; ++k) {
+    if (l.engine.pipeline_stages() > 1) loss = run_pipeline_step(l, s) * gas;
+    for (int k = 0; k < gas && l.engine.pipeline_stages() == 1; ++k) {
       {
         profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
         l.loader.fill(s, k, l.inputs.data(), l.targets.data());
@@ -304,7 +327,7 @@ void summarize(const Loop& l, TrainSummary& out) {
   out.achieved_flops_per_s = out.flops_per_step / (ms / 1e3);
   out.skipped_steps = l.engine.skipped_steps();
   out.exposed_comm_ms_per_step = l.exposed_total_ms / double(l.steps);
-  const auto predicted = predict_memory(l.cfg, l.engine.world_size(), l.engine.backend());
+  const auto predicted = predict_memory(l.cfg, l.engine.data_parallel_size(), l.engine.backend());
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;
   out.predicted_host_memory = predicted.host;
@@ -359,7 +382,8 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   load_weights(cfg, opts, *engine, say);
   Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
-  out.flops_per_step = model_flops_per_step(cfg, engine->param_count(), engine->world_size());
+  out.flops_per_step =
+      model_flops_per_step(cfg, engine->param_count(), engine->data_parallel_size());
   recorder.attach(*engine, l.steps);
   const auto comm_before = engine->comm_counters();
   run_loop(l, out);

@@ -264,33 +264,47 @@ void parse_comms_logger(const json& block, Config& c) {
 
 namespace {
 
-// 3D parallelism's sizes (issue 16): the topology and its group communicators
-// exist (engine/parallel), tensor- and pipeline-parallel models do not yet, so
-// only 1 runs; pipeline stages with ZeRO-3 are refused as DeepSpeed refuses
-// them, whatever comes later.
-void parse_parallelism(ObjectReader& top, Config& c) {
-  int64_t tp = 1, pp = 1;
-  if (auto v = top.integer("tensor_model_parallel_size", 1, kIntMax)) tp = *v;
-  if (const json* p = top.object("pipeline")) {
-    ObjectReader r(*p, "pipeline", c.ignored_keys);
-    if (auto v = r.integer("stages", 1, kIntMax)) pp = *v;
+// 3D parallelism's sizes (issue 16), read before the batch triad, which counts
+// data-parallel ranks (DeepSpeed's dp world). Pipeline stages run; tensor
+// parallelism does not yet.
+void parse_parallel_sizes(ObjectReader& top, int world_size, Config& c) {
+  ParallelConfig& p = c.parallel;
+  if (auto v = top.integer("tensor_model_parallel_size", 1, kIntMax)) p.tensor = int(*v);
+  if (const json* block = top.object("pipeline")) {
+    ObjectReader r(*block, "pipeline", c.ignored_keys);
+    if (auto v = r.integer("stages", 1, kIntMax)) p.pipeline_stages = int(*v);
+    if (auto v = r.string("partition")) p.partition = *v;
+    if (auto v = r.integer("activation_checkpoint_interval", 0, kIntMax))
+      p.activation_checkpoint_interval = int(*v);
     r.finish();
   }
-  if (pp > 1 && c.zero.stage == 3)
+  if (p.partition != "parameters" && p.partition != "uniform")
     throw ConfigError(fmt::format(
-        "config: pipeline.stages {} with zero_optimization.stage 3: ZeRO-3 partitions the "
-        "parameters a pipeline stage owns (DeepSpeed refuses the pair too); use stage 0, 1 or 2",
-        pp));
-  if (tp > 1)
+        "config: pipeline.partition \"{}\": expected \"parameters\" or \"uniform\"", p.partition));
+  if (p.tensor > 1)
     throw ConfigError(fmt::format(
         "config: tensor_model_parallel_size {}: tensor parallelism is not built yet (only 1 "
         "runs; docs/parallelism.md)",
-        tp));
-  if (pp > 1)
+        p.tensor));
+  const int64_t model_ranks = int64_t(p.tensor) * p.pipeline_stages;
+  if (world_size % model_ranks != 0)
     throw ConfigError(fmt::format(
-        "config: pipeline.stages {}: pipeline parallelism is not built yet (only 1 runs; "
-        "docs/parallelism.md)",
-        pp));
+        "config: tensor_model_parallel_size {} × pipeline.stages {} = {} does not divide the "
+        "world of {} rank(s)",
+        p.tensor, p.pipeline_stages, model_ranks, world_size));
+  p.data_parallel = int(world_size / model_ranks);
+}
+
+// After zero_optimization: DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3
+// (gradient and parameter partitioning need the whole backward on one rank).
+void check_pipeline_with_zero(const Config& c) {
+  const int pp = c.parallel.pipeline_stages;
+  if (pp > 1 && c.zero.stage >= 2)
+    throw ConfigError(fmt::format(
+        "config: pipeline.stages {} with zero_optimization.stage {}: ZeRO stages 2 and 3 "
+        "partition the gradients a pipeline stage accumulates over its micro-batches "
+        "(DeepSpeed refuses the pair too); use stage 0 or 1",
+        pp, c.zero.stage));
 }
 
 }  // namespace
@@ -303,7 +317,8 @@ Config parse_config(const json& j, int world_size) {
   c.raw = j;
   ObjectReader top(j, "", c.ignored_keys);
 
-  resolve_batch(top, world_size, c);
+  parse_parallel_sizes(top, world_size, c);
+  resolve_batch(top, c.parallel.data_parallel, c);
   if (const json* o = top.object("optimizer")) config_detail::parse_optimizer(*o, c);
   // After the optimizer: WarmupLR's default is its lr, OneCycle's momentum needs its betas.
   if (const json* s = top.object("scheduler")) config_detail::parse_scheduler(*s, c);
@@ -335,7 +350,7 @@ Config parse_config(const json& j, int world_size) {
   // DeepSpeed turns the step timers on whenever the flops profiler is on.
   c.wall_clock_breakdown = c.wall_clock_breakdown || c.flops_profiler.enabled;
 
-  parse_parallelism(top, c);
+  check_pipeline_with_zero(c);
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
   config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   top.finish();

@@ -184,10 +184,20 @@ struct ProfilerConfig {      // hybrid.profiler
   std::string chrome_trace;  // write a Chrome trace JSON here at the end
 };
 
+// 3D parallelism (docs/parallelism.md): tensor_model_parallel_size and the
+// pipeline block. world = pp × dp × tp; the batch triad counts dp ranks.
+struct ParallelConfig {
+  int tensor = 1;                          // tensor_model_parallel_size (only 1 runs yet)
+  int pipeline_stages = 1;                 // pipeline.stages
+  std::string partition = "parameters";    // pipeline.partition: "parameters" or "uniform"
+  int activation_checkpoint_interval = 0;  // pipeline: checkpoint every block of a stage when > 0
+  int data_parallel = 1;                   // resolved: world / (tensor · pipeline_stages)
+};
+
 struct Config {
   nlohmann::json raw;  // the file as given (stored with each run)
 
-  // Batch triad, resolved: train_batch_size = micro × accumulation × world size.
+  // Batch triad, resolved: train_batch_size = micro × accumulation × data-parallel ranks.
   int train_batch_size = 0;
   int train_micro_batch_size_per_gpu = 0;
   int gradient_accumulation_steps = 0;
@@ -207,6 +217,7 @@ struct Config {
   FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
   ActivationCheckpointingConfig activation_checkpointing;
+  ParallelConfig parallel;
 
   // "hybrid" block
   ModelConfig model;

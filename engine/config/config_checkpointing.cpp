@@ -55,8 +55,14 @@ void resolve_activation_checkpointing(bool deepspeed_block, Config& c) {
   } else if (from_number > 0) {
     a.every = from_number;
   } else {
-    a.every = deepspeed_block ? 1 : 0;
+    // The pipeline's activation_checkpoint_interval asks for it as DeepSpeed's block does.
+    a.every = deepspeed_block || c.parallel.activation_checkpoint_interval > 0 ? 1 : 0;
   }
+  if (c.parallel.activation_checkpoint_interval > 1)
+    c.warnings.push_back(fmt::format(
+        "pipeline.activation_checkpoint_interval {}: checkpoints are per block here, so every "
+        "block keeps its input (DeepSpeed keeps one input per {} layers)",
+        c.parallel.activation_checkpoint_interval, c.parallel.activation_checkpoint_interval));
   if (!deepspeed_block) return;
   if (a.every == 0) {
     c.warnings.push_back(

@@ -89,34 +89,74 @@ GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
 }
 
 void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const CheckpointPlan& plan,
-                TrackingAllocator* host) {
-  if (B == B_ && T == T_ && plan == checkpoints_.plan()) return;
+                TrackingAllocator* host, int slots) {
+  if (B == B_ && T == T_ && plan == checkpoints_.plan() && slots == this->slots()) return;
   if (T < 1 || T > cfg_.seq_len)  // positions past the block size have no wpe row
     throw std::invalid_argument(fmt::format(
         "gpt2: sequence length {} must be in 1..{} (the block size, hybrid.model.seq_len)", T,
         cfg_.seq_len));
   if (plan.host_inputs && plan.any() && !host)
     throw std::logic_error("GPT2::bind: block inputs kept in host memory need a host allocator");
-  activations_ = LayoutBuffers();  // the old micro-batch's buffers go first
-  host_activations_ = LayoutBuffers();
+  if (slots < 1) throw std::invalid_argument("GPT2::bind: at least one activation slot");
+  slots_.clear();  // the old micro-batch's buffers go first
   B_ = B;
   T_ = T;
+  dt_ = dt;
   checkpoints_.set_plan(plan);
   const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
-  activations_ = LayoutBuffers(alloc, gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan));
-  if (host)
-    host_activations_ = LayoutBuffers(*host, gpt2_host_activation_layout(cfg_, B, T, dt, plan));
-  const auto& a = activations_;
+  const MemoryLayout layout = gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan);
+  for (int i = 0; i < slots; ++i) {
+    Slot slot;
+    slot.activations = LayoutBuffers(alloc, layout);
+    if (host)
+      slot.host_activations =
+          LayoutBuffers(*host, gpt2_host_activation_layout(cfg_, B, T, dt, plan));
+    slots_.push_back(std::move(slot));
+  }
+  for (auto* b : blocks) b->stream_bytes_ = stream_bytes();
+  use_slot(0);
+  assign_activation_bytes(*this, layout);
+}
+
+void GPT2::use_slot(int slot) {
+  if (slot < 0 || slot >= slots())
+    throw std::out_of_range(fmt::format("GPT2::use_slot: slot {} of {}", slot, slots()));
+  slot_ = slot;
+  wire();
+}
+
+size_t GPT2::stream_bytes() const {
+  return size_t(B_) * size_t(T_) * size_t(cfg_.n_embd) * kernels::dtype_size(dt_);
+}
+
+void GPT2::set_stage(int begin, int end, bool first, bool last) {
+  if (begin < 0 || end > cfg_.n_layer || begin >= end)
+    throw std::invalid_argument(
+        fmt::format("GPT2::set_stage: blocks [{}, {}) of {}", begin, end, cfg_.n_layer));
+  stage_begin_ = begin;
+  stage_end_ = end;
+  first_ = first;
+  last_ = last;
+}
+
+void* GPT2::stage_input() const {
+  return acts().data(block_input_entry(checkpoints_.plan(), stage_begin_));
+}
+const void* GPT2::stage_output() const {
+  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
+  return acts().data(block_input_entry(checkpoints_.plan(), end));
+}
+void* GPT2::residual_grad() const { return acts().data("grad.residual"); }
+
+void GPT2::wire() {
+  const auto& a = acts();
+  const CheckpointPlan& plan = checkpoints_.plan();
   tokens_ = a.view("tokens").as<int32_t>();
   targets_ = a.view("targets").as<int32_t>();
   embedding->out = a.data(block_input_entry(plan, 0));
   embedding->dout = a.data("grad.residual");
-  for (size_t l = 0; l < blocks.size(); ++l) {
-    wire_block(*blocks[l], int(l));
-    blocks[l]->stream_bytes_ =
-        size_t(B) * size_t(T) * size_t(cfg_.n_embd) * kernels::dtype_size(dt);
-  }
-  const size_t N = size_t(B) * size_t(T);
+  for (size_t l = 0; l < blocks.size(); ++l) wire_block(*blocks[l], int(l));
+  const size_t N = size_t(B_) * size_t(T_);
   const void* residual = a.data(block_input_entry(plan, cfg_.n_layer));
   ln_f->in = residual;
   ln_f->out = a.data("ln_f.out");
@@ -137,16 +177,17 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const Checkpoi
   grad_scratch_.clear();
   for (const char* g : {"grad.residual", "grad.ln_f"})
     grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
-  assign_activation_bytes(*this, a.layout());
 }
 
 void GPT2::wire_block(Block& b, int layer) {
-  const auto& a = activations_;
+  const auto& a = acts();
   const CheckpointPlan& plan = checkpoints_.plan();
   void* residual_in = a.data(block_input_entry(plan, layer));
   b.checkpointed = plan.checkpointed(layer);
   b.input_slot = plan.input_on_host(layer) ? residual_in : nullptr;
-  b.host_input = plan.input_on_host(layer) ? host_activations_.data(b.name() + ".input") : nullptr;
+  b.host_input = plan.input_on_host(layer)
+                     ? slots_[size_t(slot_)].host_activations.data(b.name() + ".input")
+                     : nullptr;
   // A checkpointed block's internals live in the scratch set all of them share.
   const std::string h = b.checkpointed ? std::string("recompute") : b.name();
   const size_t N = size_t(B_) * size_t(T_);
@@ -216,21 +257,33 @@ void GPT2::wire_block(Block& b, int layer) {
 }
 
 void GPT2::forward(ExecutionContext& ctx) {
-  ctx.forward(*embedding);
-  for (auto* b : blocks) b->checkpointed ? checkpoints_.forward(ctx, *b) : ctx.forward(*b);
+  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
+  if (first_) ctx.forward(*embedding);
+  for (int l = stage_begin_; l < end; ++l) {
+    Block& b = *blocks[size_t(l)];
+    b.checkpointed ? checkpoints_.forward(ctx, b) : ctx.forward(b);
+  }
+  if (!last_) return;
   ctx.forward(*ln_f);
   ctx.forward(*lm_head);
   ctx.forward(*ce_);
 }
 
+// A stage that is not last starts from the gradient the next stage sent into
+// grad.residual; one that is not first leaves its input's gradient there.
 void GPT2::backward(ExecutionContext& ctx) {
-  for (auto& [ptr, bytes] : grad_scratch_) ctx.backend().zero(ptr, bytes);
-  ctx.backward(*ce_);
-  ctx.backward(*lm_head);
-  ctx.backward(*ln_f);
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-    (*it)->checkpointed ? checkpoints_.backward(ctx, **it) : ctx.backward(**it);
-  ctx.backward(*embedding);
+  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
+  if (last_) {
+    for (auto& [ptr, bytes] : grad_scratch_) ctx.backend().zero(ptr, bytes);
+    ctx.backward(*ce_);
+    ctx.backward(*lm_head);
+    ctx.backward(*ln_f);
+  }
+  for (int l = end - 1; l >= stage_begin_; --l) {
+    Block& b = *blocks[size_t(l)];
+    b.checkpointed ? checkpoints_.backward(ctx, b) : ctx.backward(b);
+  }
+  if (first_) ctx.backward(*embedding);
 }
 
 namespace {

@@ -89,9 +89,29 @@ class GPT2 final : public Module {
 
   // Allocates activations for micro-batch [B,T] (gpt2_activation_layout) and
   // wires every module. A plan that keeps block inputs in host memory needs
-  // the host allocator.
+  // the host allocator. `slots` sets of activations hold that many
+  // micro-batches at once (a pipeline stage's in-flight ones); slot 0 is wired.
   void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt,
-            const CheckpointPlan& plan = {}, TrackingAllocator* host = nullptr);
+            const CheckpointPlan& plan = {}, TrackingAllocator* host = nullptr, int slots = 1);
+  // Wires every module to activation set `slot` (0 ≤ slot < slots()).
+  void use_slot(int slot);
+  int slots() const { return int(slots_.size()); }
+
+  // Pipeline parallelism: this rank runs blocks [begin, end), the embedding
+  // when it is the first stage and ln_f, lm_head and the loss when it is the
+  // last. A stage that is not first finds its input in stage_input(); one that
+  // is not last leaves its output in stage_output() and finds that output's
+  // gradient in residual_grad() before backward, which leaves the gradient of
+  // its input there. Default: the whole model.
+  void set_stage(int begin, int end, bool first, bool last);
+  bool first_stage() const { return first_; }
+  bool last_stage() const { return last_; }
+  int stage_begin() const { return stage_begin_; }
+  int stage_end() const { return stage_end_; }
+  void* stage_input() const;
+  const void* stage_output() const;
+  void* residual_grad() const;
+  size_t stream_bytes() const;  // one [B, T, C] tensor of the residual stream
   const CheckpointPlan& checkpoint_plan() const { return checkpoints_.plan(); }
   // Forward/recompute/backward time of the checkpointed blocks (plan.profile).
   CheckpointTimes take_checkpoint_times() { return checkpoints_.take_times(); }
@@ -103,7 +123,7 @@ class GPT2 final : public Module {
 
   const ModelConfig& config() const { return cfg_; }
   int padded_vocab() const { return Vp_; }
-  const float* losses() const { return ce_->losses; }  // [B·T] after forward (device)
+  const float* losses() const { return ce_->losses; }  // [B·T] after forward (device; last stage)
   int32_t* tokens_buffer() const { return tokens_; }   // [B·T] device, filled by the engine
   int32_t* targets_buffer() const { return targets_; }
 
@@ -120,10 +140,19 @@ class GPT2 final : public Module {
   ModelConfig cfg_;
   int Vp_;
   int B_ = 0, T_ = 0;
+  kernels::DType dt_ = kernels::DType::f32;
+  struct Slot {
+    LayoutBuffers activations;
+    LayoutBuffers host_activations;
+  };
+  void wire();
   void wire_block(Block& b, int layer);
+  const LayoutBuffers& acts() const { return slots_[size_t(slot_)].activations; }
 
-  LayoutBuffers activations_;
-  LayoutBuffers host_activations_;
+  std::vector<Slot> slots_;
+  int slot_ = 0;
+  int stage_begin_ = 0, stage_end_ = -1;  // -1: every block
+  bool first_ = true, last_ = true;
   CheckpointRunner checkpoints_;
   int32_t* tokens_ = nullptr;
   int32_t* targets_ = nullptr;

@@ -57,10 +57,10 @@ std::vector<StageBlocks> partition_blocks(int n_layer, int stages, const std::st
                                           int64_t block_params, int64_t first_extra,
                                           int64_t last_extra) {
   if (stages < 1 || stages > n_layer)
-    throw std::invalid_argument(fmt::format(
-        "pipeline.stages {}: each stage needs at least one of the model's {} blocks "
-        "(hybrid.model.n_layer)",
-        stages, n_layer));
+    throw std::invalid_argument(
+        fmt::format("pipeline.stages {}: each stage needs at least one of the model's {} blocks "
+                    "(hybrid.model.n_layer)",
+                    stages, n_layer));
   std::vector<int> counts;
   if (method == "uniform")
     counts = uniform_counts(n_layer, stages);
@@ -68,8 +68,8 @@ std::vector<StageBlocks> partition_blocks(int n_layer, int stages, const std::st
     counts = balanced_counts(n_layer, stages, std::max<int64_t>(block_params, 1), first_extra,
                              last_extra);
   else
-    throw std::invalid_argument(fmt::format(
-        "pipeline.partition \"{}\": expected \"parameters\" or \"uniform\"", method));
+    throw std::invalid_argument(
+        fmt::format("pipeline.partition \"{}\": expected \"parameters\" or \"uniform\"", method));
   std::vector<StageBlocks> out;
   int begin = 0;
   for (int c : counts) {
@@ -81,14 +81,22 @@ std::vector<StageBlocks> partition_blocks(int n_layer, int stages, const std::st
 
 const char* pipe_step_name(PipeStep::Kind k) {
   switch (k) {
-    case PipeStep::forward: return "forward";
-    case PipeStep::backward: return "backward";
-    case PipeStep::recv_forward: return "recv_forward";
-    case PipeStep::send_forward: return "send_forward";
-    case PipeStep::recv_backward: return "recv_backward";
-    case PipeStep::send_backward: return "send_backward";
-    case PipeStep::send_forward_recv_backward: return "send_forward_recv_backward";
-    case PipeStep::send_backward_recv_forward: return "send_backward_recv_forward";
+    case PipeStep::forward:
+      return "forward";
+    case PipeStep::backward:
+      return "backward";
+    case PipeStep::recv_forward:
+      return "recv_forward";
+    case PipeStep::send_forward:
+      return "send_forward";
+    case PipeStep::recv_backward:
+      return "recv_backward";
+    case PipeStep::send_backward:
+      return "send_backward";
+    case PipeStep::send_forward_recv_backward:
+      return "send_forward_recv_backward";
+    case PipeStep::send_backward_recv_forward:
+      return "send_backward_recv_forward";
   }
   return "?";
 }

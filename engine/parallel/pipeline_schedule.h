@@ -34,12 +34,12 @@ std::vector<StageBlocks> partition_blocks(int n_layer, int stages, const std::st
 // its gradient (backward) of micro-batch `micro` across a stage boundary.
 struct PipeStep {
   enum Kind : uint8_t {
-    forward,              // run micro-batch `micro` forward
-    backward,             // run micro-batch `micro` backward
-    recv_forward,         // activation of `micro` from the previous stage
-    send_forward,         // activation of `micro` to the next stage
-    recv_backward,        // gradient of `micro` from the next stage
-    send_backward,        // gradient of `micro` to the previous stage
+    forward,                     // run micro-batch `micro` forward
+    backward,                    // run micro-batch `micro` backward
+    recv_forward,                // activation of `micro` from the previous stage
+    send_forward,                // activation of `micro` to the next stage
+    recv_backward,               // gradient of `micro` from the next stage
+    send_backward,               // gradient of `micro` to the previous stage
     send_forward_recv_backward,  // activation of `micro` out, gradient of `other` in
     send_backward_recv_forward,  // gradient of `micro` out, activation of `other` in
   };

@@ -142,12 +142,23 @@ void ZeroRuntime::end_backward() {
   if (gatherer_) gatherer_->release_all();
 }
 
-GradSummary ZeroRuntime::finish_gradients() {
+GradSummary ZeroRuntime::finish_gradients(FlatRange uncounted) {
   reducer_->finish();
   const FlatRange r = reducer_->optimizer_range();
-  const auto stats =
-      backend_.grad_stats(setup_.accum_dtype, reducer_->optimizer_grads(), size_t(r.size()));
-  GradSummary s{stats.sum_squares, stats.non_finite};
+  const size_t asize = kernels::dtype_size(setup_.accum_dtype);
+  const char* grads = static_cast<const char*>(reducer_->optimizer_grads());
+  GradSummary s;
+  // The range in up to two pieces around `uncounted`.
+  const FlatRange skip = uncounted.intersect(r);
+  const FlatRange pieces[2] = {skip.empty() ? r : FlatRange{r.begin, skip.begin},
+                               skip.empty() ? FlatRange{} : FlatRange{skip.end, r.end}};
+  for (const FlatRange& p : pieces) {
+    if (p.empty()) continue;
+    const auto stats = backend_.grad_stats(
+        setup_.accum_dtype, grads + size_t(p.begin - r.begin) * asize, size_t(p.size()));
+    s.sum_squares += stats.sum_squares;
+    s.overflow = s.overflow || stats.non_finite;
+  }
   if (setup_.stage > 0 && comm_.world_size() > 1) {
     // Each rank measured its own shard: one all-reduce agrees on the norm and on
     // overflow (any rank's inf/NaN makes the sum positive).
@@ -160,6 +171,18 @@ GradSummary ZeroRuntime::finish_gradients() {
     s.overflow = both[1] > 0.0f || !std::isfinite(both[0]);
   }
   return s;
+}
+
+void ZeroRuntime::all_reduce_grads(FlatRange range, comm::Communicator& group) {
+  const FlatRange r = reducer_->optimizer_range();
+  const FlatRange mine = range.intersect(r);
+  if (mine.empty() || group.world_size() == 1) return;
+  char* grads = static_cast<char*>(reducer_->optimizer_grads());
+  const size_t asize = kernels::dtype_size(setup_.accum_dtype);
+  const int64_t t0 = clock_();
+  group.all_reduce(grads + size_t(mine.begin - r.begin) * asize, size_t(mine.size()),
+                   setup_.accum_dtype, comm::ReduceOp::sum);
+  if (waits_) waits_->record_wait(t0, clock_());
 }
 
 void* ZeroRuntime::own_params() const {

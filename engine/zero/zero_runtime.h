@@ -91,8 +91,13 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void finish_reductions() { reducer_->finish(); }
 
   // At the accumulation boundary: completes all reductions and measures the
-  // gradients (norm, overflow) across ranks.
-  GradSummary finish_gradients();
+  // gradients (norm, overflow) across ranks. `uncounted` stays out of the norm
+  // (a pipeline's tied parameters, counted on the stage that owns them).
+  GradSummary finish_gradients(FlatRange uncounted = {});
+  // Pipeline parallelism's tied parameters: sums the reduced gradients of
+  // `range` (its part in this rank's optimizer range) over `group`, the stages
+  // that share them. After finish_reductions, before finish_gradients.
+  void all_reduce_grads(FlatRange range, comm::Communicator& group);
   // Runs the optimizer over this rank's range (args gives lr, step, betas and
   // grad_scale; the rest is filled in here). A two-pass optimizer's statistics
   // are summed over the ranks in between. sync_working_params then brings every

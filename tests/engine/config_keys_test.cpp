@@ -70,6 +70,7 @@ struct KeyCheck {
   const char* key;    // as docs/config.md writes it
   const char* patch;  // merged over the base config
   Probe probe;
+  int world = 1;  // ranks the config is parsed for (pipeline stages need several)
 };
 
 // clang-format off
@@ -173,7 +174,9 @@ const KeyCheck kKeyChecks[] = {
     {"comms_logger.prof_all", R"({"comms_logger": {"enabled": true, "prof_all": false}})", FIELD(comms_logger.prof_all)},
     {"comms_logger.prof_ops", R"({"comms_logger": {"enabled": true, "prof_all": false, "prof_ops": ["all_reduce"]}})", FIELD(comms_logger.prof_ops)},
     {"tensor_model_parallel_size", R"({"tensor_model_parallel_size": 2})", ONLY_DEFAULT},
-    {"pipeline.stages", R"({"pipeline": {"stages": 2}})", ONLY_DEFAULT},
+    {"pipeline.stages", R"({"pipeline": {"stages": 2}})", FIELD(parallel.pipeline_stages), 2},
+    {"pipeline.partition", R"({"pipeline": {"stages": 2, "partition": "uniform"}})", FIELD(parallel.partition), 2},
+    {"pipeline.activation_checkpoint_interval", R"({"pipeline": {"stages": 2, "activation_checkpoint_interval": 1}})", FIELD(parallel.activation_checkpoint_interval), 2},
     // ---- accepted with a warning
     {"zero_optimization.contiguous_gradients", R"({"zero_optimization": {"stage": 2, "contiguous_gradients": true}})", WARNS},
     {"cycle_first_stair_count", R"({"scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_first_stair_count": 2}}})", WARNS},
@@ -316,10 +319,10 @@ struct Parsed {
   std::string error;  // ConfigError's message when parsing failed
 };
 
-Parsed parse(const json& j) {
+Parsed parse(const json& j, int world) {
   Parsed p;
   try {
-    p.config = parse_config(j);
+    p.config = parse_config(j, world);
   } catch (const ConfigError& e) {
     p.error = e.what();
   }
@@ -343,7 +346,7 @@ std::string run_check(const KeyCheck& check) {
   const std::string path = dotted(paths[0]);
   json without = with;
   without.at(paths[0].parent_pointer()).erase(paths[0].back());
-  const Parsed w = parse(with), wo = parse(without);
+  const Parsed w = parse(with, check.world), wo = parse(without, check.world);
   switch (check.probe.kind) {
     case Probe::only_default:
       if (w.error.find(path) == std::string::npos)

@@ -24,10 +24,18 @@ using Message = std::tuple<int, int, bool, int>;
 void messages_of(const PipeStep& st, int s, std::vector<Message>& sends,
                  std::vector<Message>& recvs) {
   switch (st.kind) {
-    case PipeStep::recv_forward: recvs.push_back({s - 1, s, true, st.micro}); break;
-    case PipeStep::send_forward: sends.push_back({s, s + 1, true, st.micro}); break;
-    case PipeStep::recv_backward: recvs.push_back({s + 1, s, false, st.micro}); break;
-    case PipeStep::send_backward: sends.push_back({s, s - 1, false, st.micro}); break;
+    case PipeStep::recv_forward:
+      recvs.push_back({s - 1, s, true, st.micro});
+      break;
+    case PipeStep::send_forward:
+      sends.push_back({s, s + 1, true, st.micro});
+      break;
+    case PipeStep::recv_backward:
+      recvs.push_back({s + 1, s, false, st.micro});
+      break;
+    case PipeStep::send_backward:
+      sends.push_back({s, s - 1, false, st.micro});
+      break;
     case PipeStep::send_forward_recv_backward:
       sends.push_back({s, s + 1, true, st.micro});
       recvs.push_back({s + 1, s, false, st.other});
@@ -36,7 +44,8 @@ void messages_of(const PipeStep& st, int s, std::vector<Message>& sends,
       sends.push_back({s, s - 1, false, st.micro});
       recvs.push_back({s - 1, s, true, st.other});
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -197,8 +206,8 @@ int64_t brute_force_heaviest(int n, int p, int64_t block, int64_t first, int64_t
       c[size_t(s)] = left;
       int64_t worst = 0;
       for (int k = 0; k < p; ++k)
-        worst = std::max(worst, c[size_t(k)] * block + (k == 0 ? first : 0) +
-                                    (k == p - 1 ? last : 0));
+        worst =
+            std::max(worst, c[size_t(k)] * block + (k == 0 ? first : 0) + (k == p - 1 ? last : 0));
       best = std::min(best, worst);
       return;
     }
@@ -223,8 +232,8 @@ TEST(PartitionBlocks, ParametersMinimiseTheHeaviestStage) {
       EXPECT_GE(parts[size_t(s)].size(), 1);
       EXPECT_EQ(parts[size_t(s)].begin, covered);
       covered = parts[size_t(s)].end;
-      worst = std::max<int64_t>(worst, parts[size_t(s)].size() * block + (s == 0 ? first : 0) +
-                                  (s == p - 1 ? last : 0));
+      worst = std::max<int64_t>(
+          worst, parts[size_t(s)].size() * block + (s == 0 ? first : 0) + (s == p - 1 ? last : 0));
     }
     EXPECT_EQ(covered, n);
     EXPECT_EQ(worst, brute_force_heaviest(n, p, block, first, last)) << n << " " << p;
@@ -234,9 +243,9 @@ TEST(PartitionBlocks, ParametersMinimiseTheHeaviestStage) {
 TEST(PartitionBlocks, ErrorsNameTheKey) {
   EXPECT_THAT([] { partition_blocks(2, 3, "uniform", 1, 0, 0); },
               testing::ThrowsMessage<std::invalid_argument>(testing::HasSubstr("pipeline.stages")));
-  EXPECT_THAT([] { partition_blocks(4, 2, "type:transformer", 1, 0, 0); },
-              testing::ThrowsMessage<std::invalid_argument>(
-                  testing::HasSubstr("pipeline.partition")));
+  EXPECT_THAT(
+      [] { partition_blocks(4, 2, "type:transformer", 1, 0, 0); },
+      testing::ThrowsMessage<std::invalid_argument>(testing::HasSubstr("pipeline.partition")));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // and split() of the single-process communicator.
 #include "engine/parallel/topology.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -88,12 +89,14 @@ TEST(Topology, OneProcessGroupsAreOneProcess) {
   EXPECT_THROW(make_group_communicators(*world, Topology(2, 2, 1)), std::invalid_argument);
 }
 
-// The config's sizes: 1 parses, more is refused naming the key (not built
-// yet), and pipeline stages with ZeRO-3 are refused naming both keys.
-TEST(ParallelismConfig, OnlyOneRunsAndPipelineWithZeroThreeNamesBothKeys) {
-  auto error = [](const nlohmann::json& j) {
+// The config's sizes: pipeline stages divide the world and leave the batch
+// triad to the data-parallel ranks; tensor parallelism is refused naming the
+// key (not built yet), and pipeline stages with ZeRO-2 or 3 are refused naming
+// both keys, as DeepSpeed refuses them.
+TEST(ParallelismConfig, PipelineStagesParseAndRefusalsNameTheKeys) {
+  auto error = [](const nlohmann::json& j, int world = 4) {
     try {
-      parse_config(j, 4);
+      parse_config(j, world);
     } catch (const ConfigError& e) {
       return std::string(e.what());
     }
@@ -110,16 +113,25 @@ TEST(ParallelismConfig, OnlyOneRunsAndPipelineWithZeroThreeNamesBothKeys) {
   EXPECT_THAT(
       error(with({{"tensor_model_parallel_size", 2}})),
       ::testing::HasSubstr("tensor_model_parallel_size 2: tensor parallelism is not built"));
-  EXPECT_THAT(error(with({{"pipeline", {{"stages", 2}}}})),
-              ::testing::HasSubstr("pipeline.stages 2: pipeline parallelism is not built"));
-  const std::string both =
-      error(with({{"pipeline", {{"stages", 2}}}, {"zero_optimization", {{"stage", 3}}}}));
-  EXPECT_THAT(both, ::testing::HasSubstr("pipeline.stages 2 with zero_optimization.stage 3"));
-  // DeepSpeed's other pipeline keys are read as ignored, not silently.
-  const Config c =
-      parse_config(with({{"pipeline", {{"stages", 1}, {"partition", "parameters"}}}}), 4);
-  EXPECT_NE(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "pipeline.partition"),
-            c.ignored_keys.end());
+  EXPECT_THAT(error(with({{"pipeline", {{"stages", 3}}}})),
+              ::testing::HasSubstr("pipeline.stages 3 = 3 does not divide the world of 4"));
+  for (int stage : {2, 3}) {
+    const std::string both =
+        error(with({{"pipeline", {{"stages", 2}}}, {"zero_optimization", {{"stage", stage}}}}));
+    EXPECT_THAT(both, ::testing::HasSubstr(
+                          fmt::format("pipeline.stages 2 with zero_optimization.stage {}", stage)));
+  }
+  EXPECT_THAT(error(with({{"pipeline", {{"stages", 2}, {"partition", "type:Block"}}}})),
+              ::testing::HasSubstr("pipeline.partition \"type:Block\""));
+  // 4 ranks = 2 stages × 2 data-parallel ranks: the batch counts the latter.
+  const Config c = parse_config(with({{"pipeline", {{"stages", 2}, {"partition", "uniform"}}},
+                                      {"gradient_accumulation_steps", 4},
+                                      {"zero_optimization", {{"stage", 1}}}}),
+                                4);
+  EXPECT_EQ(c.parallel.pipeline_stages, 2);
+  EXPECT_EQ(c.parallel.data_parallel, 2);
+  EXPECT_EQ(c.parallel.partition, "uniform");
+  EXPECT_EQ(c.train_batch_size, 1 * 4 * 2);
 }
 
 }  // namespace
