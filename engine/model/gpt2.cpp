@@ -104,7 +104,8 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const Checkpoi
   dt_ = dt;
   checkpoints_.set_plan(plan);
   const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
-  const MemoryLayout layout = gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan);
+  const MemoryLayout layout = gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan,
+                                                     {stage_begin_, stage_end_, first_, last_});
   for (int i = 0; i < slots; ++i) {
     Slot slot;
     slot.activations = LayoutBuffers(alloc, layout);
@@ -133,6 +134,8 @@ void GPT2::set_stage(int begin, int end, bool first, bool last) {
   if (begin < 0 || end > cfg_.n_layer || begin >= end)
     throw std::invalid_argument(
         fmt::format("GPT2::set_stage: blocks [{}, {}) of {}", begin, end, cfg_.n_layer));
+  if (!slots_.empty())
+    throw std::logic_error("GPT2::set_stage: before bind (it lays out the stage)");
   stage_begin_ = begin;
   stage_end_ = end;
   first_ = first;
@@ -148,17 +151,22 @@ const void* GPT2::stage_output() const {
 }
 void* GPT2::residual_grad() const { return acts().data("grad.residual"); }
 
+// Only what this stage runs: the others' buffers do not exist (ActivationStage).
 void GPT2::wire() {
   const auto& a = acts();
   const CheckpointPlan& plan = checkpoints_.plan();
   tokens_ = a.view("tokens").as<int32_t>();
   targets_ = a.view("targets").as<int32_t>();
-  embedding->out = a.data(block_input_entry(plan, 0));
-  embedding->dout = a.data("grad.residual");
-  for (size_t l = 0; l < blocks.size(); ++l) wire_block(*blocks[l], int(l));
+  grad_scratch_.clear();
+  if (first_) {
+    embedding->out = a.data(block_input_entry(plan, 0));
+    embedding->dout = a.data("grad.residual");
+  }
+  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
+  for (int l = stage_begin_; l < end; ++l) wire_block(*blocks[size_t(l)], l);
+  if (!last_) return;
   const size_t N = size_t(B_) * size_t(T_);
-  const void* residual = a.data(block_input_entry(plan, cfg_.n_layer));
-  ln_f->in = residual;
+  ln_f->in = a.data(block_input_entry(plan, cfg_.n_layer));
   ln_f->out = a.data("ln_f.out");
   ln_f->mean = a.view("ln_f.stats").as<float>();
   ln_f->rstd = ln_f->mean + N;
@@ -173,8 +181,6 @@ void GPT2::wire() {
   ce_->logits = lm_head->out;
   ce_->losses = a.view("loss.stats").as<float>();
   ce_->lse = ce_->losses + N;
-
-  grad_scratch_.clear();
   for (const char* g : {"grad.residual", "grad.ln_f"})
     grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
 }

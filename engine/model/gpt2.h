@@ -24,9 +24,16 @@ namespace hybrid::engine {
 // Module::activation_bytes sums by owner and what the memory model predicts.
 // Checkpointed blocks (plan) keep only their input; their internals share one
 // scratch set, recomputed in backward.
+// A pipeline stage's share: blocks [begin, end) (end -1: to the last), the
+// embedding when first, ln_f, lm_head and the loss when last.
+struct ActivationStage {
+  int begin = 0, end = -1;
+  bool first = true, last = true;
+};
 MemoryLayout gpt2_activation_layout(const ModelConfig& m, int padded_vocab, int B, int T,
                                     kernels::DType dt, uint64_t attention_saved_bytes,
-                                    const CheckpointPlan& plan = {});
+                                    const CheckpointPlan& plan = {},
+                                    const ActivationStage& stage = {});
 // The host memory of activations: the inputs of checkpointed blocks when the plan
 // keeps them there (cpu_checkpointing); empty otherwise.
 MemoryLayout gpt2_host_activation_layout(const ModelConfig& m, int B, int T, kernels::DType dt,
@@ -102,7 +109,8 @@ class GPT2 final : public Module {
   // last. A stage that is not first finds its input in stage_input(); one that
   // is not last leaves its output in stage_output() and finds that output's
   // gradient in residual_grad() before backward, which leaves the gradient of
-  // its input there. Default: the whole model.
+  // its input there. Default: the whole model. Before bind, which lays out
+  // only the stage's activations.
   void set_stage(int begin, int end, bool first, bool last);
   bool first_stage() const { return first_; }
   bool last_stage() const { return last_; }

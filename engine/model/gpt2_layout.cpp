@@ -33,7 +33,9 @@ void block_internals(const std::string& h, const std::string& owner_prefix, uint
 }  // namespace
 
 MemoryLayout gpt2_activation_layout(const ModelConfig& m, int Vp, int B, int T, kernels::DType dt,
-                                    uint64_t attention_saved_bytes, const CheckpointPlan& plan) {
+                                    uint64_t attention_saved_bytes, const CheckpointPlan& plan,
+                                    const ActivationStage& stage) {
+  const int begin = stage.begin, end = stage.end < 0 ? m.n_layer : stage.end;
   const uint64_t N = uint64_t(B) * uint64_t(T), C = uint64_t(m.n_embd), d = kernels::dtype_size(dt);
   MemoryLayout l;
   // owner: the module that keeps the buffer for backward; none for shared ones.
@@ -49,7 +51,10 @@ MemoryLayout gpt2_activation_layout(const ModelConfig& m, int Vp, int B, int T, 
   auto keeps_input = [&](int layer) {
     return block_input_entry(plan, layer).rfind("checkpoint.slot.", 0) != 0;
   };
-  if (keeps_input(0)) add("embedding.out", N * C, d, "embedding");
+  if (keeps_input(0) && stage.first) add("embedding.out", N * C, d, "embedding");
+  // A later stage receives its input where the previous block would have left it.
+  if (keeps_input(begin) && !stage.first)
+    add("h." + std::to_string(begin - 1) + ".residual_out", N * C, d);
   // Shared by every layer: the c_proj outputs' scratch and the gradient buffers.
   add("branch_out", N * C, d);
   add("grad.residual", N * C, d);  // one gradient buffer for the whole residual stream
@@ -62,17 +67,19 @@ MemoryLayout gpt2_activation_layout(const ModelConfig& m, int Vp, int B, int T, 
   // Checkpointed blocks: one set of internals for all of them, rewritten by each
   // block's forward and again by its recomputation in backward.
   if (plan.any()) block_internals("recompute", "", N, C, d, attention_saved_bytes, add);
+  const int slot_end = stage.last ? end : end + 1;  // the output may go to the next stage's slot
   for (int slot = 0; slot < 2; ++slot)
-    for (int layer = slot; layer < m.n_layer; layer += 2)
+    for (int layer = begin + (begin + slot) % 2; layer < slot_end; layer += 2)
       if (plan.input_on_host(layer)) {
         add("checkpoint.slot." + std::to_string(slot), N * C, d);
         break;
       }
-  for (int layer = 0; layer < m.n_layer; ++layer) {
+  for (int layer = begin; layer < end; ++layer) {
     const std::string h = "h." + std::to_string(layer);
     if (!plan.checkpointed(layer)) block_internals(h, h, N, C, d, attention_saved_bytes, add);
     if (keeps_input(layer + 1)) add(h + ".residual_out", N * C, d, h);
   }
+  if (!stage.last) return l;
   add("ln_f.out", N * C, d, "ln_f");
   add("ln_f.stats", 2 * N, 4, "ln_f");
   add("grad.ln_f", N * C, d);
