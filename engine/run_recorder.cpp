@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "base/host.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/rank_rows_forwarding.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/report_flops.h"
@@ -30,18 +32,13 @@ bool wants_profile(const Config& cfg, const TrainOptions& opts) {
          !opts.db.empty();
 }
 
-// Rank 0: which ranks the store will not hear from, and why.
-void warn_other_machines(const comm::Placement& p) {
-  std::vector<int> away;
-  for (int r = 0; r < int(p.machine_of_rank.size()); ++r)
-    if (!p.same_machine(r, 0)) away.push_back(r);
+// Rank 0: which ranks' rows reach the store through it, and when.
+void say_forwarded(const std::vector<int>& away) {
   if (away.empty()) return;
-  const std::string list = fmt::format("{}", fmt::join(away, ","));
-  std::fprintf(stderr,
-               "warning: ranks %s run on other machines than rank 0: the run store (SQLite in WAL "
-               "mode) cannot be shared across machines, so only rank 0's machine records its "
-               "ranks (docs/cluster.md)\n",
-               list.c_str());
+  std::printf(
+      "run store: ranks %s run on other machines than rank 0; rank 0 writes their rows "
+      "at the end of the run (docs/cluster.md)\n",
+      fmt::format("{}", fmt::join(away, ",")).c_str());
 }
 
 }  // namespace
@@ -71,11 +68,13 @@ RunRecorder::~RunRecorder() = default;
 void RunRecorder::attach(Engine& engine, int64_t steps) {
   engine_ = &engine;
   run_id_ = engine.broadcast_from_rank0(run_id_);
-  // SQLite's WAL index is shared memory: only ranks on rank 0's machine may open the store.
+  // SQLite's WAL index is shared memory: only ranks on rank 0's machine open the
+  // store; the others keep their rows for rank 0 to write (forward_rank_rows).
   const auto& placement = engine.host_communicator().placement();
-  if (!opts_.db.empty() && rank_ != 0 && placement.same_machine(rank_, 0))
-    store_ = std::make_unique<profiler::RunStore>(opts_.db);
-  if (!opts_.db.empty() && rank_ == 0) warn_other_machines(placement);
+  const bool recording = !opts_.db.empty();
+  away_ = recording && rank_ != 0 && !placement.same_machine(rank_, 0);
+  if (recording && rank_ != 0 && !away_) store_ = std::make_unique<profiler::RunStore>(opts_.db);
+  if (recording && rank_ == 0) say_forwarded(ranks_away_from_rank0(placement));
 
   // The profiled window (steps numbered from 1): DeepSpeed's profile_step, or
   // the third step (past warm-up) for a run that is only being recorded.
@@ -101,7 +100,7 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
     info.activation_bytes = m->activation_bytes();
     modules_.push_back(info);
   }
-  if (!store_) return;
+  if (!store_ && !away_) return;
   profiler::RankInfo me;
   me.rank = rank_;
   me.epoch_unix_ns = profiler::unix_ns_of(engine.tracer().epoch());
@@ -109,6 +108,12 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
   me.local_size = placement.local_size(rank_);
   me.threads = omp_get_max_threads();
   me.host_memory_bytes = base::physical_memory();
+  if (away_) {  // what register_rank would fill in, from this process
+    me.host = base::host_name();
+    me.pid = int64_t(::getpid());
+    forwarded_.rank = std::move(me);
+    return;
+  }
   store_->register_rank(run_id_, std::move(me));
   if (rank_ == 0) {
     auto info = store_->get_run(run_id_);
@@ -286,6 +291,39 @@ std::vector<profiler::MemoryRow> RunRecorder::memory_rows(const TrainSummary& su
   return mem;
 }
 
+std::vector<profiler::CommStatRow> RunRecorder::comm_rows() const {
+  std::vector<profiler::CommStatRow> comm;
+  for (const auto& c : engine_->comm_tracer().stats()) {
+    profiler::CommStatRow row;
+    row.rank = rank_;
+    row.op = std::string(profiler::collective_name(c.kind));
+    row.bytes = c.msg_bytes;
+    row.count = int64_t(c.count);
+    row.total_ns = c.total_ns;
+    row.min_ns = c.min_ns;
+    row.max_ns = c.max_ns;
+    row.algbw_gbps = c.mean_algbw_gbps();
+    row.busbw_gbps = c.mean_busbw_gbps();
+    row.link = std::string(profiler::link_name(c.link));
+    comm.push_back(row);
+  }
+  // The offload path's file I/O goes with the collectives, under its own op names.
+  for (const auto& io : engine_->comm_tracer().io_stats()) {
+    profiler::CommStatRow row;
+    row.rank = rank_;
+    row.op = std::string(profiler::io_name(io.kind));
+    row.bytes = io.msg_bytes;
+    row.count = int64_t(io.count);
+    row.total_ns = io.total_ns;
+    row.min_ns = io.min_ns;
+    row.max_ns = io.max_ns;
+    row.algbw_gbps = io.mean_gbps();
+    row.busbw_gbps = io.mean_gbps();  // one rank, one file: no bus factor
+    comm.push_back(row);
+  }
+  return comm;
+}
+
 void RunRecorder::finish(const TrainSummary& summary) {
   Engine& e = *engine_;
   e.flush_gpu_activity();  // CUPTI's kernel/memcpy records of the profiled steps join the CPU
@@ -317,39 +355,22 @@ void RunRecorder::finish(const TrainSummary& summary) {
     store_->add_layer_stats(run_id_, stats);
     if (!gpu.empty()) store_->add_gpu_timeline(run_id_, gpu);
     store_->add_events(run_id_, events_, e.tracer().names());
-    std::vector<profiler::CommStatRow> comm;
-    for (const auto& c : e.comm_tracer().stats()) {
-      profiler::CommStatRow row;
-      row.rank = rank_;
-      row.op = std::string(profiler::collective_name(c.kind));
-      row.bytes = c.msg_bytes;
-      row.count = int64_t(c.count);
-      row.total_ns = c.total_ns;
-      row.min_ns = c.min_ns;
-      row.max_ns = c.max_ns;
-      row.algbw_gbps = c.mean_algbw_gbps();
-      row.busbw_gbps = c.mean_busbw_gbps();
-      row.link = std::string(profiler::link_name(c.link));
-      comm.push_back(row);
-    }
-    // The offload path's file I/O goes with the collectives, under its own op names.
-    for (const auto& io : e.comm_tracer().io_stats()) {
-      profiler::CommStatRow row;
-      row.rank = rank_;
-      row.op = std::string(profiler::io_name(io.kind));
-      row.bytes = io.msg_bytes;
-      row.count = int64_t(io.count);
-      row.total_ns = io.total_ns;
-      row.min_ns = io.min_ns;
-      row.max_ns = io.max_ns;
-      row.algbw_gbps = io.mean_gbps();
-      row.busbw_gbps = io.mean_gbps();  // one rank, one file: no bus factor
-      comm.push_back(row);
-    }
-    store_->add_comm_stats(run_id_, comm);
+    store_->add_comm_stats(run_id_, comm_rows());
     store_->add_memory(
         run_id_, memory_rows(summary, predict_memory(cfg_, e.data_parallel_size(), e.backend())));
+  } else if (away_) {
+    auto& f = forwarded_;
+    f.step_ranks = std::move(step_ranks_);
+    f.step_timers = std::move(step_timers_);
+    f.layers = std::move(stats);
+    f.gpu = std::move(gpu);
+    f.events = {std::move(events_), e.tracer().names()};
+    f.comm = comm_rows();
+    f.memory = memory_rows(summary, predict_memory(cfg_, e.data_parallel_size(), e.backend()));
   }
+  // After every collective the rows count, so forwarding adds none to them.
+  if (!opts_.db.empty())
+    forward_rank_rows(e.host_communicator(), store_.get(), run_id_, forwarded_);
   e.barrier();  // every rank's rows are in before the run is declared finished
   if (store_ && rank_ == 0) {
     store_->finish_run(run_id_, profiler::RunStatus::ok, {}, summary.to_json().dump());

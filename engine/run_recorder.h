@@ -1,5 +1,6 @@
-// Records a training run for the profiler: the run store (every rank writes
-// its own rows; rank 0 the run and the global step rows), the profiled-step
+// Records a training run for the profiler: the run store (every rank on rank
+// 0's machine writes its own rows, rank 0 also the run, the global step rows and
+// the rows of ranks on other machines, handed over at the end), the profiled-step
 // window in which the tracer is on, per-module layer statistics aggregated from
 // its events, the DeepSpeed-style FLOPs report and comms summary, and the
 // Chrome trace.
@@ -14,6 +15,7 @@
 #include "engine/memory_model.h"
 #include "engine/trainer.h"
 #include "profiler/profile_data.h"
+#include "profiler/rank_rows.h"
 
 namespace hybrid {
 
@@ -47,6 +49,7 @@ class RunRecorder {
   std::vector<profiler::LayerStat> layer_stats(const std::vector<profiler::Event>& events) const;
   void print_flops_report(const std::vector<profiler::LayerStat>& mine);
   void flush_steps();
+  std::vector<profiler::CommStatRow> comm_rows() const;  // collectives and offload I/O so far
   std::vector<profiler::MemoryRow> memory_rows(const TrainSummary& summary,
                                                const engine::MemoryPrediction& predicted) const;
 
@@ -63,6 +66,9 @@ class RunRecorder {
   std::vector<profiler::StepRankRow> step_ranks_;
   std::vector<profiler::StepTimerRow> step_timers_;  // wall_clock_breakdown, this rank
   std::vector<profiler::ModuleInfo> modules_;
+  // On another machine than rank 0's: no store; every row waits here for finish().
+  bool away_ = false;
+  profiler::RankRows forwarded_;
 };
 
 }  // namespace hybrid

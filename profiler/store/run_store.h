@@ -2,9 +2,11 @@
 // trial in one SQLite file (default results/hybrid.db; schema in docs/schema.md).
 //
 // Who opens it, and how:
-// - every process of a training run opens its own RunStore (never share one
-//   across fork or MPI ranks); rank 0 calls create_run and broadcasts the id, each
-//   rank then writes its own rows (register_rank, step_ranks, layer_stats, ...).
+// - every process of a training run on rank 0's machine opens its own RunStore
+//   (never share one across fork or MPI ranks); rank 0 calls create_run and
+//   broadcasts the id, each rank then writes its own rows (register_rank,
+//   step_ranks, layer_stats, ...). Ranks on other machines must not open it (the
+//   WAL index is shared memory): rank 0 stores their rows with add_rank_rows.
 //   WAL mode plus a 10 s busy timeout and retried write transactions let many
 //   processes write at once; each add_* call is one transaction.
 // - the autotuner writes sweeps and trials while its trial processes write runs.
@@ -31,6 +33,8 @@
 #include "profiler/sweep_data.h"
 
 namespace hybrid::profiler {
+
+struct RankRows;
 
 namespace store {
 class Connection;
@@ -83,6 +87,10 @@ class RunStore {
   void add_events(int64_t run_id, std::span<const Event> events,
                   std::span<const std::string> names);
   void add_gpu_timeline(int64_t run_id, std::span<const GpuRankTimeline> rows);
+  // Everything one rank writes (profiler/rank_rows.h), in one transaction, its
+  // host and pid as given: rank 0 storing the rows of a rank on another machine,
+  // which cannot open the file itself. Nothing is written for bad event names.
+  void add_rank_rows(int64_t run_id, const RankRows& rows);
   // Rows are replaced when their key exists (a re-written step, module, ...).
 
   // A finished run written whole, in one transaction (an imported trace): either

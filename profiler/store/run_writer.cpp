@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "base/host.h"
+#include "profiler/rank_rows.h"
 #include "profiler/store/connection.h"
 #include "profiler/store/process_info.h"
 #include "profiler/store/run_store.h"
@@ -287,6 +288,20 @@ void RunStore::add_memory(int64_t id, std::span<const MemoryRow> rows) {
 }
 void RunStore::add_gpu_timeline(int64_t id, std::span<const GpuRankTimeline> rows) {
   write_to_run(id, [&](Connection& c) { insert_gpu_timeline(c, id, rows); });
+}
+
+void RunStore::add_rank_rows(int64_t id, const RankRows& r) {
+  check_event_names(r.events.events, r.events.names);
+  write_to_run(id, [&](Connection& c) {
+    insert_rank(c, id, r.rank);
+    insert_step_ranks(c, id, r.step_ranks);
+    insert_step_timers(c, id, r.step_timers);
+    insert_layer_stats(c, id, r.layers);
+    insert_gpu_timeline(c, id, r.gpu);
+    insert_events(c, id, r.events.events, r.events.names);
+    insert_comm_stats(c, id, r.comm);
+    insert_memory(c, id, r.memory);
+  });
 }
 
 void RunStore::add_events(int64_t run_id, std::span<const Event> events,

@@ -2,9 +2,13 @@
 // them, shared memory within one): per-step losses equal the one-host run's,
 // each rank's host and place on it are recorded and printed, and collectives
 // that crossed hosts are booked as inter-host in the store and the report.
+// With each host standing in for a separate machine (HYBRID_MACHINE_ID = its
+// host name), the other host's ranks hand their rows to rank 0 over TCP and the
+// store holds every rank as before.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "profiler/store/run_store.h"
 #include "tests/cluster/test_cluster.h"
@@ -22,10 +26,18 @@ struct ClusterRun {
   std::vector<profiler::RankInfo> ranks;
   std::vector<profiler::CommStatRow> comm;
   std::string db;
+  std::string integrity;
+  profiler::RunStatus status = profiler::RunStatus::running;
+  // Table → rank → rows of that rank, for the tables every rank writes.
+  std::map<std::string, std::map<int, size_t>> rows;
 };
 
+// Before hybrid-train: each rank's machine id is its host's name, as if the
+// test hosts were separate machines (they share one kernel, hence one boot id).
+const std::string kMachinePerHost = "sh -c 'HYBRID_MACHINE_ID=$(uname -n) exec \"$0\" \"$@\"' ";
+
 ClusterRun train(const test::TempDir& dir, const std::string& name, const std::string& launcher,
-                 int stage) {
+                 int stage, const std::string& wrap = "") {
   const std::string cfg = dir / (name + ".json");
   ClusterRun run;
   run.db = dir / (name + ".db");
@@ -35,8 +47,8 @@ ClusterRun train(const test::TempDir& dir, const std::string& name, const std::s
                                                   {"overlap_comm", true},
                                                   {"reduce_bucket_size", 3000},
                                                   {"allgather_bucket_size", 5000}}}}));
-  const auto r = test::run_command(launcher + test::tool("hybrid-train") + " --config " + cfg +
-                                   " --steps " + std::to_string(kSteps) + " --db " + run.db);
+  const auto r = test::run_command(launcher + wrap + test::tool("hybrid-train") + " --config " +
+                                   cfg + " --steps " + std::to_string(kSteps) + " --db " + run.db);
   run.exit_code = r.exit_code;
   run.output = r.output;
   if (r.exit_code != 0) return run;
@@ -46,6 +58,14 @@ ClusterRun train(const test::TempDir& dir, const std::string& name, const std::s
   for (const auto& s : store.steps(runs[0].id)) run.losses.push_back(s.loss);
   run.ranks = store.ranks(runs[0].id);
   run.comm = store.comm_stats(runs[0].id);
+  run.integrity = store.integrity_check();
+  run.status = runs[0].status;
+  for (const auto& x : run.ranks) ++run.rows["run_ranks"][x.rank];
+  for (const auto& x : store.step_ranks(runs[0].id)) ++run.rows["step_ranks"][x.rank];
+  for (const auto& x : store.layer_stats(runs[0].id)) ++run.rows["layer_stats"][x.rank];
+  for (const auto& x : store.memory(runs[0].id)) ++run.rows["memory"][x.rank];
+  for (const auto& x : store.events(runs[0].id).events) ++run.rows["events"][x.rank];
+  for (const auto& x : run.comm) ++run.rows["comm_stats"][x.rank];
   return run;
 }
 
@@ -114,6 +134,34 @@ TEST(TrainAcrossHosts, TwoRanksOnTwoHostsMatchOneHostAtStage3) {
   ASSERT_EQ(two.exit_code, 0) << two.output;
   expect_same_losses(one_host, two, "2 hosts x 1 rank, ZeRO-3");
   expect_links(two, "inter_host");
+}
+
+TEST(TrainAcrossHosts, HostsAsSeparateMachinesHandTheirRowsToRankZero) {
+  test::TestCluster cluster(2);
+  HYBRID_REQUIRE_CLUSTER(cluster);
+  test::TempDir dir;
+  const auto shared = train(dir, "one_machine", cluster.mpirun(dir.path(), 4, 2), 2);
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  const auto apart =
+      train(dir, "two_machines", cluster.mpirun(dir.path(), 4, 2), 2, kMachinePerHost);
+  ASSERT_EQ(apart.exit_code, 0) << apart.output;
+  EXPECT_NE(apart.output.find("run store: ranks 2,3 run on other machines than rank 0"),
+            std::string::npos)
+      << apart.output;
+  expect_same_losses(shared, apart, "2 machines x 2 ranks");
+  EXPECT_EQ(apart.integrity, "ok");
+  EXPECT_EQ(apart.status, profiler::RunStatus::ok);
+  // hyb-node2's ranks are there, as themselves, with as many rows as when they
+  // wrote them into the store directly.
+  ASSERT_EQ(apart.ranks.size(), 4u) << apart.output;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(apart.ranks[r].host, r < 2 ? "hyb-node1" : "hyb-node2") << "rank " << r;
+    EXPECT_EQ(apart.ranks[r].local_rank, r % 2) << "rank " << r;
+  }
+  ASSERT_EQ(shared.rows.at("step_ranks").size(), 4u);
+  ASSERT_EQ(shared.rows.at("events").size(), 4u);
+  EXPECT_EQ(apart.rows, shared.rows);
+  expect_links(apart, "inter_host");
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // closed form, shared weights counted once, and the run store under real
 // `mpirun` ranks (concurrent writers and a reader, a killed run, overlap shown
 // as exposed < total communication, a trace Perfetto can open).
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -123,39 +122,6 @@ TEST(Profiling, FourRanksAndAReaderShareTheStore) {
   EXPECT_EQ(ranks_with_layers.size(), 4u);
   EXPECT_EQ(ranks_with_memory.size(), 4u);
   EXPECT_GT(store.event_count(runs[0].id), 0);
-}
-
-// Ranks on another machine (standing in: HYBRID_MACHINE_ID per rank, Open
-// MPI's MPMD form) never open the store, whose WAL index is shared memory on
-// one machine; rank 0 says which ranks are left out, and the run is whole
-// otherwise: every step, rank 0's machine's rows, integrity ok.
-TEST(Profiling, RanksOnAnotherMachineLeaveTheStoreToRankZerosMachine) {
-  test::TempDir dir;
-  const std::string db = dir / "runs.db", cfg = dir / "cfg.json";
-  test::write_json(cfg, test::tiny_config_json({}));
-  auto rank_cmd = [&](const char* machine) {
-    return fmt::format("-np 1 env HYBRID_MACHINE_ID={} {} --config {} --steps 6 --db {}", machine,
-                       test::tool("hybrid-train"), cfg, db);
-  };
-  const auto r = test::run_command(std::string(HYBRID_MPIEXEC) + " " + rank_cmd("here") + " : " +
-                                   rank_cmd("here") + " : " + rank_cmd("elsewhere"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("warning: ranks 2 run on other machines than rank 0"), std::string::npos)
-      << r.output;
-  profiler::RunStore store(db, profiler::OpenMode::read_only);
-  EXPECT_EQ(store.integrity_check(), "ok");
-  const auto runs = store.list_runs();
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, profiler::RunStatus::ok);
-  EXPECT_EQ(runs[0].world_size, 3);
-  const auto p = store.load_profile(runs[0].id);
-  EXPECT_EQ(p.steps.size(), 6u);
-  std::set<int> ranks;
-  for (const auto& x : p.ranks) ranks.insert(x.rank);
-  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
-  std::set<int> with_steps;
-  for (const auto& x : p.step_ranks) with_steps.insert(x.rank);
-  EXPECT_EQ(with_steps, (std::set<int>{0, 1}));
 }
 
 TEST(Profiling, AKilledRunLeavesAConsistentStoreAndIsMarkedFailed) {
