@@ -163,6 +163,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                         *alloc_, offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock,
                                         comm_tracer_->io_observer());
+  restrict_zero_to_stage();
   describe_offload();
   describe_schedule();
   const auto dt = cfg.param_dtype();
@@ -323,9 +324,11 @@ std::vector<float> Engine::all_gather_floats(const std::vector<float>& mine) {
 }
 
 comm::Communicator::Counters Engine::comm_counters() const {
-  auto c = host_comm_->counters();
-  if (device_comm_ != host_comm_.get()) c += device_comm_->counters();
-  return c;
+  comm::Communicator::Counters sum;
+  for (const auto& [group, c] : comm_counters_by_group())
+    for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+      sum.calls[k] += c.calls[k], sum.bytes[k] += c.bytes[k];
+  return sum;
 }
 
 float Engine::current_lr() const { return schedule_->lr_for_update(applied_steps_); }

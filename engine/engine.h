@@ -136,6 +136,11 @@ class Engine {
   engine::comm::Communicator& host_communicator() { return *host_comm_; }
   // Calls and bytes of both communicators (counted once when they are one).
   engine::comm::Communicator::Counters comm_counters() const;
+  // The same per communicator: "world" (host and device), and with a pipeline
+  // the groups "dp" (ZeRO's reductions), "pp" (activations and their
+  // gradients, the norm, the loss) and "tied" (the tied embedding's gradients).
+  std::vector<std::pair<std::string, engine::comm::Communicator::Counters>> comm_counters_by_group()
+      const;
   // Device (backend) memory, with the config's budget.
   engine::TrackingAllocator& allocator() { return *alloc_; }
   // Host memory of the offloaded optimizer and parameters (empty without offload).
@@ -181,7 +186,8 @@ class Engine {
   void take_optimizer_step();            // step() at the accumulation boundary
   void begin_step();                     // at each step's first micro-step
   // Pipeline parallelism (engine/engine_pipeline.cpp).
-  void setup_pipeline();  // topology, groups, this stage's blocks; before the ZeRO runtime
+  void setup_pipeline();          // topology, groups, this stage's blocks; before the ZeRO runtime
+  void restrict_zero_to_stage();  // after it
   engine::GradSummary gradient_summary();  // tied gradients summed, norm over stages
   void run_pipe_step(const engine::PipeStep& step, const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets, double& loss_sum);

@@ -54,6 +54,9 @@ void Engine::setup_pipeline() {
       first || last ? topology_->group_index(ParallelAxis::pp, rank()) : pipelines + rank(), me.pp);
   zero_comm_ = groups_.dp.get();
   zero_host_comm_ = groups_.dp.get();
+  for (comm::Communicator* g :
+       {groups_.tp.get(), groups_.dp.get(), groups_.pp.get(), tied_comm_.get()})
+    g->set_observer(comm_tracer_->observer());
 
   const auto& blocks = model_->blocks;
   const auto parts = partition_blocks(
@@ -76,6 +79,33 @@ void Engine::setup_pipeline() {
                                        parts[size_t(k)].begin, parts[size_t(k)].end - 1);
                     return s;
                   }()));
+}
+
+// What the stage's modules read: its own parameters, and the tied embedding on
+// the last stage.
+void Engine::restrict_zero_to_stage() {
+  if (!topology_) return;
+  std::vector<FlatRange> used{stage_ranges_[size_t(pipeline_stage())]};
+  const ParamSpec& wte = *model_->embedding->wte();
+  if (model_->last_stage() && !model_->first_stage())
+    used.insert(used.begin(), {wte.offset, wte.offset + wte.numel});  // the embedding comes first
+  zero_->set_active_ranges(std::move(used));
+}
+
+std::vector<std::pair<std::string, comm::Communicator::Counters>> Engine::comm_counters_by_group()
+    const {
+  auto world = host_comm_->counters();
+  if (device_comm_ != host_comm_.get()) {
+    const auto d = device_comm_->counters();
+    for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+      world.calls[k] += d.calls[k], world.bytes[k] += d.bytes[k];
+  }
+  std::vector<std::pair<std::string, comm::Communicator::Counters>> out{{"world", world}};
+  if (!topology_) return out;
+  out.emplace_back("dp", groups_.dp->counters());
+  out.emplace_back("pp", groups_.pp->counters());
+  out.emplace_back("tied", tied_comm_->counters());
+  return out;
 }
 
 GradSummary Engine::gradient_summary() {

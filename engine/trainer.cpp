@@ -93,6 +93,14 @@ nlohmann::json TrainSummary::to_json() const {
     comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
         comm_bytes_per_step[size_t(k)];
   j["comm_bytes_per_step"] = comm;
+  if (!comm_bytes_by_group.empty()) {
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [group, bytes] : comm_bytes_by_group)
+      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+        groups[group][std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
+            bytes[size_t(k)];
+    j["comm_bytes_per_step_by_group"] = groups;
+  }
   if (!gemm.is_null()) j["gemm"] = gemm;
   if (!std::isnan(unigram_entropy))
     j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};
@@ -386,6 +394,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
       model_flops_per_step(cfg, engine->param_count(), engine->data_parallel_size());
   recorder.attach(*engine, l.steps);
   const auto comm_before = engine->comm_counters();
+  const auto groups_before = engine->comm_counters_by_group();
   run_loop(l, out);
   out.memory = engine->allocator().stats();  // training's peaks, before any export
   out.host_memory = engine->host_allocator().stats();
@@ -400,6 +409,14 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
     out.comm_bytes_per_step[size_t(k)] =
         double(comm_after.bytes[k] - comm_before.bytes[k]) / double(l.steps);
+  const auto groups_after = engine->comm_counters_by_group();
+  for (size_t g = 0; groups_after.size() > 1 && g < groups_after.size(); ++g) {
+    std::array<double, profiler::kCollectiveKindCount> bytes{};
+    for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+      bytes[size_t(k)] =
+          double(groups_after[g].second.bytes[k] - groups_before[g].second.bytes[k]) / l.steps;
+    out.comm_bytes_by_group.emplace_back(groups_after[g].first, bytes);
+  }
   save_outputs(l);
   summarize(l, out);
   print_summary(out, say);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/config/config.h"
@@ -74,7 +75,10 @@ struct TrainSummary {
   std::array<IoTotals, profiler::kIoKindCount> io{};
   // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
   // all_gather, broadcast, barrier, send, recv), from the communicator's counters.
-  std::array<double, profiler::kCollectiveKindCount> comm_bytes_per_step{};
+  std::array<double, profiler::kCollectiveKindCount> comm_bytes_per_step{};  // this rank's
+  // The same per communicator group (Engine::comm_counters_by_group), with a pipeline.
+  std::vector<std::pair<std::string, std::array<double, profiler::kCollectiveKindCount>>>
+      comm_bytes_by_group;
   // Synthetic data: its measured unigram entropy and analytic entropy rate (nats).
   double unigram_entropy = std::numeric_limits<double>::quiet_NaN();
   double entropy_rate = std::numeric_limits<double>::quiet_NaN();

@@ -107,5 +107,35 @@ TEST(Pipeline, AKilledRunResumesBitwiseAndItsCheckpointLoadsInOneProcess) {
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
 }
 
+// Rank 0 is stage 0, data-parallel rank 0. Per step it sends each micro-batch's
+// activation and receives its gradient (B·T·C floats each); the tied embedding
+// (V·C) is summed with the last stage; ZeRO-1 reduce-scatters and all-gathers
+// exactly the stage's own parameters (embeddings and its blocks) over dp; the
+// norm agreement is 2 floats over pp, the loss 1 float broadcast over pp and
+// 1 averaged over the world.
+TEST(Pipeline, BytesPerStepPerGroupEqualTheClosedForms) {
+  test::TempDir dir;
+  const int64_t B = 2, T = 16, C = 32, Vp = 128, m = kMicroBatches / 2;
+  const auto run = test::run_hybrid_train(dir, "bytes", 4,
+                                          pipe_patch(2, 2, {{"zero_optimization", {{"stage", 1}}}}),
+                                          "--quiet --steps 3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto& g = run.result.at("comm_bytes_per_step_by_group");
+  const double activation = double(B * T * C * 4);
+  const int64_t block = 12 * C * C + 13 * C, embeddings = Vp * C + T * C;
+  const double stage0 = double(embeddings + 2 * block) * 4;  // blocks h.0-1 (parameters method)
+  EXPECT_EQ(g.at("pp").at("send").get<double>(), m * activation);
+  EXPECT_EQ(g.at("pp").at("recv").get<double>(), m * activation);
+  EXPECT_EQ(g.at("pp").at("all_reduce").get<double>(), 8.0);
+  EXPECT_EQ(g.at("pp").at("broadcast").get<double>(), 4.0);
+  EXPECT_EQ(g.at("tied").at("all_reduce").get<double>(), double(Vp * C * 4));
+  EXPECT_EQ(g.at("dp").at("reduce_scatter").get<double>(), stage0);
+  EXPECT_EQ(g.at("dp").at("all_gather").get<double>(), stage0);
+  EXPECT_EQ(g.at("dp").at("all_reduce").get<double>(), 8.0);  // ZeRO-1's norm agreement
+  EXPECT_EQ(g.at("world").at("all_reduce").get<double>(), 4.0);
+  for (const char* kind : {"send", "recv", "reduce_scatter", "all_gather"})
+    EXPECT_EQ(g.at("world").at(kind).get<double>(), 0.0) << kind;
+}
+
 }  // namespace
 }  // namespace hybrid
