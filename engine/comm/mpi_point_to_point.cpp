@@ -34,8 +34,9 @@ void check_received(const MPI_Status& st, int expected, int peer) {
 void mpi_send(const MpiContext& c, const void* buf, size_t bytes, int peer) {
   const auto* p = static_cast<const std::byte*>(buf);
   for (size_t i = 0, n = pieces(bytes, c.chunk); i < n; ++i)
-    check_mpi(MPI_Send(p + i * c.chunk, piece_size(bytes, c.chunk, i), MPI_BYTE, peer, kTag, c.comm),
-              "MPI_Send");
+    check_mpi(
+        MPI_Send(p + i * c.chunk, piece_size(bytes, c.chunk, i), MPI_BYTE, peer, kTag, c.comm),
+        "MPI_Send");
 }
 
 void mpi_recv(const MpiContext& c, void* buf, size_t bytes, int peer) {
@@ -70,10 +71,10 @@ void mpi_send_recv(const MpiContext& c, const void* send, size_t send_bytes, int
                         piece_size(recv_bytes, c.chunk, i), MPI_BYTE, src, kTag, c.comm, &reqs[i]),
               "MPI_Irecv");
   for (size_t i = 0; i < ns; ++i)
-    check_mpi(MPI_Isend(static_cast<const std::byte*>(send) + i * c.chunk,
-                        piece_size(send_bytes, c.chunk, i), MPI_BYTE, dst, kTag, c.comm,
-                        &reqs[nr + i]),
-              "MPI_Isend");
+    check_mpi(
+        MPI_Isend(static_cast<const std::byte*>(send) + i * c.chunk,
+                  piece_size(send_bytes, c.chunk, i), MPI_BYTE, dst, kTag, c.comm, &reqs[nr + i]),
+        "MPI_Isend");
   check_mpi(MPI_Waitall(int(reqs.size()), reqs.data(), st.data()), "MPI_Waitall");
   for (size_t i = 0; i < nr; ++i) check_received(st[i], piece_size(recv_bytes, c.chunk, i), src);
 }
