@@ -92,9 +92,9 @@ class CollectivesOnly final : public Communicator {
 TEST(CommunicatorP2p, DefaultsThrowNamingTheCommunicator) {
   CollectivesOnly c;
   uint8_t b[4] = {};
-  for (auto call : {+[](Communicator& x, uint8_t* p) { x.send_async(p, 4, 0); },
-                    +[](Communicator& x, uint8_t* p) { x.recv_async(p, 4, 0); },
-                    +[](Communicator& x, uint8_t* p) { x.send_recv_async(p, 2, 0, p + 2, 2, 0); }}) {
+  for (auto call : {+[](Communicator&x, uint8_t*p) { x.send_async(p, 4, 0); },
+                    +[](Communicator&x, uint8_t*p) { x.recv_async(p, 4, 0); },
+                    +[](Communicator&x, uint8_t*p) { x.send_recv_async(p, 2, 0, p + 2, 2, 0); }}) {
     try {
       call(c, b);
       ADD_FAILURE() << "no exception";

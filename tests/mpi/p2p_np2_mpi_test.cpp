@@ -202,9 +202,11 @@ TEST_F(MpiTest, BadPeersAreRefusedNamingThem) {
   EXPECT_NE(s.find("send: peer 2 is not a rank"), std::string::npos) << s;
   const std::string r = message_of([&] { comm().recv(buf.data(), 8, -1); });
   EXPECT_NE(r.find("recv: peer -1 is not a rank"), std::string::npos) << r;
-  const std::string d = message_of([&] { comm().send_recv(buf.data(), 4, 5, buf.data() + 4, 4, 0); });
+  const std::string d =
+      message_of([&] { comm().send_recv(buf.data(), 4, 5, buf.data() + 4, 4, 0); });
   EXPECT_NE(d.find("send_recv: dst 5"), std::string::npos) << d;
-  const std::string c = message_of([&] { comm().send_recv(buf.data(), 4, 0, buf.data() + 4, 4, 9); });
+  const std::string c =
+      message_of([&] { comm().send_recv(buf.data(), 4, 0, buf.data() + 4, 4, 9); });
   EXPECT_NE(c.find("send_recv: src 9"), std::string::npos) << c;
   EXPECT_THROW(comm().send_recv(buf.data(), 8, other(), buf.data() + 4, 4, other()),
                std::invalid_argument);  // overlapping buffers
