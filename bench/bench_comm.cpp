@@ -1,6 +1,8 @@
 // Collective bandwidth of our communicator, nccl-tests style: all-reduce,
 // reduce-scatter and all-gather of fp32 from 4 KiB to 64 MiB (message size as
-// nccl-tests defines it), reporting algbw and busbw in GB/s.
+// nccl-tests defines it), reporting algbw and busbw in GB/s; and send_recv,
+// each rank exchanging the message with its partner (rank ^ 1; itself when it
+// has none), the pipeline's send-forward-receive-backward (busbw = algbw).
 //
 // Each iteration also runs the reference side by side on the same sizes: the
 // bare MPI call from this thread (under mpirun), or a memcpy of the message
@@ -36,6 +38,12 @@ using hybrid::engine::comm::ReduceOp;
 using hybrid::profiler::CollectiveKind;
 
 Communicator* g_comm = nullptr;
+
+// The rank send_recv exchanges with.
+int partner() {
+  const int p = g_comm->rank() ^ 1;
+  return p < g_comm->world_size() ? p : g_comm->rank();
+}
 MPI_Comm g_ref_comm = MPI_COMM_NULL;  // the reference's own communicator (MPI runs)
 
 // total elements split over n ranks, the first total % n parts one larger.
@@ -59,6 +67,10 @@ void run_ours(CollectiveKind kind, Buffers& b, const std::vector<size_t>& counts
       break;
     case CollectiveKind::all_gather:
       g_comm->all_gather(b.send.data(), b.recv.data(), counts, DType::f32);
+      break;
+    case CollectiveKind::send:
+      g_comm->send_recv(b.send.data(), b.send.size() * sizeof(float), partner(), b.recv.data(),
+                        b.recv.size() * sizeof(float), partner());
       break;
     default:
       break;
@@ -89,6 +101,11 @@ void run_reference(CollectiveKind kind, Buffers& b, const std::vector<size_t>& c
       MPI_Allgatherv(b.ref_send.data(), int(b.ref_send.size()), MPI_FLOAT, b.ref_recv.data(),
                      icounts.data(), displs.data(), MPI_FLOAT, g_ref_comm);
       break;
+    case CollectiveKind::send:
+      MPI_Sendrecv(b.ref_send.data(), int(b.ref_send.size()), MPI_FLOAT, partner(), 0,
+                   b.ref_recv.data(), int(b.ref_recv.size()), MPI_FLOAT, partner(), 0, g_ref_comm,
+                   MPI_STATUS_IGNORE);
+      break;
     default:
       break;
   }
@@ -113,6 +130,10 @@ void BM_collective(benchmark::State& state, CollectiveKind kind) {
     case CollectiveKind::reduce_scatter:
       b.send.assign(total, 0.0f);
       b.recv.assign(mine, 0.0f);
+      break;
+    case CollectiveKind::send:  // send_recv: the whole message each way
+      b.send.assign(total, 0.0f);
+      b.recv.assign(total, 0.0f);
       break;
     default:
       b.send.assign(mine, 0.0f);
@@ -156,10 +177,12 @@ void BM_collective(benchmark::State& state, CollectiveKind kind) {
 }
 
 void register_benchmarks() {
-  for (CollectiveKind kind :
-       {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather}) {
-    benchmark::RegisterBenchmark(std::string(hybrid::profiler::collective_name(kind)).c_str(),
-                                 BM_collective, kind)
+  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter,
+                              CollectiveKind::all_gather, CollectiveKind::send}) {
+    const std::string name = kind == CollectiveKind::send
+                                 ? "send_recv"
+                                 : std::string(hybrid::profiler::collective_name(kind));
+    benchmark::RegisterBenchmark(name.c_str(), BM_collective, kind)
         ->RangeMultiplier(4)
         ->Range(4 << 10, 64 << 20)
         ->UseManualTime()

@@ -78,9 +78,11 @@ class Communicator {
 
   // Point-to-point (pipeline stages). `peer` is a rank of this communicator.
   // Each pair of ranks must issue matching calls in the same order (MPI's
-  // non-overtaking order), with the same byte count on both sides. A peer out
-  // of range is std::invalid_argument. Booked as one `send` or `recv` record
-  // carrying the peer and the pair's link class.
+  // non-overtaking order), with the same byte count on both sides (a 0-byte
+  // send still meets a 0-byte recv). A peer out of range is
+  // std::invalid_argument; a lone send or recv to this rank itself, which
+  // could never be matched, std::logic_error. Booked as one `send` or `recv`
+  // record carrying the peer and the pair's link class.
   virtual HandlePtr send_async(const void* /*buf*/, size_t /*bytes*/, int /*peer*/) {
     throw std::logic_error(name() + ": point-to-point send is not implemented");
   }
@@ -89,8 +91,9 @@ class Communicator {
   }
   // Sends `send_bytes` to `dst` and receives `recv_bytes` from `src` at once, so
   // that neighbours exchanging in opposite directions cannot deadlock. Either
-  // side may be 0 bytes (then it is a plain send or recv). Books a `send` and a
-  // `recv` record for the sides that move bytes or stand alone.
+  // side may be 0 bytes: that side sends nothing, books nothing and its peer
+  // is not looked at, so the call is a plain send or recv (the end stages of a
+  // pipeline). Books a `send` and a `recv` record sharing one interval.
   virtual HandlePtr send_recv_async(const void* /*send*/, size_t /*send_bytes*/, int /*dst*/,
                                     void* /*recv*/, size_t /*recv_bytes*/, int /*src*/) {
     throw std::logic_error(name() + ": point-to-point send_recv is not implemented");

@@ -141,6 +141,9 @@ TEST(ClusterRates, MeasuredWorldInterpolatesOtherWorldsUseTheFit) {
   // An op the probe skipped: all-reduce's alpha and busbw on its own ring.
   EXPECT_DOUBLE_EQ(r.collective_s(CollectiveKind::reduce_scatter, 1 << 20, 16),
                    15 * f.alpha_s + double(1 << 20) * 15 / 16 / f.busbw_bytes_per_s);
+  // A pipeline stage's send: one step and the whole message over one link, whatever the group.
+  EXPECT_DOUBLE_EQ(r.collective_s(CollectiveKind::send, 1 << 20, 16),
+                   f.alpha_s + double(1 << 20) / f.busbw_bytes_per_s);
 }
 
 TEST(ClusterRates, TheTrialsLinkClassPicksItsFit) {

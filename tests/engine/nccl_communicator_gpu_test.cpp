@@ -113,6 +113,35 @@ TEST_P(NcclSingleGpu, RejectsBadArguments) {
   EXPECT_THROW(comm_->broadcast_async(nullptr, 0, 1), std::invalid_argument);
 }
 
+// One GPU: its only peer is itself. send_recv to itself (ncclSend and ncclRecv
+// in one group) copies after the compute stream's write and before its read;
+// a lone send to itself is refused, as is a peer outside the world.
+TEST_P(NcclSingleGpu, SendRecvToItselfCopiesInStreamOrder) {
+  const size_t n = (size_t(1) << 20) + 3;
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 1.0f);
+  void* src = upload(v);
+  void* dst = upload(std::vector<float>(n, -1.0f));
+  backend_->scale(kernels::DType::f32, src, n, 2.0f);
+  comm_->send_recv(src, n * 4, 0, dst, n * 4, 0);
+  backend_->scale(kernels::DType::f32, dst, n, 0.5f);
+  const auto got = download(dst, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += got[i] != v[i];
+  EXPECT_EQ(bad, 0u);
+  comm_->barrier();
+  ASSERT_EQ(records_.size(), 3u);
+  EXPECT_EQ(records_[0].kind, CollectiveKind::send);
+  EXPECT_EQ(records_[1].kind, CollectiveKind::recv);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(records_[size_t(i)].bytes, n * 4);
+    EXPECT_EQ(records_[size_t(i)].peer, 0);
+  }
+  EXPECT_THROW(comm_->send_async(src, 4, 0), std::logic_error);
+  EXPECT_THROW(comm_->recv_async(dst, 4, 1), std::invalid_argument);
+  for (void* p : {src, dst}) backend_->deallocate(p, n * 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, NcclSingleGpu, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "grouped" : "equal"; });
 #endif

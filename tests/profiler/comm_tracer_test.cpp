@@ -69,6 +69,9 @@ TEST(CommTracerFormulas, BusbwMatchesNcclTestsForEveryOpAndWorldSize) {
       {CollectiveKind::broadcast, 1, 4.0},
       {CollectiveKind::broadcast, 4, 4.0},
       {CollectiveKind::barrier, 4, 0.0},
+      {CollectiveKind::send, 2, 4.0},  // point-to-point: one link, busbw = algbw
+      {CollectiveKind::recv, 2, 4.0},
+      {CollectiveKind::send, 8, 4.0},
   };
   for (const auto& c : cases) {
     const auto r = rec(c.kind, 1'000'000, c.n, 0, 1000, 251'000);
@@ -87,6 +90,10 @@ TEST(CommTracerFormulas, ParsesDeepSpeedOpNames) {
   EXPECT_EQ(parse_collective("reduce_scatter_tensor"), CollectiveKind::reduce_scatter);
   EXPECT_EQ(parse_collective("broadcast"), CollectiveKind::broadcast);
   EXPECT_EQ(parse_collective("barrier"), CollectiveKind::barrier);
+  EXPECT_EQ(parse_collective("send"), CollectiveKind::send);
+  EXPECT_EQ(parse_collective("recv"), CollectiveKind::recv);
+  EXPECT_EQ(parse_collective("isend"), CollectiveKind::send);
+  EXPECT_EQ(parse_collective("irecv"), CollectiveKind::recv);
   try {
     parse_collective("alltoall");
     FAIL() << "expected invalid_argument";

@@ -77,6 +77,26 @@ TEST(CollectiveGroups, GroupsByOpAndSizeOverRanks) {
   EXPECT_DOUBLE_EQ(ar.busbw_min, 2.5);
 }
 
+// A pipeline's sends: stage 0 → 1 on one host, stage 1 → 2 across hosts, same
+// size: one row per link class, so the slow link shows apart.
+TEST(CollectiveGroups, PointToPointRowsSplitByThePairsLink) {
+  RunProfile p;
+  p.comm.push_back({0, "send", 1 << 20, 8, 800'000, 90'000, 110'000, 10.0, 10.0, "intra_host"});
+  p.comm.push_back({1, "send", 1 << 20, 8, 8'000'000, 900'000, 1'100'000, 1.0, 1.0, "inter_host"});
+  p.comm.push_back({1, "recv", 1 << 20, 8, 810'000, 91'000, 111'000, 9.9, 9.9, "intra_host"});
+  const auto groups = group_collectives(p);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].op, "recv");
+  EXPECT_EQ(groups[1].op, "send");
+  EXPECT_EQ(groups[1].link, "intra_host");
+  EXPECT_EQ(groups[1].ranks, 1);
+  EXPECT_EQ(groups[2].link, "inter_host");
+  EXPECT_DOUBLE_EQ(groups[2].busbw_mean, groups[2].algbw_mean);
+  const auto links = link_totals(groups);
+  ASSERT_EQ(links.size(), 2u);
+  EXPECT_DOUBLE_EQ(links[1].bytes, 8.0 * double(1 << 20));  // the inter-host sends only
+}
+
 TEST(CollectiveGroups, CommPerStep) {
   const CommSteps s = comm_per_step(test::sample_profile());
   ASSERT_EQ(s.steps.size(), 1u);

@@ -218,6 +218,21 @@ TEST(RunStore, RewrittenRowsReplaceByKey) {
   EXPECT_EQ(steps[0].loss, 2.0);
 }
 
+// Point-to-point stats are stored by name like the collectives; a pipeline stage
+// sending one size to a neighbour on its host and one on another host keeps both.
+TEST(RunStore, PointToPointStatsKeepOneRowPerLink) {
+  TempDir dir;
+  RunStore store(dir / "p.db");
+  const int64_t id = store.create_run(sample_run());
+  const std::vector<CommStatRow> rows = {
+      {0, "send", 1 << 20, 8, 800'000, 90'000, 120'000, 11.5, 11.5, "intra_host"},
+      {0, "send", 1 << 20, 8, 8'000'000, 900'000, 1'200'000, 1.25, 1.25, "inter_host"},
+      {0, "recv", 1 << 20, 8, 810'000, 91'000, 121'000, 11.0, 11.0, "intra_host"}};
+  store.add_comm_stats(id, rows);
+  // By op, then intra- before inter-host (link DESC).
+  EXPECT_EQ(store.comm_stats(id), (std::vector<CommStatRow>{rows[2], rows[0], rows[1]}));
+}
+
 TEST(RunStore, WritesToMissingRunFailWithItsId) {
   TempDir dir;
   RunStore store(dir / "m.db");
