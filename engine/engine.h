@@ -125,6 +125,14 @@ class Engine {
   // activation_checkpointing.profile: the checkpointed blocks' times of the last
   // optimizer step (zero without profile).
   const engine::CheckpointTimes& checkpoint_times() const { return checkpoint_times_; }
+  // Pipeline stages: the last train_batch's schedule (all micro-batches forward
+  // and backward, not the optimizer step) and the part of it this stage spent
+  // waiting on transfers: its bubble plus the transfers' own time.
+  struct PipelineTimes {
+    double schedule_ms = 0.0;
+    double waiting_ms = 0.0;
+  };
+  const PipelineTimes& last_pipeline_times() const { return pipeline_times_; }
   float current_lr() const;
 
   engine::GPT2& model() { return *model_; }
@@ -247,6 +255,7 @@ class Engine {
   engine::StepTimerSet timers_;
   engine::StepTimes last_times_;
   engine::CheckpointTimes checkpoint_times_;
+  PipelineTimes pipeline_times_;
   std::vector<float> host_losses_;
 };
 

@@ -140,8 +140,11 @@ float Engine::train_batch(const std::vector<const int32_t*>& inputs,
   begin_step();
   double loss_sum = 0.0;
   const int stage = pipeline_stage(), stages = pipeline_stages();
+  pipeline_times_ = {};
+  const int64_t t0 = tracer_.now_ns();
   for (const PipeStep& st : one_f_one_b(stage, stages, gas))
     run_pipe_step(st, inputs, targets, loss_sum);
+  pipeline_times_.schedule_ms = double(tracer_.now_ns() - t0) / 1e6;
   float loss = float(loss_sum / gas);
   groups_.pp->broadcast(&loss, sizeof loss, stages - 1);  // the last stage computed it
   {
@@ -225,7 +228,9 @@ void Engine::pipe_transfer(const PipeStep& st) {
     default:
       break;
   }
-  waits_->record_wait(t0, tracer_.now_ns());  // the stage waited: exposed transfer or bubble
+  const int64_t t1 = tracer_.now_ns();
+  waits_->record_wait(t0, t1);  // the stage waited: exposed transfer or bubble
+  pipeline_times_.waiting_ms += double(t1 - t0) / 1e6;
 }
 
 std::vector<float> Engine::gather_parameters() {

@@ -93,6 +93,11 @@ nlohmann::json TrainSummary::to_json() const {
     comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
         comm_bytes_per_step[size_t(k)];
   j["comm_bytes_per_step"] = comm;
+  if (pipeline_stages > 1)
+    j["pipeline"] = {{"stages", pipeline_stages},
+                     {"waiting_fraction_median", pipeline_waiting_fraction},
+                     {"waiting_fraction_by_rank", pipeline_waiting_by_rank},
+                     {"bubble_closed_form", pipeline_bubble_closed_form}};
   if (!comm_bytes_by_group.empty()) {
     nlohmann::json groups = nlohmann::json::object();
     for (const auto& [group, bytes] : comm_bytes_by_group)
@@ -203,6 +208,7 @@ struct Loop {
   std::vector<int32_t> batch_inputs, batch_targets;  // a pipeline step's micro-batches
   uint32_t step_name = 0, data_name = 0;
   std::vector<double> step_ms;
+  std::vector<double> pipeline_waiting;  // per step: waiting / schedule (pipeline stages)
   double exposed_total_ms = 0.0;
 };
 
@@ -272,6 +278,8 @@ void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
 // and the caller's hook.
 void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) {
   l.step_ms.push_back(ms);
+  if (const auto& p = l.engine.last_pipeline_times(); p.schedule_ms > 0)
+    l.pipeline_waiting.push_back(p.waiting_ms / p.schedule_ms);
   l.exposed_total_ms += double(l.engine.comm_tracer().step_totals(int32_t(s + 1)).exposed_ns) / 1e6;
   out.losses.push_back(loss);
   l.recorder.on_step(s + 1, loss, ms, out.flops_per_step);
@@ -335,6 +343,14 @@ void summarize(const Loop& l, TrainSummary& out) {
   out.achieved_flops_per_s = out.flops_per_step / (ms / 1e3);
   out.skipped_steps = l.engine.skipped_steps();
   out.exposed_comm_ms_per_step = l.exposed_total_ms / double(l.steps);
+  if (l.engine.pipeline_stages() > 1) {  // every rank: the gather is collective
+    const int p = l.engine.pipeline_stages(), m = l.cfg.gradient_accumulation_steps;
+    out.pipeline_stages = p;
+    out.pipeline_waiting_fraction = base::median(l.pipeline_waiting);
+    out.pipeline_bubble_closed_form = bubble_fraction(p, m);
+    const auto all = l.engine.all_gather_floats({float(out.pipeline_waiting_fraction)});
+    out.pipeline_waiting_by_rank.assign(all.begin(), all.end());
+  }
   const auto predicted = predict_memory(l.cfg, l.engine.data_parallel_size(), l.engine.backend());
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;

@@ -75,6 +75,12 @@ struct TrainSummary {
   std::array<IoTotals, profiler::kIoKindCount> io{};
   // Message bytes per optimizer step by collective kind (all_reduce, reduce_scatter,
   // all_gather, broadcast, barrier, send, recv), from the communicator's counters.
+  // Pipeline stages: this rank's (rank 0: the first stage's) median share of the
+  // schedule spent waiting on transfers, and 1F1B's closed form (p−1)/(m+p−1).
+  int pipeline_stages = 1;
+  double pipeline_waiting_fraction = 0.0;
+  std::vector<double> pipeline_waiting_by_rank;  // every rank's, in rank order
+  double pipeline_bubble_closed_form = 0.0;
   std::array<double, profiler::kCollectiveKindCount> comm_bytes_per_step{};  // this rank's
   // The same per communicator group (Engine::comm_counters_by_group), with a pipeline.
   std::vector<std::pair<std::string, std::array<double, profiler::kCollectiveKindCount>>>
