@@ -107,6 +107,32 @@ TEST(Pipeline, AKilledRunResumesBitwiseAndItsCheckpointLoadsInOneProcess) {
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
 }
 
+// 16-bit: the stages agree on fp16's overflow (the first step's scale 2^17
+// overflows, so both runs skip it) and track the one-process run within the
+// dtype's rounding; bf16 likewise.
+TEST(Pipeline, SixteenBitStagesSkipTheSameStepsAndTrackOneProcess) {
+  test::TempDir dir;
+  for (auto [name, patch, tolerance] :
+       {std::tuple{"fp16",
+                   nlohmann::json{{"fp16", {{"enabled", true}, {"initial_scale_power", 17}}}},
+                   1e-4},
+        std::tuple{"bf16", nlohmann::json{{"bf16", {{"enabled", true}}}}, 2e-3}}) {
+    const auto ref = test::run_hybrid_train(dir, std::string(name) + "_ref", 1,
+                                            pipe_patch(1, 1, patch), "--quiet --steps 6");
+    const auto run = test::run_hybrid_train(dir, std::string(name) + "_pp2", 2,
+                                            pipe_patch(2, 1, patch), "--quiet --steps 6");
+    ASSERT_EQ(ref.exit_code, 0) << ref.output;
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(run.result.at("skipped_steps"), ref.result.at("skipped_steps")) << name;
+    if (std::string(name) == "fp16") {
+      EXPECT_GT(ref.result.at("skipped_steps").get<int>(), 0);
+    }
+    const auto a = losses(run), b = losses(ref);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tolerance) << name << " " << i;
+  }
+}
+
 // Rank 0 is stage 0, data-parallel rank 0. Per step it sends each micro-batch's
 // activation and receives its gradient (B·T·C floats each); the tied embedding
 // (V·C) is summed with the last stage; ZeRO-1 reduce-scatters and all-gathers
