@@ -24,13 +24,21 @@ int forward_rank_rows(comm::Communicator& comm, profiler::RunStore* store, int64
   std::string bytes;
   std::exception_ptr failed;
   int stored = 0;
+  // Point to point: only rank 0 receives each payload.
   for (int sender : away) {
-    if (me == sender) bytes = profiler::encode_rank_rows(mine);
-    uint64_t size = me == sender ? bytes.size() : 0;
-    comm.broadcast(&size, sizeof size, sender);
-    if (me != sender) bytes.assign(size_t(size), '\0');
-    comm.broadcast(bytes.data(), bytes.size(), sender);
-    if (me != 0 || failed) continue;
+    if (me != sender && me != 0) continue;
+    uint64_t size = 0;
+    if (me == sender) {
+      bytes = profiler::encode_rank_rows(mine);
+      size = bytes.size();
+      comm.send(&size, sizeof size, 0);
+      comm.send(bytes.data(), bytes.size(), 0);
+      continue;
+    }
+    comm.recv(&size, sizeof size, sender);
+    bytes.assign(size_t(size), '\0');
+    comm.recv(bytes.data(), bytes.size(), sender);
+    if (failed) continue;
     try {
       store->add_rank_rows(run_id, profiler::decode_rank_rows(bytes));
       ++stored;

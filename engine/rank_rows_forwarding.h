@@ -19,12 +19,12 @@ namespace hybrid::engine {
 // The ranks whose rows rank 0 stores: those on another machine than rank 0's.
 std::vector<int> ranks_away_from_rank0(const comm::Placement& placement);
 
-// Collective over `comm`: every rank calls it at the same point, after its
-// other collectives of the run. Each rank away from rank 0 in turn (rank order,
-// the same list on every rank) broadcasts the size of its encoded rows, then
-// the bytes; rank 0 decodes them and stores them in `store` (run `run_id`), one
-// transaction per rank. `mine` is sent only by an away rank. Rank 0 rethrows a
-// failed write only after the last broadcast, so no rank is left waiting.
+// Every rank calls it at the same point, after its other collectives of the
+// run. Each rank away from rank 0 sends rank 0 the size of its encoded rows,
+// then the bytes (point to point); rank 0 receives them in rank order (the
+// same list on every rank), decodes them and stores them in `store` (run
+// `run_id`), one transaction per rank. Other ranks do nothing. Rank 0 rethrows
+// a failed write only after the last receive, so no sender is left waiting.
 // Returns how many ranks' rows rank 0 stored (0 elsewhere).
 int forward_rank_rows(comm::Communicator& comm, profiler::RunStore* store, int64_t run_id,
                       const profiler::RankRows& mine);
