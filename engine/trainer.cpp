@@ -327,7 +327,8 @@ void summarize(const Loop& l, TrainSummary& out) {
   out.achieved_flops_per_s = out.flops_per_step / (ms / 1e3);
   out.skipped_steps = l.engine.skipped_steps();
   out.exposed_comm_ms_per_step = l.exposed_total_ms / double(l.steps);
-  const auto predicted = predict_memory(l.cfg, l.engine.data_parallel_size(), l.engine.backend());
+  const auto predicted = predict_stage_memory(l.cfg, l.engine.world_size(),
+                                              l.engine.pipeline_stage(), l.engine.backend());
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;
   out.predicted_host_memory = predicted.host;
