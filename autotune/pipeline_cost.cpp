@@ -64,8 +64,8 @@ PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model,
   // One [B, T, C] tensor per micro-batch each way; a middle stage sends and
   // receives both, an end stage one of each.
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
-  const double act = double(cfg.train_micro_batch_size_per_gpu) * cfg.seq_len() *
-                     cfg.model.n_embd * d;
+  const double act =
+      double(cfg.train_micro_batch_size_per_gpu) * cfg.seq_len() * cfg.model.n_embd * d;
   c.p2p_s = c.slots * 2.0 * rates.collective_s(CollectiveKind::send, uint64_t(act), 2);
   c.p2p_bytes = (P > 2 ? 4.0 : 2.0) * G * act;
   c.tied_bytes = double(cfg.padded_vocab()) * cfg.model.n_embd *

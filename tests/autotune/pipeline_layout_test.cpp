@@ -45,9 +45,9 @@ TEST(PipelineLayouts, TheAxisEnumeratesLayoutsThatDivideTheWorldAndDropsTheRest)
   const Enumeration e = enumerate_candidates(four_blocks(), space, o);
   std::vector<std::string> keys;
   for (const auto& c : e.candidates) keys.push_back(c.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"mbs=1,gas=4,stage=0,pp=1", "mbs=1,gas=4,stage=0,pp=2",
-                                            "mbs=1,gas=4,stage=0,pp=4",
-                                            "mbs=1,gas=4,stage=2,pp=1"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"mbs=1,gas=4,stage=0,pp=1", "mbs=1,gas=4,stage=0,pp=2",
+                                      "mbs=1,gas=4,stage=0,pp=4", "mbs=1,gas=4,stage=2,pp=1"}));
   const auto d = dropped(e);
   EXPECT_THAT(d.at("mbs=1,gas=4,stage=0,pp=3"), HasSubstr("pipeline.stages 3 does not divide"));
   EXPECT_THAT(d.at("mbs=1,gas=4,stage=0,pp=8"), HasSubstr("does not divide the 4 ranks"));
@@ -140,8 +140,8 @@ TEST(PipelineLayouts, TheCostModelChargesTheBubbleTransfersAndDataParallelReduct
   const double tied = double(pp2.padded_vocab()) * 32 * d;
   const double padded = double(engine::Partition(tree.param_count(), 2, 0).padded());
   EXPECT_NEAR(f_pp.x[kCommExposed], (padded * d + (G + P - 1) * 2 * act + tied) / 1e9, 1e-12);
-  EXPECT_NEAR(f_pp.x[kCommExposed] - f_flat.x[kCommExposed],
-              ((G + P - 1) * 2 * act + tied) / 1e9, 1e-12);
+  EXPECT_NEAR(f_pp.x[kCommExposed] - f_flat.x[kCommExposed], ((G + P - 1) * 2 * act + tied) / 1e9,
+              1e-12);
   EXPECT_DOUBLE_EQ(f_pp.x[kOptimizer], f_flat.x[kOptimizer]);
   // Without a pipeline nothing changes: stages 1 is the plain model.
   const auto pp1 = engine::parse_config(four_blocks({{"pipeline", {{"stages", 1}}}}), 2);

@@ -1,7 +1,7 @@
 // A real 4-rank sweep over pipeline layouts (1, 2 and 4 stages of a 4-block
 // model × ZeRO 0 and 1 × micro-batches 1 and 2: 12 candidates, so that the
-// model strategy, which runs at least 6, has a choice to make): hybrid-tune starts hybrid-train trials under mpirun,
-// every layout runs, the store holds each trial with its layout, the written
+// model strategy, which runs at least 6, has a choice to make): hybrid-tune starts hybrid-train
+// trials under mpirun, every layout runs, the store holds each trial with its layout, the written
 // best config carries the pipeline block, and the `model` strategy's pick, as
 // the grid measured it, is within 5 % of the grid's best or within the
 // tuner's noise band of it (its 95 % interval overlaps the best's: the
@@ -44,14 +44,18 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
   test::TempDir dir;
   test::write_json(
       dir / "cfg.json",
-      test::tiny_config({{"gradient_accumulation_steps", 4},
-                         {"hybrid", {{"model", {{"n_layer", 4}, {"n_embd", 64}, {"seq_len", 32}}}}}}));
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "pp": [1, 2, 4], "stage": [0, 1]})"));
+      test::tiny_config(
+          {{"gradient_accumulation_steps", 4},
+           {"hybrid", {{"model", {{"n_layer", 4}, {"n_embd", 64}, {"seq_len", 32}}}}}}));
+  test::write_json(dir / "space.json",
+                   json::parse(R"({"mbs": [1, 2], "pp": [1, 2, 4], "stage": [0, 1]})"));
   const std::string common = fmt::format(
-      "{} --config {} --space {} --nprocs 4 --steps 12 --start-step 5 --no-probe --confirm-rounds 0",
+      "{} --config {} --space {} --nprocs 4 --steps 12 --start-step 5 --no-probe --confirm-rounds "
+      "0",
       test::tune_bin(), dir / "cfg.json", dir / "space.json");
-  const auto grid = test::run_command(
-      fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}", common, dir / "grid.db", dir / "grid.json"));
+  const auto grid =
+      test::run_command(fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}", common,
+                                    dir / "grid.db", dir / "grid.json"));
   ASSERT_EQ(grid.exit_code, 0) << grid.output;
   const auto t = trials_by_key(dir / "grid.db");
   ASSERT_EQ(t.size(), 12u) << grid.output;
@@ -63,7 +67,8 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
     const int pp = cfg.at("pipeline").at("stages").get<int>();
     EXPECT_THAT(key, ::testing::HasSubstr(fmt::format("pp={}", pp)));
     // The triad counts the 4 / pp data-parallel ranks.
-    EXPECT_EQ(cfg.at("train_batch_size").get<int>(), cfg.at("train_micro_batch_size_per_gpu").get<int>() * 4 * (4 / pp))
+    EXPECT_EQ(cfg.at("train_batch_size").get<int>(),
+              cfg.at("train_micro_batch_size_per_gpu").get<int>() * 4 * (4 / pp))
         << key;
     ++layouts[pp];
     if (!best || *row.metric > *best->metric) best = &row;
@@ -75,6 +80,8 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
                                                    dir / "model.db", dir / "model.json"));
   ASSERT_EQ(model.exit_code, 0) << model.output;
   const std::string pick = best_key(model.output);
+  const size_t model_trials = trials_by_key(dir / "model.db").size();
+  EXPECT_LE(model_trials, t.size());
   ASSERT_TRUE(t.count(pick)) << "the model's pick '" << pick << "' is no grid trial\n"
                              << model.output;
   const TrialRow& as_grid = t.at(pick);
@@ -84,9 +91,9 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
   const bool within_noise = a && b && overlap(*a, *b);
   std::printf(
       "grid best %s %.1f samples/s; model's pick %s, as the grid measured it %.1f samples/s "
-      "(%.3f of the best%s)\n",
+      "(%.3f of the best%s) after %zu of %zu trials\n",
       best->key.c_str(), *best->metric, pick.c_str(), *as_grid.metric, ratio,
-      within_noise ? ", within noise" : "");
+      within_noise ? ", within noise" : "", model_trials, t.size());
   EXPECT_TRUE(ratio >= 0.95 || within_noise)
       << pick << " measured " << format_with_interval(Metric::throughput, as_grid) << " against "
       << best->key << " " << format_with_interval(Metric::throughput, *best);

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "engine/memory_model.h"
-#include "kernels/ops.h"
 #include "engine_test_util.h"
+#include "kernels/ops.h"
 #include "profiler/store/run_store.h"
 
 namespace hybrid {
@@ -74,24 +74,23 @@ TEST(PipelineMemory, EveryRanksPeakPerCategoryEqualsTheModelForItsStage) {
       ASSERT_GE(cat, 0) << row.category;
       EXPECT_EQ(row.peak_bytes, pred.bytes[size_t(cat)])
           << c.name << ", rank " << row.rank << " (stage " << stage << "), " << row.category;
-      EXPECT_EQ(row.predicted_bytes.value_or(0), pred.bytes[size_t(cat)]) << c.name << ", rank " << row.rank;
+      EXPECT_EQ(row.predicted_bytes.value_or(0), pred.bytes[size_t(cat)])
+          << c.name << ", rank " << row.rank;
     }
     EXPECT_EQ(int(rows_per_rank.size()), ranks) << c.name;
     // The peak rank: stage 0 holds the most activation sets and the embedding.
     const auto peak = engine::predict_memory(cfg, ranks, *cpu);
     uint64_t most = 0;
     for (int s = 0; s < c.stages; ++s)
-      most = std::max(
-          most, engine::predict_stage_memory(cfg, ranks, s, *cpu).total());
+      most = std::max(most, engine::predict_stage_memory(cfg, ranks, s, *cpu).total());
     EXPECT_EQ(peak.total(), most) << c.name;
     std::printf("%s: predicted peak rank %s\n", c.name, peak.to_string().c_str());
   }
 }
 
 TEST(PipelineMemory, StagesThatDoNotDivideTheRanksAreRefusedNamingTheKey) {
-  const Config cfg = test::tiny_config({{"pipeline", {{"stages", 2}}},
-                                        {"hybrid", {{"model", {{"n_layer", 4}}}}}},
-                                       2);
+  const Config cfg = test::tiny_config(
+      {{"pipeline", {{"stages", 2}}}, {"hybrid", {{"model", {{"n_layer", 4}}}}}}, 2);
   try {
     (void)engine::predict_memory(cfg, 3, uint64_t(0));
     FAIL() << "3 ranks in 2 stages were accepted";
