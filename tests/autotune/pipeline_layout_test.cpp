@@ -14,9 +14,11 @@
 #include "autotune/candidate.h"
 #include "autotune/cost_model.h"
 #include "autotune/pipeline_cost.h"
+#include "autotune/pruning.h"
 #include "engine/memory_model.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
+#include "kernels/registry.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -104,6 +106,29 @@ TEST(PipelineLayouts, TheMemoryModelPrunesByThePeakStage) {
   const auto s1 = engine::predict_stage_memory(pp2, 4, 1, uint64_t(0));
   EXPECT_GT(s0[engine::MemCategory::activations], s1[engine::MemCategory::activations]);
   EXPECT_EQ(a.total(), std::max(s0.total(), s1.total()));
+}
+
+TEST(PipelineLayouts, ALayoutWhosePeakStageIsOverTheBudgetIsPruned) {
+  EnumerateOptions o;
+  o.world_size = 4;
+  const Enumeration e =
+      enumerate_candidates(four_blocks(), parse_space(json::parse(R"({"pp": [1, 2, 4]})")), o);
+  ASSERT_EQ(e.candidates.size(), 3u);
+  const auto pred = predict_all(e.candidates, "cpu");
+  // Stage 0 of 4 holds four activation sets: the budget sits just below it.
+  const auto s0 = engine::predict_stage_memory(e.candidates[2].parsed, 4, 0,
+                                               *kernels::make_backend("cpu", 0).backend);
+  EXPECT_EQ(pred[2].total(), s0.total());
+  MemoryBudget budget;
+  budget.bytes = s0.total() - 1;
+  budget.source = "test";
+  ASSERT_LT(pred[0].total(), budget.bytes);
+  ASSERT_LT(pred[1].total(), budget.bytes);
+  const PruneResult r = prune(e.candidates, pred, budget);
+  EXPECT_EQ(r.kept, (std::vector<size_t>{0, 1}));
+  ASSERT_EQ(r.pruned.size(), 1u);
+  EXPECT_EQ(r.pruned[0].key, e.candidates[2].key);
+  EXPECT_EQ(r.pruned[0].predicted_mem_bytes, s0.total());
 }
 
 // Point-to-point and all-reduce both at exactly 1 GB/s.
