@@ -1,12 +1,16 @@
 // A real 4-rank sweep over pipeline layouts (1, 2 and 4 stages of a 4-block
 // model × ZeRO 0 and 1 × micro-batches 1 and 2: 12 candidates, so that the
-// model strategy, which runs at least 6, has a choice to make): hybrid-tune starts hybrid-train
-// trials under mpirun, every layout runs, the store holds each trial with its layout, the written
-// best config carries the pipeline block, and the `model` strategy's pick, as
-// the grid measured it, is within 5 % of the grid's best or within the
-// tuner's noise band of it (its 95 % interval overlaps the best's: the
-// tuner's own tie rule, autotune/noise.h), so a loaded 2-core machine cannot
-// fail the test by noise alone.
+// model strategy, which runs at least 6, has a choice to make): hybrid-tune
+// starts hybrid-train trials under mpirun, every layout runs, the store holds
+// each trial with its layout, the written best config carries the pipeline
+// block, and the `model` strategy's pick is within 5 % of the grid's best or
+// within the tuner's noise band of it (its 95 % interval overlaps the best's:
+// the tuner's own tie rule, autotune/noise.h). The pick's speed is the faster
+// of its two measurements (the grid's and the model sweep's): load only slows
+// a trial, so one slowed measurement cannot fail the test. When they are apart
+// by more than that, both configs run again in interleaved rounds, as the
+// tuner confirms a winner (autotune/tie_break.h), and the pick's fastest run
+// must be within 5 % of the grid best's.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +18,7 @@
 #include <map>
 #include <regex>
 
+#include "autotune/best_config.h"
 #include "autotune/noise.h"
 #include "profiler/store/run_store.h"
 #include "tune_test_util.h"
@@ -33,6 +38,26 @@ std::map<std::string, TrialRow> trials_by_key(const std::string& db) {
   if (sweeps.empty()) return m;
   for (auto& t : store.trials(sweeps[0].id)) m[t.key] = t;
   return m;
+}
+
+// The tuner's confirmation, by hand: the configs run again in interleaved
+// rounds (order rotated each round, as autotune/tie_break.h does); each one's
+// fastest run (load only slows a run down) in samples/s.
+std::vector<double> confirm(const test::TempDir& dir, const std::vector<std::string>& configs,
+                            int rounds) {
+  std::vector<double> fastest(configs.size(), 0.0);
+  for (int r = 0; r < rounds; ++r)
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const size_t c = (k + size_t(r)) % configs.size();
+      const std::string res = dir / fmt::format("confirm{}_{}.json", r, c);
+      const auto run =
+          test::run_command(fmt::format("{} -np 4 {} --config {} --steps 12 --quiet --result {}",
+                                        HYBRID_MPIEXEC, test::train_bin(), configs[c], res));
+      EXPECT_EQ(run.exit_code, 0) << run.output;
+      if (run.exit_code == 0)
+        fastest[c] = std::max(fastest[c], test::read_json(res).at("samples_per_s").get<double>());
+    }
+  return fastest;
 }
 
 std::string best_key(const std::string& output) {
@@ -80,23 +105,37 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
                                                    dir / "model.db", dir / "model.json"));
   ASSERT_EQ(model.exit_code, 0) << model.output;
   const std::string pick = best_key(model.output);
-  const size_t model_trials = trials_by_key(dir / "model.db").size();
-  EXPECT_LE(model_trials, t.size());
-  ASSERT_TRUE(t.count(pick)) << "the model's pick '" << pick << "' is no grid trial\n"
-                             << model.output;
-  const TrialRow& as_grid = t.at(pick);
-  const double ratio = *as_grid.metric / *best->metric;
-  const auto a = metric_interval(Metric::throughput, as_grid),
+  const auto mt = trials_by_key(dir / "model.db");
+  EXPECT_LE(mt.size(), t.size());
+  ASSERT_TRUE(t.count(pick) && mt.count(pick))
+      << "the model's pick '" << pick << "' is no trial of both sweeps\n"
+      << model.output;
+  // The pick was measured twice, once by each sweep. Load on a shared machine
+  // only ever slows a trial down, so the faster measurement is the better
+  // estimate of its speed.
+  const TrialRow& pick_row = *t.at(pick).metric >= *mt.at(pick).metric ? t.at(pick) : mt.at(pick);
+  const double ratio = *pick_row.metric / *best->metric;
+  const auto a = metric_interval(Metric::throughput, pick_row),
              b = metric_interval(Metric::throughput, *best);
   const bool within_noise = a && b && overlap(*a, *b);
   std::printf(
-      "grid best %s %.1f samples/s; model's pick %s, as the grid measured it %.1f samples/s "
-      "(%.3f of the best%s) after %zu of %zu trials\n",
-      best->key.c_str(), *best->metric, pick.c_str(), *as_grid.metric, ratio,
-      within_noise ? ", within noise" : "", model_trials, t.size());
-  EXPECT_TRUE(ratio >= 0.95 || within_noise)
-      << pick << " measured " << format_with_interval(Metric::throughput, as_grid) << " against "
-      << best->key << " " << format_with_interval(Metric::throughput, *best);
+      "grid best %s %.1f samples/s; model's pick %s %.1f samples/s (grid %.1f, model sweep %.1f; "
+      "%.3f of the best%s) after %zu of %zu trials\n",
+      best->key.c_str(), *best->metric, pick.c_str(), *pick_row.metric, *t.at(pick).metric,
+      *mt.at(pick).metric, ratio, within_noise ? ", within noise" : "", mt.size(), t.size());
+  const std::string figures = pick + " " + format_with_interval(Metric::throughput, pick_row) +
+                              " against " + best->key + " " +
+                              format_with_interval(Metric::throughput, *best);
+  if (ratio >= 0.95 || within_noise) return;
+  // Apart by more than the noise band: the load may have changed between the
+  // sweeps (intervals see only the noise within a trial). Both configs again,
+  // interleaved, as the tuner confirms a winner; the 5 % must hold there.
+  test::write_json(dir / "pick.json", best_config_json(json::parse(pick_row.config_json), 4));
+  test::write_json(dir / "best.json", best_config_json(json::parse(best->config_json), 4));
+  const auto again = confirm(dir, {dir / "pick.json", dir / "best.json"}, 3);
+  std::printf("confirmation (fastest of 3 interleaved runs): %s %.1f, %s %.1f samples/s\n",
+              pick.c_str(), again[0], best->key.c_str(), again[1]);
+  EXPECT_GE(again[0], 0.95 * again[1]) << figures;
 }
 
 }  // namespace
