@@ -151,6 +151,34 @@ Triad batch_triad(const json& base, const GridPoint& pt, const BatchPolicy& poli
   return t;
 }
 
+int pipeline_stages_of(const json& base, const GridPoint& pt) {
+  if (const json* v = pt.value_of("pipeline.stages")) return v->get<int>();
+  const json* p = base.contains("pipeline") ? &base["pipeline"] : nullptr;
+  return p && p->is_object() && p->contains("stages") && (*p)["stages"].is_number_integer()
+             ? (*p)["stages"].get<int>()
+             : 1;
+}
+
+// Why a pipeline layout cannot run; "" when it can.
+std::string pipeline_reason(const json& base, int pp, int zero_stage, int W) {
+  if (pp == 1) return {};
+  if (W % pp != 0) return fmt::format("pipeline.stages {} does not divide the {} ranks", pp, W);
+  int n_layer = 0;
+  try {
+    n_layer = engine::parse_config(base, 1).model.n_layer;
+  } catch (const engine::ConfigError&) {
+    return {};  // the trial's own parse names what is wrong
+  }
+  if (pp > n_layer)
+    return fmt::format("pipeline.stages {} is more than the model's {} blocks", pp, n_layer);
+  if (zero_stage >= 2)
+    return fmt::format(
+        "zero_optimization.stage {} with pipeline.stages {}: the engine runs ZeRO 0/1 only with "
+        "a pipeline",
+        zero_stage, pp);
+  return {};
+}
+
 void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts,
                      std::vector<std::string>& notes) {
   for (const auto& a : space.axes)
@@ -194,16 +222,21 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
         apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage
     if (!extra) continue;  // offload without support: one note below, not one drop per point
 
-    Triad t = batch_triad(base, pt, policy, W);
+    const int pp = pipeline_stages_of(base, pt);
+    const std::string pp_reason = pipeline_reason(base, pp, stage, W);
+    // The batch triad counts the data-parallel ranks: world / pipeline stages.
+    const int dp = pp_reason.empty() ? W / pp : W;
+    Triad t = batch_triad(base, pt, policy, dp);
+    if (t.reason.empty()) t.reason = pp_reason;
     const std::string key = fmt::format("mbs={},gas={},stage={}{}", t.mbs, t.gas, stage, *extra);
     if (!seen.insert(key).second) continue;
     cfg["train_micro_batch_size_per_gpu"] = t.mbs;
     cfg["gradient_accumulation_steps"] = t.gas;
-    cfg["train_batch_size"] = t.mbs * t.gas * W;
+    cfg["train_batch_size"] = t.mbs * t.gas * dp;
     if (t.reason.empty() && opts.max_train_batch_size &&
-        t.mbs * t.gas * W > *opts.max_train_batch_size)
+        t.mbs * t.gas * dp > *opts.max_train_batch_size)
       t.reason = fmt::format("train_batch_size {} is over autotuning.max_train_batch_size {}",
-                             t.mbs * t.gas * W, *opts.max_train_batch_size);
+                             t.mbs * t.gas * dp, *opts.max_train_batch_size);
     if (!t.reason.empty()) {
       e.dropped.push_back({key, cfg, t.reason});
       continue;

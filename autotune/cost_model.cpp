@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autotune/pipeline_cost.h"
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
@@ -61,10 +62,14 @@ Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tr
 
 }  // namespace
 
-StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRates& rates) {
+StepFeatures step_features(const engine::Config& cfg, int world_size, const ClusterRates& rates) {
   StepFeatures f;
   engine::GPT2 model(cfg.model, cfg.padded_vocab());
   engine::ModuleTree tree(model);
+  // With a pipeline every stage keeps the whole flat space and ZeRO works over
+  // the data-parallel group: world / stages ranks.
+  const PipelineCost pipe = pipeline_cost(cfg, model, world_size, rates);
+  const int world = pipe.data_parallel;
   const engine::Partition part(tree.param_count(), world, 0);
   const double P = double(part.padded()), S = double(part.shard_size());
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
@@ -76,13 +81,18 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
   f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
   const Recompute rc = recompute_cost(model, tree, cfg, rates, world);
-  f.x[kCompute] = (f.flops_per_step / world + G * rc.flops) / rates.rank_flops_per_s();
+  // The busiest stage runs its share of each micro-batch in G + P − 1 slots
+  // (the bubble); without a pipeline: all of it, G times.
+  const double per_micro = f.flops_per_step / world / G + rc.flops;
+  f.x[kCompute] = per_micro * pipe.stage_share * pipe.slots / rates.rank_flops_per_s();
 
   const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
-  f.x[kMicroSteps] = double(G) * ops_per_micro_step * rates.op_overhead_s;
+  f.x[kMicroSteps] = pipe.slots * pipe.stage_share * ops_per_micro_step * rates.op_overhead_s;
 
   const double n_opt = z.stage == 0 ? P : S;
   f.x[kOptimizer] = n_opt * (a + 4 * 3 + 4 * 3 + d) / rates.memory_bytes_per_s;
+  f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s;
+  f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes;
 
   if (world > 1) {
     const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;
@@ -117,10 +127,10 @@ StepFeatures step_features(const engine::Config& cfg, int world, const ClusterRa
     // With overlap_comm, gradient reductions (and stage 3's prefetched gathers) run behind
     // backward.
     f.x[kCommOverlapped] = z.overlap_comm ? reduce + (z.stage == 3 ? gather : 0.0) : 0.0;
-    f.x[kCommExposed] = z.overlap_comm ? (z.stage == 3 ? 0.0 : gather) : reduce + gather;
+    f.x[kCommExposed] += z.overlap_comm ? (z.stage == 3 ? 0.0 : gather) : reduce + gather;
     const double bytes_reduce = (z.stage >= 2 ? G : 1) * P * d;
     const double bytes_gather = z.stage == 0 ? 0.0 : (z.stage == 3 ? 2.0 * G : 1.0) * P * d;
-    f.comm_bytes_per_step = bytes_reduce + bytes_gather;
+    f.comm_bytes_per_step += bytes_reduce + bytes_gather;
   }
   return f;
 }

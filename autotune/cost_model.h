@@ -16,6 +16,11 @@
 // in forward and in backward + reduce-scatter Ψd (≈ 3Ψ), each split into the
 // configured buckets (one message per bucket or per module).
 //
+// With pipeline.stages P > 1 (autotune/pipeline_cost.h) ZeRO works over world / P
+// ranks, compute and micro_steps count the slowest stage's share in G + P − 1
+// slots (the bubble), and comm_exposed adds the point-to-point transfers and the
+// tied embedding's all-reduce.
+//
 // Prior weights are 1 (0.3 for overlapped communication); after each trial the
 // weights are refitted by least squares on relative errors, with a ridge
 // penalty pulling them towards the prior and weights kept non-negative, so one

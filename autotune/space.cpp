@@ -190,6 +190,10 @@ const std::vector<AxisDef>& axis_table() {
     t.push_back(int_axis("hybrid.activation_checkpointing.every", "ckpt", 0, kAll,
                          {"activation_checkpointing", "activation_checkpointing.every"}));
     t.back().saves_nothing = 0;
+    // Pipeline layouts: P stages of a data-parallel group of world / P ranks
+    // (candidate.cpp drops P that do not divide the world, exceed the blocks, or
+    // meet ZeRO 2/3, which the engine refuses with a pipeline).
+    t.push_back(int_axis("pipeline.stages", "pp", 1, kAll, {"pipeline_stages", "pp"}));
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
     for (auto& a : t)  // batch sizes are ints in the engine

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "base/units.h"
 #include "engine/model/gpt2.h"
+#include "engine/parallel/pipeline_schedule.h"
 #include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
 #include "engine/zero/param_gatherer.h"
@@ -141,10 +143,47 @@ bool offloaded(const Config& cfg) {
 
 }  // namespace
 
-EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
+namespace {
+
+int64_t subtree_params(const Module& m) {
+  int64_t n = m.own_param_count();
+  for (const Module* c : m.children()) n += subtree_params(*c);
+  return n;
+}
+
+// The data-parallel group's size: every pipeline stage keeps the whole flat
+// parameter space, ZeRO-partitioned over the ranks of its stage.
+int data_parallel_ranks(const Config& cfg, int world_size) {
+  const int pp = std::max(1, cfg.parallel.pipeline_stages);
+  if (world_size < 1 || world_size % pp != 0)
+    throw std::invalid_argument(fmt::format(
+        "memory model: {} ranks do not divide into pipeline.stages {}", world_size, pp));
+  return world_size / pp;
+}
+
+// The blocks `stage` runs, as the engine partitions them (Engine::setup_pipeline).
+ActivationStage activation_stage(const Config& cfg, const GPT2& model, int stage) {
+  const int pp = std::max(1, cfg.parallel.pipeline_stages);
+  if (stage < 0 || stage >= pp)
+    throw std::invalid_argument(
+        fmt::format("memory model: stage {} of pipeline.stages {}", stage, pp));
+  if (pp == 1) return {};
+  const auto parts = partition_blocks(
+      cfg.model.n_layer, pp, cfg.parallel.partition, subtree_params(*model.blocks.front()),
+      subtree_params(*model.embedding), subtree_params(*model.ln_f));
+  const StageBlocks b = parts[size_t(stage)];
+  return {b.begin, b.end, stage == 0, stage == pp - 1};
+}
+
+}  // namespace
+
+EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes,
+                             int stage) {
   GPT2 model(cfg.model, cfg.padded_vocab());
   ModuleTree tree(model);
-  const Partition part(tree.param_count(), world_size, 0);
+  const int dp = data_parallel_ranks(cfg, world_size);
+  const ActivationStage mine = activation_stage(cfg, model, stage);
+  const Partition part(tree.param_count(), dp, 0);
   const ZeroSetup z = zero_setup(cfg);
   EngineLayouts l;
   // In the engine's allocation order: runtime, reducer, gatherer, activations.
@@ -154,8 +193,12 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
   const CheckpointPlan plan = checkpoint_plan(cfg);
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len();
-  l.device.append(gpt2_activation_layout(cfg.model, cfg.padded_vocab(), B, T, z.param_dtype,
-                                         attention_saved_bytes, plan));
+  // One activation set per micro-batch the stage holds at once under 1F1B.
+  const int slots = in_flight_micro_batches(stage, std::max(1, cfg.parallel.pipeline_stages),
+                                            cfg.gradient_accumulation_steps);
+  const MemoryLayout acts = gpt2_activation_layout(
+      cfg.model, cfg.padded_vocab(), B, T, z.param_dtype, attention_saved_bytes, plan, mine);
+  for (int i = 0; i < slots; ++i) l.device.append(acts);
   // Host and NVMe in the engine's order: the offloaded optimizer, the offloaded parameter
   // partition, then activations kept in host memory.
   const int state_floats = optimizer_state_floats(cfg.optimizer);
@@ -170,12 +213,14 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
     l.host.append(ParamStore::host_layout(z, tree, part));
     l.nvme.append(ParamStore::nvme_layout(z, part));
   }
-  l.host.append(gpt2_host_activation_layout(cfg.model, B, T, z.param_dtype, plan));
+  const MemoryLayout host_acts = gpt2_host_activation_layout(cfg.model, B, T, z.param_dtype, plan);
+  for (int i = 0; i < slots; ++i) l.host.append(host_acts);
   return l;
 }
 
-MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
-  const auto layouts = engine_layouts(cfg, world_size, attention_saved_bytes);
+MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int stage,
+                                      uint64_t attention_saved_bytes) {
+  const auto layouts = engine_layouts(cfg, world_size, attention_saved_bytes, stage);
   MemoryPrediction m;
   m.bytes = layouts.device.resident_bytes();
   m.host = layouts.host.resident_bytes();
@@ -199,12 +244,30 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
   return m;
 }
 
+MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes) {
+  MemoryPrediction peak;
+  for (int s = 0; s < std::max(1, cfg.parallel.pipeline_stages); ++s) {
+    const auto m = predict_stage_memory(cfg, world_size, s, attention_saved_bytes);
+    if (s == 0 || m.total() > peak.total()) peak = m;
+  }
+  return peak;
+}
+
+namespace {
+uint64_t saved_bytes(const Config& cfg, const kernels::Backend& backend) {
+  return backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
+                                       cfg.seq_len(), cfg.model.n_embd, cfg.model.n_head);
+}
+}  // namespace
+
 MemoryPrediction predict_memory(const Config& cfg, int world_size,
                                 const kernels::Backend& backend) {
-  return predict_memory(
-      cfg, world_size,
-      backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                    cfg.seq_len(), cfg.model.n_embd, cfg.model.n_head));
+  return predict_memory(cfg, world_size, saved_bytes(cfg, backend));
+}
+
+MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int stage,
+                                      const kernels::Backend& backend) {
+  return predict_stage_memory(cfg, world_size, stage, saved_bytes(cfg, backend));
 }
 
 }  // namespace hybrid::engine

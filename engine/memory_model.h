@@ -50,10 +50,26 @@ struct EngineLayouts {
   MemoryLayout host;
   MemoryLayout nvme;
 };
-EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes);
+//
+// world_size counts every rank. With pipeline.stages P > 1 a rank of pipeline
+// stage `stage` holds what a run without a pipeline on world_size / P ranks
+// holds for the parameters (every stage keeps the whole flat parameter space,
+// ZeRO-partitioned over its data-parallel group), and one activation set of
+// its own blocks per micro-batch it holds at once under 1F1B
+// (in_flight_micro_batches). Throws std::invalid_argument when P does not
+// divide world_size.
+EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes,
+                             int stage = 0);
 
 // attention_saved_bytes: what the backend keeps per layer for attention backward
 // (Backend::attention_saved_bytes for the micro-batch).
+// predict_stage_memory: a rank of pipeline stage `stage`; predict_memory: the
+// peak rank's (the stage with the largest device total; the only one without
+// a pipeline).
+MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int stage,
+                                      uint64_t attention_saved_bytes);
+MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int stage,
+                                      const kernels::Backend& backend);
 MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes);
 MemoryPrediction predict_memory(const Config& cfg, int world_size, const kernels::Backend& backend);
 

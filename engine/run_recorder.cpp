@@ -357,7 +357,8 @@ void RunRecorder::finish(const TrainSummary& summary) {
     store_->add_events(run_id_, events_, e.tracer().names());
     store_->add_comm_stats(run_id_, comm_rows());
     store_->add_memory(
-        run_id_, memory_rows(summary, predict_memory(cfg_, e.data_parallel_size(), e.backend())));
+        run_id_, memory_rows(summary, predict_stage_memory(cfg_, e.world_size(), e.pipeline_stage(),
+                                                           e.backend())));
   } else if (away_) {
     auto& f = forwarded_;
     f.step_ranks = std::move(step_ranks_);
@@ -366,7 +367,8 @@ void RunRecorder::finish(const TrainSummary& summary) {
     f.gpu = std::move(gpu);
     f.events = {std::move(events_), e.tracer().names()};
     f.comm = comm_rows();
-    f.memory = memory_rows(summary, predict_memory(cfg_, e.data_parallel_size(), e.backend()));
+    f.memory = memory_rows(
+        summary, predict_stage_memory(cfg_, e.world_size(), e.pipeline_stage(), e.backend()));
   }
   // After every collective the rows count, so forwarding adds none to them.
   if (!opts_.db.empty())

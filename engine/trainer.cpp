@@ -351,7 +351,8 @@ void summarize(const Loop& l, TrainSummary& out) {
     const auto all = l.engine.all_gather_floats({float(out.pipeline_waiting_fraction)});
     out.pipeline_waiting_by_rank.assign(all.begin(), all.end());
   }
-  const auto predicted = predict_memory(l.cfg, l.engine.data_parallel_size(), l.engine.backend());
+  const auto predicted = predict_stage_memory(l.cfg, l.engine.world_size(),
+                                              l.engine.pipeline_stage(), l.engine.backend());
   out.predicted_peak_bytes = predicted.total();
   out.predicted_memory = predicted.bytes;
   out.predicted_host_memory = predicted.host;

@@ -1,0 +1,183 @@
+// Pipeline layouts in the autotuner: the pipeline.stages axis (keys, the batch
+// triad over world / P data-parallel ranks, drops with their reasons), the
+// memory model's peak rank for a layout, and the cost model's pipeline terms
+// (the bubble, the slowest stage's share, point-to-point and the tied
+// embedding at the given link rates, ZeRO over the data-parallel group)
+// against independent closed forms.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "autotune/best_config.h"
+#include "autotune/candidate.h"
+#include "autotune/cost_model.h"
+#include "autotune/pipeline_cost.h"
+#include "autotune/pruning.h"
+#include "engine/memory_model.h"
+#include "engine/trainer.h"
+#include "engine/zero/partition.h"
+#include "kernels/registry.h"
+#include "tune_test_util.h"
+
+namespace hybrid::autotune {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+json four_blocks(const json& patch = json::object()) {
+  json p = {{"hybrid", {{"model", {{"n_layer", 4}}}}}, {"gradient_accumulation_steps", 4}};
+  p.merge_patch(patch);
+  return test::tiny_config(p);
+}
+
+std::map<std::string, std::string> dropped(const Enumeration& e) {
+  std::map<std::string, std::string> d;
+  for (const auto& x : e.dropped) d[x.key] = x.reason;
+  return d;
+}
+
+TEST(PipelineLayouts, TheAxisEnumeratesLayoutsThatDivideTheWorldAndDropsTheRest) {
+  const SearchSpace space =
+      parse_space(json::parse(R"({"stage": [0, 2], "pipeline.stages": [1, 2, 3, 4, 8]})"));
+  EnumerateOptions o;
+  o.world_size = 4;
+  const Enumeration e = enumerate_candidates(four_blocks(), space, o);
+  std::vector<std::string> keys;
+  for (const auto& c : e.candidates) keys.push_back(c.key);
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"mbs=1,gas=4,stage=0,pp=1", "mbs=1,gas=4,stage=0,pp=2",
+                                      "mbs=1,gas=4,stage=0,pp=4", "mbs=1,gas=4,stage=2,pp=1"}));
+  const auto d = dropped(e);
+  EXPECT_THAT(d.at("mbs=1,gas=4,stage=0,pp=3"), HasSubstr("pipeline.stages 3 does not divide"));
+  EXPECT_THAT(d.at("mbs=1,gas=4,stage=0,pp=8"), HasSubstr("does not divide the 4 ranks"));
+  EXPECT_THAT(d.at("mbs=1,gas=4,stage=2,pp=2"),
+              HasSubstr("zero_optimization.stage 2 with pipeline.stages 2"));
+  for (const auto& c : e.candidates) {
+    const int pp = c.config.at("pipeline").at("stages").get<int>();
+    EXPECT_EQ(c.parsed.parallel.pipeline_stages, pp) << c.key;
+    // The batch triad counts the data-parallel ranks.
+    EXPECT_EQ(c.train_batch(), c.micro_batch() * c.grad_accum() * (4 / pp)) << c.key;
+    // The written best config keeps the pipeline block and its triad.
+    const json best = best_config_json(c.config, 4);
+    EXPECT_EQ(best.at("pipeline").at("stages"), pp) << c.key;
+    EXPECT_EQ(best.at("train_batch_size"), c.train_batch()) << c.key;
+  }
+  // More stages than blocks cannot run.
+  const Enumeration eight = enumerate_candidates(
+      four_blocks(), parse_space(json::parse(R"({"pipeline.stages": [8]})")), [] {
+        EnumerateOptions w;
+        w.world_size = 8;
+        return w;
+      }());
+  ASSERT_EQ(eight.dropped.size(), 1u);
+  EXPECT_THAT(eight.dropped[0].reason, HasSubstr("more than the model's 4 blocks"));
+}
+
+TEST(PipelineLayouts, AFixedGlobalBatchDerivesAccumulationOverTheDataParallelRanks) {
+  json base = four_blocks();
+  base.erase("gradient_accumulation_steps");
+  base["train_batch_size"] = 8;
+  EnumerateOptions o;
+  o.world_size = 4;
+  const Enumeration e =
+      enumerate_candidates(base, parse_space(json::parse(R"({"pp": [1, 2, 4]})")), o);
+  ASSERT_EQ(e.candidates.size(), 3u);
+  for (const auto& c : e.candidates) {
+    EXPECT_EQ(c.train_batch(), 8) << c.key;
+    EXPECT_EQ(c.grad_accum(), 8 / (4 / c.parsed.parallel.pipeline_stages)) << c.key;
+  }
+}
+
+TEST(PipelineLayouts, TheMemoryModelPrunesByThePeakStage) {
+  // Every stage holds the whole flat space over world / P ranks: the
+  // parameter categories equal a run without a pipeline on that many ranks.
+  const auto pp2 = engine::parse_config(four_blocks({{"pipeline", {{"stages", 2}}}}), 4);
+  const auto dp2 = engine::parse_config(four_blocks(), 2);
+  const auto a = engine::predict_memory(pp2, 4, uint64_t(0));
+  const auto b = engine::predict_memory(dp2, 2, uint64_t(0));
+  for (auto c : {engine::MemCategory::params, engine::MemCategory::grads,
+                 engine::MemCategory::master, engine::MemCategory::optimizer})
+    EXPECT_EQ(a[c], b[c]) << engine::mem_category_name(c);
+  // Stage 0 holds min(P, G) activation sets of half the blocks, the last one.
+  const auto s0 = engine::predict_stage_memory(pp2, 4, 0, uint64_t(0));
+  const auto s1 = engine::predict_stage_memory(pp2, 4, 1, uint64_t(0));
+  EXPECT_GT(s0[engine::MemCategory::activations], s1[engine::MemCategory::activations]);
+  EXPECT_EQ(a.total(), std::max(s0.total(), s1.total()));
+}
+
+TEST(PipelineLayouts, ALayoutWhosePeakStageIsOverTheBudgetIsPruned) {
+  EnumerateOptions o;
+  o.world_size = 4;
+  const Enumeration e =
+      enumerate_candidates(four_blocks(), parse_space(json::parse(R"({"pp": [1, 2, 4]})")), o);
+  ASSERT_EQ(e.candidates.size(), 3u);
+  const auto pred = predict_all(e.candidates, "cpu");
+  // Stage 0 of 4 holds four activation sets: the budget sits just below it.
+  const auto s0 = engine::predict_stage_memory(e.candidates[2].parsed, 4, 0,
+                                               *kernels::make_backend("cpu", 0).backend);
+  EXPECT_EQ(pred[2].total(), s0.total());
+  MemoryBudget budget;
+  budget.bytes = s0.total() - 1;
+  budget.source = "test";
+  ASSERT_LT(pred[0].total(), budget.bytes);
+  ASSERT_LT(pred[1].total(), budget.bytes);
+  const PruneResult r = prune(e.candidates, pred, budget);
+  EXPECT_EQ(r.kept, (std::vector<size_t>{0, 1}));
+  ASSERT_EQ(r.pruned.size(), 1u);
+  EXPECT_EQ(r.pruned[0].key, e.candidates[2].key);
+  EXPECT_EQ(r.pruned[0].predicted_mem_bytes, s0.total());
+}
+
+// Point-to-point and all-reduce both at exactly 1 GB/s.
+ClusterRates linear_rates(int world) {
+  ClusterRates r = default_rates(kernels::BackendKind::cpu, world);
+  r.bandwidth.clear();
+  for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "send"})
+    for (uint64_t b : {uint64_t(1), uint64_t(1) << 30}) r.bandwidth.push_back({op, b, 1.0, 1.0});
+  r.gemm_flops_per_s = 1e10;
+  return r;
+}
+
+TEST(PipelineLayouts, TheCostModelChargesTheBubbleTransfersAndDataParallelReduction) {
+  const ClusterRates r = linear_rates(2);  // every collective of these runs spans 2 ranks
+  const auto flat = engine::parse_config(four_blocks(), 2);
+  const auto pp2 = engine::parse_config(four_blocks({{"pipeline", {{"stages", 2}}}}), 4);
+  const auto f_flat = step_features(flat, 2, r), f_pp = step_features(pp2, 4, r);
+  engine::GPT2 model(pp2.model, pp2.padded_vocab());
+  engine::ModuleTree tree(model);
+  const double G = 4, P = 2;
+  // Model FLOPs of the global batch (2 data-parallel ranks) are the same.
+  EXPECT_DOUBLE_EQ(f_pp.flops_per_step, f_flat.flops_per_step);
+  EXPECT_EQ(f_pp.samples_per_step, f_flat.samples_per_step);
+  // Compute: the slowest stage's share of a micro-batch, G + P − 1 times.
+  const auto pc = pipeline_cost(pp2, model, 4, r);
+  EXPECT_GE(pc.stage_share, 0.5);  // the embedding and the head sit on the end stages
+  EXPECT_LT(pc.stage_share, 1.0);
+  const double per_micro = f_flat.x[kCompute] / G;
+  EXPECT_NEAR(f_pp.x[kCompute], per_micro * pc.stage_share * (G + P - 1), 1e-15);
+  // Exposed communication: the ZeRO 0 all-reduce over the 2 dp ranks (the
+  // whole flat space), one [B,T,C] each way per slot, the tied embedding once.
+  const double d = 4;
+  const double act = 1.0 * 16 * 32 * d;
+  const double tied = double(pp2.padded_vocab()) * 32 * d;
+  const double padded = double(engine::Partition(tree.param_count(), 2, 0).padded());
+  EXPECT_NEAR(f_pp.x[kCommExposed], (padded * d + (G + P - 1) * 2 * act + tied) / 1e9, 1e-12);
+  EXPECT_NEAR(f_pp.x[kCommExposed] - f_flat.x[kCommExposed], ((G + P - 1) * 2 * act + tied) / 1e9,
+              1e-12);
+  EXPECT_DOUBLE_EQ(f_pp.x[kOptimizer], f_flat.x[kOptimizer]);
+  // Without a pipeline nothing changes: stages 1 is the plain model.
+  const auto pp1 = engine::parse_config(four_blocks({{"pipeline", {{"stages", 1}}}}), 2);
+  EXPECT_EQ(step_features(pp1, 2, r).x, f_flat.x);
+  // The bubble: more micro-batches amortise it.
+  const auto pp2_g16 = engine::parse_config(
+      four_blocks({{"pipeline", {{"stages", 2}}}, {"gradient_accumulation_steps", 16}}), 4);
+  const double per_sample_4 = f_pp.x[kCompute] / f_pp.samples_per_step;
+  const auto f16 = step_features(pp2_g16, 4, r);
+  EXPECT_LT(f16.x[kCompute] / f16.samples_per_step, per_sample_4);
+}
+
+}  // namespace
+}  // namespace hybrid::autotune
