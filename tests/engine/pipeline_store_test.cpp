@@ -24,9 +24,9 @@ profiler::RunProfile train_pipeline(const test::TempDir& dir) {
   };
   const std::string cfg = dir / "pp2.json", db = dir / "pp2.db";
   test::write_json(cfg, test::tiny_config_json(patch));
-  const auto cmd = test::run_command(test::launcher(2) + test::tool("hybrid-train") +
-                                     " --quiet --config " + cfg +
-                                     fmt::format(" --steps {} --db {}", kSteps, db));
+  const auto cmd =
+      test::run_command(test::launcher(2) + test::tool("hybrid-train") + " --quiet --config " +
+                        cfg + fmt::format(" --steps {} --db {}", kSteps, db));
   EXPECT_EQ(cmd.exit_code, 0) << cmd.output;
   if (cmd.exit_code != 0) return {};
   profiler::RunStore store(db, profiler::OpenMode::read_only);
