@@ -54,6 +54,10 @@ void Engine::setup_pipeline() {
       first || last ? topology_->group_index(ParallelAxis::pp, rank()) : pipelines + rank(), me.pp);
   zero_comm_ = groups_.dp.get();
   zero_host_comm_ = groups_.dp.get();
+  groups_.tp->set_group_label("tp");
+  groups_.dp->set_group_label("dp");
+  groups_.pp->set_group_label("pp");
+  tied_comm_->set_group_label("tied");
   for (comm::Communicator* g :
        {groups_.tp.get(), groups_.dp.get(), groups_.pp.get(), tied_comm_.get()})
     g->set_observer(comm_tracer_->observer());
@@ -229,7 +233,8 @@ void Engine::pipe_transfer(const PipeStep& st) {
       break;
   }
   const int64_t t1 = tracer_.now_ns();
-  waits_->record_wait(t0, t1);  // the stage waited: exposed transfer or bubble
+  // The stage waited: exposed transfer or bubble, booked as both.
+  comm_tracer_->record_wait(t0, t1, comm_tracer_->step_at(t0), /*pipeline=*/true);
   pipeline_times_.waiting_ms += double(t1 - t0) / 1e6;
 }
 

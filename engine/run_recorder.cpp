@@ -108,6 +108,7 @@ void RunRecorder::attach(Engine& engine, int64_t steps) {
   me.local_size = placement.local_size(rank_);
   me.threads = omp_get_max_threads();
   me.host_memory_bytes = base::physical_memory();
+  me.pipeline_stage = engine.pipeline_stage();
   if (away_) {  // what register_rank would fill in, from this process
     me.host = base::host_name();
     me.pid = int64_t(::getpid());
@@ -134,8 +135,8 @@ void RunRecorder::on_step(int64_t step, double loss, double step_ms, double flop
   const auto& st = engine_->last_step();
   const auto totals = engine_->comm_tracer().step_totals(int32_t(step));
   const double exposed_ms = double(totals.exposed_ns) / 1e6;
-  step_ranks_.push_back(
-      {step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6, exposed_ms});
+  step_ranks_.push_back({step, rank_, step_ms - exposed_ms, double(totals.comm_ns) / 1e6,
+                         exposed_ms, double(totals.bubble_ns) / 1e6});
   const auto& times = engine_->last_step_times();  // wall_clock_breakdown
   for (int t = 0; t < engine::kStepTimerCount; ++t)
     if (times.measured[size_t(t)])
@@ -305,6 +306,7 @@ std::vector<profiler::CommStatRow> RunRecorder::comm_rows() const {
     row.algbw_gbps = c.mean_algbw_gbps();
     row.busbw_gbps = c.mean_busbw_gbps();
     row.link = std::string(profiler::link_name(c.link));
+    row.group = c.group;
     comm.push_back(row);
   }
   // The offload path's file I/O goes with the collectives, under its own op names.

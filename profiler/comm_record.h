@@ -42,6 +42,9 @@ struct CommRecord {
   uint8_t dtype_bytes = 4;
   LinkClass link = LinkClass::intra_host;  // stamped by the communicator
   int peer = -1;  // send/recv: the other rank (of the issuing communicator); -1 otherwise
+  // The issuing communicator's group label (stamped by it); views the
+  // communicator's string, so an observer copies it to keep it.
+  std::string_view group = "world";
 };
 
 // One read or write of this rank's NVMe swap files (ZeRO-Infinity offload):

@@ -157,11 +157,12 @@ void CommTracer::on_record(const CommRecord& r) {
     acc.totals.bytes += r.bytes;
     acc.comm.emplace_back(r.start_ns, r.end_ns);
     if (prof) {
-      CommStat& s = stats_[{int(r.kind), int(r.link), r.bytes}];
+      CommStat& s = stats_[{int(r.kind), std::string(r.group), int(r.link), r.bytes}];
       if (s.count == 0) {
         s.kind = r.kind;
         s.msg_bytes = r.bytes;
         s.link = r.link;
+        s.group = std::string(r.group);
         s.min_ns = dur;
         s.max_ns = dur;
       }
@@ -225,7 +226,7 @@ std::vector<IoStat> CommTracer::io_stats() const {
   return out;
 }
 
-bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step) {
+bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step, bool pipeline) {
   std::lock_guard lock(mutex_);
   if (std::this_thread::get_id() != compute_thread_) {
     ++rejected_waits_;
@@ -235,6 +236,7 @@ bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step) {
   StepAccum& acc = step_accum(step);
   acc.totals.waits += 1;
   acc.waits.emplace_back(start_ns, end_ns);
+  if (pipeline) acc.pipeline_waits.emplace_back(start_ns, end_ns);
   if (tracer_ && tracer_->enabled()) {
     Event e;
     e.start_ns = start_ns;
@@ -278,6 +280,7 @@ StepCommTotals CommTracer::totals_locked(int32_t step) const {
   const Intervals comm = merged(it->second.comm), waits = merged(it->second.waits);
   t.comm_ns = total_length(comm);
   t.blocked_ns = total_length(waits);
+  t.bubble_ns = total_length(merged(it->second.pipeline_waits));
   // A wait may cover a collective issued in a neighbouring step (one issued at
   // the end of a step and waited for at the start of the next).
   Intervals nearby = it->second.comm;
@@ -307,15 +310,17 @@ std::string CommTracer::summary() const {
   std::string out = fmt::format("{:<16}{:>14}{:>9}{:>16}{:>14}{:>14}{:>14}{:>17}{:>17}\n",
                                 "Comm. Op", "Message Size", "Count", "Total Latency", "Avg Latency",
                                 "Min Latency", "Max Latency", "algbw (avg)", "busbw (avg)");
-  // One heading per op as DeepSpeed prints it; collectives that crossed hosts
-  // under a heading of their own.
-  int last_group = -1;
+  // One heading per op as DeepSpeed prints it; a communicator group other than
+  // the world ("all_reduce [dp]") and collectives that crossed hosts under
+  // headings of their own.
+  std::string last_heading;
   for (const auto& s : rows) {
-    if (const int group = int(s.kind) * kLinkClassCount + int(s.link); group != last_group) {
-      out += s.link == LinkClass::inter_host
-                 ? fmt::format("{} ({})\n", collective_name(s.kind), link_name(s.link))
-                 : fmt::format("{}\n", collective_name(s.kind));
-      last_group = group;
+    std::string heading(collective_name(s.kind));
+    if (s.group != "world") heading += fmt::format(" [{}]", s.group);
+    if (s.link == LinkClass::inter_host) heading += fmt::format(" ({})", link_name(s.link));
+    if (heading != last_heading) {
+      out += heading + "\n";
+      last_heading = std::move(heading);
     }
     out += fmt::format("{:<16}{:>14}{:>9}{:>16}{:>14}{:>14}{:>14}{:>17}{:>17}\n", "",
                        format_size(s.msg_bytes), s.count, format_latency(double(s.total_ns)),

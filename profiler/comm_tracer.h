@@ -48,11 +48,12 @@ struct CommTracerOptions {
   std::vector<std::string> prof_ops;
 };
 
-// Aggregate of one (op, message size, link class).
+// Aggregate of one (op, message size, link class, communicator group).
 struct CommStat {
   CollectiveKind kind = CollectiveKind::all_reduce;
   uint64_t msg_bytes = 0;
   LinkClass link = LinkClass::intra_host;
+  std::string group = "world";  // CommRecord::group
   uint64_t count = 0;
   uint64_t total_bytes = 0;
   int64_t total_ns = 0;
@@ -95,6 +96,9 @@ struct StepCommTotals {
   int64_t exposed_ns = 0;
   int64_t blocked_ns = 0;
   uint64_t waits = 0;
+  // Pipeline bubble: the union of the waits booked as pipeline waits (a stage
+  // waiting on its neighbour's activations or gradients); part of blocked_ns.
+  int64_t bubble_ns = 0;
   int64_t hidden_ns() const { return comm_ns > exposed_ns ? comm_ns - exposed_ns : 0; }
 };
 
@@ -140,7 +144,8 @@ class CommTracer {
     std::lock_guard lock(mutex_);
     compute_thread_ = std::this_thread::get_id();
   }
-  bool record_wait(int64_t start_ns, int64_t end_ns, int32_t step);
+  // `pipeline`: a wait on a pipeline transfer, also booked as bubble.
+  bool record_wait(int64_t start_ns, int64_t end_ns, int32_t step, bool pipeline = false);
   // Runs wait() and books its interval against the step in effect when it began,
   // also when wait() throws.
   template <class WaitFn>
@@ -159,7 +164,7 @@ class CommTracer {
   void set_verbose_stream(std::ostream* os);
   void set_rank(int rank) { rank_ = rank; }
 
-  std::vector<CommStat> stats() const;  // by op, then link class, then message size
+  std::vector<CommStat> stats() const;  // by op, then group, link class, message size
   std::vector<StepCommTotals> steps() const;
   StepCommTotals step_totals(int32_t step) const;  // zeros when the step saw nothing
   uint64_t rejected_waits() const;
@@ -171,7 +176,7 @@ class CommTracer {
  private:
   struct StepAccum {
     StepCommTotals totals;  // counts and bytes; times are derived from the intervals
-    std::vector<std::pair<int64_t, int64_t>> comm, waits;
+    std::vector<std::pair<int64_t, int64_t>> comm, waits, pipeline_waits;
   };
   StepAccum& step_accum(int32_t step);  // mutex held
   StepCommTotals totals_locked(int32_t step) const;
@@ -188,7 +193,8 @@ class CommTracer {
 
   mutable std::mutex mutex_;
   std::ostream* verbose_;
-  std::map<std::tuple<int, int, uint64_t>, CommStat> stats_;  // (kind, link, bytes)
+  std::map<std::tuple<int, std::string, int, uint64_t>, CommStat>
+      stats_;  // (kind, group, link, bytes)
   std::map<std::pair<int, uint64_t>, IoStat> io_stats_;
   std::map<int32_t, StepAccum> steps_;
   std::vector<std::pair<int64_t, int32_t>> step_starts_;  // (time, step), in time order

@@ -71,6 +71,7 @@ struct RankInfo {
   int local_size = 1;
   int threads = 0;  // OpenMP threads of this rank; 0 = not recorded
   uint64_t host_memory_bytes = 0;
+  int pipeline_stage = 0;  // its stage of the pipeline (0 without pipeline stages)
 
   friend bool operator==(const RankInfo&, const RankInfo&) = default;
 };
@@ -98,6 +99,9 @@ struct StepRankRow {
   double compute_ms = 0;
   double comm_ms = 0;          // total time collectives were in flight
   double exposed_comm_ms = 0;  // part of comm_ms the compute lane waited for
+  // Pipeline bubble: the compute thread's waits on pipeline transfers (the pp
+  // group's sends and receives); 0 without pipeline stages.
+  double bubble_ms = 0;
 
   friend bool operator==(const StepRankRow&, const StepRankRow&) = default;
 };
@@ -169,6 +173,7 @@ struct CommStatRow {
   double algbw_gbps = 0;            // bytes / mean time, GB/s (1e9)
   double busbw_gbps = 0;            // algbw × the op's bus factor
   std::string link = "intra_host";  // link_name(): whether its ranks spanned hosts
+  std::string group = "world";      // communicator group: "world", "dp", "pp", "tied", "tp"
 
   friend bool operator==(const CommStatRow&, const CommStatRow&) = default;
 };

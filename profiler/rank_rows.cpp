@@ -15,7 +15,7 @@ static_assert(std::endian::native == std::endian::little,
               "rank rows are encoded in the host's byte order, little-endian");
 
 constexpr uint32_t kMagic = 0x52524248;  // "HBRR"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;         // 2: pipeline stage, bubble, comm group
 
 class Writer {
  public:
@@ -86,6 +86,7 @@ void put_rank(Writer& w, const RankInfo& r) {
   w.put(int32_t(r.local_size));
   w.put(int32_t(r.threads));
   w.put(r.host_memory_bytes);
+  w.put(int32_t(r.pipeline_stage));
 }
 
 RankInfo get_rank(Reader& in) {
@@ -98,6 +99,7 @@ RankInfo get_rank(Reader& in) {
   r.local_size = in.get<int32_t>("rank local_size");
   r.threads = in.get<int32_t>("rank threads");
   r.host_memory_bytes = in.get<uint64_t>("rank host_memory_bytes");
+  r.pipeline_stage = in.get<int32_t>("rank pipeline_stage");
   return r;
 }
 
@@ -107,6 +109,7 @@ void put_row(Writer& w, const StepRankRow& r) {
   w.put(r.compute_ms);
   w.put(r.comm_ms);
   w.put(r.exposed_comm_ms);
+  w.put(r.bubble_ms);
 }
 
 void get_row(Reader& in, StepRankRow& r) {
@@ -116,6 +119,7 @@ void get_row(Reader& in, StepRankRow& r) {
   r.compute_ms = in.get<double>(what);
   r.comm_ms = in.get<double>(what);
   r.exposed_comm_ms = in.get<double>(what);
+  r.bubble_ms = in.get<double>(what);
 }
 
 void put_row(Writer& w, const StepTimerRow& r) {
@@ -227,6 +231,7 @@ void put_row(Writer& w, const CommStatRow& r) {
   w.put(r.algbw_gbps);
   w.put(r.busbw_gbps);
   w.put(r.link);
+  w.put(r.group);
 }
 
 void get_row(Reader& in, CommStatRow& r) {
@@ -238,6 +243,7 @@ void get_row(Reader& in, CommStatRow& r) {
   r.algbw_gbps = in.get<double>(what);
   r.busbw_gbps = in.get<double>(what);
   r.link = in.get_string(what);
+  r.group = in.get_string(what);
 }
 
 void put_row(Writer& w, const MemoryRow& r) {

@@ -7,6 +7,7 @@
 
 #include "profiler/report_format.h"
 #include "profiler/tables/collective_groups.h"
+#include "profiler/tables/pipeline_bubbles.h"
 
 namespace hybrid::profiler {
 
@@ -17,13 +18,13 @@ namespace {
 bool is_io(const std::string& op) { return op.rfind("nvme_", 0) == 0; }
 
 std::string by_op_and_size(const std::vector<CollectiveGroup>& groups) {
-  report::TextTable table({"op", "link", "size", "ranks", "count/rank", "mean latency", "min",
-                           "max", "total/rank", "algbw mean (min)", "busbw mean (min)"});
+  report::TextTable table({"op", "group", "link", "size", "ranks", "count/rank", "mean latency",
+                           "min", "max", "total/rank", "algbw mean (min)", "busbw mean (min)"});
   for (const CollectiveGroup& g : groups) {
     if (is_io(g.op)) continue;
     const double n = double(g.ranks);
-    table.add_row({g.op, g.link, report::format_bytes(g.bytes), std::to_string(g.ranks),
-                   fmt::format("{:.1f}", double(g.count) / n),
+    table.add_row({g.op, g.comm_group, g.link, report::format_bytes(g.bytes),
+                   std::to_string(g.ranks), fmt::format("{:.1f}", double(g.count) / n),
                    report::format_ms(g.count ? double(g.total_ns) / double(g.count) * 1e-6 : 0),
                    report::format_ms(double(g.min_ns) * 1e-6),
                    report::format_ms(double(g.max_ns) * 1e-6),
@@ -45,6 +46,44 @@ std::string by_link(const std::vector<CollectiveGroup>& groups) {
                    report::format_bytes(uint64_t(t.bytes)), report::format_ms(t.ns * 1e-6),
                    report::format_gbps(t.algbw()), report::format_gbps(t.busbw_mean)});
   return table.render("  ");
+}
+
+// Per communicator group (tp all-reduce, pp send/recv, dp reductions, ...):
+// calls, bytes and time per rank that issued them.
+std::string by_group(const std::vector<CollectiveGroup>& groups) {
+  struct Totals {
+    int ranks = 0;
+    double calls = 0, bytes = 0, ns = 0;
+  };
+  std::map<std::string, Totals> by;
+  for (const CollectiveGroup& g : groups) {
+    if (is_io(g.op)) continue;
+    Totals& t = by[g.comm_group];
+    t.ranks = std::max(t.ranks, g.ranks);
+    t.calls += double(g.count);
+    t.bytes += double(g.count) * double(g.bytes);
+    t.ns += double(g.total_ns);
+  }
+  report::TextTable table({"group", "ranks", "calls/rank", "bytes/rank", "time/rank"});
+  for (const auto& [name, t] : by) {
+    const double n = std::max(1, t.ranks);
+    table.add_row({name, std::to_string(t.ranks), fmt::format("{:.1f}", t.calls / n),
+                   report::format_bytes(uint64_t(t.bytes / n)),
+                   report::format_ms(t.ns / n * 1e-6)});
+  }
+  return table.render("  ");
+}
+
+// "stage s: bubble x ms of y ms (z %)", per step (rank mean).
+std::string bubbles(const RunProfile& p) {
+  const auto stages = stage_bubbles(p);
+  if (stages.empty()) return {};
+  std::string out = "\nPipeline bubble per stage (waits on send/recv, per step, rank mean):\n";
+  for (const StageBubble& b : stages)
+    out +=
+        fmt::format("  stage {}: bubble {} of {} ({})\n", b.stage, report::format_ms(b.bubble_ms),
+                    report::format_ms(b.step_ms), report::format_percent(b.fraction()));
+  return out;
 }
 
 // Per op: bytes and time per rank, and the bandwidth they make (bytes / time).
@@ -100,6 +139,8 @@ std::string comm_report(const RunProfile& p) {
     out += by_op_and_size(groups);
     out += "\nBy link (intra-host: shared memory; inter-host: the network):\n";
     out += by_link(groups);
+    out += "\nBy communicator group (world; dp: ZeRO; pp: pipeline stages; tied: embedding):\n";
+    out += by_group(groups);
   }
   out += offload_io(groups);
   if (!p.step_ranks.empty()) {
@@ -112,6 +153,7 @@ std::string comm_report(const RunProfile& p) {
                        report::format_percent(comm > 0 ? exposed / comm : 0),
                        report::format_ms(comm - exposed));
   }
+  out += bubbles(p);
   return out;
 }
 

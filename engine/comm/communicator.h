@@ -119,6 +119,15 @@ class Communicator {
   using Observer = std::function<void(const CommRecord&)>;
   void set_observer(Observer obs) { observer_ = std::move(obs); }
 
+  // Which group this communicator serves ("world", "dp", "pp", "tied", "tp"),
+  // stamped into every record it notifies so reports can split by group. Set
+  // before the first collective; an empty label is std::invalid_argument.
+  void set_group_label(std::string label) {
+    if (label.empty()) throw std::invalid_argument("communicator group label must not be empty");
+    group_label_ = std::move(label);
+  }
+  const std::string& group_label() const { return group_label_; }
+
   // Calls and bytes so far per kind (message sizes as in CollectiveRecord); a
   // snapshot, safe to take while collectives are in flight.
   struct Counters {
@@ -158,6 +167,7 @@ class Communicator {
     CommRecord stamped = r;
     // A point-to-point record joins two ranks: its link is the pair's, not the group's.
     stamped.link = r.peer >= 0 ? pair_link(r.peer) : link_;
+    stamped.group = group_label_;
     observer_(stamped);
   }
   profiler::LinkClass pair_link(int peer) const {
@@ -173,6 +183,7 @@ class Communicator {
  private:
   Placement placement_;
   profiler::LinkClass link_ = profiler::LinkClass::intra_host;
+  std::string group_label_ = "world";
   Observer observer_;
   std::atomic<uint64_t> calls_[profiler::kCollectiveKindCount] = {};
   std::atomic<uint64_t> bytes_[profiler::kCollectiveKindCount] = {};

@@ -13,6 +13,7 @@ CommSummary build_comm_summary(const profiler::RunProfile& p) {
     CommRow r;
     r.op = g.op;
     r.link = g.link;
+    r.group = g.comm_group;
     r.bytes = g.bytes;
     r.ranks = g.ranks;
     r.calls = Spread::of(g.calls).mean;
@@ -24,6 +25,7 @@ CommSummary build_comm_summary(const profiler::RunProfile& p) {
     r.busbw_gbps = Spread::of(g.busbw_gbps).mean;
     s.rows.push_back(std::move(r));
   }
+  s.bubbles = profiler::stage_bubbles(p);
   const profiler::CommSteps steps = profiler::comm_per_step(p);
   for (const profiler::StepComm& st : steps.steps)
     s.steps.push_back({st.step, st.comm_ms, st.exposed_ms});
@@ -60,6 +62,7 @@ void sort_comm_rows(std::vector<CommRow>& rows, CommColumn column, bool ascendin
   };
   std::stable_sort(rows.begin(), rows.end(), [](const CommRow& a, const CommRow& b) {
     if (a.op != b.op) return a.op < b.op;
+    if (a.group != b.group) return a.group < b.group;
     if (a.link != b.link) return a.link == "intra_host";
     return a.bytes < b.bytes;
   });

@@ -9,12 +9,14 @@
 
 #include "gui/model/stats.h"
 #include "profiler/profile_data.h"
+#include "profiler/tables/pipeline_bubbles.h"
 
 namespace hybrid::gui {
 
 struct CommRow {
   std::string op;
   std::string link = "intra_host";  // or "inter_host": its ranks spanned hosts
+  std::string group = "world";      // communicator group: "world", "dp", "pp", "tied", "tp"
   uint64_t bytes = 0;               // message size
   int ranks = 0;                    // ranks that issued it
   double calls = 0;                 // per rank (mean)
@@ -33,7 +35,8 @@ struct CommStepRow {
 };
 
 struct CommSummary {
-  std::vector<CommRow> rows;  // by op, then size
+  std::vector<CommRow> rows;                   // by op, then group, link, size
+  std::vector<profiler::StageBubble> bubbles;  // by pipeline stage; empty without a pipeline
   std::vector<CommStepRow> steps;
   double comm_ms_per_step = 0;     // mean over steps and ranks
   double exposed_ms_per_step = 0;  // mean over steps and ranks

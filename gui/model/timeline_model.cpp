@@ -30,26 +30,28 @@ LaneKey lane_key(const Event& e) {
   return {e.rank, 0};
 }
 
-TimelineLane make_lane(const LaneKey& k) {
+// `who` names the rank: "rank 3", or "rank 3 · stage 1" in a pipeline run, so
+// the stages' lanes show the 1F1B pattern.
+TimelineLane make_lane(const LaneKey& k, const std::string& who) {
   TimelineLane l;
   l.rank = k.rank;
   switch (k.order) {
     case 0:
       l.kind = LaneKind::compute;
-      l.label = fmt::format("rank {} · compute", k.rank);
+      l.label = fmt::format("{} · compute", who);
       break;
     case 1:
       l.kind = LaneKind::comm;
-      l.label = fmt::format("rank {} · comm", k.rank);
+      l.label = fmt::format("{} · comm", who);
       break;
     case 2:
       l.kind = LaneKind::optimizer;
-      l.label = fmt::format("rank {} · optimizer", k.rank);
+      l.label = fmt::format("{} · optimizer", who);
       break;
     default:
       l.kind = LaneKind::gpu;
       l.gpu_stream = k.order - 3;
-      l.label = fmt::format("rank {} · GPU stream {}", k.rank, l.gpu_stream);
+      l.label = fmt::format("{} · GPU stream {}", who, l.gpu_stream);
   }
   return l;
 }
@@ -139,8 +141,17 @@ TimelineModel build_timeline(const profiler::EventSet& set,
       by_lane[{r, 0}];
       if (any_comm) by_lane[{r, 1}];
     }
+  const bool pipeline = std::any_of(
+      ranks.begin(), ranks.end(), [](const profiler::RankInfo& r) { return r.pipeline_stage > 0; });
+  auto who = [&](int rank) {
+    if (!pipeline) return fmt::format("rank {}", rank);
+    int stage = 0;
+    for (const auto& r : ranks)
+      if (r.rank == rank) stage = r.pipeline_stage;
+    return fmt::format("rank {} · stage {}", rank, stage);
+  };
   for (auto& [key, evs] : by_lane) {
-    TimelineLane lane = make_lane(key);
+    TimelineLane lane = make_lane(key, who(key.rank));
     assign_rows(lane, evs);
     if (lane.rows.empty()) lane.rows.resize(1);
     m.lanes.push_back(std::move(lane));

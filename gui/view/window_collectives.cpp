@@ -49,6 +49,15 @@ void draw_exposure(const CommSummary& s, bool gpu) {
   ImGui::TextColored(to_vec4(category_color(profiler::Category::comm)), "■ hidden (overlapped)");
 }
 
+// Each stage's wait on its neighbours (send/recv) against its step.
+void draw_bubbles(const CommSummary& s) {
+  if (s.bubbles.empty()) return;
+  section("Pipeline bubble per stage (waits on send/recv; per step, mean over the stage's ranks)");
+  for (const auto& b : s.bubbles)
+    ImGui::Text("stage %d: bubble %.3f ms of %.3f ms (%.1f%%)", b.stage, b.bubble_ms, b.step_ms,
+                100.0 * b.fraction());
+}
+
 void draw_steps(const CommSummary& s) {
   section("Per step (mean over ranks)");
   double full = 0;
@@ -106,6 +115,7 @@ void draw_collectives_window(App& app) {
   const auto& info = run->data.profile.run;
   draw_exposure(s, info.backend == "cuda");
   draw_steps(s);
+  draw_bubbles(s);
   if (s.rows.empty() && info.source != "hybrid") {
     section("Collectives by op and message size");
     ImGui::TextColored(
@@ -137,10 +147,10 @@ void draw_collectives_window(App& app) {
   for (const auto& r : rows) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    if (r.link == "inter_host")
-      ImGui::Text("%s (inter-host)", r.op.c_str());
-    else
-      ImGui::TextUnformatted(r.op.c_str());
+    std::string op = r.op;
+    if (r.group != "world") op += " [" + r.group + "]";  // e.g. "send [pp]"
+    if (r.link == "inter_host") op += " (inter-host)";
+    ImGui::TextUnformatted(op.c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_bytes(r.bytes).c_str());
     ImGui::TableNextColumn();

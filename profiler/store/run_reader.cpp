@@ -75,13 +75,13 @@ RunInfo RunStore::get_run(int64_t run_id) {
 
 std::vector<RankInfo> RunStore::ranks_unlocked(int64_t run_id) {
   auto st = conn_->prepare(
-      "SELECT rank, host, pid, epoch_unix_ns, local_rank, local_size, threads, host_memory_bytes "
-      "FROM run_ranks WHERE run_id = ?1 ORDER BY rank");
+      "SELECT rank, host, pid, epoch_unix_ns, local_rank, local_size, threads, host_memory_bytes, "
+      "pipeline_stage FROM run_ranks WHERE run_id = ?1 ORDER BY rank");
   st.bind(run_id);
   std::vector<RankInfo> out;
   while (st.step())
     out.push_back({int(st.i64(0)), st.text(1), st.i64(2), st.i64(3), int(st.i64(4)), int(st.i64(5)),
-                   int(st.i64(6)), st.u64(7)});
+                   int(st.i64(6)), st.u64(7), int(st.i64(8))});
   return out;
 }
 
@@ -99,11 +99,12 @@ std::vector<StepRow> RunStore::steps_unlocked(int64_t run_id) {
 
 std::vector<StepRankRow> RunStore::step_ranks_unlocked(int64_t run_id) {
   auto st = conn_->prepare(
-      "SELECT step, rank, compute_ms, comm_ms, exposed_comm_ms FROM step_ranks "
+      "SELECT step, rank, compute_ms, comm_ms, exposed_comm_ms, bubble_ms FROM step_ranks "
       "WHERE run_id = ?1 ORDER BY step, rank");
   st.bind(run_id);
   std::vector<StepRankRow> out;
-  while (st.step()) out.push_back({st.i64(0), int(st.i64(1)), st.f64(2), st.f64(3), st.f64(4)});
+  while (st.step())
+    out.push_back({st.i64(0), int(st.i64(1)), st.f64(2), st.f64(3), st.f64(4), st.f64(5)});
   return out;
 }
 
@@ -145,13 +146,13 @@ std::vector<LayerStat> RunStore::layer_stats_unlocked(int64_t run_id, std::optio
 
 std::vector<CommStatRow> RunStore::comm_stats_unlocked(int64_t run_id) {
   auto st = conn_->prepare(
-      "SELECT rank, op, bytes, count, total_ns, min_ns, max_ns, algbw_gbps, busbw_gbps, link "
-      "FROM comm_stats WHERE run_id = ?1 ORDER BY op, link DESC, bytes, rank");
+      "SELECT rank, op, bytes, count, total_ns, min_ns, max_ns, algbw_gbps, busbw_gbps, link, "
+      "\"group\" FROM comm_stats WHERE run_id = ?1 ORDER BY op, \"group\", link DESC, bytes, rank");
   st.bind(run_id);
   std::vector<CommStatRow> out;
   while (st.step())
     out.push_back({int(st.i64(0)), st.text(1), st.u64(2), st.i64(3), st.i64(4), st.i64(5),
-                   st.i64(6), st.f64(7), st.f64(8), st.text(9)});
+                   st.i64(6), st.f64(7), st.f64(8), st.text(9), st.text(10)});
   return out;
 }
 

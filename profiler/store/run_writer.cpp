@@ -40,9 +40,10 @@ int64_t insert_run(Connection& c, const RunInfo& info, RunStatus status, double 
 void insert_rank(Connection& c, int64_t run_id, const RankInfo& r) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns, local_rank, "
-      "local_size, threads, host_memory_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+      "local_size, threads, host_memory_bytes, pipeline_stage) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
   st.bind(run_id, r.rank, r.host, r.pid, r.epoch_unix_ns, r.local_rank, r.local_size, r.threads,
-          r.host_memory_bytes)
+          r.host_memory_bytes, r.pipeline_stage)
       .run();
 }
 
@@ -59,9 +60,9 @@ void insert_steps(Connection& c, int64_t run_id, std::span<const StepRow> rows) 
 void insert_step_ranks(Connection& c, int64_t run_id, std::span<const StepRankRow> rows) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO step_ranks (run_id, step, rank, compute_ms, comm_ms, "
-      "exposed_comm_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      "exposed_comm_ms, bubble_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   for (const auto& r : rows)
-    st.bind(run_id, r.step, r.rank, r.compute_ms, r.comm_ms, r.exposed_comm_ms).run();
+    st.bind(run_id, r.step, r.rank, r.compute_ms, r.comm_ms, r.exposed_comm_ms, r.bubble_ms).run();
 }
 
 void insert_step_timers(Connection& c, int64_t run_id, std::span<const StepTimerRow> rows) {
@@ -97,11 +98,11 @@ void insert_layer_stats(Connection& c, int64_t run_id, std::span<const LayerStat
 void insert_comm_stats(Connection& c, int64_t run_id, std::span<const CommStatRow> rows) {
   auto st = c.prepare(
       "INSERT OR REPLACE INTO comm_stats (run_id, rank, op, bytes, count, total_ns, min_ns, "
-      "max_ns, algbw_gbps, busbw_gbps, link) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-      "?11)");
+      "max_ns, algbw_gbps, busbw_gbps, link, \"group\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+      "?9, ?10, ?11, ?12)");
   for (const auto& r : rows)
     st.bind(run_id, r.rank, r.op, r.bytes, r.count, r.total_ns, r.min_ns, r.max_ns, r.algbw_gbps,
-            r.busbw_gbps, r.link)
+            r.busbw_gbps, r.link, r.group)
         .run();
 }
 

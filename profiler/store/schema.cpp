@@ -6,6 +6,7 @@
 #include <string>
 
 #include "profiler/store/connection.h"
+#include "profiler/store/schema_migrations.h"
 
 namespace hybrid::profiler::store {
 
@@ -399,7 +400,7 @@ ALTER TABLE probes ADD COLUMN gemm_ranks INTEGER NOT NULL DEFAULT 0 CHECK (gemm_
 ALTER TABLE probes ADD COLUMN host_cpus INTEGER NOT NULL DEFAULT 0 CHECK (host_cpus >= 0);
 )sql";
 
-constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
+const std::array<Migration, kSchemaVersion> kMigrations = {{
     {1, "runs, ranks, steps, modules, layer stats, comm stats, memory, events", kSchemaV1},
     {2, "sweeps, trials, pruned candidates, probes", kSchemaV2},
     {3, "run source, GPU record scopes, host layer times, GPU timeline", kSchemaV3},
@@ -410,6 +411,8 @@ constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
      kSchemaV6},
     {7, "ranks of each probe sample and of the probe's GEMM measurement; the host's CPUs",
      kSchemaV7},
+    {8, "collective statistics per communicator group; pipeline stage per rank; bubble per step",
+     kSchemaV8},
 }};
 
 int64_t count_user_tables(Connection& conn) {

@@ -42,18 +42,18 @@ void finish(CollectiveGroup& g, const std::set<int>& ranks) {
 }  // namespace
 
 std::vector<CollectiveGroup> group_collectives(const RunProfile& p) {
-  using Key = std::tuple<std::string, bool, uint64_t>;  // op, inter-host, size
+  using Key = std::tuple<std::string, std::string, bool, uint64_t>;  // op, group, inter, size
   std::map<Key, std::pair<CollectiveGroup, std::set<int>>> groups;
   for (const CommStatRow& c : p.comm) {
-    auto& [g, ranks] = groups[{c.op, c.link == "inter_host", c.bytes}];
-    if (g.calls.empty()) g.link = c.link;
+    auto& [g, ranks] = groups[{c.op, c.group, c.link == "inter_host", c.bytes}];
+    if (g.calls.empty()) g.link = c.link, g.comm_group = c.group;
     add_row(g, ranks, c);
   }
   std::vector<CollectiveGroup> out;
   for (auto& [key, entry] : groups) {
     auto& [g, ranks] = entry;
     g.op = std::get<0>(key);
-    g.bytes = std::get<2>(key);
+    g.bytes = std::get<3>(key);
     finish(g, ranks);
     out.push_back(std::move(g));
   }

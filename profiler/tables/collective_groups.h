@@ -12,14 +12,15 @@
 
 namespace hybrid::profiler {
 
-// One (op, link class, size) over every rank that issued it; per-rank vectors
+// One (op, communicator group, link class, size) over every rank that issued it; per-rank vectors
 // hold one entry per stored row (one row per rank), in the store's order.
 struct CollectiveGroup {
   std::string op;
-  std::string link;    // "intra_host" or "inter_host" (CommStatRow::link)
-  uint64_t bytes = 0;  // message size
-  int ranks = 0;       // distinct ranks that issued it
-  int64_t count = 0;   // calls, all ranks together
+  std::string comm_group = "world";  // "world", "dp", "pp", "tied", "tp" (CommStatRow::group)
+  std::string link;                  // "intra_host" or "inter_host" (CommStatRow::link)
+  uint64_t bytes = 0;                // message size
+  int ranks = 0;                     // distinct ranks that issued it
+  int64_t count = 0;                 // calls, all ranks together
   int64_t total_ns = 0;
   int64_t min_ns = 0;                          // fastest call on any rank
   int64_t max_ns = 0;                          // slowest call on any rank
@@ -31,7 +32,7 @@ struct CollectiveGroup {
   double busbw_mean = 0, busbw_min = 0;
 };
 
-// By op, then link class (intra-host first), then size.
+// By op, then communicator group, link class (intra-host first), size.
 std::vector<CollectiveGroup> group_collectives(const RunProfile& profile);
 
 // Every collective (not the offload I/O) of one link class, per rank: what the

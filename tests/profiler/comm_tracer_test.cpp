@@ -293,6 +293,47 @@ TEST(CommTracerSteps, ExposedTimeIsTheComputeThreadsWaits) {
   EXPECT_EQ(all[1].step, 1);
 }
 
+TEST(CommTracerAggregation, SplitsByCommunicatorGroup) {
+  ManualClock clock;
+  CommTracer t({}, nullptr, clock.fn());
+  auto dp = rec(CollectiveKind::all_reduce, 4096, 2, 0, 0, 2000);
+  dp.group = "dp";
+  auto tied = dp;
+  tied.group = "tied";
+  tied.end_ns = 4000;
+  t.on_record(dp);
+  t.on_record(tied);
+  t.on_record(dp);
+  t.on_record(rec(CollectiveKind::all_reduce, 4096, 2, 0, 0, 1000));  // the world's
+  const auto s = t.stats();
+  ASSERT_EQ(s.size(), 3u);  // one (op, size), three groups: by group name
+  EXPECT_EQ(s[0].group, "dp");
+  EXPECT_EQ(s[0].count, 2u);
+  EXPECT_EQ(s[1].group, "tied");
+  EXPECT_EQ(s[1].total_ns, 4000);
+  EXPECT_EQ(s[2].group, "world");
+  EXPECT_EQ(s[2].count, 1u);
+  const std::string table = t.summary();
+  EXPECT_NE(table.find("all_reduce [dp]\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("all_reduce [tied]\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("all_reduce\n"), std::string::npos) << table;  // the world: no suffix
+}
+
+// Waits on pipeline transfers are waits like any other, and also the step's bubble.
+TEST(CommTracerSteps, PipelineWaitsAreTheBubble) {
+  ManualClock clock;
+  CommTracer t({}, nullptr, clock.fn());
+  t.begin_step(1);
+  t.on_record(rec(CollectiveKind::recv, 100, 2, 0, 0, 100));
+  EXPECT_TRUE(t.record_wait(0, 40, 1, /*pipeline=*/true));
+  EXPECT_TRUE(t.record_wait(30, 60, 1, /*pipeline=*/true));  // overlaps: counted once
+  EXPECT_TRUE(t.record_wait(200, 300, 1));                   // a ZeRO wait: not the bubble
+  const auto s = t.step_totals(1);
+  EXPECT_EQ(s.bubble_ns, 60);
+  EXPECT_EQ(s.blocked_ns, 160);
+  EXPECT_EQ(t.step_totals(2).bubble_ns, 0);
+}
+
 TEST(CommTracerSteps, OverlappingIntervalsAreCountedOnce) {
   ManualClock clock;
   CommTracer t({}, nullptr, clock.fn());

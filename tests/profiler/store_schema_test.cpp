@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 7);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RunStore::schema_version(), 8);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "8");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 7);
+  EXPECT_EQ(again.opened_schema_version(), 8);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -258,13 +258,66 @@ TEST(StoreSchema, V6ProbesMigrateToV7WithRanksUnknown) {
   EXPECT_THROW(exec_sql(db, "UPDATE probe_bandwidth SET ranks = -1"), std::exception);
 }
 
+// v7 -> v8 on a file a v7 build wrote, holding a run: its collective statistics
+// read back as the world group's, its ranks at stage 0 and its steps without a
+// bubble; a pipeline run's rows then keep their groups (a pp send and a world
+// send of one size are two rows), stages and bubbles; an empty group is refused.
+TEST(StoreSchema, V7RunMigratesToV8CommStatsOfTheWorldGroupNoBubble) {
+  TempDir dir;
+  const auto db = dir / "v7.db";
+  exec_sql(db, test::read_file(fixture(7)));
+  exec_sql(db,
+           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
+           "VALUES (4, 'v7 run', 1700000000.0, 1700000100.0, 'ok', 2);"
+           "INSERT INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
+           "VALUES (4, 1, 'node-a', 99, 5);"
+           "INSERT INTO step_ranks VALUES (4, 1, 1, 9.5, 2.0, 0.5);"
+           "INSERT INTO comm_stats (run_id, rank, op, bytes, link, count, total_ns, min_ns, "
+           "max_ns, algbw_gbps, busbw_gbps) VALUES "
+           "(4, 1, 'all_reduce', 4096, 'inter_host', 3, 300, 90, 110, 1.5, 2.25);");
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 7);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const auto comm = store.comm_stats(4);
+  ASSERT_EQ(comm.size(), 1u);
+  EXPECT_EQ(comm[0], (CommStatRow{1, "all_reduce", 4096, 3, 300, 90, 110, 1.5, 2.25, "inter_host",
+                                  "world"}));
+  const auto ranks = store.ranks(4);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].pipeline_stage, 0);
+  EXPECT_EQ(ranks[0].host, "node-a");
+  const auto steps = store.step_ranks(4);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0], (StepRankRow{1, 1, 9.5, 2.0, 0.5, 0.0}));
+
+  const std::vector<CommStatRow> rows = {
+      {0, "send", 2048, 4, 400, 90, 120, 1.0, 1.0, "intra_host", "pp"},
+      {0, "send", 2048, 1, 100, 100, 100, 1.0, 1.0, "intra_host", "world"}};
+  store.add_comm_stats(4, rows);
+  const std::vector<StepRankRow> bubble = {{2, 0, 8.0, 3.0, 1.0, 2.5}};
+  store.add_step_ranks(4, bubble);
+  RankInfo stage1;
+  stage1.rank = 0;
+  stage1.pipeline_stage = 1;
+  store.register_rank(4, stage1);
+  const auto after = store.comm_stats(4);
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0].op, "all_reduce");  // by op, then group: pp before world
+  EXPECT_EQ(after[1], rows[0]);
+  EXPECT_EQ(after[2], rows[1]);
+  EXPECT_EQ(store.step_ranks(4).at(1).bubble_ms, 2.5);  // by step: the old row first
+  EXPECT_EQ(store.ranks(4).at(0).pipeline_stage, 1);
+  EXPECT_THROW(exec_sql(db, "UPDATE comm_stats SET \"group\" = ''"), std::exception);
+  EXPECT_THROW(exec_sql(db, "UPDATE run_ranks SET pipeline_stage = -1"), std::exception);
+}
+
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   TempDir dir;
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
   EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (7)"),
+      msg.find("database " + db.string() + " has schema version 1, older than this build (8)"),
       std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
@@ -389,7 +442,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "8");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 

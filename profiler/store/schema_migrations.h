@@ -1,0 +1,9 @@
+// Migrations after version 7, one file each (schema_vN.cpp), so that
+// schema.cpp, which lists them all, stays readable. Released SQL never changes.
+#pragma once
+
+namespace hybrid::profiler::store {
+
+extern const char* const kSchemaV8;  // schema_v8.cpp: pipeline parallelism
+
+}  // namespace hybrid::profiler::store
