@@ -27,6 +27,29 @@ namespace hybrid {
 using namespace engine;
 using profiler::RunStatus;
 
+// Communication bytes per step (all, and per group with a pipeline) and the
+// pipeline's waiting shares.
+void TrainSummary::add_comm_json(nlohmann::json& j) const {
+  nlohmann::json comm = nlohmann::json::object();
+  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+    comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
+        comm_bytes_per_step[size_t(k)];
+  j["comm_bytes_per_step"] = comm;
+  if (pipeline_stages > 1)
+    j["pipeline"] = {{"stages", pipeline_stages},
+                     {"waiting_fraction_median", pipeline_waiting_fraction},
+                     {"waiting_fraction_by_rank", pipeline_waiting_by_rank},
+                     {"bubble_closed_form", pipeline_bubble_closed_form}};
+  if (!comm_bytes_by_group.empty()) {
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [group, bytes] : comm_bytes_by_group)
+      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+        groups[group][std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
+            bytes[size_t(k)];
+    j["comm_bytes_per_step_by_group"] = groups;
+  }
+}
+
 nlohmann::json TrainSummary::to_json() const {
   nlohmann::json mem_current = nlohmann::json::object(), mem_peak = nlohmann::json::object();
   for (int c = 0; c < kMemCategoryCount; ++c) {
@@ -88,24 +111,7 @@ nlohmann::json TrainSummary::to_json() const {
           {"gbps", io[size_t(k)].gbps()}};
     j["io"] = io_json;
   }
-  nlohmann::json comm = nlohmann::json::object();
-  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-    comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-        comm_bytes_per_step[size_t(k)];
-  j["comm_bytes_per_step"] = comm;
-  if (pipeline_stages > 1)
-    j["pipeline"] = {{"stages", pipeline_stages},
-                     {"waiting_fraction_median", pipeline_waiting_fraction},
-                     {"waiting_fraction_by_rank", pipeline_waiting_by_rank},
-                     {"bubble_closed_form", pipeline_bubble_closed_form}};
-  if (!comm_bytes_by_group.empty()) {
-    nlohmann::json groups = nlohmann::json::object();
-    for (const auto& [group, bytes] : comm_bytes_by_group)
-      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-        groups[group][std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-            bytes[size_t(k)];
-    j["comm_bytes_per_step_by_group"] = groups;
-  }
+  add_comm_json(j);
   if (!gemm.is_null()) j["gemm"] = gemm;
   if (!std::isnan(unigram_entropy))
     j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};

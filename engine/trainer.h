@@ -94,6 +94,7 @@ struct TrainSummary {
   int rank = 0;         // who produced it: only rank 0 writes the result file
 
   nlohmann::json to_json() const;
+  void add_comm_json(nlohmann::json& j) const;  // part of to_json
 };
 
 // Runs the whole job; never throws for training failures (they land in the
