@@ -4,7 +4,9 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +55,16 @@ inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::j
 inline engine::Config tiny_config(const nlohmann::json& patch = nlohmann::json::object(),
                                   int world = 1) {
   return engine::parse_config(tiny_config_json(patch), world);
+}
+
+// max |a − b| / max |b|: how far weights drifted, relative to their scale.
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, scale = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, double(std::abs(a[i] - b[i])));
+    scale = std::max(scale, double(std::abs(b[i])));
+  }
+  return diff / scale;
 }
 
 class TempDir {

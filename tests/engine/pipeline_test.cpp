@@ -36,15 +36,6 @@ std::vector<double> losses(const test::TrainRun& r) {
                             : r.result.at("losses").get<std::vector<double>>();
 }
 
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::abs(a[i] - b[i])));
-    scale = std::max(scale, double(std::abs(b[i])));
-  }
-  return diff / scale;
-}
-
 struct Layout {
   const char* name;
   int stages, dp;
@@ -74,7 +65,7 @@ TEST(Pipeline, LossesMatchTheSingleProcessRun) {
     for (size_t i = 0; i < a.size(); ++i)
       EXPECT_NEAR(a[i], b[i], 1e-5) << l.name << " step " << i + 1;
     ASSERT_EQ(run.weights.size(), ref.weights.size()) << l.name;
-    const double rel = max_relative_difference(run.weights, ref.weights);
+    const double rel = test::max_relative_difference(run.weights, ref.weights);
     EXPECT_LT(rel, 1e-5) << l.name;
     std::printf("%s: step-%d loss %.6f (one process %.6f), max |Δw| / max |w| = %.2e\n", l.name,
                 kSteps, a.back(), b.back(), rel);

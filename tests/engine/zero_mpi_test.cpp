@@ -44,15 +44,6 @@ RunOutput train(const test::TempDir& dir, const std::string& name, int ranks,
   return o;
 }
 
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::abs(a[i] - b[i])));
-    scale = std::max(scale, double(std::abs(b[i])));
-  }
-  return diff / scale;
-}
-
 nlohmann::json zero_patch(int stage, int gas,
                           const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json p = {{"gradient_accumulation_steps", gas},
@@ -78,7 +69,7 @@ TEST(ZeroMpi, EveryStageAndWorldSizeMatchesTheSingleProcessRun) {
           train(dir, fmt::format("s{}w{}", stage, ranks), ranks, zero_patch(stage, 4 / ranks));
       ASSERT_EQ(run.weights.size(), ref.weights.size())
           << "stage " << stage << ", " << ranks << " ranks";
-      const double rel = max_relative_difference(run.weights, ref.weights);
+      const double rel = test::max_relative_difference(run.weights, ref.weights);
       EXPECT_LT(rel, 1e-5) << "stage " << stage << ", " << ranks << " ranks";
       std::printf("stage %d, %d rank(s): max |Δw| / max |w| = %.2e after %d steps\n", stage, ranks,
                   rel, kSteps);
@@ -130,7 +121,7 @@ TEST(ZeroMpi, LambMatchesTheSingleProcessRunWhenZeroSplitsTensors) {
     const auto run = train(dir, fmt::format("lamb_s{}w{}", stage, ranks), ranks,
                            zero_patch(stage, 4 / ranks, start));
     ASSERT_EQ(run.weights.size(), ref.weights.size());
-    const double rel = max_relative_difference(run.weights, ref.weights);
+    const double rel = test::max_relative_difference(run.weights, ref.weights);
     EXPECT_LT(rel, 1e-5) << "Lamb, stage " << stage << ", " << ranks << " ranks";
     std::printf("Lamb, stage %d, %d ranks: max |Δw| / max |w| = %.2e\n", stage, ranks, rel);
   }

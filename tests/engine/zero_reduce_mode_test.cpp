@@ -84,15 +84,6 @@ double gradient_bytes() {
   return double(tree.param_count()) * double(kernels::dtype_size(cfg.param_dtype()));
 }
 
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::abs(a[i] - b[i])));
-    scale = std::max(scale, double(std::abs(b[i])));
-  }
-  return diff / scale;
-}
-
 double category(const nlohmann::json& result, const char* key, const char* cat) {
   return result.at(key).at(cat).get<double>();
 }
@@ -150,7 +141,7 @@ TEST(ZeroReduceMode, FourRanksAgreeToRounding) {
   ASSERT_EQ(rs.cmd.exit_code, 0);
   ASSERT_EQ(ar.cmd.exit_code, 0);
   ASSERT_EQ(ar.weights.size(), rs.weights.size());
-  const double rel = max_relative_difference(ar.weights, rs.weights);
+  const double rel = test::max_relative_difference(ar.weights, rs.weights);
   std::printf("4 ranks, stage 2: all-reduce vs reduce-scatter: max |dw| / max |w| = %.2e%s\n", rel,
               ar.weights == rs.weights ? " (bitwise equal)" : "");
   EXPECT_LT(rel, 1e-5);
