@@ -79,7 +79,10 @@ void IoRequests::finished(const IoBlock& b, int error) {
     std::lock_guard lock(mutex_);
     Request& r = requests_.at(b.ticket);
     if (error && !r.error) r.error = error, r.error_offset = b.offset;
-    if (--r.blocks_left > 0) return;
+    if (r.blocks_left > 1) {
+      --r.blocks_left;
+      return;
+    }
     r.end_ns = t;
     if (r.start_ns < 0) r.start_ns = t;
     report = !r.error && observer_;
@@ -88,9 +91,13 @@ void IoRequests::finished(const IoBlock& b, int error) {
     rec.issue_ns = r.issue_ns;
     rec.start_ns = r.start_ns;
     rec.end_ns = r.end_ns;
-    done_.notify_all();
   }
+  // The observer runs outside the lock, and before the request counts as done:
+  // whoever waited on it finds its record delivered.
   if (report) observer_(rec);
+  std::lock_guard lock(mutex_);
+  requests_.at(b.ticket).blocks_left = 0;
+  done_.notify_all();
 }
 
 bool IoRequests::done(AsyncIo::Ticket t) {
