@@ -14,12 +14,6 @@ using profiler::CollectiveKind;
 
 namespace {
 
-int64_t subtree_params(const engine::Module& m) {
-  int64_t n = m.own_param_count();
-  for (const engine::Module* c : m.children()) n += subtree_params(*c);
-  return n;
-}
-
 double subtree_flops(const engine::Module& m, int B, int T) {
   double f = double(m.forward_flops(B, T)) + double(m.backward_flops(B, T));
   for (const engine::Module* c : m.children()) f += subtree_flops(*c, B, T);
@@ -30,9 +24,7 @@ double subtree_flops(const engine::Module& m, int B, int T) {
 // with the blocks partitioned as the engine does (Engine::setup_pipeline).
 double slowest_stage_share(const engine::Config& cfg, const engine::GPT2& model, int P) {
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len();
-  const auto parts = engine::partition_blocks(
-      cfg.model.n_layer, P, cfg.parallel.partition, subtree_params(*model.blocks.front()),
-      subtree_params(*model.embedding), subtree_params(*model.ln_f));
+  const auto parts = model.partition_stages(P, cfg.parallel.partition);
   const double head = subtree_flops(*model.ln_f, B, T) + subtree_flops(*model.lm_head, B, T);
   double total = subtree_flops(*model.embedding, B, T) + head, slowest = 0;
   std::vector<double> stage(size_t(P), 0.0);

@@ -26,12 +26,6 @@ int64_t first_offset(const Module& m) {
   return first;
 }
 
-int64_t subtree_params(const Module& m) {
-  int64_t n = m.own_param_count();
-  for (const Module* c : m.children()) n += subtree_params(*c);
-  return n;
-}
-
 }  // namespace
 
 void Engine::setup_pipeline() {
@@ -63,9 +57,7 @@ void Engine::setup_pipeline() {
     g->set_observer(comm_tracer_->observer());
 
   const auto& blocks = model_->blocks;
-  const auto parts = partition_blocks(
-      cfg_.model.n_layer, pp, cfg_.parallel.partition, subtree_params(*blocks.front()),
-      subtree_params(*model_->embedding), subtree_params(*model_->ln_f));
+  const auto parts = model_->partition_stages(pp, cfg_.parallel.partition);
   // Owned parameters are contiguous: embeddings, blocks in order, ln_f last.
   for (int s = 0; s < pp; ++s) {
     const int64_t begin = s == 0 ? 0 : first_offset(*blocks[size_t(parts[size_t(s)].begin)]);

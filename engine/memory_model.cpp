@@ -145,12 +145,6 @@ bool offloaded(const Config& cfg) {
 
 namespace {
 
-int64_t subtree_params(const Module& m) {
-  int64_t n = m.own_param_count();
-  for (const Module* c : m.children()) n += subtree_params(*c);
-  return n;
-}
-
 // The data-parallel group's size: every pipeline stage keeps the whole flat
 // parameter space, ZeRO-partitioned over the ranks of its stage.
 int data_parallel_ranks(const Config& cfg, int world_size) {
@@ -168,9 +162,7 @@ ActivationStage activation_stage(const Config& cfg, const GPT2& model, int stage
     throw std::invalid_argument(
         fmt::format("memory model: stage {} of pipeline.stages {}", stage, pp));
   if (pp == 1) return {};
-  const auto parts = partition_blocks(
-      cfg.model.n_layer, pp, cfg.parallel.partition, subtree_params(*model.blocks.front()),
-      subtree_params(*model.embedding), subtree_params(*model.ln_f));
+  const auto parts = model.partition_stages(pp, cfg.parallel.partition);
   const StageBlocks b = parts[size_t(stage)];
   return {b.begin, b.end, stage == 0, stage == pp - 1};
 }

@@ -142,6 +142,19 @@ void GPT2::set_stage(int begin, int end, bool first, bool last) {
   last_ = last;
 }
 
+namespace {
+int64_t subtree_params(const Module& m) {
+  int64_t n = m.own_param_count();
+  for (const Module* c : m.children()) n += subtree_params(*c);
+  return n;
+}
+}  // namespace
+
+std::vector<StageBlocks> GPT2::partition_stages(int stages, const std::string& method) const {
+  return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks.front()),
+                          subtree_params(*embedding), subtree_params(*ln_f));
+}
+
 void* GPT2::stage_input() const {
   return acts().data(block_input_entry(checkpoints_.plan(), stage_begin_));
 }

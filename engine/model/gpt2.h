@@ -16,6 +16,7 @@
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/activation_checkpointing.h"
 #include "engine/model/layers.h"
+#include "engine/parallel/pipeline_schedule.h"
 
 namespace hybrid::engine {
 
@@ -112,6 +113,9 @@ class GPT2 final : public Module {
   // its input there. Default: the whole model. Before bind, which lays out
   // only the stage's activations.
   void set_stage(int begin, int end, bool first, bool last);
+  // The blocks of each of `stages` stages by pipeline.partition `method`
+  // (partition_blocks with this model's parameter counts).
+  std::vector<StageBlocks> partition_stages(int stages, const std::string& method) const;
   bool first_stage() const { return first_; }
   bool last_stage() const { return last_; }
   int stage_begin() const { return stage_begin_; }
