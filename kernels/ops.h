@@ -199,6 +199,40 @@ class Backend {
                                       const int32_t* targets, float dloss, int N, int V,
                                       int Vp) = 0;
 
+  // ---- tensor parallelism: vocabulary shards ---------------------------------
+  // A rank holds `rows` rows of wte (and as many logit columns) from vocabulary id
+  // `begin`; the engine's collectives run between these ops. Token and target ids
+  // outside the shard belong to other ranks: they are skipped, not rejected.
+  //
+  // out[b,t,:] = (wte[tokens[b,t] - begin, :] if begin <= tokens[b,t] < begin + rows, else 0)
+  //            + (wpe[t, :] if wpe is non-null, else 0)
+  // Summed over the shards (wpe on one of them) this is encoder_forward.
+  virtual void encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                                     const void* wpe, int B, int T, int C, int begin, int rows) = 0;
+  // dwte[tokens[b,t] - begin, :] += dout[b,t,:] for tokens in the shard (others skipped);
+  // dwpe (when non-null) += as encoder_backward. Deterministic like encoder_backward.
+  virtual void encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                                      const int32_t* tokens, int B, int T, int C, int begin,
+                                      int rows) = 0;
+  // logits [N, Vs]: column j is vocabulary id begin + j; the first V columns are real
+  // (0 <= V <= Vs). stats is fp32 [2N]: stats[i] = logsumexp of row i's V real
+  // columns (-inf when V == 0), stats[N + i] = logits[i, targets[i] - begin] when
+  // begin <= targets[i] < begin + V, else 0.
+  virtual void cross_entropy_shard_forward(DType dt, float* stats, const void* logits,
+                                           const int32_t* targets, int N, int begin, int V,
+                                           int Vs) = 0;
+  // gathered: every shard's stats, [shards][2N] fp32 (device memory). Writes
+  // lse[i] = log Σ_s exp(stats_s[i]) (max-shifted; shards with -inf contribute 0)
+  // and losses[i] = lse[i] - Σ_s stats_s[N + i].
+  virtual void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                            int shards, int N) = 0;
+  // dlogits[i, j] = dloss · (exp(logits[i, j] - lse[i]) - [begin + j == targets[i]]) for
+  // j < V, 0 for V <= j < Vs. Overwrites; dlogits may alias logits (as
+  // cross_entropy_backward).
+  virtual void cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits,
+                                            const float* lse, const int32_t* targets, float dloss,
+                                            int N, int begin, int V, int Vs) = 0;
+
   // ---- elementwise and reductions -----------------------------------------
   // dst[i] (dst_dt) = convert(src[i]) (src_dt).
   virtual void convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n) = 0;

@@ -1,10 +1,16 @@
-// Token + position embedding.
+// Token + position embedding, whole vocabulary or one vocabulary shard (tensor
+// parallelism: wte holds `rows` rows from id `begin`; the whole vocabulary is the
+// shard from 0 that holds every id).
 //
-// forward:  one pass per (b, t) row: out = wte[token] + wpe[t], rows in parallel.
+// forward:  one pass per (b, t) row: out = wte[token] + wpe[t], rows in parallel;
+//           a token outside the shard contributes 0, as does a null wpe.
 // backward: dwte[token] += dout and dwpe[t] += Σ_b dout[b, t]. Tokens repeat, so a
 //           row-parallel scatter into dwte would race; instead each thread owns a
 //           range of channels and walks every row (no atomics, deterministic).
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/simd.h"
@@ -13,23 +19,37 @@ namespace hybrid::kernels {
 
 namespace {
 
+// The vocabulary ids [begin, begin + rows) that this wte holds.
+struct Shard {
+  int begin = 0;
+  int rows = std::numeric_limits<int>::max();
+  bool holds(int32_t token) const {
+    return token >= begin && int64_t(token) - begin < int64_t(rows);
+  }
+};
+
 template <class T>
-void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int T_, int C) {
+void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int T_, int C,
+                 Shard shard) {
 #pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
   for (int bt = 0; bt < B * T_; ++bt) {
-    float* a = cpu::thread_scratch(0, size_t(C));
-    float* p = cpu::thread_scratch(1, size_t(C));
-    const int t = bt % T_;
-    const float* e = cpu::view_f32(wte + size_t(tokens[bt]) * C, a, size_t(C));
-    const float* q = cpu::view_f32(wpe + size_t(t) * C, p, size_t(C));
     float* o = cpu::thread_scratch(2, size_t(C));
-    for (int c = 0; c < C; ++c) o[c] = e[c] + q[c];
+    if (shard.holds(tokens[bt]))
+      cpu::to_f32(o, wte + size_t(tokens[bt] - shard.begin) * C, size_t(C));
+    else
+      std::fill(o, o + C, 0.0f);
+    if (wpe) {
+      float* p = cpu::thread_scratch(1, size_t(C));
+      const float* q = cpu::view_f32(wpe + size_t(bt % T_) * C, p, size_t(C));
+      for (int c = 0; c < C; ++c) o[c] += q[c];
+    }
     cpu::from_f32(out + size_t(bt) * C, o, size_t(C));
   }
 }
 
 template <class T>
-void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int T_, int C) {
+void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int T_, int C,
+                 Shard shard) {
   constexpr int kCols = 64;
   const int blocks = (C + kCols - 1) / kCols;
   if (dwte) {
@@ -38,7 +58,8 @@ void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, 
       const int c0 = blk * kCols, nc = std::min(kCols, C - c0);
       float g[kCols], w[kCols];
       for (int bt = 0; bt < B * T_; ++bt) {
-        T* dst = dwte + size_t(tokens[bt]) * C + c0;
+        if (!shard.holds(tokens[bt])) continue;
+        T* dst = dwte + size_t(tokens[bt] - shard.begin) * C + c0;
         const float* d = cpu::view_f32(dout + size_t(bt) * C + c0, g, size_t(nc));
         cpu::to_f32(w, dst, size_t(nc));
         for (int c = 0; c < nc; ++c) w[c] += d[c];
@@ -61,6 +82,12 @@ void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, 
   }
 }
 
+void check_shard(int begin, int rows, const char* op) {
+  if (begin < 0 || rows < 0)
+    throw std::invalid_argument(std::string(op) + ": need begin >= 0 and rows >= 0, got begin = " +
+                                std::to_string(begin) + ", rows = " + std::to_string(rows));
+}
+
 }  // namespace
 
 void CpuBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
@@ -68,7 +95,7 @@ void CpuBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, con
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     encoder_fwd(static_cast<S*>(out), tokens, static_cast<const S*>(wte),
-                static_cast<const S*>(wpe), B, T, C);
+                static_cast<const S*>(wpe), B, T, C, Shard{});
   });
 }
 
@@ -77,7 +104,28 @@ void CpuBackend::encoder_backward(DType dt, void* dwte, void* dwpe, const void* 
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     encoder_bwd(static_cast<S*>(dwte), static_cast<S*>(dwpe), static_cast<const S*>(dout), tokens,
-                B, T, C);
+                B, T, C, Shard{});
+  });
+}
+
+void CpuBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                                       const void* wpe, int B, int T, int C, int begin, int rows) {
+  check_shard(begin, rows, "encoder_shard_forward");
+  dispatch_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    encoder_fwd(static_cast<S*>(out), tokens, static_cast<const S*>(wte),
+                static_cast<const S*>(wpe), B, T, C, Shard{begin, rows});
+  });
+}
+
+void CpuBackend::encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                                        const int32_t* tokens, int B, int T, int C, int begin,
+                                        int rows) {
+  check_shard(begin, rows, "encoder_shard_backward");
+  dispatch_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    encoder_bwd(static_cast<S*>(dwte), static_cast<S*>(dwpe), static_cast<const S*>(dout), tokens,
+                B, T, C, Shard{begin, rows});
   });
 }
 

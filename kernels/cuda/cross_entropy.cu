@@ -1,4 +1,9 @@
-// Fused softmax + cross-entropy over the first V of Vp logits per row.
+// Fused softmax + cross-entropy over the first V of Vp logits per row, for the
+// whole vocabulary or one vocabulary shard (column j is id begin + j; the whole
+// vocabulary is the shard from 0). A shard writes its statistics (logsumexp,
+// target logit: 0 when another shard holds the target) instead of losses, and
+// the combine kernel turns every shard's statistics into losses (one thread per
+// row, shards in order).
 //
 // Forward: one block per row, one read of the row with an online max/sum-exp
 // (each thread keeps a running max and a sum rescaled when the max grows), then
@@ -17,8 +22,9 @@ namespace hybrid::kernels::cuda {
 namespace {
 
 template <class T>
-__global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, const T* logits,
-                                             const int32_t* targets, int V, int Vp) {
+__global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, float* target_logit,
+                                             const T* logits, const int32_t* targets, int begin,
+                                             int V, int Vp) {
   __shared__ float sh_max[32], sh_sum[32];
   const size_t row = blockIdx.x;
   const T* x = logits + row * size_t(Vp);
@@ -56,23 +62,25 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, cons
       m = nm;
     }
     if (lane == 0) {
-      const float lse = m + logf(sum);
-      const int32_t t = targets[row];
+      const float lse = m + logf(sum);  // -inf when V == 0
+      const int64_t t = int64_t(targets[row]) - begin;
       const bool valid = t >= 0 && t < V;
       if (lse_out) lse_out[row] = lse;
-      losses[row] = valid ? lse - to_f32(x[t]) : __int_as_float(0x7fc00000);
+      if (target_logit) target_logit[row] = valid ? to_f32(x[t]) : 0.0f;
+      if (losses) losses[row] = valid ? lse - to_f32(x[t]) : __int_as_float(0x7fc00000);
     }
   }
 }
 
 template <class T>
 __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const float* lse,
-                                              const int32_t* targets, float dloss, int V, int Vp) {
+                                              const int32_t* targets, float dloss, int begin, int V,
+                                              int Vp) {
   const size_t row = blockIdx.x;
   const T* x = logits + row * size_t(Vp);
   T* dx = dlogits + row * size_t(Vp);
   const float l = lse[row];
-  const int32_t t = targets[row];
+  const int64_t t = int64_t(targets[row]) - begin;
   for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
     float g = 0.0f;
     if (j < V) g = dloss * (expf(to_f32(x[j]) - l) - (j == t ? 1.0f : 0.0f));
@@ -80,27 +88,53 @@ __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const
   }
 }
 
+__global__ void cross_entropy_combine_kernel(float* losses, float* lse, const float* gathered,
+                                             int shards, int N) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= N) return;
+  float m = -INFINITY;
+  for (int s = 0; s < shards; ++s) m = fmaxf(m, gathered[size_t(s) * 2 * N + i]);
+  double sum = 0.0, target = 0.0;
+  for (int s = 0; s < shards; ++s) {
+    const float* st = gathered + size_t(s) * 2 * N;
+    if (st[i] != -INFINITY) sum += exp(double(st[i]) - double(m));
+    target += st[N + i];
+  }
+  const float l = m + float(log(sum));
+  if (lse) lse[i] = l;
+  if (losses) losses[i] = l - float(target);
+}
+
 }  // namespace
 
-void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
-                           const int32_t* targets, int N, int V, int Vp, cudaStream_t s) {
+void cross_entropy_forward(DType dt, float* losses, float* lse, float* target_logit,
+                           const void* logits, const int32_t* targets, int N, int begin, int V,
+                           int Vp, cudaStream_t s) {
   if (N <= 0) return;
   const LaunchConfig c = block_per_row_config(size_t(N), size_t(V), 1024);
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
-    cross_entropy_forward_kernel<T>
-        <<<c.grid, c.block, 0, s>>>(losses, lse, static_cast<const T*>(logits), targets, V, Vp);
+    cross_entropy_forward_kernel<T><<<c.grid, c.block, 0, s>>>(
+        losses, lse, target_logit, static_cast<const T*>(logits), targets, begin, V, Vp);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
+void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
+                                  int N, cudaStream_t s) {
+  if (N <= 0) return;
+  cross_entropy_combine_kernel<<<unsigned(ceil_div(size_t(N), 256)), 256, 0, s>>>(
+      losses, lse, gathered, shards, N);
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
 void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
-                            const int32_t* targets, float dloss, int N, int V, int Vp,
+                            const int32_t* targets, float dloss, int N, int begin, int V, int Vp,
                             cudaStream_t s) {
   if (N <= 0) return;
   const LaunchConfig c = block_per_row_config(size_t(N), size_t(Vp), 1024);
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {
     cross_entropy_backward_kernel<T><<<c.grid, c.block, 0, s>>>(
-        static_cast<T*>(dlogits), static_cast<const T*>(logits), lse, targets, dloss, V, Vp);
+        static_cast<T*>(dlogits), static_cast<const T*>(logits), lse, targets, dloss, begin, V, Vp);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

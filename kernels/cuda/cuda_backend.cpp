@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_backend.h"
 
+#include <limits>
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_check.h"
@@ -7,6 +8,11 @@
 #include "kernels/cuda/launchers.h"
 
 namespace hybrid::kernels {
+
+namespace {
+// The whole-vocabulary ops are the shard from id 0 that holds every id.
+constexpr int kWholeVocabulary = std::numeric_limits<int>::max();
+}  // namespace
 
 using cuda::CudaError;
 
@@ -147,11 +153,12 @@ void CudaBackend::matmul_backward(DType dt, void* dinp, void* dweight, void* dbi
 
 void CudaBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
                                   const void* wpe, int B, int T, int C) {
-  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, compute_);
+  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, 0, kWholeVocabulary, compute_);
 }
 void CudaBackend::encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
                                    const int32_t* tokens, int B, int T, int C) {
-  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, *alloc_, compute_);
+  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, 0, kWholeVocabulary, *alloc_,
+                         compute_);
 }
 void CudaBackend::layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                                     const void* weight, const void* bias, int N, int C) {
@@ -185,12 +192,39 @@ void CudaBackend::residual_forward(DType dt, void* out, const void* a, const voi
 }
 void CudaBackend::cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
                                         const int32_t* targets, int N, int V, int Vp) {
-  cuda::cross_entropy_forward(dt, losses, lse, logits, targets, N, V, Vp, compute_);
+  cuda::cross_entropy_forward(dt, losses, lse, nullptr, logits, targets, N, 0, V, Vp, compute_);
 }
 void CudaBackend::cross_entropy_backward(DType dt, void* dlogits, const void* logits,
                                          const float* lse, const int32_t* targets, float dloss,
                                          int N, int V, int Vp) {
-  cuda::cross_entropy_backward(dt, dlogits, logits, lse, targets, dloss, N, V, Vp, compute_);
+  cuda::cross_entropy_backward(dt, dlogits, logits, lse, targets, dloss, N, 0, V, Vp, compute_);
+}
+
+// ---- tensor parallelism: vocabulary shards -----------------------------------
+
+void CudaBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                                        const void* wpe, int B, int T, int C, int begin, int rows) {
+  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, begin, rows, compute_);
+}
+void CudaBackend::encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                                         const int32_t* tokens, int B, int T, int C, int begin,
+                                         int rows) {
+  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, begin, rows, *alloc_, compute_);
+}
+void CudaBackend::cross_entropy_shard_forward(DType dt, float* stats, const void* logits,
+                                              const int32_t* targets, int N, int begin, int V,
+                                              int Vs) {
+  cuda::cross_entropy_forward(dt, nullptr, stats, stats + N, logits, targets, N, begin, V, Vs,
+                              compute_);
+}
+void CudaBackend::cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                               int shards, int N) {
+  cuda::cross_entropy_combine_shards(losses, lse, gathered, shards, N, compute_);
+}
+void CudaBackend::cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits,
+                                               const float* lse, const int32_t* targets,
+                                               float dloss, int N, int begin, int V, int Vs) {
+  cuda::cross_entropy_backward(dt, dlogits, logits, lse, targets, dloss, N, begin, V, Vs, compute_);
 }
 
 // ---- elementwise and reductions ---------------------------------------------

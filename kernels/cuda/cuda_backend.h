@@ -89,6 +89,20 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
                               const int32_t* targets, float dloss, int N, int V, int Vp) override;
 
+  void encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
+                             const void* wpe, int B, int T, int C, int begin, int rows) override;
+  void encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+                              const int32_t* tokens, int B, int T, int C, int begin,
+                              int rows) override;
+  void cross_entropy_shard_forward(DType dt, float* stats, const void* logits,
+                                   const int32_t* targets, int N, int begin, int V,
+                                   int Vs) override;
+  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
+                                    int N) override;
+  void cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits, const float* lse,
+                                    const int32_t* targets, float dloss, int N, int begin, int V,
+                                    int Vs) override;
+
   void convert(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n) override;
   void add(DType dst_dt, void* dst, DType src_dt, const void* src, size_t n, float alpha) override;
   void scale(DType dt, void* x, size_t n, float alpha) override;

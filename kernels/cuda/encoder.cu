@@ -1,4 +1,7 @@
-// Token + position embedding. Forward is a gather. Backward is deterministic
+// Token + position embedding, whole vocabulary or one vocabulary shard (wte holds
+// `rows` rows from id `begin`; the whole vocabulary is the shard from 0 holding
+// every id; tokens outside the shard contribute nothing). Forward is a gather;
+// a null wpe adds nothing. Backward is deterministic
 // without atomics: the (token, position) pairs are radix-sorted by token (stable,
 // so positions keep their order), then the block at the start of each run of
 // equal tokens sums those dout rows in fp32 and adds once into dwte. dwpe sums
@@ -15,16 +18,22 @@ namespace hybrid::kernels::cuda {
 
 namespace {
 
+__device__ bool in_shard(int32_t token, int begin, int rows) {
+  return token >= begin && int64_t(token) - begin < int64_t(rows);
+}
+
 template <class T>
 __global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
-                                       int BT, int T_, int C) {
+                                       int BT, int T_, int C, int begin, int rows) {
   const size_t total = size_t(BT) * C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     const size_t bt = i / C, c = i % C;
     const size_t t = bt % T_;
     const int32_t tok = tokens[bt];
-    out[i] = from_f32<T>(to_f32(wte[size_t(tok) * C + c]) + to_f32(wpe[t * C + c]));
+    float v = in_shard(tok, begin, rows) ? to_f32(wte[size_t(tok - begin) * C + c]) : 0.0f;
+    if (wpe) v += to_f32(wpe[t * C + c]);
+    out[i] = from_f32<T>(v);
   }
 }
 
@@ -36,16 +45,18 @@ __global__ void iota_kernel(int32_t* out, int n) {
 // Block i handles sorted position i if it starts a run of equal tokens.
 template <class T>
 __global__ void encoder_wte_backward_kernel(T* dwte, const T* dout, const int32_t* sorted_tokens,
-                                            const int32_t* sorted_pos, int BT, int C) {
+                                            const int32_t* sorted_pos, int BT, int C, int begin,
+                                            int rows) {
   const int i = blockIdx.x;
   const int32_t tok = sorted_tokens[i];
   if (i > 0 && sorted_tokens[i - 1] == tok) return;
+  if (!in_shard(tok, begin, rows)) return;
   int end = i + 1;
   while (end < BT && sorted_tokens[end] == tok) ++end;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
     float acc = 0.0f;
     for (int j = i; j < end; ++j) acc += to_f32(dout[size_t(sorted_pos[j]) * C + c]);
-    T* dst = dwte + size_t(tok) * C + c;
+    T* dst = dwte + size_t(tok - begin) * C + c;
     *dst = from_f32<T>(to_f32(*dst) + acc);
   }
 }
@@ -64,19 +75,20 @@ __global__ void encoder_wpe_backward_kernel(T* dwpe, const T* dout, int B, int T
 }  // namespace
 
 void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
-                     int B, int T, int C, cudaStream_t s) {
+                     int B, int T, int C, int begin, int rows, cudaStream_t s) {
   const LaunchConfig c = launch_config(size_t(B) * T * C, 256, 8192);
   if (!c.grid) return;
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    encoder_forward_kernel<E><<<c.grid, c.block, 0, s>>>(static_cast<E*>(out), tokens,
-                                                         static_cast<const E*>(wte),
-                                                         static_cast<const E*>(wpe), B * T, T, C);
+    encoder_forward_kernel<E>
+        <<<c.grid, c.block, 0, s>>>(static_cast<E*>(out), tokens, static_cast<const E*>(wte),
+                                    static_cast<const E*>(wpe), B * T, T, C, begin, rows);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
 void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                      int B, int T, int C, CachingAllocator& alloc, cudaStream_t s) {
+                      int B, int T, int C, int begin, int rows, CachingAllocator& alloc,
+                      cudaStream_t s) {
   const int BT = B * T;
   if (BT <= 0 || C <= 0) return;
   if (dwpe) {
@@ -105,7 +117,7 @@ void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const 
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
     encoder_wte_backward_kernel<E><<<unsigned(BT), block, 0, s>>>(
         static_cast<E*>(dwte), static_cast<const E*>(dout), sorted_tokens.as<int32_t>(),
-        sorted_pos.as<int32_t>(), BT, C);
+        sorted_pos.as<int32_t>(), BT, C, begin, rows);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

@@ -60,17 +60,25 @@ void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const 
                         const void* inp, const void* weight, const float* mean, const float* rstd,
                         int N, int C, CachingAllocator& alloc, cudaStream_t s);
 
-// encoder.cu (backward is deterministic: tokens sorted, one pass per distinct token)
+// encoder.cu (backward is deterministic: tokens sorted, one pass per distinct token).
+// wte holds the vocabulary ids [begin, begin + rows) (the whole vocabulary: 0 and
+// INT_MAX); other tokens add nothing. A null wpe / dwpe is skipped.
 void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
-                     int B, int T, int C, cudaStream_t s);
+                     int B, int T, int C, int begin, int rows, cudaStream_t s);
 void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                      int B, int T, int C, CachingAllocator& alloc, cudaStream_t s);
+                      int B, int T, int C, int begin, int rows, CachingAllocator& alloc,
+                      cudaStream_t s);
 
-// cross_entropy.cu
-void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
-                           const int32_t* targets, int N, int V, int Vp, cudaStream_t s);
+// cross_entropy.cu. Column j is vocabulary id begin + j (whole vocabulary: begin 0).
+// Forward writes each non-null output: losses, lse, target_logit (0 when the
+// target is outside the V columns).
+void cross_entropy_forward(DType dt, float* losses, float* lse, float* target_logit,
+                           const void* logits, const int32_t* targets, int N, int begin, int V,
+                           int Vp, cudaStream_t s);
+void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
+                                  int N, cudaStream_t s);
 void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
-                            const int32_t* targets, float dloss, int N, int V, int Vp,
+                            const int32_t* targets, float dloss, int N, int begin, int V, int Vp,
                             cudaStream_t s);
 
 // attention.cu (cuBLASLt batched GEMMs + fused causal softmax; saves the

@@ -140,6 +140,28 @@ class DeviceDouble final : public kernels::Backend {
                               int Vp) override {
     cpu_->cross_entropy_backward(dt, dlogits, logits, lse, t, dloss, N, V, Vp);
   }
+  void encoder_shard_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte,
+                             const void* wpe, int B, int T, int C, int begin, int rows) override {
+    cpu_->encoder_shard_forward(dt, out, tok, wte, wpe, B, T, C, begin, rows);
+  }
+  void encoder_shard_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout,
+                              const int32_t* tok, int B, int T, int C, int begin,
+                              int rows) override {
+    cpu_->encoder_shard_backward(dt, dwte, dwpe, dout, tok, B, T, C, begin, rows);
+  }
+  void cross_entropy_shard_forward(kernels::DType dt, float* stats, const void* logits,
+                                   const int32_t* t, int N, int begin, int V, int Vs) override {
+    cpu_->cross_entropy_shard_forward(dt, stats, logits, t, N, begin, V, Vs);
+  }
+  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
+                                    int N) override {
+    cpu_->cross_entropy_combine_shards(losses, lse, gathered, shards, N);
+  }
+  void cross_entropy_shard_backward(kernels::DType dt, void* dlogits, const void* logits,
+                                    const float* lse, const int32_t* t, float dloss, int N,
+                                    int begin, int V, int Vs) override {
+    cpu_->cross_entropy_shard_backward(dt, dlogits, logits, lse, t, dloss, N, begin, V, Vs);
+  }
   void convert(kernels::DType ddt, void* d, kernels::DType sdt, const void* s, size_t n) override {
     cpu_->convert(ddt, d, sdt, s, n);
   }

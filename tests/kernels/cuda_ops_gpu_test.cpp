@@ -8,6 +8,7 @@
 // of 2^-8). Chained ops (attention backward) get 4× that.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -330,6 +331,99 @@ TEST_P(CudaOps, CrossEntropyForwardBackwardInPlace) {
   gpu_->cross_entropy_backward(dt(), logits.g(), logits.g(), lse.g(), targets.g(), 1.0f / N, N, V,
                                Vp);
   EXPECT_EQ(logits.gpu_values(), g);
+}
+
+// Tensor parallelism: every vocabulary-shard op on each shard of V real ids of
+// Vp, in 2 shards and in 4 (two of them without real columns).
+struct VocabSplit {
+  int V, shards;
+};
+constexpr int kShardVp = 64;
+constexpr VocabSplit kVocabSplits[] = {{50, 2}, {30, 4}};
+
+void* element(void* p, size_t i, DType dt) { return static_cast<char*>(p) + i * dtype_size(dt); }
+
+TEST_P(CudaOps, VocabShardEncoderForwardBackward) {
+  const int B = 3, T = 17, C = 40;
+  for (const VocabSplit& sp : kVocabSplits) {
+    const int rows = kShardVp / sp.shards;
+    RawPair<int32_t> tok(*cpu_, *gpu_, random_ints(size_t(B) * T, sp.V, 61));
+    auto wte = pair_rand(size_t(kShardVp) * C, 62);
+    auto wpe = pair_rand(size_t(T) * C, 63);
+    auto dout = pair_rand(size_t(B) * T * C, 64);
+    auto dwte = pair_rand(size_t(kShardVp) * C, 65);  // each shard accumulates into its rows
+    auto dwpe = pair_rand(size_t(T) * C, 66);
+    for (int s = 0; s < sp.shards; ++s) {
+      const int begin = s * rows;
+      const size_t first = size_t(begin) * C;
+      auto out = pair(std::vector<float>(size_t(B) * T * C, 5.0f));
+      cpu_->encoder_shard_forward(dt(), out.c(), tok.c(), element(wte.c(), first, dt()),
+                                  s == 0 ? wpe.c() : nullptr, B, T, C, begin, rows);
+      gpu_->encoder_shard_forward(dt(), out.g(), tok.g(), element(wte.g(), first, dt()),
+                                  s == 0 ? wpe.g() : nullptr, B, T, C, begin, rows);
+      EXPECT_LT(out.err(), tol()) << "V = " << sp.V << ", shard " << s;
+      cpu_->encoder_shard_backward(dt(), element(dwte.c(), first, dt()),
+                                   s == 0 ? dwpe.c() : nullptr, dout.c(), tok.c(), B, T, C, begin,
+                                   rows);
+      gpu_->encoder_shard_backward(dt(), element(dwte.g(), first, dt()),
+                                   s == 0 ? dwpe.g() : nullptr, dout.g(), tok.g(), B, T, C, begin,
+                                   rows);
+    }
+    EXPECT_LT(dwte.err(), tol()) << "V = " << sp.V;
+    EXPECT_LT(dwpe.err(), tol()) << "V = " << sp.V;
+  }
+}
+
+TEST_P(CudaOps, VocabShardCrossEntropyStatsCombineAndBackwardInPlace) {
+  const int N = 37;
+  const float dloss = 1.0f / N;
+  for (const VocabSplit& sp : kVocabSplits) {
+    const int rows = kShardVp / sp.shards;
+    RawPair<int32_t> targets(*cpu_, *gpu_, random_ints(N, sp.V, 67));
+    RawPair<float> stats(*cpu_, *gpu_, std::vector<float>(size_t(sp.shards) * 2 * N));
+    std::vector<std::vector<float>> shard_logits;
+    for (int s = 0; s < sp.shards; ++s) {
+      shard_logits.push_back(random_floats(size_t(N) * rows, 68 + s, -3.0f, 3.0f));
+      const int begin = s * rows, real = std::clamp(sp.V - begin, 0, rows);
+      auto logits = pair(shard_logits.back());
+      cpu_->cross_entropy_shard_forward(dt(), stats.c() + size_t(s) * 2 * N, logits.c(),
+                                        targets.c(), N, begin, real, rows);
+      gpu_->cross_entropy_shard_forward(dt(), stats.g() + size_t(s) * 2 * N, logits.g(),
+                                        targets.g(), N, begin, real, rows);
+    }
+    // fp32 statistics; a shard without real columns reports -inf on both.
+    const auto sc = stats.cpu_values(), sg = stats.gpu_values();
+    for (size_t i = 0; i < sc.size(); ++i) {
+      if (std::isinf(sc[i]))
+        EXPECT_EQ(sg[i], sc[i]) << "V = " << sp.V << ", stat " << i;
+      else
+        EXPECT_NEAR(sg[i], sc[i], 1e-5 * std::max(1.0f, std::abs(sc[i])))
+            << "V = " << sp.V << ", stat " << i;
+    }
+    RawPair<float> losses(*cpu_, *gpu_, std::vector<float>(N)),
+        lse(*cpu_, *gpu_, std::vector<float>(N));
+    cpu_->cross_entropy_combine_shards(losses.c(), lse.c(), stats.c(), sp.shards, N);
+    gpu_->cross_entropy_combine_shards(losses.g(), lse.g(), stats.g(), sp.shards, N);
+    EXPECT_LT(rel_err(losses.gpu_values(), losses.cpu_values()), 1e-5) << "V = " << sp.V;
+    EXPECT_LT(rel_err(lse.gpu_values(), lse.cpu_values()), 1e-5) << "V = " << sp.V;
+    for (int s = 0; s < sp.shards; ++s) {
+      const int begin = s * rows, real = std::clamp(sp.V - begin, 0, rows);
+      auto logits = pair(shard_logits[size_t(s)]);
+      auto dlogits = pair(std::vector<float>(size_t(N) * rows, 5.0f));  // overwritten
+      cpu_->cross_entropy_shard_backward(dt(), dlogits.c(), logits.c(), lse.c(), targets.c(), dloss,
+                                         N, begin, real, rows);
+      gpu_->cross_entropy_shard_backward(dt(), dlogits.g(), logits.g(), lse.g(), targets.g(), dloss,
+                                         N, begin, real, rows);
+      EXPECT_LT(dlogits.err(), tol()) << "V = " << sp.V << ", shard " << s;
+      const auto g = dlogits.gpu_values();
+      for (int i = 0; i < N; ++i)
+        for (int j = real; j < rows; ++j)
+          ASSERT_EQ(g[size_t(i) * rows + j], 0.0f) << "padding " << i << "," << j;
+      gpu_->cross_entropy_shard_backward(dt(), logits.g(), logits.g(), lse.g(), targets.g(), dloss,
+                                         N, begin, real, rows);
+      EXPECT_EQ(logits.gpu_values(), g) << "in place, V = " << sp.V << ", shard " << s;
+    }
+  }
 }
 
 TEST_P(CudaOps, GradStatsSumOfSquaresAndNonFinite) {
