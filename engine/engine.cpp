@@ -145,6 +145,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
   const bool offload = cfg.zero.offload_optimizer.device != OffloadDevice::none ||
                        cfg.zero.offload_param.device != OffloadDevice::none;
   model_ = std::move(model);
+  setup_topology();
   tree_ = std::make_unique<ModuleTree>(*model_);
   if (backend_->kind() == kernels::BackendKind::cpu) {
     auto gemm = setup_cpu_gemm(cfg, *tree_, host_comm_->rank(),
@@ -176,6 +177,7 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                             cfg.seq_len());
   ctx_->set_param_access(zero_.get());
   ctx_->set_hooks(zero_.get());
+  if (topology_ && topology_->tp() > 1) ctx_->set_tensor_parallel(groups_.tp.get());
   ctx_->set_tracer(&tracer_, tree_->modules());
   ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
 
@@ -288,19 +290,6 @@ void Engine::log_checkpoint_times() {
       double(t.backward_ns) / 1e6));
 }
 
-void Engine::set_parameters(const std::vector<float>& flat) {
-  if (int64_t(flat.size()) != tree_->param_count())
-    throw std::invalid_argument(fmt::format("set_parameters: expected {} values, got {}",
-                                            tree_->param_count(), flat.size()));
-  const FlatRange r = zero_->optimizer_range();
-  std::vector<float> mine(size_t(r.size()), 0.0f);
-  for (int64_t i = r.begin; i < std::min(r.end, int64_t(flat.size())); ++i)
-    mine[size_t(i - r.begin)] = flat[size_t(i)];
-  std::vector<float> state(size_t(r.size()) * size_t(optimizer_->state_floats_per_param()), 0.0f);
-  zero_->load_from_host(mine.data(), state.data());
-  zero_->zero_grads();
-}
-
 double Engine::mean_over_ranks(double v) {
   if (host_comm_->world_size() == 1) return v;
   float f = float(v);
@@ -342,7 +331,8 @@ void Engine::begin_step() {
 }
 
 float Engine::forward(const int32_t* inputs, const int32_t* targets) {
-  if (topology_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
+  if (pipeline_stages() > 1)
+    throw std::logic_error("engine: with pipeline stages, use train_batch()");
   if (micro_step_ == 0) begin_step();
   const auto timer = timers_.time(StepTimer::forward);
   const int B = ctx_->B(), T = ctx_->T();
@@ -359,7 +349,8 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
 }
 
 void Engine::backward() {
-  if (topology_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
+  if (pipeline_stages() > 1)
+    throw std::logic_error("engine: with pipeline stages, use train_batch()");
   const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
   const double tokens = double(ctx_->B()) * ctx_->T();

@@ -109,7 +109,9 @@ class Engine {
   const Config& config() const { return cfg_; }
   int rank() const { return host_comm_->rank(); }
   int world_size() const { return host_comm_->world_size(); }
-  // world = pipeline stages × data-parallel ranks (tensor parallelism: 1).
+  // world = pipeline stages × data-parallel ranks × tensor-parallel ranks.
+  int tensor_parallel_size() const { return topology_ ? topology_->tp() : 1; }
+  int tensor_parallel_rank() const { return topology_ ? topology_->coords(rank()).tp : 0; }
   int pipeline_stages() const { return topology_ ? topology_->pp() : 1; }
   int pipeline_stage() const { return topology_ ? topology_->coords(rank()).pp : 0; }
   int data_parallel_size() const { return topology_ ? topology_->dp() : world_size(); }
@@ -144,8 +146,9 @@ class Engine {
   engine::comm::Communicator& host_communicator() { return *host_comm_; }
   // Calls and bytes of both communicators (counted once when they are one).
   engine::comm::Communicator::Counters comm_counters() const;
-  // The same per communicator: "world" (host and device), and with a pipeline
-  // the groups "dp" (ZeRO's reductions), "pp" (activations and their
+  // The same per communicator: "world" (host and device), and with 3D
+  // parallelism the groups "dp" (ZeRO's reductions), "tp" (the blocks'
+  // all-reduces, the loss statistics, the norm), "pp" (activations and their
   // gradients, the norm, the loss) and "tied" (the tied embedding's gradients).
   std::vector<std::pair<std::string, engine::comm::Communicator::Counters>> comm_counters_by_group()
       const;
@@ -168,12 +171,14 @@ class Engine {
   // tracer. Returns the events added; 0 without a GPU.
   size_t flush_gpu_activity();
 
-  // Every parameter in fp32 (collective: all ranks must call).
+  // Every parameter in fp32, the whole model's (collective: all ranks must call).
   std::vector<float> gather_parameters();
-  // Sets every parameter from fp32 host values (param_count() of them), e.g. an
-  // llm.c checkpoint; optimizer state is reset.
+  // Sets every parameter from fp32 host values (param_count() of them, the whole
+  // model's: a tensor-parallel rank takes its pieces), e.g. an llm.c
+  // checkpoint; optimizer state is reset.
   void set_parameters(const std::vector<float>& flat);
-  int64_t param_count() const { return tree_->param_count(); }
+  // The whole model's parameters (this rank holds fewer under tensor parallelism).
+  int64_t param_count() const { return tree_->full_param_count(); }
 
   // Small collectives on host values, over the host communicator:
   double mean_over_ranks(double v);  // identity on one rank
@@ -193,15 +198,25 @@ class Engine {
   std::string host_memory_kind() const;  // "page-locked host memory" or "pageable host memory"
   void take_optimizer_step();            // step() at the accumulation boundary
   void begin_step();                     // at each step's first micro-step
+  // 3D parallelism (engine/engine_topology.cpp): the topology, its groups and
+  // the model's tensor-parallel slice; before the ModuleTree.
+  void setup_topology();
+  // Tensor parallel: every rank's flat pieces gathered into the whole model's.
+  std::vector<float> whole_from_pieces(const std::vector<float>& mine);
   // Pipeline parallelism (engine/engine_pipeline.cpp).
-  void setup_pipeline();          // topology, groups, this stage's blocks; before the ZeRO runtime
-  void restrict_zero_to_stage();  // after it
+  void setup_pipeline();                   // this stage's blocks; before the ZeRO runtime
+  void restrict_zero_to_stage();           // after it
   engine::GradSummary gradient_summary();  // tied gradients summed, norm over stages
   void run_pipe_step(const engine::PipeStep& step, const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets, double& loss_sum);
   void pipe_transfer(const engine::PipeStep& step);
   // The flat range rank `rank`'s checkpoint partition holds.
   engine::FlatRange saved_range(int rank) const;
+  nlohmann::json saved_partitions() const;  // meta.json's partitions: every rank's range
+  // Master weights and optimizer state of `range` from a checkpoint, whatever
+  // its tensor-parallel size (engine/engine_checkpoint.cpp).
+  void read_saved_state(const std::string& dir, const std::string& tag, const nlohmann::json& meta,
+                        engine::FlatRange range, float* master, float* state);
   void describe_schedule();
   void describe_checkpointing();
   void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
@@ -221,7 +236,7 @@ class Engine {
   std::unique_ptr<engine::comm::Communicator> host_comm_;
   std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
   engine::comm::Communicator* device_comm_ = nullptr;
-  // Pipeline parallelism: the topology, this rank's groups and the group of the
+  // 3D parallelism: the topology, this rank's groups and the group of the
   // first and last stage (the tied embedding); destroyed before the world.
   std::unique_ptr<engine::Topology> topology_;
   engine::GroupCommunicators groups_;

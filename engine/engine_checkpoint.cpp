@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/whole_model.h"
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
+#include "engine/parallel/tensor_shards.h"
 
 namespace hybrid {
 
@@ -16,18 +18,26 @@ constexpr int kMetaVersion = 1;
 constexpr const char* kModelFile = "model.bin";  // full checkpoints: the consolidated weights
 }  // namespace
 
+// The files tile the flat space once: stage 0 has one copy (the first
+// data-parallel rank's), a pipeline stage writes only what it owns. Each
+// tensor-parallel rank tiles its own pieces' flat space.
+nlohmann::json Engine::saved_partitions() const {
+  nlohmann::json partitions = nlohmann::json::array();
+  for (int r = 0; r < world_size(); ++r)
+    if (const FlatRange s = saved_range(r); !s.empty()) {
+      partitions.push_back({{"rank", r}, {"begin", s.begin}, {"end", s.end}});
+      if (tensor_parallel_size() > 1) partitions.back()["tp"] = topology_->coords(r).tp;
+    }
+  return partitions;
+}
+
 std::string Engine::save_checkpoint(const std::string& dir, const std::string& tag_or_default,
                                     const CheckpointSaveOptions& options) {
   if (micro_step_ != 0)
     throw CheckpointError("checkpoint: save only at an accumulation boundary (after step())");
   const std::string tag =
       tag_or_default.empty() ? fmt::format("global_step{}", global_step_) : tag_or_default;
-  // The files tile the flat space once: stage 0 has one copy (the first
-  // data-parallel rank's), a pipeline stage writes only what it owns.
-  nlohmann::json partitions = nlohmann::json::array();
-  for (int r = 0; r < world_size(); ++r)
-    if (const FlatRange s = saved_range(r); !s.empty())
-      partitions.push_back({{"rank", r}, {"begin", s.begin}, {"end", s.end}});
+  const int tp = tensor_parallel_size();
   nlohmann::json meta = {
       {"format", "hybrid-checkpoint"},
       {"version", kMetaVersion},
@@ -42,9 +52,10 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
       {"rng", {{"seed", cfg_.seed}}},
       {"world_size", world_size()},
       {"pipeline_stages", pipeline_stages()},
+      {"tensor_parallel", tp},
       {"zero_stage", cfg_.zero.stage},
       {"dtype", std::string(kernels::dtype_name(cfg_.param_dtype()))},
-      {"param_count", tree_->param_count()},
+      {"param_count", tree_->full_param_count()},  // the whole model's
       {"optimizer", optimizer_->name()},
       {"state_floats", optimizer_->state_floats_per_param()},
       {"model",
@@ -55,7 +66,7 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
         {"vocab_size", cfg_.model.vocab_size},
         {"padded_vocab_size", cfg_.padded_vocab()},
         {"seq_len", cfg_.model.seq_len}}},
-      {"partitions", partitions},
+      {"partitions", saved_partitions()},
   };
 
   PartitionData mine;
@@ -99,7 +110,7 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   const auto meta = read_checkpoint_meta(dir, tag);
   const std::string where = dir + "/" + tag;
   const auto& m = meta.at("model");
-  if (meta.at("param_count").get<int64_t>() != tree_->param_count() ||
+  if (meta.at("param_count").get<int64_t>() != tree_->full_param_count() ||
       m.at("n_layer").get<int>() != cfg_.model.n_layer ||
       m.at("n_embd").get<int>() != cfg_.model.n_embd ||
       m.at("padded_vocab_size").get<int>() != cfg_.padded_vocab())
@@ -107,7 +118,8 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
         "checkpoint {}: model shape differs (checkpoint: {} parameters, n_layer {}, n_embd {}; "
         "config: {}, {}, {})",
         where, meta.at("param_count").get<int64_t>(), m.at("n_layer").get<int>(),
-        m.at("n_embd").get<int>(), tree_->param_count(), cfg_.model.n_layer, cfg_.model.n_embd));
+        m.at("n_embd").get<int>(), tree_->full_param_count(), cfg_.model.n_layer,
+        cfg_.model.n_embd));
   const int sf = optimizer_->state_floats_per_param();
   if (meta.at("state_floats").get<int>() != sf)
     throw CheckpointError(
@@ -122,7 +134,7 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   float failed = 0.0f;
   std::string error;
   try {
-    read_checkpoint_range(dir, tag, meta, range, sf, master.data(), state.data());
+    read_saved_state(dir, tag, meta, range, master.data(), state.data());
   } catch (const std::exception& e) {
     failed = 1.0f;
     error = e.what();
@@ -148,6 +160,25 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
                                     meta.at("world_size").get<int>(), world_size())
                       : std::string()));
   return tag;
+}
+
+// The same tensor-parallel size reads this rank's pieces straight from the
+// files its tp rank wrote; another one puts the saved pieces together into
+// whole tensors and cuts this rank's.
+void Engine::read_saved_state(const std::string& dir, const std::string& tag,
+                              const nlohmann::json& meta, FlatRange range, float* master,
+                              float* state) {
+  const int sf = optimizer_->state_floats_per_param();
+  if (checkpoint_tensor_parallel(meta) == tensor_parallel_size())
+    return read_checkpoint_range(dir, tag, partitions_of_tp(meta, tensor_parallel_rank()), range,
+                                 sf, master, state);
+  const auto whole = read_whole_model(dir, tag, meta, cfg_.model, cfg_.padded_vocab(), sf);
+  const size_t all = size_t(tree_->full_param_count()), n = size_t(range.size());
+  for (int k = 0; k <= sf; ++k) {
+    const auto pieces = shard_flat(*tree_, whole.data() + size_t(k) * all);
+    float* out = k == 0 ? master : state + size_t(k - 1) * n;  // state is planar
+    std::copy_n(pieces.begin() + range.begin, n, out);
+  }
 }
 
 }  // namespace hybrid

@@ -29,33 +29,10 @@ int64_t first_offset(const Module& m) {
 }  // namespace
 
 void Engine::setup_pipeline() {
-  zero_comm_ = device_comm_;
-  zero_host_comm_ = host_comm_.get();
-  const int pp = cfg_.parallel.pipeline_stages;
+  const int pp = pipeline_stages();
   if (pp == 1) return;
-  if (backend_->kind() != kernels::BackendKind::cpu || device_comm_ != host_comm_.get())
-    throw ConfigError(fmt::format(
-        "config: pipeline.stages {} runs on the CPU backend only for now (the NCCL groups a GPU "
-        "pipeline needs are not built)",
-        pp));
-  topology_ = std::make_unique<Topology>(world_size(), cfg_.parallel.tensor, pp);
-  groups_ = make_group_communicators(*host_comm_, *topology_);
   const TopologyCoords me = topology_->coords(rank());
   const bool first = me.pp == 0, last = me.pp == pp - 1;
-  // The tied embedding's group: the first and the last stage of one pipeline.
-  const int pipelines = topology_->dp() * topology_->tp();
-  tied_comm_ = host_comm_->split(
-      first || last ? topology_->group_index(ParallelAxis::pp, rank()) : pipelines + rank(), me.pp);
-  zero_comm_ = groups_.dp.get();
-  zero_host_comm_ = groups_.dp.get();
-  groups_.tp->set_group_label("tp");
-  groups_.dp->set_group_label("dp");
-  groups_.pp->set_group_label("pp");
-  tied_comm_->set_group_label("tied");
-  for (comm::Communicator* g :
-       {groups_.tp.get(), groups_.dp.get(), groups_.pp.get(), tied_comm_.get()})
-    g->set_observer(comm_tracer_->observer());
-
   const auto& blocks = model_->blocks;
   const auto parts = model_->partition_stages(pp, cfg_.parallel.partition);
   // Owned parameters are contiguous: embeddings, blocks in order, ln_f last.
@@ -67,54 +44,24 @@ void Engine::setup_pipeline() {
   }
   const StageBlocks mine = parts[size_t(me.pp)];
   model_->set_stage(mine.begin, mine.end, first, last);
-  log(fmt::format("pipeline: {}; partition {}: {}", topology_->describe(), cfg_.parallel.partition,
-                  [&] {
-                    std::string s;
-                    for (int k = 0; k < pp; ++k)
-                      s += fmt::format("{}stage {} h.{}-{}", k ? ", " : "", k,
-                                       parts[size_t(k)].begin, parts[size_t(k)].end - 1);
-                    return s;
-                  }()));
+  log(fmt::format("pipeline: partition {}: {}", cfg_.parallel.partition, [&] {
+    std::string s;
+    for (int k = 0; k < pp; ++k)
+      s += fmt::format("{}stage {} h.{}-{}", k ? ", " : "", k, parts[size_t(k)].begin,
+                       parts[size_t(k)].end - 1);
+    return s;
+  }()));
 }
 
 // What the stage's modules read: its own parameters, and the tied embedding on
 // the last stage.
 void Engine::restrict_zero_to_stage() {
-  if (!topology_) return;
+  if (pipeline_stages() == 1) return;
   std::vector<FlatRange> used{stage_ranges_[size_t(pipeline_stage())]};
   const ParamSpec& wte = *model_->embedding->wte();
   if (model_->last_stage() && !model_->first_stage())
     used.insert(used.begin(), {wte.offset, wte.offset + wte.numel});  // the embedding comes first
   zero_->set_active_ranges(std::move(used));
-}
-
-std::vector<std::pair<std::string, comm::Communicator::Counters>> Engine::comm_counters_by_group()
-    const {
-  auto world = host_comm_->counters();
-  if (device_comm_ != host_comm_.get()) {
-    const auto d = device_comm_->counters();
-    for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-      world.calls[k] += d.calls[k], world.bytes[k] += d.bytes[k];
-  }
-  std::vector<std::pair<std::string, comm::Communicator::Counters>> out{{"world", world}};
-  if (!topology_) return out;
-  out.emplace_back("dp", groups_.dp->counters());
-  out.emplace_back("pp", groups_.pp->counters());
-  out.emplace_back("tied", tied_comm_->counters());
-  return out;
-}
-
-GradSummary Engine::gradient_summary() {
-  if (!topology_) return zero_->finish_gradients();
-  const ParamSpec& wte = *model_->embedding->wte();
-  const FlatRange tied{wte.offset, wte.offset + wte.numel};
-  zero_->all_reduce_grads(tied, *tied_comm_);
-  // The tied embedding counts once, on the first stage.
-  const bool counts_wte = pipeline_stage() == 0;
-  GradSummary g = zero_->finish_gradients(counts_wte ? FlatRange{} : tied);
-  float both[2] = {float(g.sum_squares), g.overflow ? 1.0f : 0.0f};
-  groups_.pp->all_reduce(both, 2, kernels::DType::f32, comm::ReduceOp::sum);
-  return {both[0], both[1] > 0.0f || !std::isfinite(both[0])};
 }
 
 float Engine::train_batch(const std::vector<const int32_t*>& inputs,
@@ -124,7 +71,7 @@ float Engine::train_batch(const std::vector<const int32_t*>& inputs,
     throw std::invalid_argument(fmt::format(
         "train_batch: {} inputs and {} targets for {} micro-batches (gradient_accumulation_steps)",
         inputs.size(), targets.size(), gas));
-  if (!topology_) {
+  if (pipeline_stages() == 1) {
     double loss = 0.0;
     for (int k = 0; k < gas; ++k) {
       loss += forward(inputs[size_t(k)], targets[size_t(k)]);
@@ -230,23 +177,12 @@ void Engine::pipe_transfer(const PipeStep& st) {
   pipeline_times_.waiting_ms += double(t1 - t0) / 1e6;
 }
 
-std::vector<float> Engine::gather_parameters() {
-  std::vector<float> flat = zero_->full_master();
-  if (!topology_) return flat;
-  // Each stage contributes the parameters it owns; the sum over stages is whole.
-  const FlatRange own = stage_ranges_[size_t(pipeline_stage())];
-  for (int64_t i = 0; i < int64_t(flat.size()); ++i)
-    if (i < own.begin || i >= own.end) flat[size_t(i)] = 0.0f;
-  groups_.pp->all_reduce(flat.data(), flat.size(), kernels::DType::f32, comm::ReduceOp::sum);
-  return flat;
-}
-
 FlatRange Engine::saved_range(int r) const {
   const auto& part = zero_->partition();
   const TopologyCoords c = topology_ ? topology_->coords(r) : TopologyCoords{0, r, 0};
   FlatRange range = cfg_.zero.stage == 0 ? (c.dp == 0 ? FlatRange{0, part.padded()} : FlatRange{})
                                          : part.shard(c.dp);
-  if (topology_) range = range.intersect(stage_ranges_[size_t(c.pp)]);
+  if (pipeline_stages() > 1) range = range.intersect(stage_ranges_[size_t(c.pp)]);
   return range;
 }
 

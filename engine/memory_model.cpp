@@ -148,11 +148,14 @@ namespace {
 // The data-parallel group's size: every pipeline stage keeps the whole flat
 // parameter space, ZeRO-partitioned over the ranks of its stage.
 int data_parallel_ranks(const Config& cfg, int world_size) {
-  const int pp = std::max(1, cfg.parallel.pipeline_stages);
-  if (world_size < 1 || world_size % pp != 0)
-    throw std::invalid_argument(fmt::format(
-        "memory model: {} ranks do not divide into pipeline.stages {}", world_size, pp));
-  return world_size / pp;
+  const int model_ranks =
+      std::max(1, cfg.parallel.pipeline_stages) * std::max(1, cfg.parallel.tensor);
+  if (world_size < 1 || world_size % model_ranks != 0)
+    throw std::invalid_argument(
+        fmt::format("memory model: {} ranks do not divide into pipeline.stages {} × "
+                    "tensor_model_parallel_size {}",
+                    world_size, cfg.parallel.pipeline_stages, cfg.parallel.tensor));
+  return world_size / model_ranks;
 }
 
 // The blocks `stage` runs, as the engine partitions them (Engine::setup_pipeline).
@@ -171,7 +174,8 @@ ActivationStage activation_stage(const Config& cfg, const GPT2& model, int stage
 
 EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes,
                              int stage) {
-  GPT2 model(cfg.model, cfg.padded_vocab());
+  const int tp = std::max(1, cfg.parallel.tensor);
+  GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});  // every tp rank's pieces are alike
   ModuleTree tree(model);
   const int dp = data_parallel_ranks(cfg, world_size);
   const ActivationStage mine = activation_stage(cfg, model, stage);
@@ -189,7 +193,7 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   const int slots = in_flight_micro_batches(stage, std::max(1, cfg.parallel.pipeline_stages),
                                             cfg.gradient_accumulation_steps);
   const MemoryLayout acts = gpt2_activation_layout(
-      cfg.model, cfg.padded_vocab(), B, T, z.param_dtype, attention_saved_bytes, plan, mine);
+      cfg.model, cfg.padded_vocab(), B, T, z.param_dtype, attention_saved_bytes, plan, mine, tp);
   for (int i = 0; i < slots; ++i) l.device.append(acts);
   // Host and NVMe in the engine's order: the offloaded optimizer, the offloaded parameter
   // partition, then activations kept in host memory.
@@ -222,7 +226,7 @@ MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int sta
   // With the partition offloaded and the optimizer on the device, the updated
   // partition passes through the device while no gathered parameters are live.
   if (cfg.zero.stage == 3) {
-    GPT2 model(cfg.model, cfg.padded_vocab());
+    GPT2 model(cfg.model, cfg.padded_vocab(), {std::max(1, cfg.parallel.tensor), 0});
     ModuleTree tree(model);
     const ZeroSetup z = zero_setup(cfg);
     const uint64_t gathered =
@@ -246,9 +250,11 @@ MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t atte
 }
 
 namespace {
+// A tensor-parallel rank's attention holds its share of the channels and heads.
 uint64_t saved_bytes(const Config& cfg, const kernels::Backend& backend) {
+  const int tp = std::max(1, cfg.parallel.tensor);
   return backend.attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                       cfg.seq_len(), cfg.model.n_embd, cfg.model.n_head);
+                                       cfg.seq_len(), cfg.model.n_embd / tp, cfg.model.n_head / tp);
 }
 }  // namespace
 

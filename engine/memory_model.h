@@ -62,7 +62,9 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
                              int stage = 0);
 
 // attention_saved_bytes: what the backend keeps per layer for attention backward
-// (Backend::attention_saved_bytes for the micro-batch).
+// (Backend::attention_saved_bytes for the micro-batch; under tensor parallelism
+// a rank's: n_embd/tp channels, n_head/tp heads). A tensor-parallel rank holds
+// its pieces of the parameters and activations (every tp rank alike).
 // predict_stage_memory: a rank of pipeline stage `stage`; predict_memory: the
 // peak rank's (the stage with the largest device total; the only one without
 // a pipeline).

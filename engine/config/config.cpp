@@ -265,8 +265,7 @@ void parse_comms_logger(const json& block, Config& c) {
 namespace {
 
 // 3D parallelism's sizes (issue 16), read before the batch triad, which counts
-// data-parallel ranks (DeepSpeed's dp world). Pipeline stages run; tensor
-// parallelism does not yet.
+// data-parallel ranks (DeepSpeed's dp world).
 void parse_parallel_sizes(ObjectReader& top, int world_size, Config& c) {
   ParallelConfig& p = c.parallel;
   if (auto v = top.integer("tensor_model_parallel_size", 1, kIntMax)) p.tensor = int(*v);
@@ -281,11 +280,6 @@ void parse_parallel_sizes(ObjectReader& top, int world_size, Config& c) {
   if (p.partition != "parameters" && p.partition != "uniform")
     throw ConfigError(fmt::format(
         "config: pipeline.partition \"{}\": expected \"parameters\" or \"uniform\"", p.partition));
-  if (p.tensor > 1)
-    throw ConfigError(fmt::format(
-        "config: tensor_model_parallel_size {}: tensor parallelism is not built yet (only 1 "
-        "runs; docs/parallelism.md)",
-        p.tensor));
   const int64_t model_ranks = int64_t(p.tensor) * p.pipeline_stages;
   if (world_size % model_ranks != 0)
     throw ConfigError(fmt::format(
@@ -305,6 +299,28 @@ void check_pipeline_with_zero(const Config& c) {
         "partition the gradients a pipeline stage accumulates over its micro-batches "
         "(DeepSpeed refuses the pair too); use stage 0 or 1",
         pp, c.zero.stage));
+}
+
+// After the model: Megatron's split gives each tensor-parallel rank whole
+// heads and an equal share of the padded vocabulary; Lamb's
+// per-tensor trust ratio would see only a rank's piece.
+void check_tensor_parallel(const Config& c) {
+  const int tp = c.parallel.tensor;
+  if (tp == 1) return;
+  auto divides = [&](int n, const std::string& what) {
+    if (n % tp != 0)
+      throw ConfigError(fmt::format(
+          "config: tensor_model_parallel_size {} does not divide {} {} (each rank holds an equal "
+          "share)",
+          tp, what, n));
+  };
+  divides(c.model.n_head, "hybrid.model.n_head");  // n_embd then too: heads split it evenly
+  divides(c.padded_vocab(), "the padded vocabulary (hybrid.model.padded_vocab_size)");
+  if (c.optimizer.type == "Lamb")
+    throw ConfigError(fmt::format(
+        "config: optimizer {} with tensor_model_parallel_size {}: Lamb's per-tensor trust ratio "
+        "needs whole tensors; use AdamW, Adam or SGD",
+        c.optimizer.type, tp));
 }
 
 }  // namespace
@@ -353,6 +369,7 @@ Config parse_config(const json& j, int world_size) {
   check_pipeline_with_zero(c);
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
   config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
+  check_tensor_parallel(c);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

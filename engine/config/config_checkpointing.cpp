@@ -73,8 +73,8 @@ void resolve_activation_checkpointing(bool deepspeed_block, Config& c) {
   if (a.partition_activations)
     c.warnings.push_back(
         "activation_checkpointing.partition_activations: no effect, it splits checkpoints across "
-        "model-parallel ranks and hybrid has no model parallelism (each data-parallel rank keeps "
-        "its own)");
+        "tensor-parallel ranks and hybrid keeps a checkpointed block's input whole on each of "
+        "them");
   if (a.contiguous_memory_optimization)
     c.warnings.push_back(
         "activation_checkpointing.contiguous_memory_optimization: no effect, activation buffers "

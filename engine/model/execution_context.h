@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/comm/communicator.h"
 #include "engine/model/module.h"
 #include "kernels/ops.h"
 #include "profiler/tracer.h"
@@ -60,6 +61,15 @@ class ExecutionContext {
   void* grad(const ParamSpec& p) { return params_->grad(p); }
   void set_param_access(ParamAccess* a) { params_ = a; }
   void set_hooks(ModuleHooks* h) { hooks_ = h; }
+  // Tensor parallelism: the group a sharded module's collectives run over
+  // (null without one).
+  void set_tensor_parallel(comm::Communicator* tp) { tp_ = tp; }
+  comm::Communicator* tensor_parallel() const { return tp_; }
+  // Sums n elements of this context's dtype over the tensor-parallel group (in
+  // place; nothing without one).
+  void tp_all_reduce(void* buf, size_t n) {
+    if (tp_ && tp_->world_size() > 1) tp_->all_reduce(buf, n, dt_, comm::ReduceOp::sum);
+  }
 
   // Profiling: events per module boundary (names interned once per module).
   void set_tracer(profiler::Tracer* t, const std::vector<Module*>& modules);
@@ -82,6 +92,7 @@ class ExecutionContext {
   bool recomputing_ = false;
   ParamAccess* params_ = nullptr;
   ModuleHooks* hooks_ = nullptr;
+  comm::Communicator* tp_ = nullptr;
   profiler::Tracer* tracer_ = nullptr;
   std::vector<uint32_t> names_;  // module id → interned name (category tells fwd/bwd)
 };

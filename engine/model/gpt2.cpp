@@ -13,19 +13,24 @@ namespace hybrid::engine {
 
 using kernels::DType;
 
-Block::Block(std::string name, int C, int n_head, int n_layer) : Module(name, "Block"), C_(C) {
+Block::Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp)
+    : Module(name, "Block"), C_(C) {
   const float proj_std = 0.02f / std::sqrt(2.0f * float(n_layer));
+  // Megatron's split: c_attn and c_fc by output features (whole heads of q, k
+  // and v each), the c_proj layers by input features.
+  const LinearSplit column{LinearSplit::column, tp}, qkv{LinearSplit::column, tp, 3},
+      row{LinearSplit::row, tp};
   ln_1 = add_child<LayerNorm>(name + ".ln_1", C);
   auto* a = add_child<Sequential>(name + ".attn", "CausalSelfAttention");
-  c_attn = a->add<Linear>(name + ".attn.c_attn", C, 3 * C, true, 0.02f);
-  core = a->add<AttentionCore>(name + ".attn.core", C, n_head);
-  attn_proj = a->add<Linear>(name + ".attn.c_proj", C, C, true, proj_std);
+  c_attn = a->add<Linear>(name + ".attn.c_attn", C, 3 * C, true, 0.02f, nullptr, qkv);
+  core = a->add<AttentionCore>(name + ".attn.core", C / tp.parts, n_head / tp.parts);
+  attn_proj = a->add<Linear>(name + ".attn.c_proj", C, C, true, proj_std, nullptr, row);
   attn = a;
   ln_2 = add_child<LayerNorm>(name + ".ln_2", C);
   auto* m = add_child<Sequential>(name + ".mlp", "MLP");
-  c_fc = m->add<Linear>(name + ".mlp.c_fc", C, 4 * C, true, 0.02f);
-  gelu = m->add<Gelu>(name + ".mlp.gelu", 4 * C);
-  mlp_proj = m->add<Linear>(name + ".mlp.c_proj", 4 * C, C, true, proj_std);
+  c_fc = m->add<Linear>(name + ".mlp.c_fc", C, 4 * C, true, 0.02f, nullptr, column);
+  gelu = m->add<Gelu>(name + ".mlp.gelu", 4 * C / tp.parts);
+  mlp_proj = m->add<Linear>(name + ".mlp.c_proj", 4 * C, C, true, proj_std, nullptr, row);
   m->recompute_children = 2;  // c_fc, gelu: c_proj's output is read by no backward
   mlp = m;
 }
@@ -77,15 +82,44 @@ uint64_t Block::recompute_flops(int B, int T) const {
   return profiler::flops::residual_forward(int64_t(B) * T * C_);
 }
 
-GPT2::GPT2(const ModelConfig& cfg, int padded_vocab)
+namespace {
+// The config names the keys (check_tensor_parallel); this guards the API.
+void check_tensor_slice(const ModelConfig& m, int padded_vocab, TensorSlice tp) {
+  if (tp.parts < 1 || tp.index < 0 || tp.index >= tp.parts || m.n_head % tp.parts != 0 ||
+      m.n_embd % tp.parts != 0 || padded_vocab % tp.parts != 0)
+    throw std::invalid_argument(fmt::format(
+        "gpt2: tensor-parallel rank {} of {} needs n_head {}, n_embd {} and the padded vocabulary "
+        "{} to split evenly",
+        tp.index, tp.parts, m.n_head, m.n_embd, padded_vocab));
+}
+}  // namespace
+
+GPT2::GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp)
     : Module("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
-  embedding = add_child<Embedding>("embedding", Vp_, cfg.seq_len, cfg.n_embd);
+  build(tp);
+}
+
+void GPT2::build(TensorSlice tp) {
+  check_tensor_slice(cfg_, Vp_, tp);
+  tp_ = tp;
+  clear_children();
+  blocks.clear();
+  const ModelConfig& cfg = cfg_;
+  embedding = add_child<Embedding>("embedding", Vp_, cfg.seq_len, cfg.n_embd, tp);
   for (int l = 0; l < cfg.n_layer; ++l)
     blocks.push_back(
-        add_child<Block>("h." + std::to_string(l), cfg.n_embd, cfg.n_head, cfg.n_layer));
+        add_child<Block>("h." + std::to_string(l), cfg.n_embd, cfg.n_head, cfg.n_layer, tp));
   ln_f = add_child<LayerNorm>("ln_f", cfg.n_embd);
-  lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte());
-  ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_);
+  // Column-parallel over the vocabulary: each rank's logits are its shard's.
+  lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte(),
+                              LinearSplit{LinearSplit::column, tp});
+  ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_, tp);
+}
+
+void GPT2::set_tensor_slice(TensorSlice tp) {
+  if (!slots_.empty())
+    throw std::logic_error("GPT2::set_tensor_slice: before bind (it changes every shape)");
+  build(tp);
 }
 
 void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const CheckpointPlan& plan,
@@ -103,9 +137,10 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const Checkpoi
   T_ = T;
   dt_ = dt;
   checkpoints_.set_plan(plan);
-  const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd, cfg_.n_head);
-  const MemoryLayout layout = gpt2_activation_layout(cfg_, Vp_, B, T, dt, saved, plan,
-                                                     {stage_begin_, stage_end_, first_, last_});
+  const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd / tp_.parts,
+                                                               cfg_.n_head / tp_.parts);
+  const MemoryLayout layout = gpt2_activation_layout(
+      cfg_, Vp_, B, T, dt, saved, plan, {stage_begin_, stage_end_, first_, last_}, tp_.parts);
   for (int i = 0; i < slots; ++i) {
     Slot slot;
     slot.activations = LayoutBuffers(alloc, layout);
@@ -194,6 +229,10 @@ void GPT2::wire() {
   ce_->logits = lm_head->out;
   ce_->losses = a.view("loss.stats").as<float>();
   ce_->lse = ce_->losses + N;
+  if (tp_.parts > 1) {
+    ce_->gathered_stats = a.view("loss.shards").as<float>();
+    ce_->shard_stats = ce_->gathered_stats + 2 * N * size_t(tp_.index);  // its slot in the gather
+  }
   for (const char* g : {"grad.residual", "grad.ln_f"})
     grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
 }
@@ -328,20 +367,20 @@ std::vector<const Module*> GPT2::backward_order(const CheckpointPlan& plan) cons
 }
 
 std::vector<float> GPT2::initial_parameters(const ModuleTree& tree, uint64_t seed) const {
-  std::vector<float> flat(size_t(tree.param_count()), 0.0f);
+  std::vector<float> flat(size_t(tree.full_param_count()), 0.0f);
   // Seeded per parameter, so initial values do not depend on layout or world size.
   for (auto* p : tree.params()) {
-    float* dst = flat.data() + p->offset;
+    float* dst = flat.data() + p->full_offset;
     switch (p->init) {
       case ParamInit::zeros:
         break;
       case ParamInit::ones:
-        std::fill(dst, dst + p->numel, 1.0f);
+        std::fill(dst, dst + p->full_numel(), 1.0f);
         break;
       case ParamInit::normal: {
         std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
         std::normal_distribution<float> dist(0.0f, p->init_std);
-        int64_t n = p->numel;
+        int64_t n = p->full_numel();
         if (p == embedding->wte())
           n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
         for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);

@@ -31,10 +31,13 @@ struct ActivationStage {
   int begin = 0, end = -1;
   bool first = true, last = true;
 };
+// Tensor parallelism cuts the attention, MLP and logits by tensor_parts
+// (attention_saved_bytes is then the backend's for n_embd/tensor_parts channels
+// and n_head/tensor_parts heads).
 MemoryLayout gpt2_activation_layout(const ModelConfig& m, int padded_vocab, int B, int T,
                                     kernels::DType dt, uint64_t attention_saved_bytes,
                                     const CheckpointPlan& plan = {},
-                                    const ActivationStage& stage = {});
+                                    const ActivationStage& stage = {}, int tensor_parts = 1);
 // The host memory of activations: the inputs of checkpointed blocks when the plan
 // keeps them there (cpu_checkpointing); empty otherwise.
 MemoryLayout gpt2_host_activation_layout(const ModelConfig& m, int B, int T, kernels::DType dt,
@@ -45,7 +48,7 @@ void assign_activation_bytes(Module& root, const MemoryLayout& layout);
 
 class Block final : public Module {
  public:
-  Block(std::string name, int C, int n_head, int n_layer);
+  Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp = {});
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   // The forward up to what backward reads: mlp.c_proj and the second residual
@@ -91,7 +94,9 @@ class Block final : public Module {
 
 class GPT2 final : public Module {
  public:
-  GPT2(const ModelConfig& cfg, int padded_vocab);
+  // tp: this rank's slice of a tensor-parallel group (Megatron's split; the
+  // ParamSpecs hold this rank's pieces and how they sit in the whole tensors).
+  GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp = {});
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
 
@@ -113,6 +118,10 @@ class GPT2 final : public Module {
   // its input there. Default: the whole model. Before bind, which lays out
   // only the stage's activations.
   void set_stage(int begin, int end, bool first, bool last);
+  // Rebuilds every module cut for tp (before the ModuleTree is made and before
+  // bind): the engine learns its tensor-parallel rank after the model exists.
+  void set_tensor_slice(TensorSlice tp);
+  TensorSlice tensor_slice() const { return tp_; }
   // The blocks of each of `stages` stages by pipeline.partition `method`
   // (partition_blocks with this model's parameter counts).
   std::vector<StageBlocks> partition_stages(int stages, const std::string& method) const;
@@ -146,17 +155,21 @@ class GPT2 final : public Module {
   CrossEntropyLoss* ce_;
 
   // Host-side initial values of every parameter (fp32, flat order), seeded.
+  // Tensor parallel: the whole (unsharded) model's, tree.full_param_count() of
+  // them, so that a run starts alike under every layout.
   std::vector<float> initial_parameters(const ModuleTree& tree, uint64_t seed) const;
 
  private:
   ModelConfig cfg_;
   int Vp_;
+  TensorSlice tp_;
   int B_ = 0, T_ = 0;
   kernels::DType dt_ = kernels::DType::f32;
   struct Slot {
     LayoutBuffers activations;
     LayoutBuffers host_activations;
   };
+  void build(TensorSlice tp);
   void wire();
   void wire_block(Block& b, int layer);
   const LayoutBuffers& acts() const { return slots_[size_t(slot_)].activations; }

@@ -14,7 +14,9 @@ namespace hybrid::engine {
 
 namespace {
 
-// Calls fn(llm.c tensor, offset in it, flat offset, count) for every parameter.
+// Calls fn(llm.c tensor, offset in it, flat offset, count) for every parameter,
+// in the whole model's flat space (ParamSpec::full_offset: tensor-parallel
+// pieces are gathered and cut elsewhere).
 template <class Fn>
 void for_each_tensor(const GPT2& model, const ModuleTree& tree, Gpt2Weights& w, Fn&& fn) {
   std::unordered_map<std::string, const ParamSpec*> by_name;
@@ -26,11 +28,11 @@ void for_each_tensor(const GPT2& model, const ModuleTree& tree, Gpt2Weights& w, 
   };
   auto whole = [&](std::vector<float>& t, const std::string& name) {
     const auto& p = spec(name);
-    fn(t, 0, p.offset, p.numel);
+    fn(t, 0, p.full_offset, p.full_numel());
   };
   auto layer = [&](std::vector<float>& t, int l, const std::string& name) {
     const auto& p = spec(fmt::format("h.{}.{}", l, name));
-    fn(t, size_t(l) * size_t(p.numel), p.offset, p.numel);
+    fn(t, size_t(l) * size_t(p.full_numel()), p.full_offset, p.full_numel());
   };
   whole(w.wte, "embedding.wte");
   whole(w.wpe, "embedding.wpe");
@@ -70,7 +72,7 @@ void check_shape(const GPT2& model, const Gpt2Weights& w) {
 void gpt2_from_llmc(const GPT2& model, const ModuleTree& tree, const Gpt2Weights& w,
                     std::vector<float>& flat) {
   check_shape(model, w);
-  flat.assign(size_t(tree.param_count()), 0.0f);
+  flat.assign(size_t(tree.full_param_count()), 0.0f);
   Gpt2Weights& src = const_cast<Gpt2Weights&>(w);  // only read: for_each_tensor serves both ways
   for_each_tensor(model, tree, src,
                   [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {

@@ -1,25 +1,41 @@
 #include "engine/model/layers.h"
 
+#include <algorithm>
+
 #include "profiler/flops.h"
 
 namespace hybrid::engine {
 
 namespace fl = profiler::flops;
 
-Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C)
-    : Module(std::move(name), "Embedding"), C_(C) {
-  wte_ = declare_param("wte", {padded_vocab, C}, ParamInit::normal, 0.02f);
+Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C, TensorSlice tp)
+    : Module(std::move(name), "Embedding"), C_(C), tp_(tp) {
+  wte_ = declare_param("wte", {padded_vocab, C}, ParamInit::normal, 0.02f,
+                       {.dim = 0, .parts = tp.parts, .index = tp.index});
   wpe_ = declare_param("wpe", {max_seq, C}, ParamInit::normal, 0.01f);
+  vocab_rows_ = int(wte_->shape[0]);
+  vocab_begin_ = tp.index * vocab_rows_;
 }
 
 void Embedding::forward(ExecutionContext& ctx) {
-  ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_), ctx.param(*wpe_),
-                                ctx.B(), ctx.T(), C_);
+  if (tp_.parts == 1)
+    return ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
+                                         ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
+  // Every token's row is on one rank; wpe is added once, before the sum.
+  ctx.backend().encoder_shard_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
+                                      tp_.index == 0 ? ctx.param(*wpe_) : nullptr, ctx.B(), ctx.T(),
+                                      C_, vocab_begin_, vocab_rows_);
+  ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(C_));
 }
 
+// dout is whole on every rank: each updates its own rows, and all of wpe alike.
 void Embedding::backward(ExecutionContext& ctx) {
-  ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout, ctx.tokens(),
-                                 ctx.B(), ctx.T(), C_);
+  if (tp_.parts == 1)
+    return ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
+                                          ctx.tokens(), ctx.B(), ctx.T(), C_);
+  ctx.backend().encoder_shard_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
+                                       ctx.tokens(), ctx.B(), ctx.T(), C_, vocab_begin_,
+                                       vocab_rows_);
 }
 
 LayerNorm::LayerNorm(std::string name, int C) : Module(std::move(name), "LayerNorm"), C_(C) {
@@ -45,26 +61,41 @@ uint64_t LayerNorm::backward_flops(int B, int T) const {
 }
 
 Linear::Linear(std::string name, int in_features, int out_features, bool bias, float init_std,
-               ParamSpec* tied_weight)
-    : Module(std::move(name), "Linear"), K_(in_features), N_(out_features) {
+               ParamSpec* tied_weight, LinearSplit split)
+    : Module(std::move(name), "Linear"), K_(in_features), N_(out_features), split_(split) {
+  const TensorSlice tp = split.tp;
+  const bool column = split.mode == LinearSplit::column, row = split.mode == LinearSplit::row;
+  const TensorShard rows{.dim = 0, .groups = split.groups, .parts = tp.parts, .index = tp.index};
   if (tied_weight) {
     weight_ = tied_weight;
     use_param(tied_weight);
   } else {
-    weight_ = declare_param("weight", {out_features, in_features}, ParamInit::normal, init_std);
+    weight_ = declare_param("weight", {out_features, in_features}, ParamInit::normal, init_std,
+                            column ? rows
+                            : row  ? TensorShard{.dim = 1, .parts = tp.parts, .index = tp.index}
+                                   : TensorShard{});
   }
-  if (bias) bias_ = declare_param("bias", {out_features}, ParamInit::zeros);
+  if (bias)
+    bias_ = declare_param("bias", {out_features}, ParamInit::zeros, 0.0f,
+                          column ? rows : TensorShard{});
+  if (column) N_ /= tp.parts;
+  if (row) K_ /= tp.parts;
 }
 
 void Linear::forward(ExecutionContext& ctx) {
+  const bool row = split_.mode == LinearSplit::row;
+  const bool adds_bias = bias_ && (!row || split_.tp.index == 0);  // a row-parallel bias once
   ctx.backend().matmul_forward(ctx.dtype(), out, in, ctx.param(*weight_),
-                               bias_ ? ctx.param(*bias_) : nullptr, ctx.B() * ctx.T(), K_, N_);
+                               adds_bias ? ctx.param(*bias_) : nullptr, ctx.B() * ctx.T(), K_, N_);
+  if (row) ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(N_));
 }
 
 void Linear::backward(ExecutionContext& ctx) {
   ctx.backend().matmul_backward(ctx.dtype(), din, ctx.grad(*weight_),
                                 bias_ ? ctx.grad(*bias_) : nullptr, dout, in, ctx.param(*weight_),
                                 ctx.B() * ctx.T(), K_, N_);
+  if (split_.mode == LinearSplit::column && din)
+    ctx.tp_all_reduce(din, size_t(ctx.B()) * size_t(ctx.T()) * size_t(K_));
 }
 
 uint64_t Linear::forward_flops(int B, int T) const {
@@ -101,19 +132,43 @@ uint64_t AttentionCore::backward_flops(int B, int T) const {
   return fl::attention_backward(B, T, C_, NH_, /*causal=*/true);
 }
 
+CrossEntropyLoss::CrossEntropyLoss(std::string name, int V, int Vp, TensorSlice tp)
+    : Module(std::move(name), "CrossEntropyLoss"),
+      V_(V),
+      Vp_(Vp),
+      tp_(tp),
+      vocab_begin_(tp.index * (Vp / tp.parts)),
+      vocab_real_(std::clamp(V - vocab_begin_, 0, Vp / tp.parts)),
+      vocab_rows_(Vp / tp.parts) {}
+
 void CrossEntropyLoss::forward(ExecutionContext& ctx) {
-  ctx.backend().cross_entropy_forward(ctx.dtype(), losses, lse, logits, ctx.targets(),
-                                      ctx.B() * ctx.T(), V_, Vp_);
+  const int N = ctx.B() * ctx.T();
+  auto& be = ctx.backend();
+  if (tp_.parts == 1)
+    return be.cross_entropy_forward(ctx.dtype(), losses, lse, logits, ctx.targets(), N, V_, Vp_);
+  be.cross_entropy_shard_forward(ctx.dtype(), shard_stats, logits, ctx.targets(), N, vocab_begin_,
+                                 vocab_real_, vocab_rows_);
+  const size_t per_rank = 2 * size_t(N);
+  ctx.tensor_parallel()->all_gather(shard_stats, gathered_stats,
+                                    std::vector<size_t>(size_t(tp_.parts), per_rank),
+                                    kernels::DType::f32);
+  be.cross_entropy_combine_shards(losses, lse, gathered_stats, tp_.parts, N);
 }
+
 void CrossEntropyLoss::backward(ExecutionContext& ctx) {
-  ctx.backend().cross_entropy_backward(ctx.dtype(), logits, logits, lse, ctx.targets(), ctx.dloss(),
-                                       ctx.B() * ctx.T(), V_, Vp_);
+  const int N = ctx.B() * ctx.T();
+  if (tp_.parts == 1)
+    return ctx.backend().cross_entropy_backward(ctx.dtype(), logits, logits, lse, ctx.targets(),
+                                                ctx.dloss(), N, V_, Vp_);
+  ctx.backend().cross_entropy_shard_backward(ctx.dtype(), logits, logits, lse, ctx.targets(),
+                                             ctx.dloss(), N, vocab_begin_, vocab_real_,
+                                             vocab_rows_);
 }
 uint64_t CrossEntropyLoss::forward_flops(int B, int T) const {
-  return fl::cross_entropy_forward(int64_t(B) * T, V_);
+  return fl::cross_entropy_forward(int64_t(B) * T, vocab_real_);
 }
 uint64_t CrossEntropyLoss::backward_flops(int B, int T) const {
-  return fl::cross_entropy_backward(int64_t(B) * T, V_);
+  return fl::cross_entropy_backward(int64_t(B) * T, vocab_real_);
 }
 
 }  // namespace hybrid::engine

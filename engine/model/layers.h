@@ -9,10 +9,12 @@
 
 namespace hybrid::engine {
 
-// Token + position embedding: out = wte[tokens] + wpe[0..T).
+// Token + position embedding: out = wte[tokens] + wpe[0..T). Tensor parallel:
+// each rank holds padded_vocab/parts rows of wte (a vocabulary shard); its
+// tokens' rows, summed over the group, make the embedding.
 class Embedding final : public Module {
  public:
-  Embedding(std::string name, int padded_vocab, int max_seq, int C);
+  Embedding(std::string name, int padded_vocab, int max_seq, int C, TensorSlice tp = {});
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   ParamSpec* wte() const { return wte_; }
@@ -25,6 +27,8 @@ class Embedding final : public Module {
   ParamSpec* wte_;
   ParamSpec* wpe_;
   int C_;
+  TensorSlice tp_;
+  int vocab_begin_ = 0, vocab_rows_ = 0;  // this rank's shard of wte
 };
 
 class LayerNorm final : public Module {
@@ -48,12 +52,24 @@ class LayerNorm final : public Module {
   int C_;
 };
 
+// Tensor parallelism (Megatron): a column-parallel Linear holds a block of the
+// output features (its input is whole on every rank, so the input's gradient is
+// summed over the group in backward); a row-parallel one holds a block of the
+// input features (its partial outputs are summed over the group in forward,
+// the bias added once). `groups` stacked matrices (c_attn's q, k, v) are each
+// cut alike.
+struct LinearSplit {
+  enum Mode { none, column, row } mode = none;
+  TensorSlice tp;
+  int groups = 1;
+};
+
 // out[B·T, N] = in[B·T, K] · weightᵀ + bias. With `tied_weight`, the weight is
 // another module's parameter (GPT-2's lm_head uses the token embedding).
 class Linear final : public Module {
  public:
   Linear(std::string name, int in_features, int out_features, bool bias, float init_std,
-         ParamSpec* tied_weight = nullptr);
+         ParamSpec* tied_weight = nullptr, LinearSplit split = {});
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
@@ -63,13 +79,16 @@ class Linear final : public Module {
 
   const void* in = nullptr;
   void* out = nullptr;
-  void* din = nullptr;  // null: the input needs no gradient
+  // null: the input needs no gradient. Column-parallel: it must hold only this
+  // layer's contribution (zero before backward), which is summed in place.
+  void* din = nullptr;
   const void* dout = nullptr;
 
  private:
   ParamSpec* weight_;
   ParamSpec* bias_ = nullptr;
-  int K_, N_;
+  int K_, N_;  // this rank's
+  LinearSplit split_;
 };
 
 class Gelu final : public Module {
@@ -110,11 +129,13 @@ class AttentionCore final : public Module {
 };
 
 // Mean token cross-entropy over the first V of Vp logits. Backward writes
-// dlogits in place over the logits, scaled by ctx.dloss().
+// dlogits in place over the logits, scaled by ctx.dloss(). Tensor parallel:
+// this rank's logits are its vocabulary shard's Vp/parts columns; the shards'
+// log-sum-exps and target logits, gathered over the group, give every rank
+// the whole losses.
 class CrossEntropyLoss final : public Module {
  public:
-  CrossEntropyLoss(std::string name, int V, int Vp)
-      : Module(std::move(name), "CrossEntropyLoss"), V_(V), Vp_(Vp) {}
+  CrossEntropyLoss(std::string name, int V, int Vp, TensorSlice tp = {});
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
@@ -123,9 +144,14 @@ class CrossEntropyLoss final : public Module {
   void* logits = nullptr;   // overwritten by dlogits in backward
   float* losses = nullptr;  // [B·T] fp32
   float* lse = nullptr;     // [B·T] fp32
+  // Tensor parallel: this shard's [2, B·T] statistics, then every shard's.
+  float* shard_stats = nullptr;
+  float* gathered_stats = nullptr;
 
  private:
   int V_, Vp_;
+  TensorSlice tp_;
+  int vocab_begin_ = 0, vocab_real_ = 0, vocab_rows_ = 0;  // this rank's shard
 };
 
 }  // namespace hybrid::engine

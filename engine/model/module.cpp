@@ -1,6 +1,9 @@
 #include "engine/model/module.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <stdexcept>
 
 #include "engine/model/execution_context.h"
 
@@ -12,10 +15,27 @@ int64_t Module::own_param_count() const {
   return n;
 }
 
+int64_t ParamSpec::full_numel() const {
+  int64_t n = 1;
+  for (auto d : full_shape) n *= d;
+  return n;
+}
+
 ParamSpec* Module::declare_param(const std::string& local_name, std::vector<int64_t> shape,
-                                 ParamInit init, float init_std) {
+                                 ParamInit init, float init_std, TensorShard shard) {
   auto spec = std::make_unique<ParamSpec>();
   spec->name = name_.empty() ? local_name : name_ + "." + local_name;
+  spec->full_shape = shape;
+  if (!shard.replicated()) {
+    const auto d = size_t(shard.dim);
+    if (d >= shape.size() || shape[d] % (int64_t(shard.groups) * shard.parts) != 0)
+      throw std::invalid_argument(fmt::format(
+          "{}: dimension {} of {} elements does not split into "
+          "{} group(s) of {} parts",
+          spec->name, shard.dim, d < shape.size() ? shape[d] : 0, shard.groups, shard.parts));
+    shape[d] /= shard.parts;
+  }
+  spec->shard = shard;
   spec->numel = 1;
   for (auto d : shape) spec->numel *= d;
   spec->shape = std::move(shape);
@@ -53,7 +73,9 @@ void ModuleTree::visit(Module& m, int parent, int depth) {
     p->id = int(params_.size());
     p->owner = m.id_;
     p->offset = param_count_;
+    p->full_offset = full_param_count_;
     param_count_ += p->numel;
+    full_param_count_ += p->full_numel();
     params_.push_back(p);
   }
   range.end = param_count_;

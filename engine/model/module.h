@@ -15,11 +15,36 @@ class ExecutionContext;
 
 enum class ParamInit : uint8_t { normal, zeros, ones };
 
+// Tensor parallelism (Megatron): which piece of the whole tensor this rank
+// holds. dim -1: all of it (replicated over the tensor-parallel group); 0: a
+// block of rows (output features, vocabulary); 1: a block of columns (input
+// features). Along dim 0 the tensor may stack `groups` matrices (c_attn's q, k
+// and v), each cut alike so a rank's rows hold whole heads of each.
+struct TensorShard {
+  int dim = -1;
+  int groups = 1;
+  int parts = 1;  // tensor_model_parallel_size
+  int index = 0;  // this rank's piece
+  bool replicated() const { return dim < 0 || parts == 1; }
+};
+
+// This rank's place in the tensor-parallel group its modules are cut for.
+struct TensorSlice {
+  int parts = 1;  // tensor_model_parallel_size
+  int index = 0;
+};
+
 struct ParamSpec {
-  std::string name;  // full dotted name, "h.3.attn.c_attn.weight"
-  std::vector<int64_t> shape;
+  std::string name;                 // full dotted name, "h.3.attn.c_attn.weight"
+  std::vector<int64_t> shape;       // this rank's piece
+  std::vector<int64_t> full_shape;  // the whole tensor (shape unless sharded)
+  TensorShard shard;
   int64_t numel = 0;
   int64_t offset = -1;  // first element in the flat parameter space (set by layout)
+  // Where the whole tensor starts in the flat space of the unsharded model
+  // (equal to offset without tensor parallelism; set by layout).
+  int64_t full_offset = -1;
+  int64_t full_numel() const;
   ParamInit init = ParamInit::normal;
   float init_std = 0.02f;
   int owner = -1;  // id of the module that declares it (counts it once)
@@ -72,9 +97,15 @@ class Module {
   virtual uint64_t recompute_flops(int B, int T) const { return forward_flops(B, T); }
 
  protected:
+  // `shape` is the whole tensor's; a sharded parameter holds shard's piece of it.
   ParamSpec* declare_param(const std::string& local_name, std::vector<int64_t> shape,
-                           ParamInit init, float init_std = 0.02f);
+                           ParamInit init, float init_std = 0.02f, TensorShard shard = {});
   void use_param(ParamSpec* tied) { used_params_.push_back(tied); }
+  // Drops every child (a model rebuilt with other shapes, before its ModuleTree).
+  void clear_children() {
+    children_.clear();
+    owned_children_.clear();
+  }
   template <class M, class... Args>
   M* add_child(Args&&... args) {
     auto child = std::make_unique<M>(std::forward<Args>(args)...);
@@ -126,6 +157,8 @@ class ModuleTree {
   const std::vector<Module*>& modules() const { return modules_; }   // by id
   const std::vector<ParamSpec*>& params() const { return params_; }  // by id
   int64_t param_count() const { return param_count_; }
+  // The unsharded model's count (param_count() without tensor parallelism).
+  int64_t full_param_count() const { return full_param_count_; }
 
   // [begin, end) flat range of a module's own parameters (empty when none).
   struct Range {
@@ -144,6 +177,7 @@ class ModuleTree {
   std::vector<Range> own_ranges_;
   std::vector<Module*> param_modules_;
   int64_t param_count_ = 0;
+  int64_t full_param_count_ = 0;
 };
 
 }  // namespace hybrid::engine

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/whole_model.h"
 #include "engine/data/llmc_checkpoint.h"
 #include "engine/model/gpt2.h"
 
@@ -51,15 +52,16 @@ int main(int argc, char** argv) {
       std::printf("%s\n", meta.dump(2).c_str());
       return 0;
     }
-    GPT2 model(model_of(meta), meta.at("model").at("padded_vocab_size").get<int>());
+    const int padded_vocab = meta.at("model").at("padded_vocab_size").get<int>();
+    GPT2 model(model_of(meta), padded_vocab);
     ModuleTree tree(model);
     const int64_t n = tree.param_count();
     if (n != meta.at("param_count").get<int64_t>())
       throw CheckpointError(
           fmt::format("checkpoint {}/{}: {} parameters recorded, the model has {}", dir, resolved,
                       meta.at("param_count").get<int64_t>(), n));
-    std::vector<float> flat(static_cast<size_t>(n));
-    read_checkpoint_range(dir, resolved, meta, FlatRange{0, n}, 0, flat.data(), nullptr);
+    // Tensor-parallel pieces are put back into whole tensors.
+    const auto flat = read_whole_model(dir, resolved, meta, model_of(meta), padded_vocab, 0);
     Gpt2Weights w;
     gpt2_to_llmc(model, tree, flat, w);
     write_llmc_checkpoint(out, w);

@@ -142,23 +142,31 @@ void ZeroRuntime::end_backward() {
   if (gatherer_) gatherer_->release_all();
 }
 
-GradSummary ZeroRuntime::finish_gradients(FlatRange uncounted) {
+GradSummary ZeroRuntime::finish_gradients(std::vector<WeightedRange> weights) {
   reducer_->finish();
   const FlatRange r = reducer_->optimizer_range();
   const size_t asize = kernels::dtype_size(setup_.accum_dtype);
   const char* grads = static_cast<const char*>(reducer_->optimizer_grads());
   GradSummary s;
-  // The range in up to two pieces around `uncounted`.
-  const FlatRange skip = uncounted.intersect(r);
-  const FlatRange pieces[2] = {skip.empty() ? r : FlatRange{r.begin, skip.begin},
-                               skip.empty() ? FlatRange{} : FlatRange{skip.end, r.end}};
-  for (const FlatRange& p : pieces) {
-    if (p.empty()) continue;
+  auto measure = [&](FlatRange p, double weight) {
+    p = p.intersect(r);
+    if (p.empty() || weight == 0.0) return;
     const auto stats = backend_.grad_stats(
         setup_.accum_dtype, grads + size_t(p.begin - r.begin) * asize, size_t(p.size()));
-    s.sum_squares += stats.sum_squares;
+    s.sum_squares += weight * stats.sum_squares;
     s.overflow = s.overflow || stats.non_finite;
+  };
+  // The range in pieces: the weighted ones and the gaps between them at 1.
+  std::sort(weights.begin(), weights.end(), [](const WeightedRange& a, const WeightedRange& b) {
+    return a.range.begin < b.range.begin;
+  });
+  int64_t at = r.begin;
+  for (const WeightedRange& w : weights) {
+    measure({at, w.range.begin}, 1.0);
+    measure(w.range, w.weight);
+    at = std::max(at, w.range.end);
   }
+  measure({at, r.end}, 1.0);
   if (setup_.stage > 0 && comm_.world_size() > 1) {
     // Each rank measured its own shard: one all-reduce agrees on the norm and on
     // overflow (any rank's inf/NaN makes the sum positive).

@@ -41,6 +41,11 @@
 
 namespace hybrid::engine {
 
+struct WeightedRange {
+  FlatRange range;
+  double weight = 1.0;
+};
+
 struct GradSummary {
   double sum_squares = 0.0;  // of the accumulated (scaled, rank-summed) gradients, all ranks
   bool overflow = false;     // any inf/NaN on any rank
@@ -91,9 +96,11 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void finish_reductions() { reducer_->finish(); }
 
   // At the accumulation boundary: completes all reductions and measures the
-  // gradients (norm, overflow) across ranks. `uncounted` stays out of the norm
-  // (a pipeline's tied parameters, counted on the stage that owns them).
-  GradSummary finish_gradients(FlatRange uncounted = {});
+  // gradients (norm, overflow) across ranks. `weights` (disjoint) weigh ranges
+  // in the norm, 1 elsewhere: 0 keeps a range out of the norm and the overflow
+  // check (a pipeline's tied parameters, counted on the stage that owns them),
+  // 1/n counts a tensor-parallel replica held alike by n ranks once.
+  GradSummary finish_gradients(std::vector<WeightedRange> weights = {});
   // Pipeline parallelism's tied parameters: sums the reduced gradients of
   // `range` (its part in this rank's optimizer range) over `group`, the stages
   // that share them. After finish_reductions, before finish_gradients.

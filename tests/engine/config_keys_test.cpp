@@ -173,7 +173,7 @@ const KeyCheck kKeyChecks[] = {
     {"comms_logger.verbose", R"({"comms_logger": {"enabled": true, "verbose": true}})", FIELD(comms_logger.verbose)},
     {"comms_logger.prof_all", R"({"comms_logger": {"enabled": true, "prof_all": false}})", FIELD(comms_logger.prof_all)},
     {"comms_logger.prof_ops", R"({"comms_logger": {"enabled": true, "prof_all": false, "prof_ops": ["all_reduce"]}})", FIELD(comms_logger.prof_ops)},
-    {"tensor_model_parallel_size", R"({"tensor_model_parallel_size": 2})", ONLY_DEFAULT},
+    {"tensor_model_parallel_size", R"({"tensor_model_parallel_size": 2})", FIELD(parallel.tensor), 2},
     {"pipeline.stages", R"({"pipeline": {"stages": 2}})", FIELD(parallel.pipeline_stages), 2},
     {"pipeline.partition", R"({"pipeline": {"stages": 2, "partition": "uniform"}})", FIELD(parallel.partition), 2},
     {"pipeline.activation_checkpoint_interval", R"({"pipeline": {"stages": 2, "activation_checkpoint_interval": 1}})", FIELD(parallel.activation_checkpoint_interval), 2},

@@ -1,7 +1,8 @@
-// The memory model with pipeline parallelism, held to what real `mpirun`
-// processes of hybrid-train allocate: for 2 and 4 stages (with and without
-// data parallelism, ZeRO 0 and 1, both partition methods, checkpointed blocks,
-// fewer micro-batches than stages) every rank's measured peak per category,
+// The memory model with pipeline and tensor parallelism, held to what real
+// `mpirun` processes of hybrid-train allocate: for 2 and 4 stages (with and
+// without data parallelism, ZeRO 0 and 1, both partition methods, checkpointed
+// blocks, fewer micro-batches than stages) and tensor parallelism (alone, with
+// stages, with ZeRO 2) every rank's measured peak per category,
 // as the run store records it, equals the model's prediction for that rank's
 // stage, byte for byte; and predict_memory is the stage with the largest total.
 #include <fmt/format.h>
@@ -21,12 +22,14 @@ struct Case {
   const char* name;
   int stages, dp, gas;
   nlohmann::json extra;
+  int tp = 1;
 };
 
 nlohmann::json pipe_patch(const Case& c) {
   nlohmann::json p = {
       {"gradient_accumulation_steps", c.gas},
       {"pipeline", {{"stages", c.stages}}},
+      {"tensor_model_parallel_size", c.tp},
       {"hybrid", {{"model", {{"n_layer", 4}}}}},
   };
   if (!c.extra.is_null()) p.merge_patch(c.extra);
@@ -52,9 +55,18 @@ TEST(PipelineMemory, EveryRanksPeakPerCategoryEqualsTheModelForItsStage) {
        3,
        {{"pipeline", {{"partition", "uniform"}, {"activation_checkpoint_interval", 1}}}}},
       {"pp2_dp2_zero1", 2, 2, 2, {{"zero_optimization", {{"stage", 1}}}}},
+      {"tp2", 1, 1, 2, {}, 2},
+      {"tp2_pp2_zero1_checkpointed",
+       2,
+       1,
+       2,
+       {{"zero_optimization", {{"stage", 1}}},
+        {"pipeline", {{"activation_checkpoint_interval", 1}}}},
+       2},
+      {"tp2_dp2_zero2", 1, 2, 2, {{"zero_optimization", {{"stage", 2}}}}, 2},
   };
   for (const auto& c : cases) {
-    const int ranks = c.stages * c.dp;
+    const int ranks = c.stages * c.dp * c.tp;
     const std::string db = dir / (std::string(c.name) + ".db");
     const auto run =
         test::run_hybrid_train(dir, c.name, ranks, pipe_patch(c), "--quiet --steps 2 --db " + db);
@@ -63,12 +75,13 @@ TEST(PipelineMemory, EveryRanksPeakPerCategoryEqualsTheModelForItsStage) {
     const auto runs = store.list_runs();
     ASSERT_EQ(runs.size(), 1u) << c.name;
     const Config cfg = test::tiny_config(pipe_patch(c), ranks);
-    // Rank r is stage r / dp (the data-parallel index varies fastest).
+    // Rank r is stage r / (dp · tp) (tensor-parallel, then data-parallel
+    // indices vary fastest); every tp rank's pieces are alike.
     std::map<int, int> rows_per_rank;
     for (const auto& row : store.memory(runs[0].id)) {
       if (row.category.find('.') != std::string::npos) continue;  // host.* / nvme.*
       ++rows_per_rank[row.rank];
-      const int stage = row.rank / c.dp;
+      const int stage = row.rank / (c.dp * c.tp);
       const auto pred = engine::predict_stage_memory(cfg, ranks, stage, *cpu);
       const auto cat = category(row.category);
       ASSERT_GE(cat, 0) << row.category;

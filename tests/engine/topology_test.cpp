@@ -90,9 +90,10 @@ TEST(Topology, OneProcessGroupsAreOneProcess) {
 }
 
 // The config's sizes: pipeline stages divide the world and leave the batch
-// triad to the data-parallel ranks; tensor parallelism is refused naming the
-// key (not built yet), and pipeline stages with ZeRO-2 or 3 are refused naming
-// both keys, as DeepSpeed refuses them.
+// triad to the data-parallel ranks; tensor-parallel sizes that do not split
+// the heads or the vocabulary evenly are refused naming the key, and pipeline
+// stages with ZeRO-2 or 3 are refused naming both keys, as DeepSpeed refuses
+// them.
 TEST(ParallelismConfig, PipelineStagesParseAndRefusalsNameTheKeys) {
   auto error = [](const nlohmann::json& j, int world = 4) {
     try {
@@ -110,9 +111,19 @@ TEST(ParallelismConfig, PipelineStagesParseAndRefusalsNameTheKeys) {
   };
   EXPECT_EQ(error(with({{"tensor_model_parallel_size", 1}, {"pipeline", {{"stages", 1}}}})),
             "(no error)");
+  // Tensor parallelism needs whole heads, equal channel and vocabulary shares,
+  // and an optimizer that works on pieces.
+  EXPECT_EQ(error(with({{"tensor_model_parallel_size", 2}})), "(no error)");
   EXPECT_THAT(
-      error(with({{"tensor_model_parallel_size", 2}})),
-      ::testing::HasSubstr("tensor_model_parallel_size 2: tensor parallelism is not built"));
+      error(with({{"tensor_model_parallel_size", 2},
+                  {"hybrid", {{"model", {{"n_head", 3}, {"n_embd", 48}}}}}})),
+      ::testing::HasSubstr("tensor_model_parallel_size 2 does not divide hybrid.model.n_head 3"));
+  EXPECT_THAT(error(with({{"tensor_model_parallel_size", 4},
+                          {"hybrid", {{"model", {{"n_head", 4}, {"padded_vocab_size", 8194}}}}}})),
+              ::testing::HasSubstr("does not divide the padded vocabulary "
+                                   "(hybrid.model.padded_vocab_size) 8194"));
+  EXPECT_THAT(error(with({{"tensor_model_parallel_size", 2}, {"optimizer", {{"type", "Lamb"}}}})),
+              ::testing::HasSubstr("optimizer Lamb with tensor_model_parallel_size 2"));
   EXPECT_THAT(error(with({{"pipeline", {{"stages", 3}}}})),
               ::testing::HasSubstr("pipeline.stages 3 = 3 does not divide the world of 4"));
   for (int stage : {2, 3}) {

@@ -1,0 +1,43 @@
+// Tensor parallelism's two views of the parameters: a rank's flat space holds
+// its pieces (ParamSpec::shard); the whole model's flat space, the one a single
+// process, an llm.c file and a checkpoint's consolidation use, holds whole
+// tensors (ParamSpec::full_offset). These copy between them, for weights and,
+// elementwise alike, for optimizer state.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/module.h"
+
+namespace hybrid::engine {
+
+// Calls fn(offset in the piece, offset in the whole tensor, count) for every
+// contiguous run of the piece of p that tensor-parallel rank `index` holds.
+template <class Fn>
+void for_each_shard_run(const ParamSpec& p, int index, Fn&& fn) {
+  TensorShard s = p.shard;
+  s.index = index;
+  if (s.replicated()) return fn(int64_t(0), int64_t(0), p.numel);
+  const int64_t rows = p.full_shape[0];
+  const int64_t inner = p.full_numel() / rows;  // elements per row
+  if (s.dim == 0) {                             // each group's block of rows
+    const int64_t group_rows = rows / s.groups, piece_rows = group_rows / s.parts;
+    for (int64_t g = 0; g < s.groups; ++g)
+      fn(g * piece_rows * inner, (g * group_rows + s.index * piece_rows) * inner,
+         piece_rows * inner);
+    return;
+  }
+  const int64_t piece_cols = inner / s.parts;  // dim 1: a block of every row
+  for (int64_t r = 0; r < rows; ++r)
+    fn(r * piece_cols, r * inner + s.index * piece_cols, piece_cols);
+}
+
+// This rank's flat space (tree.param_count()) cut from the whole model's
+// (tree.full_param_count() values).
+std::vector<float> shard_flat(const ModuleTree& tree, const float* whole);
+// Writes tensor-parallel rank `index`'s pieces (its flat space, laid out as
+// this rank's) into their places in the whole model's flat space.
+void unshard_flat(const ModuleTree& tree, const float* pieces, float* whole, int index);
+
+}  // namespace hybrid::engine

@@ -1,0 +1,140 @@
+// Tensor parallelism (Megatron's split) across real `mpirun` processes running
+// hybrid-train: tp 2 alone, beside 2 data-parallel ranks (ZeRO 0, 1 and 2),
+// beside 2 pipeline stages and in all three (tp 2 × pp 2 × dp 2, 8 ranks)
+// give the single-process run's per-step losses (1e-5) and final weights over
+// 10 steps; a killed run resumes bitwise, its checkpoint loads in one process
+// and a one-process checkpoint loads under tp 2; the bytes each group moves
+// per step equal the closed forms.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "engine_test_util.h"
+
+namespace hybrid {
+namespace {
+
+constexpr int kSteps = 10;
+constexpr int kMicroBatches = 4;  // samples per step: micro 2 × 4 (× dp ranks)
+
+// A vocabulary of 100 in 128 padded rows, so both vocabulary shards hold real
+// ids (64 and 36). AdamW with weight decay and clipping, so that the norm over
+// shards (replicated parameters counted once) matters.
+nlohmann::json tp_patch(int tp, int pp, int dp, const nlohmann::json& extra = {}) {
+  nlohmann::json p = {
+      {"gradient_accumulation_steps", kMicroBatches / dp},
+      {"gradient_clipping", 0.5},
+      {"optimizer", {{"params", {{"lr", 3e-3}}}}},
+      {"hybrid", {{"model", {{"n_layer", 2}, {"vocab_size", 100}}}}},
+  };
+  if (tp > 1) p["tensor_model_parallel_size"] = tp;
+  if (pp > 1) p["pipeline"] = {{"stages", pp}};
+  if (!extra.is_null()) p.merge_patch(extra);
+  return p;
+}
+
+std::vector<double> losses(const test::TrainRun& r) {
+  return r.result.is_null() ? std::vector<double>{}
+                            : r.result.at("losses").get<std::vector<double>>();
+}
+
+struct Layout {
+  const char* name;
+  int tp, pp, dp;
+  nlohmann::json extra;
+};
+
+void expect_matches(const test::TrainRun& run, const test::TrainRun& ref, const char* name) {
+  const auto a = losses(run), b = losses(ref);
+  ASSERT_EQ(a.size(), b.size()) << name;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << name << " step " << i + 1;
+  ASSERT_EQ(run.weights.size(), ref.weights.size()) << name;
+  const double rel = test::max_relative_difference(run.weights, ref.weights);
+  EXPECT_LT(rel, 1e-5) << name;
+  std::printf("%s: step-%zu loss %.6f (one process %.6f), max |Δw| / max |w| = %.2e\n", name,
+              a.size(), a.empty() ? 0.0 : a.back(), b.empty() ? 0.0 : b.back(), rel);
+}
+
+TEST(TensorParallel, LossesMatchTheSingleProcessRun) {
+  test::TempDir dir;
+  const auto ref = test::run_hybrid_train(dir, "ref", 1, tp_patch(1, 1, 1),
+                                          fmt::format("--quiet --steps {}", kSteps));
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  const Layout layouts[] = {
+      {"tp2", 2, 1, 1, {}},
+      {"tp2_checkpointed", 2, 1, 1, {{"activation_checkpointing", {{"number_checkpoints", 2}}}}},
+      {"tp2_dp2_zero0", 2, 1, 2, {}},
+      {"tp2_dp2_zero1", 2, 1, 2, {{"zero_optimization", {{"stage", 1}}}}},
+      {"tp2_dp2_zero2", 2, 1, 2, {{"zero_optimization", {{"stage", 2}}}}},
+      {"tp2_pp2", 2, 2, 1, {}},
+      {"tp2_pp2_dp2_zero1", 2, 2, 2, {{"zero_optimization", {{"stage", 1}}}}},
+  };
+  for (const auto& l : layouts) {
+    const auto run =
+        test::run_hybrid_train(dir, l.name, l.tp * l.pp * l.dp, tp_patch(l.tp, l.pp, l.dp, l.extra),
+                               fmt::format("--quiet --steps {}", kSteps));
+    ASSERT_EQ(run.exit_code, 0) << l.name << "\n" << run.output;
+    expect_matches(run, ref, l.name);
+  }
+}
+
+TEST(TensorParallel, AKilledRunResumesBitwiseAndCheckpointsLoadUnderAnotherLayout) {
+  test::TempDir dir;
+  const auto patch = tp_patch(2, 2, 1, {{"zero_optimization", {{"stage", 1}}}});
+  const auto full = test::run_hybrid_train(dir, "full", 4, patch, "--quiet --steps 8");
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const std::string ckpt = dir / "ckpt";
+  const auto killed = test::run_hybrid_train(
+      dir, "first", 4, patch,
+      "--quiet --steps 8 --save " + ckpt + " --save-every 4 --kill-after-step 4");
+  EXPECT_NE(killed.exit_code, 0) << "the processes were meant to die";
+  const auto resumed =
+      test::run_hybrid_train(dir, "second", 4, patch, "--quiet --steps 4 --load " + ckpt);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto a = losses(full), b = losses(resumed);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(b[i], a[4 + i]) << "step " << 5 + i;
+  // The pieces are put back together (weights and Adam's moments): one process
+  // continues from them, up to reduction order.
+  const auto single = test::run_hybrid_train(dir, "single", 1, tp_patch(1, 1, 1),
+                                             "--quiet --steps 4 --load " + ckpt);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto c = losses(single);
+  ASSERT_EQ(c.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
+
+  // And the other way: a one-process checkpoint cut for tp 2 continues alike.
+  const std::string one = dir / "one";
+  const auto first = test::run_hybrid_train(dir, "one_first", 1, tp_patch(1, 1, 1),
+                                            "--quiet --steps 4 --save " + one + " --save-every 4");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto again = test::run_hybrid_train(dir, "one_again", 1, tp_patch(1, 1, 1),
+                                            "--quiet --steps 4 --load " + one);
+  const auto split =
+      test::run_hybrid_train(dir, "split", 2, tp_patch(2, 1, 1), "--quiet --steps 4 --load " + one);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  expect_matches(split, again, "one-process checkpoint under tp 2");
+}
+
+// tp 2 on 2 ranks (dp 1, ZeRO 0), per micro-batch of N = B·T tokens: forward
+// sums the embedding and each block's two row-parallel outputs, backward each
+// block's two column-parallel input gradients and lm_head's (N·C values each);
+// the loss gathers 2N statistics from each shard. Per step: the norm over tp
+// (2 floats) and the loss averaged over the world (1 float).
+TEST(TensorParallel, BytesPerStepPerGroupEqualTheClosedForms) {
+  test::TempDir dir;
+  const int64_t B = 2, T = 16, C = 32, L = 2, tp = 2, m = kMicroBatches, N = B * T;
+  const auto run = test::run_hybrid_train(dir, "bytes", 2, tp_patch(2, 1, 1), "--quiet --steps 3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto& g = run.result.at("comm_bytes_per_step_by_group");
+  const double activation = double(N * C * 4);
+  EXPECT_EQ(g.at("tp").at("all_reduce").get<double>(),
+            double(m) * double(4 * L + 2) * activation + 8.0);
+  EXPECT_EQ(g.at("tp").at("all_gather").get<double>(), double(m * tp * 2 * N * 4));
+  EXPECT_EQ(g.at("world").at("all_reduce").get<double>(), 4.0);
+  for (const char* kind : {"reduce_scatter", "all_gather", "send", "recv"})
+    EXPECT_EQ(g.at("dp").at(kind).get<double>(), 0.0) << kind;
+}
+
+}  // namespace
+}  // namespace hybrid
