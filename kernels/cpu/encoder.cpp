@@ -33,16 +33,20 @@ void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int 
                  Shard shard) {
 #pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
   for (int bt = 0; bt < B * T_; ++bt) {
+    float* a = cpu::thread_scratch(0, size_t(C));
+    float* p = cpu::thread_scratch(1, size_t(C));
+    const int32_t token = tokens[bt];
+    const float* e = shard.holds(token)
+                         ? cpu::view_f32(wte + size_t(token - shard.begin) * C, a, size_t(C))
+                         : nullptr;
+    const float* q = wpe ? cpu::view_f32(wpe + size_t(bt % T_) * C, p, size_t(C)) : nullptr;
     float* o = cpu::thread_scratch(2, size_t(C));
-    if (shard.holds(tokens[bt]))
-      cpu::to_f32(o, wte + size_t(tokens[bt] - shard.begin) * C, size_t(C));
+    if (e && q)  // the whole-vocabulary case: one add, as always
+      for (int c = 0; c < C; ++c) o[c] = e[c] + q[c];
+    else if (e || q)
+      std::copy_n(e ? e : q, C, o);
     else
       std::fill(o, o + C, 0.0f);
-    if (wpe) {
-      float* p = cpu::thread_scratch(1, size_t(C));
-      const float* q = cpu::view_f32(wpe + size_t(bt % T_) * C, p, size_t(C));
-      for (int c = 0; c < C; ++c) o[c] += q[c];
-    }
     cpu::from_f32(out + size_t(bt) * C, o, size_t(C));
   }
 }
