@@ -53,6 +53,23 @@ std::string timers_table(const RunProfile& p) {
          table.render("  ");
 }
 
+// Pipeline runs: each step's bubble, the mean over its ranks (none without
+// pipeline stages: every row 0).
+std::map<int64_t, double> bubble_per_step(const RunProfile& p) {
+  std::map<int64_t, std::pair<double, int>> sums;
+  bool any = false;
+  for (const auto& r : p.step_ranks) {
+    auto& [sum, n] = sums[r.step];
+    sum += r.bubble_ms;
+    ++n;
+    any = any || r.bubble_ms > 0;
+  }
+  std::map<int64_t, double> mean;
+  if (any)
+    for (const auto& [step, sn] : sums) mean[step] = sn.first / sn.second;
+  return mean;
+}
+
 }  // namespace
 
 std::string steps_report(const RunProfile& p) {
@@ -60,18 +77,32 @@ std::string steps_report(const RunProfile& p) {
   out += fmt::format("run {} {} · status {} · {} steps\n", p.run.id, p.run.name,
                      to_string(p.run.status), p.steps.size());
   if (p.steps.empty()) return out + "no steps recorded\n";
-  report::TextTable table(
-      {"step", "loss", "lr", "loss scale", "skipped", "grad norm", "time", "tokens/s", "FLOP/s"},
-      0);
-  std::vector<double> ms;
+  const auto bubbles = bubble_per_step(p);
+  std::vector<std::string> columns = {"step",      "loss", "lr",       "loss scale", "skipped",
+                                      "grad norm", "time", "tokens/s", "FLOP/s"};
+  if (!bubbles.empty()) columns.push_back("bubble (rank mean)");
+  report::TextTable table(columns, 0);
+  std::vector<double> ms, bubble_shares;
   double tokens = 0, flops = 0;
   int skipped = 0;
   for (const auto& s : p.steps) {
-    table.add_row({std::to_string(s.step), fmt::format("{:.4f}", s.loss),
-                   fmt::format("{:.3e}", s.lr), fmt::format("{:g}", s.loss_scale),
-                   s.skipped ? "yes" : "no", fmt::format("{:.3f}", s.grad_norm),
-                   report::format_ms(s.step_ms), report::format_count(s.tokens_per_s),
-                   report::format_flop_rate(s.flops_per_s)});
+    std::vector<std::string> row = {std::to_string(s.step),
+                                    fmt::format("{:.4f}", s.loss),
+                                    fmt::format("{:.3e}", s.lr),
+                                    fmt::format("{:g}", s.loss_scale),
+                                    s.skipped ? "yes" : "no",
+                                    fmt::format("{:.3f}", s.grad_norm),
+                                    report::format_ms(s.step_ms),
+                                    report::format_count(s.tokens_per_s),
+                                    report::format_flop_rate(s.flops_per_s)};
+    if (const auto b = bubbles.find(s.step); b != bubbles.end() && s.step_ms > 0) {
+      row.push_back(fmt::format("{} ({})", report::format_ms(b->second),
+                                report::format_percent(b->second / s.step_ms)));
+      bubble_shares.push_back(b->second / s.step_ms);
+    } else if (!bubbles.empty()) {
+      row.push_back("-");
+    }
+    table.add_row(row);
     ms.push_back(s.step_ms);
     tokens += s.tokens_per_s;
     flops += s.flops_per_s;
@@ -80,9 +111,14 @@ std::string steps_report(const RunProfile& p) {
   out += table.render("  ");
   const size_t n = ms.size();
   const double median = base::median(ms);
-  out += fmt::format("median step {}, mean {} tokens/s, mean {}, {} skipped\n",
-                     report::format_ms(median), report::format_count(tokens / double(n)),
-                     report::format_flop_rate(flops / double(n)), skipped);
+  out +=
+      fmt::format("median step {}, mean {} tokens/s, mean {}, {} skipped{}\n",
+                  report::format_ms(median), report::format_count(tokens / double(n)),
+                  report::format_flop_rate(flops / double(n)), skipped,
+                  bubble_shares.empty()
+                      ? std::string()
+                      : ", median pipeline bubble " +
+                            report::format_percent(base::median(bubble_shares)) + " of the step");
   if (!p.step_timers.empty()) out += timers_table(p);
   return out;
 }

@@ -97,7 +97,7 @@ TEST(ActivationCheckpointingConfig, KeysWithoutEffectHereAreWarnedAboutOnceWithT
   ASSERT_EQ(c.warnings.size(), 2u);
   EXPECT_EQ(c.warnings[0].rfind("activation_checkpointing.partition_activations: no effect", 0), 0u)
       << c.warnings[0];
-  EXPECT_NE(c.warnings[0].find("model parallelism"), std::string::npos) << c.warnings[0];
+  EXPECT_NE(c.warnings[0].find("tensor-parallel ranks"), std::string::npos) << c.warnings[0];
   EXPECT_EQ(
       c.warnings[1].rfind("activation_checkpointing.contiguous_memory_optimization: no effect", 0),
       0u)

@@ -3,8 +3,8 @@
 // beside 2 pipeline stages and in all three (tp 2 × pp 2 × dp 2, 8 ranks)
 // give the single-process run's per-step losses (1e-5) and final weights over
 // 10 steps; a killed run resumes bitwise, its checkpoint loads in one process
-// and a one-process checkpoint loads under tp 2; the bytes each group moves
-// per step equal the closed forms.
+// (and hybrid-ckpt consolidates it) and a one-process checkpoint loads under
+// tp 2; the bytes each group moves per step equal the closed forms.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -66,6 +66,14 @@ TEST(TensorParallel, LossesMatchTheSingleProcessRun) {
       {"tp2_dp2_zero1", 2, 1, 2, {{"zero_optimization", {{"stage", 1}}}}},
       {"tp2_dp2_zero2", 2, 1, 2, {{"zero_optimization", {{"stage", 2}}}}},
       {"tp2_pp2", 2, 2, 1, {}},
+      // The DeepSpeed guides' shape, as written: tp 2, 2 stages checkpointing
+      // every block, ZeRO-1.
+      {"tp2_pp2_checkpointed_zero1",
+       2,
+       2,
+       1,
+       {{"pipeline", {{"activation_checkpoint_interval", 1}}},
+        {"zero_optimization", {{"stage", 1}}}}},
       {"tp2_pp2_dp2_zero1", 2, 2, 2, {{"zero_optimization", {{"stage", 1}}}}},
   };
   for (const auto& l : layouts) {
@@ -80,7 +88,9 @@ TEST(TensorParallel, LossesMatchTheSingleProcessRun) {
 TEST(TensorParallel, AKilledRunResumesBitwiseAndCheckpointsLoadUnderAnotherLayout) {
   test::TempDir dir;
   const auto patch = tp_patch(2, 2, 1, {{"zero_optimization", {{"stage", 1}}}});
-  const auto full = test::run_hybrid_train(dir, "full", 4, patch, "--quiet --steps 8");
+  const std::string last = dir / "last";
+  const auto full = test::run_hybrid_train(dir, "full", 4, patch,
+                                           "--quiet --steps 8 --save " + last + " --save-every 8");
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const std::string ckpt = dir / "ckpt";
   const auto killed = test::run_hybrid_train(
@@ -101,6 +111,16 @@ TEST(TensorParallel, AKilledRunResumesBitwiseAndCheckpointsLoadUnderAnotherLayou
   const auto c = losses(single);
   ASSERT_EQ(c.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
+  // hybrid-ckpt puts the last checkpoint's pieces together into the weights
+  // the run exported, bit for bit.
+  const std::string llmc = dir / "consolidated.bin";
+  const auto cons = test::run_command(test::tool("hybrid-ckpt") + " consolidate --dir " + last +
+                                      " --out " + llmc);
+  ASSERT_EQ(cons.exit_code, 0) << cons.output;
+  std::vector<float> consolidated;
+  const auto weights = engine::read_llmc_checkpoint(llmc);
+  for (auto* t : weights.tensors()) consolidated.insert(consolidated.end(), t->begin(), t->end());
+  EXPECT_EQ(consolidated, full.weights);
 
   // And the other way: a one-process checkpoint cut for tp 2 continues alike.
   const std::string one = dir / "one";

@@ -256,6 +256,34 @@ TEST(StepsReport, EveryStepAndTheSummary) {
   EXPECT_NE(summary.find("1 skipped"), std::string::npos) << summary;
 }
 
+// A pipeline run's bubble per step: the mean over ranks, and its share of the
+// step; a run without bubbles has no such column.
+TEST(StepsReport, PipelineBubblePerStepIsTheRankMeanAndItsShare) {
+  RunProfile p = test::sample_profile();
+  EXPECT_EQ(steps_report(p).find("bubble"), std::string::npos);
+  p.step_ranks.clear();
+  // Steps 1, 2, 3 take 100, 80, 95.5 ms (sample_profile).
+  for (auto [step, rank, bubble] : {std::tuple{1, 0, 10.0},
+                                    {1, 1, 30.0},
+                                    {2, 0, 8.0},
+                                    {2, 1, 8.0},
+                                    {3, 0, 0.0},
+                                    {3, 1, 19.1}}) {
+    StepRankRow r;
+    r.step = step;
+    r.rank = rank;
+    r.bubble_ms = bubble;
+    p.step_ranks.push_back(r);
+  }
+  const std::string text = steps_report(p);
+  EXPECT_NE(line_with(text, "10.1234").find("20.00 ms (20.00%)"), std::string::npos)
+      << line_with(text, "10.1234");
+  // Shares 20 %, 10 %, 10 % (9.55 of 95.5): the median is 10 %.
+  EXPECT_NE(line_with(text, "median step").find("median pipeline bubble 10.00% of the step"),
+            std::string::npos)
+      << line_with(text, "median step");
+}
+
 TEST(StepsReport, WallClockTimersInDeepSpeedsOrderWithMeanMinMaxAndShare) {
   RunProfile p = test::sample_profile();
   EXPECT_EQ(steps_report(p).find("wall-clock breakdown"), std::string::npos);  // none recorded
