@@ -177,7 +177,9 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                             cfg.seq_len());
   ctx_->set_param_access(zero_.get());
   ctx_->set_hooks(zero_.get());
-  if (topology_ && topology_->tp() > 1) ctx_->set_tensor_parallel(groups_.tp.get());
+  if (topology_ && topology_->tp() > 1)
+    ctx_->set_tensor_parallel(
+        groups_.tp.get(), [this](int64_t start, int64_t end) { waits_->record_wait(start, end); });
   ctx_->set_tracer(&tracer_, tree_->modules());
   ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
 

@@ -139,7 +139,9 @@ std::string comm_report(const RunProfile& p) {
     out += by_op_and_size(groups);
     out += "\nBy link (intra-host: shared memory; inter-host: the network):\n";
     out += by_link(groups);
-    out += "\nBy communicator group (world; dp: ZeRO; pp: pipeline stages; tied: embedding):\n";
+    out +=
+        "\nBy communicator group (world; dp: ZeRO; tp: tensor parallel; pp: pipeline stages; "
+        "tied: embedding):\n";
     out += by_group(groups);
   }
   out += offload_io(groups);

@@ -44,4 +44,18 @@ void ExecutionContext::backward(Module& m) {
   if (hooks_) hooks_->after_backward(m);
 }
 
+void ExecutionContext::tp_all_reduce(void* buf, size_t n) {
+  if (!tp_ || tp_->world_size() == 1) return;
+  const int64_t t0 = tracer_ ? tracer_->now_ns() : 0;
+  tp_->all_reduce(buf, n, dt_, comm::ReduceOp::sum);
+  if (tp_waited_ && tracer_) tp_waited_(t0, tracer_->now_ns());
+}
+
+void ExecutionContext::tp_all_gather(const float* send, float* recv, size_t count) {
+  const int64_t t0 = tracer_ ? tracer_->now_ns() : 0;
+  tp_->all_gather(send, recv, std::vector<size_t>(size_t(tp_->world_size()), count),
+                  kernels::DType::f32);
+  if (tp_waited_ && tracer_) tp_waited_(t0, tracer_->now_ns());
+}
+
 }  // namespace hybrid::engine

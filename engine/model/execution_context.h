@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/comm/communicator.h"
@@ -62,14 +63,19 @@ class ExecutionContext {
   void set_param_access(ParamAccess* a) { params_ = a; }
   void set_hooks(ModuleHooks* h) { hooks_ = h; }
   // Tensor parallelism: the group a sharded module's collectives run over
-  // (null without one).
-  void set_tensor_parallel(comm::Communicator* tp) { tp_ = tp; }
+  // (null without one). The compute thread waits for each of them: `waited`
+  // gets each wait's start and end (tracer clock), exposed communication.
+  void set_tensor_parallel(comm::Communicator* tp,
+                           std::function<void(int64_t, int64_t)> waited = {}) {
+    tp_ = tp;
+    tp_waited_ = std::move(waited);
+  }
   comm::Communicator* tensor_parallel() const { return tp_; }
   // Sums n elements of this context's dtype over the tensor-parallel group (in
   // place; nothing without one).
-  void tp_all_reduce(void* buf, size_t n) {
-    if (tp_ && tp_->world_size() > 1) tp_->all_reduce(buf, n, dt_, comm::ReduceOp::sum);
-  }
+  void tp_all_reduce(void* buf, size_t n);
+  // Every tp rank's `count` fp32 values, in tp order (send may be its own slot).
+  void tp_all_gather(const float* send, float* recv, size_t count);
 
   // Profiling: events per module boundary (names interned once per module).
   void set_tracer(profiler::Tracer* t, const std::vector<Module*>& modules);
@@ -93,6 +99,7 @@ class ExecutionContext {
   ParamAccess* params_ = nullptr;
   ModuleHooks* hooks_ = nullptr;
   comm::Communicator* tp_ = nullptr;
+  std::function<void(int64_t, int64_t)> tp_waited_;
   profiler::Tracer* tracer_ = nullptr;
   std::vector<uint32_t> names_;  // module id → interned name (category tells fwd/bwd)
 };

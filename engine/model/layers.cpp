@@ -148,10 +148,7 @@ void CrossEntropyLoss::forward(ExecutionContext& ctx) {
     return be.cross_entropy_forward(ctx.dtype(), losses, lse, logits, ctx.targets(), N, V_, Vp_);
   be.cross_entropy_shard_forward(ctx.dtype(), shard_stats, logits, ctx.targets(), N, vocab_begin_,
                                  vocab_real_, vocab_rows_);
-  const size_t per_rank = 2 * size_t(N);
-  ctx.tensor_parallel()->all_gather(shard_stats, gathered_stats,
-                                    std::vector<size_t>(size_t(tp_.parts), per_rank),
-                                    kernels::DType::f32);
+  ctx.tp_all_gather(shard_stats, gathered_stats, 2 * size_t(N));
   be.cross_entropy_combine_shards(losses, lse, gathered_stats, tp_.parts, N);
 }
 

@@ -8,7 +8,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include "engine_test_util.h"
+#include "profiler/store/run_store.h"
 
 namespace hybrid {
 namespace {
@@ -154,6 +158,41 @@ TEST(TensorParallel, BytesPerStepPerGroupEqualTheClosedForms) {
   EXPECT_EQ(g.at("world").at("all_reduce").get<double>(), 4.0);
   for (const char* kind : {"reduce_scatter", "all_gather", "send", "recv"})
     EXPECT_EQ(g.at("dp").at(kind).get<double>(), 0.0) << kind;
+}
+
+// The run store keeps the tp group's collectives apart (every rank's
+// all-reduces and the loss's all-gather), and hybrid-prof's comm report
+// names the group.
+TEST(TensorParallel, TheStoreAndTheCommReportKeepTheTpGroupApart) {
+  test::TempDir dir;
+  const std::string db = dir / "tp.db";
+  const auto run =
+      test::run_hybrid_train(dir, "store", 2, tp_patch(2, 1, 1), "--quiet --steps 2 --db " + db);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  const int64_t id = store.list_runs().at(0).id;
+  const auto p = store.load_profile(id);
+  std::set<std::tuple<int, std::string, std::string>> seen;  // (rank, group, op)
+  for (const auto& c : p.comm) seen.insert({c.rank, c.group, c.op});
+  for (int rank : {0, 1}) {
+    EXPECT_TRUE(seen.count({rank, "tp", "all_reduce"})) << rank;
+    EXPECT_TRUE(seen.count({rank, "tp", "all_gather"})) << rank;
+    EXPECT_FALSE(seen.count({rank, "world", "all_gather"})) << rank;
+  }
+  const auto report =
+      test::run_command(std::string(HYBRID_BINARY_DIR) + "/profiler/hybrid-prof report comm --db " +
+                        db + " --run " + std::to_string(id));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("\n  tp "), std::string::npos) << report.output;  // by group
+  // The compute thread waits for every tp collective: they are exposed
+  // communication (the waits cover each collective's recorded time, up to the
+  // clock reads around it).
+  double exposed_ms = 0, tp_ms = 0;
+  for (const auto& s : p.step_ranks) exposed_ms += s.exposed_comm_ms;
+  for (const auto& c : p.comm)
+    if (c.group == "tp") tp_ms += double(c.total_ns) / 1e6;
+  EXPECT_GT(tp_ms, 0.0);
+  EXPECT_GE(exposed_ms, 0.9 * tp_ms) << "exposed " << exposed_ms << " ms, tp " << tp_ms << " ms";
 }
 
 }  // namespace
