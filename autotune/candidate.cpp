@@ -199,19 +199,19 @@ std::string pipeline_reason(const std::optional<engine::Config>& m, int pp, int 
 std::string tensor_reason(const std::optional<engine::Config>& m, int tp, int pp, int W) {
   if (tp == 1) return {};
   if (W % (int64_t(tp) * pp) != 0)
-    return pp == 1 ? fmt::format("tensor_model_parallel_size {} does not divide the {} ranks", tp,
-                                 W)
-                   : fmt::format(
-                         "tensor_model_parallel_size {} x pipeline.stages {} does not divide the "
-                         "{} ranks",
-                         tp, pp, W);
+    return pp == 1
+               ? fmt::format("tensor_model_parallel_size {} does not divide the {} ranks", tp, W)
+               : fmt::format(
+                     "tensor_model_parallel_size {} x pipeline.stages {} does not divide the "
+                     "{} ranks",
+                     tp, pp, W);
   if (!m) return {};
   if (m->model.n_head % tp != 0)
     return fmt::format("tensor_model_parallel_size {} does not divide hybrid.model.n_head {}", tp,
                        m->model.n_head);
   if (m->padded_vocab() % tp != 0)
-    return fmt::format("tensor_model_parallel_size {} does not divide the padded vocabulary {}",
-                       tp, m->padded_vocab());
+    return fmt::format("tensor_model_parallel_size {} does not divide the padded vocabulary {}", tp,
+                       m->padded_vocab());
   if (m->optimizer.type == "Lamb")
     return fmt::format(
         "optimizer Lamb with tensor_model_parallel_size {}: Lamb's per-tensor trust ratio needs "
@@ -265,8 +265,8 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
     if (!extra) continue;  // offload without support: one note below, not one drop per point
 
     const int pp = layout_size(base, pt, "pipeline.stages", "pipeline", "stages");
-    const int tp = layout_size(base, pt, "tensor_model_parallel_size", nullptr,
-                               "tensor_model_parallel_size");
+    const int tp =
+        layout_size(base, pt, "tensor_model_parallel_size", nullptr, "tensor_model_parallel_size");
     std::string layout_reason = pipeline_reason(model, pp, stage, W);
     if (layout_reason.empty()) layout_reason = tensor_reason(model, tp, pp, W);
     // The batch triad counts the data-parallel ranks: world / (stages · tp).

@@ -25,12 +25,12 @@ namespace hybrid::autotune {
 
 struct TensorCost {
   int tensor = 1;
-  double compute_share = 1.0;   // a rank's FLOPs of a micro-batch / the whole model's
-  double all_reduces = 0;       // per micro-batch on the busiest stage
-  double loss_gathers = 0;      // per micro-batch on the busiest stage (0 or 1)
-  double per_micro_s = 0;       // the busiest stage's tp collectives of one micro-batch
-  double per_step_s = 0;        // the norm's all-reduce
-  double bytes_per_step = 0;    // per rank, the busiest stage, as the run reports them
+  double compute_share = 1.0;  // a rank's FLOPs of a micro-batch / the whole model's
+  double all_reduces = 0;      // per micro-batch on the busiest stage
+  double loss_gathers = 0;     // per micro-batch on the busiest stage (0 or 1)
+  double per_micro_s = 0;      // the busiest stage's tp collectives of one micro-batch
+  double per_step_s = 0;       // the norm's all-reduce
+  double bytes_per_step = 0;   // per rank, the busiest stage, as the run reports them
 };
 
 // whole: the model uncut; piece: one tp rank's (equal to whole when tp is 1,

@@ -61,9 +61,10 @@ inline std::string best_key(const std::string& output) {
 }
 
 // grid: the grid sweep's trials; model_db, model_output: the model sweep's.
-inline void expect_model_pick_near_grid_best(
-    const TempDir& dir, const std::map<std::string, profiler::TrialRow>& grid,
-    const std::string& model_db, const std::string& model_output, int ranks) {
+inline void expect_model_pick_near_grid_best(const TempDir& dir,
+                                             const std::map<std::string, profiler::TrialRow>& grid,
+                                             const std::string& model_db,
+                                             const std::string& model_output, int ranks) {
   const profiler::TrialRow* best = nullptr;
   for (const auto& [key, row] : grid)
     if (row.metric && (!best || *row.metric > *best->metric)) best = &row;
@@ -94,7 +95,8 @@ inline void expect_model_pick_near_grid_best(
   // Apart by more than the noise band: the load may have changed between the
   // sweeps (intervals see only the noise within a trial). Both configs again,
   // interleaved, as the tuner confirms a winner; the 5 % must hold there.
-  write_json(dir / "pick.json", best_config_json(nlohmann::json::parse(pick_row.config_json), ranks));
+  write_json(dir / "pick.json",
+             best_config_json(nlohmann::json::parse(pick_row.config_json), ranks));
   write_json(dir / "best.json", best_config_json(nlohmann::json::parse(best->config_json), ranks));
   const auto again = confirm(dir, {dir / "pick.json", dir / "best.json"}, ranks, 3);
   std::printf("confirmation (fastest of 3 interleaved runs): %s %.1f, %s %.1f samples/s\n",

@@ -105,9 +105,8 @@ TEST(TensorLayouts, AFixedGlobalBatchDerivesAccumulationOverTheDataParallelRanks
   json base = tiny();
   base.erase("gradient_accumulation_steps");
   base["train_batch_size"] = 8;
-  const Enumeration e =
-      enumerate_candidates(base, parse_space(json::parse(R"({"tp": [1, 2], "pp": [1, 2]})")),
-                           world(4));
+  const Enumeration e = enumerate_candidates(
+      base, parse_space(json::parse(R"({"tp": [1, 2], "pp": [1, 2]})")), world(4));
   ASSERT_EQ(e.candidates.size(), 4u);
   for (const auto& c : e.candidates) {
     EXPECT_EQ(c.train_batch(), 8) << c.key;
@@ -116,9 +115,9 @@ TEST(TensorLayouts, AFixedGlobalBatchDerivesAccumulationOverTheDataParallelRanks
 }
 
 TEST(TensorLayouts, TheMemoryModelPrunesTheLayoutThatHoldsWholeTensors) {
-  const Enumeration e = enumerate_candidates(
-      tiny({{"hybrid", {{"model", {{"n_embd", 128}}}}}}),
-      parse_space(json::parse(R"({"tp": [1, 2]})")), world(2));
+  const Enumeration e =
+      enumerate_candidates(tiny({{"hybrid", {{"model", {{"n_embd", 128}}}}}}),
+                           parse_space(json::parse(R"({"tp": [1, 2]})")), world(2));
   ASSERT_EQ(e.candidates.size(), 2u);
   const auto pred = predict_all(e.candidates, "cpu");
   // ZeRO 0: a tp rank holds its pieces, dp 2 ranks the whole model each.
@@ -150,7 +149,7 @@ ClusterRates linear_rates(int world) {
 // row-parallel c_proj layers add their bias, B·T·C each way, after the
 // all-reduce on every rank): independent of how the model is cut.
 double rank_flops(const engine::Module& m, int B, int T, int C, int tp) {
-  static const std::set<std::string> cut = {"attn.c_attn", "attn.core", "attn.c_proj", "mlp.c_fc",
+  static const std::set<std::string> cut = {"attn.c_attn", "attn.core",  "attn.c_proj", "mlp.c_fc",
                                             "mlp.gelu",    "mlp.c_proj", "lm_head"};
   double f = double(m.forward_flops(B, T)) + double(m.backward_flops(B, T));
   const double bias = m.name().ends_with("c_proj") ? 2.0 * B * T * C : 0.0;
@@ -188,8 +187,8 @@ TEST(TensorLayouts, TheCostModelChargesThePiecesTheTpCollectivesAndDataParallelR
   const double zero_bytes = 2 * double(part.padded()) * d;
   EXPECT_DOUBLE_EQ(f_tp.comm_bytes_per_step, tp_bytes + zero_bytes);
   EXPECT_NEAR(f_tp.x[kCommExposed], (tp_bytes + zero_bytes) / 1e9, 1e-12);
-  EXPECT_NEAR(f_tp.x[kOptimizer], double(part.shard_size()) * (d + 12 + 12 + d) / r.memory_bytes_per_s,
-              1e-15);
+  EXPECT_NEAR(f_tp.x[kOptimizer],
+              double(part.shard_size()) * (d + 12 + 12 + d) / r.memory_bytes_per_s, 1e-15);
   // Without tp nothing changes: tensor_model_parallel_size 1 is the plain model.
   json one = patch;
   one["tensor_model_parallel_size"] = 1;
