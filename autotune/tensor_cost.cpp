@@ -18,6 +18,16 @@ struct StageCollectives {
   double loss_gathers = 0;
 };
 
+// A checkpointed block's recompute repeats the forward all-reduces of the
+// row-parallel layers it runs again (attn.c_proj; not mlp.c_proj, whose output
+// backward does not need).
+double recomputed_reductions(const engine::Block& b) {
+  double n = 0;
+  for (const engine::Module* m : b.recompute_order())
+    if (m == b.attn_proj || m == b.mlp_proj) n += 1;
+  return n;
+}
+
 std::vector<StageCollectives> stage_collectives(const engine::Config& cfg,
                                                 const engine::GPT2& piece) {
   const int P = std::max(1, cfg.parallel.pipeline_stages);
@@ -27,8 +37,9 @@ std::vector<StageCollectives> stage_collectives(const engine::Config& cfg,
   for (int s = 0; s < P; ++s) {
     StageCollectives& c = out[size_t(s)];
     for (int l = parts[size_t(s)].begin; l < parts[size_t(s)].end; ++l)
-      c.all_reduces += plan.checkpointed(l) ? 6.0 : 4.0;  // a recompute repeats forward's two
-    if (s == 0) c.all_reduces += 1;                       // the embedding's output
+      c.all_reduces +=
+          4.0 + (plan.checkpointed(l) ? recomputed_reductions(*piece.blocks[size_t(l)]) : 0.0);
+    if (s == 0) c.all_reduces += 1;  // the embedding's output
     if (s == P - 1) {
       c.all_reduces += 1;  // lm_head's input gradient
       c.loss_gathers = 1;

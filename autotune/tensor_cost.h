@@ -9,10 +9,11 @@
 //
 //   communication over the tp group (neighbours on one host, so at the
 //   intra-host all-reduce rate), per micro-batch on a stage with b blocks, c of
-//   them checkpointed: 4b + 2c all-reduces of one [B, T, C] tensor of the param
-//   dtype (forward: the two row-parallel outputs per block, repeated when a
-//   checkpointed block is recomputed; backward: the two column-parallel input
-//   gradients per block), one more on the first stage (the embedding) and on
+//   them checkpointed: 4b + c all-reduces of one [B, T, C] tensor of the param
+//   dtype (forward: the two row-parallel outputs per block, attn.c_proj's again
+//   when a checkpointed block is recomputed, which stops before mlp.c_proj;
+//   backward: the two column-parallel input gradients per block), one more on
+//   the first stage (the embedding) and on
 //   the last (lm_head's input gradient), which also all-gathers 2·B·T floats
 //   per rank for the loss; per step one all-reduce of 2 floats (the norm).
 #pragma once

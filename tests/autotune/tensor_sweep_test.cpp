@@ -6,12 +6,14 @@
 // the 4 / (pp · tp) data-parallel ranks, the written best config carries
 // tensor_model_parallel_size, and the `model` strategy's pick is within 5 % of
 // the grid's best or within the tuner's noise band of it (layout_sweep_util.h).
+// And a tp 2 run moves the bytes over its tp group that the cost model charges.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "autotune/tensor_cost.h"
 #include "layout_sweep_util.h"
 
 namespace hybrid::autotune {
@@ -58,6 +60,29 @@ TEST(TensorSweep, FourRanksTryEveryTpLayoutAndTheModelPicksWithinFivePercentOfTh
                                                    dir / "model.db", dir / "model.json"));
   ASSERT_EQ(model.exit_code, 0) << model.output;
   test::expect_model_pick_near_grid_best(dir, t, dir / "model.db", model.output, 4);
+}
+
+TEST(TensorSweep, ATpRunMovesTheBytesTheCostModelCharges) {
+  test::TempDir dir;
+  json cfg = test::tiny_config({{"gradient_accumulation_steps", 3},
+                                {"tensor_model_parallel_size", 2},
+                                {"hybrid", {{"activation_checkpointing", {{"every", 2}}}}}});
+  test::write_json(dir / "cfg.json", cfg);
+  const auto run = test::run_command(
+      fmt::format("{} -np 2 {} --config {} --steps 2 --quiet --result {}", HYBRID_MPIEXEC,
+                  test::train_bin(), dir / "cfg.json", dir / "result.json"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json result = test::read_json(dir / "result.json");
+  const json& tp = result.at("comm_bytes_per_step_by_group").at("tp");
+  double measured = 0;
+  for (const auto& [kind, bytes] : tp.items()) measured += bytes.get<double>();
+  const engine::Config parsed = engine::parse_config(cfg, 2);
+  engine::GPT2 whole(parsed.model, parsed.padded_vocab()),
+      piece(parsed.model, parsed.padded_vocab(), {2, 0});
+  const TensorCost c =
+      tensor_cost(parsed, whole, piece, default_rates(kernels::BackendKind::cpu, 2));
+  EXPECT_EQ(c.all_reduces, 4 * 2 + 2 + 1);  // block 0 of 2 is checkpointed (every 2nd)
+  EXPECT_DOUBLE_EQ(measured, c.bytes_per_step) << tp.dump();
 }
 
 }  // namespace
