@@ -6,7 +6,8 @@
 // the 4 / (pp · tp) data-parallel ranks, the written best config carries
 // tensor_model_parallel_size, and the `model` strategy's pick is within 5 % of
 // the grid's best or within the tuner's noise band of it (layout_sweep_util.h).
-// And a tp 2 run moves the bytes over its tp group that the cost model charges.
+// `predict` ranks the layouts for 8 ranks from the grid's trials. And a tp 2
+// run moves the bytes over its tp group that the cost model charges.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -60,6 +61,15 @@ TEST(TensorSweep, FourRanksTryEveryTpLayoutAndTheModelPicksWithinFivePercentOfTh
                                                    dir / "model.db", dir / "model.json"));
   ASSERT_EQ(model.exit_code, 0) << model.output;
   test::expect_model_pick_near_grid_best(dir, t, dir / "model.db", model.output, 4);
+
+  // `predict` ranks the layouts at 8 ranks from the grid's trials.
+  const auto predicted = test::run_command(
+      fmt::format("{} predict --config {} --space {} --db {} --world 8", test::tune_bin(),
+                  dir / "cfg.json", dir / "space.json", dir / "grid.db"));
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_THAT(predicted.output, ::testing::HasSubstr("fitted to 8 trial(s) (8 at 4 ranks)"));
+  for (const char* key : {"mbs=1,gas=4,stage=0,pp=1,tp=2", "mbs=1,gas=4,stage=1,pp=2,tp=2"})
+    EXPECT_THAT(predicted.output, ::testing::HasSubstr(key));
 }
 
 TEST(TensorSweep, ATpRunMovesTheBytesTheCostModelCharges) {
