@@ -151,31 +151,72 @@ Triad batch_triad(const json& base, const GridPoint& pt, const BatchPolicy& poli
   return t;
 }
 
-int pipeline_stages_of(const json& base, const GridPoint& pt) {
-  if (const json* v = pt.value_of("pipeline.stages")) return v->get<int>();
-  const json* p = base.contains("pipeline") ? &base["pipeline"] : nullptr;
-  return p && p->is_object() && p->contains("stages") && (*p)["stages"].is_number_integer()
-             ? (*p)["stages"].get<int>()
-             : 1;
+// A layout size: the point's axis value, else the base config's integer at
+// `key` inside `block` (the top level when block is null), else 1.
+int layout_size(const json& base, const GridPoint& pt, const char* axis, const char* block,
+                const char* key) {
+  if (const json* v = pt.value_of(axis)) return v->get<int>();
+  const json* node = &base;
+  if (block) node = base.contains(block) && base[block].is_object() ? &base[block] : nullptr;
+  return node && node->contains(key) && (*node)[key].is_number_integer() ? (*node)[key].get<int>()
+                                                                         : 1;
+}
+
+// The base config's model and optimizer, parsed without its layout and batch
+// (those vary per point); nullopt when it does not parse (the trial's own
+// parse then names what is wrong).
+std::optional<engine::Config> model_of(const json& base) {
+  json j = base;
+  j.erase("tensor_model_parallel_size");
+  j.erase("pipeline");
+  j.erase("train_batch_size");
+  j["train_micro_batch_size_per_gpu"] = 1;
+  j["gradient_accumulation_steps"] = 1;
+  try {
+    return engine::parse_config(j, 1);
+  } catch (const engine::ConfigError&) {
+    return std::nullopt;
+  }
 }
 
 // Why a pipeline layout cannot run; "" when it can.
-std::string pipeline_reason(const json& base, int pp, int zero_stage, int W) {
+std::string pipeline_reason(const std::optional<engine::Config>& m, int pp, int zero_stage, int W) {
   if (pp == 1) return {};
   if (W % pp != 0) return fmt::format("pipeline.stages {} does not divide the {} ranks", pp, W);
-  int n_layer = 0;
-  try {
-    n_layer = engine::parse_config(base, 1).model.n_layer;
-  } catch (const engine::ConfigError&) {
-    return {};  // the trial's own parse names what is wrong
-  }
-  if (pp > n_layer)
-    return fmt::format("pipeline.stages {} is more than the model's {} blocks", pp, n_layer);
+  if (m && pp > m->model.n_layer)
+    return fmt::format("pipeline.stages {} is more than the model's {} blocks", pp,
+                       m->model.n_layer);
   if (zero_stage >= 2)
     return fmt::format(
         "zero_optimization.stage {} with pipeline.stages {}: the engine runs ZeRO 0/1 only with "
         "a pipeline",
         zero_stage, pp);
+  return {};
+}
+
+// Why a tensor-parallel layout cannot run (engine/config: Megatron's split
+// needs whole heads and equal vocabulary shards; Lamb needs whole tensors).
+std::string tensor_reason(const std::optional<engine::Config>& m, int tp, int pp, int W) {
+  if (tp == 1) return {};
+  if (W % (int64_t(tp) * pp) != 0)
+    return pp == 1
+               ? fmt::format("tensor_model_parallel_size {} does not divide the {} ranks", tp, W)
+               : fmt::format(
+                     "tensor_model_parallel_size {} x pipeline.stages {} does not divide the "
+                     "{} ranks",
+                     tp, pp, W);
+  if (!m) return {};
+  if (m->model.n_head % tp != 0)
+    return fmt::format("tensor_model_parallel_size {} does not divide hybrid.model.n_head {}", tp,
+                       m->model.n_head);
+  if (m->padded_vocab() % tp != 0)
+    return fmt::format("tensor_model_parallel_size {} does not divide the padded vocabulary {}", tp,
+                       m->padded_vocab());
+  if (m->optimizer.type == "Lamb")
+    return fmt::format(
+        "optimizer Lamb with tensor_model_parallel_size {}: Lamb's per-tensor trust ratio needs "
+        "whole tensors",
+        tp);
   return {};
 }
 
@@ -210,6 +251,7 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
   const json base = without_autotuning(base_in);
   Enumeration e;
   const BatchPolicy policy = batch_policy(base, space, W, e.notes);
+  const std::optional<engine::Config> model = model_of(base);
   std::set<std::string> seen;
   const size_t total = space.grid_size();
   for (size_t n = 0; n < total; ++n) {
@@ -222,12 +264,15 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
         apply_axes(cfg, pt, stage, opts);  // key parts beyond the batch triad and stage
     if (!extra) continue;  // offload without support: one note below, not one drop per point
 
-    const int pp = pipeline_stages_of(base, pt);
-    const std::string pp_reason = pipeline_reason(base, pp, stage, W);
-    // The batch triad counts the data-parallel ranks: world / pipeline stages.
-    const int dp = pp_reason.empty() ? W / pp : W;
+    const int pp = layout_size(base, pt, "pipeline.stages", "pipeline", "stages");
+    const int tp =
+        layout_size(base, pt, "tensor_model_parallel_size", nullptr, "tensor_model_parallel_size");
+    std::string layout_reason = pipeline_reason(model, pp, stage, W);
+    if (layout_reason.empty()) layout_reason = tensor_reason(model, tp, pp, W);
+    // The batch triad counts the data-parallel ranks: world / (stages · tp).
+    const int dp = layout_reason.empty() ? W / (pp * tp) : W;
     Triad t = batch_triad(base, pt, policy, dp);
-    if (t.reason.empty()) t.reason = pp_reason;
+    if (t.reason.empty()) t.reason = layout_reason;
     const std::string key = fmt::format("mbs={},gas={},stage={}{}", t.mbs, t.gas, stage, *extra);
     if (!seen.insert(key).second) continue;
     cfg["train_micro_batch_size_per_gpu"] = t.mbs;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autotune/pipeline_cost.h"
+#include "autotune/tensor_cost.h"
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
@@ -64,11 +65,15 @@ Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tr
 
 StepFeatures step_features(const engine::Config& cfg, int world_size, const ClusterRates& rates) {
   StepFeatures f;
-  engine::GPT2 model(cfg.model, cfg.padded_vocab());
+  // A rank holds its tensor-parallel pieces (the whole model without tp); with
+  // a pipeline every stage keeps the whole flat space of those, and ZeRO works
+  // over the data-parallel group: world / (stages · tp) ranks.
+  const int tp = std::max(1, cfg.parallel.tensor);
+  engine::GPT2 whole(cfg.model, cfg.padded_vocab());
+  engine::GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});
   engine::ModuleTree tree(model);
-  // With a pipeline every stage keeps the whole flat space and ZeRO works over
-  // the data-parallel group: world / stages ranks.
   const PipelineCost pipe = pipeline_cost(cfg, model, world_size, rates);
+  const TensorCost tens = tensor_cost(cfg, whole, model, rates);
   const int world = pipe.data_parallel;
   const engine::Partition part(tree.param_count(), world, 0);
   const double P = double(part.padded()), S = double(part.shard_size());
@@ -79,11 +84,12 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
 
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
-  f.flops_per_step = model_flops_per_step(cfg, tree.param_count(), world);
+  f.flops_per_step = model_flops_per_step(cfg, engine::ModuleTree(whole).param_count(), world);
   const Recompute rc = recompute_cost(model, tree, cfg, rates, world);
   // The busiest stage runs its share of each micro-batch in G + P − 1 slots
-  // (the bubble); without a pipeline: all of it, G times.
-  const double per_micro = f.flops_per_step / world / G + rc.flops;
+  // (the bubble); without a pipeline: all of it, G times. A tp rank runs its
+  // pieces' share.
+  const double per_micro = f.flops_per_step / world / G * tens.compute_share + rc.flops;
   f.x[kCompute] = per_micro * pipe.stage_share * pipe.slots / rates.rank_flops_per_s();
 
   const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
@@ -91,8 +97,9 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
 
   const double n_opt = z.stage == 0 ? P : S;
   f.x[kOptimizer] = n_opt * (a + 4 * 3 + 4 * 3 + d) / rates.memory_bytes_per_s;
-  f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s;
-  f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes;
+  // tp's all-reduces sit between a micro-batch's kernels: they lengthen every slot.
+  f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s + pipe.slots * tens.per_micro_s + tens.per_step_s;
+  f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes + tens.bytes_per_step;
 
   if (world > 1) {
     const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;

@@ -21,6 +21,12 @@
 // slots (the bubble), and comm_exposed adds the point-to-point transfers and the
 // tied embedding's all-reduce.
 //
+// With tensor_model_parallel_size tp > 1 (autotune/tensor_cost.h) a rank holds
+// its pieces: ZeRO reduces those over world / (P · tp) ranks, compute counts
+// the pieces' share of the FLOPs, and comm_exposed adds the tp group's
+// all-reduces of [B, T, C] (4 per block and 2 more per micro-batch) and the
+// loss's all-gather, at the intra-host rates, in every slot.
+//
 // Prior weights are 1 (0.3 for overlapped communication); after each trial the
 // weights are refitted by least squares on relative errors, with a ridge
 // penalty pulling them towards the prior and weights kept non-negative, so one

@@ -12,13 +12,13 @@ namespace hybrid::autotune {
 
 using profiler::CollectiveKind;
 
-namespace {
-
 double subtree_flops(const engine::Module& m, int B, int T) {
   double f = double(m.forward_flops(B, T)) + double(m.backward_flops(B, T));
   for (const engine::Module* c : m.children()) f += subtree_flops(*c, B, T);
   return f;
 }
+
+namespace {
 
 // The slowest stage's share of one micro-batch's forward and backward FLOPs,
 // with the blocks partitioned as the engine does (Engine::setup_pipeline).
@@ -44,12 +44,15 @@ PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model,
                            const ClusterRates& rates) {
   PipelineCost c;
   const int P = std::max(1, cfg.parallel.pipeline_stages);
+  const int tp = std::max(1, cfg.parallel.tensor);
   const int G = cfg.gradient_accumulation_steps;
-  if (world < 1 || world % P != 0)
-    throw std::invalid_argument(
-        fmt::format("cost model: pipeline.stages {} does not divide the {} ranks", P, world));
+  if (world < 1 || world % (P * tp) != 0)
+    throw std::invalid_argument(fmt::format(
+        "cost model: pipeline.stages {} x tensor_model_parallel_size {} does not divide the {} "
+        "ranks",
+        P, tp, world));
   c.stages = P;
-  c.data_parallel = world / P;
+  c.data_parallel = world / (P * tp);
   c.slots = double(G + P - 1);
   if (P == 1) return c;
   c.stage_share = slowest_stage_share(cfg, model, P);
@@ -60,7 +63,8 @@ PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model,
       double(cfg.train_micro_batch_size_per_gpu) * cfg.seq_len() * cfg.model.n_embd * d;
   c.p2p_s = c.slots * 2.0 * rates.collective_s(CollectiveKind::send, uint64_t(act), 2);
   c.p2p_bytes = (P > 2 ? 4.0 : 2.0) * G * act;
-  c.tied_bytes = double(cfg.padded_vocab()) * cfg.model.n_embd *
+  // A tensor-parallel rank ties its own vocabulary rows.
+  c.tied_bytes = double(cfg.padded_vocab() / tp) * cfg.model.n_embd *
                  double(kernels::dtype_size(cfg.grad_accum_dtype));
   c.tied_s = rates.collective_s(CollectiveKind::all_reduce, uint64_t(c.tied_bytes), 2);
   return c;

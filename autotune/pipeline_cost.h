@@ -8,6 +8,10 @@
 //   point, at the probe's send rate or the fitted link); the tied embedding's
 //   gradient (V_padded · C) is all-reduced between first and last stage once
 //   per step. ZeRO reduces the whole flat space over the data-parallel group.
+//
+// With tensor_model_parallel_size tp the data-parallel group is world / (P·tp)
+// and `model` is one tp rank's pieces (GPT2(cfg.model, Vp, {tp, 0})): the
+// stages' shares are of its FLOPs and the tied embedding is its Vp/tp rows.
 #pragma once
 
 #include "autotune/cluster_rates.h"
@@ -18,7 +22,7 @@ namespace hybrid::autotune {
 
 struct PipelineCost {
   int stages = 1;
-  int data_parallel = 1;     // world / stages
+  int data_parallel = 1;     // world / (stages · tp)
   double stage_share = 1.0;  // the slowest stage's share of a micro-batch's FLOPs
   double slots = 1.0;        // micro-batch slots on the busiest stage: G + P − 1
   double p2p_s = 0;          // activations and their gradients between stages, per step
@@ -27,8 +31,11 @@ struct PipelineCost {
   double tied_bytes = 0;
 };
 
+// Forward and backward FLOPs of module m and everything under it, micro-batch [B, T].
+double subtree_flops(const engine::Module& m, int B, int T);
+
 // Without a pipeline: stages 1, share 1, slots G, nothing transferred.
-// Throws std::invalid_argument when the stages do not divide the world.
+// Throws std::invalid_argument when stages × tp do not divide the world.
 PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model, int world,
                            const ClusterRates& rates);
 

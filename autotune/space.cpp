@@ -194,6 +194,11 @@ const std::vector<AxisDef>& axis_table() {
     // (candidate.cpp drops P that do not divide the world, exceed the blocks, or
     // meet ZeRO 2/3, which the engine refuses with a pipeline).
     t.push_back(int_axis("pipeline.stages", "pp", 1, kAll, {"pipeline_stages", "pp"}));
+    // Tensor-parallel layouts: tp ranks share every block (Megatron's split);
+    // candidate.cpp drops tp that does not divide world / P, the heads or the
+    // padded vocabulary, and Lamb with tp > 1, as the engine does.
+    t.push_back(int_axis("tensor_model_parallel_size", "tp", 1, kAll,
+                         {"tensor_parallel_size", "tensor_model_parallel", "tp"}));
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
     for (auto& a : t)  // batch sizes are ints in the engine

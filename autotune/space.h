@@ -14,7 +14,8 @@
 // stage3_param_persistence_threshold (persist), stage3_max_live_parameters
 // (maxlive), offload_optimizer.device (offopt), offload_param.device (offparam),
 // hybrid.activation_checkpointing.every (ckpt: 0 off, k every k-th block),
-// pipeline.stages (pp: the batch triad then counts world / pp data-parallel ranks).
+// pipeline.stages (pp), tensor_model_parallel_size (tp: the batch triad then
+// counts world / (pp · tp) data-parallel ranks).
 // Each axis names the ZeRO stages where it matters; at other stages it keeps the
 // base config's value and is left out of the trial key (no duplicate trials).
 // Memory-saving axes (offopt, offparam, ckpt) trade time for memory: their
