@@ -187,7 +187,7 @@ struct ProfilerConfig {      // hybrid.profiler
 // 3D parallelism (docs/parallelism.md): tensor_model_parallel_size and the
 // pipeline block. world = pp × dp × tp; the batch triad counts dp ranks.
 struct ParallelConfig {
-  int tensor = 1;                          // tensor_model_parallel_size (only 1 runs yet)
+  int tensor = 1;                          // tensor_model_parallel_size
   int pipeline_stages = 1;                 // pipeline.stages
   std::string partition = "parameters";    // pipeline.partition: "parameters" or "uniform"
   int activation_checkpoint_interval = 0;  // pipeline: checkpoint every block of a stage when > 0
