@@ -61,13 +61,31 @@ Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tr
   return r;
 }
 
+// The flat space ZeRO partitions on the busiest rank: its tensor-parallel
+// pieces and, with a pipeline, only its stage's own parameters (the largest).
+int64_t zero_param_count(const engine::Config& cfg, const engine::GPT2& model) {
+  const int stages = std::max(1, cfg.parallel.pipeline_stages);
+  if (stages == 1) {
+    engine::GPT2 whole(cfg.model, cfg.padded_vocab(), model.tensor_slice());
+    return engine::ModuleTree(whole).param_count();
+  }
+  const auto parts = model.partition_stages(stages, cfg.parallel.partition);
+  int64_t most = 0;
+  for (int s = 0; s < stages; ++s) {
+    engine::GPT2 stage(cfg.model, cfg.padded_vocab(), model.tensor_slice());
+    stage.set_stage(parts[size_t(s)].begin, parts[size_t(s)].end, s == 0, s == stages - 1);
+    most = std::max(most, engine::ModuleTree(stage).param_count());
+  }
+  return most;
+}
+
 }  // namespace
 
 StepFeatures step_features(const engine::Config& cfg, int world_size, const ClusterRates& rates) {
   StepFeatures f;
   // A rank holds its tensor-parallel pieces (the whole model without tp); with
-  // a pipeline every stage keeps the whole flat space of those, and ZeRO works
-  // over the data-parallel group: world / (stages · tp) ranks.
+  // a pipeline only its stage's, and ZeRO works over the data-parallel group:
+  // world / (stages · tp) ranks.
   const int tp = std::max(1, cfg.parallel.tensor);
   engine::GPT2 whole(cfg.model, cfg.padded_vocab());
   engine::GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});
@@ -75,7 +93,7 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   const PipelineCost pipe = pipeline_cost(cfg, model, world_size, rates);
   const TensorCost tens = tensor_cost(cfg, whole, model, rates);
   const int world = pipe.data_parallel;
-  const engine::Partition part(tree.param_count(), world, 0);
+  const engine::Partition part(zero_param_count(cfg, model), world, 0);
   const double P = double(part.padded()), S = double(part.shard_size());
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
   const double a = double(kernels::dtype_size(cfg.grad_accum_dtype));

@@ -7,7 +7,8 @@
 //   moving one [B, T, C] activation forward and its gradient back (point to
 //   point, at the probe's send rate or the fitted link); the tied embedding's
 //   gradient (V_padded · C) is all-reduced between first and last stage once
-//   per step. ZeRO reduces the whole flat space over the data-parallel group.
+//   per step. ZeRO reduces the stage's own parameters over the data-parallel
+//   group.
 //
 // With tensor_model_parallel_size tp the data-parallel group is world / (P·tp)
 // and `model` is one tp rank's pieces (GPT2(cfg.model, Vp, {tp, 0})): the

@@ -153,7 +153,6 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
     for (const auto& note : gemm.notes) log(note);
     gemm_report_ = std::move(gemm.report);
   }
-  setup_pipeline();
   optimizer_ = opts.optimizer ? std::move(opts.optimizer)
                               : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
   scaler_ = cfg.fp16.enabled ? LossScaler(cfg.fp16) : LossScaler();
@@ -164,7 +163,6 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                                         *alloc_, offload ? host_alloc_.get() : nullptr,
                                         optimizer_->state_floats_per_param(), waits_.get(), clock,
                                         comm_tracer_->io_observer());
-  restrict_zero_to_stage();
   describe_offload();
   describe_schedule();
   const auto dt = cfg.param_dtype();

@@ -201,8 +201,6 @@ class Engine {
   // 3D parallelism (engine/engine_topology.cpp): the topology, its groups and
   // the model's tensor-parallel slice; before the ModuleTree.
   void setup_topology();
-  // Tensor parallel: every rank's flat pieces gathered into the whole model's.
-  std::vector<float> whole_from_pieces(const std::vector<float>& mine);
   // Pipeline parallelism (engine/engine_pipeline.cpp).
   void setup_pipeline();                   // this stage's blocks; before the ZeRO runtime
   void restrict_zero_to_stage();           // after it
@@ -241,7 +239,7 @@ class Engine {
   std::unique_ptr<engine::Topology> topology_;
   engine::GroupCommunicators groups_;
   std::unique_ptr<engine::comm::Communicator> tied_comm_;
-  std::vector<engine::FlatRange> stage_ranges_;  // the parameters each stage owns
+  std::vector<int64_t> stage_param_counts_;  // each pipeline stage's flat space
   // What ZeRO reduces over: the data-parallel group (the device communicator
   // without a pipeline).
   engine::comm::Communicator* zero_comm_ = nullptr;

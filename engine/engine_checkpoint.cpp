@@ -18,15 +18,16 @@ constexpr int kMetaVersion = 1;
 constexpr const char* kModelFile = "model.bin";  // full checkpoints: the consolidated weights
 }  // namespace
 
-// The files tile the flat space once: stage 0 has one copy (the first
-// data-parallel rank's), a pipeline stage writes only what it owns. Each
-// tensor-parallel rank tiles its own pieces' flat space.
+// The files tile each (stage, tensor-parallel rank)'s flat space once: ZeRO
+// stage 0 has one copy (the first data-parallel rank's), 1-3 one shard per
+// data-parallel rank. "pp" and "tp" name whose space a partition is in.
 nlohmann::json Engine::saved_partitions() const {
   nlohmann::json partitions = nlohmann::json::array();
   for (int r = 0; r < world_size(); ++r)
     if (const FlatRange s = saved_range(r); !s.empty()) {
       partitions.push_back({{"rank", r}, {"begin", s.begin}, {"end", s.end}});
       if (tensor_parallel_size() > 1) partitions.back()["tp"] = topology_->coords(r).tp;
+      if (pipeline_stages() > 1) partitions.back()["pp"] = topology_->coords(r).pp;
     }
   return partitions;
 }
@@ -52,6 +53,7 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
       {"rng", {{"seed", cfg_.seed}}},
       {"world_size", world_size()},
       {"pipeline_stages", pipeline_stages()},
+      {"pipeline_partition", cfg_.parallel.partition},
       {"tensor_parallel", tp},
       {"zero_stage", cfg_.zero.stage},
       {"dtype", std::string(kernels::dtype_name(cfg_.param_dtype()))},
@@ -162,16 +164,20 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   return tag;
 }
 
-// The same tensor-parallel size reads this rank's pieces straight from the
-// files its tp rank wrote; another one puts the saved pieces together into
+// The same layout reads this rank's flat space straight from the files its
+// (stage, tp rank) wrote; another one puts the saved spaces together into
 // whole tensors and cuts this rank's.
 void Engine::read_saved_state(const std::string& dir, const std::string& tag,
                               const nlohmann::json& meta, FlatRange range, float* master,
                               float* state) {
   const int sf = optimizer_->state_floats_per_param();
-  if (checkpoint_tensor_parallel(meta) == tensor_parallel_size())
-    return read_checkpoint_range(dir, tag, partitions_of_tp(meta, tensor_parallel_rank()), range,
-                                 sf, master, state);
+  const SavedLayout mine{pipeline_stages(),
+                         pipeline_stages() > 1 ? cfg_.parallel.partition : std::string(),
+                         tensor_parallel_size()};
+  if (saved_layout(meta) == mine)
+    return read_checkpoint_range(dir, tag,
+                                 partitions_of(meta, pipeline_stage(), tensor_parallel_rank()),
+                                 range, sf, master, state);
   const auto whole = read_whole_model(dir, tag, meta, cfg_.model, cfg_.padded_vocab(), sf);
   const size_t all = size_t(tree_->full_param_count()), n = size_t(range.size());
   for (int k = 0; k <= sf; ++k) {

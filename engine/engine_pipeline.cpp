@@ -1,10 +1,9 @@
 // Pipeline parallelism in the Engine (issue 16): each stage runs a range of
 // blocks over its micro-batches in 1F1B order, sending activations forward and
 // their gradients back; ZeRO (stages 0 and 1) reduces over the data-parallel
-// group. Every stage keeps the whole flat parameter space, so the ZeRO runtime,
-// checkpoints and llm.c mapping need no second layout; a stage's optimizer sees
-// zero gradients outside the parameters it owns, which then never matter, and
-// checkpoints and gather_parameters take each parameter from its owner.
+// group. A stage's flat space holds only its own parameters (and the tied wte
+// on the last stage); checkpoints and gather_parameters put the stages'
+// together into the whole model (engine/engine_topology.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,31 +15,16 @@ namespace hybrid {
 
 using namespace engine;
 
-namespace {
-
-// The first flat offset of m's parameters (children included); max() when none.
-int64_t first_offset(const Module& m) {
-  int64_t first = std::numeric_limits<int64_t>::max();
-  for (const ParamSpec* p : m.own_params()) first = std::min(first, p->offset);
-  for (const Module* c : m.children()) first = std::min(first, first_offset(*c));
-  return first;
-}
-
-}  // namespace
-
 void Engine::setup_pipeline() {
   const int pp = pipeline_stages();
   if (pp == 1) return;
   const TopologyCoords me = topology_->coords(rank());
   const bool first = me.pp == 0, last = me.pp == pp - 1;
-  const auto& blocks = model_->blocks;
   const auto parts = model_->partition_stages(pp, cfg_.parallel.partition);
-  // Owned parameters are contiguous: embeddings, blocks in order, ln_f last.
-  for (int s = 0; s < pp; ++s) {
-    const int64_t begin = s == 0 ? 0 : first_offset(*blocks[size_t(parts[size_t(s)].begin)]);
-    const int64_t end = s == pp - 1 ? std::numeric_limits<int64_t>::max()
-                                    : first_offset(*blocks[size_t(parts[size_t(s)].end)]);
-    stage_ranges_.push_back({begin, end});
+  for (int s = 0; s < pp; ++s) {  // every stage's flat space, as its ranks lay it out
+    GPT2 stage(cfg_.model, cfg_.padded_vocab(), model_->tensor_slice());
+    stage.set_stage(parts[size_t(s)].begin, parts[size_t(s)].end, s == 0, s == pp - 1);
+    stage_param_counts_.push_back(ModuleTree(stage).param_count());
   }
   const StageBlocks mine = parts[size_t(me.pp)];
   model_->set_stage(mine.begin, mine.end, first, last);
@@ -51,17 +35,6 @@ void Engine::setup_pipeline() {
                        parts[size_t(k)].end - 1);
     return s;
   }()));
-}
-
-// What the stage's modules read: its own parameters, and the tied embedding on
-// the last stage.
-void Engine::restrict_zero_to_stage() {
-  if (pipeline_stages() == 1) return;
-  std::vector<FlatRange> used{stage_ranges_[size_t(pipeline_stage())]};
-  const ParamSpec& wte = *model_->embedding->wte();
-  if (model_->last_stage() && !model_->first_stage())
-    used.insert(used.begin(), {wte.offset, wte.offset + wte.numel});  // the embedding comes first
-  zero_->set_active_ranges(std::move(used));
 }
 
 float Engine::train_batch(const std::vector<const int32_t*>& inputs,
@@ -178,11 +151,13 @@ void Engine::pipe_transfer(const PipeStep& st) {
 }
 
 FlatRange Engine::saved_range(int r) const {
-  const auto& part = zero_->partition();
   const TopologyCoords c = topology_ ? topology_->coords(r) : TopologyCoords{0, r, 0};
+  // Stages hold flat spaces of their own sizes, each partitioned over dp.
+  const Partition part = pipeline_stages() > 1
+                             ? Partition(stage_param_counts_[size_t(c.pp)], topology_->dp(), c.dp)
+                             : zero_->partition();
   FlatRange range = cfg_.zero.stage == 0 ? (c.dp == 0 ? FlatRange{0, part.padded()} : FlatRange{})
                                          : part.shard(c.dp);
-  if (pipeline_stages() > 1) range = range.intersect(stage_ranges_[size_t(c.pp)]);
   return range;
 }
 

@@ -5,6 +5,7 @@
 // engine/engine_pipeline.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/engine.h"
@@ -47,6 +48,7 @@ void Engine::setup_topology() {
   if (par.tensor > 1) model_->set_tensor_slice({par.tensor, me.tp});
   log(fmt::format("topology: {} (rank = (pp · dp + dp_index) · tp + tp_index)",
                   topology_->describe()));
+  setup_pipeline();
 }
 
 std::vector<std::pair<std::string, comm::Communicator::Counters>> Engine::comm_counters_by_group()
@@ -91,28 +93,24 @@ GradSummary Engine::gradient_summary() {
   return {both[0], both[1] > 0.0f || !std::isfinite(both[0])};
 }
 
+// Each rank writes the pieces its tp group holds into the whole model; the
+// stages' are summed, the tied wte counted once (the first stage's).
 std::vector<float> Engine::gather_parameters() {
-  std::vector<float> flat = zero_->full_master();
-  if (!topology_) return flat;
-  if (topology_->pp() > 1) {
-    // Each stage contributes the parameters it owns; the sum over stages is whole.
-    const FlatRange own = stage_ranges_[size_t(pipeline_stage())];
-    for (int64_t i = 0; i < int64_t(flat.size()); ++i)
-      if (i < own.begin || i >= own.end) flat[size_t(i)] = 0.0f;
-    groups_.pp->all_reduce(flat.data(), flat.size(), kernels::DType::f32, comm::ReduceOp::sum);
-  }
-  return whole_from_pieces(flat);
-}
-
-std::vector<float> Engine::whole_from_pieces(const std::vector<float>& mine) {
-  if (!topology_ || topology_->tp() == 1) return mine;
+  std::vector<float> mine = zero_->full_master();
+  if (!topology_) return mine;
   const int tp = topology_->tp();
   const size_t n = mine.size();
   std::vector<float> pieces(n * size_t(tp));
   groups_.tp->all_gather(mine.data(), pieces.data(), std::vector<size_t>(size_t(tp), n),
                          kernels::DType::f32);
-  std::vector<float> whole(size_t(tree_->full_param_count()));
+  std::vector<float> whole(size_t(tree_->full_param_count()), 0.0f);
   for (int t = 0; t < tp; ++t) unshard_flat(*tree_, pieces.data() + n * size_t(t), whole.data(), t);
+  if (topology_->pp() == 1) return whole;
+  if (!model_->first_stage()) {
+    const ParamSpec& wte = *model_->embedding->wte();
+    std::fill_n(whole.begin() + wte.full_offset, wte.full_numel(), 0.0f);
+  }
+  groups_.pp->all_reduce(whole.data(), whole.size(), kernels::DType::f32, comm::ReduceOp::sum);
   return whole;
 }
 
@@ -120,10 +118,7 @@ void Engine::set_parameters(const std::vector<float>& flat) {
   if (int64_t(flat.size()) != tree_->full_param_count())
     throw std::invalid_argument(fmt::format("set_parameters: expected {} values, got {}",
                                             tree_->full_param_count(), flat.size()));
-  const std::vector<float> pieces = tree_->full_param_count() == tree_->param_count()
-                                        ? std::vector<float>{}
-                                        : shard_flat(*tree_, flat.data());
-  const std::vector<float>& local = pieces.empty() ? flat : pieces;
+  const std::vector<float> local = topology_ ? shard_flat(*tree_, flat.data()) : flat;
   const FlatRange r = zero_->optimizer_range();
   std::vector<float> mine(size_t(r.size()), 0.0f);
   for (int64_t i = r.begin; i < std::min(r.end, int64_t(local.size())); ++i)

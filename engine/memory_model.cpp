@@ -176,9 +176,12 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
                              int stage) {
   const int tp = std::max(1, cfg.parallel.tensor);
   GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});  // every tp rank's pieces are alike
-  ModuleTree tree(model);
   const int dp = data_parallel_ranks(cfg, world_size);
   const ActivationStage mine = activation_stage(cfg, model, stage);
+  // A stage holds its own parameters only.
+  if (cfg.parallel.pipeline_stages > 1)
+    model.set_stage(mine.begin, mine.end, mine.first, mine.last);
+  ModuleTree tree(model);
   const Partition part(tree.param_count(), dp, 0);
   const ZeroSetup z = zero_setup(cfg);
   EngineLayouts l;

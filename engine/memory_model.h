@@ -52,9 +52,8 @@ struct EngineLayouts {
 };
 //
 // world_size counts every rank. With pipeline.stages P > 1 a rank of pipeline
-// stage `stage` holds what a run without a pipeline on world_size / P ranks
-// holds for the parameters (every stage keeps the whole flat parameter space,
-// ZeRO-partitioned over its data-parallel group), and one activation set of
+// stage `stage` holds its own parameters (GPT2::set_stage), ZeRO-partitioned
+// over its data-parallel group, and one activation set of
 // its own blocks per micro-batch it holds at once under 1F1B
 // (in_flight_micro_batches). Throws std::invalid_argument when P does not
 // divide world_size.

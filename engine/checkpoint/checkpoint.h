@@ -70,8 +70,8 @@ inline constexpr int64_t kMaxStateFloats = 16;
 // loaders read has its type and range: format, param_count, state_floats,
 // world_size, the step counters, optimizer, model.{type, n_layer, n_embd, n_head,
 // vocab_size, padded_vocab_size, seq_len}, loss_scaler (LossScaler::state(), when present)
-// and partitions [{rank, begin, end, tp}] with 0 <= begin <= end (tp, the tensor-parallel
-// rank whose pieces a partition holds, below tensor_parallel when present).
+// and partitions [{rank, begin, end, tp, pp}] with 0 <= begin <= end (tp and pp, whose
+// flat space a partition is in: below tensor_parallel and pipeline_stages when present).
 void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& where);
 // Fills master/state (sized for `want`) from whichever partitions overlap it,
 // verifying each file's header, size (before anything is allocated) and checksum.

@@ -41,6 +41,9 @@ void check_partitions(const nlohmann::json& meta, const std::string& where) {
   // Tensor parallelism: each partition names the rank whose pieces it holds.
   const int64_t tp =
       meta.contains("tensor_parallel") ? integer(meta, "tensor_parallel", 1, 1 << 16, where) : 1;
+  const int64_t pp =
+      meta.contains("pipeline_stages") ? integer(meta, "pipeline_stages", 1, 1 << 16, where) : 1;
+  if (meta.contains("pipeline_partition")) string_field(meta, "pipeline_partition", where);
   const auto it = meta.find("partitions");
   if (it == meta.end() || !it->is_array() || it->empty())
     fail(where, "partitions must be a non-empty array");
@@ -50,6 +53,7 @@ void check_partitions(const nlohmann::json& meta, const std::string& where) {
     if (!p.is_object()) fail(where, fmt::format("partitions[{}] must be an object", i));
     integer(p, "rank", 0, 1 << 20, where, prefix);
     if (p.contains("tp")) integer(p, "tp", 0, tp - 1, where, prefix);
+    if (p.contains("pp")) integer(p, "pp", 0, pp - 1, where, prefix);
     const int64_t begin = integer(p, "begin", 0, kMaxParams, where, prefix);
     integer(p, "end", begin, kMaxParams, where, prefix);
   }

@@ -1,7 +1,8 @@
 // A checkpoint's parameters as one whole model, whatever its layout: each
-// tensor-parallel rank's pieces (meta.json's "tensor_parallel" and every
-// partition's "tp") put back into whole tensors. Loading under another
-// tensor-parallel size and consolidating to llm.c's format go through it.
+// (pipeline stage, tensor-parallel rank)'s flat space (meta.json's
+// "pipeline_stages", "pipeline_partition" and "tensor_parallel"; every
+// partition's "pp" and "tp") put back into whole tensors. Loading under
+// another layout and consolidating to llm.c's format go through it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,11 +13,19 @@
 
 namespace hybrid::engine {
 
-// meta.json's "tensor_parallel" (1 when absent: no tensor parallelism).
-int checkpoint_tensor_parallel(const nlohmann::json& meta);
+// The layout the flat spaces of a checkpoint's partitions follow (absent
+// keys: 1 stage, 1 tensor-parallel rank; the partition method only with
+// stages).
+struct SavedLayout {
+  int pipeline_stages = 1;
+  std::string partition;
+  int tensor_parallel = 1;
+  friend bool operator==(const SavedLayout&, const SavedLayout&) = default;
+};
+SavedLayout saved_layout(const nlohmann::json& meta);
 
-// meta with only the partitions tensor-parallel rank `tp` wrote.
-nlohmann::json partitions_of_tp(const nlohmann::json& meta, int tp);
+// meta with only the partitions stage `pp`'s tensor-parallel rank `tp` wrote.
+nlohmann::json partitions_of(const nlohmann::json& meta, int pp, int tp);
 
 // fp32 master weights, then state_floats planes of optimizer state, each over
 // the whole model's flat space (ParamSpec::full_offset order):

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 
@@ -169,17 +171,32 @@ void GPT2::set_stage(int begin, int end, bool first, bool last) {
   if (begin < 0 || end > cfg_.n_layer || begin >= end)
     throw std::invalid_argument(
         fmt::format("GPT2::set_stage: blocks [{}, {}) of {}", begin, end, cfg_.n_layer));
-  if (!slots_.empty())
-    throw std::logic_error("GPT2::set_stage: before bind (it lays out the stage)");
+  if (embedding->wte()->offset >= 0 || !slots_.empty())
+    throw std::logic_error(
+        "GPT2::set_stage: before the ModuleTree (it drops the other stages' parameters)");
   stage_begin_ = begin;
   stage_end_ = end;
   first_ = first;
   last_ = last;
+  // Another stage's parameters take no room here; the tied wte stays on the last.
+  const std::function<void(Module&)> drop = [&](Module& m) {
+    for (ParamSpec* p : m.own_params()) p->numel = 0;
+    for (Module* c : m.children()) drop(*c);
+  };
+  if (!first) embedding->wpe()->numel = 0;
+  if (!first && !last) embedding->wte()->numel = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    if (l < begin || l >= end) drop(*blocks[size_t(l)]);
+  if (!last) drop(*ln_f);
 }
 
 namespace {
+// A module's parameters on a rank that holds all of them (its tensor-parallel
+// pieces' shapes), whichever stage this model runs.
 int64_t subtree_params(const Module& m) {
-  int64_t n = m.own_param_count();
+  int64_t n = 0;
+  for (const ParamSpec* p : m.own_params())
+    n += std::accumulate(p->shape.begin(), p->shape.end(), int64_t(1), std::multiplies<>());
   for (const Module* c : m.children()) n += subtree_params(*c);
   return n;
 }

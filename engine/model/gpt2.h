@@ -115,8 +115,9 @@ class GPT2 final : public Module {
   // last. A stage that is not first finds its input in stage_input(); one that
   // is not last leaves its output in stage_output() and finds that output's
   // gradient in residual_grad() before backward, which leaves the gradient of
-  // its input there. Default: the whole model. Before bind, which lays out
-  // only the stage's activations.
+  // its input there. Default: the whole model. Before the ModuleTree: the
+  // other stages' parameters get no room (ParamSpec::numel 0; the last stage
+  // keeps the tied wte), and bind lays out only the stage's activations.
   void set_stage(int begin, int end, bool first, bool last);
   // Rebuilds every module cut for tp (before the ModuleTree is made and before
   // bind): the engine learns its tensor-parallel rank after the model exists.

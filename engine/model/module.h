@@ -39,6 +39,8 @@ struct ParamSpec {
   std::vector<int64_t> shape;       // this rank's piece
   std::vector<int64_t> full_shape;  // the whole tensor (shape unless sharded)
   TensorShard shard;
+  // Elements this rank holds: the piece's, or 0 for a parameter that another
+  // pipeline stage holds (GPT2::set_stage).
   int64_t numel = 0;
   int64_t offset = -1;  // first element in the flat parameter space (set by layout)
   // Where the whole tensor starts in the flat space of the unsharded model

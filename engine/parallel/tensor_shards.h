@@ -18,6 +18,7 @@ template <class Fn>
 void for_each_shard_run(const ParamSpec& p, int index, Fn&& fn) {
   TensorShard s = p.shard;
   s.index = index;
+  if (p.numel == 0) return;  // another pipeline stage's
   if (s.replicated()) return fn(int64_t(0), int64_t(0), p.numel);
   const int64_t rows = p.full_shape[0];
   const int64_t inner = p.full_numel() / rows;  // elements per row
@@ -34,7 +35,8 @@ void for_each_shard_run(const ParamSpec& p, int index, Fn&& fn) {
 }
 
 // This rank's flat space (tree.param_count()) cut from the whole model's
-// (tree.full_param_count() values).
+// (tree.full_param_count() values). A pipeline stage holds only its own
+// parameters: the others are neither cut nor written back.
 std::vector<float> shard_flat(const ModuleTree& tree, const float* whole);
 // Writes tensor-parallel rank `index`'s pieces (its flat space, laid out as
 // this rank's) into their places in the whole model's flat space.

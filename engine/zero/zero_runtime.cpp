@@ -264,19 +264,15 @@ void ZeroRuntime::gather_params() {
   if (comm_.world_size() == 1) return;
   const int64_t P = part_.padded();
   const int64_t chunk = std::max<int64_t>(setup_.allgather_bucket_size, 1);
-  std::vector<FlatRange> wanted = active_;
-  if (wanted.empty()) wanted.push_back({0, P});
   std::vector<comm::HandlePtr> handles;
-  for (const FlatRange& want : wanted)
-    for (int64_t c0 = want.begin; c0 < std::min(P, want.end); c0 += chunk) {
-      const FlatRange range{c0, std::min({P, want.end, c0 + chunk})};
-      const FlatRange mine = range.intersect(part_.own());
-      char* recv = params_.as<char>() + size_t(range.begin) * dsize_;
-      const char* send =
-          params_.as<char>() + size_t(mine.empty() ? range.begin : mine.begin) * dsize_;
-      handles.push_back(
-          comm_.all_gather_async(send, recv, part_.counts(range), setup_.param_dtype));
-    }
+  for (int64_t c0 = 0; c0 < P; c0 += chunk) {
+    const FlatRange range{c0, std::min(P, c0 + chunk)};
+    const FlatRange mine = range.intersect(part_.own());
+    char* recv = params_.as<char>() + size_t(range.begin) * dsize_;
+    const char* send =
+        params_.as<char>() + size_t(mine.empty() ? range.begin : mine.begin) * dsize_;
+    handles.push_back(comm_.all_gather_async(send, recv, part_.counts(range), setup_.param_dtype));
+  }
   const int64_t t0 = clock_();
   for (auto& h : handles) h->wait();
   if (waits_) waits_->record_wait(t0, clock_());

@@ -112,10 +112,6 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   // refresh for 3): two calls, so that each can be timed.
   void apply_optimizer(Optimizer& opt, OptimizerStepArgs args);
   void sync_working_params();
-  // A pipeline stage uses only these flat ranges (disjoint, ascending): the
-  // all-gather of updated parameters (stages 1/2) covers only them. Every rank
-  // of the data-parallel group passes the same ranges.
-  void set_active_ranges(std::vector<FlatRange> ranges) { active_ = std::move(ranges); }
   void zero_grads() { reducer_->zero_accumulated(); }
 
   // The flat range this rank's optimizer owns (stage 0: everything).
@@ -147,7 +143,6 @@ class ZeroRuntime final : public ParamAccess, public ModuleHooks {
   void reduce_optimizer_stats(std::vector<double>& stats);
 
   ZeroSetup setup_;
-  std::vector<FlatRange> active_;  // empty: everything
   const ModuleTree& tree_;
   Partition part_;
   comm::Communicator& comm_;
