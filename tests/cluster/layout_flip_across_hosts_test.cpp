@@ -40,8 +40,9 @@ json flip_config() {
 }
 
 struct Case {
-  std::map<std::string, double> measured;   // samples/s per candidate key
-  std::map<std::string, double> predicted;  // samples/s per candidate key (prior cost model)
+  std::map<std::string, double> measured;     // samples/s per candidate key
+  std::map<std::string, double> predicted;    // samples/s per candidate key (prior cost model)
+  std::map<std::string, StepFeatures> terms;  // the prediction's terms per candidate key
   std::string measured_best, predicted_best;
   std::vector<std::string> within_noise;  // the measured best and those tied with it
   std::string output;
@@ -54,7 +55,8 @@ std::string best_of(const std::map<std::string, double>& m) {
 
 // The cost model's throughput per candidate from the probe in `db`, as
 // `hybrid-tune --dry-run` predicts it (prior weights, no trial fitted).
-std::map<std::string, double> predict(const TuneOptions& o) {
+std::map<std::string, double> predict(const TuneOptions& o,
+                                      std::map<std::string, StepFeatures>& terms) {
   const SweepPlan plan = plan_sweep(o);
   profiler::RunStore store(o.db, profiler::OpenMode::read_only);
   std::string note;
@@ -64,8 +66,9 @@ std::map<std::string, double> predict(const TuneOptions& o) {
   const CostModel prior;
   for (const auto& c : plan.runnable) {
     const auto f = step_features(c.parsed, o.nprocs, rates);
-    out[c.key] = metric_from_step_time(Metric::throughput, prior.predict_s(f),
-                                       f.samples_per_step, f.tokens_per_step, f.flops_per_step);
+    terms[c.key] = f;
+    out[c.key] = metric_from_step_time(Metric::throughput, prior.predict_s(f), f.samples_per_step,
+                                       f.tokens_per_step, f.flops_per_step);
   }
   return out;
 }
@@ -107,16 +110,22 @@ Case run_case(const hybrid::test::TestCluster& cluster, const test::TempDir& dir
   for (size_t i : tied_with_best(Metric::throughput, trials, 3))
     c.within_noise.push_back(trials[i].key);
   if (!c.measured.empty()) c.measured_best = best_of(c.measured);
-  c.predicted = predict(o);
+  c.predicted = predict(o, c.terms);
   if (!c.predicted.empty()) c.predicted_best = best_of(c.predicted);
   return c;
 }
 
 std::string figures(const std::string& name, const Case& c) {
   std::string s = name + ":\n";
-  for (const auto& [key, v] : c.measured)
+  for (const auto& [key, v] : c.measured) {
     s += fmt::format("  {:<24} measured {:8.2f} samples/s, predicted {:8.2f} samples/s\n", key, v,
                      c.predicted.count(key) ? c.predicted.at(key) : 0.0);
+    if (!c.terms.count(key)) continue;
+    s += "   ";
+    for (size_t f = 0; f < kFeatureCount; ++f)
+      s += fmt::format(" {} {:.1f} ms", feature_name(f), c.terms.at(key).x[f] * 1e3);
+    s += "\n";
+  }
   return s + fmt::format("  measured best {}, predicted best {}, within noise of the best: {}\n",
                          c.measured_best, c.predicted_best, fmt::join(c.within_noise, ", "));
 }
