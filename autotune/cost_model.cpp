@@ -69,11 +69,10 @@ int64_t zero_param_count(const engine::Config& cfg, const engine::GPT2& model) {
     engine::GPT2 whole(cfg.model, cfg.padded_vocab(), model.tensor_slice());
     return engine::ModuleTree(whole).param_count();
   }
-  const auto parts = model.partition_stages(stages, cfg.parallel.partition);
   int64_t most = 0;
   for (int s = 0; s < stages; ++s) {
     engine::GPT2 stage(cfg.model, cfg.padded_vocab(), model.tensor_slice());
-    stage.set_stage(parts[size_t(s)].begin, parts[size_t(s)].end, s == 0, s == stages - 1);
+    stage.set_pipeline_stage(s, stages, cfg.parallel.partition);
     most = std::max(most, engine::ModuleTree(stage).param_count());
   }
   return most;

@@ -18,16 +18,13 @@ using namespace engine;
 void Engine::setup_pipeline() {
   const int pp = pipeline_stages();
   if (pp == 1) return;
-  const TopologyCoords me = topology_->coords(rank());
-  const bool first = me.pp == 0, last = me.pp == pp - 1;
   const auto parts = model_->partition_stages(pp, cfg_.parallel.partition);
   for (int s = 0; s < pp; ++s) {  // every stage's flat space, as its ranks lay it out
     GPT2 stage(cfg_.model, cfg_.padded_vocab(), model_->tensor_slice());
-    stage.set_stage(parts[size_t(s)].begin, parts[size_t(s)].end, s == 0, s == pp - 1);
+    stage.set_pipeline_stage(s, pp, cfg_.parallel.partition);
     stage_param_counts_.push_back(ModuleTree(stage).param_count());
   }
-  const StageBlocks mine = parts[size_t(me.pp)];
-  model_->set_stage(mine.begin, mine.end, first, last);
+  model_->set_pipeline_stage(pipeline_stage(), pp, cfg_.parallel.partition);
   log(fmt::format("pipeline: partition {}: {}", cfg_.parallel.partition, [&] {
     std::string s;
     for (int k = 0; k < pp; ++k)

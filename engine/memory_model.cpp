@@ -158,16 +158,16 @@ int data_parallel_ranks(const Config& cfg, int world_size) {
   return world_size / model_ranks;
 }
 
-// The blocks `stage` runs, as the engine partitions them (Engine::setup_pipeline).
-ActivationStage activation_stage(const Config& cfg, const GPT2& model, int stage) {
+// Makes `model` the engine's stage `stage` (its own parameters only) and
+// returns the activations it lays out.
+ActivationStage set_stage(const Config& cfg, GPT2& model, int stage) {
   const int pp = std::max(1, cfg.parallel.pipeline_stages);
   if (stage < 0 || stage >= pp)
     throw std::invalid_argument(
         fmt::format("memory model: stage {} of pipeline.stages {}", stage, pp));
   if (pp == 1) return {};
-  const auto parts = model.partition_stages(pp, cfg.parallel.partition);
-  const StageBlocks b = parts[size_t(stage)];
-  return {b.begin, b.end, stage == 0, stage == pp - 1};
+  model.set_pipeline_stage(stage, pp, cfg.parallel.partition);
+  return {model.stage_begin(), model.stage_end(), model.first_stage(), model.last_stage()};
 }
 
 }  // namespace
@@ -177,10 +177,7 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   const int tp = std::max(1, cfg.parallel.tensor);
   GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});  // every tp rank's pieces are alike
   const int dp = data_parallel_ranks(cfg, world_size);
-  const ActivationStage mine = activation_stage(cfg, model, stage);
-  // A stage holds its own parameters only.
-  if (cfg.parallel.pipeline_stages > 1)
-    model.set_stage(mine.begin, mine.end, mine.first, mine.last);
+  const ActivationStage mine = set_stage(cfg, model, stage);
   ModuleTree tree(model);
   const Partition part(tree.param_count(), dp, 0);
   const ZeroSetup z = zero_setup(cfg);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <thread>
 
 #include "base/atomic_file.h"
 #include "base/launcher_env.h"
@@ -483,6 +484,11 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
     recorder->fail(s);
   }
   if (s.rank == 0) write_train_result(opts.result_path, s);
+  // mpirun tears the job down once a rank exits non-zero: the others wait a
+  // moment, so that rank 0, failing alike (a budget, a config), writes its
+  // result first.
+  if (s.rank != 0 && s.status != RunStatus::ok)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   return s;
 }
 

@@ -29,11 +29,8 @@ std::vector<float> read_whole_model(const std::string& dir, const std::string& t
   for (int s = 0; s < layout.pipeline_stages; ++s)
     for (int t = 0; t < layout.tensor_parallel; ++t) {
       GPT2 saved(model, padded_vocab, {layout.tensor_parallel, t});  // what that rank held
-      if (layout.pipeline_stages > 1) {
-        const StageBlocks b =
-            saved.partition_stages(layout.pipeline_stages, layout.partition)[size_t(s)];
-        saved.set_stage(b.begin, b.end, s == 0, s == layout.pipeline_stages - 1);
-      }
+      if (layout.pipeline_stages > 1)
+        saved.set_pipeline_stage(s, layout.pipeline_stages, layout.partition);
       ModuleTree tree(saved);
       const int64_t n = tree.param_count(), all = tree.full_param_count();
       if (whole.empty()) whole.assign(size_t(all) * size_t(planes), 0.0f);

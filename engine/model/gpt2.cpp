@@ -202,6 +202,13 @@ int64_t subtree_params(const Module& m) {
 }
 }  // namespace
 
+void GPT2::set_pipeline_stage(int stage, int stages, const std::string& method) {
+  const auto parts = partition_stages(stages, method);
+  if (stage < 0 || stage >= stages)
+    throw std::invalid_argument(fmt::format("GPT2: pipeline stage {} of {}", stage, stages));
+  set_stage(parts[size_t(stage)].begin, parts[size_t(stage)].end, stage == 0, stage == stages - 1);
+}
+
 std::vector<StageBlocks> GPT2::partition_stages(int stages, const std::string& method) const {
   return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks.front()),
                           subtree_params(*embedding), subtree_params(*ln_f));

@@ -119,6 +119,9 @@ class GPT2 final : public Module {
   // other stages' parameters get no room (ParamSpec::numel 0; the last stage
   // keeps the tied wte), and bind lays out only the stage's activations.
   void set_stage(int begin, int end, bool first, bool last);
+  // set_stage for stage `stage` of `stages`, the blocks partitioned by
+  // pipeline.partition `method` (partition_stages).
+  void set_pipeline_stage(int stage, int stages, const std::string& method);
   // Rebuilds every module cut for tp (before the ModuleTree is made and before
   // bind): the engine learns its tensor-parallel rank after the model exists.
   void set_tensor_slice(TensorSlice tp);
