@@ -25,6 +25,15 @@
 
 namespace hybrid::autotune::test {
 
+// The 4-rank sweep of DIR/cfg.json over DIR/space.json both layout tests run,
+// without its strategy, store and output.
+inline std::string layout_sweep_command(const std::string& dir) {
+  return fmt::format(
+      "{} --config {}/cfg.json --space {}/space.json --nprocs 4 --steps 12 --start-step 5 "
+      "--no-probe --confirm-rounds 0",
+      tune_bin(), dir, dir);
+}
+
 inline std::map<std::string, profiler::TrialRow> trials_by_key(const std::string& db) {
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   const auto sweeps = store.sweeps();

@@ -156,18 +156,8 @@ TEST(PipelineLayouts, ALayoutWhosePeakStageIsOverTheBudgetIsPruned) {
   EXPECT_EQ(r.pruned[0].predicted_mem_bytes, pred[largest].total());
 }
 
-// Point-to-point and all-reduce both at exactly 1 GB/s.
-ClusterRates linear_rates(int world) {
-  ClusterRates r = default_rates(kernels::BackendKind::cpu, world);
-  r.bandwidth.clear();
-  for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "send"})
-    for (uint64_t b : {uint64_t(1), uint64_t(1) << 30}) r.bandwidth.push_back({op, b, 1.0, 1.0});
-  r.gemm_flops_per_s = 1e10;
-  return r;
-}
-
 TEST(PipelineLayouts, TheCostModelChargesTheBubbleTransfersAndDataParallelReduction) {
-  const ClusterRates r = linear_rates(2);  // every collective of these runs spans 2 ranks
+  const ClusterRates r = test::linear_rates(2);  // every collective of these runs spans 2 ranks
   const auto flat = engine::parse_config(four_blocks(), 2);
   const auto pp2 = engine::parse_config(four_blocks({{"pipeline", {{"stages", 2}}}}), 4);
   const auto f_flat = step_features(flat, 2, r), f_pp = step_features(pp2, 4, r);

@@ -28,10 +28,7 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksWithinFivePercentOfTh
            {"hybrid", {{"model", {{"n_layer", 4}, {"n_embd", 64}, {"seq_len", 32}}}}}}));
   test::write_json(dir / "space.json",
                    json::parse(R"({"mbs": [1, 2], "pp": [1, 2, 4], "stage": [0, 1]})"));
-  const std::string common = fmt::format(
-      "{} --config {} --space {} --nprocs 4 --steps 12 --start-step 5 --no-probe --confirm-rounds "
-      "0",
-      test::tune_bin(), dir / "cfg.json", dir / "space.json");
+  const std::string common = test::layout_sweep_command(dir.path().string());
   const auto grid =
       test::run_command(fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}", common,
                                     dir / "grid.db", dir / "grid.json"));

@@ -134,16 +134,6 @@ TEST(TensorLayouts, TheMemoryModelPrunesTheLayoutThatHoldsWholeTensors) {
   EXPECT_EQ(r.pruned[0].key, e.candidates[0].key);
 }
 
-// Every collective at exactly 1 GB/s, GEMMs at 10 GFLOP/s.
-ClusterRates linear_rates(int world) {
-  ClusterRates r = default_rates(kernels::BackendKind::cpu, world);
-  r.bandwidth.clear();
-  for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "send"})
-    for (uint64_t b : {uint64_t(1), uint64_t(1) << 30}) r.bandwidth.push_back({op, b, 1.0, 1.0});
-  r.gemm_flops_per_s = 1e10;
-  return r;
-}
-
 // Forward and backward FLOPs of the whole model's modules, those
 // docs/parallelism.md cuts tp ways divided by tp, the rest whole (the
 // row-parallel c_proj layers add their bias, B·T·C each way, after the
@@ -160,7 +150,7 @@ double rank_flops(const engine::Module& m, int B, int T, int C, int tp) {
 }
 
 TEST(TensorLayouts, TheCostModelChargesThePiecesTheTpCollectivesAndDataParallelReduction) {
-  const ClusterRates r = linear_rates(2);  // every collective of these runs spans 2 ranks
+  const ClusterRates r = test::linear_rates(2);  // every collective of these runs spans 2 ranks
   const json patch = {{"gradient_accumulation_steps", 4}, {"zero_optimization", {{"stage", 1}}}};
   const auto flat = engine::parse_config(tiny(patch), 2);  // dp 2
   json tp_patch = patch;
@@ -196,7 +186,7 @@ TEST(TensorLayouts, TheCostModelChargesThePiecesTheTpCollectivesAndDataParallelR
 }
 
 TEST(TensorLayouts, WithAPipelineTheBusiestStageCountsItsOwnCollectivesInEverySlot) {
-  const ClusterRates r = linear_rates(2);
+  const ClusterRates r = test::linear_rates(2);
   const json patch = {{"gradient_accumulation_steps", 4},
                       {"tensor_model_parallel_size", 2},
                       {"pipeline", {{"stages", 2}}}};
@@ -221,7 +211,7 @@ TEST(TensorLayouts, WithAPipelineTheBusiestStageCountsItsOwnCollectivesInEverySl
 }
 
 TEST(TensorLayouts, ACheckpointedBlockRepeatsItsAttentionOutputAllReduce) {
-  const ClusterRates r = linear_rates(2);
+  const ClusterRates r = test::linear_rates(2);
   json patch = {{"tensor_model_parallel_size", 2},
                 {"hybrid", {{"activation_checkpointing", {{"every", 1}}}}}};
   const auto cfg = engine::parse_config(tiny(patch), 2);

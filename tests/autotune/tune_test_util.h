@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "autotune/cluster_rates.h"
 #include "tests/common/run_command.h"
 
 namespace hybrid::autotune::test {
@@ -72,6 +73,17 @@ inline nlohmann::json read_json(const std::string& path) {
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every collective (point-to-point too) at exactly 1 GB/s, GEMMs at 10 GFLOP/s:
+// rates whose costs the layout tests write in closed form.
+inline ClusterRates linear_rates(int world) {
+  ClusterRates r = default_rates(kernels::BackendKind::cpu, world);
+  r.bandwidth.clear();
+  for (const char* op : {"all_reduce", "reduce_scatter", "all_gather", "send"})
+    for (uint64_t b : {uint64_t(1), uint64_t(1) << 30}) r.bandwidth.push_back({op, b, 1.0, 1.0});
+  r.gemm_flops_per_s = 1e10;
+  return r;
 }
 
 inline std::string tune_bin() { return std::string(HYBRID_BINARY_DIR) + "/autotune/hybrid-tune"; }

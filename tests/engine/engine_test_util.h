@@ -114,6 +114,12 @@ struct TrainRun {
   std::vector<float> weights;
 };
 
+// The run's per-step losses from its --result JSON (none when it wrote none).
+inline std::vector<double> losses(const TrainRun& r) {
+  return r.result.is_null() ? std::vector<double>{}
+                            : r.result.at("losses").get<std::vector<double>>();
+}
+
 inline TrainRun run_hybrid_train(const TempDir& dir, const std::string& name, int ranks,
                                  const nlohmann::json& patch, const std::string& args) {
   const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json"),

@@ -31,10 +31,7 @@ nlohmann::json pipe_patch(int stages, int dp, const nlohmann::json& extra = {}) 
   return p;
 }
 
-std::vector<double> losses(const test::TrainRun& r) {
-  return r.result.is_null() ? std::vector<double>{}
-                            : r.result.at("losses").get<std::vector<double>>();
-}
+using test::losses;
 
 struct Layout {
   const char* name;

@@ -36,10 +36,7 @@ nlohmann::json tp_patch(int tp, int pp, int dp, const nlohmann::json& extra = {}
   return p;
 }
 
-std::vector<double> losses(const test::TrainRun& r) {
-  return r.result.is_null() ? std::vector<double>{}
-                            : r.result.at("losses").get<std::vector<double>>();
-}
+using test::losses;
 
 struct Layout {
   const char* name;
