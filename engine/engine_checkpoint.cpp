@@ -3,6 +3,8 @@
 // position and the LR come from the step counters).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/whole_model.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -183,7 +185,11 @@ void Engine::read_saved_state(const std::string& dir, const std::string& tag,
   for (int k = 0; k <= sf; ++k) {
     const auto pieces = shard_flat(*tree_, whole.data() + size_t(k) * all);
     float* out = k == 0 ? master : state + size_t(k - 1) * n;  // state is planar
-    std::copy_n(pieces.begin() + range.begin, n, out);
+    // The range may run past the parameters into ZeRO's padding: zeros there.
+    const size_t held = std::min(n, pieces.size() - std::min(pieces.size(), size_t(range.begin)));
+    std::copy_n(pieces.begin() + ptrdiff_t(std::min(pieces.size(), size_t(range.begin))), held,
+                out);
+    std::fill(out + held, out + n, 0.0f);
   }
 }
 
