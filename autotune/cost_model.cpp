@@ -7,6 +7,7 @@
 #include "autotune/tensor_cost.h"
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
+#include "engine/zero/bucket_plan.h"
 #include "engine/zero/partition.h"
 #include "kernels/dtype.h"
 
@@ -33,6 +34,19 @@ double bucketed_s(const ClusterRates& r, CollectiveKind kind, double total, doub
   const double rest = total - full * bucket;
   return full * r.collective_s(kind, uint64_t(bucket), world) +
          (rest > 0 ? r.collective_s(kind, uint64_t(rest), world) : 0.0);
+}
+
+// A gradient reduction under overlap_comm: each bucket is reduced as soon as
+// backward has filled it, so all but the last hide behind the rest of
+// backward, as far as backward lasts; the last starts when backward ends. One
+// bucket that holds every gradient hides nothing.
+struct Overlap {
+  double hidden = 0, exposed = 0;
+};
+
+Overlap overlap_reduction(double reduce_s, double last_bucket, double backward_s) {
+  const double hidden = std::clamp(reduce_s - last_bucket, 0.0, backward_s);
+  return {hidden, reduce_s - hidden};
 }
 
 // Activation checkpointing: what recomputing the checkpointed blocks adds per
@@ -62,20 +76,78 @@ Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tr
 }
 
 // The flat space ZeRO partitions on the busiest rank: its tensor-parallel
-// pieces and, with a pipeline, only its stage's own parameters (the largest).
-int64_t zero_param_count(const engine::Config& cfg, const engine::GPT2& model) {
+// pieces and, with a pipeline, only its stage's own parameters (the largest),
+// and the buckets its gradient reducer fills (engine/zero/bucket_plan.h).
+struct ZeroSpace {
+  int64_t params = 0;
+  engine::ReductionBuckets buckets;
+};
+
+ZeroSpace zero_space(const engine::Config& cfg, const engine::GPT2& model) {
   const int stages = std::max(1, cfg.parallel.pipeline_stages);
-  if (stages == 1) {
-    engine::GPT2 whole(cfg.model, cfg.padded_vocab(), model.tensor_slice());
-    return engine::ModuleTree(whole).param_count();
-  }
-  int64_t most = 0;
+  ZeroSpace most;
   for (int s = 0; s < stages; ++s) {
     engine::GPT2 stage(cfg.model, cfg.padded_vocab(), model.tensor_slice());
-    stage.set_pipeline_stage(s, stages, cfg.parallel.partition);
-    most = std::max(most, engine::ModuleTree(stage).param_count());
+    if (stages > 1) stage.set_pipeline_stage(s, stages, cfg.parallel.partition);
+    const engine::ModuleTree tree(stage);
+    if (tree.param_count() > most.params)
+      most = {tree.param_count(), engine::reduction_buckets(tree, cfg.zero.reduce_bucket_size)};
   }
   return most;
+}
+
+// ZeRO's collectives over the data-parallel group of `world` ranks, P
+// elements padded: gradient reductions, and the parameters' all-gathers.
+// backward_s: the compute that overlap_comm hides a reduction behind (one
+// micro-batch's backward); recompute_gather_s: stage 3's gathers for the
+// blocks recomputed in backward.
+void add_zero_comm(StepFeatures& f, const engine::Config& cfg, const engine::ModuleTree& tree,
+                   const ClusterRates& rates, int world, const ZeroSpace& space, double P,
+                   double recompute_gather_s, double backward_s) {
+  const auto& z = cfg.zero;
+  const double d = double(kernels::dtype_size(cfg.param_dtype()));
+  const int G = cfg.gradient_accumulation_steps;
+  const double agbs = double(z.allgather_bucket_size) * d;
+  // Stage 0 all-reduces the gradients, 1-3 reduce-scatter them (1-2 all-reduce
+  // with reduce_scatter false); 0-1 once per step, after the last micro-step,
+  // 2-3 after every micro-step.
+  auto grad_op = CollectiveKind::reduce_scatter;
+  if (z.stage == 0 || (z.stage < 3 && !z.reduce_scatter)) grad_op = CollectiveKind::all_reduce;
+  const double reductions = z.stage >= 2 ? G : 1;
+  // One reduction: the reducer's buckets (the partition's padding with the last
+  // one backward fills); that one and the shared parameters' start when
+  // backward ends.
+  auto during = space.buckets.during_backward;
+  if (!during.empty()) during.back() += int64_t(P) - space.params;
+  const auto time_of = [&](int64_t elems) {
+    return rates.collective_s(grad_op, uint64_t(double(elems) * d), world);
+  };
+  double reduce_once = 0, tail = during.empty() ? 0.0 : time_of(during.back());
+  for (int64_t b : during) reduce_once += time_of(b);
+  for (int64_t b : space.buckets.after_backward) reduce_once += time_of(b), tail += time_of(b);
+  double gather = 0;
+  if (z.stage == 1 || z.stage == 2)
+    gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs, world);
+  if (z.stage == 3) {
+    double per_pass = 0;  // one all-gather per non-persistent module, forward and backward
+    for (auto* m : tree.param_modules()) {
+      const double n = double(tree.own_range(*m).size());
+      if (n >= double(z.stage3_param_persistence_threshold))
+        per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d), world);
+    }
+    gather = 2.0 * G * per_pass + G * recompute_gather_s;
+  }
+  // With overlap_comm, gradient reductions (and stage 3's prefetched gathers)
+  // run behind backward.
+  if (z.overlap_comm) {
+    const Overlap o = overlap_reduction(reduce_once, tail, backward_s);
+    f.x[kCommOverlapped] = reductions * o.hidden + (z.stage == 3 ? gather : 0.0);
+    f.x[kCommExposed] += reductions * o.exposed + (z.stage == 3 ? 0.0 : gather);
+  } else {
+    f.x[kCommExposed] += reductions * reduce_once + gather;
+  }
+  const double bytes_gather = z.stage == 0 ? 0.0 : (z.stage == 3 ? 2.0 * G : 1.0) * P * d;
+  f.comm_bytes_per_step += reductions * P * d + bytes_gather;
 }
 
 }  // namespace
@@ -92,12 +164,11 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   const PipelineCost pipe = pipeline_cost(cfg, model, world_size, rates);
   const TensorCost tens = tensor_cost(cfg, whole, model, rates);
   const int world = pipe.data_parallel;
-  const engine::Partition part(zero_param_count(cfg, model), world, 0);
+  const ZeroSpace space = zero_space(cfg, model);
+  const engine::Partition part(space.params, world, 0);
   const double P = double(part.padded()), S = double(part.shard_size());
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
   const double a = double(kernels::dtype_size(cfg.grad_accum_dtype));
-  const int G = cfg.gradient_accumulation_steps;
-  const auto& z = cfg.zero;
 
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
@@ -106,56 +177,22 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   // The busiest stage runs its share of each micro-batch in G + P − 1 slots
   // (the bubble); without a pipeline: all of it, G times. A tp rank runs its
   // pieces' share.
-  const double per_micro = f.flops_per_step / world / G * tens.compute_share + rc.flops;
+  const double per_micro =
+      f.flops_per_step / world / cfg.gradient_accumulation_steps * tens.compute_share + rc.flops;
   f.x[kCompute] = per_micro * pipe.stage_share * pipe.slots / rates.rank_flops_per_s();
 
   const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
   f.x[kMicroSteps] = pipe.slots * pipe.stage_share * ops_per_micro_step * rates.op_overhead_s;
 
-  const double n_opt = z.stage == 0 ? P : S;
+  const double n_opt = cfg.zero.stage == 0 ? P : S;
   f.x[kOptimizer] = n_opt * (a + 4 * 3 + 4 * 3 + d) / rates.memory_bytes_per_s;
   // tp's all-reduces sit between a micro-batch's kernels: they lengthen every slot.
   f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s + pipe.slots * tens.per_micro_s + tens.per_step_s;
   f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes + tens.bytes_per_step;
 
-  if (world > 1) {
-    const double rbs = double(z.reduce_bucket_size) * d, agbs = double(z.allgather_bucket_size) * d;
-    double reduce = 0, gather = 0;
-    // reduce_scatter false: stages 1-2 average gradients by all-reduce (the same message).
-    const auto grad_op =
-        z.reduce_scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-    switch (z.stage) {
-      case 0:
-        reduce = bucketed_s(rates, CollectiveKind::all_reduce, P * d, rbs, world);
-        break;
-      case 1:
-        reduce = bucketed_s(rates, grad_op, P * d, rbs, world);
-        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs, world);
-        break;
-      case 2:
-        reduce = G * bucketed_s(rates, grad_op, P * d, rbs, world);
-        gather = bucketed_s(rates, CollectiveKind::all_gather, P * d, agbs, world);
-        break;
-      default: {
-        reduce = G * bucketed_s(rates, CollectiveKind::reduce_scatter, P * d, rbs, world);
-        double per_pass = 0;  // one all-gather per non-persistent module, forward and backward
-        for (auto* m : tree.param_modules()) {
-          const double n = double(tree.own_range(*m).size());
-          if (n >= double(z.stage3_param_persistence_threshold))
-            per_pass += rates.collective_s(CollectiveKind::all_gather, uint64_t(n * d), world);
-        }
-        gather = 2.0 * G * per_pass + G * rc.gather_s;
-        break;
-      }
-    }
-    // With overlap_comm, gradient reductions (and stage 3's prefetched gathers) run behind
-    // backward.
-    f.x[kCommOverlapped] = z.overlap_comm ? reduce + (z.stage == 3 ? gather : 0.0) : 0.0;
-    f.x[kCommExposed] += z.overlap_comm ? (z.stage == 3 ? 0.0 : gather) : reduce + gather;
-    const double bytes_reduce = (z.stage >= 2 ? G : 1) * P * d;
-    const double bytes_gather = z.stage == 0 ? 0.0 : (z.stage == 3 ? 2.0 * G : 1.0) * P * d;
-    f.comm_bytes_per_step += bytes_reduce + bytes_gather;
-  }
+  if (world > 1)
+    add_zero_comm(f, cfg, tree, rates, world, space, P, rc.gather_s,
+                  (2.0 / 3.0) * per_micro * pipe.stage_share / rates.rank_flops_per_s());
   return f;
 }
 

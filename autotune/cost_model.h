@@ -5,7 +5,11 @@
 //   compute         model FLOPs per rank / the probe's GEMM FLOP/s
 //   comm_exposed    collective time per step (ZeRO volumes below, the probe's
 //                   time for each message size) that nothing hides
-//   comm_overlapped gradient reductions issued during backward with overlap_comm
+//   comm_overlapped gradient reductions issued during backward with overlap_comm,
+//                   as far as one micro-batch's backward (2/3 of its compute)
+//                   lasts; the last bucket starts when backward ends, so it
+//                   and what backward cannot hide count as exposed (one bucket
+//                   that holds every gradient hides nothing)
 //   micro_steps     accumulation steps × ops per micro-step × per-op overhead
 //   optimizer       bytes the AdamW step streams over this rank's range / memory bandwidth
 //

@@ -16,9 +16,12 @@
 #   scripts/testcluster.sh cut HOST | heal HOST   take its link down / up
 #
 # --rate shapes every host's outgoing traffic with a token bucket (tc tbf), so a
-# host-to-host link carries RATE; --delay adds one-way latency (tc netem, which
-# some kernels lack: then `up` fails saying so). Within a host, ranks talk over
-# shared memory. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for the hostnames).
+# host-to-host link carries RATE; --delay TIME (e.g. 1ms, 500us) delays it by
+# TIME: one-way latency. The delay is a small process per host
+# (scripts/delay-line.cpp, compiled here) between a TAP device that is the
+# host's eth0 and one on the bridge, not tc netem, which many kernels lack.
+# Within a host, ranks talk over shared memory. Needs root (CAP_NET_ADMIN,
+# CAP_SYS_ADMIN for the hostnames) and, for --delay, /dev/net/tun and c++.
 # `up` exits 2 with the reason when namespaces cannot be created here; tests
 # skip on that.
 set -euo pipefail
@@ -26,6 +29,7 @@ set -euo pipefail
 prefix=hyb-node
 net=10.77.0
 bridge=hyb-br0
+jumbo=9000
 state=${HYBRID_TESTCLUSTER_STATE:-/run/hybrid-testcluster}
 marker="# hybrid-testcluster"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,10 +39,21 @@ die() {
   exit 1
 }
 
+# In `up`, once it has made something: fail so that its ERR trap cleans up.
+fail() {
+  echo "testcluster: $*" >&2
+  return 1
+}
+
 hosts() { [ -f "$state/hosts" ] && cat "$state/hosts" || true; }
 
 down() {
   local h i
+  pkill -9 -x hyb-delay-line 2>/dev/null || true  # their TAP devices go with them
+  for i in $(seq 50); do
+    pgrep -x hyb-delay-line >/dev/null || break
+    sleep 0.1
+  done
   for h in $(hosts) $(ip netns list 2>/dev/null | awk -v p="$prefix" 'index($1, p) == 1 {print $1}'); do
     ip netns pids "$h" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     # A namespace outlives its name while a process is still in it, and keeps
@@ -62,20 +77,45 @@ down() {
   rm -rf "$state"
 }
 
-shape() {  # HOST RATE DELAY
-  local h=$1 rate=$2 delay=$3
-  if [ -n "$delay" ]; then
-    ip netns exec "$h" tc qdisc add dev eth0 root handle 1: netem delay "$delay" 2>/dev/null ||
-      die "cannot add $delay of latency: this kernel has no tc netem (CONFIG_NET_SCH_NETEM)"
-    [ -z "$rate" ] && return 0
-    # netem's own rate limiter would do, but tbf under it is what kernels without
-    # netem also have, so one code path shapes bandwidth.
-    ip netns exec "$h" tc qdisc add dev eth0 parent 1:1 handle 10: tbf rate "$rate" \
-      burst "$(burst_of "$rate")" latency 400ms
-  elif [ -n "$rate" ]; then
-    ip netns exec "$h" tc qdisc add dev eth0 root tbf rate "$rate" burst "$(burst_of "$rate")" \
-      latency 400ms || die "cannot shape $h to $rate (tc tbf)"
+shape() {  # HOST RATE
+  [ -z "$2" ] && return 0
+  ip netns exec "$1" tc qdisc add dev eth0 root tbf rate "$2" burst "$(burst_of "$2")" \
+    latency 400ms || die "cannot shape $1 to $2 (tc tbf)"
+}
+
+# Host i's link to the bridge: a veth pair, or with a delay two TAP devices
+# with a delay line between them (scripts/delay-line.cpp). Either way the host
+# sees eth0 and the bridge a port hyb-veth<i>, which `cut` takes down.
+link() {  # HOST INDEX DELAY_US
+  local h=$1 i=$2 us=$3
+  if [ -z "$us" ]; then
+    ip link add "hyb-veth$i" type veth peer name eth0 netns "$h"
+    return 0
   fi
+  setsid "$state/hyb-delay-line" "hyb-tap$i" "hyb-veth$i" "$us" "$jumbo" \
+    </dev/null >"$state/delay$i.log" 2>&1 &
+  local n
+  for n in $(seq 100); do
+    grep -q ready "$state/delay$i.log" 2>/dev/null && break
+    kill -0 $! 2>/dev/null || fail "the delay line of $h failed: $(cat "$state/delay$i.log")"
+    sleep 0.05
+  done
+  grep -q ready "$state/delay$i.log" || fail "the delay line of $h did not start in 5 s"
+  ip link set "hyb-tap$i" netns "$h"
+  ip -n "$h" link set "hyb-tap$i" name eth0
+  # Jumbo frames: a sixth of the frames to forward per byte, so the delay line
+  # costs little of the cores the ranks share.
+  ip -n "$h" link set eth0 mtu "$jumbo"
+  ip link set "hyb-veth$i" mtu "$jumbo"
+}
+
+delay_us() {  # 1ms, 500us, 2000us -> microseconds
+  local v=${1,,}
+  case "$v" in
+    *ms) [[ "${v%ms}" =~ ^[0-9]+$ ]] && echo $((${v%ms} * 1000)) && return ;;
+    *us) [[ "${v%us}" =~ ^[0-9]+$ ]] && echo "${v%us}" && return ;;
+  esac
+  die "--delay $1: give a whole number with ms or us (e.g. 1ms)"
 }
 
 # A token bucket of 4 ms at the rate (at least 16 KiB, a few packets). A 1 ms
@@ -120,6 +160,9 @@ up() {
     esac
   done
   [ -n "$rate" ] && tc_rate_bits "$rate" >/dev/null
+  local us=""
+  [ -n "$delay" ] && { us=$(delay_us "$delay") || exit 1; }
+  [ "$us" = 0 ] && us=""
   down
   if ! ip netns add "${prefix}-probe" 2>"$state.err"; then
     echo "testcluster: cannot create network namespaces here: $(cat "$state.err")" >&2
@@ -131,18 +174,23 @@ up() {
   mkdir -p "$state"
   # Exit 1 whatever failed: 2 means "no namespaces here" to the tests.
   trap 'echo "testcluster: up failed; cleaning up" >&2; down; exit 1' ERR
+  if [ -n "$us" ]; then
+    [ -c /dev/net/tun ] || fail "--delay needs /dev/net/tun (TAP devices), which this machine lacks"
+    c++ -O2 -std=c++17 -o "$state/hyb-delay-line" "$here/delay-line.cpp" ||
+      fail "--delay: cannot compile scripts/delay-line.cpp"
+  fi
   ip link add "$bridge" type bridge
   ip addr add "$net.1/24" dev "$bridge"
   ip link set "$bridge" up
   for i in $(seq 1 "$n"); do
     local h=$prefix$i
     ip netns add "$h"
-    ip link add "hyb-veth$i" type veth peer name eth0 netns "$h"
+    link "$h" "$i" "$us"
     ip link set "hyb-veth$i" master "$bridge" up
     ip -n "$h" addr add "$net.$((i + 1))/24" dev eth0
     ip -n "$h" link set eth0 up
     ip -n "$h" link set lo up
-    shape "$h" "$rate" "$delay"
+    shape "$h" "$rate"
     echo "$h" >>"$state/hosts"
     echo "$net.$((i + 1)) $h $marker" >>/etc/hosts
   done

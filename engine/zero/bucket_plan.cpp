@@ -26,4 +26,28 @@ int64_t reduce_bucket_capacity(const ModuleTree& tree, int64_t reduce_bucket_ele
   return std::max(largest, std::min(reduce_bucket_elems, std::max<int64_t>(total, 1)));
 }
 
+ReductionBuckets reduction_buckets(const ModuleTree& tree, int64_t reduce_bucket_elems) {
+  const auto shared = shared_parameters(tree);
+  const int64_t cap = reduce_bucket_capacity(tree, reduce_bucket_elems);
+  ReductionBuckets out;
+  std::vector<int64_t>& sizes = out.during_backward;
+  int64_t open = 0;
+  for (auto it = tree.modules().rbegin(); it != tree.modules().rend(); ++it) {
+    int64_t n = 0;
+    for (auto* p : (*it)->own_params())
+      if (!shared[size_t(p->id)]) n += p->numel;
+    if (n == 0) continue;
+    if (open > 0 && open + n <= cap) {
+      open += n;
+      continue;
+    }
+    if (open > 0) sizes.push_back(open);
+    open = n;
+  }
+  if (open > 0) sizes.push_back(open);
+  for (auto* p : tree.params())
+    if (shared[size_t(p->id)] && p->numel > 0) out.after_backward.push_back(p->numel);
+  return out;
+}
+
 }  // namespace hybrid::engine

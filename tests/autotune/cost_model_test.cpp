@@ -10,6 +10,7 @@
 
 #include "engine/model/gpt2.h"
 #include "engine/trainer.h"
+#include "engine/zero/bucket_plan.h"
 #include "engine/zero/partition.h"
 #include "profiler/flops.h"
 #include "tune_test_util.h"
@@ -74,11 +75,11 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
     EXPECT_NEAR(step_features(c, 2, r).x[kCommExposed], (2 * s.padded + 2 * 2 * s.params) * d / 1e9,
                 1e-12);
   }
-  {  // overlap_comm moves the gradient reduction into the overlapped term
+  {  // overlap_comm with one bucket for every gradient: it starts when backward ends
     const auto c = cfg({{"zero_optimization", {{"stage", 1}, {"overlap_comm", true}}}}, 2);
     const auto f = step_features(c, 2, r);
-    EXPECT_NEAR(f.x[kCommOverlapped], sizes(c, 2).padded * d / 1e9, 1e-12);
-    EXPECT_NEAR(f.x[kCommExposed], sizes(c, 2).padded * d / 1e9, 1e-12);
+    EXPECT_EQ(f.x[kCommOverlapped], 0.0);
+    EXPECT_NEAR(f.x[kCommExposed], 2 * sizes(c, 2).padded * d / 1e9, 1e-12);
   }
   {  // buckets: a 100-element bucket splits the all-reduce into ceil(Ψ/100) messages, same bytes
     const auto c = cfg({{"zero_optimization", {{"stage", 0}, {"reduce_bucket_size", 100}}}}, 2);
@@ -131,6 +132,48 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const auto g1 = step_features(cfg({{"gradient_accumulation_steps", 1}}, 2), 2, r);
   const auto g2 = step_features(cfg({{"gradient_accumulation_steps", 2}}, 2), 2, r);
   EXPECT_DOUBLE_EQ(g2.x[kMicroSteps], 2 * g1.x[kMicroSteps]);
+}
+
+// overlap_comm: each bucket's reduction starts once backward has filled it, so
+// all but the last hide behind the rest of one micro-batch's backward (2/3 of
+// its compute), as far as that lasts; the last and the excess stay exposed.
+// At 1 GB/s and no latency a reduction of n bytes takes n / 1e9 s however it
+// is cut, so the split is a closed form in the bucket size and backward's time.
+TEST(CostModel, OverlapHidesAllButTheLastBucketAsFarAsBackwardLasts) {
+  const double d = 4;
+  const double bucket = 1000;         // elements
+  for (double gemm : {1e10, 1e13}) {  // backward longer than the reduction, and far shorter
+    ClusterRates r = linear_rates(2);
+    r.gemm_flops_per_s = gemm;
+    // Stage 0 all-reduces P·d once per step, stage 2 reduce-scatters it after each of
+    // the 2 micro-steps and all-gathers P·d once.
+    for (int stage : {0, 2}) {
+      SCOPED_TRACE(::testing::Message() << "gemm " << gemm << " stage " << stage);
+      const auto c = cfg(
+          {{"gradient_accumulation_steps", 2},
+           {"zero_optimization",
+            {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", int64_t(bucket)}}}},
+          2);
+      const auto f = step_features(c, 2, r);
+      const Sizes n = sizes(c, 2);
+      const double reductions = stage == 0 ? 1 : 2, once = n.padded * d / 1e9;
+      // Last: the bucket backward fills last (with the partition's padding) and the
+      // tied embedding's gradient, reduced once backward is done.
+      engine::GPT2 model(c.model, c.padded_vocab());
+      const auto buckets = engine::reduction_buckets(engine::ModuleTree(model), int64_t(bucket));
+      ASSERT_GE(buckets.during_backward.size(), 3u);
+      ASSERT_EQ(buckets.after_backward.size(), 1u);
+      const double last =
+          double(buckets.during_backward.back() + buckets.after_backward[0]) * d / 1e9 +
+          (n.padded - n.params) * d / 1e9;
+      const double backward = (2.0 / 3.0) * f.x[kCompute] / 2;  // one of the 2 micro-batches
+      const double hidden = std::min(once - last, backward);
+      EXPECT_GT(hidden, 0.0);
+      EXPECT_NEAR(f.x[kCommOverlapped], reductions * hidden, 1e-12);
+      EXPECT_NEAR(f.x[kCommExposed], reductions * (once - hidden) + (stage == 2 ? once : 0.0),
+                  1e-12);
+    }
+  }
 }
 
 // Activation checkpointing adds the recomputed forwards (each checkpointed

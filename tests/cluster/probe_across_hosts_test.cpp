@@ -1,15 +1,20 @@
-// hybrid-tune probe --hostfile on test hosts whose links are shaped to 1 Gbit/s
-// (tc tbf): the inter-host collectives it measures run at the shaped rate
-// within 20 %, and unshaped links measure well above it. The best of the
-// large messages is compared: on a 2-core machine shared with other work the
-// ranks' busy-polling starves the network stack at times, which only ever
-// slows a transfer down. The alpha-beta fit of the shaped all-gather finds the
-// shaped rate too (within 25 %: it fits every large message, not the best),
-// and `predict` for more ranks across hosts uses the probe's inter-host link.
+// hybrid-tune probe --hostfile on test hosts whose links are shaped as the
+// issue words it, 1 Gbit/s (tc tbf) and 1 ms of one-way latency (a delay line
+// per host, scripts/delay-line.cpp): the inter-host collectives it measures
+// run at the shaped rate within 20 %, no small message crosses faster than
+// the delay, and the alpha-beta fit finds the delay in each ring step;
+// unshaped links measure well above the rate and far below the delay. The
+// best of the large messages is compared: on a 2-core machine shared with
+// other work the ranks' busy-polling starves the network stack at times,
+// which only ever slows a transfer down. The fit of the shaped all-gather
+// finds the shaped rate too (within 25 %: it fits every large message, not
+// the best), and `predict` for more ranks across hosts uses the probe's
+// inter-host link.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "autotune/alpha_beta.h"
 #include "profiler/store/run_store.h"
@@ -20,11 +25,14 @@ namespace hybrid::autotune {
 namespace {
 
 constexpr double kShapedGBps = 0.125;  // 1 Gbit/s
+constexpr double kDelayS = 1e-3;       // one way
 
 struct Measured {
-  double best_busbw = 0;       // GB/s, the best inter-host message of 4 MiB and more
-  double fitted_busbw = 0;     // GB/s, the inter-host all-gather's alpha-beta fit
-  std::string predict_output;  // `predict --world 16 --hosts 2` on the probe's store
+  double best_busbw = 0;          // GB/s, the best inter-host message of 4 MiB and more
+  double fitted_busbw = 0;        // GB/s, the inter-host all-gather's alpha-beta fit
+  double fastest_small_s = 1e9;   // the quickest inter-host collective of 64 KiB or less
+  double all_reduce_alpha_s = 0;  // per ring step, the inter-host all-reduce's fit
+  std::string predict_output;     // `predict --world 16 --hosts 2` on the probe's store
 };
 
 Measured measure_inter_host(const hybrid::test::TestCluster& cluster, const test::TempDir& dir,
@@ -44,12 +52,16 @@ Measured measure_inter_host(const hybrid::test::TestCluster& cluster, const test
     inter += b.link == "inter_host";
     if (b.link == "inter_host" && b.bytes >= (uint64_t(4) << 20))
       m.best_busbw = std::max(m.best_busbw, b.busbw_gbps);
+    if (b.link == "inter_host" && b.bytes <= (uint64_t(64) << 10) && b.algbw_gbps > 0)
+      m.fastest_small_s = std::min(m.fastest_small_s, double(b.bytes) / (b.algbw_gbps * 1e9));
   }
   EXPECT_EQ(inter, 3 * 8) << "3 collectives x 8 sizes (4 KiB..64 MiB) across hosts\n" << r.output;
   if (probe)
-    for (const auto& f : fit_alpha_beta(probe->bandwidth, probe->world_size))
-      if (f.op == "all_gather" && f.link == "inter_host")
-        m.fitted_busbw = f.busbw_bytes_per_s / 1e9;
+    for (const auto& f : fit_alpha_beta(probe->bandwidth, probe->world_size)) {
+      if (f.link != "inter_host") continue;
+      if (f.op == "all_gather") m.fitted_busbw = f.busbw_bytes_per_s / 1e9;
+      if (f.op == "all_reduce") m.all_reduce_alpha_s = f.alpha_s;
+    }
   test::write_json(dir / (name + ".json"), test::tiny_config());
   m.predict_output =
       hybrid::test::run_command(fmt::format("{} predict --config {} --world 16 --hosts 2 --db {}",
@@ -62,7 +74,7 @@ TEST(ProbeAcrossHosts, MeasuresTheShapedInterHostBandwidth) {
   test::TempDir dir;
   Measured shaped, unshaped;
   {
-    hybrid::test::TestCluster cluster(2, "--rate 1gbit");
+    hybrid::test::TestCluster cluster(2, "--rate 1gbit --delay 1ms");
     HYBRID_REQUIRE_CLUSTER(cluster);
     shaped = measure_inter_host(cluster, dir, "shaped");
   }
@@ -71,11 +83,24 @@ TEST(ProbeAcrossHosts, MeasuresTheShapedInterHostBandwidth) {
     HYBRID_REQUIRE_CLUSTER(cluster);
     unshaped = measure_inter_host(cluster, dir, "unshaped");
   }
+  std::printf(
+      "inter-host, shaped (1 Gbit/s, 1 ms) vs unshaped: best busbw %.3f vs %.3f GB/s, fitted "
+      "all-gather busbw %.3f vs %.3f GB/s, fastest small message %.2f vs %.2f ms, all-reduce "
+      "alpha %.2f vs %.2f ms per step\n",
+      shaped.best_busbw, unshaped.best_busbw, shaped.fitted_busbw, unshaped.fitted_busbw,
+      shaped.fastest_small_s * 1e3, unshaped.fastest_small_s * 1e3, shaped.all_reduce_alpha_s * 1e3,
+      unshaped.all_reduce_alpha_s * 1e3);
   EXPECT_NEAR(shaped.best_busbw, kShapedGBps, 0.2 * kShapedGBps)
       << "unshaped: " << unshaped.best_busbw << " GB/s";
   EXPECT_GT(unshaped.best_busbw, 2 * kShapedGBps) << "shaped: " << shaped.best_busbw << " GB/s";
   EXPECT_NEAR(shaped.fitted_busbw, kShapedGBps, 0.25 * kShapedGBps);
   EXPECT_GT(unshaped.fitted_busbw, 2 * kShapedGBps);
+  // Latency: every message crosses a delayed link at least once; a ring
+  // all-reduce's steps each cross one (1.1-1.2 ms measured per step here).
+  EXPECT_GE(shaped.fastest_small_s, kDelayS);
+  EXPECT_NEAR(shaped.all_reduce_alpha_s, 1.25 * kDelayS, 0.35 * kDelayS);
+  EXPECT_LT(unshaped.fastest_small_s, kDelayS / 2);
+  EXPECT_LT(unshaped.all_reduce_alpha_s, kDelayS / 3);
   // The store has a probe across hosts (and no trials yet): predict says so.
   EXPECT_NE(shaped.predict_output.find("predicting 16 ranks on 2 host(s) (8 per host)"),
             std::string::npos)

@@ -1,0 +1,52 @@
+// The buckets the gradient reducer fills (engine/zero/bucket_plan.h), which the
+// cost model prices: every gradient in exactly one of them, none over the
+// capacity unless one module alone exceeds it, the tied embedding's reduced
+// after backward, and the capacity between the largest module and the whole.
+#include "engine/zero/bucket_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "engine/model/gpt2.h"
+
+namespace hybrid::engine {
+namespace {
+
+ModelConfig small_gpt2() {
+  ModelConfig m;
+  m.n_layer = 3;
+  m.n_embd = 32;
+  m.n_head = 2;
+  m.vocab_size = 64;
+  m.seq_len = 16;
+  return m;
+}
+
+int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t(0)); }
+
+TEST(BucketPlan, EveryGradientIsInOneBucketOfAtMostTheCapacity) {
+  GPT2 model(small_gpt2(), 64);
+  ModuleTree tree(model);
+  const int64_t C = 32, wte = 64 * C;
+  const int64_t largest = 4 * C * C + 4 * C;  // mlp.c_fc: the largest module (c_attn is 3C² + 3C)
+  for (int64_t asked : {int64_t(1), int64_t(5000), int64_t(20000), int64_t(1) << 40}) {
+    SCOPED_TRACE(asked);
+    const int64_t cap = reduce_bucket_capacity(tree, asked);
+    EXPECT_EQ(cap, std::max(largest, std::min(asked, tree.param_count() - wte)));
+    const auto b = reduction_buckets(tree, asked);
+    ASSERT_EQ(b.after_backward, std::vector<int64_t>{wte});  // shared by wte and lm_head
+    EXPECT_EQ(sum(b.during_backward) + wte, tree.param_count());
+    for (int64_t n : b.during_backward) EXPECT_LE(n, cap);
+    // Neighbours join while they fit: no two neighbouring buckets would fit in one.
+    for (size_t i = 1; i < b.during_backward.size(); ++i)
+      EXPECT_GT(b.during_backward[i - 1] + b.during_backward[i], cap);
+  }
+  // All in one, or one module per bucket at the smallest capacity (the
+  // layernorms, C + C each, join their neighbours).
+  EXPECT_EQ(reduction_buckets(tree, int64_t(1) << 40).during_backward.size(), 1u);
+  EXPECT_GE(reduction_buckets(tree, 1).during_backward.size(), size_t(3 * 3));
+}
+
+}  // namespace
+}  // namespace hybrid::engine
