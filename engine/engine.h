@@ -201,6 +201,9 @@ class Engine {
   // 3D parallelism (engine/engine_topology.cpp): the topology, its groups and
   // the model's tensor-parallel slice; before the ModuleTree.
   void setup_topology();
+  void split_groups();  // groups_, host_groups_ and tied_comm_, labelled and traced
+  // This rank's group along `axis` for host values (the host communicator's).
+  engine::comm::Communicator& host_group(engine::ParallelAxis axis) const;
   // Pipeline parallelism (engine/engine_pipeline.cpp).
   void setup_pipeline();                   // this stage's blocks; before the ZeRO runtime
   void restrict_zero_to_stage();           // after it
@@ -234,10 +237,15 @@ class Engine {
   std::unique_ptr<engine::comm::Communicator> host_comm_;
   std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
   engine::comm::Communicator* device_comm_ = nullptr;
-  // 3D parallelism: the topology, this rank's groups and the group of the
-  // first and last stage (the tied embedding); destroyed before the world.
+  // 3D parallelism: the topology and this rank's groups, destroyed before the
+  // world. groups_ are the device communicator's (activations and their
+  // gradients, ZeRO's buffers), host_groups_ the host one's (the norm and
+  // overflow agreement, the loss, gather_parameters); on the CPU both
+  // communicators are one object and groups_ serve both (host_groups_ empty).
+  // tied_comm_: the first and last stage (the tied embedding's gradients, device).
   std::unique_ptr<engine::Topology> topology_;
   engine::GroupCommunicators groups_;
+  engine::GroupCommunicators host_groups_;
   std::unique_ptr<engine::comm::Communicator> tied_comm_;
   std::vector<int64_t> stage_param_counts_;  // each pipeline stage's flat space
   // What ZeRO reduces over: the data-parallel group (the device communicator

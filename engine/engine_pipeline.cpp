@@ -59,7 +59,8 @@ float Engine::train_batch(const std::vector<const int32_t*>& inputs,
     run_pipe_step(st, inputs, targets, loss_sum);
   pipeline_times_.schedule_ms = double(tracer_.now_ns() - t0) / 1e6;
   float loss = float(loss_sum / gas);
-  groups_.pp->broadcast(&loss, sizeof loss, stages - 1);  // the last stage computed it
+  // The last stage computed it; a host value, over the host communicator's pp group.
+  host_group(ParallelAxis::pp).broadcast(&loss, sizeof loss, stages - 1);
   {
     const auto timer = timers_.time(StepTimer::step);
     take_optimizer_step();
@@ -104,7 +105,10 @@ void Engine::run_pipe_step(const PipeStep& st, const std::vector<const int32_t*>
 }
 
 // Activations go forward from stage_output() into the next stage's
-// stage_input(); their gradients come back through residual_grad().
+// stage_input(); their gradients come back through residual_grad(). Device
+// buffers: the device communicator's pp group. On a GPU (NCCL) a transfer's
+// wait only orders the compute stream after it, so the host waits here for
+// almost nothing: the time booked as the bubble is the host's, not the GPU's.
 void Engine::pipe_transfer(const PipeStep& st) {
   comm::Communicator& pp = *groups_.pp;
   const int stage = pipeline_stage();

@@ -21,34 +21,50 @@ void Engine::setup_topology() {
   zero_host_comm_ = host_comm_.get();
   const ParallelConfig& par = cfg_.parallel;
   if (par.tensor == 1 && par.pipeline_stages == 1) return;
-  if (backend_->kind() != kernels::BackendKind::cpu || device_comm_ != host_comm_.get())
-    throw ConfigError(fmt::format(
-        "config: tensor_model_parallel_size {} and pipeline.stages {} run on the CPU backend only "
-        "for now (the NCCL groups a GPU needs are not built)",
-        par.tensor, par.pipeline_stages));
   topology_ = std::make_unique<Topology>(world_size(), par.tensor, par.pipeline_stages);
-  groups_ = make_group_communicators(*host_comm_, *topology_);
-  const TopologyCoords me = topology_->coords(rank());
+  split_groups();
   zero_comm_ = groups_.dp.get();
-  zero_host_comm_ = groups_.dp.get();
-  groups_.tp->set_group_label("tp");
-  groups_.dp->set_group_label("dp");
-  groups_.pp->set_group_label("pp");
-  for (comm::Communicator* g : {groups_.tp.get(), groups_.dp.get(), groups_.pp.get()})
-    g->set_observer(comm_tracer_->observer());
-  if (par.pipeline_stages > 1) {
-    // The tied embedding's group: the first and the last stage of one pipeline.
-    const bool ends = me.pp == 0 || me.pp == par.pipeline_stages - 1;
-    const int pipelines = topology_->dp() * topology_->tp();
-    tied_comm_ = host_comm_->split(
-        ends ? topology_->group_index(ParallelAxis::pp, rank()) : pipelines + rank(), me.pp);
-    tied_comm_->set_group_label("tied");
-    tied_comm_->set_observer(comm_tracer_->observer());
-  }
-  if (par.tensor > 1) model_->set_tensor_slice({par.tensor, me.tp});
+  zero_host_comm_ = &host_group(ParallelAxis::dp);
+  if (par.tensor > 1) model_->set_tensor_slice({par.tensor, topology_->coords(rank()).tp});
   log(fmt::format("topology: {} (rank = (pp · dp + dp_index) · tp + tp_index)",
                   topology_->describe()));
   setup_pipeline();
+}
+
+// Device buffers go through groups of the device communicator (NCCL on a
+// GPU), host values through groups of the host one; one set when both are one
+// object. Every rank splits in the same order: device tp, dp, pp, then host
+// tp, dp, pp, then the tied group.
+void Engine::split_groups() {
+  const ParallelConfig& par = cfg_.parallel;
+  try {
+    groups_ = make_group_communicators(*device_comm_, *topology_);
+    if (device_comm_ != host_comm_.get())
+      host_groups_ = make_group_communicators(*host_comm_, *topology_);
+    if (par.pipeline_stages > 1) {
+      const SplitArgs tied = topology_->tied_split_args(rank());
+      tied_comm_ = device_comm_->split(tied.color, tied.key);
+    }
+  } catch (const std::logic_error& e) {  // a communicator without split()
+    throw ConfigError(fmt::format(
+        "config: tensor_model_parallel_size {} and pipeline.stages {} need groups of the {} "
+        "communicator: {}",
+        par.tensor, par.pipeline_stages, device_comm_->name(), e.what()));
+  }
+  auto traced = [this](comm::Communicator& g, const char* label) {
+    g.set_group_label(label);
+    g.set_observer(comm_tracer_->observer());
+  };
+  for (const GroupCommunicators* set : {&groups_, &host_groups_}) {
+    if (!set->tp) continue;
+    for (ParallelAxis a : {ParallelAxis::tp, ParallelAxis::dp, ParallelAxis::pp})
+      traced(set->of(a), axis_name(a));
+  }
+  if (tied_comm_) traced(*tied_comm_, "tied");
+}
+
+comm::Communicator& Engine::host_group(ParallelAxis axis) const {
+  return (host_groups_.tp ? host_groups_ : groups_).of(axis);
 }
 
 std::vector<std::pair<std::string, comm::Communicator::Counters>> Engine::comm_counters_by_group()
@@ -61,10 +77,15 @@ std::vector<std::pair<std::string, comm::Communicator::Counters>> Engine::comm_c
   }
   std::vector<std::pair<std::string, comm::Communicator::Counters>> out{{"world", world}};
   if (!topology_) return out;
-  out.emplace_back("dp", groups_.dp->counters());
-  if (topology_->tp() > 1) out.emplace_back("tp", groups_.tp->counters());
+  auto both = [this](ParallelAxis a) {  // the device and the host group, counted once when one
+    auto c = groups_.of(a).counters();
+    if (host_groups_.tp) c += host_groups_.of(a).counters();
+    return c;
+  };
+  out.emplace_back("dp", both(ParallelAxis::dp));
+  if (topology_->tp() > 1) out.emplace_back("tp", both(ParallelAxis::tp));
   if (topology_->pp() == 1) return out;
-  out.emplace_back("pp", groups_.pp->counters());
+  out.emplace_back("pp", both(ParallelAxis::pp));
   out.emplace_back("tied", tied_comm_->counters());
   return out;
 }
@@ -86,23 +107,25 @@ GradSummary Engine::gradient_summary() {
     if (pipeline_stage() != 0) weights.push_back({tied, 0.0});
   }
   GradSummary g = zero_->finish_gradients(std::move(weights));
-  float both[2] = {float(g.sum_squares), g.overflow ? 1.0f : 0.0f};
-  for (comm::Communicator* group : {groups_.tp.get(), groups_.pp.get()})
-    if (group->world_size() > 1)
-      group->all_reduce(both, 2, kernels::DType::f32, comm::ReduceOp::sum);
+  float both[2] = {float(g.sum_squares), g.overflow ? 1.0f : 0.0f};  // host values
+  for (ParallelAxis a : {ParallelAxis::tp, ParallelAxis::pp})
+    if (comm::Communicator& group = host_group(a); group.world_size() > 1)
+      group.all_reduce(both, 2, kernels::DType::f32, comm::ReduceOp::sum);
   return {both[0], both[1] > 0.0f || !std::isfinite(both[0])};
 }
 
 // Each rank writes the pieces its tp group holds into the whole model; the
-// stages' are summed, the tied wte counted once (the first stage's).
+// stages' are summed, the tied wte counted once (the first stage's). Host
+// vectors: the host communicator's groups.
 std::vector<float> Engine::gather_parameters() {
   std::vector<float> mine = zero_->full_master();
   if (!topology_) return mine;
   const int tp = topology_->tp();
   const size_t n = mine.size();
   std::vector<float> pieces(n * size_t(tp));
-  groups_.tp->all_gather(mine.data(), pieces.data(), std::vector<size_t>(size_t(tp), n),
-                         kernels::DType::f32);
+  host_group(ParallelAxis::tp)
+      .all_gather(mine.data(), pieces.data(), std::vector<size_t>(size_t(tp), n),
+                  kernels::DType::f32);
   std::vector<float> whole(size_t(tree_->full_param_count()), 0.0f);
   for (int t = 0; t < tp; ++t) unshard_flat(*tree_, pieces.data() + n * size_t(t), whole.data(), t);
   if (topology_->pp() == 1) return whole;
@@ -110,7 +133,8 @@ std::vector<float> Engine::gather_parameters() {
     const ParamSpec& wte = *model_->embedding->wte();
     std::fill_n(whole.begin() + wte.full_offset, wte.full_numel(), 0.0f);
   }
-  groups_.pp->all_reduce(whole.data(), whole.size(), kernels::DType::f32, comm::ReduceOp::sum);
+  host_group(ParallelAxis::pp)
+      .all_reduce(whole.data(), whole.size(), kernels::DType::f32, comm::ReduceOp::sum);
   return whole;
 }
 

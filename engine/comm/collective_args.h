@@ -22,14 +22,14 @@ void check_counts(std::string_view op, const std::vector<size_t>& counts, int wo
 // should hold `bytes` > 0 bytes.
 void check_buffer(std::string_view op, std::string_view what, const void* p, size_t bytes);
 void check_root(std::string_view op, int root, int world_size);
+// split(): every rank joins a group, so a colour must be >= 0 (std::invalid_argument).
 void check_color(int color);
 // Throws std::invalid_argument ("<op>: <what> <peer> is not a rank ...") unless
 // 0 <= peer < world_size.
 void check_peer(std::string_view op, std::string_view what, int peer, int world_size);
 // A lone send or recv to this rank itself: std::logic_error, since its match
 // could only be issued after it on the same rank (send_recv can do both).
-void check_not_self(std::string_view op, int peer,
-                    int rank);  // split(): every rank joins a group, colors >= 0
+void check_not_self(std::string_view op, int peer, int rank);
 
 // True when [a, a+an) and [b, b+bn) share a byte (empty ranges share none).
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);

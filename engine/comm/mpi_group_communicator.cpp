@@ -23,14 +23,7 @@ MpiGroupCommunicator::MpiGroupCommunicator(MpiCommunicator& world, int color, in
       ->wait();
   group_.comm = &comm_;
   group_.owner = this;
-  Placement p;
-  const auto& hosts = world.placement().host_of_rank;
-  const auto& machines = world.placement().machine_of_rank;
-  for (int r : world_ranks_) {
-    if (size_t(r) < hosts.size()) p.host_of_rank.push_back(hosts[size_t(r)]);
-    if (size_t(r) < machines.size()) p.machine_of_rank.push_back(machines[size_t(r)]);
-  }
-  set_placement(std::move(p));
+  set_placement(world.placement().of_ranks(world_ranks_));
   ++world_.live_groups_;
 }
 

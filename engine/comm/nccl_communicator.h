@@ -15,11 +15,22 @@
 // Tracing: CommRecords get their times from CUDA events on the comm stream,
 // converted to the caller's clock through an anchor event whose host time is
 // known (re-anchored when the stream is idle), and are delivered when the
-// events are found complete (polled at the next issue, wait() or ready(), or by
-// flush_records()) — no synchronisation is added for tracing.
+// events are found complete (polled at the next issue, wait() or ready(), or
+// when a communicator is destroyed) — no synchronisation is added for tracing.
+//
+// Groups (split(color, key), 3D parallelism's tp/dp/pp/tied groups): one
+// ncclCommSplit communicator each (NCCL >= 2.18), sharing the parent's
+// streams, clock and record delivery (engine/comm/nccl_queue.h), so the world
+// and all its groups issue in one order on the one comm stream. A group's
+// peers (send/recv/send_recv, roots) are group ranks; its records carry its own
+// size, label and the link class of its members' hosts (the parent's placement
+// of its members, gathered at the split). Colours are checked as the MPI split
+// checks them: every rank joins a group (colour >= 0). The split is collective
+// over the parent and waits on the host; destroy groups before their parent.
 //
 // The header compiles in every build; in a CPU-only build the factory throws.
-// Handles must not outlive their communicator.
+// Handles must not outlive their communicator. What has run on a GPU and what
+// has not: docs/parallelism.md ("On the GPU").
 #pragma once
 
 #include <cstddef>

@@ -64,6 +64,22 @@ int Placement::local_size(int rank) const {
   return int(std::count(host_of_rank.begin(), host_of_rank.end(), host_of_rank[size_t(rank)]));
 }
 
+Placement Placement::of_ranks(const std::vector<int>& ranks) const {
+  Placement p;
+  for (int r : ranks) {
+    if (!host_of_rank.empty()) {
+      check_rank(*this, r);
+      p.host_of_rank.push_back(host_of_rank[size_t(r)]);
+    }
+    if (machine_of_rank.empty()) continue;
+    if (r < 0 || size_t(r) >= machine_of_rank.size())
+      throw std::out_of_range(
+          fmt::format("placement: rank {} of {} with a machine", r, machine_of_rank.size()));
+    p.machine_of_rank.push_back(machine_of_rank[size_t(r)]);
+  }
+  return p;
+}
+
 std::string Placement::describe() const {
   std::vector<std::string> order;
   for (const auto& h : host_of_rank)

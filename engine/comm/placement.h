@@ -29,6 +29,10 @@ struct Placement {
   // Among the ranks on its host, in rank order; 0 and 1 when no host is named.
   int local_rank(int rank) const;
   int local_size(int rank) const;
+  // A group's placement: the hosts and machines of `ranks` (ranks of this
+  // placement, in the group's rank order). What is unnamed here stays unnamed;
+  // a rank past the named ones is std::out_of_range.
+  Placement of_ranks(const std::vector<int>& ranks) const;
   // "2 hosts: hyb-node1 ranks 0-1, hyb-node2 ranks 2-3" (hosts in order of
   // their first rank; runs of ranks as ranges).
   std::string describe() const;

@@ -70,6 +70,19 @@ int Topology::group_index(ParallelAxis axis, int rank) const {
   return 0;
 }
 
+SplitArgs Topology::split_args(ParallelAxis axis, int rank) const {
+  const TopologyCoords c = coords(rank);
+  const int index = axis == ParallelAxis::tp ? c.tp : axis == ParallelAxis::dp ? c.dp : c.pp;
+  return {group_index(axis, rank), index};
+}
+
+SplitArgs Topology::tied_split_args(int rank) const {
+  const TopologyCoords c = coords(rank);
+  const bool ends = c.pp == 0 || c.pp == pp_ - 1;
+  const int pipelines = dp_ * tp_;
+  return {ends ? group_index(ParallelAxis::pp, rank) : pipelines + rank, c.pp};
+}
+
 std::string Topology::describe() const {
   return fmt::format("world {} = pp {} x dp {} x tp {}", world_, pp_, dp_, tp_);
 }
@@ -82,11 +95,9 @@ GroupCommunicators make_group_communicators(comm::Communicator& world, const Top
   if (world.world_size() != topo.world())
     throw std::invalid_argument(fmt::format("topology: {} but the communicator has {} ranks",
                                             topo.describe(), world.world_size()));
-  const int r = world.rank();
   auto split = [&](ParallelAxis a) {
-    const TopologyCoords c = topo.coords(r);
-    const int index = a == ParallelAxis::tp ? c.tp : a == ParallelAxis::dp ? c.dp : c.pp;
-    return world.split(topo.group_index(a, r), index);
+    const SplitArgs s = topo.split_args(a, world.rank());
+    return world.split(s.color, s.key);
   };
   GroupCommunicators g;
   g.tp = split(ParallelAxis::tp);

@@ -24,6 +24,12 @@ struct TopologyCoords {
 };
 
 enum class ParallelAxis { tp, dp, pp };
+
+// What one rank passes to Communicator::split() for one of its groups.
+struct SplitArgs {
+  int color = 0, key = 0;
+  friend bool operator==(const SplitArgs&, const SplitArgs&) = default;
+};
 const char* axis_name(ParallelAxis a);  // "tp", "dp", "pp"
 
 class Topology {
@@ -45,6 +51,14 @@ class Topology {
   std::vector<int> group(ParallelAxis axis, int rank) const;
   // Which group along `axis` holds `rank` (0-based; the color for split()).
   int group_index(ParallelAxis axis, int rank) const;
+  // `rank`'s split() for its group along `axis`: the group's index as the
+  // colour, the rank's index along the axis as the key (group rank = index).
+  SplitArgs split_args(ParallelAxis axis, int rank) const;
+  // The tied embedding's group (pipeline stages > 1): the first and the last
+  // stage of one pipeline share a colour (their pp group's index) and are
+  // keyed by stage; every other rank is alone, under a colour of its own past
+  // the pipelines' (the MPI split gives every rank a group).
+  SplitArgs tied_split_args(int rank) const;
   // "world 8 = pp 2 x dp 2 x tp 2"
   std::string describe() const;
 
@@ -52,8 +66,9 @@ class Topology {
   int world_, tp_, pp_, dp_;
 };
 
-// This rank's communicator per axis, split from the world (collective over
-// the world, in the order tp, dp, pp). Destroy them before the world.
+// This rank's communicator per axis, split from `world` (collective over the
+// world, in the order tp, dp, pp, with Topology::split_args). Destroy them
+// before the world.
 struct GroupCommunicators {
   std::unique_ptr<comm::Communicator> tp, dp, pp;
   comm::Communicator& of(ParallelAxis a) const;

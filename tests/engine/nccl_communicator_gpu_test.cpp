@@ -1,8 +1,10 @@
 // The NCCL communicator on one GPU (world size 1, no MPI launcher): stream
 // ordering against the compute stream in both directions, the equal and the
 // grouped (uneven-count) paths, broadcast, barrier, argument checks, and
-// CommRecords with event-measured times. Multi-GPU correctness needs a
-// multi-GPU machine (scripts/gpu-check.sh runs this file on one H200).
+// CommRecords with event-measured times, and a split group (ncclCommSplit)
+// sharing the streams. Multi-GPU correctness needs a multi-GPU machine
+// (scripts/gpu-check.sh runs this file on one H200; the 2-rank tp and pp runs
+// are tests/engine/parallel_gpu_test.cpp).
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -140,6 +142,52 @@ TEST_P(NcclSingleGpu, SendRecvToItselfCopiesInStreamOrder) {
   EXPECT_THROW(comm_->send_async(src, 4, 0), std::logic_error);
   EXPECT_THROW(comm_->recv_async(dst, 4, 1), std::invalid_argument);
   for (void* p : {src, dst}) backend_->deallocate(p, n * 4);
+}
+
+// A group (ncclCommSplit) of the one GPU: rank 0 of 1, on the parent's
+// streams, so its collectives and the parent's run in issue order against the
+// compute stream; its records go to its own observer and counters, stamped
+// with its label; a negative colour is refused as the MPI split refuses it.
+TEST_P(NcclSingleGpu, SplitGroupSharesTheStreamsAndTracesUnderItsLabel) {
+  EXPECT_THROW(comm_->split(-1, 0), std::invalid_argument);
+  auto group = comm_->split(7, 3);
+  ASSERT_EQ(group->world_size(), 1);
+  ASSERT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->name(), "nccl");
+  std::vector<CommRecord> group_records;
+  group->set_group_label("tp");
+  group->set_observer([&](const CommRecord& r) { group_records.push_back(r); });
+
+  const size_t n = (size_t(1) << 18) + 5;
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 1.0f);
+  void* a = upload(v);
+  void* b = upload(std::vector<float>(n, 0.0f));
+  backend_->scale(kernels::DType::f32, a, n, 2.0f);
+  group->all_reduce(a, n, kernels::DType::f32, ReduceOp::sum);  // world 1: unchanged
+  comm_->send_recv(a, n * 4, 0, b, n * 4, 0);                   // the parent, after it
+  group->send_recv(b, n * 4, 0, a, n * 4, 0);                   // and the group again
+  backend_->scale(kernels::DType::f32, a, n, 0.5f);
+  const auto got = download(a, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += got[i] != v[i];
+  EXPECT_EQ(bad, 0u);
+  group->barrier();
+  comm_->barrier();
+  ASSERT_EQ(group_records.size(), 4u);  // all_reduce, send, recv, barrier
+  EXPECT_EQ(group_records[0].kind, CollectiveKind::all_reduce);
+  for (const CommRecord& r : group_records) {
+    EXPECT_EQ(r.group, "tp");
+    EXPECT_EQ(r.world_size, r.peer >= 0 ? 2 : 1);
+  }
+  EXPECT_EQ(records_.size(), 3u);  // send, recv, barrier
+  for (const CommRecord& r : records_) EXPECT_EQ(r.group, "world");
+  EXPECT_LE(group_records[0].end_ns, records_[0].start_ns + 1000);  // one stream: in order
+  EXPECT_EQ(group->counters().calls[int(CollectiveKind::all_reduce)], 1u);
+  EXPECT_EQ(comm_->counters().calls[int(CollectiveKind::all_reduce)], 0u);
+  EXPECT_THROW(group->send_async(a, 4, 1), std::invalid_argument);  // peers are group ranks
+  for (void* p : {a, b}) backend_->deallocate(p, n * 4);
+  group.reset();  // before its parent
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, NcclSingleGpu, ::testing::Values(false, true),

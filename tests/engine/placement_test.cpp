@@ -47,6 +47,25 @@ TEST(Placement, DescribesHostsInOrderOfTheirFirstRankWithRanges) {
 
 // Network namespaces of one kernel (the test hosts) have their own host names
 // but one machine; ranks on other machines cannot share the store's WAL index.
+// A group's placement (MPI and NCCL groups alike): its members' hosts and
+// machines in group rank order, so a tp group inside one host of a two-host
+// world is intra_host; unnamed stays unnamed; a rank past the named ones throws.
+TEST(Placement, OfRanksKeepsTheMembersHostsInGroupOrder) {
+  Placement world;
+  world.host_of_rank = {"a", "a", "b", "b"};
+  world.machine_of_rank = {"m1", "m1", "m2", "m2"};
+  const Placement tp = world.of_ranks({2, 3});
+  EXPECT_EQ(tp.host_of_rank, (std::vector<std::string>{"b", "b"}));
+  EXPECT_EQ(tp.machine_of_rank, (std::vector<std::string>{"m2", "m2"}));
+  EXPECT_EQ(tp.link(), profiler::LinkClass::intra_host);
+  const Placement pp = world.of_ranks({3, 0});
+  EXPECT_EQ(pp.host_of_rank, (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(pp.link(), profiler::LinkClass::inter_host);
+  EXPECT_FALSE(pp.same_host(0, 1));
+  EXPECT_TRUE(Placement{}.of_ranks({0, 5}).host_of_rank.empty());
+  EXPECT_THROW(world.of_ranks({4}), std::out_of_range);
+}
+
 TEST(Placement, SameMachineByMachineIdNotHostName) {
   const Placement p{{"node1", "node2", "node3"}, {"boot-a", "boot-a", "boot-b"}};
   EXPECT_TRUE(p.same_machine(0, 1));

@@ -58,6 +58,54 @@ TEST(Topology, GroupsPartitionTheWorldWithOneColorEach) {
   }
 }
 
+// What split() makes of every rank's arguments: the ranks of `rank`'s colour,
+// ordered by key, ties by rank (MPI_Comm_split's and ncclCommSplit's order).
+std::vector<int> split_group(const std::vector<SplitArgs>& args, int rank) {
+  std::vector<int> members;
+  for (int r = 0; r < int(args.size()); ++r)
+    if (args[size_t(r)].color == args[size_t(rank)].color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return args[size_t(a)].key < args[size_t(b)].key; });
+  return members;
+}
+
+// The split arguments (the same on the host and on the device communicator)
+// make exactly the topology's groups, group rank = index along the axis; the
+// tied group holds the first and last stage of each pipeline, in stage order,
+// and every middle stage alone, under colours no pp group uses.
+TEST(Topology, SplitArgumentsMakeTheGroupsAndTheTiedPairs) {
+  for (auto [world, tp, pp] :
+       {std::tuple{8, 2, 2}, std::tuple{12, 2, 3}, std::tuple{4, 1, 4}, std::tuple{2, 2, 1}}) {
+    const Topology t(world, tp, pp);
+    for (ParallelAxis a : kAxes) {
+      std::vector<SplitArgs> args;
+      for (int r = 0; r < world; ++r) args.push_back(t.split_args(a, r));
+      for (int r = 0; r < world; ++r) {
+        EXPECT_GE(args[size_t(r)].color, 0);
+        const auto g = split_group(args, r);
+        EXPECT_EQ(g, t.group(a, r)) << axis_name(a) << " rank " << r;
+        EXPECT_EQ(g[size_t(args[size_t(r)].key)], r) << axis_name(a) << " rank " << r;
+      }
+    }
+    std::vector<SplitArgs> tied;
+    for (int r = 0; r < world; ++r) tied.push_back(t.tied_split_args(r));
+    for (int r = 0; r < world; ++r) {
+      const TopologyCoords c = t.coords(r);
+      const auto g = split_group(tied, r);
+      EXPECT_GE(tied[size_t(r)].color, 0);
+      if (c.pp != 0 && c.pp != pp - 1) {
+        EXPECT_EQ(g, std::vector<int>{r}) << "middle stage rank " << r;
+        EXPECT_GE(tied[size_t(r)].color, t.dp() * t.tp()) << "past the pipelines' colours";
+        continue;
+      }
+      const auto line = t.group(ParallelAxis::pp, r);
+      const std::vector<int> ends =
+          pp == 1 ? std::vector<int>{r} : std::vector<int>{line.front(), line.back()};
+      EXPECT_EQ(g, ends) << "rank " << r;
+    }
+  }
+}
+
 TEST(Topology, BadSizesNameTheKeys) {
   auto message = [](int world, int tp, int pp) {
     try {

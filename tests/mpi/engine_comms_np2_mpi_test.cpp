@@ -5,7 +5,11 @@
 // report's gather, full_master) go to the host communicator on host memory;
 // gradient and parameter collectives go to the device communicator on device
 // memory. Both wrap the one MPI communicator of the process. Also: the
-// offloaded optimizer on 2 ranks ends with the on-device optimizer's weights.
+// offloaded optimizer on 2 ranks ends with the on-device optimizer's weights;
+// tensor parallelism (tp 2) and pipeline stages (pp 2) split groups of both
+// communicators (the device one for activations and gradients, the host one
+// for the norm, the loss and gather_parameters: the wiring a GPU's NCCL groups
+// get) and train as with one communicator.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -153,6 +157,84 @@ TEST_F(MpiTest, HostValuesGoToTheHostCommunicatorDeviceBuffersToTheDeviceOne) {
   }
   comm().barrier();
   if (rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// One communicator for everything, as on the CPU (both communicators one
+// object, one set of groups).
+std::unique_ptr<Engine> make_single_comm_engine(const nlohmann::json& patch) {
+  auto cfg = tiny_config(patch);
+  EngineOptions o;
+  o.quiet = true;
+  o.communicator = std::make_unique<CheckedCommunicator>(comm(), "unchecked",
+                                                         [](const void*, size_t) { return true; });
+  return initialize(cfg, make_gpt2(cfg), std::move(o));
+}
+
+// train_batch: the pipeline's schedule, or forward/backward/step without one.
+std::vector<float> train_batches(Engine& e, int steps) {
+  const auto& cfg = e.config();
+  const int gas = cfg.gradient_accumulation_steps;
+  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
+  std::vector<std::vector<int32_t>> in(static_cast<size_t>(gas), std::vector<int32_t>(n));
+  std::vector<std::vector<int32_t>> tgt = in;
+  std::vector<float> losses;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<const int32_t*> ins, tgts;
+    for (int k = 0; k < gas; ++k) {
+      for (size_t i = 0; i < n; ++i) {
+        const size_t v = size_t(cfg.model.vocab_size);
+        in[size_t(k)][i] = int32_t((i * 5 + size_t(s * gas + k) * 3) % v);
+        tgt[size_t(k)][i] = int32_t((i * 7 + size_t(s * gas + k) + 1) % v);
+      }
+      ins.push_back(in[size_t(k)].data());
+      tgts.push_back(tgt[size_t(k)].data());
+    }
+    losses.push_back(e.train_batch(ins, tgts));
+  }
+  return losses;
+}
+
+TEST_F(MpiTest, TensorAndPipelineGroupsSplitBothCommunicators) {
+  using K = profiler::CollectiveKind;
+  const nlohmann::json common = {{"gradient_accumulation_steps", 4},
+                                 {"gradient_clipping", 0.5},
+                                 {"zero_optimization", {{"stage", 1}}}};
+  for (const bool pipeline : {false, true}) {
+    nlohmann::json patch = common;
+    if (pipeline)
+      patch["pipeline"] = {{"stages", 2}};
+    else
+      patch["tensor_model_parallel_size"] = 2;
+    const char* where = pipeline ? "pp 2" : "tp 2";
+    auto w = make_engine(patch);
+    auto plain = make_single_comm_engine(patch);
+    const auto split = train_batches(*w.engine, 3), one = train_batches(*plain, 3);
+    ASSERT_EQ(split.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i) EXPECT_FLOAT_EQ(split[i], one[i]) << where << i;
+    EXPECT_EQ(w.engine->gather_parameters(), plain->gather_parameters()) << where;
+
+    for (const auto& v : w.host->violations()) ADD_FAILURE() << where << ": " << v;
+    for (const auto& v : w.device->violations()) ADD_FAILURE() << where << ": " << v;
+    EXPECT_EQ(w.device->splits(), pipeline ? 4 : 3) << where << ": tp, dp, pp (and tied)";
+    EXPECT_EQ(w.host->splits(), 3) << where << ": tp, dp, pp";
+    // The norm agreement over tp or pp and gather_parameters' host vectors.
+    EXPECT_GT(w.host->calls(K::all_reduce), 0u) << where;
+    if (pipeline) {
+      EXPECT_GT(w.device->calls(K::send) + w.device->calls(K::recv), 0u) << where;
+      EXPECT_EQ(w.host->calls(K::send) + w.host->calls(K::recv), 0u) << where;
+      EXPECT_GE(w.host->calls(K::broadcast), 3u) << where << ": each step's loss";
+      EXPECT_GT(w.device->calls(K::all_reduce), 0u) << where << ": the tied gradients";
+    } else {
+      EXPECT_GT(w.device->calls(K::all_reduce), 0u) << where << ": the blocks' sums";
+      EXPECT_GT(w.device->calls(K::all_gather), 0u) << where << ": the loss statistics";
+      EXPECT_GT(w.host->calls(K::all_gather), 0u) << where << ": gather_parameters";
+    }
+    // (The wrappers forward without counting: only the groups' names are checked here.)
+    const auto groups = w.engine->comm_counters_by_group();
+    ASSERT_EQ(groups.size(), pipeline ? 4u : 3u) << where;
+    EXPECT_EQ(groups[1].first, "dp") << where;
+    EXPECT_EQ(groups[2].first, pipeline ? "pp" : "tp") << where;
+  }
 }
 
 TEST_F(MpiTest, OffloadedOptimizerMatchesTheOnDeviceOneOnTwoRanks) {
