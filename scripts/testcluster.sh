@@ -105,8 +105,8 @@ link() {  # HOST INDEX DELAY_US
   ip -n "$h" link set "hyb-tap$i" name eth0
   # Jumbo frames: a sixth of the frames to forward per byte, so the delay line
   # costs little of the cores the ranks share.
-  ip -n "$h" link set eth0 mtu "$jumbo"
-  ip link set "hyb-veth$i" mtu "$jumbo"
+  ip -n "$h" link set eth0 mtu "$jumbo" txqueuelen 10000
+  ip link set "hyb-veth$i" mtu "$jumbo" txqueuelen 10000
 }
 
 delay_us() {  # 1ms, 500us, 2000us -> microseconds

@@ -10,27 +10,17 @@
 // an all-reduce: unshaped links (about 1 GB/s here) favour pp 1, links shaped
 // to 500 Mbit/s favour pp 2. A ZeRO-stage flip is not to be had: stages 0 and
 // 1 move the same bytes, stage 2 only more, and the engine runs a pipeline
-// under ZeRO 0/1 only. Bucket sizes trade per-message latency, which tc netem
-// would add and this kernel lacks, so the links are shaped in bandwidth only.
+// under ZeRO 0/1 only. Bucket sizes trade per-message latency against overlap
+// with backward; this test shapes bandwidth only.
 // Figures: docs/cluster.md.
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 
-#include "autotune/cost_model.h"
-#include "autotune/metric.h"
-#include "autotune/noise.h"
-#include "autotune/sweep.h"
-#include "profiler/store/run_store.h"
-#include "tests/autotune/tune_test_util.h"
-#include "tests/cluster/test_cluster.h"
+#include "tests/cluster/flip_case.h"
 
 namespace hybrid::autotune {
 namespace {
-
-using nlohmann::json;
 
 json flip_config() {
   return test::tiny_config(json::parse(R"({
@@ -39,118 +29,15 @@ json flip_config() {
                          "seq_len": 128}}})"));
 }
 
-struct Case {
-  std::map<std::string, double> measured;     // samples/s per candidate key
-  std::map<std::string, double> predicted;    // samples/s per candidate key (prior cost model)
-  std::map<std::string, StepFeatures> terms;  // the prediction's terms per candidate key
-  std::string measured_best, predicted_best;
-  std::vector<std::string> within_noise;  // the measured best and those tied with it
-  std::string output;
-};
-
-std::string best_of(const std::map<std::string, double>& m) {
-  return std::max_element(m.begin(), m.end(), [](auto& a, auto& b) { return a.second < b.second; })
-      ->first;
-}
-
-// The cost model's throughput per candidate from the probe in `db`, as
-// `hybrid-tune --dry-run` predicts it (prior weights, no trial fitted).
-std::map<std::string, double> predict(const TuneOptions& o,
-                                      std::map<std::string, StepFeatures>& terms) {
-  const SweepPlan plan = plan_sweep(o);
-  profiler::RunStore store(o.db, profiler::OpenMode::read_only);
-  std::string note;
-  const ClusterRates rates = cluster_rates_for(plan, &store, false, note);
-  EXPECT_EQ(rates.link, "inter_host") << note;
-  std::map<std::string, double> out;
-  const CostModel prior;
-  for (const auto& c : plan.runnable) {
-    const auto f = step_features(c.parsed, o.nprocs, rates);
-    terms[c.key] = f;
-    out[c.key] = metric_from_step_time(Metric::throughput, prior.predict_s(f), f.samples_per_step,
-                                       f.tokens_per_step, f.flops_per_step);
-  }
-  return out;
-}
-
-Case run_case(const hybrid::test::TestCluster& cluster, const test::TempDir& dir,
-              const std::string& name) {
-  TuneOptions o;
-  o.config = dir / (name + ".json");
-  o.space = dir / (name + ".space.json");
-  o.hostfile = dir / (name + ".hosts");
-  o.db = dir / (name + ".db");
-  o.out = dir / (name + ".best.json");
-  o.nprocs = 2;
-  o.metric = "throughput";
-  o.train_bin = test::train_bin();
-  std::ofstream(o.hostfile) << "hyb-node1 slots=1\nhyb-node2 slots=1\n";
-  test::write_json(o.config, flip_config());
-  test::write_json(o.space, json::parse(R"({"pp": [1, 2]})"));
-  Case c;
-  const auto probe = test::run_command(
-      fmt::format("env {} {} probe --hostfile {} --nprocs 2 --max-message {} --db {}",
-                  cluster.env(), test::tune_bin(), o.hostfile, uint64_t(16) << 20, o.db));
-  EXPECT_EQ(probe.exit_code, 0) << probe.output;
-  const auto sweep = test::run_command(fmt::format(
-      "env {} {} --config {} --space {} --nprocs 2 --hostfile {} --metric throughput --steps 10 "
-      "--start-step 3 --early-stop 0 --no-probe --db {} --out {}",
-      cluster.env(), test::tune_bin(), o.config, o.space, o.hostfile, o.db, o.out));
-  EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
-  c.output = probe.output + sweep.output;
-
-  profiler::RunStore store(o.db, profiler::OpenMode::read_only);
-  const auto sweeps = store.sweeps();
-  if (sweeps.size() != 1u) return c;
-  const auto trials = store.trials(sweeps[0].id);
-  for (const auto& t : trials) {
-    EXPECT_EQ(t.status, profiler::TrialStatus::ok) << t.key << ": " << t.reason;
-    if (t.metric) c.measured[t.key] = *t.metric;
-  }
-  for (size_t i : tied_with_best(Metric::throughput, trials, 3))
-    c.within_noise.push_back(trials[i].key);
-  if (!c.measured.empty()) c.measured_best = best_of(c.measured);
-  c.predicted = predict(o, c.terms);
-  if (!c.predicted.empty()) c.predicted_best = best_of(c.predicted);
-  return c;
-}
-
-std::string figures(const std::string& name, const Case& c) {
-  std::string s = name + ":\n";
-  for (const auto& [key, v] : c.measured) {
-    s += fmt::format("  {:<24} measured {:8.2f} samples/s, predicted {:8.2f} samples/s\n", key, v,
-                     c.predicted.count(key) ? c.predicted.at(key) : 0.0);
-    if (!c.terms.count(key)) continue;
-    s += "   ";
-    for (size_t f = 0; f < kFeatureCount; ++f)
-      s += fmt::format(" {} {:.1f} ms", feature_name(f), c.terms.at(key).x[f] * 1e3);
-    s += "\n";
-  }
-  return s + fmt::format("  measured best {}, predicted best {}, within noise of the best: {}\n",
-                         c.measured_best, c.predicted_best, fmt::join(c.within_noise, ", "));
-}
-
-// The prediction names the measured winner, or a candidate the tuner cannot
-// tell apart from it.
-bool prediction_holds(const Case& c) {
-  return c.predicted_best == c.measured_best ||
-         std::find(c.within_noise.begin(), c.within_noise.end(), c.predicted_best) !=
-             c.within_noise.end();
-}
-
-void expect_prediction_holds(const std::string& name, const Case& c) {
-  ASSERT_EQ(c.measured.size(), 2u) << name << "\n" << c.output;
-  ASSERT_EQ(c.predicted.size(), 2u) << name;
-  EXPECT_TRUE(prediction_holds(c)) << figures(name, c) << c.output;
-}
+const json kSpace = json::parse(R"({"pp": [1, 2]})");
 
 TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) {
   test::TempDir dir;
-  Case unshaped, shaped;
+  FlipCase unshaped, shaped;
   {
     hybrid::test::TestCluster cluster(2);
     HYBRID_REQUIRE_CLUSTER(cluster);
-    unshaped = run_case(cluster, dir, "unshaped");
+    unshaped = run_flip_case(cluster, dir, "unshaped", flip_config(), kSpace);
     // Unshaped, pp 1's edge is the bubble it avoids while its two ranks
     // compute at once on cores the test hosts share with other work; under
     // load that edge is lost and pp 2 can win (docs/cluster.md). Like the
@@ -159,13 +46,13 @@ TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) 
     if (!prediction_holds(unshaped)) {
       std::cout << "unshaped: the prediction missed, measuring again\n"
                 << figures("unshaped, first", unshaped);
-      unshaped = run_case(cluster, dir, "unshaped-again");
+      unshaped = run_flip_case(cluster, dir, "unshaped-again", flip_config(), kSpace);
     }
   }
   {
     hybrid::test::TestCluster cluster(2, "--rate 500mbit");
     HYBRID_REQUIRE_CLUSTER(cluster);
-    shaped = run_case(cluster, dir, "shaped");
+    shaped = run_flip_case(cluster, dir, "shaped", flip_config(), kSpace);
   }
   std::cout << figures("unshaped", unshaped) << figures("shaped (500 Mbit/s)", shaped);
   expect_prediction_holds("unshaped", unshaped);

@@ -23,7 +23,9 @@ ModelConfig small_gpt2() {
   return m;
 }
 
-int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t(0)); }
+int64_t sum(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t(0));
+}
 
 TEST(BucketPlan, EveryGradientIsInOneBucketOfAtMostTheCapacity) {
   GPT2 model(small_gpt2(), 64);

@@ -1,0 +1,72 @@
+// Issue 15's flip in bucket size: with links between hosts shaped to the
+// issue's 1 Gbit/s and 1 ms, the tuner's best reduce_bucket_size differs from
+// the unshaped links' as the cost model (fed by the probe of those links)
+// predicts. Two test hosts, one rank each, ZeRO 0 with overlap_comm, sweep
+// reduce_bucket_size {1, 1e8} for a model of many small modules (12 blocks,
+// n_embd 128: 10 MiB of gradients in about 50 module-sized buckets):
+//   1:   a bucket per module (joined up to the largest), each all-reduced as
+//        soon as backward has filled it, hidden behind the rest of backward;
+//   1e8: one bucket, all-reduced when backward is done, hiding nothing.
+// Unshaped, the small buckets' 50 latencies cost little and the model has
+// their overlap win (measured: a tie); at 1 ms each bucket's all-reduce pays
+// two link crossings (about 2 ms, 0.1 s in all), more than backward can hide,
+// and the one bucket wins, predicted and measured.
+// Figures: docs/cluster.md.
+#include <gtest/gtest.h>
+
+#include "tests/cluster/flip_case.h"
+
+namespace hybrid::autotune {
+namespace {
+
+json bucket_config() {
+  return test::tiny_config(json::parse(R"({
+    "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+    "zero_optimization": {"stage": 0, "overlap_comm": true},
+    "hybrid": {"model": {"n_layer": 12, "n_embd": 128, "n_head": 4, "vocab_size": 1024,
+                         "seq_len": 128}}})"));
+}
+
+const json kSpace = json::parse(R"({"rbs": [1, 100000000]})");
+
+TEST(BucketFlipAcrossHosts, LatencyOnTheLinksFlipsTheBestBucketSizeAsTheCostModelPredicts) {
+  test::TempDir dir;
+  FlipCase unshaped, shaped;
+  {
+    hybrid::test::TestCluster cluster(2);
+    HYBRID_REQUIRE_CLUSTER(cluster);
+    unshaped = run_flip_case(cluster, dir, "unshaped", bucket_config(), kSpace);
+    // Unshaped, the two are within a few per cent of each other here (the
+    // overlap the small buckets buy is small on cores the ranks share with
+    // the network stack); a miss under load is measured once more, as the
+    // layout flip test does.
+    if (!prediction_holds(unshaped)) {
+      std::cout << figures("unshaped, first (the prediction missed, measuring again)", unshaped);
+      unshaped = run_flip_case(cluster, dir, "unshaped-again", bucket_config(), kSpace);
+    }
+  }
+  {
+    hybrid::test::TestCluster cluster(2, "--rate 1gbit --delay 1ms");
+    HYBRID_REQUIRE_CLUSTER(cluster);
+    shaped = run_flip_case(cluster, dir, "shaped", bucket_config(), kSpace);
+  }
+  const std::string all = figures("unshaped", unshaped) + figures("shaped (1 Gbit/s, 1 ms)", shaped);
+  std::cout << all;
+  expect_prediction_holds("unshaped", unshaped);
+  expect_prediction_holds("shaped", shaped);
+  // The flip. Predicted: small buckets unshaped, one bucket shaped. Measured:
+  // shaped, one bucket wins by 15 % or more, beyond noise; unshaped, the small
+  // buckets win or tie.
+  const std::string small = "mbs=4,gas=1,stage=0,rbs=1", one = "mbs=4,gas=1,stage=0,rbs=100000000";
+  EXPECT_EQ(unshaped.predicted_best, small) << all;
+  EXPECT_EQ(shaped.predicted_best, one) << all;
+  ASSERT_TRUE(shaped.measured.count(small) && shaped.measured.count(one)) << all;
+  EXPECT_GE(shaped.measured.at(one) / shaped.measured.at(small), 1.15) << all;
+  EXPECT_EQ(shaped.within_noise, std::vector<std::string>{one}) << all;
+  EXPECT_TRUE(std::find(unshaped.within_noise.begin(), unshaped.within_noise.end(), small) !=
+              unshaped.within_noise.end())
+      << all;
+}
+
+}  // namespace
+}  // namespace hybrid::autotune
