@@ -1,7 +1,8 @@
 // The buckets the gradient reducer fills (engine/zero/bucket_plan.h), which the
 // cost model prices: every gradient in exactly one of them, none over the
 // capacity unless one module alone exceeds it, the tied embedding's reduced
-// after backward, and the capacity between the largest module and the whole.
+// after backward, and the capacity between the largest module and the whole;
+// and the engine's reducer issues one collective per planned bucket.
 #include "engine/zero/bucket_plan.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <numeric>
 
 #include "engine/model/gpt2.h"
+#include "tests/engine/engine_test_util.h"
 
 namespace hybrid::engine {
 namespace {
@@ -48,6 +50,33 @@ TEST(BucketPlan, EveryGradientIsInOneBucketOfAtMostTheCapacity) {
   // layernorms, C + C each, join their neighbours).
   EXPECT_EQ(reduction_buckets(tree, int64_t(1) << 40).during_backward.size(), 1u);
   EXPECT_GE(reduction_buckets(tree, 1).during_backward.size(), size_t(3 * 3));
+}
+
+// One training step per bucket size, ZeRO 0-2 with overlap_comm: the gradient
+// collectives the reducer issued (the same kind for every bucket; the step's
+// other collectives do not depend on the bucket size) differ between two
+// bucket sizes by exactly the difference in planned buckets.
+TEST(BucketPlan, TheReducerIssuesOneCollectivePerPlannedBucket) {
+  for (int stage : {0, 1, 2}) {
+    SCOPED_TRACE(stage);
+    const auto kind = stage == 0 ? profiler::CollectiveKind::all_reduce
+                                 : profiler::CollectiveKind::reduce_scatter;
+    auto gradient_collectives = [&](int64_t bucket, size_t* planned) {
+      const auto cfg = test::tiny_config(
+          {{"zero_optimization",
+            {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", bucket}}}});
+      auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+      *planned = reduction_buckets(e->module_tree(), bucket).during_backward.size();
+      test::train_on_fixed_batch(*e, 1);
+      return int64_t(e->comm_counters().calls[int(kind)]);
+    };
+    size_t one = 0, many = 0;
+    const int64_t whole = gradient_collectives(int64_t(1) << 40, &one);
+    const int64_t split = gradient_collectives(1, &many);
+    EXPECT_EQ(one, 1u);
+    EXPECT_GE(many, 4u);
+    EXPECT_EQ(split - whole, int64_t(many) - int64_t(one));
+  }
 }
 
 }  // namespace
