@@ -50,7 +50,8 @@ TEST(BucketFlipAcrossHosts, LatencyOnTheLinksFlipsTheBestBucketSizeAsTheCostMode
     HYBRID_REQUIRE_CLUSTER(cluster);
     shaped = run_flip_case(cluster, dir, "shaped", bucket_config(), kSpace);
   }
-  const std::string all = figures("unshaped", unshaped) + figures("shaped (1 Gbit/s, 1 ms)", shaped);
+  const std::string all =
+      figures("unshaped", unshaped) + figures("shaped (1 Gbit/s, 1 ms)", shaped);
   std::cout << all;
   expect_prediction_holds("unshaped", unshaped);
   expect_prediction_holds("shaped", shaped);

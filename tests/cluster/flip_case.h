@@ -43,7 +43,7 @@ inline std::string best_of(const std::map<std::string, double>& m) {
 // The cost model's throughput per candidate from the probe in `db`, as
 // `hybrid-tune --dry-run` predicts it (prior weights, no trial fitted).
 inline std::map<std::string, double> predict(const TuneOptions& o,
-                                      std::map<std::string, StepFeatures>& terms) {
+                                             std::map<std::string, StepFeatures>& terms) {
   const SweepPlan plan = plan_sweep(o);
   profiler::RunStore store(o.db, profiler::OpenMode::read_only);
   std::string note;
@@ -61,7 +61,7 @@ inline std::map<std::string, double> predict(const TuneOptions& o,
 }
 
 inline FlipCase run_flip_case(const hybrid::test::TestCluster& cluster, const test::TempDir& dir,
-                       const std::string& name, const json& config, const json& space) {
+                              const std::string& name, const json& config, const json& space) {
   TuneOptions o;
   o.config = dir / (name + ".json");
   o.space = dir / (name + ".space.json");
