@@ -35,15 +35,10 @@ TEST(BucketFlipAcrossHosts, LatencyOnTheLinksFlipsTheBestBucketSizeAsTheCostMode
   {
     hybrid::test::TestCluster cluster(2);
     HYBRID_REQUIRE_CLUSTER(cluster);
-    unshaped = run_flip_case(cluster, dir, "unshaped", bucket_config(), kSpace);
     // Unshaped, the two are within a few per cent of each other here (the
     // overlap the small buckets buy is small on cores the ranks share with
-    // the network stack); a miss under load is measured once more, as the
-    // layout flip test does.
-    if (!prediction_holds(unshaped)) {
-      std::cout << figures("unshaped, first (the prediction missed, measuring again)", unshaped);
-      unshaped = run_flip_case(cluster, dir, "unshaped-again", bucket_config(), kSpace);
-    }
+    // the network stack).
+    unshaped = run_flip_case_again_on_a_miss(cluster, dir, "unshaped", bucket_config(), kSpace);
   }
   {
     hybrid::test::TestCluster cluster(2, "--rate 1gbit --delay 1ms");

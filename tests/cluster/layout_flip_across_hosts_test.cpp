@@ -37,17 +37,10 @@ TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) 
   {
     hybrid::test::TestCluster cluster(2);
     HYBRID_REQUIRE_CLUSTER(cluster);
-    unshaped = run_flip_case(cluster, dir, "unshaped", flip_config(), kSpace);
     // Unshaped, pp 1's edge is the bubble it avoids while its two ranks
     // compute at once on cores the test hosts share with other work; under
-    // load that edge is lost and pp 2 can win (docs/cluster.md). Like the
-    // tuner's re-measurement of a noisy trial, a disagreement is measured
-    // once more, and both sets of figures are printed.
-    if (!prediction_holds(unshaped)) {
-      std::cout << "unshaped: the prediction missed, measuring again\n"
-                << figures("unshaped, first", unshaped);
-      unshaped = run_flip_case(cluster, dir, "unshaped-again", flip_config(), kSpace);
-    }
+    // load that edge is lost and pp 2 can win (docs/cluster.md).
+    unshaped = run_flip_case_again_on_a_miss(cluster, dir, "unshaped", flip_config(), kSpace);
   }
   {
     hybrid::test::TestCluster cluster(2, "--rate 500mbit");
