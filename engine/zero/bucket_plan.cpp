@@ -13,13 +13,23 @@ std::vector<bool> shared_parameters(const ModuleTree& tree) {
   return shared;
 }
 
+namespace {
+
+// The gradients a module's backward puts into one bucket: its own, unshared.
+int64_t unshared_numel(const Module& m, const std::vector<bool>& shared) {
+  int64_t n = 0;
+  for (auto* p : m.own_params())
+    if (!shared[size_t(p->id)]) n += p->numel;
+  return n;
+}
+
+}  // namespace
+
 int64_t reduce_bucket_capacity(const ModuleTree& tree, int64_t reduce_bucket_elems) {
   const auto shared = shared_parameters(tree);
   int64_t total = 0, largest = 1;
   for (auto* m : tree.modules()) {
-    int64_t n = 0;
-    for (auto* p : m->own_params())
-      if (!shared[size_t(p->id)]) n += p->numel;
+    const int64_t n = unshared_numel(*m, shared);
     total += n;
     largest = std::max(largest, n);
   }
@@ -33,9 +43,7 @@ ReductionBuckets reduction_buckets(const ModuleTree& tree, int64_t reduce_bucket
   std::vector<int64_t>& sizes = out.during_backward;
   int64_t open = 0;
   for (auto it = tree.modules().rbegin(); it != tree.modules().rend(); ++it) {
-    int64_t n = 0;
-    for (auto* p : (*it)->own_params())
-      if (!shared[size_t(p->id)]) n += p->numel;
+    const int64_t n = unshared_numel(**it, shared);
     if (n == 0) continue;
     if (open > 0 && open + n <= cap) {
       open += n;
