@@ -108,9 +108,11 @@ GradSummary Engine::gradient_summary() {
   }
   GradSummary g = zero_->finish_gradients(std::move(weights));
   float both[2] = {float(g.sum_squares), g.overflow ? 1.0f : 0.0f};  // host values
+  // The compute thread blocks on these: exposed communication, like every wait.
   for (ParallelAxis a : {ParallelAxis::tp, ParallelAxis::pp})
     if (comm::Communicator& group = host_group(a); group.world_size() > 1)
-      group.all_reduce(both, 2, kernels::DType::f32, comm::ReduceOp::sum);
+      comm_tracer_->timed_wait(
+          [&] { group.all_reduce(both, 2, kernels::DType::f32, comm::ReduceOp::sum); });
   return {both[0], both[1] > 0.0f || !std::isfinite(both[0])};
 }
 

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -131,9 +133,20 @@ constexpr auto kTiles = make_tiles(std::make_integer_sequence<int, kMR>{});
 
 }  // namespace
 
+bool bf16_isa_allowed(const char* max_cpu_isa) {
+  if (!max_cpu_isa) return true;
+  const std::string cap = max_cpu_isa;
+  for (const char* below :
+       {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"})
+    if (cap == below) return false;
+  return true;
+}
+
 bool bf16_kernel_available() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+                         __builtin_cpu_supports("avx512vl") &&
+                         __builtin_cpu_supports("avx512bf16") &&
+                         bf16_isa_allowed(std::getenv("ONEDNN_MAX_CPU_ISA"));
   return ok;
 }
 

@@ -9,8 +9,14 @@
 namespace hybrid::kernels::cpu {
 
 // The CPU has AVX-512 F/BW/VL and AVX512_BF16 (checked once, at run time: the
-// kernel is compiled for them with target attributes, whatever -march says).
+// kernel is compiled for them with target attributes, whatever -march says), and
+// no cap below AVX512_CORE_BF16 is set in ONEDNN_MAX_CPU_ISA: the kernel keeps
+// oneDNN's cap, so that one variable runs every GEMM on the AVX2 path
+// (scripts/portable-check.sh).
 bool bf16_kernel_available();
+
+// Whether a ONEDNN_MAX_CPU_ISA value (nullptr: unset) allows AVX512_BF16.
+bool bf16_isa_allowed(const char* max_cpu_isa);
 
 // C[M,N] = alpha · op(A) · op(B) + beta · C (+ bias[N]), row-major bf16, fp32
 // accumulation, C rounded to nearest even once. Only when bf16_kernel_available().

@@ -2,7 +2,7 @@
 // communicator group, a bubble per step): the collectives and timeline windows,
 // which name groups, stage bubbles and "rank r · stage s" lanes, render a
 // non-blank frame of the requested size without an error. What they say is
-// checked on their models (pipeline_view_test.cpp). Skips without xvfb-run.
+// checked on their models (pipeline_view_test.cpp). Skips without Xvfb.
 #include <gtest/gtest.h>
 #include <stb_image.h>
 
@@ -10,6 +10,7 @@
 
 #include "profiler/store/run_store.h"
 #include "tests/gui/view_test_util.h"
+#include "tests/gui/xvfb_display.h"
 
 namespace hybrid::gui {
 namespace {
@@ -84,16 +85,17 @@ double luma_stddev(const std::filesystem::path& png, int& width) {
 }
 
 TEST(PipelineScreenshots, CollectivesAndTimelineOfAPipelineRun) {
-  if (!test::program_exists("xvfb-run")) GTEST_SKIP() << "xvfb-run is not installed";
+  if (!test::xvfb_installed()) GTEST_SKIP() << "Xvfb is not installed";
+  ASSERT_TRUE(test::xvfb_display().ok()) << "Xvfb did not start";
   ASSERT_TRUE(std::filesystem::exists(kViewer)) << kViewer;
   TempDir dir;
   const auto db = dir / "pp.db";
   const int64_t id = write_pipeline_run(db);
   for (const char* window : {"collectives", "timeline"}) {
     const auto png = dir / (std::string("pp_") + window + ".png");
-    const auto r = run_command("xvfb-run -a -s \"-screen 0 1280x800x24\" " + kViewer + " " +
-                               db.string() + " --run " + std::to_string(id) + " --screenshot " +
-                               png.string() + " --window " + window + " --size 1280x800");
+    const auto r = run_command(test::xvfb_display().env_prefix() + kViewer + " " + db.string() +
+                               " --run " + std::to_string(id) + " --screenshot " + png.string() +
+                               " --window " + window + " --size 1280x800");
     ASSERT_EQ(r.status, 0) << window << "\n" << r.output;
     int width = 0;
     EXPECT_GT(luma_stddev(png, width), 8.0) << window;  // text and tables, not a blank frame

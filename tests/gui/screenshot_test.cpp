@@ -3,7 +3,8 @@
 // requested size and not be blank; broken databases show their message (in the
 // window and on stderr) without a crash; the database is never modified.
 // A real PyTorch trace, imported by the real hybrid-prof, shows its GPU streams,
-// device times and GPU summary. Skips when xvfb-run is not installed.
+// device times and GPU summary. Skips when Xvfb is not installed; the viewer
+// runs on this process's own X server (xvfb_display.h) and its status is its own.
 // HYBRID_VIEW_SHOTS=DIR keeps the PNGs (docs/images/ comes from there).
 #include <gtest/gtest.h>
 #include <stb_image.h>
@@ -14,6 +15,7 @@
 
 #include "tests/gui/imported_db.h"
 #include "tests/gui/sweep_db.h"
+#include "tests/gui/xvfb_display.h"
 
 namespace hybrid::gui {
 namespace {
@@ -22,7 +24,10 @@ using test::run_command;
 using test::TempDir;
 
 const std::string kViewer = std::string(HYBRID_BINARY_DIR) + "/gui/hybrid-view";
-const std::string kXvfb = "xvfb-run -a -s \"-screen 0 1280x800x24\" ";
+// The command with this process's X display in front.
+std::string on_display(const std::string& command) {
+  return test::xvfb_display().env_prefix() + command;
+}
 const char* kWindows[] = {"sweeps",      "overview", "layers", "timeline",
                           "collectives", "gpu",      "compare"};
 
@@ -82,7 +87,8 @@ void keep(const std::filesystem::path& png) {
 class Screenshots : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!test::program_exists("xvfb-run")) GTEST_SKIP() << "xvfb-run is not installed";
+    if (!test::xvfb_installed()) GTEST_SKIP() << "Xvfb is not installed";
+    ASSERT_TRUE(test::xvfb_display().ok()) << "Xvfb did not start";
     ASSERT_TRUE(std::filesystem::exists(kViewer)) << kViewer;
   }
 };
@@ -109,7 +115,7 @@ TEST_F(Screenshots, EveryWindowOfARealSweep) {
   const std::string worst = profiler::test::query_sql(
       sweep.path,
       "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric LIMIT 1");
-  const auto r = run_command(kXvfb + kViewer + " " + sweep.path.string() + " --run " + best +
+  const auto r = run_command(on_display(kViewer) + " " + sweep.path.string() + " --run " + best +
                              " --compare " + worst + " --screenshot " +
                              (out / "shot.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -131,7 +137,7 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
   profiler::test::exec_sql(fx.path, "PRAGMA wal_checkpoint(TRUNCATE)");
   const uint64_t before = test::file_checksum(fx.path);
   TempDir out;
-  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --run " +
+  const auto r = run_command(on_display(kViewer) + " " + fx.path.string() + " --run " +
                              std::to_string(fx.gpu_run.run_id) + " --screenshot " +
                              (out / "fixture.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -154,7 +160,7 @@ TEST_F(Screenshots, ImportedPyTorchTrace) {
   }
   const uint64_t before = test::file_checksum(imported.path);
   TempDir out;
-  const auto r = run_command(kXvfb + kViewer + " " + imported.path.string() + " --run " +
+  const auto r = run_command(on_display(kViewer) + " " + imported.path.string() + " --run " +
                              std::to_string(imported.trace_filter_run) + " --screenshot " +
                              (out / "imported.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -186,7 +192,7 @@ TEST_F(Screenshots, OneWindowAtAnotherSize) {
   test::FixtureDb fx;
   TempDir out;
   const auto png = out / "timeline.png";
-  const auto r = run_command(kXvfb + kViewer + " " + fx.path.string() + " --screenshot " +
+  const auto r = run_command(on_display(kViewer) + " " + fx.path.string() + " --screenshot " +
                              png.string() + " --window timeline --size 1024x640 --frames 2");
   ASSERT_EQ(r.status, 0) << r.output;
   const Image img = load_png(png);
@@ -201,8 +207,8 @@ void expect_error_shown(const std::filesystem::path& db, const std::string& mess
                         const std::filesystem::path& png) {
   const bool existed = std::filesystem::exists(db);
   const uint64_t before = existed ? test::file_checksum(db) : 0;
-  const auto r = run_command(kXvfb + kViewer + " " + db.string() + " --screenshot " + png.string() +
-                             " --window layers");
+  const auto r = run_command(on_display(kViewer) + " " + db.string() + " --screenshot " +
+                             png.string() + " --window layers");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(db.string()), std::string::npos) << r.output;

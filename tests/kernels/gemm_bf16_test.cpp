@@ -97,6 +97,17 @@ TEST(Bf16Gemm, ConcurrentCallsFromOpenMPThreadsMatchSerialOnes) {
   EXPECT_EQ(serial.get(), parallel.get());
 }
 
+// The kernel keeps oneDNN's ISA cap: below AVX512_CORE_BF16 it is not used, so
+// ONEDNN_MAX_CPU_ISA=AVX2 puts every GEMM on the AVX2 path (portable-check.sh).
+TEST(Bf16Gemm, KeepsOneDnnsIsaCap) {
+  EXPECT_TRUE(cpu::bf16_isa_allowed(nullptr));
+  EXPECT_TRUE(cpu::bf16_isa_allowed("DEFAULT"));
+  EXPECT_TRUE(cpu::bf16_isa_allowed("AVX512_CORE_BF16"));
+  EXPECT_TRUE(cpu::bf16_isa_allowed("AVX512_CORE_AMX"));
+  for (const char* below : {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI"})
+    EXPECT_FALSE(cpu::bf16_isa_allowed(below)) << below;
+}
+
 // Through cpu::gemm_on: bf16 runs on the kernel and is counted; fp32 given to it
 // runs on oneDNN (it computes bf16 only), and the provider says so.
 TEST(Bf16Gemm, IsAProviderForBf16Only) {
