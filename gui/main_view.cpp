@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_checks.h"
 #include "gui/view/app.h"
 #include "gui/view/gl_host.h"
 
@@ -65,7 +66,7 @@ void add_options(CLI::App& cli, ViewArgs& a, std::optional<int64_t>& run,
       "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
       "(one PNG each, named OUT_<window>.png)");
   cli.add_option("--frames", a.frames, "frames to render before the screenshot (default 4)")
-      ->check(CLI::Range(1, 1000));
+      ->check(hybrid::base::between(1, 1000));
   cli.add_option("--size", a.size, "window size WxH (default 1280x800)");
 }
 
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
   args.app.db_path = "results/hybrid.db";
   std::optional<int64_t> run, compare;
   add_options(cli, args, run, compare);
-  CLI11_PARSE(cli, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(cli, argc, argv, 1)) return *status;
   AppOptions& opts = args.app;
   opts.run = run;
   opts.compare_run = compare;
