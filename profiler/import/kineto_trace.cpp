@@ -84,6 +84,11 @@ struct RawEvent {
   void clear() { *this = RawEvent{}; }
 };
 
+constexpr const char* kOwnExport =
+    "written by hybrid-prof export-trace (otherData.generator), not by the PyTorch profiler: its "
+    "run is already in a store (hybrid-prof runs); import-kineto reads PyTorch profiler (Kineto) "
+    "traces";
+
 bool is_gpu_category(std::string_view cat) {
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
 }
@@ -131,6 +136,9 @@ class TraceSax {
       device_name_ = std::move(s);
     } else if (in(Ctx::other_data) && key_ == "generator") {
       out_.generator = std::move(s);
+      // Its events (categories such as "kernel" without Kineto's args) would
+      // fail first: say what the file is as soon as it says so.
+      if (out_.generator == kChromeTraceGenerator) fail(kOwnExport);
     } else if (in(Ctx::top) && key_ == "host_name") {
       out_.host = std::move(s);
     }
@@ -353,11 +361,7 @@ namespace {
 // 0 ms; our own export would become a second, emptied copy of a stored run.
 void refuse_unusable(const KinetoTrace& t) {
   if (t.generator == kChromeTraceGenerator)
-    throw ImportError(fmt::format(
-        "{}: written by hybrid-prof export-trace (otherData.generator), not by the PyTorch "
-        "profiler: its run is already in a store (hybrid-prof runs); import-kineto reads "
-        "PyTorch profiler (Kineto) traces",
-        t.path));
+    throw ImportError(fmt::format("{}: {}", t.path, kOwnExport));
   if (t.gpu.empty() && t.launches.empty() && t.scopes.empty() && t.autograd.empty() &&
       t.steps.empty())
     throw ImportError(fmt::format(
