@@ -2,10 +2,12 @@
 //   hybrid-view [results/hybrid.db] [--run N] [--compare N]
 //   hybrid-view DB --screenshot out.png [--window NAME|all] [--frames N] [--size WxH]
 // Exit status: 0 ok; 1 bad arguments or no display; 2 the database could not be
-// opened or read (the window, and a screenshot, show why; stderr says it too).
+// opened or read, or has no run --run or --compare names (the window, and a
+// screenshot, show why; stderr says it too).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -132,8 +134,10 @@ int main(int argc, char** argv) {
   try {
     GlHost host(host_opts);
     App app(opts);
+    // What the command line asked for (the database, --run, --compare) could not
+    // be shown: 2, even once the window moved on to another run.
     const int status = app.db_error().empty() ? 0 : 2;
-    if (test_mode) return screenshots(host, app, args, windows);
+    if (test_mode) return std::max(status, screenshots(host, app, args, windows));
     app.show_window(windows.front());
     while (!host.should_close()) {
       host.poll_events(true);
@@ -142,7 +146,7 @@ int main(int argc, char** argv) {
       host.render();
       host.swap();
     }
-    return app.db_error().empty() ? 0 : status;
+    return app.db_error().empty() ? status : 2;
   } catch (const std::exception& e) {
     std::cerr << "hybrid-view: " << e.what() << "\n";
     return 1;
