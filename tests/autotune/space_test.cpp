@@ -146,8 +146,7 @@ TEST(Space, FilesRefuseADuplicateKeyNamingIt) {
     load_space(dir / "twice.json");
     FAIL() << "expected an error";
   } catch (const TuneError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "space: " + (dir / "twice.json").string() + ": duplicate key mbs");
+    EXPECT_EQ(std::string(e.what()), "space: " + dir / "twice.json" + ": duplicate key mbs");
   }
   std::ofstream(dir / "nested.json")
       << R"({"zero_optimization": {"stage": [1], "stage": [2]}, "mbs": [1]})";
