@@ -18,6 +18,7 @@
 #include "autotune/sweep_plan.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
+#include "base/cli_checks.h"
 #include "base/host.h"
 #include "profiler/store/run_store.h"
 
@@ -34,7 +35,8 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
       ->check(CLI::ExistingFile);
   app.add_option("--space", o.space, "search space JSON (default: micro-batch sizes x ZeRO stages)")
       ->check(CLI::ExistingFile);
-  app.add_option("--nprocs", o.nprocs, "ranks per trial (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--nprocs", o.nprocs, "ranks per trial (default 1)")
+      ->check(hybrid::base::at_least(1));
   app.add_option("--launcher", o.launcher,
                  "launcher template, e.g. \"mpirun -np {nprocs} {cmd}\" or \"srun -n {nprocs} "
                  "{cmd}\"; placeholders "
@@ -57,23 +59,23 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                "list candidates with predicted memory and step time; run nothing");
   app.add_option("--max-trials", o.max_trials,
                  "at most this many trials (default: autotuning.tuner_num_trials, 50)")
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   app.add_option("--time-budget", o.time_budget_s,
                  "stop starting trials after this many seconds (0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hybrid::base::at_least(0));
   app.add_option("--early-stop", o.early_stop,
                  "stop after K trials without improvement (default: "
                  "autotuning.tuner_early_stopping, 5; 0: off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hybrid::base::at_least(0));
   app.add_option("--trial-timeout", o.trial_timeout_s,
                  "seconds before a trial's process group is killed")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::greater_than(0));
   app.add_option("--steps", o.steps, "steps per trial (default: autotuning.end_profile_step, 5)")
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   app.add_option("--start-step", o.start_step,
                  "first measured step (default: autotuning.start_profile_step, 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   app.add_option("--statistic", o.statistic,
                  "median | min of the measured steps' times (min: steadier on a machine shared "
                  "with other work)")
@@ -90,7 +92,7 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "model strategy: stop when no candidate is predicted to improve by more than this "
                  "fraction")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(hybrid::base::at_least(0));
   app.add_option("--noise-threshold", o.noise_threshold,
                  "robust CV (IQR / (1.349 median)) of a trial's step times above which it is "
                  "re-measured, then marked noisy")
@@ -118,7 +120,7 @@ struct ProbeCommand {
 CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
   auto* probe = app.add_subcommand(
       "probe", "measure GEMM FLOP/s and collective bandwidth on the launcher's ranks");
-  probe->add_option("--nprocs", c.nprocs, "ranks")->check(CLI::PositiveNumber);
+  probe->add_option("--nprocs", c.nprocs, "ranks")->check(hybrid::base::at_least(1));
   probe->add_option("--launcher", c.launcher, "launcher template (as for tuning)");
   probe->add_option("--hostfile", c.hostfile, "Open MPI hostfile (as for tuning)")
       ->check(CLI::ExistingFile);
@@ -131,7 +133,7 @@ CLI::App* add_probe_command(CLI::App& app, ProbeCommand& c) {
       ->add_option("--max-message", c.max_message,
                    "largest collective message in bytes (sizes 4 KiB, x4, ...)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   probe->add_option("--timeout", c.timeout, "seconds")->capture_default_str();
   return probe;
 }
@@ -225,7 +227,7 @@ int main(int argc, char** argv) {
   auto* worker = add_worker_command(app, worker_cmd);
   PredictOptions predict_opts;
   auto* predict_cmd = add_predict_command(app, predict_opts);
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
 
   try {
     if (*worker) {

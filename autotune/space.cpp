@@ -10,6 +10,7 @@
 
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
+#include "base/json_text.h"
 
 namespace hybrid::autotune {
 
@@ -283,9 +284,9 @@ SearchSpace load_space(const std::string& path) {
   ss << in.rdbuf();
   json j;
   try {
-    j = json::parse(ss.str(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
-    throw TuneError(fmt::format("space: {}: invalid JSON: {}", path, e.what()));
+    j = base::parse_json_text(ss.str());
+  } catch (const base::JsonTextError& e) {
+    throw TuneError(fmt::format("space: {}: {}", path, e.what()));
   }
   try {
     return parse_space(j);

@@ -2,16 +2,19 @@
 //   hybrid-view [results/hybrid.db] [--run N] [--compare N]
 //   hybrid-view DB --screenshot out.png [--window NAME|all] [--frames N] [--size WxH]
 // Exit status: 0 ok; 1 bad arguments or no display; 2 the database could not be
-// opened or read (the window, and a screenshot, show why; stderr says it too).
+// opened or read, or has no run --run or --compare names (the window, and a
+// screenshot, show why; stderr says it too).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/cli_checks.h"
 #include "gui/view/app.h"
 #include "gui/view/gl_host.h"
 
@@ -65,7 +68,7 @@ void add_options(CLI::App& cli, ViewArgs& a, std::optional<int64_t>& run,
       "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
       "(one PNG each, named OUT_<window>.png)");
   cli.add_option("--frames", a.frames, "frames to render before the screenshot (default 4)")
-      ->check(CLI::Range(1, 1000));
+      ->check(hybrid::base::between(1, 1000));
   cli.add_option("--size", a.size, "window size WxH (default 1280x800)");
 }
 
@@ -92,7 +95,7 @@ int main(int argc, char** argv) {
   args.app.db_path = "results/hybrid.db";
   std::optional<int64_t> run, compare;
   add_options(cli, args, run, compare);
-  CLI11_PARSE(cli, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(cli, argc, argv, 1)) return *status;
   AppOptions& opts = args.app;
   opts.run = run;
   opts.compare_run = compare;
@@ -131,8 +134,10 @@ int main(int argc, char** argv) {
   try {
     GlHost host(host_opts);
     App app(opts);
+    // What the command line asked for (the database, --run, --compare) could not
+    // be shown: 2, even once the window moved on to another run.
     const int status = app.db_error().empty() ? 0 : 2;
-    if (test_mode) return screenshots(host, app, args, windows);
+    if (test_mode) return std::max(status, screenshots(host, app, args, windows));
     app.show_window(windows.front());
     while (!host.should_close()) {
       host.poll_events(true);
@@ -141,7 +146,7 @@ int main(int argc, char** argv) {
       host.render();
       host.swap();
     }
-    return app.db_error().empty() ? 0 : status;
+    return app.db_error().empty() ? status : 2;
   } catch (const std::exception& e) {
     std::cerr << "hybrid-view: " << e.what() << "\n";
     return 1;

@@ -108,7 +108,7 @@ json chrome_trace(const EventSet& set, std::span<const ModuleInfo> modules,
                       {"args", event_args(*e, module_by_id)}});
   }
   json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  json other = {{"generator", "hybrid-prof"}, {"clocks_aligned", !offset_ns.empty()}};
+  json other = {{"generator", kChromeTraceGenerator}, {"clocks_aligned", !offset_ns.empty()}};
   if (run) {
     other["run_id"] = run->id;
     other["run_name"] = run->name;

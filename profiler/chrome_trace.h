@@ -7,10 +7,15 @@
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <span>
+#include <string_view>
 
 #include "profiler/profile_data.h"
 
 namespace hybrid::profiler {
+
+// "otherData.generator" of every trace we write: the importer recognises our own
+// export by it (its run is already in a store; it is not a PyTorch trace).
+inline constexpr std::string_view kChromeTraceGenerator = "hybrid-prof";
 
 std::string lane_name(uint16_t lane);  // "compute", "comm", "gpu stream 0", "lane 3"
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/cli_checks.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/import/kineto_import.h"
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
   add_store_commands(app, args);
   add_report_command(app, args);
   add_trace_and_import_commands(app, args);
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
   try {
     return run(args);
   } catch (const std::exception& e) {

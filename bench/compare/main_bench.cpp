@@ -19,6 +19,7 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "base/cli_checks.h"
 #include "bench/compare/ab_runner.h"
 #include "bench/compare/benchmark_file.h"
 #include "bench/compare/comparison.h"
@@ -223,7 +224,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& ra) {
   run->add_option("--out", ra.out, "Output file (default results/runs/<suite>-<date>.json)");
   run->add_option("--repetitions", ra.repetitions,
                   "Repetitions for every entry (default: the suite's; 1 for a round to be merged)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(hybrid::base::between(1, 1000000));
   run->add_flag("--update-baseline", ra.update_baseline,
                 "Also write results/baselines/<suite>.json");
   run->add_option("--build-dir", ra.build_dir,
@@ -305,11 +306,11 @@ CLI::App* add_ab_command(CLI::App& app, AbArgs& aa) {
   ab->add_option("--current-build", aa.current_build,
                  "Folder with the current bench_* executables (default: next to hybrid-bench)");
   ab->add_option("--rounds", aa.rounds, "Alternated rounds (each side runs once per round)")
-      ->check(CLI::Range(2, 1000))
+      ->check(hybrid::base::between(2, 1000))
       ->capture_default_str();
   ab->add_option("--repetitions", aa.repetitions,
                  "Repetitions per benchmark and round (their median is the round's sample)")
-      ->check(CLI::Range(1, 1000))
+      ->check(hybrid::base::between(1, 1000))
       ->capture_default_str();
   ab->add_option("--baseline-env", aa.baseline_env, "NAME=VALUE for the baseline's runs");
   ab->add_option("--current-env", aa.current_env,
@@ -348,12 +349,8 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "List the suites");
   list->add_option("--suites", list_suites, "Suite definitions")->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitError;  // never 1: that means "regression"
-  }
+  // Never 1 for a bad argument: that means "regression".
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, kExitError)) return *status;
 
   try {
     if (compare->parsed()) return do_compare(ca);

@@ -12,10 +12,10 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "base/json_read.h"
+#include "base/json_text.h"
 #include "engine/config/config_reader.h"
 
 namespace hybrid::engine {
@@ -375,50 +375,6 @@ Config parse_config(const json& j, int world_size) {
   return c;
 }
 
-namespace {
-
-// Rejects duplicate keys as DeepSpeed does (dict_raise_error_on_duplicate_keys);
-// nlohmann would silently keep the last one.
-struct DuplicateKeyCheck {
-  struct Frame {
-    bool object = true;
-    std::set<std::string> keys;
-    std::string key;
-  };
-  std::vector<Frame> stack;
-  std::string duplicate;  // dotted path of the first duplicate
-
-  bool operator()(int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack.push_back({true, {}, {}});
-        break;
-      case json::parse_event_t::array_start:
-        stack.push_back({false, {}, {}});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!stack.empty()) stack.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!stack.empty()) {
-          Frame& f = stack.back();
-          f.key = parsed.get<std::string>();
-          if (!f.keys.insert(f.key).second && duplicate.empty()) {
-            for (const Frame& fr : stack)
-              if (fr.object) duplicate += (duplicate.empty() ? "" : ".") + fr.key;
-          }
-        }
-        break;
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  }
-};
-
-}  // namespace
-
 Config load_config(const std::string& path, int world_size) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("config: cannot open {}: {}", path, std::strerror(errno)));
@@ -427,18 +383,11 @@ Config load_config(const std::string& path, int world_size) {
   if (in.bad()) throw ConfigError(fmt::format("config: cannot read {}", path));
   const std::string text = ss.str();
   json j;
-  DuplicateKeyCheck dup;
   try {
-    // Comments are accepted: DeepSpeed reads its config with hjson.
-    j = json::parse(text, std::ref(dup), /*allow_exceptions=*/true, /*ignore_comments=*/true);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
-    std::string msg = e.what();
-    if (auto pos = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && pos != std::string::npos)
-      msg = msg.substr(pos + 2);  // "parse error at line L, column C: ..."
-    throw ConfigError(fmt::format("config: {}: invalid JSON: {}", path, msg));
+    j = base::parse_json_text(text);
+  } catch (const base::JsonTextError& e) {
+    throw ConfigError(fmt::format("config: {}: {}", path, e.what()));
   }
-  if (!dup.duplicate.empty())
-    throw ConfigError(fmt::format("config: {}: duplicate key {}", path, dup.duplicate));
   return parse_config(j, world_size);
 }
 

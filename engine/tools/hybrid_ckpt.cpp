@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "base/cli_checks.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/whole_model.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "print a checkpoint's metadata");
   info->add_option("--dir", dir, "checkpoint directory")->required();
   info->add_option("--tag", tag, "tag (default: the `latest` file)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
 
   try {
     const std::string resolved = resolve_checkpoint_tag(dir, tag);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli_checks.h"
 #include "base/units.h"
 #include "engine/data/data_file_error.h"
 #include "engine/data/llmc_checkpoint.h"
@@ -113,18 +114,18 @@ int main(int argc, char** argv) {
   synth->add_option("--out", so.out, "Output directory (created if needed)")->required();
   synth->add_option("--tokens", so.tokens, "Training tokens to write")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   synth->add_option("--vocab", so.vocab, "Vocabulary size (2..65536)")
       ->required()
-      ->check(CLI::Range(2, 65536));
+      ->check(hybrid::base::between(2, 65536));
   synth->add_option("--seed", so.seed, "Seed of the chain and the streams")->capture_default_str();
   synth->add_option("--shard-tokens", so.shard_tokens, "Tokens per shard file")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t(1), int64_t(INT32_MAX)));
+      ->check(hybrid::base::between(1, INT32_MAX));
   synth
       ->add_option("--val-tokens", so.val_tokens,
                    "Validation tokens (default: a tenth of --tokens; 0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hybrid::base::at_least(0));
   synth->add_option("--branching", so.branching, "Likely successors per token")
       ->capture_default_str();
   synth->add_option("--noise", so.noise, "Probability of a uniform random next token, in (0, 1]")
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
   info->add_option("files", info_files, "Files to inspect")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
   try {
     if (*synth) return run_synth(so);
     if (*info) return run_info(info_files);

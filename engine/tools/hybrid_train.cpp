@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "base/cli_checks.h"
 #include "engine/comm/factory.h"
 #include "engine/config/config.h"
 #include "engine/trainer.h"
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--steps", opts.steps, "optimizer steps to run (default 20)")
-      ->check(CLI::PositiveNumber);
+      ->check(hybrid::base::at_least(1));
   app.add_option("--db", opts.db,
                  "run store (SQLite) to record the run in, e.g. results/hybrid.db");
   app.add_option("--name", opts.run_name, "name of the run in the store");
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--save-every", opts.save_every,
                  "also save an optimizer-state checkpoint every N steps (overrides "
                  "hybrid.checkpoint.optimizer_interval)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hybrid::base::at_least(0));
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
   app.add_option("--tag,--load-tag", opts.load_tag,
                  "with --load: the tag to resume from instead of `latest`");
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
                  "testing: SIGKILL this process inside step N's checkpoint, once its files are "
                  "written and before meta.json and latest are")
       ->group("");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = hybrid::base::parse_command_line(app, argc, argv, 2)) return *status;
   if (kill_after_step > 0) opts.after_step = kill_after(kill_after_step);
   if (kill_mid_save > 0) opts.before_publish = kill_after(kill_mid_save);
 

@@ -101,24 +101,29 @@ std::unique_ptr<RunView> App::load(int64_t run_id) {
   v->gpu = build_gpu_summary(v->data.profile, v->data.events);
   v->rebuild_layers();
   v->rebuild_timeline();
-  load_error_.clear();
   return v;
 }
 
+// A selection replaces the last one's error; loading the other run (compare)
+// does not, so "--run 999" is still an error once the default comparison loaded.
 void App::select_run(int64_t run_id) {
   if (!db_ || !db_->is_open()) return;
-  if (!db_->find_run(run_id)) {
-    load_error_ = fmt::format("{} has no run {}", db_->path().string(), run_id);
-    std::cerr << "hybrid-view: " << load_error_ << "\n";
-    return;
-  }
+  load_error_.clear();
+  if (!find_or_report(run_id)) return;
   run_ = load(run_id);
   selected_module = -1;
 }
 
 void App::select_compare_run(int64_t run_id) {
-  if (!db_ || !db_->is_open() || !db_->find_run(run_id)) return;
+  if (!db_ || !db_->is_open() || !find_or_report(run_id)) return;
   compare_ = load(run_id);
+}
+
+bool App::find_or_report(int64_t run_id) {
+  if (db_->find_run(run_id)) return true;
+  load_error_ = fmt::format("{} has no run {}", db_->path().string(), run_id);
+  std::cerr << "hybrid-view: " << load_error_ << "\n";
+  return false;
 }
 
 std::optional<int64_t> App::default_run() const {

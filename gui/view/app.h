@@ -88,6 +88,7 @@ class App {
   void draw_top_bar();
   void draw_error_panel();
   std::unique_ptr<RunView> load(int64_t run_id);
+  bool find_or_report(int64_t run_id);  // false, with the error, for a run not in the store
   std::optional<int64_t> default_run() const;
   std::optional<int64_t> default_compare_run() const;
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "profiler/chrome_trace.h"
+
 namespace hybrid::profiler::import {
 
 namespace {
@@ -63,13 +65,14 @@ class GzStreamBuf : public std::streambuf {
 // Where the parser is: each open object/array pushes what it is.
 enum class Ctx : uint8_t {
   top,
-  events,     // traceEvents
-  event,      // one entry of traceEvents
-  args,       // its args
-  dist_info,  // distributedInfo
-  devices,    // deviceProperties
-  device,     // one entry of deviceProperties
-  skipped,    // anything else
+  events,      // traceEvents
+  event,       // one entry of traceEvents
+  args,        // its args
+  dist_info,   // distributedInfo
+  other_data,  // otherData (hybrid-prof's export names itself there)
+  devices,     // deviceProperties
+  device,      // one entry of deviceProperties
+  skipped,     // anything else
 };
 
 // One traceEvents entry as far as the importer cares.
@@ -80,6 +83,11 @@ struct RawEvent {
   uint64_t bytes = 0;
   void clear() { *this = RawEvent{}; }
 };
+
+constexpr const char* kOwnExport =
+    "written by hybrid-prof export-trace (otherData.generator), not by the PyTorch profiler: its "
+    "run is already in a store (hybrid-prof runs); import-kineto reads PyTorch profiler (Kineto) "
+    "traces";
 
 bool is_gpu_category(std::string_view cat) {
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
@@ -126,6 +134,11 @@ class TraceSax {
       out_.backend = std::move(s);
     } else if (in(Ctx::device) && key_ == "name") {
       device_name_ = std::move(s);
+    } else if (in(Ctx::other_data) && key_ == "generator") {
+      out_.generator = std::move(s);
+      // Its events (categories such as "kernel" without Kineto's args) would
+      // fail first: say what the file is as soon as it says so.
+      if (out_.generator == kChromeTraceGenerator) fail(kOwnExport);
     } else if (in(Ctx::top) && key_ == "host_name") {
       out_.host = std::move(s);
     }
@@ -143,6 +156,8 @@ class TraceSax {
       next = Ctx::args;
     else if (in(Ctx::top) && key_ == "distributedInfo")
       next = Ctx::dist_info;
+    else if (in(Ctx::top) && key_ == "otherData")
+      next = Ctx::other_data;
     else if (in(Ctx::devices))
       next = Ctx::device, device_name_.clear();
     stack_.push_back(next);
@@ -340,10 +355,32 @@ std::optional<int64_t> parse_us_as_ns(std::string_view t) {
   return negative ? -ns : ns;
 }
 
+namespace {
+
+// A trace that parses but holds nothing to analyse would become an "ok" run of
+// 0 ms; our own export would become a second, emptied copy of a stored run.
+void refuse_unusable(const KinetoTrace& t) {
+  if (t.generator == kChromeTraceGenerator)
+    throw ImportError(fmt::format("{}: {}", t.path, kOwnExport));
+  if (t.gpu.empty() && t.launches.empty() && t.scopes.empty() && t.autograd.empty() &&
+      t.steps.empty())
+    throw ImportError(fmt::format(
+        "{}: nothing to import: none of its {} traceEvents is a GPU kernel, memcpy or memset, a "
+        "CPU launch, a user annotation or a ProfilerStep",
+        t.path, t.events_read));
+}
+
+}  // namespace
+
 KinetoTrace read_kineto_trace(const std::filesystem::path& path) {
   KinetoTrace out;
   out.path = path.string();
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ImportError(fmt::format(
+        "{}: is a directory; give the trace files themselves (one .json or .json.gz per rank, "
+        "e.g. {}/*.json)",
+        out.path, out.path));
   if (!std::filesystem::is_regular_file(path, ec))
     throw ImportError(fmt::format("{}: no such file", out.path));
   if (std::filesystem::file_size(path, ec) == 0)
@@ -363,6 +400,7 @@ KinetoTrace read_kineto_trace(const std::filesystem::path& path) {
   if (!sax.saw_events())
     throw ImportError(
         fmt::format("{}: no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", out.path));
+  refuse_unusable(out);
   return out;
 }
 

@@ -55,6 +55,7 @@ struct KinetoTrace {
   std::string backend;               // distributedInfo.backend ("nccl")
   std::vector<std::string> devices;  // deviceProperties[].name, by position
   std::string host;                  // host_name, when the trace has one
+  std::string generator;             // otherData.generator ("hybrid-prof": our own export)
   int64_t base_time_ns = 0;          // baseTimeNanoseconds (0 when absent)
   int64_t pid = 0;                   // the process of the first launch
 
@@ -68,8 +69,10 @@ struct KinetoTrace {
   uint64_t events_read = 0;             // every traceEvents entry
 };
 
-// Throws ImportError naming the file: missing, empty, truncated gzip, malformed or
-// truncated JSON, no traceEvents array, an event without a field it needs.
+// Throws ImportError naming the file: missing, a directory, empty, truncated gzip,
+// malformed or truncated JSON, no traceEvents array, an event without a field it
+// needs, nothing the analysis can use (no GPU record and no CPU span), or a trace
+// that hybrid-prof's export-trace wrote.
 KinetoTrace read_kineto_trace(const std::filesystem::path& path);
 
 // "1712195495505543.2" (µs) → 1712195495505543200 ns, exactly; nullopt for text

@@ -49,6 +49,35 @@ std::string immutable_uri(const std::string& path) {
   return uri + "?immutable=1";
 }
 
+// Whether this process may create files beside the database (its -wal and -shm).
+bool folder_writable(const std::string& path, bool read_only_fs) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  return !read_only_fs && ::access(dir.c_str(), W_OK) == 0;
+}
+
+// How a reader opens the store. A WAL database is read through its -shm file,
+// which SQLite creates beside it when missing; where the folder cannot be
+// written (read-only media, or another user's read-only folder):
+// - a -wal holding frames, with its -shm: SQLite (3.22+) reads both read-only,
+//   through a private index, so the plain read-only open sees every commit;
+// - no -wal, or an empty one: every committed transaction is in the file, and
+//   immutable=1 reads it without any -shm;
+// - a -wal holding frames without a -shm: nothing here can read those commits,
+//   and immutable would show the file without them, silently: refused.
+bool open_immutable(const std::string& path, bool read_only_fs) {
+  if (folder_writable(path, read_only_fs)) return false;
+  std::error_code ec;
+  const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
+  if (ec || wal_size == 0) return true;
+  if (std::filesystem::exists(path + "-shm", ec)) return false;
+  throw StoreError("database " + path + " cannot be read here: its " + path +
+                   "-wal holds commits not yet in the file, and SQLite needs a " + path +
+                   "-shm beside it to read them, which this folder does not let it create; "
+                   "open the store once where its folder can be written, or copy the "
+                   "database with its -wal file to a writable folder");
+}
+
 // Why a database file that exists cannot be opened for writing.
 std::string why_not_writable(const std::string& path) {
   struct statvfs fs {};
@@ -142,8 +171,9 @@ std::optional<double> Statement::opt_f64(int col) const {
 
 // --- Connection -------------------------------------------------------------
 
-Connection::Connection(const std::filesystem::path& path, bool read_only)
-    : path_(path.string()), read_only_(read_only) {
+Connection::Connection(const std::filesystem::path& path, bool read_only,
+                       std::chrono::milliseconds busy_timeout)
+    : path_(path.string()), read_only_(read_only), busy_timeout_(busy_timeout) {
   std::error_code ec;
   if (read_only && !std::filesystem::exists(path, ec))
     throw StoreError("database " + path_ + " does not exist (opening read-only)");
@@ -154,13 +184,12 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
   if (read_only_fs && !read_only)
     throw StoreError("database " + path_ +
                      " cannot be written: its filesystem is mounted read-only");
-  // A WAL database needs its -shm file even to be read; where none can be made
-  // (read-only media, nobody can write either) SQLite reads it as immutable.
-  const std::string name = read_only_fs ? immutable_uri(path_) : path_;
+  const bool immutable = read_only && open_immutable(path_, read_only_fs);
+  const std::string name = immutable ? immutable_uri(path_) : path_;
   const int flags =
       (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
       SQLITE_OPEN_NOMUTEX |  // one RunStore serializes its own calls
-      (read_only_fs ? SQLITE_OPEN_URI : 0);
+      (immutable ? SQLITE_OPEN_URI : 0);
   if (int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
@@ -168,7 +197,7 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
     throw StoreError("cannot open database " + path_ + ": " + msg);
   }
   try {
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db_, int(busy_timeout_.count()));
     sqlite3_extended_result_codes(db_, 1);
     // The first read of the file: anything that is not SQLite fails here.
     {
@@ -193,6 +222,7 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
         throw StoreError("database " + path_ + " cannot be written: " + why_not_writable(path_));
       // WAL: readers (the viewer) never block the writers (ranks, trials), and a
       // crash mid-transaction leaves the last committed state.
+      const auto started = std::chrono::steady_clock::now();
       for (int attempt = 1;; ++attempt) {
         try {
           sqlite3_stmt* st = nullptr;
@@ -208,8 +238,8 @@ Connection::Connection(const std::filesystem::path& path, bool read_only)
             throw StoreError("database " + path_ + ": cannot switch to WAL mode (journal mode is " +
                              mode + ")");
           break;
-        } catch (const StoreBusyError&) {
-          if (attempt >= kWriteAttempts) throw;
+        } catch (const StoreBusyError& e) {
+          if (attempt >= kWriteAttempts) fail_busy_after(e, started, attempt);
           backoff(attempt);
         }
       }
@@ -237,11 +267,20 @@ void Connection::fail(int rc, std::string_view context) const {
     if (const int err = sqlite3_system_errno(db_); err != 0)
       msg += ": " + std::string(std::strerror(err));
   if (is_busy(rc))
-    throw StoreBusyError(msg + "; another process held the lock for longer than " +
-                         std::to_string(kBusyTimeoutMs / 1000) + " s");
+    throw StoreBusyError(fmt::format("{}; another process holds the lock (busy timeout {:g} s)",
+                                     msg, double(busy_timeout_.count()) / 1000.0));
   if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_AUTH)
     msg += "; the database is open read-only";
   throw StoreError(msg);
+}
+
+void Connection::fail_busy_after(const StoreBusyError& last,
+                                 std::chrono::steady_clock::time_point started,
+                                 int attempts) const {
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  throw StoreBusyError(fmt::format("{}; gave up after waiting {:.1f} s in all over {} attempts",
+                                   last.what(), waited, attempts));
 }
 
 void Connection::require_writable() const {

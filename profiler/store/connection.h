@@ -93,11 +93,13 @@ class Statement {
 
 class Connection {
  public:
-  static constexpr int kBusyTimeoutMs = 10000;
-  static constexpr int kWriteAttempts = 3;  // each waits up to kBusyTimeoutMs
+  static constexpr std::chrono::milliseconds kBusyTimeout{10000};
+  static constexpr int kWriteAttempts = 3;  // each waits up to the busy timeout
 
   // Opens (read-write: creating the file if needed) and applies the pragmas.
-  Connection(const std::filesystem::path& path, bool read_only);
+  // `busy_timeout`: how long one attempt waits for another process's lock.
+  Connection(const std::filesystem::path& path, bool read_only,
+             std::chrono::milliseconds busy_timeout = kBusyTimeout);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -117,11 +119,12 @@ class Connection {
   template <class F>
   auto write_transaction(F&& body) -> decltype(body()) {
     require_writable();
+    const auto started = std::chrono::steady_clock::now();
     for (int attempt = 1;; ++attempt) {
       try {
         exec("BEGIN IMMEDIATE");
-      } catch (const StoreBusyError&) {
-        if (attempt >= kWriteAttempts) throw;
+      } catch (const StoreBusyError& e) {
+        if (attempt >= kWriteAttempts) fail_busy_after(e, started, attempt);
         backoff(attempt);
         continue;
       }
@@ -135,9 +138,9 @@ class Connection {
           exec("COMMIT");
           return result;
         }
-      } catch (const StoreBusyError&) {
+      } catch (const StoreBusyError& e) {
         rollback();
-        if (attempt >= kWriteAttempts) throw;
+        if (attempt >= kWriteAttempts) fail_busy_after(e, started, attempt);
         backoff(attempt);
       } catch (...) {
         rollback();
@@ -168,6 +171,11 @@ class Connection {
   void require_writable() const;
   // Throws StoreBusyError / StoreError for an SQLite result code, naming the file.
   [[noreturn]] void fail(int rc, std::string_view context) const;
+  // The last attempt of a retried write found the lock still taken: the error
+  // says how long all the attempts waited in fact, not one timeout's length.
+  [[noreturn]] void fail_busy_after(const StoreBusyError& last,
+                                    std::chrono::steady_clock::time_point started,
+                                    int attempts) const;
 
  private:
   void rollback() noexcept;
@@ -177,6 +185,7 @@ class Connection {
 
   std::string path_;
   bool read_only_;
+  std::chrono::milliseconds busy_timeout_;
   sqlite3* db_ = nullptr;
   struct Cached {
     sqlite3_stmt* stmt = nullptr;

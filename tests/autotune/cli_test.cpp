@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <utility>
+#include <vector>
 
 #include "engine/memory_model.h"
 #include "kernels/registry.h"
@@ -49,6 +52,45 @@ TEST(Cli, ErrorsNameTheInput) {
                                     test::tune_bin(), dir / "cfg.json", dir / "x.db"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("unterminated"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));
+}
+
+// Issue 32: {"mbs": [1, 2], "mbs": [4]} gave one candidate, mbs=4, and exit 0.
+TEST(Cli, SpaceWithADuplicateKeyIsRefused) {
+  test::TempDir dir;
+  test::write_json(dir / "cfg.json", test::tiny_config());
+  std::ofstream(dir / "space.json") << R"({"mbs": [1, 2], "mbs": [4]})";
+  const auto r =
+      test::run_command(fmt::format("{} --config {} --space {} --dry-run --db {}", test::tune_bin(),
+                                    dir / "cfg.json", dir / "space.json", dir / "x.db"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(dir / "space.json" + ": duplicate key mbs"));
+}
+
+// Issue 32: CLI11's "Value 0 not in range 0.000000 to 1797693..." and exit 105.
+// Counts are refused in our words with the documented status: 1 for hybrid-tune,
+// 2 (a configuration error) for hybrid-train, which the tuner runs as its trials.
+TEST(Cli, OutOfRangeCountsAreRefusedInOurWords) {
+  test::TempDir dir;
+  test::write_json(dir / "cfg.json", test::tiny_config());
+  const std::string tune = fmt::format("{} --config {} --dry-run --db {}", test::tune_bin(),
+                                       dir / "cfg.json", dir / "x.db");
+  for (const auto& [option, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--nprocs 0", "--nprocs: must be at least 1, got 0"},
+           {"--max-trials 0", "--max-trials: must be at least 1, got 0"},
+           {"--steps -3", "--steps: must be at least 1, got -3"},
+           {"--trial-timeout 0", "--trial-timeout: must be greater than 0, got 0"}}) {
+    const auto r = test::run_command(tune + " " + option);
+    EXPECT_EQ(r.exit_code, 1) << option << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+  }
+  const auto probe = test::run_command(test::tune_bin() + " probe --nprocs 0");
+  EXPECT_EQ(probe.exit_code, 1) << probe.output;
+  EXPECT_THAT(probe.output, HasSubstr("--nprocs: must be at least 1, got 0"));
+  const auto train = test::run_command(
+      fmt::format("{} --config {} --steps 0", test::train_bin(), dir / "cfg.json"));
+  EXPECT_EQ(train.exit_code, 2) << train.output;
+  EXPECT_THAT(train.output, HasSubstr("--steps: must be at least 1, got 0"));
   EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));
 }
 

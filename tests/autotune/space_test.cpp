@@ -137,6 +137,27 @@ TEST(Space, FilesReportTheirPath) {
   EXPECT_THROW(load_space(dir / "missing.json"), TuneError);
 }
 
+// Issue 32: {"mbs": [1, 2], "mbs": [4]} tuned mbs=4 only; a key twice in one
+// object is refused as the config reader refuses it, naming the key's path.
+TEST(Space, FilesRefuseADuplicateKeyNamingIt) {
+  test::TempDir dir;
+  std::ofstream(dir / "twice.json") << R"({"mbs": [1, 2], "mbs": [4]})";
+  try {
+    load_space(dir / "twice.json");
+    FAIL() << "expected an error";
+  } catch (const TuneError& e) {
+    EXPECT_EQ(std::string(e.what()), "space: " + dir / "twice.json" + ": duplicate key mbs");
+  }
+  std::ofstream(dir / "nested.json")
+      << R"({"zero_optimization": {"stage": [1], "stage": [2]}, "mbs": [1]})";
+  try {
+    load_space(dir / "nested.json");
+    FAIL() << "expected an error";
+  } catch (const TuneError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(": duplicate key zero_optimization.stage"));
+  }
+}
+
 TEST(Space, DefaultSpaceFollowsTheAutotuningBlock) {
   AutotuningOptions o;
   o.min_train_micro_batch_size_per_gpu = 2;

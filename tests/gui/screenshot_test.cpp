@@ -235,6 +235,26 @@ TEST_F(Screenshots, BrokenDatabasesShowTheirMessage) {
   expect_error_shown(future, "newer than this build", dir / "error_newer_schema.png");
 }
 
+// Issue 32: "--run 999" printed "has no run 999" and exited 0: loading the
+// default comparison run cleared the error. It is a database error (2), and so
+// is a --compare run the store does not have.
+TEST_F(Screenshots, ARunTheStoreDoesNotHaveExitsTwo) {
+  TempDir dir;
+  const auto db = dir / "two_runs.db";
+  {
+    profiler::RunStore store(db);
+    store.create_run({});
+    store.create_run({});
+  }
+  for (const char* option : {"--run", "--compare"}) {
+    const auto r =
+        run_command(kXvfb + kViewer + " " + db.string() + " " + option + " 999 --screenshot " +
+                    (dir / "missing_run.png").string() + " --window overview");
+    EXPECT_EQ(r.status, 2) << option << ": " << r.output;
+    EXPECT_NE(r.output.find(db.string() + " has no run 999"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(Screenshots, BadArgumentsAreRefused) {
   const auto r = run_command(kViewer + " x.db --screenshot /tmp/x.png --window nonsense");
   EXPECT_EQ(r.status, 1);
@@ -242,6 +262,11 @@ TEST_F(Screenshots, BadArgumentsAreRefused) {
   const auto s = run_command(kViewer + " x.db --screenshot /tmp/x.png --size 12x");
   EXPECT_EQ(s.status, 1);
   EXPECT_NE(s.output.find("--size"), std::string::npos) << s.output;
+  // Issue 32: CLI11's "Value 0 not in range 1 to 1000", exit 105.
+  const auto f = run_command(kViewer + " x.db --screenshot /tmp/x.png --frames 0");
+  EXPECT_EQ(f.status, 1);
+  EXPECT_NE(f.output.find("--frames: must be between 1 and 1000, got 0"), std::string::npos)
+      << f.output;
 }
 
 }  // namespace

@@ -138,6 +138,29 @@ TEST_F(ImportKineto, TwoFilesClaimingOneRank) {
 
 TEST_F(ImportKineto, MissingFile) { expect_refused({dir_ / "nope.json"}, "no such file"); }
 
+// Issue 32: a directory is named as one, with what to give instead.
+TEST_F(ImportKineto, DirectoryIsNamedAsOne) {
+  std::filesystem::create_directory(dir_ / "traces");
+  expect_refused({dir_ / "traces"}, "is a directory; give the trace files themselves");
+}
+
+// Issue 32: a trace without anything the analysis can use became an "ok" run of 0 ms.
+TEST_F(ImportKineto, TraceWithNothingToAnalyseIsRefused) {
+  expect_refused({write("none.json", R"({"traceEvents": []})")}, "nothing to import");
+  expect_refused({write("meta.json", R"({"traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "python"}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 0, "tid": 1, "ts": 1, "dur": 2}]})")},
+                 "none of its 2 traceEvents");
+}
+
+// Issue 32: our own export-trace output was imported as a second, empty "ok" run.
+TEST_F(ImportKineto, OurOwnExportIsRefused) {
+  const auto out = dir_ / "exported.json";
+  const auto r = run("export-trace --db " + db_.string() + " --run 1 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_refused({out}, "written by hybrid-prof export-trace");
+}
+
 TEST_F(ImportKineto, GoodJobImportsAndReportsAsJsonAndText) {
   const auto r = run("import-kineto --db " + db_.string() + " --name job " +
                      (kData / "trace_filter_sampled_rank-0.json.gz").string() + " " +
