@@ -248,7 +248,7 @@ TEST_F(Screenshots, ARunTheStoreDoesNotHaveExitsTwo) {
   }
   for (const char* option : {"--run", "--compare"}) {
     const auto r =
-        run_command(kXvfb + kViewer + " " + db.string() + " " + option + " 999 --screenshot " +
+        run_command(on_display(kViewer) + " " + db.string() + " " + option + " 999 --screenshot " +
                     (dir / "missing_run.png").string() + " --window overview");
     EXPECT_EQ(r.status, 2) << option << ": " << r.output;
     EXPECT_NE(r.output.find(db.string() + " has no run 999"), std::string::npos) << r.output;
