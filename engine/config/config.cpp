@@ -432,10 +432,7 @@ Config load_config(const std::string& path, int world_size) {
     // Comments are accepted: DeepSpeed reads its config with hjson.
     j = json::parse(text, std::ref(dup), /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
-    std::string msg = e.what();
-    if (auto pos = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && pos != std::string::npos)
-      msg = msg.substr(pos + 2);  // "parse error at line L, column C: ..."
-    throw ConfigError(fmt::format("config: {}: invalid JSON: {}", path, msg));
+    throw ConfigError(fmt::format("config: {}: invalid JSON: {}", path, base::json_error_text(e)));
   }
   if (!dup.duplicate.empty())
     throw ConfigError(fmt::format("config: {}: duplicate key {}", path, dup.duplicate));
