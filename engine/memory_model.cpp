@@ -276,9 +276,10 @@ void check_memory_budget(const Config& cfg, int world_size, int stage,
   const auto largest = std::max_element(p.bytes.begin(), p.bytes.end()) - p.bytes.begin();
   throw OutOfMemoryError(
       fmt::format("out of memory: the memory model predicts {} per rank, over its memory budget "
-                  "of {}; nothing was allocated (predicted: {})",
+                  "of {}, the most for {} ({}); nothing was allocated (predicted: {})",
                   base::format_bytes(p.total()), base::format_bytes(cfg.memory_budget),
-                  p.to_string()),
+                  mem_category_name(MemCategory(largest)),
+                  base::format_bytes(p.bytes[size_t(largest)]), p.to_string()),
       MemCategory(largest), p.total());
 }
 

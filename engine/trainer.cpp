@@ -400,7 +400,11 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
     s.run_id = recorder->run_id();
     recorder->fail(s);
   }
-  if (s.rank == 0) write_train_result(opts.result_path, s);
+  try {
+    if (s.rank == 0) write_train_result(opts.result_path, s);
+  } catch (const std::exception& e) {  // --result itself is the bad argument: say so, go on
+    std::fprintf(stderr, "hybrid-train: the result was not written: %s\n", e.what());
+  }
   // mpirun tears the job down once a rank exits non-zero: the others wait a
   // moment, so that rank 0, failing alike (a budget, a config), writes its
   // result first.

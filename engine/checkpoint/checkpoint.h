@@ -71,7 +71,8 @@ inline constexpr int64_t kMaxStateFloats = 16;
 // Throws CheckpointError naming `where` and the field unless every field the
 // loaders read has its type and range: format, param_count, state_floats,
 // world_size, the step counters, optimizer, model.{type, n_layer, n_embd, n_head,
-// vocab_size, padded_vocab_size, seq_len}, loss_scaler (LossScaler::state(), when present)
+// vocab_size, padded_vocab_size, seq_len}, lineage (a string, when present), loss_scaler
+// (LossScaler::state(), when present)
 // and partitions [{rank, begin, end, tp, pp}] with 0 <= begin <= end (tp and pp, whose
 // flat space a partition is in: below tensor_parallel and pipeline_stages when present).
 void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& where);
