@@ -144,7 +144,7 @@ TrialOutcome measured(const json& r, const MeasureWindow& window) {
   return o;
 }
 
-// No usable result: hybrid-train's exit statuses (0 ok, 2 config, 3 OOM, 1 other).
+// No usable result: hybrid-train's exit statuses (0 ok, 2 config, 3 OOM, 4 diverged, 1 other).
 TrialOutcome from_exit_code(const ExitInfo& exit, const ResultFile& result) {
   const std::string why = result.problem.empty() ? "no result" : result.problem;
   switch (exit.exit_code) {
@@ -152,6 +152,8 @@ TrialOutcome from_exit_code(const ExitInfo& exit, const ResultFile& result) {
       return with(TrialStatus::oom, "exit status 3 (out of memory), " + why);
     case 2:
       return with(TrialStatus::config_error, "exit status 2 (config error), " + why);
+    case 4:
+      return with(TrialStatus::failed, "exit status 4 (diverged), " + why);
     default:
       return with(TrialStatus::failed, fmt::format("exit status {}, {}", exit.exit_code, why));
   }
@@ -178,6 +180,8 @@ TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result
     return with(TrialStatus::crash, fmt::format("exit status {}: a process died of {}",
                                                 exit.exit_code, signal_name(exit.exit_code - 128)));
   if (status == "failed") return with(TrialStatus::failed, error_message(*r));
+  // A run that went NaN measured nothing worth keeping: a failed trial that says so.
+  if (status == "diverged") return with(TrialStatus::failed, error_message(*r));
   if (status == "ok" && exit.exit_code == 0) return measured(*r, window);
   if (status == "ok")
     return with(TrialStatus::failed,

@@ -28,6 +28,13 @@ std::string describe_json(const json& v) {
   return s;
 }
 
+std::string json_error_text(const json::exception& e) {
+  std::string msg = e.what();
+  if (const auto end = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && end != msg.npos)
+    msg.erase(0, end + 2);
+  return msg;
+}
+
 void json_fail(std::string_view prefix, std::string_view key, std::string_view what,
                const json& got) {
   throw JsonReadError(

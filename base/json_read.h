@@ -22,6 +22,11 @@ class JsonReadError : public std::runtime_error {
 // A short rendering of a value for messages ("5", "\"yes\"", "[1,2]"; at most 80 chars).
 std::string describe_json(const nlohmann::json& v);
 
+// What a JSON library exception says, without its internal tag
+// ("[json.exception.parse_error.101] "): "parse error at line 3, column 7: ...",
+// the position where the text went wrong.
+std::string json_error_text(const nlohmann::json::exception& e);
+
 [[noreturn]] void json_fail(std::string_view prefix, std::string_view key, std::string_view what,
                             const nlohmann::json& got);
 

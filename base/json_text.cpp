@@ -3,6 +3,8 @@
 #include <set>
 #include <vector>
 
+#include "base/json_read.h"
+
 namespace hybrid::base {
 
 namespace {
@@ -57,10 +59,7 @@ json parse_json_text(const std::string& text) {
   try {
     j = json::parse(text, std::ref(dup), /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
-    std::string msg = e.what();
-    if (auto pos = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && pos != std::string::npos)
-      msg = msg.substr(pos + 2);  // "parse error at line L, column C: ..."
-    throw JsonTextError("invalid JSON: " + msg);
+    throw JsonTextError("invalid JSON: " + json_error_text(e));
   }
   if (!dup.duplicate.empty()) throw JsonTextError("duplicate key " + dup.duplicate);
   return j;

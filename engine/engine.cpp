@@ -15,6 +15,7 @@
 #include "engine/comm/factory.h"
 #include "engine/comm/nccl_communicator.h"
 #include "engine/cpu_gemm.h"
+#include "engine/memory_model.h"
 #include "kernels/registry.h"
 
 namespace hybrid {
@@ -146,6 +147,9 @@ Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opt
                        cfg.zero.offload_param.device != OffloadDevice::none;
   model_ = std::move(model);
   setup_topology();
+  // Cheap checks first: a config far over its budget fails here by name, not in
+  // the GEMM measurement or an allocation of its huge shapes.
+  check_memory_budget(cfg, world_size(), pipeline_stage(), *backend_);
   tree_ = std::make_unique<ModuleTree>(*model_);
   if (backend_->kind() == kernels::BackendKind::cpu) {
     auto gemm = setup_cpu_gemm(cfg, *tree_, host_comm_->rank(),

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_owner.h"
 #include "engine/comm/communicator.h"
 #include "engine/config/config.h"
 #include "engine/memory/tracking_allocator.h"
@@ -104,6 +105,9 @@ class Engine {
                               const CheckpointSaveOptions& options = {});
   // tag "" reads the `latest` file. Returns the tag loaded.
   std::string load_checkpoint(const std::string& dir, const std::string& tag = "");
+  // Whose checkpoints this run writes: its model and its lineage (a fresh
+  // run's own, or the one of the checkpoint it resumed). keep_last deletes only these.
+  engine::CheckpointOwner checkpoint_owner() const;
 
   // ---- state ------------------------------------------------------------------
   const Config& config() const { return cfg_; }
@@ -214,6 +218,8 @@ class Engine {
   // The flat range rank `rank`'s checkpoint partition holds.
   engine::FlatRange saved_range(int rank) const;
   nlohmann::json saved_partitions() const;  // meta.json's partitions: every rank's range
+  // Throws CheckpointError unless the checkpoint was saved for this model.
+  void check_same_model(const nlohmann::json& meta, const std::string& where) const;
   // Master weights and optimizer state of `range` from a checkpoint, whatever
   // its tensor-parallel size (engine/engine_checkpoint.cpp).
   void read_saved_state(const std::string& dir, const std::string& tag, const nlohmann::json& meta,
@@ -272,6 +278,7 @@ class Engine {
   int64_t global_step_ = 0;
   int64_t applied_steps_ = 0;
   int64_t skipped_steps_ = 0;
+  std::string lineage_ = engine::new_lineage();
   StepStats last_;
   engine::StepTimerSet timers_;
   engine::StepTimes last_times_;

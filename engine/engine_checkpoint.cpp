@@ -34,6 +34,8 @@ nlohmann::json Engine::saved_partitions() const {
   return partitions;
 }
 
+CheckpointOwner Engine::checkpoint_owner() const { return {model_identity(cfg_), lineage_}; }
+
 std::string Engine::save_checkpoint(const std::string& dir, const std::string& tag_or_default,
                                     const CheckpointSaveOptions& options) {
   if (micro_step_ != 0)
@@ -62,14 +64,8 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
       {"param_count", tree_->full_param_count()},  // the whole model's
       {"optimizer", optimizer_->name()},
       {"state_floats", optimizer_->state_floats_per_param()},
-      {"model",
-       {{"type", cfg_.model.type},
-        {"n_layer", cfg_.model.n_layer},
-        {"n_embd", cfg_.model.n_embd},
-        {"n_head", cfg_.model.n_head},
-        {"vocab_size", cfg_.model.vocab_size},
-        {"padded_vocab_size", cfg_.padded_vocab()},
-        {"seq_len", cfg_.model.seq_len}}},
+      {"model", model_identity(cfg_)},
+      {"lineage", lineage_},
       {"partitions", saved_partitions()},
   };
 
@@ -113,17 +109,7 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   const std::string tag = resolve_checkpoint_tag(dir, want_tag);
   const auto meta = read_checkpoint_meta(dir, tag);
   const std::string where = dir + "/" + tag;
-  const auto& m = meta.at("model");
-  if (meta.at("param_count").get<int64_t>() != tree_->full_param_count() ||
-      m.at("n_layer").get<int>() != cfg_.model.n_layer ||
-      m.at("n_embd").get<int>() != cfg_.model.n_embd ||
-      m.at("padded_vocab_size").get<int>() != cfg_.padded_vocab())
-    throw CheckpointError(fmt::format(
-        "checkpoint {}: model shape differs (checkpoint: {} parameters, n_layer {}, n_embd {}; "
-        "config: {}, {}, {})",
-        where, meta.at("param_count").get<int64_t>(), m.at("n_layer").get<int>(),
-        m.at("n_embd").get<int>(), tree_->full_param_count(), cfg_.model.n_layer,
-        cfg_.model.n_embd));
+  check_same_model(meta, where);
   const int sf = optimizer_->state_floats_per_param();
   if (meta.at("state_floats").get<int>() != sf)
     throw CheckpointError(
@@ -156,6 +142,8 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
   applied_steps_ = meta.at("applied_steps").get<int64_t>();
   skipped_steps_ = meta.at("skipped_steps").get<int64_t>();
   micro_step_ = 0;
+  // A resumed run continues the checkpoint's lineage: keep_last rotates its tags.
+  if (const auto it = meta.find("lineage"); it != meta.end()) lineage_ = it->get<std::string>();
   if (cfg_.fp16.enabled && meta.at("loss_scaler").value("dynamic", false) == scaler_.dynamic())
     scaler_.load_state(meta.at("loss_scaler"));
   log(fmt::format("loaded checkpoint {} (step {}{})", where, global_step_,
@@ -164,6 +152,22 @@ std::string Engine::load_checkpoint(const std::string& dir, const std::string& w
                                     meta.at("world_size").get<int>(), world_size())
                       : std::string()));
   return tag;
+}
+
+// Every field of the model configuration must agree (engine/checkpoint/
+// checkpoint_owner.h): the parameter count alone would let another n_head or
+// vocab_size (within the same padding) resume silently. A field the checkpoint
+// predates is not compared, and the parameter count still is.
+void Engine::check_same_model(const nlohmann::json& meta, const std::string& where) const {
+  const auto mine = model_identity(cfg_);
+  if (const std::string why = model_difference(meta.at("model"), mine); !why.empty())
+    throw CheckpointError(fmt::format("checkpoint {} was saved for {}", where, why));
+  if (meta.at("param_count").get<int64_t>() != tree_->full_param_count())
+    throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, this model has {}", where,
+                                      meta.at("param_count").get<int64_t>(),
+                                      tree_->full_param_count()));
+  for (const auto& key : fields_not_saved(meta.at("model"), mine))
+    log(fmt::format("checkpoint {} predates {}: not compared", where, key));
 }
 
 // The same layout reads this rank's flat space straight from the files its

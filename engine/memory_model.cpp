@@ -268,4 +268,19 @@ MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int sta
   return predict_stage_memory(cfg, world_size, stage, saved_bytes(cfg, backend));
 }
 
+void check_memory_budget(const Config& cfg, int world_size, int stage,
+                         const kernels::Backend& backend) {
+  if (cfg.memory_budget == 0) return;
+  const MemoryPrediction p = predict_stage_memory(cfg, world_size, stage, backend);
+  if (p.total() <= cfg.memory_budget) return;
+  const auto largest = std::max_element(p.bytes.begin(), p.bytes.end()) - p.bytes.begin();
+  throw OutOfMemoryError(
+      fmt::format("out of memory: the memory model predicts {} per rank, over its memory budget "
+                  "of {}, the most for {} ({}); nothing was allocated (predicted: {})",
+                  base::format_bytes(p.total()), base::format_bytes(cfg.memory_budget),
+                  mem_category_name(MemCategory(largest)),
+                  base::format_bytes(p.bytes[size_t(largest)]), p.to_string()),
+      MemCategory(largest), p.total());
+}
+
 }  // namespace hybrid::engine

@@ -72,6 +72,14 @@ MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int sta
 MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int stage,
                                       const kernels::Backend& backend);
 MemoryPrediction predict_memory(const Config& cfg, int world_size, uint64_t attention_saved_bytes);
+
+// The budget check that comes first: before the engine allocates or measures
+// anything (GEMM providers), a rank of pipeline stage `stage` whose predicted
+// device memory is over cfg.memory_budget fails with OutOfMemoryError naming the
+// budget and the prediction, as its first allocation over the budget would later
+// (the prediction is the allocator's bytes, exactly). No budget: no check.
+void check_memory_budget(const Config& cfg, int world_size, int stage,
+                         const kernels::Backend& backend);
 MemoryPrediction predict_memory(const Config& cfg, int world_size, const kernels::Backend& backend);
 
 }  // namespace hybrid::engine

@@ -377,7 +377,7 @@ void RunRecorder::finish(const TrainSummary& summary) {
     forward_rank_rows(e.host_communicator(), store_.get(), run_id_, forwarded_);
   e.barrier();  // every rank's rows are in before the run is declared finished
   if (store_ && rank_ == 0) {
-    store_->finish_run(run_id_, profiler::RunStatus::ok, {}, summary.to_json().dump());
+    store_->finish_run(run_id_, summary.status, summary.error, summary.to_json().dump());
     if (!cfg_.profiler.chrome_trace.empty()) {
       const auto set = store_->events(run_id_);
       const auto run = store_->get_run(run_id_);

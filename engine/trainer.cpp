@@ -18,8 +18,10 @@
 #include "engine/data/data_loader.h"
 #include "engine/data/data_sources.h"
 #include "engine/data/llmc_checkpoint.h"
+#include "engine/divergence.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
 #include "profiler/flops.h"
 
@@ -27,99 +29,6 @@ namespace hybrid {
 
 using namespace engine;
 using profiler::RunStatus;
-
-// Communication bytes per step (all, and per group with a pipeline) and the
-// pipeline's waiting shares.
-void TrainSummary::add_comm_json(nlohmann::json& j) const {
-  nlohmann::json comm = nlohmann::json::object();
-  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-    comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-        comm_bytes_per_step[size_t(k)];
-  j["comm_bytes_per_step"] = comm;
-  if (pipeline_stages > 1)
-    j["pipeline"] = {{"stages", pipeline_stages},
-                     {"waiting_fraction_median", pipeline_waiting_fraction},
-                     {"waiting_fraction_by_rank", pipeline_waiting_by_rank},
-                     {"bubble_closed_form", pipeline_bubble_closed_form}};
-  if (!comm_bytes_by_group.empty()) {
-    nlohmann::json groups = nlohmann::json::object();
-    for (const auto& [group, bytes] : comm_bytes_by_group)
-      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-        groups[group][std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-            bytes[size_t(k)];
-    j["comm_bytes_per_step_by_group"] = groups;
-  }
-}
-
-nlohmann::json TrainSummary::to_json() const {
-  nlohmann::json mem_current = nlohmann::json::object(), mem_peak = nlohmann::json::object();
-  for (int c = 0; c < kMemCategoryCount; ++c) {
-    const std::string name(mem_category_name(MemCategory(c)));
-    mem_current[name] = memory.current[size_t(c)];
-    mem_peak[name] = memory.peak[size_t(c)];
-  }
-  nlohmann::json j = {
-      {"status", profiler::to_string(status)},
-      {"steps", steps},
-      {"global_step", global_step},
-      {"final_loss", final_loss},
-      {"losses", losses},
-      {"ms_per_step_median", ms_per_step_median},
-      {"tokens_per_s", tokens_per_s},
-      {"samples_per_s", samples_per_s},
-      {"flops_per_step", flops_per_step},
-      {"achieved_flops_per_s", achieved_flops_per_s},
-      {"skipped_steps", skipped_steps},
-      {"exposed_comm_ms_per_step", exposed_comm_ms_per_step},
-      {"peak_memory_bytes", mem_peak},
-      {"peak_memory_total_bytes", memory.total_peak},
-      {"world_size", world_size},
-  };
-  if (predicted_peak_bytes) {
-    j["predicted_peak_bytes"] = *predicted_peak_bytes;
-    nlohmann::json pm = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c)
-      pm[std::string(mem_category_name(MemCategory(c)))] = predicted_memory[size_t(c)];
-    j["predicted_memory_bytes"] = pm;
-  }
-  if (host_memory.total_peak > 0) {  // the offloaded optimizer's host memory
-    nlohmann::json hp = nlohmann::json::object(), hm = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      hp[std::string(mem_category_name(MemCategory(c)))] = host_memory.peak[size_t(c)];
-      hm[std::string(mem_category_name(MemCategory(c)))] = predicted_host_memory[size_t(c)];
-    }
-    j["peak_host_memory_bytes"] = hp;
-    j["peak_host_memory_total_bytes"] = host_memory.total_peak;
-    j["predicted_host_memory_bytes"] = hm;
-  }
-  uint64_t nvme_total = 0;
-  for (auto b : nvme_bytes) nvme_total += b;
-  if (nvme_total > 0) {  // the NVMe offload's swap files
-    nlohmann::json nm = nlohmann::json::object(), np = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      nm[std::string(mem_category_name(MemCategory(c)))] = nvme_bytes[size_t(c)];
-      np[std::string(mem_category_name(MemCategory(c)))] = predicted_nvme_bytes[size_t(c)];
-    }
-    j["nvme_bytes"] = nm;
-    j["nvme_total_bytes"] = nvme_total;
-    j["predicted_nvme_bytes"] = np;
-    nlohmann::json io_json = nlohmann::json::object();
-    for (int k = 0; k < profiler::kIoKindCount; ++k)
-      io_json[std::string(profiler::io_name(profiler::IoKind(k)))] = {
-          {"requests", io[size_t(k)].requests},
-          {"bytes", io[size_t(k)].bytes},
-          {"seconds", io[size_t(k)].seconds},
-          {"gbps", io[size_t(k)].gbps()}};
-    j["io"] = io_json;
-  }
-  add_comm_json(j);
-  if (!gemm.is_null()) j["gemm"] = gemm;
-  if (!std::isnan(unigram_entropy))
-    j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};
-  if (run_id) j["run_id"] = run_id;
-  if (status != RunStatus::ok) j["error"] = {{"kind", error_kind}, {"message", error}};
-  return j;
-}
 
 double model_flops_per_step(const Config& cfg, int64_t n_params, int world_size) {
   const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
@@ -215,6 +124,7 @@ struct Loop {
   std::vector<int32_t> batch_inputs, batch_targets;  // a pipeline step's micro-batches
   uint32_t step_name = 0, data_name = 0;
   std::vector<double> step_ms;
+  std::vector<bool> skipped;             // per step: the update was not applied
   std::vector<double> pipeline_waiting;  // per step: waiting / schedule (pipeline stages)
   double exposed_total_ms = 0.0;
 };
@@ -275,8 +185,9 @@ void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
   if (l.opts.before_publish) o.before_publish = [&l, step] { l.opts.before_publish(step); };
   l.engine.save_checkpoint(l.policy.dir(), SavePolicy::tag(step), o);
   if (l.policy.keep_last() > 0 && l.engine.rank() == 0)
-    for (const auto& tag : prune_checkpoints(l.policy.dir(), SavePolicy::kind_name(kind),
-                                             l.policy.keep_last(), SavePolicy::managed_tags()))
+    for (const auto& tag :
+         prune_checkpoints(l.policy.dir(), SavePolicy::kind_name(kind), l.policy.keep_last(),
+                           SavePolicy::managed_tags(), l.engine.checkpoint_owner()))
       l.say(fmt::format("deleted checkpoint {}/{} (keep_last {})", l.policy.dir(), tag,
                         l.policy.keep_last()));
 }
@@ -289,6 +200,7 @@ void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) 
     l.pipeline_waiting.push_back(p.waiting_ms / p.schedule_ms);
   l.exposed_total_ms += double(l.engine.comm_tracer().step_totals(int32_t(s + 1)).exposed_ns) / 1e6;
   out.losses.push_back(loss);
+  l.skipped.push_back(l.engine.last_step().skipped);
   l.recorder.on_step(s + 1, loss, ms, out.flops_per_step);
   const auto& st = l.engine.last_step();
   const int64_t done = s - l.first + 1;
@@ -443,6 +355,8 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   }
   save_outputs(l);
   summarize(l, out);
+  if (auto why = divergence(out.losses, l.skipped); !why.empty())
+    out.status = RunStatus::diverged, out.error_kind = "Diverged", out.error = std::move(why);
   print_summary(out, say);
   recorder.finish(out);
   out.run_id = recorder.run_id();
@@ -463,6 +377,7 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
   try {
     s.rank = base::launcher_env().rank;  // valid before MPI starts
     recorder = std::make_unique<RunRecorder>(cfg, opts, s.rank);
+    check_run_outputs(cfg, opts);
     train(cfg, opts, s, *recorder);
   } catch (const OutOfMemoryError& e) {
     s.status = RunStatus::oom, s.error_kind = "OutOfMemoryError", s.error = e.what();
@@ -476,6 +391,8 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
         e.what());
   } catch (const ConfigError& e) {
     s.status = RunStatus::config_error, s.error_kind = "ConfigError", s.error = e.what();
+  } catch (const ArgumentError& e) {
+    s.status = RunStatus::config_error, s.error_kind = "ArgumentError", s.error = e.what();
   } catch (const std::exception& e) {
     s.status = RunStatus::failed, s.error_kind = "Error", s.error = e.what();
   }
@@ -483,7 +400,11 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
     s.run_id = recorder->run_id();
     recorder->fail(s);
   }
-  if (s.rank == 0) write_train_result(opts.result_path, s);
+  try {
+    if (s.rank == 0) write_train_result(opts.result_path, s);
+  } catch (const std::exception& e) {  // --result itself is the bad argument: say so, go on
+    std::fprintf(stderr, "hybrid-train: the result was not written: %s\n", e.what());
+  }
   // mpirun tears the job down once a rank exits non-zero: the others wait a
   // moment, so that rank 0, failing alike (a budget, a config), writes its
   // result first.

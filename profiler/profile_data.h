@@ -21,7 +21,9 @@
 
 namespace hybrid::profiler {
 
-enum class RunStatus : uint8_t { running, ok, failed, oom, config_error, killed };
+// diverged: the run finished its steps, but its loss went NaN or infinite (or
+// every step was skipped) for its last steps (engine/divergence.h).
+enum class RunStatus : uint8_t { running, ok, failed, oom, config_error, killed, diverged };
 
 std::string_view to_string(RunStatus s);
 // Throws std::invalid_argument naming the value when it is not one of the above.

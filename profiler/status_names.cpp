@@ -12,8 +12,8 @@ namespace hybrid::profiler {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kRunStatus = {"running", "ok",           "failed",
-                                                        "oom",     "config_error", "killed"};
+constexpr std::array<std::string_view, 7> kRunStatus = {"running",      "ok",     "failed",  "oom",
+                                                        "config_error", "killed", "diverged"};
 constexpr std::array<std::string_view, 4> kSweepStatus = {"running", "done", "failed", "stopped"};
 constexpr std::array<std::string_view, 10> kTrialStatus = {
     "pending", "running",      "ok",     "oom",          "timeout",

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "base/atomic_file.h"
+#include "base/json_read.h"
 
 namespace hybrid::engine {
 
@@ -108,7 +109,8 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
 }
 
 std::vector<std::string> prune_checkpoints(const std::string& dir, const std::string& kind,
-                                           int64_t keep, const std::string& managed) {
+                                           int64_t keep, const std::string& managed,
+                                           const CheckpointOwner& owner) {
   std::vector<std::string> deleted;
   if (keep <= 0) return deleted;
   std::string latest;
@@ -132,7 +134,7 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
     }
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (text_field(meta, "format", "") != "hybrid-checkpoint" ||
-        text_field(meta, "kind", "optimizer") != kind)
+        text_field(meta, "kind", "optimizer") != kind || !belongs_to(meta, owner))
       continue;
     const auto step = meta.find("global_step");
     tags.emplace_back(step != meta.end() && step->is_number_integer() ? step->get<int64_t>() : 0,
@@ -143,7 +145,8 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, const std::st
   if (!latest.empty() && std::regex_match(latest, pattern)) {
     std::ifstream in(dir + "/" + latest + "/meta.json");
     const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    latest_counts = meta.is_object() && text_field(meta, "kind", "optimizer") == kind;
+    latest_counts = meta.is_object() && text_field(meta, "kind", "optimizer") == kind &&
+                    belongs_to(meta, owner);
   }
   const int64_t keep_others = latest_counts ? keep - 1 : keep;
   std::sort(tags.begin(), tags.end(), std::greater<>());
@@ -182,8 +185,8 @@ nlohmann::json read_checkpoint_meta(const std::string& dir, const std::string& t
   try {
     meta = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(
-        fmt::format("checkpoint {}: meta.json is corrupt: {}", where(dir, tag), e.what()));
+    throw CheckpointError(fmt::format("checkpoint {}: meta.json is not valid JSON: {}",
+                                      where(dir, tag), base::json_error_text(e)));
   }
   validate_checkpoint_meta(meta, where(dir, tag));
   return meta;

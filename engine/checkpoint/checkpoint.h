@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_owner.h"
 #include "engine/comm/communicator.h"
 #include "engine/zero/partition.h"
 
@@ -52,13 +53,14 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
 
 // Keep-last-k: deletes the oldest complete tags of `kind` ("full" or "optimizer",
 // meta.json's "kind") among those whose name matches `managed` (the tags a save
-// policy writes, e.g. "step\d+"), keeping the newest `keep` by global step and
-// never the tag `latest` names. Managed tags without meta.json that sort before
-// latest (what a kill mid-save or mid-delete left) are deleted too. Other tags
-// and files are left alone. Returns the tags deleted. Call on one rank, after
-// latest has moved.
+// policy writes, e.g. "step\d+") and that belong to `owner` (its model and run
+// lineage: another run's tags are neither counted nor deleted), keeping the newest
+// `keep` by global step and never the tag `latest` names. Managed tags without meta.json that sort
+// before latest (what a kill mid-save or mid-delete left) are deleted too. Other tags and files are
+// left alone. Returns the tags deleted. Call on one rank, after latest has moved.
 std::vector<std::string> prune_checkpoints(const std::string& dir, const std::string& kind,
-                                           int64_t keep, const std::string& managed);
+                                           int64_t keep, const std::string& managed,
+                                           const CheckpointOwner& owner);
 
 // The tag to load: `tag`, or the content of DIR/latest when empty.
 std::string resolve_checkpoint_tag(const std::string& dir, const std::string& tag);
@@ -69,7 +71,8 @@ inline constexpr int64_t kMaxStateFloats = 16;
 // Throws CheckpointError naming `where` and the field unless every field the
 // loaders read has its type and range: format, param_count, state_floats,
 // world_size, the step counters, optimizer, model.{type, n_layer, n_embd, n_head,
-// vocab_size, padded_vocab_size, seq_len}, loss_scaler (LossScaler::state(), when present)
+// vocab_size, padded_vocab_size, seq_len}, lineage (a string, when present), loss_scaler
+// (LossScaler::state(), when present)
 // and partitions [{rank, begin, end, tp, pp}] with 0 <= begin <= end (tp and pp, whose
 // flat space a partition is in: below tensor_parallel and pipeline_stages when present).
 void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& where);

@@ -94,6 +94,7 @@ void validate_checkpoint_meta(const nlohmann::json& meta, const std::string& whe
        {"n_layer", "n_embd", "n_head", "vocab_size", "padded_vocab_size", "seq_len"})
     integer(*m, key, 1, INT32_MAX, where, "model.");
   string_field(*m, "type", where, "model.");
+  if (meta.contains("lineage")) string_field(meta, "lineage", where);
   check_loss_scaler(meta, where);
   check_partitions(meta, where);
 }

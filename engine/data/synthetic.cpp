@@ -213,11 +213,13 @@ SyntheticShards write_synthetic_shards(
         fmt::format("synthetic shards: need tokens > 0, val tokens >= 0 and 0 < shard tokens <= "
                     "{}, got {}, {}, {}",
                     INT32_MAX, train_tokens, val_tokens, shard_tokens));
+  // The chain validates the spec (vocabulary, branching, noise): before the
+  // folder exists, so that a bad argument leaves nothing behind.
+  const MarkovChain chain(spec);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw DataFileError(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
 
-  const MarkovChain chain(spec);
   SyntheticShards out;
   out.train_tokens = train_tokens;
   out.val_tokens = val_tokens;

@@ -28,6 +28,9 @@ std::string_view mem_category_name(MemCategory c) {
   return "other";
 }
 
+OutOfMemoryError::OutOfMemoryError(std::string message, MemCategory category, uint64_t requested)
+    : std::runtime_error(std::move(message)), category_(category), requested_(requested) {}
+
 OutOfMemoryError::OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use,
                                    uint64_t budget)
     : std::runtime_error(fmt::format(

@@ -42,6 +42,9 @@ class OutOfMemoryError : public std::runtime_error {
   // The backend itself could not provide the memory; `reason` is what it said.
   OutOfMemoryError(MemCategory category, uint64_t requested, uint64_t in_use,
                    std::string_view space, const std::string& reason);
+  // The memory model predicts more than the budget before anything is allocated;
+  // `category` is the largest, `requested` the predicted total.
+  OutOfMemoryError(std::string message, MemCategory category, uint64_t requested);
   MemCategory category() const { return category_; }
   uint64_t requested() const { return requested_; }
 

@@ -2,7 +2,9 @@
 //   hybrid-train --config cfg.json [--steps N] [--db FILE] [--save DIR] [--load DIR [--tag T]]
 //                [--result FILE]
 //   mpirun -np 4 hybrid-train --config cfg.json ...
-// Exit status: 0 ok, 2 config error, 3 out of memory, 1 any other failure; the
+// Exit status: 0 ok, 2 config error or bad argument (an output path that cannot
+// be written, a checkpoint folder of another model), 3 out of memory, 4 diverged
+// (the loss went NaN or infinite: engine/divergence.h), 1 any other failure; the
 // --result JSON says the same in a structured form.
 #include <signal.h>
 #include <unistd.h>
@@ -27,6 +29,8 @@ int exit_code(RunStatus status) {
       return 2;
     case RunStatus::oom:
       return 3;
+    case RunStatus::diverged:
+      return 4;
     default:
       return 1;
   }

@@ -413,6 +413,7 @@ const std::array<Migration, kSchemaVersion> kMigrations = {{
      kSchemaV7},
     {8, "collective statistics per communicator group; pipeline stage per rank; bubble per step",
      kSchemaV8},
+    {9, "run status diverged", kSchemaV9},
 }};
 
 int64_t count_user_tables(Connection& conn) {
@@ -459,6 +460,20 @@ int prepare_schema(Connection& conn) {
     return found;
   }
   if (found == kSchemaVersion) return found;
+  // SQLite's way to rebuild a table others point at (v9 rebuilds `runs`): foreign
+  // keys off around the transaction (the pragma is ignored inside one), so that
+  // dropping the old table deletes nothing by cascade, and every reference
+  // checked before the commit.
+  conn.exec("PRAGMA foreign_keys = OFF");
+  struct KeysBackOn {
+    Connection& conn;
+    ~KeysBackOn() {
+      try {
+        conn.exec("PRAGMA foreign_keys = ON");
+      } catch (const StoreError&) {  // unwinding already, or the connection is lost
+      }
+    }
+  } keys_back_on{conn};
   conn.write_transaction([&] {
     // Another process may have migrated between the check and the lock.
     const int now = check_identity(conn);
@@ -468,6 +483,9 @@ int prepare_schema(Connection& conn) {
       conn.exec(fmt::format("PRAGMA user_version = {}", m.version));
     }
     conn.exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
+    if (auto bad = conn.prepare("PRAGMA foreign_key_check"); bad.step())
+      throw StoreError(fmt::format("database {}: migration left a dangling reference in {}",
+                                   conn.path(), bad.text(0)));
   });
   return found;
 }

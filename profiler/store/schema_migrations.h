@@ -5,5 +5,6 @@
 namespace hybrid::profiler::store {
 
 extern const char* const kSchemaV8;  // schema_v8.cpp: pipeline parallelism
+extern const char* const kSchemaV9;  // schema_v9.cpp: run status diverged
 
 }  // namespace hybrid::profiler::store

@@ -63,6 +63,16 @@ TEST(Outcome, ErrorResultsWin) {
   EXPECT_THAT(failed.reason, HasSubstr("vocab_size 64 is too small"));
 }
 
+// hybrid-train's result and exit status 4 for a run whose loss went NaN.
+TEST(Outcome, ADivergedRunIsAFailedTrialThatSaysSo) {
+  const TrialOutcome d = classify_trial(exited(4), fixture("result_diverged.json"), {});
+  EXPECT_EQ(d.status, TrialStatus::failed);
+  EXPECT_THAT(d.reason, HasSubstr("Diverged: training diverged: the loss was NaN or infinite"));
+  const TrialOutcome bare = classify_trial(exited(4), fixture("missing.json"), {});
+  EXPECT_EQ(bare.status, TrialStatus::failed);
+  EXPECT_THAT(bare.reason, HasSubstr("exit status 4 (diverged)"));
+}
+
 TEST(Outcome, SignalsAreCrashesWhateverTheOutputSays) {
   const TrialOutcome seg = classify_trial(signaled(SIGSEGV), fixture("missing.json"), {});
   EXPECT_EQ(seg.status, TrialStatus::crash);

@@ -124,7 +124,8 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
   std::ofstream(dir / ("step000000/" + engine::partition_file_name(0))) << "half";
   std::ofstream(dir / "notes.txt") << "keep me";  // not a tag
   e->save_checkpoint(d, SavePolicy::tag(6));      // latest is step000006 again
-  const auto deleted = engine::prune_checkpoints(d, "optimizer", 2, SavePolicy::managed_tags());
+  const auto deleted = engine::prune_checkpoints(d, "optimizer", 2, SavePolicy::managed_tags(),
+                                                 e->checkpoint_owner());
   // Optimizer-state tags: 1, 2, 4, 5 and 6 (latest, re-saved as optimizer-state) → keep 6, 5.
   EXPECT_EQ(deleted,
             (std::vector<std::string>{"step000000", "step000004", "step000002", "step000001"}));
@@ -133,8 +134,12 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
   EXPECT_TRUE(fs::exists(dir / "notes.txt"));
   EXPECT_EQ(latest_of(d), "step000006");
   // Full tags: 3 only (6 was re-saved as optimizer-state); keep 1 deletes nothing.
-  EXPECT_TRUE(engine::prune_checkpoints(d, "full", 1, SavePolicy::managed_tags()).empty());
-  EXPECT_TRUE(engine::prune_checkpoints(d, "optimizer", 0, SavePolicy::managed_tags()).empty())
+  EXPECT_TRUE(
+      engine::prune_checkpoints(d, "full", 1, SavePolicy::managed_tags(), e->checkpoint_owner())
+          .empty());
+  EXPECT_TRUE(engine::prune_checkpoints(d, "optimizer", 0, SavePolicy::managed_tags(),
+                                        e->checkpoint_owner())
+                  .empty())
       << "keep 0 keeps everything";
 }
 

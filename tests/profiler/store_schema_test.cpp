@@ -39,15 +39,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 8);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RunStore::schema_version(), 9);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "9");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 8);
+  EXPECT_EQ(again.opened_schema_version(), 9);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -311,14 +311,49 @@ TEST(StoreSchema, V7RunMigratesToV8CommStatsOfTheWorldGroupNoBubble) {
   EXPECT_THROW(exec_sql(db, "UPDATE run_ranks SET pipeline_stage = -1"), std::exception);
 }
 
+// v8 -> v9 rebuilds `runs` so that its status may be `diverged`: every row that
+// points at a run (its ranks, steps and comm stats, a trial) stays, as the
+// rebuild runs with foreign keys off; they are back on after it.
+TEST(StoreSchema, V8RunsMigrateToV9WithEveryRowPointingAtThemAndTakeStatusDiverged) {
+  TempDir dir;
+  const auto db = dir / "v8.db";
+  exec_sql(db, test::read_file(fixture(8)));
+  exec_sql(db,
+           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
+           "VALUES (4, 'v8 run', 1700000000.0, 1700000100.0, 'killed', 2);"
+           "INSERT INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
+           "VALUES (4, 1, 'node-a', 99, 5);"
+           "INSERT INTO steps VALUES (4, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
+           "INSERT INTO sweeps (id, name, metric, status, created_at) "
+           "VALUES (2, 'sweep', 'latency_ms', 'done', 1700000000.0);"
+           "INSERT INTO trials (sweep_id, key, status, run_id, created_at, updated_at) "
+           "VALUES (2, 'mbs=1', 'ok', 4, 1700000000.0, 1700000002.0);");
+  EXPECT_THROW(exec_sql(db, "UPDATE runs SET status = 'diverged'"), std::exception);
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 8);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_EQ(store.get_run(4).status, RunStatus::killed);
+  EXPECT_EQ(store.ranks(4).size(), 1u);
+  EXPECT_EQ(store.steps(4).size(), 1u);
+  EXPECT_EQ(store.find_trial(2, "mbs=1")->run_id, 4);
+
+  const int64_t id = store.create_run({});
+  store.finish_run(id, RunStatus::diverged, "training diverged");
+  EXPECT_EQ(store.get_run(id).status, RunStatus::diverged);
+  EXPECT_EQ(store.get_run(id).error, "training diverged");
+  EXPECT_THROW(exec_sql(db, "UPDATE runs SET status = 'exploded'"), std::exception);
+  // Foreign keys are on again: a step of a run that does not exist is refused.
+  EXPECT_THROW(store.add_steps(999, store.steps(4)), std::exception);
+}
+
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   TempDir dir;
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
-  EXPECT_NE(
-      msg.find("database " + db.string() + " has schema version 1, older than this build (8)"),
-      std::string::npos)
+  EXPECT_NE(msg.find("database " + db.string() + " has schema version 1, older than this build (" +
+                     std::to_string(RunStore::schema_version()) + ")"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
   EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "1");
@@ -442,7 +477,7 @@ TEST(StoreSchema, ConcurrentFirstOpensCreateTheSchemaOnce) {
   for (pid_t k : kids) EXPECT_EQ(test::wait_child(k), 0);
   RunStore store(db, OpenMode::read_only);
   EXPECT_EQ(store.list_runs().size(), size_t(kProcs));
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "8");
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), std::to_string(RunStore::schema_version()));
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 

@@ -1,0 +1,228 @@
+// Bad input that used to get through hybrid-train and hybrid-data (issue 32):
+// each case runs the real tool on a tiny model and asserts the named error, the
+// exit status and that nothing was trained, written or deleted before it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/divergence.h"
+#include "engine_test_util.h"
+#include "profiler/store/run_store.h"
+
+namespace hybrid {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code = -1;
+  std::string output;
+  nlohmann::json result;
+};
+
+Run hybrid_train(const test::TempDir& dir, const std::string& name, const nlohmann::json& patch,
+                 const std::string& args) {
+  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json");
+  test::write_json(cfg, test::tiny_config_json(patch));
+  const auto c = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --result " +
+                                   res + " " + args);
+  Run r{c.exit_code, c.output, {}};
+  if (fs::exists(res)) r.result = test::read_json(res);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string latest_of(const std::string& dir) {
+  std::ifstream in(dir + "/latest");
+  std::string tag;
+  std::getline(in, tag);
+  return tag;
+}
+
+const nlohmann::json kNHead4 = {{"hybrid", {{"model", {{"n_head", 4}}}}}};
+const nlohmann::json kVocab100 = {{"hybrid", {{"model", {{"vocab_size", 100}}}}}};
+
+// n_head and vocab_size (within the same padding) keep the parameter count:
+// only the whole model configuration in meta.json tells them apart.
+TEST(BadInput, LoadRefusesACheckpointOfAnotherModelNamingTheKey) {
+  test::TempDir dir;
+  const std::string ck = dir / "ck1";
+  const auto base = hybrid_train(dir, "base", {}, "--quiet --steps 2 --save " + ck);
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  const auto heads = hybrid_train(dir, "heads", kNHead4, "--quiet --steps 2 --load " + ck);
+  EXPECT_EQ(heads.exit_code, 1) << heads.output;
+  EXPECT_TRUE(has(heads.output, "checkpoint " + ck +
+                                    "/step000002 was saved for model.n_head 2, this config has 4"))
+      << heads.output;
+  EXPECT_EQ(heads.result.at("status"), "failed");
+  const auto vocab = hybrid_train(dir, "vocab", kVocab100, "--quiet --steps 2 --load " + ck);
+  EXPECT_EQ(vocab.exit_code, 1) << vocab.output;
+  EXPECT_TRUE(has(vocab.output, "was saved for model.vocab_size 64, this config has 100"))
+      << vocab.output;
+  // The same model still resumes.
+  const auto same = hybrid_train(dir, "same", {}, "--quiet --steps 1 --load " + ck);
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(same.result.at("global_step"), 3);
+}
+
+// Model A left step000004 and step000005 (keep_last 2). Model B may not save
+// there at all; a fresh run of model A (another lineage) may, and its keep_last
+// rotates only its own tags.
+TEST(BadInput, SavingIntoAFolderOfAnotherModelIsRefusedAndKeepLastSparesOtherRuns) {
+  test::TempDir dir;
+  const std::string ck = dir / "ck";
+  const nlohmann::json keep2 = {{"hybrid", {{"checkpoint", {{"keep_last", 2}}}}}};
+  const auto a = hybrid_train(dir, "a", keep2, "--quiet --steps 5 --save-every 1 --save " + ck);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000004", "step000005"}));
+
+  nlohmann::json b_patch = keep2;
+  b_patch["hybrid"]["model"] = {{"n_layer", 3}};
+  const auto b = hybrid_train(dir, "b", b_patch, "--steps 3 --save-every 1 --save " + ck);
+  EXPECT_EQ(b.exit_code, 2) << b.output;
+  EXPECT_TRUE(has(b.output, "--save " + ck + ": checkpoint folder " + ck +
+                                " holds checkpoints of another model (step00000"))
+      << b.output;
+  EXPECT_TRUE(has(b.output, "was saved for model.n_layer 2, this config has 3")) << b.output;
+  EXPECT_FALSE(has(b.output, "step     1")) << "refused before training";
+  EXPECT_EQ(b.result.at("status"), "config_error");
+  EXPECT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000004", "step000005"}));
+
+  const auto c = hybrid_train(dir, "c", keep2, "--quiet --steps 3 --save-every 1 --save " + ck);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000002", "step000003",
+                                                   "step000004", "step000005"}))
+      << "run c deleted its own step000001 only";
+  EXPECT_EQ(latest_of(ck), "step000003");
+}
+
+TEST(BadInput, ADivergedRunHasItsOwnStatusExitCodeAndStoreRow) {
+  test::TempDir dir;
+  const std::string db = dir / "runs.db";
+  const nlohmann::json huge_lr = {{"optimizer", {{"params", {{"lr", 1e30}}}}}};
+  const auto r = hybrid_train(dir, "lr", huge_lr, "--steps 4 --db " + db);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result.at("status"), "diverged") << r.result.dump();
+  EXPECT_EQ(r.result.at("error").at("kind"), "Diverged");
+  EXPECT_TRUE(has(r.output,
+                  "hybrid-train: training diverged: the loss was NaN or infinite for "
+                  "each of the last"))
+      << r.output;
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(store.get_run(runs[0].id).status, profiler::RunStatus::diverged);
+  // A sane learning rate is still ok.
+  const auto ok = hybrid_train(dir, "ok", {}, "--quiet --steps 2");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(ok.result.at("status"), "ok");
+}
+
+TEST(BadInput, DivergenceNeedsTheWholeWindow) {
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(divergence({}, {}), "");
+  EXPECT_NE(divergence({3.0, inf, nan}, {false, true, true}), "")
+      << "a short run: all its steps after the first (before any update)";
+  EXPECT_NE(divergence({nan}, {true}), "") << "a one-step run: its step";
+  EXPECT_EQ(divergence({3.0, nan, 3.0}, {true, true, false}), "") << "the last step is finite";
+  std::vector<double> losses(12, 3.0);
+  std::vector<bool> skipped(12, true);
+  skipped[1] = false;
+  EXPECT_NE(divergence(losses, skipped), "") << "the last 10 steps were all skipped";
+  skipped[5] = false;
+  EXPECT_EQ(divergence(losses, skipped), "");
+  EXPECT_EQ(divergence({3.0, 3.0, 3.0}, {true, true, true}), "")
+      << "fp16's first skips in a short run are the loss scale settling";
+}
+
+// A config far over its budget fails on the memory model's prediction, before
+// any GEMM shape of it is measured or allocated.
+TEST(BadInput, MemoryBudgetIsCheckedBeforeGemmMeasurement) {
+  test::TempDir dir;
+  for (const auto& patch : {
+           nlohmann::json{
+               {"hybrid", {{"memory_budget", "1GiB"}, {"model", {{"vocab_size", 34000000}}}}}},
+           nlohmann::json{{"hybrid", {{"memory_budget", "1GiB"}}},
+                          {"train_micro_batch_size_per_gpu", 100000000}},
+       }) {
+    const auto r = hybrid_train(dir, "big", patch, "--steps 1");
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_TRUE(has(r.output, "out of memory: the memory model predicts")) << r.output;
+    EXPECT_TRUE(has(r.output, "over its memory budget of 1.00 GiB, the most for ")) << r.output;
+    EXPECT_TRUE(has(r.output, "; nothing was allocated (predicted: params ")) << r.output;
+    EXPECT_FALSE(has(r.output, "gemm:")) << "no GEMM measured: " << r.output;
+    EXPECT_EQ(r.result.at("status"), "oom");
+  }
+}
+
+TEST(BadInput, OutputPathsAreCheckedBeforeTraining) {
+  test::TempDir dir;
+  const std::string file = dir / "afile";
+  std::ofstream(file) << "not a folder";
+  const auto save = hybrid_train(dir, "save", {}, "--steps 2 --save " + file);
+  EXPECT_EQ(save.exit_code, 2) << save.output;
+  EXPECT_TRUE(has(save.output, "--save " + file + ": it exists and is not a directory"))
+      << save.output;
+  EXPECT_FALSE(has(save.output, "step     1")) << "refused before training: " << save.output;
+  EXPECT_EQ(save.result.at("error").at("kind"), "ArgumentError");
+
+  const auto exported =
+      hybrid_train(dir, "export", {}, "--steps 2 --export-llmc /proc/nope/model.bin");
+  EXPECT_EQ(exported.exit_code, 2) << exported.output;
+  EXPECT_TRUE(has(exported.output,
+                  "--export-llmc /proc/nope/model.bin: its folder /proc/nope: cannot create it "
+                  "in /proc"))
+      << exported.output;
+  EXPECT_FALSE(has(exported.output, "step     1")) << exported.output;
+
+  const auto result =
+      test::run_command(test::tool("hybrid-train") + " --config " + (dir / "save.json") +
+                        " --steps 2 --result " + file + "/r.json");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_TRUE(has(result.output, "--result " + file + "/r.json: its folder " + file +
+                                     ": it exists and is not a directory"))
+      << result.output;
+}
+
+TEST(BadInput, CorruptMetaJsonNamesTheFileAndThePosition) {
+  test::TempDir dir;
+  const std::string ck = dir / "ck";
+  ASSERT_EQ(hybrid_train(dir, "a", {}, "--quiet --steps 1 --save " + ck).exit_code, 0);
+  std::ofstream(ck + "/step000001/meta.json") << "{\n  \"format\": oops\n}\n";
+  const auto r = hybrid_train(dir, "b", {}, "--quiet --steps 1 --load " + ck);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "checkpoint " + ck +
+                                "/step000001: meta.json is not valid JSON: parse error at line 2, "
+                                "column 13"))
+      << r.output;
+  EXPECT_FALSE(has(r.output, "[json.exception")) << r.output;
+}
+
+TEST(BadInput, SynthWithABadBranchingOrNoiseCreatesNothing) {
+  test::TempDir dir;
+  const std::string synth = test::tool("hybrid-data") + " synth --tokens 1000 --vocab 64 --out ";
+  const auto branching = test::run_command(synth + (dir / "b") + " --branching 0");
+  EXPECT_EQ(branching.exit_code, 1) << branching.output;
+  EXPECT_TRUE(has(branching.output, "branching must be in 1..vocab_size (64), got 0"))
+      << branching.output;
+  EXPECT_FALSE(fs::exists(dir / "b"));
+  const auto noise = test::run_command(synth + (dir / "n") + " --noise 2");
+  EXPECT_EQ(noise.exit_code, 1) << noise.output;
+  EXPECT_TRUE(has(noise.output, "noise must be in (0, 1], got 2")) << noise.output;
+  EXPECT_FALSE(fs::exists(dir / "n"));
+}
+
+}  // namespace
+}  // namespace hybrid
