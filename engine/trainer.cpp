@@ -192,6 +192,19 @@ void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
                         l.policy.keep_last()));
 }
 
+// A step whose loss is not finite saves nothing: its weights may be lost, and
+// keep_last would rotate good checkpoints out for it. The loss is the mean over
+// the ranks, so every rank decides alike (saving is collective).
+bool save_unless_diverging(const Loop& l, SavePolicy::Kind kind, double loss) {
+  if (!std::isfinite(loss)) {
+    l.say(fmt::format("not saving step {}: its loss is {}; the checkpoints before it are kept",
+                      l.engine.global_step(), loss));
+    return false;
+  }
+  save_checkpoint(l, kind);
+  return true;
+}
+
 // After step s+1: its measurements, the progress line, a periodic checkpoint,
 // and the caller's hook.
 void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) {
@@ -215,7 +228,7 @@ void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) 
       for (const auto& line : l.engine.last_step_times().log_lines()) l.say(line);
   }
   if (const auto kind = l.policy.at_step(s + 1); kind != SavePolicy::Kind::none)
-    save_checkpoint(l, kind);
+    save_unless_diverging(l, kind, loss);
   if (l.opts.after_step) l.opts.after_step(s + 1);
 }
 
@@ -234,15 +247,21 @@ void run_loop(Loop& l, TrainSummary& out) {
   }
 }
 
-// The final checkpoint (unless the last periodic one is it) and the llm.c export.
-void save_outputs(const Loop& l) {
+// The final checkpoint (unless the last periodic one is it) and the llm.c
+// export; neither after a last loss that is not finite (an export would
+// replace the file with weights that may be lost).
+void save_outputs(const Loop& l, double last_loss) {
   const TrainOptions& opts = l.opts;
   Engine& engine = l.engine;
   const Say& say = l.say;
   if (const auto kind = l.policy.at_end(engine.global_step());
       l.policy.enabled() && kind != SavePolicy::Kind::none)
-    save_checkpoint(l, kind);
+    save_unless_diverging(l, kind, last_loss);
   if (opts.export_path.empty()) return;
+  if (!std::isfinite(last_loss)) {
+    say(fmt::format("not exporting to {}: the last loss is {}", opts.export_path, last_loss));
+    return;
+  }
   const auto flat = engine.gather_parameters();  // collective
   if (engine.rank() != 0) return;
   Gpt2Weights w;
@@ -353,7 +372,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
           double(groups_after[g].second.bytes[k] - groups_before[g].second.bytes[k]) / l.steps;
     out.comm_bytes_by_group.emplace_back(groups_after[g].first, bytes);
   }
-  save_outputs(l);
+  save_outputs(l, out.losses.back());
   summarize(l, out);
   if (auto why = divergence(out.losses, l.skipped); !why.empty())
     out.status = RunStatus::diverged, out.error_kind = "Diverged", out.error = std::move(why);

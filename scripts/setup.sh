@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config git
+  cmake ninja-build g++ pkg-config git ccache
   libimgui-dev libglfw3-dev libstb-dev libegl-dev libgl1-mesa-dri xvfb xauth
   libopenmpi-dev openmpi-bin
   zlib1g-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev

@@ -111,8 +111,16 @@ TEST(BadInput, ADivergedRunHasItsOwnStatusExitCodeAndStoreRow) {
   test::TempDir dir;
   const std::string db = dir / "runs.db";
   const nlohmann::json huge_lr = {{"optimizer", {{"params", {{"lr", 1e30}}}}}};
-  const auto r = hybrid_train(dir, "lr", huge_lr, "--steps 4 --db " + db);
+  const auto r = hybrid_train(
+      dir, "lr", huge_lr,
+      "--steps 4 --db " + db + " --save " + dir / "ck" + " --export-llmc " + dir / "lr.bin");
   EXPECT_EQ(r.exit_code, 4) << r.output;
+  // Weights whose loss is NaN are neither checkpointed nor exported: nothing
+  // good is rotated out or overwritten for them.
+  EXPECT_TRUE(has(r.output, "not saving step 4: its loss is")) << r.output;
+  EXPECT_TRUE(has(r.output, "not exporting to")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir / "ck") / "step000004"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "lr.bin"));
   EXPECT_EQ(r.result.at("status"), "diverged") << r.result.dump();
   EXPECT_EQ(r.result.at("error").at("kind"), "Diverged");
   EXPECT_TRUE(has(r.output,
