@@ -230,6 +230,12 @@ TEST(BadInput, SynthWithABadBranchingOrNoiseCreatesNothing) {
   EXPECT_EQ(noise.exit_code, 1) << noise.output;
   EXPECT_TRUE(has(noise.output, "noise must be in (0, 1], got 2")) << noise.output;
   EXPECT_FALSE(fs::exists(dir / "n"));
+  // A count out of range is ours to word, with the tool's status (not CLI11's 105).
+  const auto none = test::run_command(test::tool("hybrid-data") + " synth --tokens 0 --vocab 64 " +
+                                      "--out " + dir / "z");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_TRUE(has(none.output, "--tokens: must be at least 1, got 0")) << none.output;
+  EXPECT_FALSE(fs::exists(dir / "z"));
 }
 
 }  // namespace
