@@ -153,7 +153,7 @@ TrialOutcome from_exit_code(const ExitInfo& exit, const ResultFile& result) {
     case 2:
       return with(TrialStatus::config_error, "exit status 2 (config error), " + why);
     case 4:
-      return with(TrialStatus::failed, "exit status 4 (diverged), " + why);
+      return with(TrialStatus::diverged, "exit status 4 (diverged), " + why);
     default:
       return with(TrialStatus::failed, fmt::format("exit status {}, {}", exit.exit_code, why));
   }
@@ -180,8 +180,8 @@ TrialOutcome from_exit_and_status(const ExitInfo& exit, const ResultFile& result
     return with(TrialStatus::crash, fmt::format("exit status {}: a process died of {}",
                                                 exit.exit_code, signal_name(exit.exit_code - 128)));
   if (status == "failed") return with(TrialStatus::failed, error_message(*r));
-  // A run that went NaN measured nothing worth keeping: a failed trial that says so.
-  if (status == "diverged") return with(TrialStatus::failed, error_message(*r));
+  // A run that went NaN measured nothing worth keeping: no metric, a status of its own.
+  if (status == "diverged") return with(TrialStatus::diverged, error_message(*r));
   if (status == "ok" && exit.exit_code == 0) return measured(*r, window);
   if (status == "ok")
     return with(TrialStatus::failed,

@@ -8,6 +8,8 @@
 //                 of saying a rank died of signal N), without an error result
 //   oom           result status "oom" (or exit status 3 without a result)
 //   config_error  result status "config_error" (or exit status 2 without one)
+//   diverged      result status "diverged" (or exit status 4 without a result):
+//                 the loss went NaN or infinite; nothing measured
 //   failed        anything else that is not a clean success
 //   ok            exit status 0 and result status "ok" with measurements
 #pragma once

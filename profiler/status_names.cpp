@@ -15,9 +15,9 @@ namespace {
 constexpr std::array<std::string_view, 7> kRunStatus = {"running",      "ok",     "failed",  "oom",
                                                         "config_error", "killed", "diverged"};
 constexpr std::array<std::string_view, 4> kSweepStatus = {"running", "done", "failed", "stopped"};
-constexpr std::array<std::string_view, 10> kTrialStatus = {
-    "pending", "running",      "ok",     "oom",          "timeout",
-    "crash",   "config_error", "failed", "node_failure", "cancelled"};
+constexpr std::array<std::string_view, 11> kTrialStatus = {
+    "pending",      "running", "ok",           "oom",       "timeout", "crash",
+    "config_error", "failed",  "node_failure", "cancelled", "diverged"};
 
 template <class Enum, size_t N>
 Enum parse(const std::array<std::string_view, N>& names, std::string_view s, const char* what) {

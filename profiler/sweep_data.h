@@ -23,7 +23,8 @@ enum class TrialStatus : uint8_t {
   config_error,
   failed,
   node_failure,  // a host of the trial was lost (its daemon died or became unreachable)
-  cancelled      // the scheduler or its user cancelled the trial's job (scancel)
+  cancelled,     // the scheduler or its user cancelled the trial's job (scancel)
+  diverged       // the run's loss went NaN or infinite (engine/divergence.h)
 };
 
 std::string_view to_string(SweepStatus s);

@@ -136,11 +136,12 @@ void SweepsWindow::draw_header(App& app) {
   }
   ImGui::SameLine();
   ImGui::Text(
-      "%zu trials: %d ok · %d oom · %d failed/timeout · %d running · %zu pruned · metric %s (%s)",
+      "%zu trials: %d ok · %d oom · %d failed/timeout/diverged · %d running · %zu pruned · metric "
+      "%s (%s)",
       t.rows.size(), t.count(TrialStatus::ok), t.count(TrialStatus::oom),
       t.count(TrialStatus::failed) + t.count(TrialStatus::crash) + t.count(TrialStatus::timeout) +
           t.count(TrialStatus::config_error) + t.count(TrialStatus::node_failure) +
-          t.count(TrialStatus::cancelled),
+          t.count(TrialStatus::cancelled) + t.count(TrialStatus::diverged),
       t.count(TrialStatus::running), t.pruned.size(), t.sweep.metric.c_str(),
       std::string(profiler::to_string(t.metric.direction)).c_str());
   ImGui::SetNextItemWidth(260);

@@ -64,12 +64,13 @@ TEST(Outcome, ErrorResultsWin) {
 }
 
 // hybrid-train's result and exit status 4 for a run whose loss went NaN.
-TEST(Outcome, ADivergedRunIsAFailedTrialThatSaysSo) {
+TEST(Outcome, ADivergedRunIsADivergedTrialThatSaysSo) {
   const TrialOutcome d = classify_trial(exited(4), fixture("result_diverged.json"), {});
-  EXPECT_EQ(d.status, TrialStatus::failed);
+  EXPECT_EQ(d.status, TrialStatus::diverged);
+  EXPECT_FALSE(d.measurement);
   EXPECT_THAT(d.reason, HasSubstr("Diverged: training diverged: the loss was NaN or infinite"));
   const TrialOutcome bare = classify_trial(exited(4), fixture("missing.json"), {});
-  EXPECT_EQ(bare.status, TrialStatus::failed);
+  EXPECT_EQ(bare.status, TrialStatus::diverged);
   EXPECT_THAT(bare.reason, HasSubstr("exit status 4 (diverged)"));
 }
 

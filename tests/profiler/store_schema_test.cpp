@@ -342,6 +342,11 @@ TEST(StoreSchema, V8RunsMigrateToV9WithEveryRowPointingAtThemAndTakeStatusDiverg
   EXPECT_EQ(store.get_run(id).status, RunStatus::diverged);
   EXPECT_EQ(store.get_run(id).error, "training diverged");
   EXPECT_THROW(exec_sql(db, "UPDATE runs SET status = 'exploded'"), std::exception);
+  // Trials too: the v8 trial kept its row and run, and may be diverged now.
+  EXPECT_NO_THROW(exec_sql(db, "UPDATE trials SET status = 'diverged' WHERE key = 'mbs=1'"));
+  EXPECT_EQ(store.find_trial(2, "mbs=1")->status, profiler::TrialStatus::diverged);
+  EXPECT_EQ(store.find_trial(2, "mbs=1")->run_id, 4);
+  EXPECT_THROW(exec_sql(db, "UPDATE trials SET status = 'exploded'"), std::exception);
   // Foreign keys are on again: a step of a run that does not exist is refused.
   EXPECT_THROW(store.add_steps(999, store.steps(4)), std::exception);
 }
