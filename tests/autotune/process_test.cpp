@@ -8,24 +8,15 @@
 
 #include <chrono>
 #include <csignal>
-#include <fstream>
 #include <thread>
 
+#include "tests/common/process_gone.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
 namespace {
 
 using ::testing::HasSubstr;
-
-bool alive(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  std::getline(stat, s);
-  const auto close = s.rfind(')');
-  return close != std::string::npos && s.size() > close + 2 && s[close + 2] != 'Z';
-}
 
 TEST(Process, ExitStatusAndOutput) {
   test::TempDir dir;
@@ -47,19 +38,28 @@ TEST(Process, SignalsAreReported) {
 TEST(Process, TimeoutKillsTheWholeGroup) {
   test::TempDir dir;
   ProcessOptions o;
-  o.timeout_s = 0.5;
   o.kill_grace_s = 0.5;
-  // The child starts a grandchild that ignores SIGTERM and records its pid.
+  // The child starts a grandchild that ignores SIGTERM, then records its pid and
+  // becomes the sleeper (exec), so that a survivor is the process the test kills.
   const std::string pidfile = dir / "grandchild.pid";
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_process(
-      {"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; sleep 300' & wait"}, o);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string script =
+      "sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; exec sleep 300' & wait";
+  ProcessResult r;
+  pid_t grandchild = 0;
+  // The timeout doubles until the grandchild wrote its pid before it struck: on a
+  // loaded machine a short one can strike before the grandchild has started.
+  for (o.timeout_s = 0.5; grandchild == 0 && o.timeout_s <= 16; o.timeout_s *= 2) {
+    std::filesystem::remove(pidfile);
+    r = run_process({"sh", "-c", script}, o);
+    grandchild = hybrid::test::read_pid(pidfile);
+  }
+  ASSERT_NE(grandchild, 0) << "the grandchild never started";
   EXPECT_TRUE(r.exit.timed_out);
-  EXPECT_LT(took, 10.0);
-  const pid_t grandchild = std::stoi(test::read_text(pidfile));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(alive(grandchild)) << "the grandchild survived the group kill";
+  EXPECT_NE(r.exit.signal, 0);  // killed, not waited for: its own end was 300 s away
+  // Its death by pid under a deadline: the kill is sent before run_process
+  // returns, but the kernel ends the process in its own time.
+  EXPECT_TRUE(hybrid::test::gone_within(grandchild)) << "the grandchild survived the group kill";
+  hybrid::test::kill_survivor(grandchild);
 }
 
 TEST(Process, LeftoverGroupMembersAreKilledAfterANormalExit) {
@@ -67,8 +67,11 @@ TEST(Process, LeftoverGroupMembersAreKilledAfterANormalExit) {
   const std::string pidfile = dir / "orphan.pid";
   const auto r = run_process({"sh", "-c", "sleep 300 & echo $! > " + pidfile + "; exit 0"}, {});
   EXPECT_EQ(r.exit.exit_code, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(alive(std::stoi(test::read_text(pidfile))));
+  const pid_t orphan = hybrid::test::read_pid(pidfile);
+  ASSERT_NE(orphan, 0);  // written before the child exited
+  // Polled by pid under a deadline instead of a fixed sleep (see above).
+  EXPECT_TRUE(hybrid::test::gone_within(orphan)) << "the orphan survived its session";
+  hybrid::test::kill_survivor(orphan);
 }
 
 TEST(Process, ExecFailureIsNotACrash) {

@@ -12,12 +12,16 @@
 #include <thread>
 
 #include "tests/base/base_test_util.h"
+#include "tests/common/process_gone.h"
 
 namespace hybrid::base {
 namespace {
 
 namespace fs = std::filesystem;
 
+using hybrid::test::gone_within;
+using hybrid::test::kill_survivor;
+using hybrid::test::read_pid;
 using test::read;
 using test::TempDir;
 
@@ -71,41 +75,68 @@ TEST(Subprocess, ACommandThatCannotStartSaysWhy) {
   EXPECT_FALSE(run_subprocess({}).started);
 }
 
+// The child's script ("$1": a pidfile) starts a grandchild that writes its pid
+// there and sleeps long, then sleeps long itself, so only the timeout ends it.
+struct TimedOutRun {
+  SubprocessResult result;
+  double timeout_s = 0;
+  pid_t grandchild = 0;  // 0: it never wrote its pid
+};
+
+TimedOutRun run_until_timed_out(const std::string& script, const fs::path& pidfile,
+                                SubprocessOptions o) {
+  TimedOutRun run;
+  // The timeout doubles until the grandchild wrote its pid before it struck: on a
+  // loaded machine a short one can strike before the grandchild has started.
+  for (o.timeout_s = 0.5; run.grandchild == 0 && o.timeout_s <= 16; o.timeout_s *= 2) {
+    fs::remove(pidfile);
+    run.result = run_subprocess({"sh", "-c", script, "sh", pidfile.string()}, o);
+    run.timeout_s = o.timeout_s;
+    run.grandchild = read_pid(pidfile);
+  }
+  return run;
+}
+
 TEST(Subprocess, TimeoutKillsTheWholeGroup) {
   TempDir d;
-  const auto marker = d.path / "grandchild-alive";
   SubprocessOptions o;
   o.own_session = true;
-  o.timeout_s = 0.5;
   o.kill_grace_s = 0.5;
-  // The child starts a grandchild that ignores nothing and would touch a file later.
-  const std::string script = "(sleep 2; touch " + marker.string() + ") & sleep 30";
-  const auto r = run_subprocess({"sh", "-c", script}, o);
-  EXPECT_TRUE(r.timed_out);
-  EXPECT_LT(r.wall_s, 5.0);
-  EXPECT_NE(r.describe().find("timed out"), std::string::npos);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  EXPECT_FALSE(fs::exists(marker)) << "the grandchild outlived the timeout";
+  // The grandchild ignores nothing (the SIGTERM to the group ends it) and becomes the
+  // sleeper (exec), so that a survivor is the process the test kills.
+  const TimedOutRun run = run_until_timed_out(
+      R"(sh -c 'echo $$ > "$1"; exec sleep 60' sh "$1" & sleep 60)", d.path / "grandchild.pid", o);
+  ASSERT_NE(run.grandchild, 0) << "the grandchild never started";
+  EXPECT_TRUE(run.result.timed_out);
+  // Killed, not waited for (its own end was 60 s away): the exit status says so,
+  // and the timeout struck no sooner than due; no upper bound on a wall time.
+  EXPECT_FALSE(run.result.exited);
+  EXPECT_GE(run.result.wall_s, run.timeout_s);
+  EXPECT_NE(run.result.describe().find("timed out"), std::string::npos);
+  // Its death by pid under a deadline: the kill is sent before run_subprocess
+  // returns, but the kernel ends the process in its own time.
+  EXPECT_TRUE(gone_within(run.grandchild)) << "the grandchild outlived the timeout";
+  kill_survivor(run.grandchild);
 }
 
 // mpirun puts every rank in a process group of its own: those go too, as
 // members of the child's session.
 TEST(Subprocess, TimeoutKillsGroupsOfItsOwnInTheSession) {
   TempDir d;
-  const auto marker = d.path / "own-group-alive";
   SubprocessOptions o;
   o.own_session = true;
-  o.timeout_s = 0.5;
   o.kill_grace_s = 0.5;
   // perl (in every Debian base system) moves itself to a process group of its
-  // own, ignores SIGTERM, and would create the marker later.
-  const std::string script =
-      "perl -e 'setpgrp(0, 0); $SIG{TERM} = \"IGNORE\"; sleep 2; open(my $f, \">\", $ARGV[0])' " +
-      marker.string() + " & sleep 30";
-  const auto r = run_subprocess({"sh", "-c", script}, o);
-  EXPECT_TRUE(r.timed_out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  EXPECT_FALSE(fs::exists(marker)) << "a process group of the session outlived the timeout";
+  // own and ignores SIGTERM before it writes its pid.
+  const TimedOutRun run = run_until_timed_out(
+      R"(perl -e 'setpgrp(0, 0); $SIG{TERM} = "IGNORE"; open(my $f, ">", $ARGV[0]) or die;)"
+      R"( print $f "$$\n"; close $f; sleep 60' "$1" & sleep 60)",
+      d.path / "own-group.pid", o);
+  ASSERT_NE(run.grandchild, 0) << "the grandchild never started";
+  EXPECT_TRUE(run.result.timed_out);
+  // Its death by pid under a deadline (see above).
+  EXPECT_TRUE(gone_within(run.grandchild)) << "a process group of the session outlived the timeout";
+  kill_survivor(run.grandchild);
 }
 
 TEST(Subprocess, CancelStopsTheChild) {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
 #include <thread>
 
 #include "engine/engine.h"
@@ -86,25 +89,51 @@ TEST(Profiling, FourRanksAndAReaderShareTheStore) {
   const std::string db = dir / "runs.db";
   { profiler::RunStore create(db); }  // the reader opens read-only: the file must exist
   std::atomic<bool> done{false};
-  std::atomic<int> reads{0}, read_errors{0};
+  std::atomic<int> reads{0}, read_errors{0}, reads_while_running{0};
+  int finished_runs_seen_last = -1;  // by the reader's last read, after training
+  auto read_once = [&] {
+    try {
+      profiler::RunStore ro(db, profiler::OpenMode::read_only);
+      int finished = 0;
+      for (const auto& run : ro.list_runs()) {
+        (void)ro.load_profile(run.id);
+        if (run.status == profiler::RunStatus::running) ++reads_while_running;
+        if (run.status == profiler::RunStatus::ok) ++finished;
+      }
+      ++reads;
+      return finished;
+    } catch (const std::exception&) {
+      ++read_errors;
+      return -1;
+    }
+  };
+  // The reads are ordered around training so that no count depends on the
+  // machine's speed: one before it starts, one after it ended, and whatever the
+  // reader gets in between overlaps the four writers (printed, not asserted).
+  std::promise<void> read_before;
   std::thread reader([&] {
-    while (!done) {
-      try {
-        profiler::RunStore ro(db, profiler::OpenMode::read_only);
-        for (const auto& run : ro.list_runs()) (void)ro.load_profile(run.id);
-        ++reads;
-      } catch (const std::exception&) {
-        ++read_errors;
+    read_once();
+    read_before.set_value();
+    while (true) {
+      const bool last = done;
+      const int finished = read_once();
+      if (last) {
+        finished_runs_seen_last = finished;
+        break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
+  read_before.get_future().wait();
   const auto r = train_into(dir, 4, {{"zero_optimization", {{"stage", 3}}}}, "--steps 12");
   done = true;
   reader.join();
   ASSERT_EQ(r.cmd.exit_code, 0) << r.cmd.output;
-  EXPECT_GT(reads.load(), 0);
+  std::printf("%d reads, %d of them while the run was running\n", reads.load(),
+              reads_while_running.load());
+  EXPECT_GE(reads.load(), 2);
   EXPECT_EQ(read_errors.load(), 0);
+  EXPECT_EQ(finished_runs_seen_last, 1);  // the read-only reader sees what the writers committed
 
   profiler::RunStore store(db, profiler::OpenMode::read_only);
   EXPECT_EQ(store.integrity_check(), "ok");

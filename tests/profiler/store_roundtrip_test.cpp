@@ -198,13 +198,22 @@ TEST(RunStore, RunTablesRoundTrip) {
 }
 
 TEST(RunStore, UnixNsOfASteadyTimePoint) {
-  // A time point 2 s in the past maps to about now − 2 s (tolerance 0.5 s: only the
-  // gap between two clock reads separates them).
-  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(2);
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  EXPECT_NEAR(double(unix_ns_of(past)), double(now_ns - 2'000'000'000), 5e8);
+  // Bracketed by clock reads around the call instead of a tolerance: unix_ns_of
+  // returns S − (T − past), with S its system read and T its steady read. S lies
+  // between the system reads before and after the call, and T − (past + 2 s) between
+  // 0 and the steady time the bracket took, so the result lies in
+  // [before − 2 s − bracket, after − 2 s] (1 us for the ns conversions).
+  using namespace std::chrono;
+  const auto steady0 = steady_clock::now();
+  const auto past = steady0 - seconds(2);
+  const auto before = system_clock::now();
+  const int64_t v = unix_ns_of(past);
+  const auto after = system_clock::now();
+  const auto bracket = steady_clock::now() - steady0;
+  const auto ns = [](auto d) { return duration_cast<nanoseconds>(d).count(); };
+  const int64_t slack = 1000;
+  EXPECT_GE(v, ns(before.time_since_epoch() - seconds(2) - bracket) - slack);
+  EXPECT_LE(v, ns(after.time_since_epoch() - seconds(2)) + slack);
 }
 
 TEST(RunStore, RewrittenRowsReplaceByKey) {
