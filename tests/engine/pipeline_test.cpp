@@ -27,6 +27,7 @@ nlohmann::json pipe_patch(int stages, int dp, const nlohmann::json& extra = {}) 
       {"hybrid", {{"model", {{"n_layer", 4}}}}},
   };
   if (stages > 1) p["pipeline"] = {{"stages", stages}};
+  p.merge_patch(test::kAdamForComparedRuns);
   if (!extra.is_null()) p.merge_patch(extra);
   return p;
 }

@@ -32,6 +32,7 @@ nlohmann::json tp_patch(int tp, int pp, int dp, const nlohmann::json& extra = {}
   };
   if (tp > 1) p["tensor_model_parallel_size"] = tp;
   if (pp > 1) p["pipeline"] = {{"stages", pp}};
+  p.merge_patch(test::kAdamForComparedRuns);
   if (!extra.is_null()) p.merge_patch(extra);
   return p;
 }

@@ -54,6 +54,7 @@ nlohmann::json zero_patch(int stage, int gas,
                         {"allgather_bucket_size", 5000},
                         {"stage3_param_persistence_threshold", 200},
                         {"stage3_prefetch_bucket_size", 4000}}}};
+  p.merge_patch(test::kAdamForComparedRuns);
   p.merge_patch(extra);
   return p;
 }

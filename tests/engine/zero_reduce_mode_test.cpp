@@ -36,13 +36,15 @@ TrainRun train(const test::TempDir& dir, const std::string& name, int ranks, int
                bool reduce_scatter) {
   const std::string cfg = dir / (name + ".json"), db = dir / (name + ".db"),
                     out = dir / (name + ".bin"), res = dir / (name + ".result.json");
-  test::write_json(cfg, test::tiny_config_json({{"gradient_accumulation_steps", kGas},
-                                                {"zero_optimization",
-                                                 {{"stage", stage},
-                                                  {"reduce_scatter", reduce_scatter},
-                                                  {"overlap_comm", true},
-                                                  {"reduce_bucket_size", 3000},
-                                                  {"stage3_param_persistence_threshold", 200}}}}));
+  nlohmann::json patch = {{"gradient_accumulation_steps", kGas},
+                          {"zero_optimization",
+                           {{"stage", stage},
+                            {"reduce_scatter", reduce_scatter},
+                            {"overlap_comm", true},
+                            {"reduce_bucket_size", 3000},
+                            {"stage3_param_persistence_threshold", 200}}}};
+  patch.merge_patch(test::kAdamForComparedRuns);
+  test::write_json(cfg, test::tiny_config_json(patch));
   TrainRun run;
   run.cmd = test::run_command(test::launcher(ranks) + test::tool("hybrid-train") + " --config " +
                               cfg + " --steps " + std::to_string(kSteps) + " --db " + db +
