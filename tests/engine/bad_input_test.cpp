@@ -15,22 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int exit_code = -1;
-  std::string output;
-  nlohmann::json result;
-};
-
-Run hybrid_train(const test::TempDir& dir, const std::string& name, const nlohmann::json& patch,
-                 const std::string& args) {
-  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json");
-  test::write_json(cfg, test::tiny_config_json(patch));
-  const auto c = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --result " +
-                                   res + " " + args);
-  Run r{c.exit_code, c.output, {}};
-  if (fs::exists(res)) r.result = test::read_json(res);
-  return r;
-}
+using Run = test::TrainRun;
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -58,20 +43,22 @@ const nlohmann::json kVocab100 = {{"hybrid", {{"model", {{"vocab_size", 100}}}}}
 TEST(BadInput, LoadRefusesACheckpointOfAnotherModelNamingTheKey) {
   test::TempDir dir;
   const std::string ck = dir / "ck1";
-  const auto base = hybrid_train(dir, "base", {}, "--quiet --steps 2 --save " + ck);
+  const auto base = test::run_hybrid_train_alone(dir, "base", {}, "--quiet --steps 2 --save " + ck);
   ASSERT_EQ(base.exit_code, 0) << base.output;
-  const auto heads = hybrid_train(dir, "heads", kNHead4, "--quiet --steps 2 --load " + ck);
+  const auto heads =
+      test::run_hybrid_train_alone(dir, "heads", kNHead4, "--quiet --steps 2 --load " + ck);
   EXPECT_EQ(heads.exit_code, 1) << heads.output;
   EXPECT_TRUE(has(heads.output, "checkpoint " + ck +
                                     "/step000002 was saved for model.n_head 2, this config has 4"))
       << heads.output;
   EXPECT_EQ(heads.result.at("status"), "failed");
-  const auto vocab = hybrid_train(dir, "vocab", kVocab100, "--quiet --steps 2 --load " + ck);
+  const auto vocab =
+      test::run_hybrid_train_alone(dir, "vocab", kVocab100, "--quiet --steps 2 --load " + ck);
   EXPECT_EQ(vocab.exit_code, 1) << vocab.output;
   EXPECT_TRUE(has(vocab.output, "was saved for model.vocab_size 64, this config has 100"))
       << vocab.output;
   // The same model still resumes.
-  const auto same = hybrid_train(dir, "same", {}, "--quiet --steps 1 --load " + ck);
+  const auto same = test::run_hybrid_train_alone(dir, "same", {}, "--quiet --steps 1 --load " + ck);
   EXPECT_EQ(same.exit_code, 0) << same.output;
   EXPECT_EQ(same.result.at("global_step"), 3);
 }
@@ -83,13 +70,15 @@ TEST(BadInput, SavingIntoAFolderOfAnotherModelIsRefusedAndKeepLastSparesOtherRun
   test::TempDir dir;
   const std::string ck = dir / "ck";
   const nlohmann::json keep2 = {{"hybrid", {{"checkpoint", {{"keep_last", 2}}}}}};
-  const auto a = hybrid_train(dir, "a", keep2, "--quiet --steps 5 --save-every 1 --save " + ck);
+  const auto a = test::run_hybrid_train_alone(dir, "a", keep2,
+                                              "--quiet --steps 5 --save-every 1 --save " + ck);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000004", "step000005"}));
 
   nlohmann::json b_patch = keep2;
   b_patch["hybrid"]["model"] = {{"n_layer", 3}};
-  const auto b = hybrid_train(dir, "b", b_patch, "--steps 3 --save-every 1 --save " + ck);
+  const auto b =
+      test::run_hybrid_train_alone(dir, "b", b_patch, "--steps 3 --save-every 1 --save " + ck);
   EXPECT_EQ(b.exit_code, 2) << b.output;
   EXPECT_TRUE(has(b.output, "--save " + ck + ": checkpoint folder " + ck +
                                 " holds checkpoints of another model (step00000"))
@@ -99,7 +88,8 @@ TEST(BadInput, SavingIntoAFolderOfAnotherModelIsRefusedAndKeepLastSparesOtherRun
   EXPECT_EQ(b.result.at("status"), "config_error");
   EXPECT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000004", "step000005"}));
 
-  const auto c = hybrid_train(dir, "c", keep2, "--quiet --steps 3 --save-every 1 --save " + ck);
+  const auto c = test::run_hybrid_train_alone(dir, "c", keep2,
+                                              "--quiet --steps 3 --save-every 1 --save " + ck);
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000002", "step000003",
                                                    "step000004", "step000005"}))
@@ -111,7 +101,7 @@ TEST(BadInput, ADivergedRunHasItsOwnStatusExitCodeAndStoreRow) {
   test::TempDir dir;
   const std::string db = dir / "runs.db";
   const nlohmann::json huge_lr = {{"optimizer", {{"params", {{"lr", 1e30}}}}}};
-  const auto r = hybrid_train(
+  const auto r = test::run_hybrid_train_alone(
       dir, "lr", huge_lr,
       "--steps 4 --db " + db + " --save " + dir / "ck" + " --export-llmc " + dir / "lr.bin");
   EXPECT_EQ(r.exit_code, 4) << r.output;
@@ -132,7 +122,7 @@ TEST(BadInput, ADivergedRunHasItsOwnStatusExitCodeAndStoreRow) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(store.get_run(runs[0].id).status, profiler::RunStatus::diverged);
   // A sane learning rate is still ok.
-  const auto ok = hybrid_train(dir, "ok", {}, "--quiet --steps 2");
+  const auto ok = test::run_hybrid_train_alone(dir, "ok", {}, "--quiet --steps 2");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_EQ(ok.result.at("status"), "ok");
 }
@@ -165,7 +155,7 @@ TEST(BadInput, MemoryBudgetIsCheckedBeforeGemmMeasurement) {
            nlohmann::json{{"hybrid", {{"memory_budget", "1GiB"}}},
                           {"train_micro_batch_size_per_gpu", 100000000}},
        }) {
-    const auto r = hybrid_train(dir, "big", patch, "--steps 1");
+    const auto r = test::run_hybrid_train_alone(dir, "big", patch, "--steps 1");
     EXPECT_EQ(r.exit_code, 3) << r.output;
     EXPECT_TRUE(has(r.output, "out of memory: the memory model predicts")) << r.output;
     EXPECT_TRUE(has(r.output, "over its memory budget of 1.00 GiB, the most for ")) << r.output;
@@ -179,15 +169,15 @@ TEST(BadInput, OutputPathsAreCheckedBeforeTraining) {
   test::TempDir dir;
   const std::string file = dir / "afile";
   std::ofstream(file) << "not a folder";
-  const auto save = hybrid_train(dir, "save", {}, "--steps 2 --save " + file);
+  const auto save = test::run_hybrid_train_alone(dir, "save", {}, "--steps 2 --save " + file);
   EXPECT_EQ(save.exit_code, 2) << save.output;
   EXPECT_TRUE(has(save.output, "--save " + file + ": it exists and is not a directory"))
       << save.output;
   EXPECT_FALSE(has(save.output, "step     1")) << "refused before training: " << save.output;
   EXPECT_EQ(save.result.at("error").at("kind"), "ArgumentError");
 
-  const auto exported =
-      hybrid_train(dir, "export", {}, "--steps 2 --export-llmc /proc/nope/model.bin");
+  const auto exported = test::run_hybrid_train_alone(
+      dir, "export", {}, "--steps 2 --export-llmc /proc/nope/model.bin");
   EXPECT_EQ(exported.exit_code, 2) << exported.output;
   EXPECT_TRUE(has(exported.output,
                   "--export-llmc /proc/nope/model.bin: its folder /proc/nope: cannot create it "
@@ -207,9 +197,10 @@ TEST(BadInput, OutputPathsAreCheckedBeforeTraining) {
 TEST(BadInput, CorruptMetaJsonNamesTheFileAndThePosition) {
   test::TempDir dir;
   const std::string ck = dir / "ck";
-  ASSERT_EQ(hybrid_train(dir, "a", {}, "--quiet --steps 1 --save " + ck).exit_code, 0);
+  ASSERT_EQ(test::run_hybrid_train_alone(dir, "a", {}, "--quiet --steps 1 --save " + ck).exit_code,
+            0);
   std::ofstream(ck + "/step000001/meta.json") << "{\n  \"format\": oops\n}\n";
-  const auto r = hybrid_train(dir, "b", {}, "--quiet --steps 1 --load " + ck);
+  const auto r = test::run_hybrid_train_alone(dir, "b", {}, "--quiet --steps 1 --load " + ck);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "checkpoint " + ck +
                                 "/step000001: meta.json is not valid JSON: parse error at line 2, "

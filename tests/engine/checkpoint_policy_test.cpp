@@ -145,28 +145,9 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
 
 // ---- hybrid-train end to end ------------------------------------------------------
 
-struct Run {
-  int exit_code = -1;
-  std::string output;
-  nlohmann::json result;
-};
+using Run = test::TrainRun;
 
-Run hybrid_train(const test::TempDir& dir, const std::string& name, const nlohmann::json& patch,
-                 const std::string& args) {
-  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json");
-  test::write_json(cfg, test::tiny_config_json(patch));
-  Run r;
-  const auto c = test::run_command(test::tool("hybrid-train") + " --config " + cfg + " --result " +
-                                   res + " " + args);
-  r.exit_code = c.exit_code;
-  r.output = c.output;
-  if (fs::exists(res)) r.result = test::read_json(res);
-  return r;
-}
-
-std::vector<double> losses(const Run& r) {
-  return r.result.at("losses").get<std::vector<double>>();
-}
+using test::losses;
 
 const nlohmann::json kPatch = {{"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 3e-3}}}}},
                                {"fp16", {{"enabled", true}, {"initial_scale_power", 12}}},
@@ -175,14 +156,14 @@ const nlohmann::json kPatch = {{"optimizer", {{"type", "AdamW"}, {"params", {{"l
 TEST(CheckpointPolicy, IntervalsKeepLastAndExactResumeFromLatestOrATag) {
   test::TempDir dir;
   const std::string ckpt = dir / "ckpt";
-  const auto full = hybrid_train(dir, "full", kPatch, "--quiet --steps 16");
+  const auto full = test::run_hybrid_train_alone(dir, "full", kPatch, "--quiet --steps 16");
   ASSERT_EQ(full.exit_code, 0) << full.output;
 
   nlohmann::json policy = kPatch;
   policy["hybrid"] = {
       {"checkpoint",
        {{"dir", ckpt}, {"interval", 4}, {"optimizer_interval", 2}, {"keep_last", 2}}}};
-  const auto first = hybrid_train(dir, "first", policy, "--steps 10");
+  const auto first = test::run_hybrid_train_alone(dir, "first", policy, "--steps 10");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   // Full at 4 and 8 (both kept), optimizer-state at 2, 6, 10 (2 deleted).
   EXPECT_EQ(tags_in(ckpt),
@@ -198,13 +179,14 @@ TEST(CheckpointPolicy, IntervalsKeepLastAndExactResumeFromLatestOrATag) {
   const auto a = losses(full);
   for (size_t i = 0; i < 10; ++i) EXPECT_EQ(losses(first)[i], a[i]) << "saving changes nothing";
 
-  const auto from_latest = hybrid_train(dir, "latest", kPatch, "--quiet --steps 6 --load " + ckpt);
+  const auto from_latest =
+      test::run_hybrid_train_alone(dir, "latest", kPatch, "--quiet --steps 6 --load " + ckpt);
   ASSERT_EQ(from_latest.exit_code, 0) << from_latest.output;
   EXPECT_EQ(from_latest.result.at("global_step"), 16);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(losses(from_latest)[i], a[10 + i]) << "step " << 11 + i;
 
-  const auto from_tag =
-      hybrid_train(dir, "tag", kPatch, "--quiet --steps 4 --load " + ckpt + " --tag step000004");
+  const auto from_tag = test::run_hybrid_train_alone(
+      dir, "tag", kPatch, "--quiet --steps 4 --load " + ckpt + " --tag step000004");
   ASSERT_EQ(from_tag.exit_code, 0) << from_tag.output;
   EXPECT_EQ(from_tag.result.at("global_step"), 8);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(losses(from_tag)[i], a[4 + i]) << "step " << 5 + i;
@@ -213,24 +195,25 @@ TEST(CheckpointPolicy, IntervalsKeepLastAndExactResumeFromLatestOrATag) {
 TEST(CheckpointPolicy, ACrashMidSaveNeverMovesLatest) {
   test::TempDir dir;
   const std::string ckpt = dir / "ckpt";
-  const auto full = hybrid_train(dir, "full", kPatch, "--quiet --steps 8");
+  const auto full = test::run_hybrid_train_alone(dir, "full", kPatch, "--quiet --steps 8");
   ASSERT_EQ(full.exit_code, 0) << full.output;
   // SIGKILL inside step 6's checkpoint, after its partition is written.
-  const auto killed =
-      hybrid_train(dir, "killed", kPatch,
-                   "--quiet --steps 8 --save " + ckpt + " --save-every 2 --kill-mid-save 6");
+  const auto killed = test::run_hybrid_train_alone(
+      dir, "killed", kPatch,
+      "--quiet --steps 8 --save " + ckpt + " --save-every 2 --kill-mid-save 6");
   EXPECT_NE(killed.exit_code, 0);
   EXPECT_EQ(latest_of(ckpt), "step000004");
   EXPECT_TRUE(fs::exists(fs::path(ckpt) / "step000006" / engine::partition_file_name(0)))
       << "the crash came after the partition file";
   EXPECT_FALSE(fs::exists(fs::path(ckpt) / "step000006/meta.json"));
-  const auto resumed = hybrid_train(dir, "resumed", kPatch, "--quiet --steps 4 --load " + ckpt);
+  const auto resumed =
+      test::run_hybrid_train_alone(dir, "resumed", kPatch, "--quiet --steps 4 --load " + ckpt);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(resumed.result.at("global_step"), 8);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(losses(resumed)[i], losses(full)[4 + i]);
   // Loading the half-written tag by name is a clear error.
-  const auto bad =
-      hybrid_train(dir, "bad", kPatch, "--quiet --steps 1 --load " + ckpt + " --tag step000006");
+  const auto bad = test::run_hybrid_train_alone(
+      dir, "bad", kPatch, "--quiet --steps 1 --load " + ckpt + " --tag step000006");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("meta.json missing (incomplete checkpoint)"), std::string::npos)
       << bad.output;
@@ -240,7 +223,7 @@ TEST(CheckpointPolicy, NegativeIntervalIsRefusedWithTheKey) {
   test::TempDir dir;
   nlohmann::json p = kPatch;
   p["hybrid"] = {{"checkpoint", {{"optimizer_interval", -100}}}};
-  const auto r = hybrid_train(dir, "neg", p, "--quiet --steps 1");
+  const auto r = test::run_hybrid_train_alone(dir, "neg", p, "--quiet --steps 1");
   EXPECT_EQ(r.exit_code, 2) << r.output;  // a config error
   EXPECT_NE(r.output.find("config: hybrid.checkpoint.optimizer_interval must be a non-negative "
                           "integer (0: none), got -100"),

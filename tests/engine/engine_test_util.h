@@ -130,6 +130,21 @@ inline std::vector<double> losses(const TrainRun& r) {
                             : r.result.at("losses").get<std::vector<double>>();
 }
 
+// One hybrid-train process on tiny_config(patch) with `args`: its exit status,
+// output and result JSON (weights only when `args` exports them elsewhere).
+inline TrainRun run_hybrid_train_alone(const TempDir& dir, const std::string& name,
+                                       const nlohmann::json& patch, const std::string& args) {
+  const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json");
+  write_json(cfg, tiny_config_json(patch));
+  const auto c =
+      run_command(tool("hybrid-train") + " --config " + cfg + " --result " + res + " " + args);
+  TrainRun r;
+  r.exit_code = c.exit_code;
+  r.output = c.output;
+  if (std::filesystem::exists(res)) r.result = read_json(res);
+  return r;
+}
+
 inline TrainRun run_hybrid_train(const TempDir& dir, const std::string& name, int ranks,
                                  const nlohmann::json& patch, const std::string& args) {
   const std::string cfg = dir / (name + ".json"), res = dir / (name + ".result.json"),
