@@ -36,6 +36,7 @@ RunOverview build_run_overview(const profiler::RunProfile& p) {
     }
     if (std::isfinite(s.loss)) o.final_loss = s.loss;
   }
+  if (!p.steps.empty()) o.last_loss_finite = std::isfinite(p.steps.back().loss);
   o.steps = int64_t(p.steps.size());
   o.median_step_ms = base::median(step_ms);
   o.median_tokens_per_s = base::median(tokens);

@@ -38,6 +38,7 @@ struct RunOverview {
   double median_tokens_per_s = 0;  // over steps that were not skipped
   double median_flops_per_s = 0;
   std::optional<double> final_loss;    // of the last step with a finite loss
+  bool last_loss_finite = true;        // false: the run ended on NaN/inf (diverged)
   std::vector<MemoryCategory> memory;  // by category name
   uint64_t peak_total_bytes = 0;       // Σ categories' peaks (an upper bound of the true peak)
   std::optional<uint64_t> predicted_total_bytes;  // when every category has a prediction

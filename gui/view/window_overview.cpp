@@ -43,7 +43,9 @@ void draw_facts(const RunOverview& o) {
   fact("step time", fmt::format("{} (median of {})", format_ms(o.median_step_ms), o.steps));
   fact("throughput", fmt::format("{:.0f} tokens/s", o.median_tokens_per_s));
   fact("achieved", format_flop_rate(o.median_flops_per_s));
-  fact("final loss", o.final_loss ? fmt::format("{:.4f}", *o.final_loss) : "-");
+  // A run that ended on NaN says so rather than showing its last finite loss as final.
+  const std::string finite = o.final_loss ? fmt::format("{:.4f}", *o.final_loss) : "-";
+  fact("final loss", o.last_loss_finite ? finite : "nan (last finite " + finite + ")");
   fact("skipped steps", fmt::format("{}", o.skipped_steps.size()));
   fact("build", fmt::format("{} {}", r.hybrid_version, r.git_revision));
   ImGui::EndTable();
@@ -206,7 +208,9 @@ void draw_overview_window(App& app) {
   if (!o.skipped_steps.empty()) {
     std::string list;
     for (int64_t s : o.skipped_steps) list += fmt::format("{}{}", list.empty() ? "" : ", ", s);
-    ImGui::TextColored(to_vec4(colors::kError), "skipped steps (fp16 overflow): %s", list.c_str());
+    ImGui::TextColored(to_vec4(colors::kError),
+                       "skipped steps (gradients not finite: overflow or divergence): %s",
+                       list.c_str());
   }
   draw_memory(o);
 }

@@ -59,6 +59,13 @@ TEST_F(RunModels, OverviewCurvesSkippedStepsAndMemory) {
   EXPECT_EQ(o.skipped_steps, std::vector<int64_t>{3});
   EXPECT_TRUE(std::isnan(o.loss.y[2]));  // the overflowed step has no loss
   EXPECT_DOUBLE_EQ(*o.final_loss, a_.steps.back().loss);
+  EXPECT_TRUE(o.last_loss_finite);
+  // A run that ended on NaN (diverged) says so; its last finite loss is kept.
+  profiler::RunProfile ended_on_nan = da_.profile;
+  ended_on_nan.steps.back().loss = std::nan("");
+  const RunOverview d = build_run_overview(ended_on_nan);
+  EXPECT_FALSE(d.last_loss_finite);
+  EXPECT_DOUBLE_EQ(*d.final_loss, a_.steps[a_.steps.size() - 2].loss);
   // The loss scale halves at the overflow.
   EXPECT_EQ(o.loss_scale.y[1], 65536);
   EXPECT_EQ(o.loss_scale.y[2], 32768);
