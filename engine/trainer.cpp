@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "base/atomic_file.h"
@@ -127,6 +128,9 @@ struct Loop {
   std::vector<bool> skipped;             // per step: the update was not applied
   std::vector<double> pipeline_waiting;  // per step: waiting / schedule (pipeline stages)
   double exposed_total_ms = 0.0;
+  // The kind of the last checkpoint saved whose keep_last rotation waits for the
+  // next step's loss (save_checkpoint).
+  std::optional<SavePolicy::Kind> unverified_save;
 };
 
 // A pipeline stage's step: every micro-batch first, then the 1F1B schedule.
@@ -177,13 +181,8 @@ double run_step(Loop& l, int64_t s) {
   return l.engine.mean_over_ranks(loss / gas);
 }
 
-// A checkpoint of the current step, then keep-last-k over its kind.
-void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
-  const int64_t step = l.engine.global_step();
-  CheckpointSaveOptions o;
-  o.full = kind == SavePolicy::Kind::full;
-  if (l.opts.before_publish) o.before_publish = [&l, step] { l.opts.before_publish(step); };
-  l.engine.save_checkpoint(l.policy.dir(), SavePolicy::tag(step), o);
+// keep_last over the checkpoints of `kind` (rank 0 deletes).
+void rotate_checkpoints(const Loop& l, SavePolicy::Kind kind) {
   if (l.policy.keep_last() > 0 && l.engine.rank() == 0)
     for (const auto& tag :
          prune_checkpoints(l.policy.dir(), SavePolicy::kind_name(kind), l.policy.keep_last(),
@@ -192,10 +191,30 @@ void save_checkpoint(const Loop& l, SavePolicy::Kind kind) {
                         l.policy.keep_last()));
 }
 
+// The rotation after the last save, once the loss that follows it is known: a
+// step saves the weights after its update, and only the next forward shows
+// whether that update blew up (a learning rate far too high gives a finite loss,
+// then NaN). A non-finite loss keeps every older checkpoint.
+void rotate_after(Loop& l, double next_loss) {
+  if (!l.unverified_save) return;
+  if (std::isfinite(next_loss)) rotate_checkpoints(l, *l.unverified_save);
+  l.unverified_save.reset();
+}
+
+// A checkpoint of the current step; its rotation waits (rotate_after).
+void save_checkpoint(Loop& l, SavePolicy::Kind kind) {
+  const int64_t step = l.engine.global_step();
+  CheckpointSaveOptions o;
+  o.full = kind == SavePolicy::Kind::full;
+  if (l.opts.before_publish) o.before_publish = [&l, step] { l.opts.before_publish(step); };
+  l.engine.save_checkpoint(l.policy.dir(), SavePolicy::tag(step), o);
+  l.unverified_save = kind;
+}
+
 // A step whose loss is not finite saves nothing: its weights may be lost, and
 // keep_last would rotate good checkpoints out for it. The loss is the mean over
 // the ranks, so every rank decides alike (saving is collective).
-bool save_unless_diverging(const Loop& l, SavePolicy::Kind kind, double loss) {
+bool save_unless_diverging(Loop& l, SavePolicy::Kind kind, double loss) {
   if (!std::isfinite(loss)) {
     l.say(fmt::format("not saving step {}: its loss is {}; the checkpoints before it are kept",
                       l.engine.global_step(), loss));
@@ -227,6 +246,7 @@ void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) 
     if (l.cfg.wall_clock_breakdown)
       for (const auto& line : l.engine.last_step_times().log_lines()) l.say(line);
   }
+  rotate_after(l, loss);
   if (const auto kind = l.policy.at_step(s + 1); kind != SavePolicy::Kind::none)
     save_unless_diverging(l, kind, loss);
   if (l.opts.after_step) l.opts.after_step(s + 1);
@@ -250,13 +270,15 @@ void run_loop(Loop& l, TrainSummary& out) {
 // The final checkpoint (unless the last periodic one is it) and the llm.c
 // export; neither after a last loss that is not finite (an export would
 // replace the file with weights that may be lost).
-void save_outputs(const Loop& l, double last_loss) {
+void save_outputs(Loop& l, double last_loss) {
   const TrainOptions& opts = l.opts;
   Engine& engine = l.engine;
   const Say& say = l.say;
   if (const auto kind = l.policy.at_end(engine.global_step());
       l.policy.enabled() && kind != SavePolicy::Kind::none)
     save_unless_diverging(l, kind, last_loss);
+  // No step follows the last save: it rotates on the loss that led to it.
+  rotate_after(l, last_loss);
   if (opts.export_path.empty()) return;
   if (!std::isfinite(last_loss)) {
     say(fmt::format("not exporting to {}: the last loss is {}", opts.export_path, last_loss));

@@ -127,6 +127,28 @@ TEST(BadInput, ADivergedRunHasItsOwnStatusExitCodeAndStoreRow) {
   EXPECT_EQ(ok.result.at("status"), "ok");
 }
 
+// A run resumed with a learning rate that blows up: its first step's loss is
+// still finite (the weights before the update), so that step saves; the next
+// loss is NaN, and keep_last 1 must not have rotated the last good checkpoint
+// out for the one saved after the bad update.
+TEST(BadInput, KeepLastRotatesOnlyOnceTheNextLossIsFinite) {
+  test::TempDir dir;
+  const std::string ck = dir / "ck";
+  const nlohmann::json keep1 = {{"hybrid", {{"checkpoint", {{"keep_last", 1}}}}}};
+  const auto good = test::run_hybrid_train_alone(dir, "good", keep1,
+                                                 "--quiet --steps 2 --save-every 1 --save " + ck);
+  ASSERT_EQ(good.exit_code, 0) << good.output;
+  ASSERT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000002"}));
+  nlohmann::json blow_up = keep1;
+  blow_up["optimizer"] = {{"params", {{"lr", 1e30}}}};
+  const auto bad = test::run_hybrid_train_alone(
+      dir, "bad", blow_up, "--steps 3 --save-every 1 --save " + ck + " --load " + ck);
+  EXPECT_EQ(bad.exit_code, 4) << bad.output;
+  EXPECT_TRUE(has(bad.output, "not saving step 4: its loss is")) << bad.output;
+  EXPECT_EQ(entries(ck), (std::vector<std::string>{"latest", "step000002", "step000003"}))
+      << "the good step000002 is kept beside the one saved after the bad update";
+}
+
 TEST(BadInput, DivergenceNeedsTheWholeWindow) {
   const double nan = std::nan("");
   const double inf = std::numeric_limits<double>::infinity();
