@@ -214,14 +214,13 @@ void save_checkpoint(Loop& l, SavePolicy::Kind kind) {
 // A step whose loss is not finite saves nothing: its weights may be lost, and
 // keep_last would rotate good checkpoints out for it. The loss is the mean over
 // the ranks, so every rank decides alike (saving is collective).
-bool save_unless_diverging(Loop& l, SavePolicy::Kind kind, double loss) {
+void save_unless_diverging(Loop& l, SavePolicy::Kind kind, double loss) {
   if (!std::isfinite(loss)) {
     l.say(fmt::format("not saving step {}: its loss is {}; the checkpoints before it are kept",
                       l.engine.global_step(), loss));
-    return false;
+    return;
   }
   save_checkpoint(l, kind);
-  return true;
 }
 
 // After step s+1: its measurements, the progress line, a periodic checkpoint,
