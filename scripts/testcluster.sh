@@ -13,7 +13,8 @@
 #                                        yield when idle: the hosts share this machine's
 #                                        cores with the network stack that carries their traffic)
 #   scripts/testcluster.sh kill HOST     SIGKILL every process in that host
-#   scripts/testcluster.sh cut HOST | heal HOST   take its link down / up
+#   scripts/testcluster.sh cut HOST | heal HOST   take its link down / up (heal returns once
+#                                        the link forwards again)
 #
 # --rate shapes every host's outgoing traffic with a token bucket (tc tbf), so a
 # host-to-host link carries RATE; --delay TIME (e.g. 1ms, 500us) delays it by
@@ -204,6 +205,24 @@ host_index() {
   echo "${1#"$prefix"}"
 }
 
+# Brings a host's link back up and returns once it carries traffic: the bridge
+# forwards on its port and the host's eth0 has its carrier again (the kernel
+# reports a carrier change up to a second late, and a trial started before
+# that cannot reach the host).
+heal() {
+  local i
+  i=$(host_index "$1")
+  ip link set "hyb-veth$i" up
+  for _ in $(seq 200); do
+    if [ "$(cat "/sys/class/net/hyb-veth$i/brport/state" 2>/dev/null)" = 3 ] &&
+      ip -n "$prefix$i" -o link show eth0 | grep -q "state UP"; then
+      return 0
+    fi
+    sleep 0.05
+  done
+  die "heal $1: the link does not forward 10 s after it was brought up"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -232,6 +251,6 @@ EOF
     ;;
   kill) ip netns pids "$prefix$(host_index "${1:?kill needs a host}")" | xargs -r kill -9 ;;
   cut) ip link set "hyb-veth$(host_index "${1:?cut needs a host}")" down ;;
-  heal) ip link set "hyb-veth$(host_index "${1:?heal needs a host}")" up ;;
+  heal) heal "${1:?heal needs a host}" ;;
   *) die "usage: $0 up N [--rate RATE] [--delay TIME] | down | status | hostfile [SLOTS] | env | kill HOST | cut HOST | heal HOST" ;;
 esac

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "base/cli_checks.h"
 #include "engine/comm/factory.h"
@@ -36,15 +38,41 @@ int exit_code(RunStatus status) {
   }
 }
 
-// --kill-after-step: a crash at a known point, for the tests of resuming and of
-// failed trials (after that step's checkpoint is saved).
-std::function<void(int64_t)> kill_after(int64_t step) {
-  return [step](int64_t done) {
-    if (done != step) return;
-    std::fflush(stdout);
-    ::kill(::getpid(), SIGKILL);
-  };
-}
+// Testing hooks, each at step N (after that step's checkpoint is saved, or
+// inside it once its files are written and before meta.json and latest are):
+// a crash (SIGKILL) at a known point, for the tests of resuming and of failed
+// trials; or a hold, the process kept still there until something kills it
+// (the test, a scheduler's limit or a tuner's timeout), so that a test acts
+// while it is there rather than at a moment guessed from outside. A hold says
+// "test-hold: <where> <N>" on stdout and gives up after 10 minutes, so that a
+// failed test leaves no process behind for long.
+struct TestHooks {
+  int64_t kill_after_step = 0, kill_mid_save = 0, hold_after_step = 0, hold_mid_save = 0;
+
+  static void act(int64_t step, int64_t kill_at, int64_t hold_at, const char* where) {
+    if (step == kill_at) {
+      std::fflush(stdout);
+      ::kill(::getpid(), SIGKILL);
+    }
+    if (step == hold_at) {
+      std::printf("test-hold: %s %lld\n", where, static_cast<long long>(step));
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::minutes(10));
+      std::_Exit(1);
+    }
+  }
+  void install(hybrid::TrainOptions& opts) const {
+    const TestHooks h = *this;
+    if (kill_after_step > 0 || hold_after_step > 0)
+      opts.after_step = [h](int64_t s) {
+        act(s, h.kill_after_step, h.hold_after_step, "after-step");
+      };
+    if (kill_mid_save > 0 || hold_mid_save > 0)
+      opts.before_publish = [h](int64_t s) {
+        act(s, h.kill_mid_save, h.hold_mid_save, "mid-save");
+      };
+  }
+};
 
 }  // namespace
 
@@ -52,7 +80,6 @@ int main(int argc, char** argv) {
   CLI::App app{"hybrid-train: mixed-precision ZeRO training of GPT-2 from a DeepSpeed config"};
   std::string config_path;
   hybrid::TrainOptions opts;
-  int64_t kill_after_step = 0;
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -75,16 +102,23 @@ int main(int argc, char** argv) {
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
-  app.add_option("--kill-after-step", kill_after_step, "testing: SIGKILL this process after step N")
+  TestHooks hooks;
+  app.add_option("--kill-after-step", hooks.kill_after_step,
+                 "testing: SIGKILL this process after step N")
       ->group("");
-  int64_t kill_mid_save = 0;
-  app.add_option("--kill-mid-save", kill_mid_save,
+  app.add_option("--kill-mid-save", hooks.kill_mid_save,
                  "testing: SIGKILL this process inside step N's checkpoint, once its files are "
                  "written and before meta.json and latest are")
       ->group("");
+  app.add_option("--hold-after-step", hooks.hold_after_step,
+                 "testing: hold this process still after step N until it is killed")
+      ->group("");
+  app.add_option("--hold-mid-save", hooks.hold_mid_save,
+                 "testing: hold this process still inside step N's checkpoint (where "
+                 "--kill-mid-save kills) until it is killed")
+      ->group("");
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 2)) return *status;
-  if (kill_after_step > 0) opts.after_step = kill_after(kill_after_step);
-  if (kill_mid_save > 0) opts.before_publish = kill_after(kill_mid_save);
+  hooks.install(opts);
 
   hybrid::engine::Config cfg;
   hybrid::TrainSummary summary;

@@ -8,19 +8,6 @@ namespace hybrid::gui {
 
 namespace {
 
-FileStamp file_stamp(const std::filesystem::path& p) {
-  std::error_code ec;
-  FileStamp s;
-  const auto status = std::filesystem::status(p, ec);
-  if (ec || !std::filesystem::is_regular_file(status)) return s;
-  s.exists = true;
-  s.size = std::filesystem::file_size(p, ec);
-  const auto t = std::filesystem::last_write_time(p, ec);
-  if (!ec)
-    s.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  return s;
-}
-
 // The store's own messages name the file and the problem; a missing file gets a
 // message of its own so the user knows to check the path rather than the file.
 std::string open_error(const std::filesystem::path& path, const std::exception& e) {
@@ -39,10 +26,6 @@ const std::vector<profiler::PrunedCandidate> kNoPruned;
 
 }  // namespace
 
-DbStamp stamp_of(const std::filesystem::path& db_path) {
-  return {file_stamp(db_path), file_stamp(db_path.string() + "-wal")};
-}
-
 Database::Database(std::filesystem::path path) : path_(std::move(path)) {
   try {
     store_ = std::make_unique<profiler::RunStore>(path_, profiler::OpenMode::read_only);
@@ -57,9 +40,9 @@ Database::~Database() = default;
 
 bool Database::refresh(bool force) {
   if (!store_) return false;
-  const DbStamp now = stamp_of(path_);
-  if (!force && now == stamp_) return false;
   try {
+    const int64_t version = store_->data_version();
+    if (!force && version == data_version_) return false;
     auto runs = store_->list_runs();
     auto sweeps = store_->sweeps();
     std::vector<std::vector<profiler::TrialRow>> trials;
@@ -72,7 +55,7 @@ bool Database::refresh(bool force) {
     sweeps_ = std::move(sweeps);
     trials_ = std::move(trials);
     pruned_ = std::move(pruned);
-    stamp_ = now;
+    data_version_ = version;
     error_.clear();
     ++generation_;
     return true;

@@ -16,22 +16,6 @@
 
 namespace hybrid::gui {
 
-// Size and modification time of the database file and its WAL. Writers append to
-// the WAL (and a checkpoint rewrites the main file), so a changed stamp means new
-// rows may exist; an unchanged one means nothing was committed since.
-struct FileStamp {
-  bool exists = false;
-  uintmax_t size = 0;
-  int64_t mtime_ns = 0;
-  friend bool operator==(const FileStamp&, const FileStamp&) = default;
-};
-struct DbStamp {
-  FileStamp main;
-  FileStamp wal;
-  friend bool operator==(const DbStamp&, const DbStamp&) = default;
-};
-DbStamp stamp_of(const std::filesystem::path& db_path);
-
 // Everything the run windows show about one run: the profile rows and the events
 // of its profiled steps.
 struct RunData {
@@ -55,9 +39,11 @@ class Database {
   // Why the database could not be opened or read; empty when all is well.
   const std::string& error() const { return error_; }
 
-  // Re-reads the lists (runs, sweeps, trials, pruned candidates) when the files
-  // changed since the last refresh, or always when `force`. Returns true when the
-  // lists were re-read. A read error sets error() and keeps the last lists.
+  // Re-reads the lists (runs, sweeps, trials, pruned candidates) when a writer
+  // committed since the last refresh (SQLite's data_version: exact, where a
+  // file's mtime and size can miss a commit within one clock tick), or always
+  // when `force`. Returns true when the lists were re-read. A read error sets
+  // error() and keeps the last lists.
   bool refresh(bool force = false);
   int64_t generation() const { return generation_; }  // bumps on every re-read
 
@@ -76,7 +62,7 @@ class Database {
   std::filesystem::path path_;
   std::unique_ptr<profiler::RunStore> store_;
   std::string error_;
-  DbStamp stamp_;
+  int64_t data_version_ = -1;  // PRAGMA data_version at the last re-read
   int64_t generation_ = 0;
   std::vector<profiler::RunInfo> runs_;
   std::vector<profiler::SweepInfo> sweeps_;

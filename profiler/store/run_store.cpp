@@ -101,6 +101,12 @@ std::vector<int64_t> RunStore::fail_running_runs(const std::string& name, double
   });
 }
 
+int64_t RunStore::data_version() {
+  std::lock_guard lock(mutex_);
+  auto st = conn_->prepare("PRAGMA data_version");
+  return st.step() ? st.i64(0) : 0;
+}
+
 std::string RunStore::integrity_check() {
   std::lock_guard lock(mutex_);
   auto st = conn_->prepare("PRAGMA integrity_check");

@@ -147,6 +147,10 @@ class RunStore {
   // The newest probe, of `host` when given.
   std::optional<ProbeResult> latest_probe(std::optional<std::string_view> host = std::nullopt);
 
+  // PRAGMA data_version: changes whenever another connection commits to the
+  // file, so a reader learns of new rows exactly, whatever the clock's
+  // resolution or the WAL's size.
+  int64_t data_version();
   // PRAGMA integrity_check: "ok" or the problems found.
   std::string integrity_check();
 

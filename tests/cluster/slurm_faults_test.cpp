@@ -29,11 +29,13 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
   test::TempDir dir;
   test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
   test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
-  // Stage 0 gets 40 MiB; stage 1 holds still (its node goes down); stage 2 runs as it is.
+  // Stage 0 gets 40 MiB and holds its memory after step 1 until Slurm's sampling
+  // kills it; stage 1 holds still (its node goes down); stage 2 runs as it is.
   const std::string launch = dir / "launch.sh";
   std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
                            "case \"$key\" in\n"
-                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
+                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" "
+                           "--hold-after-step 1 ;;\n"
                            "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
                            "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
                            "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"

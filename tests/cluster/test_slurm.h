@@ -70,13 +70,14 @@ inline std::map<std::string, profiler::TrialRow> trials_by_mbs(const std::string
   return by_mbs;
 }
 
-// A config whose trial holds about 110 MiB resident for 3 s at 80 steps: long
-// enough for Slurm's 1 s memory samples to catch it over a --mem=40M job.
+// A config whose trial holds about 110 MiB resident: over a --mem=40M job once
+// its first step is done. The OOM tests hold that trial there
+// (hybrid-train --hold-after-step 1) until Slurm's 1 s memory sampling kills it.
 inline nlohmann::json memory_hungry_config() {
   return autotune::test::tiny_config(nlohmann::json::parse(R"({"hybrid": {"model": {"n_layer": 4,
       "n_embd": 256, "n_head": 4, "vocab_size": 4096, "seq_len": 64}}})"));
 }
-constexpr int kMemoryHungrySteps = 80;
+constexpr int kMemoryHungrySteps = 8;
 
 // "hybrid-tune ... " over `dir`/cfg.json for `steps` steps, with the options
 // every Slurm test shares and `extra` (the launcher, the space).

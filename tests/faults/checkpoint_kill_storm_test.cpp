@@ -1,8 +1,10 @@
 // Kill storm on hybrid-train's checkpoints: a run saving a checkpoint after
 // every step (a full one with model.bin every 3rd, keep_last 2) is SIGKILLed at
-// seeded random moments and resumed from `latest` each time. What each kill
-// hit is read from the directory afterwards: a save in progress (a temporary
-// file, or a tag not yet published) or the time between saves. After every
+// seeded random moments and resumed from `latest` each time; every third kill
+// lands inside a save by construction (hybrid-train --hold-mid-save holds the
+// run there until it is killed). What each kill hit is read from the
+// directory afterwards: a save in progress (a temporary file, or a tag not yet
+// published) or the time between saves. After every
 // kill, every tag that looks complete (has meta.json) loads with its checksums
 // (hybrid-ckpt consolidate), `latest` among them, so the previous checkpoint
 // survives a kill mid-save. At the end the resumed run's final state is
@@ -87,19 +89,20 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
   autotune::test::write_json(cfg, storm_config());
   const std::string train = autotune::test::train_bin();
 
-  // How long a start takes (one step, no save), then the uninterrupted run.
+  // The uninterrupted run, then how long a start takes (one step, no save),
+  // measured second so that whatever the first run caches (GEMM choices) is warm.
   auto t0 = std::chrono::steady_clock::now();
-  const auto one =
-      autotune::test::run_command(fmt::format("{} --config {} --steps 1 --quiet", train, cfg));
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  const double start_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  t0 = std::chrono::steady_clock::now();
   const auto ref = autotune::test::run_command(
       fmt::format("{} --config {} --steps {} --save {} --save-every 1 --quiet", train, cfg, kSteps,
                   dir / "ref"));
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t0 = std::chrono::steady_clock::now();
+  const auto one =
+      autotune::test::run_command(fmt::format("{} --config {} --steps 1 --quiet", train, cfg));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const double start_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::map<std::string, int> hit;
   int done = 0, epochs = 0;
@@ -112,13 +115,29 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
       const std::string cmd =
           fmt::format("{} --config {} --steps {} --save {} --save-every 1 --quiet{}", train, cfg,
                       kSteps - at, ck.string(), latest.empty() ? "" : " --load " + ck.string());
-      Child run(cmd, dir / "storm.log");
-      // Mostly among the steps and saves: from 90 % of the start time to the run's end.
-      const double per_step = std::max(0.0, run_s - start_s) / kSteps;
-      std::uniform_real_distribution<double> when(0.9 * start_s,
-                                                  start_s + per_step * double(kSteps - at));
-      std::this_thread::sleep_for(std::chrono::duration<double>(when(rng)));
+      // Every third kill is aimed inside a save: the run holds still in a random
+      // step's checkpoint, files written and nothing published, until killed.
+      const bool aimed = done % 3 == 2;
+      const int64_t hold_at = at + 1 + int64_t(rng() % uint64_t(kSteps - at));  // global step
+      const size_t log_size = read_text(dir / "storm.log").size();
+      Child run(aimed ? fmt::format("{} --hold-mid-save {}", cmd, hold_at) : cmd,
+                dir / "storm.log");
+      if (aimed) {
+        wait_until([&] {
+          return read_text(dir / "storm.log").find("test-hold: mid-save", log_size) !=
+                     std::string::npos ||
+                 !run.running();
+        });
+      } else {
+        // Mostly among the steps and saves: from 90 % of the start time to the run's end.
+        const double per_step = std::max(0.0, run_s - start_s) / kSteps;
+        std::uniform_real_distribution<double> when(0.9 * start_s,
+                                                    start_s + per_step * double(kSteps - at));
+        std::this_thread::sleep_for(std::chrono::duration<double>(when(rng)));
+      }
       if (!run.running()) {
+        ASSERT_FALSE(aimed) << "the run ended instead of holding in step " << hold_at << "'s save\n"
+                            << read_text(dir / "storm.log");
         ASSERT_EQ(WEXITSTATUS(run.wait()), 0) << read_text(dir / "storm.log");
         latest = check_complete_tags_load(ck, dir / "scratch.bin");
         continue;
@@ -130,7 +149,14 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
         ++hit["before the first save"];
         continue;
       }
-      ++hit[moment_left(ck)];
+      if (aimed) {  // the held tag's files are there, meta.json is not
+        const fs::path held = ck / engine::SavePolicy::tag(hold_at);
+        EXPECT_TRUE(fs::exists(held / engine::partition_file_name(0))) << held;
+        EXPECT_FALSE(fs::exists(held / "meta.json")) << held;
+        ++hit["mid-save: held with its files written, not published"];
+      } else {
+        ++hit[moment_left(ck)];
+      }
       latest = check_complete_tags_load(ck, dir / "scratch.bin");
       if (HasFailure()) {
         ADD_FAILURE() << "after kill " << done << "\n" << read_text(dir / "storm.log");
@@ -166,8 +192,8 @@ TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
   std::printf("checkpoint kill storm: %d kills over %d run(s) of %d steps (%.2f s each)%s\n", done,
               epochs, kSteps, run_s, summary.c_str());
   int mid_save = 0;
-  for (const auto& [what, n] : hit) mid_save += what.rfind("mid-", 0) == 0 ? n : 0;
-  EXPECT_GT(mid_save, 0) << "no kill landed in a save: the storm tested nothing";
+  for (const auto& [what, n] : hit) mid_save += what.rfind("mid-save", 0) == 0 ? n : 0;
+  EXPECT_GE(mid_save, kills / 3) << "every third kill was held inside a save";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,28 @@ inline bool wait_until(const std::function<bool()>& done, double seconds = 60) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return done();
+}
+
+// Makes this process the reaper of every orphan among its descendants
+// (PR_SET_CHILD_SUBREAPER): a killed process's children, reparented here
+// instead of to init, can then be waited for.
+inline bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
+
+// Reaps children until none is left; false if some still run after `seconds`.
+// After a kill, this waits for the whole tree the killed process started (a
+// launcher it had just forked may still write its start line), instead of
+// sleeping a guessed while. Call it only with no other child meant to outlive
+// it: it reaps whatever child ends.
+inline bool reap_every_child(double seconds = 30) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    int status = 0;
+    const pid_t r = ::waitpid(-1, &status, WNOHANG);
+    if (r < 0 && errno == ECHILD) return true;
+    if (r > 0) continue;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 inline int env_int(const char* name, int fallback) {

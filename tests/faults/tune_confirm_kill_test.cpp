@@ -185,8 +185,9 @@ bool kill_once(const Sweep& sw, Aim aim, std::mt19937& rng, bool group) {
   tuner.kill(group);
   const int status = tuner.wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << read_text(sw.log);
-  // A launcher started just before the kill may still write its start line.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A launcher started just before the kill may still write its start line:
+  // the starts are read once every process the tuner started is gone.
+  EXPECT_TRUE(reap_every_child()) << "the killed tuner's processes outlived it by 30 s";
   return true;
 }
 
@@ -211,6 +212,7 @@ TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
   const int kills = env_int("HYBRID_KILL_STORM_KILLS", 9);
   const unsigned seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
   std::mt19937 rng(seed);
+  ASSERT_TRUE(become_subreaper());  // a killed tuner's launchers are reaped here
   autotune::test::TempDir dir;
   autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
   autotune::test::write_json(dir / "space.json",

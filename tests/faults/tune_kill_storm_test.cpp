@@ -177,8 +177,9 @@ std::optional<KillResult> kill_once(StormSweep& sw, Moment aim, std::mt19937& rn
   tuner.kill(group);
   const int status = tuner.wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << read_text(log);
-  // A launcher started just before the kill may still write its start line.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A launcher started just before the kill may still write its start line:
+  // the starts are read once every process the tuner started is gone.
+  EXPECT_TRUE(reap_every_child()) << "the killed tuner's processes outlived it by 30 s";
   return judge_kill(since_start(), starts_before, starts_by_key(sw.starts_log));
 }
 
@@ -215,6 +216,7 @@ TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
   const int kills = env_int("HYBRID_KILL_STORM_KILLS", 20);
   const unsigned seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
   std::mt19937 rng(seed);
+  ASSERT_TRUE(become_subreaper());  // a killed tuner's launchers are reaped here
   autotune::test::TempDir dir;
   autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
   autotune::test::write_json(dir / "space.json",

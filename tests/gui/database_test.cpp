@@ -5,6 +5,7 @@
 #include "gui/model/database.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 
@@ -122,6 +123,51 @@ TEST(Database, FollowsAStoreThatIsBeingWritten) {
   EXPECT_EQ(fresh->profile.steps.size(), 4u);
   EXPECT_FALSE(db.run_changed(*fresh));
   EXPECT_FALSE(db.refresh());
+}
+
+// A commit that leaves both files as they were to a clock and a size: a row
+// changed in place, the WAL checkpointed back to empty, and the files' mtimes
+// set back. A check by mtime and size misses it; SQLite's data_version does not.
+TEST(Database, SeesACommitThatChangesNeitherFileSizeNorMtime) {
+  TempDir dir;
+  const auto path = dir / "still.db";
+  {
+    profiler::RunStore writer(path);
+    FixtureWriter fw(writer);
+    FixtureRunSpec spec;
+    spec.world_size = 1;
+    spec.steps = 2;
+    fw.write_run(spec);
+  }
+  Database db(path);
+  ASSERT_TRUE(db.is_open()) << db.error();
+  ASSERT_EQ(db.runs().size(), 1u);
+  const std::string name_before = db.runs()[0].name;
+  const auto wal = std::filesystem::path(path.string() + "-wal");
+  auto size_of = [](const std::filesystem::path& p) {
+    return std::filesystem::exists(p) ? std::filesystem::file_size(p) : uintmax_t(0);
+  };
+  const auto main_size = size_of(path), wal_size = size_of(wal);
+  const bool wal_existed = std::filesystem::exists(wal);
+  const auto main_mtime = std::filesystem::last_write_time(path);
+
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE runs SET name = 'renamed'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  std::filesystem::last_write_time(path, main_mtime);
+  if (std::filesystem::exists(wal)) std::filesystem::last_write_time(wal, main_mtime);
+  ASSERT_EQ(size_of(path), main_size) << "the update changed the file's size";
+  ASSERT_EQ(std::filesystem::exists(wal), wal_existed);
+  ASSERT_EQ(size_of(wal), wal_size) << "the checkpoint left the WAL another size";
+
+  EXPECT_TRUE(db.refresh());
+  ASSERT_EQ(db.runs().size(), 1u);
+  EXPECT_NE(name_before, "renamed");
+  EXPECT_EQ(db.runs()[0].name, "renamed");
 }
 
 }  // namespace
