@@ -31,6 +31,8 @@ void check_run_outputs(const Config& cfg, const TrainOptions& opts) {
   }
   if (!opts.export_path.empty())
     refuse_if(base::why_not_writable_file(opts.export_path), "--export-llmc", opts.export_path);
+  if (!opts.export_hf_dir.empty())
+    refuse_if(base::why_not_writable_dir(opts.export_hf_dir), "--export-hf", opts.export_hf_dir);
   if (!opts.result_path.empty())
     refuse_if(base::why_not_writable_file(opts.result_path), "--result", opts.result_path);
 }

@@ -22,6 +22,8 @@
 #include "engine/divergence.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2_hf.h"
+#include "engine/model/hf_directory.h"
 #include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
 #include "profiler/flops.h"
@@ -69,10 +71,14 @@ void announce(const Config& cfg, Engine& engine, const Say& say) {
   for (const auto& warning : cfg.warnings) say("config: warning: " + warning);
 }
 
-// Starting weights: an llm.c checkpoint (hybrid.init_from), then a checkpoint to resume.
+// Starting weights: an llm.c checkpoint or a Hugging Face directory
+// (hybrid.init_from), then a checkpoint to resume.
 void load_weights(const Config& cfg, const TrainOptions& opts, Engine& engine, const Say& say) {
   if (!cfg.init_from.empty()) {
-    const Gpt2Weights w = read_llmc_checkpoint(cfg.init_from);
+    const Gpt2Weights w =
+        is_hf_directory(cfg.init_from)
+            ? read_gpt2_hf(cfg.init_from, cfg.model, engine.model().padded_vocab())
+            : read_llmc_checkpoint(cfg.init_from);
     std::vector<float> flat;
     gpt2_from_llmc(engine.model(), engine.module_tree(), w, flat);
     engine.set_parameters(flat);
@@ -266,9 +272,9 @@ void run_loop(Loop& l, TrainSummary& out) {
   }
 }
 
-// The final checkpoint (unless the last periodic one is it) and the llm.c
-// export; neither after a last loss that is not finite (an export would
-// replace the file with weights that may be lost).
+// The final checkpoint (unless the last periodic one is it) and the exports
+// (llm.c file, Hugging Face directory); none after a last loss that is not
+// finite (an export would replace the files with weights that may be lost).
 void save_outputs(Loop& l, double last_loss) {
   const TrainOptions& opts = l.opts;
   Engine& engine = l.engine;
@@ -278,17 +284,25 @@ void save_outputs(Loop& l, double last_loss) {
     save_unless_diverging(l, kind, last_loss);
   // No step follows the last save: it rotates on the loss that led to it.
   rotate_after(l, last_loss);
-  if (opts.export_path.empty()) return;
+  if (opts.export_path.empty() && opts.export_hf_dir.empty()) return;
   if (!std::isfinite(last_loss)) {
-    say(fmt::format("not exporting to {}: the last loss is {}", opts.export_path, last_loss));
+    const std::string both = opts.export_path.empty() || opts.export_hf_dir.empty() ? "" : " and ";
+    say(fmt::format("not exporting to {}{}{}: the last loss is {}", opts.export_path, both,
+                    opts.export_hf_dir, last_loss));
     return;
   }
   const auto flat = engine.gather_parameters();  // collective
   if (engine.rank() != 0) return;
   Gpt2Weights w;
   gpt2_to_llmc(engine.model(), engine.module_tree(), flat, w);
-  write_llmc_checkpoint(opts.export_path, w);
-  say("exported fp32 weights to " + opts.export_path);
+  if (!opts.export_path.empty()) {
+    write_llmc_checkpoint(opts.export_path, w);
+    say("exported fp32 weights to " + opts.export_path);
+  }
+  if (!opts.export_hf_dir.empty()) {
+    write_gpt2_hf(opts.export_hf_dir, w);
+    say("exported a Hugging Face directory to " + opts.export_hf_dir);
+  }
 }
 
 // Rates from the median step time, and the memory model's prediction.

@@ -31,8 +31,9 @@ struct TrainOptions {
   int64_t save_every = 0;
   std::string load_dir;  // resume from DIR/latest (or load_tag)
   std::string load_tag;
-  std::string result_path;  // JSON summary (rank 0), written even on failure
-  std::string export_path;  // final fp32 weights, consolidated, in llm.c's checkpoint format
+  std::string result_path;    // JSON summary (rank 0), written even on failure
+  std::string export_path;    // final fp32 weights, consolidated, in llm.c's checkpoint format
+  std::string export_hf_dir;  // the same as a Hugging Face directory (config.json + safetensors)
   bool quiet = false;
   // Called after each step (numbered from 1) once its checkpoint is saved; e.g.
   // hybrid-train's --kill-after-step, which tests use to crash a run mid-way.

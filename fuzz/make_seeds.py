@@ -120,9 +120,35 @@ def gzip_bytes(data):
     return buf.getvalue()
 
 
+def safetensors_file(tensors, metadata=None):
+    """tensors: [(name, dtype, shape, bytes)], laid out in order."""
+    hdr, off, data = {}, 0, b""
+    if metadata:
+        hdr["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        hdr[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        data += raw
+    text = json.dumps(hdr, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def safetensors():
+    f32 = struct.pack("<6f", *[0.5 * i - 1 for i in range(6)])
+    f16 = struct.pack("<4e", 0.0, 0.25, -1.5, 2.0)
+    bf16 = struct.pack("<3H", 0x3F80, 0xBF00, 0x4040)  # 1, -0.5, 3
+    put("safetensors", "three_dtypes.safetensors", safetensors_file(
+        [("w.f32", "F32", [2, 3], f32), ("w.f16", "F16", [4], f16), ("w.bf16", "BF16", [3], bf16)],
+        {"format": "pt"}))
+    put("safetensors", "ints_and_empty.safetensors", safetensors_file(
+        [("i", "I64", [2], struct.pack("<2q", 1, -1)), ("e", "F32", [0, 4], b"")]))
+
+
 if __name__ == "__main__":
     token_shards()
     llmc_checkpoints()
     checkpoints()
     bench_json()
     kineto()
+    safetensors()

@@ -9,6 +9,8 @@
 
 #include "engine/config/config.h"
 #include "engine/config/config_reader.h"
+#include "engine/data/data_file_error.h"
+#include "engine/model/hf_directory.h"
 
 namespace hybrid::engine {
 
@@ -154,13 +156,29 @@ void parse_profiler(const json& block, Config& c) {
   r.finish();
 }
 
+// hybrid.model read from a Hugging Face directory's config.json; a model block
+// the config also gives must agree with it, key by key.
+void take_model_from_hf(const json* given, Config& c) {
+  ModelConfig from_dir;
+  try {
+    from_dir = read_hf_model_config(c.init_from);
+  } catch (const DataFileError& e) {
+    throw ConfigError(fmt::format("config: hybrid.init_from: {}", e.what()));
+  }
+  if (given) check_model_agrees(*given, from_dir, c.init_from);
+  from_dir.padded_vocab_size = c.model.padded_vocab_size;
+  c.model = from_dir;
+}
+
 }  // namespace
 
 void parse_hybrid_block(const json& block, Config& c) {
   ObjectReader h(block, "hybrid", c.ignored_keys);
-  if (const json* m = h.object("model")) parse_model(*m, c);
+  const json* model = h.object("model");
+  if (model) parse_model(*model, c);
   if (const json* d = h.get("data")) parse_data(*d, c);
   if (auto v = h.string("init_from")) c.init_from = *v;
+  if (is_hf_directory(c.init_from)) take_model_from_hf(model, c);
   if (auto v = h.choice("device", kDevices)) c.device = *v;
   if (const json* v = h.get("memory_budget"))
     c.memory_budget = parse_byte_size(*v, "hybrid.memory_budget");

@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   app.add_option("--tag,--load-tag", opts.load_tag,
                  "with --load: the tag to resume from instead of `latest`");
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
+  app.add_option("--export-hf", opts.export_hf_dir,
+                 "write the final fp32 weights (all ranks consolidated) as a Hugging Face "
+                 "directory: config.json + model.safetensors (shards with an index past 2 GiB)");
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
