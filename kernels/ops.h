@@ -176,6 +176,33 @@ class Backend {
   virtual void gelu_forward(DType dt, void* out, const void* inp, size_t n) = 0;
   virtual void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) = 0;
 
+  // The Llama family's ops (Hugging Face LlamaForCausalLM semantics).
+  //
+  // RMSNorm over the last dimension, fp32 statistics whatever dt:
+  // out = x · rstd · weight, rstd = 1/√(mean(x²) + eps) (saved, [N]).
+  virtual void rmsnorm_forward(DType dt, void* out, float* rstd, const void* inp,
+                               const void* weight, int N, int C, float eps) = 0;
+  virtual void rmsnorm_backward(DType dt, void* dinp, void* dweight, const void* dout,
+                                const void* inp, const void* weight, const float* rstd, int N,
+                                int C) = 0;
+  // Rotary position embedding, in place, rotate-half layout: in each of the first
+  // `heads` heads of `head_dim` of every one of N rows (row stride `stride`
+  // elements: q then k heads of a packed qkv row), the pair (x[i], x[i + d/2])
+  // turns by angle p·θ^(−2i/d), p the row's position: positions[row] when given,
+  // else row mod T. cos and sin in fp32 as HF computes them (inv_freq, then
+  // p·inv_freq, in fp32). Backward turns the gradient back (the transpose),
+  // in place: it overwrites rather than accumulates, as the rotation is applied
+  // to the buffer that holds it.
+  virtual void rope_forward(DType dt, void* x, const int32_t* positions, int N, int T, int stride,
+                            int heads, int head_dim, float theta) = 0;
+  virtual void rope_backward(DType dt, void* dx, const int32_t* positions, int N, int T, int stride,
+                             int heads, int head_dim, float theta) = 0;
+  // SwiGLU: gate_up [N, 2·I] holds gate then up (one GEMM of the concatenated
+  // weights); out [N, I] = silu(gate) · up.
+  virtual void swiglu_forward(DType dt, void* out, const void* gate_up, int N, int I) = 0;
+  virtual void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up,
+                               int N, int I) = 0;
+
   // Causal multi-head self-attention. qkv [B,T,3C] holds q, k, v per token (GPT-2's
   // c_attn layout); out [B,T,C]. What forward keeps for backward is the backend's
   // choice: it writes attention_saved_bytes() bytes to `saved`.

@@ -170,6 +170,31 @@ void CudaBackend::layernorm_backward(DType dt, void* dinp, void* dweight, void* 
   cuda::layernorm_backward(dt, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, *alloc_,
                            compute_);
 }
+void CudaBackend::rmsnorm_forward(DType dt, void* out, float* rstd, const void* inp,
+                                  const void* weight, int N, int C, float eps) {
+  cuda::rmsnorm_forward(dt, out, rstd, inp, weight, N, C, eps, compute_);
+}
+void CudaBackend::rmsnorm_backward(DType dt, void* dinp, void* dweight, const void* dout,
+                                   const void* inp, const void* weight, const float* rstd, int N,
+                                   int C) {
+  cuda::rmsnorm_backward(dt, dinp, dweight, dout, inp, weight, rstd, N, C, *alloc_, compute_);
+}
+void CudaBackend::rope_forward(DType dt, void* x, const int32_t* positions, int N, int T,
+                               int stride, int heads, int head_dim, float theta) {
+  cuda::rope(dt, x, positions, N, T, stride, heads, head_dim, theta, false, compute_);
+}
+void CudaBackend::rope_backward(DType dt, void* dx, const int32_t* positions, int N, int T,
+                                int stride, int heads, int head_dim, float theta) {
+  cuda::rope(dt, dx, positions, N, T, stride, heads, head_dim, theta, true, compute_);
+}
+void CudaBackend::swiglu_forward(DType dt, void* out, const void* gate_up, int N, int I) {
+  cuda::swiglu_forward(dt, out, gate_up, N, I, compute_);
+}
+void CudaBackend::swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up,
+                                  int N, int I) {
+  cuda::swiglu_backward(dt, dgate_up, dout, gate_up, N, I, compute_);
+}
+
 void CudaBackend::gelu_forward(DType dt, void* out, const void* inp, size_t n) {
   cuda::gelu_forward(dt, out, inp, n, compute_);
 }

@@ -76,6 +76,17 @@ class CudaBackend final : public Backend {
   void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
                           const void* inp, const void* weight, const float* mean, const float* rstd,
                           int N, int C) override;
+  void rmsnorm_forward(DType dt, void* out, float* rstd, const void* inp, const void* weight, int N,
+                       int C, float eps) override;
+  void rmsnorm_backward(DType dt, void* dinp, void* dweight, const void* dout, const void* inp,
+                        const void* weight, const float* rstd, int N, int C) override;
+  void rope_forward(DType dt, void* x, const int32_t* positions, int N, int T, int stride,
+                    int heads, int head_dim, float theta) override;
+  void rope_backward(DType dt, void* dx, const int32_t* positions, int N, int T, int stride,
+                     int heads, int head_dim, float theta) override;
+  void swiglu_forward(DType dt, void* out, const void* gate_up, int N, int I) override;
+  void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up, int N,
+                       int I) override;
   void gelu_forward(DType dt, void* out, const void* inp, size_t n) override;
   void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) override;
   size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const override;

@@ -60,6 +60,18 @@ void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const 
                         const void* inp, const void* weight, const float* mean, const float* rstd,
                         int N, int C, CachingAllocator& alloc, cudaStream_t s);
 
+// llama_ops.cu: RMSNorm, rotary embedding (in place; inverse: the transpose), SwiGLU.
+void rmsnorm_forward(DType dt, void* out, float* rstd, const void* inp, const void* weight, int N,
+                     int C, float eps, cudaStream_t s);
+void rmsnorm_backward(DType dt, void* dinp, void* dweight, const void* dout, const void* inp,
+                      const void* weight, const float* rstd, int N, int C, CachingAllocator& alloc,
+                      cudaStream_t s);
+void rope(DType dt, void* x, const int32_t* positions, int N, int T, int stride, int heads,
+          int head_dim, float theta, bool inverse, cudaStream_t s);
+void swiglu_forward(DType dt, void* out, const void* gate_up, int N, int I, cudaStream_t s);
+void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up, int N, int I,
+                     cudaStream_t s);
+
 // encoder.cu (backward is deterministic: tokens sorted, one pass per distinct token).
 // wte holds the vocabulary ids [begin, begin + rows) (the whole vocabulary: 0 and
 // INT_MAX); other tokens add nothing. A null wpe / dwpe is skipped.

@@ -108,6 +108,30 @@ class DeviceDouble final : public kernels::Backend {
                           int N, int C) override {
     cpu_->layernorm_backward(dt, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
   }
+  void rmsnorm_forward(kernels::DType dt, void* out, float* rstd, const void* inp,
+                       const void* weight, int N, int C, float eps) override {
+    cpu_->rmsnorm_forward(dt, out, rstd, inp, weight, N, C, eps);
+  }
+  void rmsnorm_backward(kernels::DType dt, void* dinp, void* dweight, const void* dout,
+                        const void* inp, const void* weight, const float* rstd, int N,
+                        int C) override {
+    cpu_->rmsnorm_backward(dt, dinp, dweight, dout, inp, weight, rstd, N, C);
+  }
+  void rope_forward(kernels::DType dt, void* x, const int32_t* positions, int N, int T, int stride,
+                    int heads, int head_dim, float theta) override {
+    cpu_->rope_forward(dt, x, positions, N, T, stride, heads, head_dim, theta);
+  }
+  void rope_backward(kernels::DType dt, void* dx, const int32_t* positions, int N, int T,
+                     int stride, int heads, int head_dim, float theta) override {
+    cpu_->rope_backward(dt, dx, positions, N, T, stride, heads, head_dim, theta);
+  }
+  void swiglu_forward(kernels::DType dt, void* out, const void* gate_up, int N, int I) override {
+    cpu_->swiglu_forward(dt, out, gate_up, N, I);
+  }
+  void swiglu_backward(kernels::DType dt, void* dgate_up, const void* dout, const void* gate_up,
+                       int N, int I) override {
+    cpu_->swiglu_backward(dt, dgate_up, dout, gate_up, N, I);
+  }
   void gelu_forward(kernels::DType dt, void* out, const void* inp, size_t n) override {
     cpu_->gelu_forward(dt, out, inp, n);
   }
