@@ -201,6 +201,8 @@ std::vector<float> SafetensorsFile::read_f32(const StTensor& t) const {
   const auto raw = bytes(t);
   const size_t n = t.elements();
   std::vector<float> out(n);
+  if (n == 0 && (t.dtype == StDType::F32 || t.dtype == StDType::F16 || t.dtype == StDType::BF16))
+    return out;  // an empty tensor (memcpy may not take the null data of an empty vector)
   switch (t.dtype) {
     case StDType::F32:
       std::memcpy(out.data(), raw.data(), n * 4);
