@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "engine/data/data_file_error.h"
 #include "kernels/dtype.h"
 
@@ -146,7 +147,7 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   } catch (const nlohmann::json::exception& e) {
     ::munmap(map_, map_bytes_);
     map_ = nullptr;
-    fail(path_, fmt::format("the header is not JSON: {}", e.what()));
+    fail(path_, fmt::format("the header is not JSON: {}", base::json_error_text(e)));
   }
   try {
     if (!header.is_object()) fail(path_, "the header is not a JSON object");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/json_read.h"
 #include "engine/data/data_file_error.h"
 #include "engine/data/safetensors.h"
 #include "kernels/dtype.h"
@@ -27,7 +28,7 @@ std::map<std::string, std::string> read_weight_map(const std::string& index_path
   try {
     index = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw DataFileError(fmt::format("{}: not JSON: {}", index_path, e.what()));
+    throw DataFileError(fmt::format("{}: not JSON: {}", index_path, base::json_error_text(e)));
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw DataFileError(fmt::format("{}: no \"weight_map\" object", index_path));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/atomic_file.h"
+#include "base/json_read.h"
 #include "engine/data/data_file_error.h"
 #include "engine/data/safetensors.h"
 
@@ -24,7 +25,7 @@ T key_or(const json& c, const char* key, T fallback, const std::string& path) {
   try {
     return c[key].get<T>();
   } catch (const json::exception&) {
-    throw DataFileError(fmt::format("{}: \"{}\" is {}", path, key, c[key].dump()));
+    throw DataFileError(fmt::format("{}: \"{}\" is {}", path, key, base::describe_json(c[key])));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/json_read.h"
 #include "engine/config/config.h"
 #include "engine/data/data_file_error.h"
 #include "engine/model/gpt2_hf.h"
@@ -24,7 +25,7 @@ ModelConfig read_hf_model_config(const std::string& dir) {
   try {
     c = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw DataFileError(fmt::format("{}: not JSON: {}", path, e.what()));
+    throw DataFileError(fmt::format("{}: not JSON: {}", path, base::json_error_text(e)));
   }
   std::string arch;
   if (c.is_object() && c.contains("architectures") && c["architectures"].is_array() &&

@@ -51,8 +51,8 @@ void rope_apply(T* x, const int32_t* positions, int N, int T_len, int stride, in
 
 }  // namespace
 
-void CpuBackend::rope_forward(DType dt, void* x, const int32_t* positions, int N, int T,
-                              int stride, int heads, int head_dim, float theta) {
+void CpuBackend::rope_forward(DType dt, void* x, const int32_t* positions, int N, int T, int stride,
+                              int heads, int head_dim, float theta) {
   dispatch_dtype(dt, [&](auto tag) {
     using E = decltype(tag);
     rope_apply(static_cast<E*>(x), positions, N, T, stride, heads, head_dim, theta, 1.0f);

@@ -74,8 +74,8 @@ __global__ void rmsnorm_weight_finalize_kernel(T* dweight, const float* partial,
 
 // One thread per (row, head, pair); sign +1 forward, −1 the transpose.
 template <class T>
-__global__ void rope_kernel(T* x, const int32_t* positions, int N, int T_len, int stride,
-                            int heads, int d, float theta, float sign) {
+__global__ void rope_kernel(T* x, const int32_t* positions, int N, int T_len, int stride, int heads,
+                            int d, float theta, float sign) {
   const int half = d / 2;
   const size_t total = size_t(N) * heads * half;
   for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < total;
@@ -107,8 +107,7 @@ __global__ void swiglu_forward_kernel(T* out, const T* gate_up, int N, int I) {
 }
 
 template <class T>
-__global__ void swiglu_backward_kernel(T* dgate_up, const T* dout, const T* gate_up, int N,
-                                       int I) {
+__global__ void swiglu_backward_kernel(T* dgate_up, const T* dout, const T* gate_up, int N, int I) {
   const size_t total = size_t(N) * I;
   for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < total;
        k += size_t(gridDim.x) * blockDim.x) {
@@ -135,8 +134,8 @@ void rmsnorm_forward(DType dt, void* out, float* rstd, const void* inp, const vo
 }
 
 void rmsnorm_backward(DType dt, void* dinp, void* dweight, const void* dout, const void* inp,
-                      const void* weight, const float* rstd, int N, int C,
-                      CachingAllocator& alloc, cudaStream_t s) {
+                      const void* weight, const float* rstd, int N, int C, CachingAllocator& alloc,
+                      cudaStream_t s) {
   if (N <= 0 || C <= 0) return;
   const int blocks = N < kBackwardBlocks ? N : kBackwardBlocks;
   const int rows_per_block = int(ceil_div(size_t(N), size_t(blocks)));
@@ -182,8 +181,8 @@ void swiglu_forward(DType dt, void* out, const void* gate_up, int N, int I, cuda
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
-void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up, int N,
-                     int I, cudaStream_t s) {
+void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up, int N, int I,
+                     cudaStream_t s) {
   const LaunchConfig c = launch_config(size_t(N) * I, 256, 8192);
   if (!c.grid) return;
   dispatch_device_dtype(dt, [&]<class T>(TypeTag<T>) {

@@ -18,20 +18,14 @@
 #include "engine/engine.h"
 #include "engine/model/hf_directory.h"
 #include "engine_test_util.h"
+#include "small_gpt2_weights.h"
 
 namespace hybrid::engine {
 namespace {
 
-// maxT 16, V 50, L 2, NH 2, C 8, padded to 64 rows; distinct random values.
-Gpt2Weights random_weights(uint32_t seed, int padded_vocab = 64) {
-  Gpt2Weights w;
-  w.max_seq_len = 16, w.vocab_size = 50, w.padded_vocab_size = padded_vocab;
-  w.num_layers = 2, w.num_heads = 2, w.channels = 8;
-  w.allocate();
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 0.5f);
-  for (auto* t : w.tensors())
-    for (float& x : *t) x = dist(rng);
+// The shared small GPT-2, its padding rows zero (as the engine keeps them).
+Gpt2Weights random_weights(uint32_t seed) {
+  Gpt2Weights w = test::small_gpt2_weights(seed);
   for (size_t i = size_t(w.vocab_size * w.channels); i < w.wte.size(); ++i) w.wte[i] = 0.0f;
   return w;
 }

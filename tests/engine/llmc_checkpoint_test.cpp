@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/data/data_file_error.h"
+#include "small_gpt2_weights.h"
 
 namespace {
 
@@ -60,18 +61,7 @@ class LlmcCheckpoint : public ::testing::Test {
   fs::path dir_;
 };
 
-// maxT 16, V 50, Vp 64, L 2, NH 2, C 8; every tensor gets distinct random values.
-Gpt2Weights small_model(uint32_t seed) {
-  Gpt2Weights w;
-  w.max_seq_len = 16, w.vocab_size = 50, w.padded_vocab_size = 64;
-  w.num_layers = 2, w.num_heads = 2, w.channels = 8;
-  w.allocate();
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 0.5f);
-  for (auto* t : w.tensors())
-    for (float& x : *t) x = dist(rng);
-  return w;
-}
+Gpt2Weights small_model(uint32_t seed) { return hybrid::test::small_gpt2_weights(seed); }
 
 // The element counts of the format, written out from llm.c's table.
 std::vector<size_t> spec_sizes(size_t maxT, size_t V_p, size_t L, size_t C) {

@@ -12,9 +12,9 @@ namespace {
 using test::Buf;
 using test::Vec;
 
-constexpr float kEps = 1e-6f;      // Llama's rms_norm_eps
-constexpr double kTolF32 = 1e-5;   // fp32 statistics over C = 72 channels
-constexpr double kTolFd = 1e-4;    // vs central differences (h = 1e-5) of the double forward
+constexpr float kEps = 1e-6f;     // Llama's rms_norm_eps
+constexpr double kTolF32 = 1e-5;  // fp32 statistics over C = 72 channels
+constexpr double kTolFd = 1e-4;   // vs central differences (h = 1e-5) of the double forward
 
 Vec rmsnorm_ref(const Vec& x, const Vec& w, int N, int C, Vec* rstd = nullptr) {
   Vec out(x.size());
