@@ -35,39 +35,33 @@ T key_or(const json& c, const char* key, T fallback, const std::string& path) {
       fmt::format("{}: \"{}\" is {}; hybrid's GPT-2 runs {}", path, key, value, ours));
 }
 
-// The per-layer tensors: llm.c's vector, HF's name after "h.{l}.", and whether
-// HF stores it as a Conv1D weight ([in, out], transposed from ours).
+// The per-layer tensors: llm.c's vector, HF's name after "h.{l}.", and our
+// shape in multiples of the width C: [out·C, in·C] for a weight (every one a
+// Conv1D in HF's file, stored [in, out]: transposed from ours), [out·C] when
+// in is 0.
 struct LayerTensor {
   std::vector<float> Gpt2Weights::*member;
   const char* hf;
-  bool conv1d;
+  int64_t out, in;
+  bool conv1d() const { return in > 0; }
+  std::vector<int64_t> shape(int64_t C) const {
+    return conv1d() ? std::vector<int64_t>{out * C, in * C} : std::vector<int64_t>{out * C};
+  }
 };
 constexpr LayerTensor kLayerTensors[] = {
-    {&Gpt2Weights::ln1w, "ln_1.weight", false},
-    {&Gpt2Weights::ln1b, "ln_1.bias", false},
-    {&Gpt2Weights::qkvw, "attn.c_attn.weight", true},
-    {&Gpt2Weights::qkvb, "attn.c_attn.bias", false},
-    {&Gpt2Weights::attprojw, "attn.c_proj.weight", true},
-    {&Gpt2Weights::attprojb, "attn.c_proj.bias", false},
-    {&Gpt2Weights::ln2w, "ln_2.weight", false},
-    {&Gpt2Weights::ln2b, "ln_2.bias", false},
-    {&Gpt2Weights::fcw, "mlp.c_fc.weight", true},
-    {&Gpt2Weights::fcb, "mlp.c_fc.bias", false},
-    {&Gpt2Weights::fcprojw, "mlp.c_proj.weight", true},
-    {&Gpt2Weights::fcprojb, "mlp.c_proj.bias", false},
+    {&Gpt2Weights::ln1w, "ln_1.weight", 1, 0},
+    {&Gpt2Weights::ln1b, "ln_1.bias", 1, 0},
+    {&Gpt2Weights::qkvw, "attn.c_attn.weight", 3, 1},
+    {&Gpt2Weights::qkvb, "attn.c_attn.bias", 3, 0},
+    {&Gpt2Weights::attprojw, "attn.c_proj.weight", 1, 1},
+    {&Gpt2Weights::attprojb, "attn.c_proj.bias", 1, 0},
+    {&Gpt2Weights::ln2w, "ln_2.weight", 1, 0},
+    {&Gpt2Weights::ln2b, "ln_2.bias", 1, 0},
+    {&Gpt2Weights::fcw, "mlp.c_fc.weight", 4, 1},
+    {&Gpt2Weights::fcb, "mlp.c_fc.bias", 4, 0},
+    {&Gpt2Weights::fcprojw, "mlp.c_proj.weight", 1, 4},
+    {&Gpt2Weights::fcprojb, "mlp.c_proj.bias", 1, 0},
 };
-
-// Our [out, in] shape of a layer tensor, for a model of width C.
-std::vector<int64_t> our_shape(const char* hf, int64_t C) {
-  const std::string n = hf;
-  if (n == "attn.c_attn.weight") return {3 * C, C};
-  if (n == "attn.c_attn.bias") return {3 * C};
-  if (n == "attn.c_proj.weight") return {C, C};
-  if (n == "mlp.c_fc.weight") return {4 * C, C};
-  if (n == "mlp.c_fc.bias") return {4 * C};
-  if (n == "mlp.c_proj.weight") return {C, 4 * C};
-  return {C};
-}
 
 // [rows, cols] -> [cols, rows].
 std::vector<float> transposed(const std::vector<float>& a, int64_t rows, int64_t cols) {
@@ -157,10 +151,10 @@ Gpt2Weights read_gpt2_hf(const std::string& dir, const ModelConfig& m, int padde
   w.wpe = read(pfx + "wpe.weight", {m.seq_len, C});
   for (int l = 0; l < m.n_layer; ++l)
     for (const auto& t : kLayerTensors) {
-      const auto shape = our_shape(t.hf, C);
+      const auto shape = t.shape(C);
       const std::string name = fmt::format("{}h.{}.{}", pfx, l, t.hf);
-      const auto v = t.conv1d ? transposed(read(name, {shape[1], shape[0]}), shape[1], shape[0])
-                              : read(name, shape);
+      const auto v = t.conv1d() ? transposed(read(name, {shape[1], shape[0]}), shape[1], shape[0])
+                                : read(name, shape);
       std::copy(v.begin(), v.end(), (w.*t.member).begin() + ptrdiff_t(l) * ptrdiff_t(v.size()));
     }
   w.lnfw = read(pfx + "ln_f.weight", {C});
@@ -188,11 +182,11 @@ void write_gpt2_hf(const std::string& dir, const Gpt2Weights& w) {
   out.push_back({"transformer.wpe.weight", {w.max_seq_len, C}, w.wpe});
   for (int l = 0; l < w.num_layers; ++l)
     for (const auto& t : kLayerTensors) {
-      const auto shape = our_shape(t.hf, C);
+      const auto shape = t.shape(C);
       const size_t n = size_t(shape[0]) * (shape.size() > 1 ? size_t(shape[1]) : 1);
       std::span<const float> ours((w.*t.member).data() + size_t(l) * n, n);
       const std::string name = fmt::format("transformer.h.{}.{}", l, t.hf);
-      if (!t.conv1d) {
+      if (!t.conv1d()) {
         out.push_back({name, shape, ours});
         continue;
       }
