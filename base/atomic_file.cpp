@@ -23,6 +23,14 @@ std::filesystem::path parent_of(const std::string& path) {
   return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
 }
 
+void fsync_folder(const std::filesystem::path& folder) {
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
 // Temporaries of `target` whose writer process is gone: a killed writer's
 // leftovers (a checkpoint partition's can be gigabytes). A pid that exists
 // (perhaps reused) keeps its file; a live writer's pid always exists.
@@ -86,17 +94,21 @@ void AtomicFileWriter::commit() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
     raise(path_, "move the temporary file into place", errno);
   committed_ = true;
-  const int dir = ::open(parent_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  fsync_folder(parent_of(path_));
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   AtomicFileWriter w(path.string());
   w.write(content);
   w.commit();
+}
+
+void remove_file_durably(const std::filesystem::path& path) {
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return;
+    raise(path.string(), "remove", errno);
+  }
+  fsync_folder(parent_of(path.string()));
 }
 
 }  // namespace hybrid::base

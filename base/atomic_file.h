@@ -45,4 +45,8 @@ class AtomicFileWriter {
 // The whole content at once, through AtomicFileWriter.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
+// Removes `path` (if there) and fsyncs its folder, so that the removal is on disk
+// before whatever the caller writes next. Throws FileError naming the path.
+void remove_file_durably(const std::filesystem::path& path);
+
 }  // namespace hybrid::base

@@ -72,28 +72,39 @@ void write_checkpoint(const std::string& dir, const std::string& tag, comm::Comm
   // publish `latest` over an incomplete checkpoint.
   float failed = 0.0f;
   std::string error;
-  try {
-    if (mine) {
-      PartitionHeader h{};
-      std::memcpy(h.magic, kMagic, 8);
-      h.version = kVersion;
-      h.rank = uint32_t(comm.rank());
-      h.begin = mine->range.begin;
-      h.end = mine->range.end;
-      h.state_floats = uint32_t(mine->state_floats);
-      h.payload_bytes = (mine->master.size() + mine->state.size()) * 4;
-      h.crc32 = crc_of(mine->master, mine->state);
-      base::AtomicFileWriter w(root + "/" + partition_file_name(comm.rank()));
-      w.write(&h, sizeof h);
-      w.write(mine->master.data(), mine->master.size() * 4);
-      w.write(mine->state.data(), mine->state.size() * 4);
-      w.commit();
+  const auto attempt = [&](const auto& work) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failed = 1.0f;
+      error = e.what();
     }
-    if (comm.rank() == 0 && options.extra_files) options.extra_files(root);
-  } catch (const std::exception& e) {
-    failed = 1.0f;
-    error = e.what();
-  }
+  };
+  // A tag saved before (a run resumed from an older `latest`) is unpublished
+  // before any rank replaces its files: cut short, the tag must not look
+  // complete with some partitions of this run and some of the earlier one.
+  if (comm.rank() == 0) attempt([&] { base::remove_file_durably(root + "/meta.json"); });
+  comm.barrier();
+  if (failed == 0.0f)
+    attempt([&] {
+      if (mine) {
+        PartitionHeader h{};
+        std::memcpy(h.magic, kMagic, 8);
+        h.version = kVersion;
+        h.rank = uint32_t(comm.rank());
+        h.begin = mine->range.begin;
+        h.end = mine->range.end;
+        h.state_floats = uint32_t(mine->state_floats);
+        h.payload_bytes = (mine->master.size() + mine->state.size()) * 4;
+        h.crc32 = crc_of(mine->master, mine->state);
+        base::AtomicFileWriter w(root + "/" + partition_file_name(comm.rank()));
+        w.write(&h, sizeof h);
+        w.write(mine->master.data(), mine->master.size() * 4);
+        w.write(mine->state.data(), mine->state.size() * 4);
+        w.commit();
+      }
+      if (comm.rank() == 0 && options.extra_files) options.extra_files(root);
+    });
   comm.all_reduce(&failed, 1, kernels::DType::f32, comm::ReduceOp::max);
   if (failed > 0.0f)
     throw CheckpointError(

@@ -100,6 +100,33 @@ TEST(Checkpoint, FailedSaveNeverMovesLatest) {
   EXPECT_EQ(engine::resolve_checkpoint_tag(dir.path().string(), ""), "first");
 }
 
+TEST(Checkpoint, ASaveOverAnEarlierTagUnpublishesItBeforeReplacingItsFiles) {
+  test::TempDir dir;
+  auto cfg = test::tiny_config();
+  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  run_steps(*e, 1);
+  e->save_checkpoint(dir.path().string(), "t");
+  e->save_checkpoint(dir.path().string(), "other");  // latest moves past "t"
+  run_steps(*e, 1);
+  // The second save of "t" stops where a kill would, its files replaced.
+  CheckpointSaveOptions cut_short;
+  bool published_while_replaced = true;
+  cut_short.before_publish = [&] {
+    published_while_replaced = fs::exists(dir.path() / "t" / "meta.json");
+    throw std::runtime_error("killed before publishing");
+  };
+  EXPECT_THROW(e->save_checkpoint(dir.path().string(), "t", cut_short), std::runtime_error);
+  EXPECT_FALSE(published_while_replaced);
+  auto f = initialize(cfg, make_gpt2(cfg), quiet());
+  try {
+    f->load_checkpoint(dir.path().string(), "t");
+    FAIL() << "a tag with this run's files and the earlier meta.json loaded";
+  } catch (const engine::CheckpointError& err) {
+    EXPECT_NE(std::string(err.what()).find("incomplete"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(f->load_checkpoint(dir.path().string()), "other");
+}
+
 TEST(Checkpoint, CorruptPayloadFailsTheChecksum) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
