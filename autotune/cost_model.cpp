@@ -5,7 +5,7 @@
 
 #include "autotune/pipeline_cost.h"
 #include "autotune/tensor_cost.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/registry.h"
 #include "engine/trainer.h"
 #include "engine/zero/bucket_plan.h"
 #include "engine/zero/partition.h"
@@ -57,15 +57,15 @@ struct Recompute {
   double gather_s = 0;
 };
 
-Recompute recompute_cost(const engine::GPT2& model, const engine::ModuleTree& tree,
+Recompute recompute_cost(const engine::CausalLM& model, const engine::ModuleTree& tree,
                          const engine::Config& cfg, const ClusterRates& rates, int world) {
   const engine::CheckpointPlan plan = engine::checkpoint_plan(cfg);
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.seq_len;
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
   Recompute r;
-  for (size_t l = 0; l < model.blocks.size(); ++l) {
-    if (!plan.checkpointed(int(l))) continue;
-    for (const engine::Module* m : model.blocks[l]->recompute_order()) {
+  for (int l = 0; l < model.num_blocks(); ++l) {
+    if (!plan.checkpointed(l)) continue;
+    for (const engine::Module* m : model.block(l).recompute_order()) {
       r.flops += double(m->recompute_flops(B, T));
       const double n = double(tree.own_range(*m).size());
       if (cfg.zero.stage == 3 && n > 0 && n >= double(cfg.zero.stage3_param_persistence_threshold))
@@ -83,13 +83,13 @@ struct ZeroSpace {
   engine::ReductionBuckets buckets;
 };
 
-ZeroSpace zero_space(const engine::Config& cfg, const engine::GPT2& model) {
+ZeroSpace zero_space(const engine::Config& cfg, const engine::CausalLM& model) {
   const int stages = std::max(1, cfg.parallel.pipeline_stages);
   ZeroSpace most;
   for (int s = 0; s < stages; ++s) {
-    engine::GPT2 stage(cfg.model, cfg.padded_vocab(), model.tensor_slice());
-    if (stages > 1) stage.set_pipeline_stage(s, stages, cfg.parallel.partition);
-    const engine::ModuleTree tree(stage);
+    const auto stage = engine::make_model(cfg.model, cfg.padded_vocab(), model.tensor_slice());
+    if (stages > 1) stage->set_pipeline_stage(s, stages, cfg.parallel.partition);
+    const engine::ModuleTree tree(*stage);
     if (tree.param_count() > most.params)
       most = {tree.param_count(), engine::reduction_buckets(tree, cfg.zero.reduce_bucket_size)};
   }
@@ -158,13 +158,13 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   // a pipeline only its stage's, and ZeRO works over the data-parallel group:
   // world / (stages · tp) ranks.
   const int tp = std::max(1, cfg.parallel.tensor);
-  engine::GPT2 whole(cfg.model, cfg.padded_vocab());
-  engine::GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});
-  engine::ModuleTree tree(model);
-  const PipelineCost pipe = pipeline_cost(cfg, model, world_size, rates);
-  const TensorCost tens = tensor_cost(cfg, whole, model, rates);
+  const auto whole = engine::make_model(cfg.model, cfg.padded_vocab());
+  const auto model = engine::make_model(cfg.model, cfg.padded_vocab(), {tp, 0});
+  engine::ModuleTree tree(*model);
+  const PipelineCost pipe = pipeline_cost(cfg, *model, world_size, rates);
+  const TensorCost tens = tensor_cost(cfg, *whole, *model, rates);
   const int world = pipe.data_parallel;
-  const ZeroSpace space = zero_space(cfg, model);
+  const ZeroSpace space = zero_space(cfg, *model);
   const engine::Partition part(space.params, world, 0);
   const double P = double(part.padded()), S = double(part.shard_size());
   const double d = double(kernels::dtype_size(cfg.param_dtype()));
@@ -172,8 +172,8 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
 
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
-  f.flops_per_step = model_flops_per_step(cfg, engine::ModuleTree(whole).param_count(), world);
-  const Recompute rc = recompute_cost(model, tree, cfg, rates, world);
+  f.flops_per_step = model_flops_per_step(cfg, engine::ModuleTree(*whole).param_count(), world);
+  const Recompute rc = recompute_cost(*model, tree, cfg, rates, world);
   // The busiest stage runs its share of each micro-batch in G + P − 1 slots
   // (the bubble); without a pipeline: all of it, G times. A tp rank runs its
   // pieces' share.

@@ -22,17 +22,19 @@ namespace {
 
 // The slowest stage's share of one micro-batch's forward and backward FLOPs,
 // with the blocks partitioned as the engine does (Engine::setup_pipeline).
-double slowest_stage_share(const engine::Config& cfg, const engine::GPT2& model, int P) {
+double slowest_stage_share(const engine::Config& cfg, const engine::CausalLM& model, int P) {
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len();
   const auto parts = model.partition_stages(P, cfg.parallel.partition);
-  const double head = subtree_flops(*model.ln_f, B, T) + subtree_flops(*model.lm_head, B, T);
-  double total = subtree_flops(*model.embedding, B, T) + head, slowest = 0;
+  double head = 0;
+  for (const engine::Module* m : model.head_modules()) head += subtree_flops(*m, B, T);
+  const double embedding = subtree_flops(model.embedding_module(), B, T);
+  double total = embedding + head, slowest = 0;
   std::vector<double> stage(size_t(P), 0.0);
   for (int s = 0; s < P; ++s)
     for (int l = parts[size_t(s)].begin; l < parts[size_t(s)].end; ++l)
-      stage[size_t(s)] += subtree_flops(*model.blocks[size_t(l)], B, T);
+      stage[size_t(s)] += subtree_flops(model.block(l), B, T);
   for (const double x : stage) total += x;
-  stage.front() += subtree_flops(*model.embedding, B, T);
+  stage.front() += embedding;
   stage.back() += head;
   for (const double x : stage) slowest = std::max(slowest, x);
   return total > 0 ? slowest / total : 1.0;
@@ -40,7 +42,7 @@ double slowest_stage_share(const engine::Config& cfg, const engine::GPT2& model,
 
 }  // namespace
 
-PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model, int world,
+PipelineCost pipeline_cost(const engine::Config& cfg, const engine::CausalLM& model, int world,
                            const ClusterRates& rates) {
   PipelineCost c;
   const int P = std::max(1, cfg.parallel.pipeline_stages);
@@ -63,9 +65,10 @@ PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model,
       double(cfg.train_micro_batch_size_per_gpu) * cfg.seq_len() * cfg.model.n_embd * d;
   c.p2p_s = c.slots * 2.0 * rates.collective_s(CollectiveKind::send, uint64_t(act), 2);
   c.p2p_bytes = (P > 2 ? 4.0 : 2.0) * G * act;
-  // A tensor-parallel rank ties its own vocabulary rows.
-  c.tied_bytes = double(cfg.padded_vocab() / tp) * cfg.model.n_embd *
-                 double(kernels::dtype_size(cfg.grad_accum_dtype));
+  // The first and last stages reduce the tied parameter's gradient (a
+  // tensor-parallel rank its own vocabulary rows); an untied model nothing.
+  const engine::ParamSpec* tied = model.tied_parameter();
+  c.tied_bytes = tied ? double(tied->numel) * double(kernels::dtype_size(cfg.grad_accum_dtype)) : 0;
   c.tied_s = rates.collective_s(CollectiveKind::all_reduce, uint64_t(c.tied_bytes), 2);
   return c;
 }

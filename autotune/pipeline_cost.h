@@ -11,13 +11,13 @@
 //   group.
 //
 // With tensor_model_parallel_size tp the data-parallel group is world / (P·tp)
-// and `model` is one tp rank's pieces (GPT2(cfg.model, Vp, {tp, 0})): the
+// and `model` is one tp rank's pieces (make_model(cfg.model, Vp, {tp, 0})): the
 // stages' shares are of its FLOPs and the tied embedding is its Vp/tp rows.
 #pragma once
 
 #include "autotune/cluster_rates.h"
 #include "engine/config/config.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/causal_lm.h"
 
 namespace hybrid::autotune {
 
@@ -37,7 +37,7 @@ double subtree_flops(const engine::Module& m, int B, int T);
 
 // Without a pipeline: stages 1, share 1, slots G, nothing transferred.
 // Throws std::invalid_argument when stages × tp do not divide the world.
-PipelineCost pipeline_cost(const engine::Config& cfg, const engine::GPT2& model, int world,
+PipelineCost pipeline_cost(const engine::Config& cfg, const engine::CausalLM& model, int world,
                            const ClusterRates& rates);
 
 }  // namespace hybrid::autotune

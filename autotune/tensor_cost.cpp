@@ -18,18 +18,25 @@ struct StageCollectives {
   double loss_gathers = 0;
 };
 
+// A module's tensor-parallel all-reduces, forward and backward, children included.
+double all_reduces(const engine::Module& m) {
+  const auto own = m.tp_all_reduces();
+  double n = own.forward + own.backward;
+  for (const engine::Module* c : m.children()) n += all_reduces(*c);
+  return n;
+}
+
 // A checkpointed block's recompute repeats the forward all-reduces of the
-// row-parallel layers it runs again (attn.c_proj; not mlp.c_proj, whose output
-// backward does not need).
-double recomputed_reductions(const engine::Block& b) {
+// layers it runs again (a layer whose output backward does not need is not
+// run again: Block::recompute_order).
+double recomputed_reductions(const engine::DecoderBlock& b) {
   double n = 0;
-  for (const engine::Module* m : b.recompute_order())
-    if (m == b.attn_proj || m == b.mlp_proj) n += 1;
+  for (const engine::Module* m : b.recompute_order()) n += m->tp_all_reduces().forward;
   return n;
 }
 
 std::vector<StageCollectives> stage_collectives(const engine::Config& cfg,
-                                                const engine::GPT2& piece) {
+                                                const engine::CausalLM& piece) {
   const int P = std::max(1, cfg.parallel.pipeline_stages);
   const engine::CheckpointPlan plan = engine::checkpoint_plan(cfg);
   const auto parts = piece.partition_stages(P, cfg.parallel.partition);
@@ -37,11 +44,11 @@ std::vector<StageCollectives> stage_collectives(const engine::Config& cfg,
   for (int s = 0; s < P; ++s) {
     StageCollectives& c = out[size_t(s)];
     for (int l = parts[size_t(s)].begin; l < parts[size_t(s)].end; ++l)
-      c.all_reduces +=
-          4.0 + (plan.checkpointed(l) ? recomputed_reductions(*piece.blocks[size_t(l)]) : 0.0);
-    if (s == 0) c.all_reduces += 1;  // the embedding's output
+      c.all_reduces += all_reduces(piece.block(l)) +
+                       (plan.checkpointed(l) ? recomputed_reductions(piece.block(l)) : 0.0);
+    if (s == 0) c.all_reduces += all_reduces(piece.embedding_module());
     if (s == P - 1) {
-      c.all_reduces += 1;  // lm_head's input gradient
+      for (const engine::Module* m : piece.head_modules()) c.all_reduces += all_reduces(*m);
       c.loss_gathers = 1;
     }
   }
@@ -50,8 +57,8 @@ std::vector<StageCollectives> stage_collectives(const engine::Config& cfg,
 
 }  // namespace
 
-TensorCost tensor_cost(const engine::Config& cfg, const engine::GPT2& whole,
-                       const engine::GPT2& piece, const ClusterRates& rates) {
+TensorCost tensor_cost(const engine::Config& cfg, const engine::CausalLM& whole,
+                       const engine::CausalLM& piece, const ClusterRates& rates) {
   TensorCost c;
   c.tensor = std::max(1, cfg.parallel.tensor);
   if (c.tensor == 1) return c;

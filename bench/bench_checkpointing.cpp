@@ -88,7 +88,7 @@ void interleaved(benchmark::State& state, const Model& m, std::vector<std::strin
     EngineOptions opts;
     opts.quiet = true;
     const engine::Config cfg = config(m, p);
-    runs.push_back({p, initialize(cfg, make_gpt2(cfg), std::move(opts)), {}, {}});
+    runs.push_back({p, initialize(cfg, make_model(cfg), std::move(opts)), {}, {}});
   }
   const size_t n = size_t(m.B) * size_t(m.T);
   std::mt19937 rng(1);

@@ -106,7 +106,7 @@ void train_steps(benchmark::State& state, const std::string& name, DType dt) {
   opts.quiet = true;
   std::unique_ptr<Engine> e;
   try {
-    e = initialize(cfg, make_gpt2(cfg), std::move(opts));
+    e = initialize(cfg, make_model(cfg), std::move(opts));
   } catch (const std::exception& err) {
     state.SkipWithError(err.what());
     return;

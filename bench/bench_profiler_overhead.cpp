@@ -32,7 +32,7 @@ void BM_profiling_overhead(benchmark::State& state) {
   const auto cfg = engine::parse_config(j, 1);
   EngineOptions opts;
   opts.quiet = true;
-  auto e = initialize(cfg, make_gpt2(cfg), std::move(opts));
+  auto e = initialize(cfg, make_model(cfg), std::move(opts));
   const size_t n = 4 * 128;
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(i * 17 % 4096);

@@ -124,7 +124,7 @@ double memory_bandwidth() {
 void run_steps(benchmark::State& state, const std::string& name, const engine::Config& cfg) {
   EngineOptions opts;
   opts.quiet = true;
-  auto e = initialize(cfg, make_gpt2(cfg), std::move(opts));
+  auto e = initialize(cfg, make_model(cfg), std::move(opts));
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
   std::mt19937 rng(1);
   std::vector<int32_t> in(n), tgt(n);

@@ -56,7 +56,7 @@ void BM_zero_step(benchmark::State& state) {
   const auto cfg = engine::parse_config(j, world);
   EngineOptions opts;
   opts.quiet = true;
-  auto e = initialize(cfg, make_gpt2(cfg), std::move(opts));
+  auto e = initialize(cfg, make_model(cfg), std::move(opts));
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t((i * 31 + size_t(e->rank()) * 7) % 2048);

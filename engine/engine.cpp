@@ -16,6 +16,7 @@
 #include "engine/comm/nccl_communicator.h"
 #include "engine/cpu_gemm.h"
 #include "engine/memory_model.h"
+#include "engine/model/registry.h"
 #include "kernels/registry.h"
 
 namespace hybrid {
@@ -87,8 +88,8 @@ profiler::CommTracerOptions comm_tracer_options(const Config& cfg) {
 
 }  // namespace
 
-std::unique_ptr<GPT2> make_gpt2(const Config& cfg) {
-  return std::make_unique<GPT2>(cfg.model, cfg.padded_vocab());
+std::unique_ptr<CausalLM> make_model(const Config& cfg) {
+  return engine::make_model(cfg.model, cfg.padded_vocab());
 }
 
 // Forwards tracer scopes to the CUPTI collector of the moment (only profiled
@@ -107,7 +108,7 @@ class Engine::CollectorSlot final : public profiler::RangeListener {
   profiler::RangeListener* target_ = nullptr;
 };
 
-Engine::Engine(const Config& cfg, std::unique_ptr<GPT2> model, EngineOptions opts)
+Engine::Engine(const Config& cfg, std::unique_ptr<CausalLM> model, EngineOptions opts)
     : cfg_(cfg), quiet_(opts.quiet) {
   const base::LauncherEnv env = base::launcher_env();
   omp_set_num_threads(threads_per_rank(cfg, env));
@@ -435,7 +436,7 @@ void Engine::take_optimizer_step() {
   scaler_.update(false);
 }
 
-std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<GPT2> model,
+std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<CausalLM> model,
                                    EngineOptions opts) {
   return std::make_unique<Engine>(cfg, std::move(model), std::move(opts));
 }

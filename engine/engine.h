@@ -1,6 +1,6 @@
 // The Engine API, shaped like DeepSpeed's:
 //
-//   auto engine = hybrid::initialize(config, hybrid::make_gpt2(config));
+//   auto engine = hybrid::initialize(config, hybrid::make_model(config));
 //   for (...) {
 //     float loss = engine->forward(inputs, targets);  // one micro-batch
 //     engine->backward();
@@ -20,7 +20,7 @@
 #include "engine/comm/communicator.h"
 #include "engine/config/config.h"
 #include "engine/memory/tracking_allocator.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/causal_lm.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
 #include "engine/parallel/pipeline_schedule.h"
@@ -73,7 +73,7 @@ struct EngineOptions {
 
 class Engine {
  public:
-  Engine(const Config& cfg, std::unique_ptr<engine::GPT2> model, EngineOptions opts);
+  Engine(const Config& cfg, std::unique_ptr<engine::CausalLM> model, EngineOptions opts);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -141,7 +141,7 @@ class Engine {
   const PipelineTimes& last_pipeline_times() const { return pipeline_times_; }
   float current_lr() const;
 
-  engine::GPT2& model() { return *model_; }
+  engine::CausalLM& model() { return *model_; }
   const engine::ModuleTree& module_tree() const { return *tree_; }
   kernels::Backend& backend() { return *backend_; }
   // Where ZeRO's buffers go (NCCL on GPUs); the same object as
@@ -264,7 +264,7 @@ class Engine {
   bool cupti_status_logged_ = false;
   std::unique_ptr<engine::TrackingAllocator> alloc_;
   std::unique_ptr<engine::TrackingAllocator> host_alloc_;
-  std::unique_ptr<engine::GPT2> model_;
+  std::unique_ptr<engine::CausalLM> model_;
   std::unique_ptr<engine::ModuleTree> tree_;
   std::unique_ptr<engine::ExecutionContext> ctx_;
   std::unique_ptr<engine::Optimizer> optimizer_;
@@ -287,10 +287,10 @@ class Engine {
   std::vector<float> host_losses_;
 };
 
-// Builds the model the config describes (GPT-2).
-std::unique_ptr<engine::GPT2> make_gpt2(const Config& cfg);
+// Builds the model the config describes (hybrid.model.type: engine/model/registry.h).
+std::unique_ptr<engine::CausalLM> make_model(const Config& cfg);
 
-std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<engine::GPT2> model,
+std::unique_ptr<Engine> initialize(const Config& cfg, std::unique_ptr<engine::CausalLM> model,
                                    EngineOptions opts = {});
 
 }  // namespace hybrid

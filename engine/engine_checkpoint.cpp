@@ -7,7 +7,6 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/whole_model.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/parallel/tensor_shards.h"
 
@@ -93,9 +92,7 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
   if (options.full) {
     flat = gather_parameters();  // collective
     w.extra_files = [this, &flat](const std::string& root) {
-      Gpt2Weights weights;
-      gpt2_to_llmc(*model_, *tree_, flat, weights);
-      write_llmc_checkpoint(root + "/" + std::string(kModelFile), weights);
+      model_->write_weights(*tree_, flat, {root + "/" + std::string(kModelFile), ""});
     };
     meta["model_file"] = kModelFile;
   }

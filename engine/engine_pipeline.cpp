@@ -1,7 +1,7 @@
 // Pipeline parallelism in the Engine (issue 16): each stage runs a range of
 // blocks over its micro-batches in 1F1B order, sending activations forward and
 // their gradients back; ZeRO (stages 0 and 1) reduces over the data-parallel
-// group. A stage's flat space holds only its own parameters (and the tied wte
+// group. A stage's flat space holds only its own parameters (and the tied embedding
 // on the last stage); checkpoints and gather_parameters put the stages'
 // together into the whole model (engine/engine_topology.cpp).
 #include <fmt/format.h>
@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "engine/engine.h"
+#include "engine/model/registry.h"
 
 namespace hybrid {
 
@@ -20,9 +21,9 @@ void Engine::setup_pipeline() {
   if (pp == 1) return;
   const auto parts = model_->partition_stages(pp, cfg_.parallel.partition);
   for (int s = 0; s < pp; ++s) {  // every stage's flat space, as its ranks lay it out
-    GPT2 stage(cfg_.model, cfg_.padded_vocab(), model_->tensor_slice());
-    stage.set_pipeline_stage(s, pp, cfg_.parallel.partition);
-    stage_param_counts_.push_back(ModuleTree(stage).param_count());
+    auto stage = engine::make_model(cfg_.model, cfg_.padded_vocab(), model_->tensor_slice());
+    stage->set_pipeline_stage(s, pp, cfg_.parallel.partition);
+    stage_param_counts_.push_back(ModuleTree(*stage).param_count());
   }
   model_->set_pipeline_stage(pipeline_stage(), pp, cfg_.parallel.partition);
   log(fmt::format("pipeline: partition {}: {}", cfg_.parallel.partition, [&] {
@@ -114,7 +115,7 @@ void Engine::pipe_transfer(const PipeStep& st) {
   const int stage = pipeline_stage();
   const size_t bytes = model_->stream_bytes();
   const int slots = model_->slots();
-  auto slot = [&](int micro) -> GPT2& {
+  auto slot = [&](int micro) -> CausalLM& {
     model_->use_slot(micro % slots);
     return *model_;
   };

@@ -100,9 +100,8 @@ GradSummary Engine::gradient_summary() {
     for (const ParamSpec* p : tree_->params())
       if (p->shard.replicated())
         weights.push_back({{p->offset, p->offset + p->numel}, 1.0 / topology_->tp()});
-  if (topology_->pp() > 1) {
-    const ParamSpec& wte = *model_->embedding->wte();
-    const FlatRange tied{wte.offset, wte.offset + wte.numel};
+  if (const ParamSpec* t = model_->tied_parameter(); t && topology_->pp() > 1) {
+    const FlatRange tied{t->offset, t->offset + t->numel};
     zero_->all_reduce_grads(tied, *tied_comm_);
     if (pipeline_stage() != 0) weights.push_back({tied, 0.0});
   }
@@ -117,7 +116,7 @@ GradSummary Engine::gradient_summary() {
 }
 
 // Each rank writes the pieces its tp group holds into the whole model; the
-// stages' are summed, the tied wte counted once (the first stage's). Host
+// stages' are summed, the tied embedding counted once (the first stage's). Host
 // vectors: the host communicator's groups.
 std::vector<float> Engine::gather_parameters() {
   std::vector<float> mine = zero_->full_master();
@@ -131,10 +130,8 @@ std::vector<float> Engine::gather_parameters() {
   std::vector<float> whole(size_t(tree_->full_param_count()), 0.0f);
   for (int t = 0; t < tp; ++t) unshard_flat(*tree_, pieces.data() + n * size_t(t), whole.data(), t);
   if (topology_->pp() == 1) return whole;
-  if (!model_->first_stage()) {
-    const ParamSpec& wte = *model_->embedding->wte();
-    std::fill_n(whole.begin() + wte.full_offset, wte.full_numel(), 0.0f);
-  }
+  if (const ParamSpec* t = model_->tied_parameter(); t && !model_->first_stage())
+    std::fill_n(whole.begin() + t->full_offset, t->full_numel(), 0.0f);
   host_group(ParallelAxis::pp)
       .all_reduce(whole.data(), whole.size(), kernels::DType::f32, comm::ReduceOp::sum);
   return whole;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "base/units.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/registry.h"
 #include "engine/parallel/pipeline_schedule.h"
 #include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
@@ -83,7 +83,7 @@ namespace {
 // spent or max_live would be exceeded, release after use. Unit sizes and
 // persistence come from the gatherer's layout (unit i: param_modules()[i]); the
 // backward order is the model's, recomputed forwards included.
-int64_t stage3_peak_live(const GPT2& model, const ModuleTree& tree, const ZeroSetup& z,
+int64_t stage3_peak_live(const CausalLM& model, const ModuleTree& tree, const ZeroSetup& z,
                          const MemoryLayout& units, const CheckpointPlan& plan) {
   std::vector<int64_t> unit_size(tree.modules().size(), 0);
   std::vector<bool> persistent(tree.modules().size(), false);
@@ -160,7 +160,7 @@ int data_parallel_ranks(const Config& cfg, int world_size) {
 
 // Makes `model` the engine's stage `stage` (its own parameters only) and
 // returns the activations it lays out.
-ActivationStage set_stage(const Config& cfg, GPT2& model, int stage) {
+ActivationStage set_stage(const Config& cfg, CausalLM& model, int stage) {
   const int pp = std::max(1, cfg.parallel.pipeline_stages);
   if (stage < 0 || stage >= pp)
     throw std::invalid_argument(
@@ -175,10 +175,11 @@ ActivationStage set_stage(const Config& cfg, GPT2& model, int stage) {
 EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attention_saved_bytes,
                              int stage) {
   const int tp = std::max(1, cfg.parallel.tensor);
-  GPT2 model(cfg.model, cfg.padded_vocab(), {tp, 0});  // every tp rank's pieces are alike
+  // Every tp rank's pieces are alike.
+  const auto model = make_model(cfg.model, cfg.padded_vocab(), {tp, 0});
   const int dp = data_parallel_ranks(cfg, world_size);
-  const ActivationStage mine = set_stage(cfg, model, stage);
-  ModuleTree tree(model);
+  const ActivationStage mine = set_stage(cfg, *model, stage);
+  ModuleTree tree(*model);
   const Partition part(tree.param_count(), dp, 0);
   const ZeroSetup z = zero_setup(cfg);
   EngineLayouts l;
@@ -192,8 +193,8 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   // One activation set per micro-batch the stage holds at once under 1F1B.
   const int slots = in_flight_micro_batches(stage, std::max(1, cfg.parallel.pipeline_stages),
                                             cfg.gradient_accumulation_steps);
-  const MemoryLayout acts = gpt2_activation_layout(
-      cfg.model, cfg.padded_vocab(), B, T, z.param_dtype, attention_saved_bytes, plan, mine, tp);
+  const MemoryLayout acts =
+      model->activation_layout(B, T, z.param_dtype, attention_saved_bytes, plan, mine, tp);
   for (int i = 0; i < slots; ++i) l.device.append(acts);
   // Host and NVMe in the engine's order: the offloaded optimizer, the offloaded parameter
   // partition, then activations kept in host memory.
@@ -209,7 +210,7 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
     l.host.append(ParamStore::host_layout(z, tree, part));
     l.nvme.append(ParamStore::nvme_layout(z, part));
   }
-  const MemoryLayout host_acts = gpt2_host_activation_layout(cfg.model, B, T, z.param_dtype, plan);
+  const MemoryLayout host_acts = model->host_activation_layout(B, T, z.param_dtype, plan);
   for (int i = 0; i < slots; ++i) l.host.append(host_acts);
   return l;
 }
@@ -226,11 +227,12 @@ MemoryPrediction predict_stage_memory(const Config& cfg, int world_size, int sta
   // With the partition offloaded and the optimizer on the device, the updated
   // partition passes through the device while no gathered parameters are live.
   if (cfg.zero.stage == 3) {
-    GPT2 model(cfg.model, cfg.padded_vocab(), {std::max(1, cfg.parallel.tensor), 0});
-    ModuleTree tree(model);
+    const auto model =
+        make_model(cfg.model, cfg.padded_vocab(), {std::max(1, cfg.parallel.tensor), 0});
+    ModuleTree tree(*model);
     const ZeroSetup z = zero_setup(cfg);
     const uint64_t gathered =
-        uint64_t(stage3_peak_live(model, tree, z, ParamGatherer::layout(z, tree),
+        uint64_t(stage3_peak_live(*model, tree, z, ParamGatherer::layout(z, tree),
                                   checkpoint_plan(cfg))) *
         dtype_size(z.param_dtype);
     const auto update = layouts.device.find("params.update");

@@ -52,7 +52,7 @@ struct EngineLayouts {
 };
 //
 // world_size counts every rank. With pipeline.stages P > 1 a rank of pipeline
-// stage `stage` holds its own parameters (GPT2::set_stage), ZeRO-partitioned
+// stage `stage` holds its own parameters (CausalLM::set_pipeline_stage), ZeRO-partitioned
 // over its data-parallel group, and one activation set of
 // its own blocks per micro-batch it holds at once under 1F1B
 // (in_flight_micro_batches). Throws std::invalid_argument when P does not

@@ -18,12 +18,9 @@
 #include "engine/checkpoint/save_policy.h"
 #include "engine/data/data_loader.h"
 #include "engine/data/data_sources.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/divergence.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
-#include "engine/model/gpt2_hf.h"
-#include "engine/model/hf_directory.h"
 #include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
 #include "profiler/flops.h"
@@ -36,9 +33,9 @@ using profiler::RunStatus;
 double model_flops_per_step(const Config& cfg, int64_t n_params, int world_size) {
   const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
                         cfg.gradient_accumulation_steps * world_size * cfg.seq_len();
-  return profiler::flops::gpt2_step_closed_form(double(n_params), cfg.model.n_layer,
-                                                cfg.model.n_embd, cfg.seq_len(), tokens,
-                                                /*causal=*/true);
+  return profiler::flops::decoder_step_closed_form(double(n_params), cfg.model.n_layer,
+                                                   cfg.model.n_embd, cfg.seq_len(), tokens,
+                                                   /*causal=*/true);
 }
 
 namespace {
@@ -58,12 +55,12 @@ class Say {
 // The model, the backend and the batch, in one line; then the ignored keys.
 void announce(const Config& cfg, Engine& engine, const Say& say) {
   say(fmt::format(
-      "hybrid: GPT-2 {} parameters (L={} C={} H={} V={}), {} | {} rank(s), ZeRO stage {}, {} | "
+      "hybrid: {} {} parameters (L={} C={} H={} V={}), {} | {} rank(s), ZeRO stage {}, {} | "
       "batch {} = {} micro × {} accumulation × {} data-parallel ranks, seq {}{}",
-      base::format_count(double(engine.param_count())), cfg.model.n_layer, cfg.model.n_embd,
-      cfg.model.n_head, cfg.model.vocab_size, engine.backend().name(), engine.world_size(),
-      cfg.zero.stage, kernels::dtype_name(cfg.param_dtype()), cfg.train_batch_size,
-      cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps,
+      cfg.model.type, base::format_count(double(engine.param_count())), cfg.model.n_layer,
+      cfg.model.n_embd, cfg.model.n_head, cfg.model.vocab_size, engine.backend().name(),
+      engine.world_size(), cfg.zero.stage, kernels::dtype_name(cfg.param_dtype()),
+      cfg.train_batch_size, cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps,
       engine.data_parallel_size(), cfg.seq_len(),
       cfg.seq_len() != cfg.model.seq_len ? fmt::format(" (block size {})", cfg.model.seq_len)
                                          : std::string()));
@@ -75,13 +72,7 @@ void announce(const Config& cfg, Engine& engine, const Say& say) {
 // (hybrid.init_from), then a checkpoint to resume.
 void load_weights(const Config& cfg, const TrainOptions& opts, Engine& engine, const Say& say) {
   if (!cfg.init_from.empty()) {
-    const Gpt2Weights w =
-        is_hf_directory(cfg.init_from)
-            ? read_gpt2_hf(cfg.init_from, cfg.model, engine.model().padded_vocab())
-            : read_llmc_checkpoint(cfg.init_from);
-    std::vector<float> flat;
-    gpt2_from_llmc(engine.model(), engine.module_tree(), w, flat);
-    engine.set_parameters(flat);
+    engine.set_parameters(engine.model().read_weights(cfg.init_from, engine.module_tree()));
     say("initialised from " + cfg.init_from);
   }
   if (!opts.load_dir.empty()) engine.load_checkpoint(opts.load_dir, opts.load_tag);
@@ -293,16 +284,10 @@ void save_outputs(Loop& l, double last_loss) {
   }
   const auto flat = engine.gather_parameters();  // collective
   if (engine.rank() != 0) return;
-  Gpt2Weights w;
-  gpt2_to_llmc(engine.model(), engine.module_tree(), flat, w);
-  if (!opts.export_path.empty()) {
-    write_llmc_checkpoint(opts.export_path, w);
-    say("exported fp32 weights to " + opts.export_path);
-  }
-  if (!opts.export_hf_dir.empty()) {
-    write_gpt2_hf(opts.export_hf_dir, w);
+  engine.model().write_weights(engine.module_tree(), flat, {opts.export_path, opts.export_hf_dir});
+  if (!opts.export_path.empty()) say("exported fp32 weights to " + opts.export_path);
+  if (!opts.export_hf_dir.empty())
     say("exported a Hugging Face directory to " + opts.export_hf_dir);
-  }
 }
 
 // Rates from the median step time, and the memory model's prediction.
@@ -371,7 +356,7 @@ void print_summary(const TrainSummary& out, const Say& say) {
 void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRecorder& recorder) {
   EngineOptions engine_opts;
   engine_opts.quiet = opts.quiet;
-  auto engine = initialize(cfg, make_gpt2(cfg), std::move(engine_opts));
+  auto engine = initialize(cfg, make_model(cfg), std::move(engine_opts));
   out.world_size = engine->world_size();
   out.gemm = engine->gemm_report();
   out.rank = engine->rank();

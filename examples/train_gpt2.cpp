@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     const hybrid::Config cfg = example_config();
     hybrid::EngineOptions options;
     options.quiet = true;  // the engine's own informational lines
-    auto engine = hybrid::initialize(cfg, hybrid::make_gpt2(cfg), std::move(options));
+    auto engine = hybrid::initialize(cfg, hybrid::make_model(cfg), std::move(options));
 
     std::vector<int32_t> inputs, targets;
     make_batch(cfg, inputs, targets);

@@ -3,7 +3,7 @@
 // a header whose shape asks for more bytes than the file holds must be refused
 // before anything is allocated.
 #include "engine/data/data_file_error.h"
-#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

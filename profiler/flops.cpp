@@ -83,8 +83,8 @@ uint64_t cross_entropy_backward(int64_t N, int64_t V) { return kXentBwdPerLogit 
 
 uint64_t adamw(int64_t n) { return kAdamW * u64(n); }
 
-double gpt2_step_closed_form(double matmul_params, int64_t n_layer, int64_t n_embd, int64_t seq_len,
-                             double tokens, bool causal) {
+double decoder_step_closed_form(double matmul_params, int64_t n_layer, int64_t n_embd,
+                                int64_t seq_len, double tokens, bool causal) {
   // Forward 2 FLOPs per parameter per token, backward 4; attention's QKᵀ and ·V add
   // 4·C·T per token per layer forward (×3 with backward), half of it under the mask.
   const double attention =

@@ -28,11 +28,13 @@ uint64_t cross_entropy_forward(int64_t N, int64_t V);
 uint64_t cross_entropy_backward(int64_t N, int64_t V);
 uint64_t adamw(int64_t n);
 
-// Closed form for a GPT-2 training step (forward + backward) over `tokens` tokens:
-// 6·N·tokens for the parameters that take part in matmuls, plus the attention
-// term 6·L·C·T·tokens (causal) or 12·L·C·T·tokens (full). Independent of the
-// per-op accounting above; tests compare the two.
-double gpt2_step_closed_form(double matmul_params, int64_t n_layer, int64_t n_embd, int64_t seq_len,
-                             double tokens, bool causal);
+// Closed form for a decoder-only transformer's training step (forward +
+// backward) over `tokens` tokens: 6·N·tokens for the parameters that take part
+// in matmuls, plus the attention term 6·L·C·T·tokens (causal) or
+// 12·L·C·T·tokens (full), C the attention width (heads × head size: grouped
+// key/value heads share keys, not the score FLOPs). Independent of the per-op
+// accounting above; tests compare the two.
+double decoder_step_closed_form(double matmul_params, int64_t n_layer, int64_t n_embd,
+                                int64_t seq_len, double tokens, bool causal);
 
 }  // namespace hybrid::profiler::flops

@@ -1,7 +1,7 @@
 #include "engine/checkpoint/whole_model.h"
 
 #include "engine/checkpoint/checkpoint.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/registry.h"
 #include "engine/parallel/tensor_shards.h"
 
 namespace hybrid::engine {
@@ -28,10 +28,11 @@ std::vector<float> read_whole_model(const std::string& dir, const std::string& t
   std::vector<float> whole;
   for (int s = 0; s < layout.pipeline_stages; ++s)
     for (int t = 0; t < layout.tensor_parallel; ++t) {
-      GPT2 saved(model, padded_vocab, {layout.tensor_parallel, t});  // what that rank held
+      // What that rank held.
+      const auto saved = make_model(model, padded_vocab, {layout.tensor_parallel, t});
       if (layout.pipeline_stages > 1)
-        saved.set_pipeline_stage(s, layout.pipeline_stages, layout.partition);
-      ModuleTree tree(saved);
+        saved->set_pipeline_stage(s, layout.pipeline_stages, layout.partition);
+      ModuleTree tree(*saved);
       const int64_t n = tree.param_count(), all = tree.full_param_count();
       if (whole.empty()) whole.assign(size_t(all) * size_t(planes), 0.0f);
       std::vector<float> pieces(size_t(n) * size_t(planes));

@@ -10,6 +10,7 @@
 #include "engine/config/config.h"
 #include "engine/config/config_reader.h"
 #include "engine/data/data_file_error.h"
+#include "engine/model/families.h"
 #include "engine/model/hf_directory.h"
 
 namespace hybrid::engine {
@@ -66,7 +67,7 @@ constexpr int64_t kIntMax = INT_MAX;
 void parse_model(const json& block, Config& c) {
   ObjectReader r(block, "hybrid.model", c.ignored_keys);
   ModelConfig& m = c.model;
-  if (auto v = r.choice("type", {"gpt2"})) m.type = *v;
+  if (auto v = r.choice("type", model_types())) m.type = *v;
   if (auto v = r.integer("n_layer", 1, kIntMax)) m.n_layer = int(*v);
   if (auto v = r.integer("n_embd", 1, kIntMax)) m.n_embd = int(*v);
   if (auto v = r.integer("n_head", 1, kIntMax)) m.n_head = int(*v);

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
+#include "engine/model/causal_lm.h"
 #include "engine/model/execution_context.h"
-#include "engine/model/gpt2.h"
 
 namespace hybrid::engine {
 
@@ -45,12 +45,12 @@ int64_t CheckpointRunner::now(ExecutionContext& ctx) const {
       .count();
 }
 
-void CheckpointRunner::forward(ExecutionContext& ctx, Block& b) {
+void CheckpointRunner::forward(ExecutionContext& ctx, DecoderBlock& b) {
   auto& be = ctx.backend();
   boundary(ctx);
   const int64_t t0 = now(ctx);
   uint64_t ticket = 0;
-  if (b.host_input) ticket = be.copy_to_host_async(b.host_input, b.residual_in, b.stream_bytes());
+  if (b.host_input) ticket = be.copy_to_host_async(b.host_input, b.residual_in, b.stream_bytes);
   ctx.forward(b);
   be.wait_transfer(ticket);  // the slot is written again two blocks on
   boundary(ctx);
@@ -58,13 +58,13 @@ void CheckpointRunner::forward(ExecutionContext& ctx, Block& b) {
   ++times_.blocks;
 }
 
-void CheckpointRunner::backward(ExecutionContext& ctx, Block& b) {
+void CheckpointRunner::backward(ExecutionContext& ctx, DecoderBlock& b) {
   auto& be = ctx.backend();
   boundary(ctx);
   const int64_t t0 = now(ctx);
   uint64_t ticket = 0;
   if (b.host_input)  // work queued after the copy sees the data
-    ticket = be.copy_from_host_async(b.input_slot, b.host_input, b.stream_bytes());
+    ticket = be.copy_from_host_async(b.input_slot, b.host_input, b.stream_bytes);
   ctx.recompute(b);
   const int64_t t1 = now(ctx);
   ctx.backward(b);

@@ -1,7 +1,7 @@
-// Activation checkpointing of GPT-2 blocks (DeepSpeed's activation_checkpointing;
+// Activation checkpointing of decoder blocks (DeepSpeed's activation_checkpointing;
 // docs/config.md). A checkpointed block keeps only its input: its internal
 // activations go to one scratch set that every checkpointed block shares
-// (engine/model/gpt2_layout.cpp) and are recomputed in backward, just before the
+// (CausalLM::activation_layout) and are recomputed in backward, just before the
 // block's own backward reads them (ExecutionContext::recompute). The
 // recomputation runs the same kernels on the same inputs and parameters, so
 // gradients are bitwise those of a run without checkpointing.
@@ -20,7 +20,7 @@
 
 namespace hybrid::engine {
 
-class Block;
+class DecoderBlock;
 class ExecutionContext;
 
 struct CheckpointPlan {
@@ -64,8 +64,8 @@ class CheckpointRunner {
   void set_plan(const CheckpointPlan& plan) { plan_ = plan; }
   const CheckpointPlan& plan() const { return plan_; }
 
-  void forward(ExecutionContext& ctx, Block& b);
-  void backward(ExecutionContext& ctx, Block& b);
+  void forward(ExecutionContext& ctx, DecoderBlock& b);
+  void backward(ExecutionContext& ctx, DecoderBlock& b);
   CheckpointTimes take_times();
 
  private:

@@ -8,7 +8,7 @@
 #include "base/json_read.h"
 #include "engine/config/config.h"
 #include "engine/data/data_file_error.h"
-#include "engine/model/gpt2_hf.h"
+#include "engine/model/families.h"
 
 namespace hybrid::engine {
 
@@ -33,10 +33,14 @@ ModelConfig read_hf_model_config(const std::string& dir) {
     arch = c["architectures"][0].get<std::string>();
   else if (c.is_object() && c.contains("model_type") && c["model_type"].is_string())
     arch = c["model_type"].get<std::string>();
-  if (arch == "GPT2LMHeadModel" || arch == "gpt2") return gpt2_model_config_from_hf(c, path);
-  throw DataFileError(
-      fmt::format("{}: architecture '{}' is not one hybrid trains (known: GPT2LMHeadModel)", path,
-                  arch.empty() ? "(none given)" : arch));
+  std::string known;
+  for (const FamilyInfo& f : families()) {
+    for (const std::string& a : f.hf_architectures)
+      if (arch == a) return f.from_hf(c, path);
+    known += (known.empty() ? "" : ", ") + f.hf_architectures.front();
+  }
+  throw DataFileError(fmt::format("{}: architecture '{}' is not one hybrid trains (known: {})",
+                                  path, arch.empty() ? "(none given)" : arch, known));
 }
 
 void check_model_agrees(const nlohmann::json& given, const ModelConfig& d, const std::string& dir) {

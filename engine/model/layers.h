@@ -19,6 +19,7 @@ class Embedding final : public Module {
   void backward(ExecutionContext& ctx) override;
   ParamSpec* wte() const { return wte_; }
   ParamSpec* wpe() const { return wpe_; }
+  TpAllReduces tp_all_reduces() const override { return {tp_.parts > 1 ? 1 : 0, 0}; }
 
   void* out = nullptr;
   const void* dout = nullptr;
@@ -76,6 +77,11 @@ class Linear final : public Module {
   uint64_t backward_flops(int B, int T) const override;
   int in_features() const { return K_; }
   int out_features() const { return N_; }
+  // Every column-parallel layer's input needs its gradient (din wired).
+  TpAllReduces tp_all_reduces() const override {
+    if (split_.tp.parts == 1) return {};
+    return {split_.mode == LinearSplit::row ? 1 : 0, split_.mode == LinearSplit::column ? 1 : 0};
+  }
 
   const void* in = nullptr;
   void* out = nullptr;

@@ -98,6 +98,14 @@ class Module {
   }
   virtual uint64_t recompute_flops(int B, int T) const { return forward_flops(B, T); }
 
+  // Tensor-parallel all-reduces of this module's own forward and backward (a
+  // row-parallel layer's output, a column-parallel one's input gradient, a
+  // vocabulary-sharded embedding's output), for the cost model.
+  struct TpAllReduces {
+    int forward = 0, backward = 0;
+  };
+  virtual TpAllReduces tp_all_reduces() const { return {}; }
+
  protected:
   // `shape` is the whole tensor's; a sharded parameter holds shard's piece of it.
   ParamSpec* declare_param(const std::string& local_name, std::vector<int64_t> shape,

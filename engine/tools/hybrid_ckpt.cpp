@@ -12,10 +12,8 @@
 #include "base/cli_checks.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/whole_model.h"
-#include "engine/data/llmc_checkpoint.h"
-#include "engine/model/gpt2.h"
-#include "engine/model/gpt2_hf.h"
-#include "engine/model/hf_directory.h"
+#include "engine/data/data_file_error.h"
+#include "engine/model/registry.h"
 
 using namespace hybrid::engine;
 
@@ -34,21 +32,15 @@ ModelConfig model_of(const nlohmann::json& meta) {
   return c;
 }
 
-// Writes `w` to whichever outputs were asked for.
-void write_outputs(const Gpt2Weights& w, const std::string& out, const std::string& out_hf) {
-  if (!out.empty()) write_llmc_checkpoint(out, w);
-  if (!out_hf.empty()) write_gpt2_hf(out_hf, w);
-}
-
 // An llm.c file or a Hugging Face directory to the other form.
 int convert(const std::string& in, const std::string& out, const std::string& out_hf) {
-  if (is_hf_directory(in)) {
-    const ModelConfig m = read_hf_model_config(in);
-    const int padded = (m.vocab_size + 127) / 128 * 128;  // llm.c's padding
-    write_outputs(read_gpt2_hf(in, m, padded), out, out_hf);
-  } else {
-    write_outputs(read_llmc_checkpoint(in), out, out_hf);
-  }
+  const auto stored = stored_model_in(in);
+  if (!stored)
+    throw DataFileError(
+        fmt::format("{}: neither an llm.c checkpoint nor a Hugging Face directory", in));
+  const auto model = make_model(stored->model, stored->padded_vocab);
+  const ModuleTree tree(*model);
+  model->write_weights(tree, model->read_weights(in, tree), {out, out_hf});
   std::printf("converted %s into %s\n", in.c_str(), (out.empty() ? out_hf : out).c_str());
   return 0;
 }
@@ -95,8 +87,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     const int padded_vocab = meta.at("model").at("padded_vocab_size").get<int>();
-    GPT2 model(model_of(meta), padded_vocab);
-    ModuleTree tree(model);
+    const auto model = make_model(model_of(meta), padded_vocab);
+    ModuleTree tree(*model);
     const int64_t n = tree.param_count();
     if (n != meta.at("param_count").get<int64_t>())
       throw CheckpointError(
@@ -104,9 +96,7 @@ int main(int argc, char** argv) {
                       meta.at("param_count").get<int64_t>(), n));
     // Tensor-parallel pieces are put back into whole tensors.
     const auto flat = read_whole_model(dir, resolved, meta, model_of(meta), padded_vocab, 0);
-    Gpt2Weights w;
-    gpt2_to_llmc(model, tree, flat, w);
-    write_outputs(w, out, out_hf);
+    model->write_weights(tree, flat, {out, out_hf});
     std::printf("consolidated %s/%s (step %lld, %d partitions) into %s (%lld fp32 parameters)\n",
                 dir.c_str(), resolved.c_str(), (long long)meta.at("global_step").get<int64_t>(),
                 int(meta.at("partitions").size()), (out.empty() ? out_hf : out).c_str(),

@@ -20,9 +20,9 @@
 #include "base/cli_checks.h"
 #include "base/units.h"
 #include "engine/data/data_file_error.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/data/synthetic.h"
 #include "engine/data/token_shard.h"
+#include "engine/model/registry.h"
 
 namespace {
 
@@ -74,16 +74,15 @@ int run_info(const std::vector<std::string>& files) {
   int status = 0;
   for (const auto& file : files) {
     try {
-      int32_t magic = 0;
-      std::ifstream in(file, std::ios::binary);
-      if (!in) throw DataFileError(fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
-      in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
-      if (magic == kLlmcCheckpointMagic) {
-        const Gpt2Weights w = read_llmc_checkpoint(file);
-        fmt::print(
-            "{}: llm.c GPT-2 checkpoint, {} parameters, L={} C={} NH={} V={} Vp={} maxT={}\n", file,
-            format_count(double(w.num_parameters())), w.num_layers, w.channels, w.num_heads,
-            w.vocab_size, w.padded_vocab_size, w.max_seq_len);
+      if (!std::ifstream(file, std::ios::binary))
+        throw DataFileError(fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
+      if (const auto stored = hybrid::engine::stored_model_in(file)) {
+        const auto& m = stored->model;
+        const auto model = hybrid::engine::make_model(m, stored->padded_vocab);
+        fmt::print("{}: {} {} checkpoint, {} parameters, L={} C={} NH={} V={} Vp={} maxT={}\n",
+                   file, stored->format, m.type,
+                   format_count(double(hybrid::engine::ModuleTree(*model).param_count())),
+                   m.n_layer, m.n_embd, m.n_head, m.vocab_size, stored->padded_vocab, m.seq_len);
       } else {
         // Anything else is read as a token shard, whose checks name what is wrong.
         const MappedTokenShard shard(file);

@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/bucket_plan.h"
 #include "engine/zero/partition.h"

@@ -16,6 +16,7 @@
 #include "autotune/pipeline_cost.h"
 #include "autotune/pruning.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "engine/trainer.h"
 #include "engine/zero/partition.h"
 #include "kernels/registry.h"

@@ -19,6 +19,7 @@
 #include "autotune/tensor_cost.h"
 #include "autotune/tune_error.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "engine/zero/partition.h"
 #include "tune_test_util.h"
 

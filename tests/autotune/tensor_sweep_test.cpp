@@ -16,6 +16,7 @@
 #include <map>
 
 #include "autotune/tensor_cost.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "layout_sweep_util.h"
 
 namespace hybrid::autotune {

@@ -11,9 +11,9 @@
 
 #include <filesystem>
 
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine_test_util.h"
 
 namespace hybrid {
@@ -57,7 +57,7 @@ class CheckpointingMemory : public ::testing::TestWithParam<MemoryCase> {};
 TEST_P(CheckpointingMemory, AllocationAndPeaksAreThePredictionExactly) {
   const auto& [stage, dtype, policy] = GetParam();
   const Config cfg = test::tiny_config(patch_for(stage, dtype, policy));
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   const uint64_t saved =
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
                                          cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head);
@@ -97,9 +97,9 @@ TEST(CheckpointingMemory, EveryBlockSavesAllButOneSetOfInternalsAsPredicted) {
     const Config off = test::tiny_config(patch_for(0, dtype, "none"));
     const Config on = test::tiny_config(patch_for(0, dtype, "every"));
     const Config host = test::tiny_config(patch_for(0, dtype, "host"));
-    auto a = initialize(off, make_gpt2(off), quiet());
-    auto b = initialize(on, make_gpt2(on), quiet());
-    auto h = initialize(host, make_gpt2(host), quiet());
+    auto a = initialize(off, make_model(off), quiet());
+    auto b = initialize(on, make_model(on), quiet());
+    auto h = initialize(host, make_model(host), quiet());
     for (auto* e : {a.get(), b.get(), h.get()}) {
       e->allocator().reset_peaks();
       test::train_on_fixed_batch(*e, 2);
@@ -132,8 +132,8 @@ TEST(CheckpointingMemory, EveryBlockSavesAllButOneSetOfInternalsAsPredicted) {
     EXPECT_EQ(pred_on - pred_host, peak_on - peak_host) << dtype;
     EXPECT_EQ(h->host_allocator().stats().peak[kActivations], uint64_t(L) * stream) << dtype;
     // Module::activation_bytes (the store's modules table) follows the layout.
-    EXPECT_EQ(b->model().blocks[1]->activation_bytes(), stream) << "only its output is its own";
-    EXPECT_EQ(a->model().blocks[1]->activation_bytes(), block_internals(off, saved) + stream);
+    EXPECT_EQ(b->model().block(1).activation_bytes(), stream) << "only its output is its own";
+    EXPECT_EQ(a->model().block(1).activation_bytes(), block_internals(off, saved) + stream);
   }
 }
 

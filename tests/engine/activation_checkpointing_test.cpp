@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "engine_test_util.h"
 
 namespace hybrid {
@@ -136,7 +137,7 @@ struct Trace {
 
 // Steps on batches that change with the step, so every step's gradients differ.
 Trace run(const Config& cfg, int steps) {
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
   std::vector<int32_t> in(n), tgt(n);
   Trace t;

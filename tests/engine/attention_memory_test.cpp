@@ -54,7 +54,7 @@ TEST(AttentionMemory, PredictedAtGpt2ShapesIsAtMostAnEighthOfTheTxTKernel) {
 TEST(AttentionMemory, MeasuredInTrainingIsTheLseRowsOnly) {
   const int B = 1, NH = 2, L = 2;
   const auto cfg = test::tiny_config(at_1024(L, 32, NH, 64, B));
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   e->allocator().reset_peaks();
   test::train_on_fixed_batch(*e, 2);
   const uint64_t peak = e->allocator().stats().peak[size_t(MemCategory::activations)];

@@ -9,7 +9,7 @@
 
 #include <numeric>
 
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace hybrid::engine {
@@ -65,7 +65,7 @@ TEST(BucketPlan, TheReducerIssuesOneCollectivePerPlannedBucket) {
       const auto cfg = test::tiny_config(
           {{"zero_optimization",
             {{"stage", stage}, {"overlap_comm", true}, {"reduce_bucket_size", bucket}}}});
-      auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+      auto e = initialize(cfg, make_model(cfg), test::quiet());
       *planned = reduction_buckets(e->module_tree(), bucket).during_backward.size();
       test::train_on_fixed_batch(*e, 1);
       return int64_t(e->comm_counters().calls[int(kind)]);

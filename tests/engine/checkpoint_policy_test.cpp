@@ -10,8 +10,8 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/save_policy.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine_test_util.h"
 
 namespace hybrid {
@@ -85,7 +85,7 @@ std::vector<float> run_steps(Engine& e, int steps) {
 TEST(Checkpoint, DefaultTagFullCheckpointAndSaveLatest) {
   test::TempDir dir;
   const auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   run_steps(*e, 3);
   EXPECT_EQ(e->save_checkpoint(dir.path().string()), "global_step3");  // DeepSpeed's default
   EXPECT_EQ(latest_of(dir.path()), "global_step3");
@@ -99,7 +99,7 @@ TEST(Checkpoint, DefaultTagFullCheckpointAndSaveLatest) {
   // model.bin holds every fp32 weight, in llm.c's format.
   const auto w = engine::read_llmc_checkpoint(dir / "best/model.bin");
   std::vector<float> flat;
-  engine::gpt2_from_llmc(e->model(), e->module_tree(), w, flat);
+  engine::gpt2_from_llmc(test::gpt2_of(*e), e->module_tree(), w, flat);
   EXPECT_EQ(flat, e->gather_parameters());
   const auto meta = test::read_json(dir / "best/meta.json");
   EXPECT_EQ(meta.at("kind"), "full");
@@ -110,7 +110,7 @@ TEST(Checkpoint, KeepLastDeletesOnlyThePolicysOldTagsOfOneKind) {
   test::TempDir dir;
   const std::string d = dir.path();
   const auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   CheckpointSaveOptions full;
   full.full = true;
   for (int s = 1; s <= 6; ++s) {

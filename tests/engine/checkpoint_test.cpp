@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine_test_util.h"
 
 namespace hybrid {
@@ -46,13 +46,13 @@ TEST(Checkpoint, ResumeContinuesBitwise) {
     nlohmann::json patch = {{"zero_optimization", {{"stage", 1}}}};
     if (dtype != "fp32") patch[dtype] = {{"enabled", true}};
     auto cfg = test::tiny_config(patch);
-    auto a = initialize(cfg, make_gpt2(cfg), quiet());
+    auto a = initialize(cfg, make_model(cfg), quiet());
     const auto all = run_steps(*a, 6);
 
-    auto b = initialize(cfg, make_gpt2(cfg), quiet());
+    auto b = initialize(cfg, make_model(cfg), quiet());
     run_steps(*b, 3);
     b->save_checkpoint(dir.path().string(), "mid");
-    auto c = initialize(cfg, make_gpt2(cfg), quiet());
+    auto c = initialize(cfg, make_model(cfg), quiet());
     EXPECT_EQ(c->load_checkpoint(dir.path().string()), "mid");
     EXPECT_EQ(c->global_step(), 3);
     EXPECT_EQ(c->loss_scale(), b->loss_scale());
@@ -66,7 +66,7 @@ TEST(Checkpoint, ResumeContinuesBitwise) {
 TEST(Checkpoint, TruncatedPartitionIsRefusedAndLatestStaysOnTheGoodOne) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   run_steps(*e, 1);
   e->save_checkpoint(dir.path().string(), "good");
   run_steps(*e, 1);
@@ -76,7 +76,7 @@ TEST(Checkpoint, TruncatedPartitionIsRefusedAndLatestStaysOnTheGoodOne) {
   // Truncate the newest checkpoint's partition, as a crash mid-copy would.
   const auto part = dir.path() / "bad" / engine::partition_file_name(0);
   fs::resize_file(part, fs::file_size(part) / 2);
-  auto f = initialize(cfg, make_gpt2(cfg), quiet());
+  auto f = initialize(cfg, make_model(cfg), quiet());
   try {
     f->load_checkpoint(dir.path().string(), "bad");
     FAIL() << "expected a truncation error";
@@ -91,7 +91,7 @@ TEST(Checkpoint, TruncatedPartitionIsRefusedAndLatestStaysOnTheGoodOne) {
 TEST(Checkpoint, FailedSaveNeverMovesLatest) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   run_steps(*e, 1);
   e->save_checkpoint(dir.path().string(), "first");
   // The tag's directory is a file: writing the partition fails.
@@ -103,7 +103,7 @@ TEST(Checkpoint, FailedSaveNeverMovesLatest) {
 TEST(Checkpoint, ASaveOverAnEarlierTagUnpublishesItBeforeReplacingItsFiles) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   run_steps(*e, 1);
   e->save_checkpoint(dir.path().string(), "t");
   e->save_checkpoint(dir.path().string(), "other");  // latest moves past "t"
@@ -117,7 +117,7 @@ TEST(Checkpoint, ASaveOverAnEarlierTagUnpublishesItBeforeReplacingItsFiles) {
   };
   EXPECT_THROW(e->save_checkpoint(dir.path().string(), "t", cut_short), std::runtime_error);
   EXPECT_FALSE(published_while_replaced);
-  auto f = initialize(cfg, make_gpt2(cfg), quiet());
+  auto f = initialize(cfg, make_model(cfg), quiet());
   try {
     f->load_checkpoint(dir.path().string(), "t");
     FAIL() << "a tag with this run's files and the earlier meta.json loaded";
@@ -130,7 +130,7 @@ TEST(Checkpoint, ASaveOverAnEarlierTagUnpublishesItBeforeReplacingItsFiles) {
 TEST(Checkpoint, CorruptPayloadFailsTheChecksum) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   run_steps(*e, 1);
   e->save_checkpoint(dir.path().string(), "t");
   const auto part = dir.path() / "t" / engine::partition_file_name(0);
@@ -140,7 +140,7 @@ TEST(Checkpoint, CorruptPayloadFailsTheChecksum) {
     const char junk[4] = {1, 2, 3, 4};
     io.write(junk, 4);
   }
-  auto f = initialize(cfg, make_gpt2(cfg), quiet());
+  auto f = initialize(cfg, make_model(cfg), quiet());
   try {
     f->load_checkpoint(dir.path().string());
     FAIL() << "expected a checksum error";
@@ -152,7 +152,7 @@ TEST(Checkpoint, CorruptPayloadFailsTheChecksum) {
 TEST(Checkpoint, MissingCheckpointAndDifferentModelAreClearErrors) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   try {
     e->load_checkpoint(dir.path().string());
     FAIL();
@@ -161,7 +161,7 @@ TEST(Checkpoint, MissingCheckpointAndDifferentModelAreClearErrors) {
   }
   e->save_checkpoint(dir.path().string(), "t");
   auto other = test::tiny_config({{"hybrid", {{"model", {{"n_layer", 3}}}}}});
-  auto g = initialize(other, make_gpt2(other), quiet());
+  auto g = initialize(other, make_model(other), quiet());
   try {
     g->load_checkpoint(dir.path().string());
     FAIL();
@@ -175,7 +175,7 @@ TEST(Checkpoint, MissingCheckpointAndDifferentModelAreClearErrors) {
 TEST(Checkpoint, ConsolidateToolWritesTheMasterWeights) {
   test::TempDir dir;
   auto cfg = test::tiny_config({{"bf16", {{"enabled", true}}}});
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   run_steps(*e, 2);
   e->save_checkpoint(dir.path().string(), "t");
   const auto r = test::run_command(test::tool("hybrid-ckpt") + " consolidate --dir " +
@@ -183,7 +183,7 @@ TEST(Checkpoint, ConsolidateToolWritesTheMasterWeights) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto w = engine::read_llmc_checkpoint(dir / "model.bin");
   std::vector<float> flat;
-  engine::gpt2_from_llmc(e->model(), e->module_tree(), w, flat);
+  engine::gpt2_from_llmc(test::gpt2_of(*e), e->module_tree(), w, flat);
   EXPECT_EQ(flat, e->gather_parameters());  // the fp32 master, not the bf16 copy
 }
 

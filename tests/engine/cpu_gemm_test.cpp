@@ -43,7 +43,7 @@ const nlohmann::json kVocab200 = {{"hybrid", {{"model", {{"vocab_size", 200}}}, 
 // with three GEMMs each, shared across layers: 15 shapes for M = B·T.
 TEST(CpuGemm, ModelShapesAreTheThreeGemmsOfEveryLinear) {
   const auto cfg = test::tiny_config(kVocab200);
-  const auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  const auto e = initialize(cfg, make_model(cfg), test::quiet());
   const int B = cfg.train_micro_batch_size_per_gpu, T = cfg.seq_len(), C = cfg.model.n_embd;
   const int Vp = (cfg.model.vocab_size + 127) / 128 * 128;
   const auto shapes = engine::model_gemm_shapes(e->module_tree(), kernels::DType::bf16, B, T);
@@ -62,7 +62,7 @@ TEST(CpuGemm, AForcedProviderRunsEveryLinearGemmOfTheStep) {
   if (!openblas_here()) GTEST_SKIP() << "OpenBLAS cannot load";
   ScopedEnv env("HYBRID_GEMM", nullptr);
   const auto cfg = test::tiny_config({{"hybrid", {{"gemm", "openblas"}}}});
-  const auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  const auto e = initialize(cfg, make_model(cfg), test::quiet());
   EXPECT_EQ(e->gemm_report()["mode"], "openblas");
   EXPECT_EQ(e->gemm_report()["source"], "hybrid.gemm");
   const uint64_t before = kernels::cpu::gemm_calls(GemmProvider::openblas);
@@ -80,7 +80,7 @@ TEST(CpuGemm, TrainingOnOpenBlasMatchesOneDnn) {
   std::vector<float> losses[2];
   for (int i = 0; i < 2; ++i) {
     const auto cfg = test::tiny_config({{"hybrid", {{"gemm", i ? "openblas" : "onednn"}}}});
-    const auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+    const auto e = initialize(cfg, make_model(cfg), test::quiet());
     losses[i] = test::train_on_changing_batches(*e, 5);
   }
   ASSERT_EQ(losses[0].size(), losses[1].size());
@@ -93,14 +93,14 @@ TEST(CpuGemm, TheEnvironmentOverridesTheConfigAndABadValueIsNamed) {
   {
     ScopedEnv env("HYBRID_GEMM", "onednn");
     const auto cfg = test::tiny_config({{"hybrid", {{"gemm", "openblas"}}}});
-    const auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+    const auto e = initialize(cfg, make_model(cfg), test::quiet());
     EXPECT_EQ(e->gemm_report()["mode"], "onednn");
     EXPECT_EQ(e->gemm_report()["source"], "HYBRID_GEMM");
   }
   ScopedEnv env("HYBRID_GEMM", "mkl");
   try {
     const auto cfg = test::tiny_config();
-    initialize(cfg, make_gpt2(cfg), test::quiet());
+    initialize(cfg, make_model(cfg), test::quiet());
     ADD_FAILURE() << "HYBRID_GEMM=mkl was accepted";
   } catch (const engine::ConfigError& err) {
     EXPECT_NE(std::string(err.what()).find("HYBRID_GEMM must be one of"), std::string::npos)
@@ -115,7 +115,7 @@ TEST(CpuGemm, TheBf16OnlyProviderIsRefusedForAnFp32Run) {
   ScopedEnv env("HYBRID_GEMM", nullptr);
   const auto cfg = test::tiny_config({{"hybrid", {{"gemm", "avx512bf16"}}}});
   try {
-    initialize(cfg, make_gpt2(cfg), test::quiet());
+    initialize(cfg, make_model(cfg), test::quiet());
     ADD_FAILURE() << "an fp32 run forced onto the bf16 kernel was accepted";
   } catch (const engine::ConfigError& err) {
     EXPECT_NE(std::string(err.what()).find("hybrid.gemm = \"avx512bf16\" computes bf16 only"),

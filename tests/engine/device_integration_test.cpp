@@ -88,7 +88,7 @@ TEST(DeviceMemory, OffloadFitsWhereTheOnDeviceOptimizerDoesNot) {
   a.quiet = true;
   a.backend = std::make_unique<test::DeviceDouble>(capacity);
   try {
-    initialize(on, make_gpt2(on), std::move(a));
+    initialize(on, make_model(on), std::move(a));
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     EXPECT_TRUE(std::regex_search(
@@ -105,7 +105,7 @@ TEST(DeviceMemory, OffloadFitsWhereTheOnDeviceOptimizerDoesNot) {
   auto device = std::make_unique<test::DeviceDouble>(capacity);
   const auto* dev = device.get();
   b.backend = std::move(device);
-  auto e = initialize(off, make_gpt2(off), std::move(b));
+  auto e = initialize(off, make_model(off), std::move(b));
   EXPECT_TRUE(e->host_allocator().pinned())
       << "pin_memory: from the device backend's allocate_host";
   const size_t n = size_t(off.train_micro_batch_size_per_gpu) * off.model.seq_len;
@@ -151,7 +151,7 @@ TEST_P(TwoCommunicators, HostValuesGoToTheHostOneDeviceBuffersToTheDeviceOne) {
   o.backend = std::move(device);
   o.communicator = std::move(host_comm);
   o.device_communicator = std::move(device_comm);
-  auto e = initialize(cfg, make_gpt2(cfg), std::move(o));
+  auto e = initialize(cfg, make_model(cfg), std::move(o));
   EXPECT_EQ(&e->communicator(), device_view);
   EXPECT_EQ(&e->host_communicator(), host_view);
 
@@ -222,7 +222,7 @@ TEST(TwoCommunicatorsCheck, DisagreeingCommunicatorsAreRefused) {
   o.communicator = engine::comm::make_single_communicator();
   o.device_communicator = std::make_unique<WorldOfTwo>();
   try {
-    initialize(cfg, make_gpt2(cfg), std::move(o));
+    initialize(cfg, make_model(cfg), std::move(o));
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find(

@@ -60,7 +60,7 @@ std::unique_ptr<Engine> make(const nlohmann::json& patch) {
   auto cfg = test::tiny_config(patch);
   EngineOptions o;
   o.quiet = true;
-  return initialize(cfg, make_gpt2(cfg), std::move(o));
+  return initialize(cfg, make_model(cfg), std::move(o));
 }
 
 // Deterministic batches; `fixed` repeats the first one (a batch to memorise).

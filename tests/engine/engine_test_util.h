@@ -16,14 +16,18 @@
 #include <vector>
 
 #include "engine/config/config.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory/layout_buffers.h"
+#include "engine/model/gpt2/gpt2.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "tests/common/run_command.h"
 
 namespace hybrid::test {
 
 // Engine options for tests: no informational lines on stdout.
+// The engine's model as the GPT-2 it is (tests of GPT-2's own structure and formats).
+inline engine::GPT2& gpt2_of(Engine& e) { return dynamic_cast<engine::GPT2&>(e.model()); }
+
 inline EngineOptions quiet() {
   EngineOptions o;
   o.quiet = true;

@@ -6,7 +6,7 @@
 // file of the same weights train bitwise alike, --export-hf writes what
 // --export-llmc writes, a model block that disagrees is refused naming both
 // values, and an absent one is read from config.json.
-#include "engine/model/gpt2_hf.h"
+#include "engine/model/gpt2/gpt2_hf.h"
 
 #include <gtest/gtest.h>
 
@@ -255,14 +255,14 @@ constexpr double kTransformersLosses[2][16] = {
 TEST(Gpt2Hf, PerPositionLossesEqualTransformers) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   write_gpt2_hf(dir / "ref", reference_weights(e->model().padded_vocab()));
   if (const char* keep = std::getenv("HYBRID_WRITE_REFERENCE_TO"))
     write_gpt2_hf(keep, reference_weights(e->model().padded_vocab()));
   Gpt2Weights w =
       read_gpt2_hf(dir / "ref", read_hf_model_config(dir / "ref"), e->model().padded_vocab());
   std::vector<float> flat;
-  gpt2_from_llmc(e->model(), e->module_tree(), w, flat);
+  gpt2_from_llmc(test::gpt2_of(*e), e->module_tree(), w, flat);
   e->set_parameters(flat);
   std::vector<int32_t> in(32), tgt(32);
   for (int k = 0; k < 32; ++k)

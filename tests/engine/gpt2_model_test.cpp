@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "engine/data/data_loader.h"
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/data/synthetic.h"
 #include "engine/engine.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine_test_util.h"
 
 namespace hybrid {
@@ -29,7 +29,7 @@ engine::DataLoader loader_for(const Config& cfg, int world = 1, int rank = 0) {
 
 // Runs `steps` optimizer steps with the Engine API; returns the final weights.
 std::vector<float> train(const Config& cfg, int steps) {
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   auto loader = loader_for(cfg);
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
   std::vector<int32_t> in(n), tgt(n);
@@ -46,7 +46,7 @@ std::vector<float> train(const Config& cfg, int steps) {
 TEST(Gpt2Model, InitialLossIsLogVocab) {
   // Small random init: the logits are near zero, so each token costs ≈ ln V.
   auto cfg = test::tiny_config({{"hybrid", {{"model", {{"vocab_size", 512}}}}}});
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   auto loader = loader_for(cfg);
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
   std::vector<int32_t> in(n), tgt(n);
@@ -63,7 +63,7 @@ TEST(Gpt2Model, GradientMatchesFiniteDifferences) {
        {"hybrid",
         {{"model",
           {{"n_layer", 1}, {"n_embd", 16}, {"n_head", 2}, {"vocab_size", 32}, {"seq_len", 8}}}}}});
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   auto loader = loader_for(cfg);
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
   std::vector<int32_t> in(n), tgt(n);
@@ -105,7 +105,7 @@ TEST(Gpt2Model, GradientMatchesFiniteDifferences) {
 // The gradient of step 0's batch as the optimizer sees it: accumulated over
 // cfg's micro-batches, before any update.
 std::vector<float> batch_gradient(const Config& cfg) {
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   auto loader = loader_for(cfg);
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * cfg.model.seq_len;
   std::vector<int32_t> in(n), tgt(n);
@@ -183,7 +183,7 @@ TEST(Gpt2Model, GradientAccumulationTrainsAlongTheSamePath) {
                               {"gradient_accumulation_steps", 1},
                               {"optimizer", sgd}});
   const auto w0 = [&] {
-    auto e = initialize(a, make_gpt2(a), quiet());
+    auto e = initialize(a, make_model(a), quiet());
     return e->gather_parameters();
   }();
   const int steps = 3;
@@ -200,7 +200,7 @@ TEST(Gpt2Model, GradientAccumulationTrainsAlongTheSamePath) {
 
 TEST(Gpt2Model, TiedEmbeddingIsCountedOnceAndReceivesBothGradients) {
   auto cfg = test::tiny_config();
-  auto model = make_gpt2(cfg);
+  auto model = std::make_unique<engine::GPT2>(cfg.model, cfg.padded_vocab());
   engine::ModuleTree tree(*model);
   const int64_t C = cfg.model.n_embd, V = cfg.padded_vocab(), L = cfg.model.n_layer,
                 T = cfg.model.seq_len;
@@ -213,7 +213,7 @@ TEST(Gpt2Model, TiedEmbeddingIsCountedOnceAndReceivesBothGradients) {
 
 TEST(Gpt2Model, ActivationLayoutMatchesAllocation) {
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   const auto stats = e->allocator().stats();
   const auto layout = engine::gpt2_activation_layout(
       cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
@@ -227,20 +227,20 @@ TEST(Gpt2Model, LlmcCheckpointRoundTripReproducesParameters) {
   test::TempDir dir;
   auto cfg = test::tiny_config();
   const auto trained = train(cfg, 2);
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   engine::Gpt2Weights w;
-  engine::gpt2_to_llmc(e->model(), e->module_tree(), trained, w);
+  engine::gpt2_to_llmc(test::gpt2_of(*e), e->module_tree(), trained, w);
   engine::write_llmc_checkpoint(dir / "model.bin", w);
 
   auto cfg2 = test::tiny_config({{"hybrid", {{"init_from", dir / "model.bin"}}}});
   std::vector<float> flat;
-  engine::gpt2_from_llmc(e->model(), e->module_tree(), engine::read_llmc_checkpoint(cfg2.init_from),
-                         flat);
+  engine::gpt2_from_llmc(test::gpt2_of(*e), e->module_tree(),
+                         engine::read_llmc_checkpoint(cfg2.init_from), flat);
   e->set_parameters(flat);
   EXPECT_EQ(e->gather_parameters(), trained);  // bit-exact: fp32 file, fp32 master
   // llm.c's layout, independently: qkvw of layer 1 starts after layer 0's 3C·C.
   const int64_t C = cfg.model.n_embd;
-  const auto* qkv1 = e->model().blocks[1]->c_attn;
+  const auto* qkv1 = test::gpt2_of(*e).blocks[1]->c_attn;
   const float first = trained[size_t(qkv1->own_params()[0]->offset)];
   EXPECT_EQ(w.qkvw[size_t(3 * C * C)], first);
 }
@@ -248,15 +248,15 @@ TEST(Gpt2Model, LlmcCheckpointRoundTripReproducesParameters) {
 TEST(Gpt2Model, WrongShapeCheckpointIsRefused) {
   test::TempDir dir;
   auto small = test::tiny_config();
-  auto e = initialize(small, make_gpt2(small), quiet());
+  auto e = initialize(small, make_model(small), quiet());
   engine::Gpt2Weights w;
-  engine::gpt2_to_llmc(e->model(), e->module_tree(), e->gather_parameters(), w);
+  engine::gpt2_to_llmc(test::gpt2_of(*e), e->module_tree(), e->gather_parameters(), w);
   engine::write_llmc_checkpoint(dir / "small.bin", w);
   auto big = test::tiny_config({{"hybrid", {{"model", {{"n_layer", 3}}}}}});
-  auto e2 = initialize(big, make_gpt2(big), quiet());
+  auto e2 = initialize(big, make_model(big), quiet());
   std::vector<float> flat;
   try {
-    engine::gpt2_from_llmc(e2->model(), e2->module_tree(),
+    engine::gpt2_from_llmc(test::gpt2_of(*e2), e2->module_tree(),
                            engine::read_llmc_checkpoint(dir / "small.bin"), flat);
     FAIL() << "expected a shape error";
   } catch (const std::invalid_argument& err) {

@@ -1,6 +1,6 @@
 // llm.c GPT-2 checkpoints: layout checked byte by byte against the format as
 // llm.c defines it, exact fp32 round trips, bf16 rounding, and corrupt files.
-#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -75,7 +75,7 @@ TEST(MemoryLayout, BuffersAllocateExactlyTheResidentEntries) {
 // total is what its modules keep for backward, i.e. the owned entries.
 TEST(MemoryLayout, ModuleActivationBytesAreTheOwnedEntries) {
   const auto cfg = test::tiny_config({{"bf16", {{"enabled", true}}}});
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   const auto layout = engine::gpt2_activation_layout(
       cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
       cfg.param_dtype(),
@@ -88,8 +88,8 @@ TEST(MemoryLayout, ModuleActivationBytesAreTheOwnedEntries) {
       block0 += entry.bytes();
   }
   EXPECT_EQ(e->model().activation_bytes(), owned);
-  EXPECT_EQ(e->model().blocks[0]->activation_bytes(), block0);
-  EXPECT_EQ(e->model().blocks[0]->attn_proj->activation_bytes(), 0u)
+  EXPECT_EQ(test::gpt2_of(*e).blocks[0]->activation_bytes(), block0);
+  EXPECT_EQ(test::gpt2_of(*e).blocks[0]->attn_proj->activation_bytes(), 0u)
       << "writes the shared branch buffer";
 }
 

@@ -52,7 +52,7 @@ TEST(TrackingAllocator, BudgetRaisesOutOfMemoryNamingTheCategory) {
 TEST(TrackingAllocator, EngineUnderBudgetFailsWithOutOfMemory) {
   auto cfg = test::tiny_config({{"hybrid", {{"memory_budget", "64KiB"}}}});
   try {
-    auto e = initialize(cfg, make_gpt2(cfg), quiet());
+    auto e = initialize(cfg, make_model(cfg), quiet());
     FAIL() << "expected OutOfMemoryError";
   } catch (const engine::OutOfMemoryError& e) {
     EXPECT_NE(std::string(e.what()).find("over its memory budget of 64.00 KiB"), std::string::npos)
@@ -97,7 +97,7 @@ void expect_equal(const engine::CategoryBytes& measured, const engine::CategoryB
 // Peaks measured after real steps are the model's prediction, exactly.
 TEST_P(MemoryModel, MatchesMeasuredPeaksPerCategory) {
   const auto cfg = config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   e->allocator().reset_peaks();
   e->host_allocator().reset_peaks();
   test::train_on_fixed_batch(*e, 3);
@@ -113,7 +113,7 @@ TEST_P(MemoryModel, MatchesMeasuredPeaksPerCategory) {
 // After training steps it is again so (on-demand memory was given back).
 TEST_P(MemoryModel, AllocatorHoldsExactlyTheLayouts) {
   const auto cfg = config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   const uint64_t saved =
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
                                          cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head);

@@ -76,11 +76,11 @@ TEST_P(Infinity, TrainsBitwiseAsWithoutOffloadWithExactMemoryAndFilesRemoved) {
   const std::string nvme = dir.path().string();
   const auto base_cfg = test::tiny_config(patch_for(w.dtype, "none", "none", nvme));
   const auto cfg = test::tiny_config(patch_for(w.dtype, w.opt, w.params, nvme));
-  auto ref = initialize(base_cfg, make_gpt2(base_cfg), quiet());
+  auto ref = initialize(base_cfg, make_model(base_cfg), quiet());
   const auto ref_losses = test::train_on_changing_batches(*ref, 4);
   const auto ref_weights = ref->gather_parameters();
   {
-    auto e = initialize(cfg, make_gpt2(cfg), quiet());
+    auto e = initialize(cfg, make_model(cfg), quiet());
     EXPECT_EQ(e->zero().params_offloaded(), w.params != "none");
     // The swap files are open and their space reserved (nvme_bytes below, from
     // fstat), but their names are already gone: nothing can outlive the process.
@@ -143,8 +143,8 @@ TEST(InfinityIo, OptimizerSwapTrafficIsTheClosedFormAndNotCommunication) {
   test::TempDir dir;
   const auto cfg = test::tiny_config(patch_for("bf16", "nvme", "none", dir.path().string(), 2));
   const auto plain = test::tiny_config(patch_for("bf16", "cpu", "none", dir.path().string(), 2));
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
-  auto p = initialize(plain, make_gpt2(plain), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
+  auto p = initialize(plain, make_model(plain), quiet());
   const uint64_t n = uint64_t(e->zero().optimizer_range().size());
   auto io_bytes = [&] {
     std::array<uint64_t, 2> b{};  // read, written
@@ -172,16 +172,16 @@ TEST(InfinityCheckpoint, MovesBetweenNvmeAndDevice) {
   const std::string nvme = dir.path().string();
   const auto off = test::tiny_config(patch_for("bf16", "nvme", "nvme", nvme));
   const auto on = test::tiny_config(patch_for("bf16", "none", "none", nvme));
-  auto full = initialize(on, make_gpt2(on), quiet());
+  auto full = initialize(on, make_model(on), quiet());
   const auto all = test::train_on_changing_batches(*full, 6);
-  auto first = initialize(off, make_gpt2(off), quiet());
+  auto first = initialize(off, make_model(off), quiet());
   test::train_on_changing_batches(*first, 3);
   first->save_checkpoint(ckpt.path().string(), "mid");
-  auto second = initialize(on, make_gpt2(on), quiet());
+  auto second = initialize(on, make_model(on), quiet());
   second->load_checkpoint(ckpt.path().string());
   const auto rest = test::train_on_changing_batches(*second, 3);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << "step " << 4 + i;
-  auto third = initialize(off, make_gpt2(off), quiet());
+  auto third = initialize(off, make_model(off), quiet());
   third->load_checkpoint(ckpt.path().string());
   const auto rest_nvme = test::train_on_changing_batches(*third, 3);
   EXPECT_EQ(rest_nvme, rest) << "loaded into NVMe swap files";
@@ -194,7 +194,7 @@ TEST(InfinityConfig, BadValuesAreRefusedNamingTheKey) {
   auto error_at_init = [](const nlohmann::json& patch) -> std::string {
     try {
       const auto cfg = test::tiny_config(patch);
-      initialize(cfg, make_gpt2(cfg), quiet());
+      initialize(cfg, make_model(cfg), quiet());
     } catch (const ConfigError& e) {
       return e.what();
     }
@@ -340,8 +340,8 @@ TEST(Infinity, LambOnNvmeMatchesLambOnTheDeviceBitwise) {
   };
   const auto base_cfg = test::tiny_config(patch("none"));
   const auto cfg = test::tiny_config(patch("nvme"));
-  auto ref = initialize(base_cfg, make_gpt2(base_cfg), quiet());
-  auto off = initialize(cfg, make_gpt2(cfg), quiet());
+  auto ref = initialize(base_cfg, make_model(base_cfg), quiet());
+  auto off = initialize(cfg, make_model(cfg), quiet());
   ASSERT_GT(off->nvme_bytes()[size_t(MemCategory::optimizer)], 0u);
   const auto losses = test::train_on_changing_batches(*off, 4);
   EXPECT_EQ(losses, test::train_on_changing_batches(*ref, 4));

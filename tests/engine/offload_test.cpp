@@ -16,9 +16,10 @@
 #include <filesystem>
 #include <random>
 
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/gpt2.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine/zero/optimizer_offload.h"
 #include "engine_test_util.h"
 
@@ -158,8 +159,8 @@ TEST_P(OffloadTraining, MatchesTheOnDeviceOptimizerBitwise) {
   const auto [stage, dtype] = GetParam();
   auto on_device = test::tiny_config(patch_for(stage, dtype, false));
   auto offloaded = test::tiny_config(patch_for(stage, dtype, true));
-  auto a = initialize(on_device, make_gpt2(on_device), quiet());
-  auto b = initialize(offloaded, make_gpt2(offloaded), quiet());
+  auto a = initialize(on_device, make_model(on_device), quiet());
+  auto b = initialize(offloaded, make_model(offloaded), quiet());
   EXPECT_FALSE(a->zero().optimizer_offloaded());
   ASSERT_TRUE(b->zero().optimizer_offloaded());
   const auto la = test::train_on_changing_batches(*a, 4),
@@ -167,7 +168,7 @@ TEST_P(OffloadTraining, MatchesTheOnDeviceOptimizerBitwise) {
   EXPECT_EQ(la, lb);
   const auto wa = a->gather_parameters(), wb = b->gather_parameters();
   EXPECT_EQ(wa, wb) << "final fp32 master weights";
-  EXPECT_NE(wa, initialize(on_device, make_gpt2(on_device), quiet())->gather_parameters())
+  EXPECT_NE(wa, initialize(on_device, make_model(on_device), quiet())->gather_parameters())
       << "it trained";
   EXPECT_EQ(a->skipped_steps(), b->skipped_steps());
   EXPECT_EQ(a->loss_scale(), b->loss_scale());
@@ -188,8 +189,8 @@ TEST_P(OffloadMemory, ModelPredictsDeviceAndHostBytesExactly) {
   const auto [stage, dtype] = GetParam();
   auto cfg = test::tiny_config(patch_for(stage, dtype, true));
   auto base = test::tiny_config(patch_for(stage, dtype, false));
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
-  auto ref = initialize(base, make_gpt2(base), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
+  auto ref = initialize(base, make_model(base), quiet());
   e->allocator().reset_peaks();
   e->host_allocator().reset_peaks();
   ref->allocator().reset_peaks();
@@ -232,22 +233,22 @@ TEST(OffloadCheckpoint, RoundTripsWithOffloadAndAcrossIt) {
   test::TempDir dir;
   auto off = test::tiny_config(patch_for(2, "bf16", true));
   auto on = test::tiny_config(patch_for(2, "bf16", false));
-  auto full = initialize(off, make_gpt2(off), quiet());
+  auto full = initialize(off, make_model(off), quiet());
   const auto all = test::train_on_changing_batches(*full, 6);
 
-  auto first = initialize(off, make_gpt2(off), quiet());
+  auto first = initialize(off, make_model(off), quiet());
   test::train_on_changing_batches(*first, 3);
   first->save_checkpoint(dir.path().string(), "mid");
 
   // Offload → offload.
-  auto second = initialize(off, make_gpt2(off), quiet());
+  auto second = initialize(off, make_model(off), quiet());
   EXPECT_EQ(second->load_checkpoint(dir.path().string()), "mid");
   const auto rest = test::train_on_changing_batches(*second, 3);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(3 + i)]) << "step " << 4 + i;
   EXPECT_EQ(second->gather_parameters(), full->gather_parameters());
 
   // Offload → on device: the checkpoint format does not depend on where the state lived.
-  auto third = initialize(on, make_gpt2(on), quiet());
+  auto third = initialize(on, make_model(on), quiet());
   third->load_checkpoint(dir.path().string());
   const auto rest_on = test::train_on_changing_batches(*third, 3);
   for (int i = 0; i < 3; ++i)
@@ -257,7 +258,7 @@ TEST(OffloadCheckpoint, RoundTripsWithOffloadAndAcrossIt) {
   // On device → offload.
   test::TempDir dir2;
   third->save_checkpoint(dir2.path().string(), "end");
-  auto fourth = initialize(off, make_gpt2(off), quiet());
+  auto fourth = initialize(off, make_model(off), quiet());
   fourth->load_checkpoint(dir2.path().string());
   EXPECT_EQ(fourth->gather_parameters(), full->gather_parameters());
   EXPECT_EQ(fourth->global_step(), 6);

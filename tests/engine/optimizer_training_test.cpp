@@ -156,11 +156,11 @@ std::vector<std::pair<int64_t, int64_t>> tensors_of(const Engine& e) {
 double follow_training(const nlohmann::json& patch, Reference& ref,
                        std::function<std::unique_ptr<engine::Optimizer>(const Engine&)> make) {
   auto cfg = test::tiny_config(patch);
-  auto probe = initialize(cfg, make_gpt2(cfg), quiet());
+  auto probe = initialize(cfg, make_model(cfg), quiet());
   EngineOptions o = quiet();
   auto follower = std::make_unique<Follower>(make(*probe), ref);
   o.optimizer = std::move(follower);
-  auto e = initialize(cfg, make_gpt2(cfg), std::move(o));
+  auto e = initialize(cfg, make_model(cfg), std::move(o));
   const auto w0 = e->gather_parameters();
   ref.w.assign(w0.begin(), w0.end());
   const auto losses = run_steps(*e, 25);
@@ -267,8 +267,8 @@ TEST(OptimizerTraining, OffloadGivesTheOnDeviceBits) {
       on["zero_optimization"] = {{"stage", stage}};
       off["zero_optimization"] = {{"stage", stage}, {"offload_optimizer", {{"device", "cpu"}}}};
       on["bf16"] = off["bf16"] = {{"enabled", true}};
-      auto a = initialize(test::tiny_config(on), make_gpt2(test::tiny_config(on)), quiet());
-      auto b = initialize(test::tiny_config(off), make_gpt2(test::tiny_config(off)), quiet());
+      auto a = initialize(test::tiny_config(on), make_model(test::tiny_config(on)), quiet());
+      auto b = initialize(test::tiny_config(off), make_model(test::tiny_config(off)), quiet());
       ASSERT_TRUE(b->zero().optimizer_offloaded());
       // The tiny model's range is several offload chunks, so tensors straddle chunks.
       EXPECT_GT(b->zero().optimizer_range().size(), 3 * 8192);
@@ -292,18 +292,18 @@ TEST(OptimizerTraining, CheckpointsResumeBitwise) {
     p["zero_optimization"] = {{"stage", 1}};
     p["fp16"] = {{"enabled", true}, {"initial_scale_power", 12}};
     const auto cfg = test::tiny_config(p);
-    auto a = initialize(cfg, make_gpt2(cfg), quiet());
+    auto a = initialize(cfg, make_model(cfg), quiet());
     const auto all = run_steps(*a, 8);
-    auto b = initialize(cfg, make_gpt2(cfg), quiet());
+    auto b = initialize(cfg, make_model(cfg), quiet());
     run_steps(*b, 4);
     b->save_checkpoint(dir.path().string(), "mid");
-    auto c = initialize(cfg, make_gpt2(cfg), quiet());
+    auto c = initialize(cfg, make_model(cfg), quiet());
     c->load_checkpoint(dir.path().string());
     const auto rest = run_steps(*c, 4);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(rest[size_t(i)], all[size_t(4 + i)]) << "step " << 5 + i;
     EXPECT_EQ(c->gather_parameters(), a->gather_parameters());
     // Without the saved state the continuation differs: the state matters.
-    auto d = initialize(cfg, make_gpt2(cfg), quiet());
+    auto d = initialize(cfg, make_model(cfg), quiet());
     d->load_checkpoint(dir.path().string());
     d->set_parameters(b->gather_parameters());  // same weights, optimizer state reset
     EXPECT_NE(run_steps(*d, 4), rest);

@@ -33,7 +33,7 @@ TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
                                     {"n_head", 6},
                                     {"vocab_size", 1024},
                                     {"seq_len", 64}}}}}});
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   const size_t n = 2 * 64;
   std::vector<int32_t> in(n), tgt(n);
   for (size_t i = 0; i < n; ++i) in[i] = tgt[i] = int32_t(i * 13 % 1024);
@@ -50,9 +50,9 @@ TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
   // Parameters that multiply activations: all but the position embedding
   // (a lookup); the token embedding counts once, as the lm_head's weight.
   const double matmul_params =
-      double(e->param_count()) - double(e->model().embedding->wpe()->numel);
+      double(e->param_count()) - double(test::gpt2_of(*e).embedding->wpe()->numel);
   const double closed =
-      profiler::flops::gpt2_step_closed_form(matmul_params, 2, 384, 64, double(n), true);
+      profiler::flops::decoder_step_closed_form(matmul_params, 2, 384, 64, double(n), true);
   const double rel = (counted - closed) / closed;
   std::printf("counted %.4g FLOP per step, closed form %.4g, difference %+.3f %%\n", counted,
               closed, 100 * rel);
@@ -61,11 +61,11 @@ TEST(Profiling, CountedStepFlopsMatchTheClosedForm) {
 
 TEST(Profiling, TiedWeightsAreCountedOnce) {
   auto cfg = test::tiny_config();
-  auto e = initialize(cfg, make_gpt2(cfg), quiet());
+  auto e = initialize(cfg, make_model(cfg), quiet());
   int64_t sum = 0;
   for (auto* m : e->module_tree().modules()) sum += m->own_param_count();
   EXPECT_EQ(sum, e->param_count());
-  EXPECT_EQ(e->model().lm_head->own_param_count(), 0);
+  EXPECT_EQ(test::gpt2_of(*e).lm_head->own_param_count(), 0);
 }
 
 struct DbRun {

@@ -7,9 +7,9 @@
 
 #include <filesystem>
 
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine/trainer.h"
 #include "engine_test_util.h"
 
@@ -46,9 +46,9 @@ TEST(SeqLen, Block64AtT16TrainsLikeBlock16WithTheSameWeights) {
   // An llm.c checkpoint with block 64 (random GPT-2 initialisation), and its
   // block-16 twin: the same tensors, wpe cut to its first 16 rows.
   const auto cfg64 = test::tiny_config(block(64, 0));
-  auto e = initialize(cfg64, make_gpt2(cfg64), test::quiet());
+  auto e = initialize(cfg64, make_model(cfg64), test::quiet());
   engine::Gpt2Weights w64;
-  engine::gpt2_to_llmc(e->model(), e->module_tree(), e->gather_parameters(), w64);
+  engine::gpt2_to_llmc(test::gpt2_of(*e), e->module_tree(), e->gather_parameters(), w64);
   ASSERT_EQ(w64.max_seq_len, 64);
   engine::write_llmc_checkpoint(dir / "block64.bin", w64);
   engine::Gpt2Weights w16 = w64;
@@ -77,7 +77,7 @@ TEST(SeqLen, Block64AtT16TrainsLikeBlock16WithTheSameWeights) {
 
 TEST(SeqLen, MemoryModelUsesTheTrainingLength) {
   const auto cfg = test::tiny_config(block(64, 16));
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   e->allocator().reset_peaks();
   std::vector<int32_t> tokens(size_t(cfg.train_micro_batch_size_per_gpu) * 16, 3);
   for (int s = 0; s < 2; ++s) {
@@ -114,7 +114,7 @@ TEST(SeqLen, LongerThanTheBlockIsRefused) {
   // The model refuses it too when built directly.
   auto c = test::tiny_config(block(16, 0));
   c.data.seq_len = 32;
-  EXPECT_THROW(initialize(c, make_gpt2(c), test::quiet()), std::invalid_argument);
+  EXPECT_THROW(initialize(c, make_model(c), test::quiet()), std::invalid_argument);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 
 namespace hybrid::test {
 

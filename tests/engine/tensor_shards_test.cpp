@@ -9,7 +9,7 @@
 
 #include <numeric>
 
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
 
 namespace hybrid::engine {
 namespace {

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <regex>
 
-#include "engine/data/llmc_checkpoint.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine/zero/partition.h"
 #include "engine_test_util.h"
 #include "kernels/ops.h"
@@ -95,7 +95,7 @@ TEST(ZeroMpi, LambMatchesTheSingleProcessRunWhenZeroSplitsTensors) {
       {"optimizer",
        {{"type", "Lamb"}, {"params", {{"lr", 5e-3}, {"weight_decay", 0.01}, {"max_coeff", 0.5}}}}}};
   const auto cfg = test::tiny_config(lamb);
-  auto e = initialize(cfg, make_gpt2(cfg), test::quiet());
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
   auto flat = e->gather_parameters();
   int straddling = 0;
   for (int ranks : {2, 4}) {
@@ -111,7 +111,7 @@ TEST(ZeroMpi, LambMatchesTheSingleProcessRunWhenZeroSplitsTensors) {
   }
   ASSERT_GE(straddling, 2) << "shard boundaries cut tensors at 2 and 4 ranks";
   engine::Gpt2Weights w;
-  engine::gpt2_to_llmc(e->model(), e->module_tree(), flat, w);
+  engine::gpt2_to_llmc(test::gpt2_of(*e), e->module_tree(), flat, w);
   engine::write_llmc_checkpoint(dir / "start.bin", w);
   nlohmann::json start = lamb;
   start["hybrid"] = {{"init_from", dir / "start.bin"}};

@@ -13,8 +13,8 @@
 
 #include <cmath>
 
-#include "engine/data/llmc_checkpoint.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine_test_util.h"
 #include "profiler/comm_tracer.h"
 #include "profiler/store/run_store.h"

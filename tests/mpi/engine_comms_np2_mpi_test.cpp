@@ -72,7 +72,7 @@ Wired make_engine(const nlohmann::json& patch) {
   o.backend = std::move(backend);
   o.communicator = std::move(host);
   o.device_communicator = std::move(device);
-  w.engine = initialize(cfg, make_gpt2(cfg), std::move(o));
+  w.engine = initialize(cfg, make_model(cfg), std::move(o));
   return w;
 }
 
@@ -167,7 +167,7 @@ std::unique_ptr<Engine> make_single_comm_engine(const nlohmann::json& patch) {
   o.quiet = true;
   o.communicator = std::make_unique<CheckedCommunicator>(comm(), "unchecked",
                                                          [](const void*, size_t) { return true; });
-  return initialize(cfg, make_gpt2(cfg), std::move(o));
+  return initialize(cfg, make_model(cfg), std::move(o));
 }
 
 // train_batch: the pipeline's schedule, or forward/backward/step without one.

@@ -351,9 +351,9 @@ TEST(Flops, ElementwiseOpsMatchNaiveCount) {
 
 TEST(Flops, ClosedFormHandEvaluated) {
   // 6·1e6·128 + 6·2·64·32·128 = 768,000,000 + 3,145,728.
-  EXPECT_DOUBLE_EQ(gpt2_step_closed_form(1e6, 2, 64, 32, 128, true), 771145728.0);
+  EXPECT_DOUBLE_EQ(decoder_step_closed_form(1e6, 2, 64, 32, 128, true), 771145728.0);
   // 6·1e6·128 + 12·2·64·32·128 = 768,000,000 + 6,291,456.
-  EXPECT_DOUBLE_EQ(gpt2_step_closed_form(1e6, 2, 64, 32, 128, false), 774291456.0);
+  EXPECT_DOUBLE_EQ(decoder_step_closed_form(1e6, 2, 64, 32, 128, false), 774291456.0);
 }
 
 // GPT-2 124M, one sequence: the per-op sum (forward + backward) against the closed
@@ -386,7 +386,7 @@ TEST(Flops, PerOpSumAgreesWithClosedFormForGpt2) {
   const double matmul_params = double(12 * L * C * C + V * C);
   for (bool causal : {true, false}) {
     const double per_op = gpt2_per_op(L, C, NH, V, B, T, causal);
-    const double closed = gpt2_step_closed_form(matmul_params, L, C, T, double(B * T), causal);
+    const double closed = decoder_step_closed_form(matmul_params, L, C, T, double(B * T), causal);
     EXPECT_GT(per_op, closed) << "causal " << causal;
     EXPECT_LT((per_op - closed) / closed, 0.01) << "causal " << causal;  // tolerance: 1%
   }

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
 
 namespace hybrid::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@ namespace hybrid::engine {
 using kernels::DType;
 
 Block::Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp)
-    : Module(name, "Block"), C_(C) {
+    : DecoderBlock(name, "Block"), C_(C) {
   const float proj_std = 0.02f / std::sqrt(2.0f * float(n_layer));
   // Megatron's split: c_attn and c_fc by output features (whole heads of q, k
   // and v each), the c_proj layers by input features.
@@ -97,7 +97,7 @@ void check_tensor_slice(const ModelConfig& m, int padded_vocab, TensorSlice tp) 
 }  // namespace
 
 GPT2::GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp)
-    : Module("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
+    : CausalLM("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
   build(tp);
 }
 
@@ -141,17 +141,15 @@ void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const Checkpoi
   checkpoints_.set_plan(plan);
   const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd / tp_.parts,
                                                                cfg_.n_head / tp_.parts);
-  const MemoryLayout layout = gpt2_activation_layout(
-      cfg_, Vp_, B, T, dt, saved, plan, {stage_begin_, stage_end_, first_, last_}, tp_.parts);
+  const MemoryLayout layout = activation_layout(
+      B, T, dt, saved, plan, {stage_begin_, stage_end_, first_, last_}, tp_.parts);
   for (int i = 0; i < slots; ++i) {
     Slot slot;
     slot.activations = LayoutBuffers(alloc, layout);
-    if (host)
-      slot.host_activations =
-          LayoutBuffers(*host, gpt2_host_activation_layout(cfg_, B, T, dt, plan));
+    if (host) slot.host_activations = LayoutBuffers(*host, host_activation_layout(B, T, dt, plan));
     slots_.push_back(std::move(slot));
   }
-  for (auto* b : blocks) b->stream_bytes_ = stream_bytes();
+  for (auto* b : blocks) b->stream_bytes = stream_bytes();
   use_slot(0);
   assign_activation_bytes(*this, layout);
 }
@@ -161,6 +159,18 @@ void GPT2::use_slot(int slot) {
     throw std::out_of_range(fmt::format("GPT2::use_slot: slot {} of {}", slot, slots()));
   slot_ = slot;
   wire();
+}
+
+MemoryLayout GPT2::activation_layout(int B, int T, DType dt, uint64_t attention_saved_bytes,
+                                     const CheckpointPlan& plan, const ActivationStage& stage,
+                                     int tensor_parts) const {
+  return gpt2_activation_layout(cfg_, Vp_, B, T, dt, attention_saved_bytes, plan, stage,
+                                tensor_parts);
+}
+
+MemoryLayout GPT2::host_activation_layout(int B, int T, DType dt,
+                                          const CheckpointPlan& plan) const {
+  return gpt2_host_activation_layout(cfg_, B, T, dt, plan);
 }
 
 size_t GPT2::stream_bytes() const {

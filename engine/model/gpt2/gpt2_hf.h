@@ -15,7 +15,7 @@
 #include <string>
 
 #include "engine/config/config.h"
-#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 
 namespace hybrid::engine {
 

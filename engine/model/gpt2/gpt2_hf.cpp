@@ -1,4 +1,4 @@
-#include "engine/model/gpt2_hf.h"
+#include "engine/model/gpt2/gpt2_hf.h"
 
 #include <fmt/format.h>
 

@@ -7,8 +7,10 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "engine/data/llmc_checkpoint.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/gpt2/gpt2.h"
+#include "engine/model/gpt2/gpt2_hf.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
+#include "engine/model/hf_directory.h"
 
 namespace hybrid::engine {
 
@@ -93,6 +95,22 @@ void gpt2_to_llmc(const GPT2& model, const ModuleTree& tree, const std::vector<f
   for_each_tensor(model, tree, w, [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
     std::copy_n(flat.data() + offset, size_t(n), t.data() + at);
   });
+}
+
+std::vector<float> GPT2::read_weights(const std::string& path, const ModuleTree& tree) const {
+  const Gpt2Weights w =
+      is_hf_directory(path) ? read_gpt2_hf(path, cfg_, Vp_) : read_llmc_checkpoint(path);
+  std::vector<float> flat;
+  gpt2_from_llmc(*this, tree, w, flat);
+  return flat;
+}
+
+void GPT2::write_weights(const ModuleTree& tree, const std::vector<float>& flat,
+                         const WeightFiles& out) const {
+  Gpt2Weights w;
+  gpt2_to_llmc(*this, tree, flat, w);
+  if (!out.llmc_file.empty()) write_llmc_checkpoint(out.llmc_file, w);
+  if (!out.hf_dir.empty()) write_gpt2_hf(out.hf_dir, w);
 }
 
 }  // namespace hybrid::engine

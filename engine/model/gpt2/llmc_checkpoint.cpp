@@ -1,4 +1,4 @@
-#include "engine/data/llmc_checkpoint.h"
+#include "engine/model/gpt2/llmc_checkpoint.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,0 +1,20 @@
+#include "engine/model/families.h"
+
+#include "engine/model/gpt2/gpt2_hf.h"
+
+namespace hybrid::engine {
+
+const std::vector<FamilyInfo>& families() {
+  static const std::vector<FamilyInfo> all = {
+      {"gpt2", {"GPT2LMHeadModel", "gpt2"}, gpt2_model_config_from_hf},
+  };
+  return all;
+}
+
+std::vector<std::string> model_types() {
+  std::vector<std::string> out;
+  for (const FamilyInfo& f : families()) out.emplace_back(f.type);
+  return out;
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,86 @@
+// The model registry: every hybrid.model.type builds a CausalLM, an unknown
+// one is refused naming the known ones (by make_model and by the config
+// parser), and a weights file or directory says which model it holds.
+#include "engine/model/registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/units.h"
+#include "engine/config/config.h"
+#include "engine/model/gpt2/gpt2_hf.h"
+#include "engine_test_util.h"
+#include "small_gpt2_weights.h"
+
+namespace hybrid::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ModelRegistry, EveryTypeBuildsAModelOfItsConfigAndAnUnknownOneIsRefused) {
+  ASSERT_FALSE(model_types().empty());
+  for (const std::string& type : model_types()) {
+    ModelConfig m;
+    m.type = type;
+    m.n_layer = 3;
+    const auto model = make_model(m, 128);
+    EXPECT_EQ(model->config().type, type);
+    EXPECT_EQ(model->num_blocks(), 3) << type;
+    EXPECT_EQ(model->padded_vocab(), 128) << type;
+    // Every block is a distinct module of the tree, in order.
+    const ModuleTree tree(*model);
+    for (int l = 1; l < 3; ++l) EXPECT_LT(model->block(l - 1).id(), model->block(l).id());
+  }
+  ModelConfig m;
+  m.type = "mamba";
+  try {
+    make_model(m, 128);
+    FAIL() << "an unknown type was built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'mamba'"));
+    EXPECT_THAT(e.what(), HasSubstr(model_types().front()));
+  }
+  try {
+    parse_config(test::tiny_config_json({{"hybrid", {{"model", {{"type", "mamba"}}}}}}), 1);
+    FAIL() << "the config parser took an unknown type";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("hybrid.model.type"));
+    EXPECT_THAT(e.what(), HasSubstr(model_types().front()));
+  }
+}
+
+// An llm.c file and a Hugging Face directory of the same small GPT-2 hold the
+// same model; hybrid-data info names it with its parameter count.
+TEST(ModelRegistry, AWeightsFileOrDirectorySaysWhichModelItHolds) {
+  test::TempDir dir;
+  const Gpt2Weights w = test::small_gpt2_weights(3);
+  write_llmc_checkpoint(dir / "small.bin", w);
+  write_gpt2_hf(dir / "small_hf", w);
+  const auto file = stored_model_in(dir / "small.bin");
+  const auto hf = stored_model_in(dir / "small_hf");
+  ASSERT_TRUE(file && hf);
+  EXPECT_EQ(file->format, "llm.c");
+  EXPECT_EQ(hf->format, "Hugging Face");
+  for (const StoredModel* s : {&*file, &*hf}) {
+    EXPECT_EQ(s->model.type, "gpt2");
+    EXPECT_EQ(s->model.n_layer, 2);
+    EXPECT_EQ(s->model.n_embd, 8);
+    EXPECT_EQ(s->model.n_head, 2);
+    EXPECT_EQ(s->model.vocab_size, 50);
+    EXPECT_EQ(s->model.seq_len, 16);
+  }
+  EXPECT_EQ(file->padded_vocab, 64);  // the file's own
+  EXPECT_EQ(hf->padded_vocab, 128);   // a directory holds the real 50 rows: llm.c's padding
+  std::ofstream(dir / "tokens.bin") << "not weights";
+  EXPECT_FALSE(stored_model_in(dir / "tokens.bin"));
+
+  const std::string tool = std::string(HYBRID_BINARY_DIR) + "/engine/hybrid-data";
+  const auto info = test::run_command(tool + " info " + (dir / "small.bin"));
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_THAT(info.output, HasSubstr(fmt::format("llm.c gpt2 checkpoint, {} parameters",
+                                                 base::format_count(double(w.num_parameters())))));
+  EXPECT_THAT(info.output, HasSubstr("L=2 C=8 NH=2 V=50 Vp=64 maxT=16"));
+}
+
+}  // namespace
+}  // namespace hybrid::engine
