@@ -74,9 +74,8 @@ class CausalLM : public Module {
   // predicts. attention_saved_bytes: the backend's per-layer attention state
   // for a tensor-parallel rank's heads.
   virtual MemoryLayout activation_layout(int B, int T, kernels::DType dt,
-                                         uint64_t attention_saved_bytes,
-                                         const CheckpointPlan& plan, const ActivationStage& stage,
-                                         int tensor_parts) const = 0;
+                                         uint64_t attention_saved_bytes, const CheckpointPlan& plan,
+                                         const ActivationStage& stage, int tensor_parts) const = 0;
   // Block inputs the plan keeps in host memory (cpu_checkpointing).
   virtual MemoryLayout host_activation_layout(int B, int T, kernels::DType dt,
                                               const CheckpointPlan& plan) const = 0;
@@ -105,7 +104,8 @@ class CausalLM : public Module {
   // stage_output() and finds that output's gradient in residual_grad() before
   // backward, which leaves the gradient of its input there.
   virtual void set_pipeline_stage(int stage, int stages, const std::string& method) = 0;
-  virtual std::vector<StageBlocks> partition_stages(int stages, const std::string& method) const = 0;
+  virtual std::vector<StageBlocks> partition_stages(int stages,
+                                                    const std::string& method) const = 0;
   virtual bool first_stage() const = 0;
   virtual bool last_stage() const = 0;
   virtual int stage_begin() const = 0;

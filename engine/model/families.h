@@ -14,8 +14,8 @@
 namespace hybrid::engine {
 
 struct FamilyInfo {
-  const char* type;                             // hybrid.model.type
-  std::vector<std::string> hf_architectures;    // config.json "architectures"[0] or "model_type"
+  const char* type;                           // hybrid.model.type
+  std::vector<std::string> hf_architectures;  // config.json "architectures"[0] or "model_type"
   ModelConfig (*from_hf)(const nlohmann::json& config, const std::string& path);
 };
 

@@ -1,14 +1,13 @@
 // The model registry: every hybrid.model.type builds a CausalLM, an unknown
 // one is refused naming the known ones (by make_model and by the config
 // parser), and a weights file or directory says which model it holds.
-#include "engine/model/registry.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/units.h"
 #include "engine/config/config.h"
 #include "engine/model/gpt2/gpt2_hf.h"
+#include "engine/model/registry.h"
 #include "engine_test_util.h"
 #include "small_gpt2_weights.h"
 

@@ -2,11 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <functional>
-#include <numeric>
-#include <random>
 #include <stdexcept>
 
 #include "profiler/flops.h"
@@ -97,7 +93,7 @@ void check_tensor_slice(const ModelConfig& m, int padded_vocab, TensorSlice tp) 
 }  // namespace
 
 GPT2::GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp)
-    : CausalLM("", "GPT2"), cfg_(cfg), Vp_(padded_vocab) {
+    : DecoderStack("GPT2", cfg, padded_vocab) {
   build(tp);
 }
 
@@ -106,59 +102,24 @@ void GPT2::build(TensorSlice tp) {
   tp_ = tp;
   clear_children();
   blocks.clear();
+  blocks_.clear();
   const ModelConfig& cfg = cfg_;
   embedding = add_child<Embedding>("embedding", Vp_, cfg.seq_len, cfg.n_embd, tp);
-  for (int l = 0; l < cfg.n_layer; ++l)
+  for (int l = 0; l < cfg.n_layer; ++l) {
     blocks.push_back(
         add_child<Block>("h." + std::to_string(l), cfg.n_embd, cfg.n_head, cfg.n_layer, tp));
+    blocks_.push_back(blocks.back());
+  }
   ln_f = add_child<LayerNorm>("ln_f", cfg.n_embd);
   // Column-parallel over the vocabulary: each rank's logits are its shard's.
   lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte(),
                               LinearSplit{LinearSplit::column, tp});
   ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_, tp);
-}
-
-void GPT2::set_tensor_slice(TensorSlice tp) {
-  if (!slots_.empty())
-    throw std::logic_error("GPT2::set_tensor_slice: before bind (it changes every shape)");
-  build(tp);
-}
-
-void GPT2::bind(TrackingAllocator& alloc, int B, int T, DType dt, const CheckpointPlan& plan,
-                TrackingAllocator* host, int slots) {
-  if (B == B_ && T == T_ && plan == checkpoints_.plan() && slots == this->slots()) return;
-  if (T < 1 || T > cfg_.seq_len)  // positions past the block size have no wpe row
-    throw std::invalid_argument(fmt::format(
-        "gpt2: sequence length {} must be in 1..{} (the block size, hybrid.model.seq_len)", T,
-        cfg_.seq_len));
-  if (plan.host_inputs && plan.any() && !host)
-    throw std::logic_error("GPT2::bind: block inputs kept in host memory need a host allocator");
-  if (slots < 1) throw std::invalid_argument("GPT2::bind: at least one activation slot");
-  slots_.clear();  // the old micro-batch's buffers go first
-  B_ = B;
-  T_ = T;
-  dt_ = dt;
-  checkpoints_.set_plan(plan);
-  const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd / tp_.parts,
-                                                               cfg_.n_head / tp_.parts);
-  const MemoryLayout layout = activation_layout(
-      B, T, dt, saved, plan, {stage_begin_, stage_end_, first_, last_}, tp_.parts);
-  for (int i = 0; i < slots; ++i) {
-    Slot slot;
-    slot.activations = LayoutBuffers(alloc, layout);
-    if (host) slot.host_activations = LayoutBuffers(*host, host_activation_layout(B, T, dt, plan));
-    slots_.push_back(std::move(slot));
-  }
-  for (auto* b : blocks) b->stream_bytes = stream_bytes();
-  use_slot(0);
-  assign_activation_bytes(*this, layout);
-}
-
-void GPT2::use_slot(int slot) {
-  if (slot < 0 || slot >= slots())
-    throw std::out_of_range(fmt::format("GPT2::use_slot: slot {} of {}", slot, slots()));
-  slot_ = slot;
-  wire();
+  embedding_ = embedding;
+  token_embedding_ = tied_ = embedding->wte();
+  final_norm_ = ln_f;
+  lm_head_ = lm_head;
+  loss_ = ce_;
 }
 
 MemoryLayout GPT2::activation_layout(int B, int T, DType dt, uint64_t attention_saved_bytes,
@@ -173,82 +134,14 @@ MemoryLayout GPT2::host_activation_layout(int B, int T, DType dt,
   return gpt2_host_activation_layout(cfg_, B, T, dt, plan);
 }
 
-size_t GPT2::stream_bytes() const {
-  return size_t(B_) * size_t(T_) * size_t(cfg_.n_embd) * kernels::dtype_size(dt_);
-}
-
-void GPT2::set_stage(int begin, int end, bool first, bool last) {
-  if (begin < 0 || end > cfg_.n_layer || begin >= end)
-    throw std::invalid_argument(
-        fmt::format("GPT2::set_stage: blocks [{}, {}) of {}", begin, end, cfg_.n_layer));
-  if (embedding->wte()->offset >= 0 || !slots_.empty())
-    throw std::logic_error(
-        "GPT2::set_stage: before the ModuleTree (it drops the other stages' parameters)");
-  stage_begin_ = begin;
-  stage_end_ = end;
-  first_ = first;
-  last_ = last;
-  // Another stage's parameters take no room here; the tied wte stays on the last.
-  const std::function<void(Module&)> drop = [&](Module& m) {
-    for (ParamSpec* p : m.own_params()) p->numel = 0;
-    for (Module* c : m.children()) drop(*c);
-  };
-  if (!first) embedding->wpe()->numel = 0;
-  if (!first && !last) embedding->wte()->numel = 0;
-  for (int l = 0; l < cfg_.n_layer; ++l)
-    if (l < begin || l >= end) drop(*blocks[size_t(l)]);
-  if (!last) drop(*ln_f);
-}
-
-namespace {
-// A module's parameters on a rank that holds all of them (its tensor-parallel
-// pieces' shapes), whichever stage this model runs.
-int64_t subtree_params(const Module& m) {
-  int64_t n = 0;
-  for (const ParamSpec* p : m.own_params())
-    n += std::accumulate(p->shape.begin(), p->shape.end(), int64_t(1), std::multiplies<>());
-  for (const Module* c : m.children()) n += subtree_params(*c);
-  return n;
-}
-}  // namespace
-
-void GPT2::set_pipeline_stage(int stage, int stages, const std::string& method) {
-  const auto parts = partition_stages(stages, method);
-  if (stage < 0 || stage >= stages)
-    throw std::invalid_argument(fmt::format("GPT2: pipeline stage {} of {}", stage, stages));
-  set_stage(parts[size_t(stage)].begin, parts[size_t(stage)].end, stage == 0, stage == stages - 1);
-}
-
-std::vector<StageBlocks> GPT2::partition_stages(int stages, const std::string& method) const {
-  return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks.front()),
-                          subtree_params(*embedding), subtree_params(*ln_f));
-}
-
-void* GPT2::stage_input() const {
-  return acts().data(block_input_entry(checkpoints_.plan(), stage_begin_));
-}
-const void* GPT2::stage_output() const {
-  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
-  return acts().data(block_input_entry(checkpoints_.plan(), end));
-}
-void* GPT2::residual_grad() const { return acts().data("grad.residual"); }
-
-// Only what this stage runs: the others' buffers do not exist (ActivationStage).
-void GPT2::wire() {
-  const auto& a = acts();
-  const CheckpointPlan& plan = checkpoints_.plan();
-  tokens_ = a.view("tokens").as<int32_t>();
-  targets_ = a.view("targets").as<int32_t>();
-  grad_scratch_.clear();
-  if (first_) {
-    embedding->out = a.data(block_input_entry(plan, 0));
+void GPT2::wire_ends(const LayoutBuffers& a) {
+  if (first_stage()) {
+    embedding->out = a.data(block_input_entry(plan(), 0));
     embedding->dout = a.data("grad.residual");
   }
-  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
-  for (int l = stage_begin_; l < end; ++l) wire_block(*blocks[size_t(l)], l);
-  if (!last_) return;
-  const size_t N = size_t(B_) * size_t(T_);
-  ln_f->in = a.data(block_input_entry(plan, cfg_.n_layer));
+  if (!last_stage()) return;
+  const size_t N = size_t(B()) * size_t(T());
+  ln_f->in = a.data(block_input_entry(plan(), cfg_.n_layer));
   ln_f->out = a.data("ln_f.out");
   ln_f->mean = a.view("ln_f.stats").as<float>();
   ln_f->rstd = ln_f->mean + N;
@@ -268,21 +161,13 @@ void GPT2::wire() {
     ce_->shard_stats = ce_->gathered_stats + 2 * N * size_t(tp_.index);  // its slot in the gather
   }
   for (const char* g : {"grad.residual", "grad.ln_f"})
-    grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
+    head_grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
 }
 
-void GPT2::wire_block(Block& b, int layer) {
-  const auto& a = acts();
-  const CheckpointPlan& plan = checkpoints_.plan();
-  void* residual_in = a.data(block_input_entry(plan, layer));
-  b.checkpointed = plan.checkpointed(layer);
-  b.input_slot = plan.input_on_host(layer) ? residual_in : nullptr;
-  b.host_input = plan.input_on_host(layer)
-                     ? slots_[size_t(slot_)].host_activations.data(b.name() + ".input")
-                     : nullptr;
-  // A checkpointed block's internals live in the scratch set all of them share.
-  const std::string h = b.checkpointed ? std::string("recompute") : b.name();
-  const size_t N = size_t(B_) * size_t(T_);
+void GPT2::wire_block(DecoderBlock& block, int layer, const std::string& h,
+                      const LayoutBuffers& a) {
+  auto& b = static_cast<Block&>(block);
+  const size_t N = size_t(B()) * size_t(T());
   void* dresidual = a.data("grad.residual");
   void* dln_1 = a.data("grad.ln_1");
   void* dln_2 = a.data("grad.ln_2");
@@ -292,8 +177,7 @@ void GPT2::wire_block(Block& b, int layer) {
   void* dfc_gelu = a.data("grad.fc_gelu");
   void* branch_out = a.data("branch_out");
 
-  b.residual_in = residual_in;
-  b.ln_1->in = residual_in;
+  b.ln_1->in = b.residual_in;
   b.ln_1->out = a.data(h + ".ln_1.out");
   b.ln_1->mean = a.view(h + ".ln_1.stats").as<float>();
   b.ln_1->rstd = b.ln_1->mean + N;
@@ -339,90 +223,13 @@ void GPT2::wire_block(Block& b, int layer) {
   b.mlp_proj->din = dfc_gelu;
   b.mlp_proj->dout = dresidual;
 
-  b.residual_out = a.data(block_input_entry(plan, layer + 1));
+  b.residual_out = a.data(block_input_entry(plan(), layer + 1));
   b.branch_out = branch_out;
   b.dresidual = dresidual;
   b.grad_scratch.clear();
   for (const char* g :
        {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.fc", "grad.fc_gelu"})
     b.grad_scratch.emplace_back(a.data(g), a.view(g).bytes());
-}
-
-void GPT2::forward(ExecutionContext& ctx) {
-  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
-  if (first_) ctx.forward(*embedding);
-  for (int l = stage_begin_; l < end; ++l) {
-    Block& b = *blocks[size_t(l)];
-    b.checkpointed ? checkpoints_.forward(ctx, b) : ctx.forward(b);
-  }
-  if (!last_) return;
-  ctx.forward(*ln_f);
-  ctx.forward(*lm_head);
-  ctx.forward(*ce_);
-}
-
-// A stage that is not last starts from the gradient the next stage sent into
-// grad.residual; one that is not first leaves its input's gradient there.
-void GPT2::backward(ExecutionContext& ctx) {
-  const int end = stage_end_ < 0 ? cfg_.n_layer : stage_end_;
-  if (last_) {
-    for (auto& [ptr, bytes] : grad_scratch_) ctx.backend().zero(ptr, bytes);
-    ctx.backward(*ce_);
-    ctx.backward(*lm_head);
-    ctx.backward(*ln_f);
-  }
-  for (int l = end - 1; l >= stage_begin_; --l) {
-    Block& b = *blocks[size_t(l)];
-    b.checkpointed ? checkpoints_.backward(ctx, b) : ctx.backward(b);
-  }
-  if (first_) ctx.backward(*embedding);
-}
-
-namespace {
-void enter_backward(const Module& m, std::vector<const Module*>& out) {
-  out.push_back(&m);
-  for (auto it = m.children().rbegin(); it != m.children().rend(); ++it) enter_backward(**it, out);
-}
-}  // namespace
-
-// Mirrors backward(): children in reverse, a checkpointed block's recomputation
-// (Block::recompute) just before its own backward.
-std::vector<const Module*> GPT2::backward_order(const CheckpointPlan& plan) const {
-  std::vector<const Module*> out{this};
-  for (auto it = children().rbegin(); it != children().rend(); ++it) {
-    const auto b = std::find(blocks.begin(), blocks.end(), *it);
-    if (b != blocks.end() && plan.checkpointed(int(b - blocks.begin()))) {
-      const auto re = (*b)->recompute_order();
-      out.insert(out.end(), re.begin(), re.end());
-    }
-    enter_backward(**it, out);
-  }
-  return out;
-}
-
-std::vector<float> GPT2::initial_parameters(const ModuleTree& tree, uint64_t seed) const {
-  std::vector<float> flat(size_t(tree.full_param_count()), 0.0f);
-  // Seeded per parameter, so initial values do not depend on layout or world size.
-  for (auto* p : tree.params()) {
-    float* dst = flat.data() + p->full_offset;
-    switch (p->init) {
-      case ParamInit::zeros:
-        break;
-      case ParamInit::ones:
-        std::fill(dst, dst + p->full_numel(), 1.0f);
-        break;
-      case ParamInit::normal: {
-        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
-        std::normal_distribution<float> dist(0.0f, p->init_std);
-        int64_t n = p->full_numel();
-        if (p == embedding->wte())
-          n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
-        for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);
-        break;
-      }
-    }
-  }
-  return flat;
 }
 
 }  // namespace hybrid::engine

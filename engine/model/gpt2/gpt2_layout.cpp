@@ -1,7 +1,6 @@
 // GPT-2's activations for one micro-batch, written once: GPT2::bind allocates
 // and wires these entries by name, Module::activation_bytes sums them by owner,
 // and the memory model sums them by category.
-#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -101,32 +100,6 @@ MemoryLayout gpt2_host_activation_layout(const ModelConfig& m, int B, int T, ker
       l.add(h + ".input", N * C, d, MemCategory::activations, false, Residency::resident, h);
     }
   return l;
-}
-
-namespace {
-
-uint64_t roll_up(Module& m, const std::map<std::string, uint64_t>& own, size_t& matched) {
-  uint64_t total = 0;
-  if (!m.name().empty())
-    if (auto it = own.find(m.name()); it != own.end()) {
-      total = it->second;
-      ++matched;
-    }
-  for (auto* c : m.children()) total += roll_up(*c, own, matched);
-  m.set_activation_bytes(total);
-  return total;
-}
-
-}  // namespace
-
-void assign_activation_bytes(Module& root, const MemoryLayout& layout) {
-  std::map<std::string, uint64_t> own;
-  for (const auto& e : layout.entries())
-    if (!e.owner.empty()) own[e.owner] += e.bytes();
-  size_t matched = 0;
-  roll_up(root, own, matched);
-  if (matched != own.size())
-    throw std::logic_error("activation layout: an entry's owner is not a module of the model");
 }
 
 }  // namespace hybrid::engine

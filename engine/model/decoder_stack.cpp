@@ -1,0 +1,249 @@
+#include "engine/model/decoder_stack.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace hybrid::engine {
+
+using kernels::DType;
+
+DecoderStack::DecoderStack(std::string type, const ModelConfig& cfg, int padded_vocab)
+    : CausalLM("", std::move(type)), cfg_(cfg), Vp_(padded_vocab) {}
+
+void DecoderStack::set_tensor_slice(TensorSlice tp) {
+  if (!slots_.empty())
+    throw std::logic_error(
+        fmt::format("{}::set_tensor_slice: before bind (it changes every shape)", type()));
+  build(tp);
+}
+
+void DecoderStack::bind(TrackingAllocator& alloc, int B, int T, DType dt,
+                        const CheckpointPlan& plan, TrackingAllocator* host, int slots) {
+  if (B == B_ && T == T_ && plan == checkpoints_.plan() && slots == this->slots()) return;
+  if (T < 1 || T > cfg_.seq_len)
+    throw std::invalid_argument(fmt::format(
+        "{}: sequence length {} must be in 1..{} (the block size, hybrid.model.seq_len)", cfg_.type,
+        T, cfg_.seq_len));
+  if (plan.host_inputs && plan.any() && !host)
+    throw std::logic_error("bind: block inputs kept in host memory need a host allocator");
+  if (slots < 1) throw std::invalid_argument("bind: at least one activation slot");
+  slots_.clear();  // the old micro-batch's buffers go first
+  B_ = B;
+  T_ = T;
+  dt_ = dt;
+  checkpoints_.set_plan(plan);
+  const uint64_t saved = alloc.backend().attention_saved_bytes(dt, B, T, cfg_.n_embd / tp_.parts,
+                                                               cfg_.n_head / tp_.parts);
+  const MemoryLayout layout = activation_layout(
+      B, T, dt, saved, plan, {stage_begin_, stage_end_, first_, last_}, tp_.parts);
+  for (int i = 0; i < slots; ++i) {
+    Slot slot;
+    slot.activations = LayoutBuffers(alloc, layout);
+    if (host) slot.host_activations = LayoutBuffers(*host, host_activation_layout(B, T, dt, plan));
+    slots_.push_back(std::move(slot));
+  }
+  for (auto* b : blocks_) b->stream_bytes = stream_bytes();
+  use_slot(0);
+  assign_activation_bytes(*this, layout);
+}
+
+void DecoderStack::use_slot(int slot) {
+  if (slot < 0 || slot >= slots())
+    throw std::out_of_range(fmt::format("use_slot: slot {} of {}", slot, slots()));
+  slot_ = slot;
+  wire();
+}
+
+size_t DecoderStack::stream_bytes() const {
+  return size_t(B_) * size_t(T_) * size_t(cfg_.n_embd) * kernels::dtype_size(dt_);
+}
+
+void DecoderStack::set_stage(int begin, int end, bool first, bool last) {
+  if (begin < 0 || end > cfg_.n_layer || begin >= end)
+    throw std::invalid_argument(
+        fmt::format("set_stage: blocks [{}, {}) of {}", begin, end, cfg_.n_layer));
+  if (token_embedding_->offset >= 0 || !slots_.empty())
+    throw std::logic_error(
+        "set_stage: before the ModuleTree (it drops the other stages' parameters)");
+  stage_begin_ = begin;
+  stage_end_ = end;
+  first_ = first;
+  last_ = last;
+  // Another stage's parameters take no room here; a tied one stays on the last.
+  const std::function<void(Module&)> drop = [&](Module& m) {
+    for (ParamSpec* p : m.own_params())
+      if (!(last && p == tied_)) p->numel = 0;
+    for (Module* c : m.children()) drop(*c);
+  };
+  if (!first) drop(*embedding_);
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    if (l < begin || l >= end) drop(*blocks_[size_t(l)]);
+  if (!last)
+    for (const Module* m : head_modules()) drop(const_cast<Module&>(*m));
+}
+
+namespace {
+// A module's parameters on a rank that holds all of them (its tensor-parallel
+// pieces' shapes), whichever stage this model runs.
+int64_t subtree_params(const Module& m) {
+  int64_t n = 0;
+  for (const ParamSpec* p : m.own_params())
+    n += std::accumulate(p->shape.begin(), p->shape.end(), int64_t(1), std::multiplies<>());
+  for (const Module* c : m.children()) n += subtree_params(*c);
+  return n;
+}
+}  // namespace
+
+void DecoderStack::set_pipeline_stage(int stage, int stages, const std::string& method) {
+  const auto parts = partition_stages(stages, method);
+  if (stage < 0 || stage >= stages)
+    throw std::invalid_argument(fmt::format("pipeline stage {} of {}", stage, stages));
+  set_stage(parts[size_t(stage)].begin, parts[size_t(stage)].end, stage == 0, stage == stages - 1);
+}
+
+std::vector<StageBlocks> DecoderStack::partition_stages(int stages,
+                                                        const std::string& method) const {
+  int64_t head = 0;
+  for (const Module* m : head_modules()) head += subtree_params(*m);
+  return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks_.front()),
+                          subtree_params(*embedding_), head);
+}
+
+void* DecoderStack::stage_input() const {
+  return acts().data(block_input_entry(plan(), stage_begin_));
+}
+const void* DecoderStack::stage_output() const {
+  return acts().data(block_input_entry(plan(), end_block()));
+}
+void* DecoderStack::residual_grad() const { return acts().data("grad.residual"); }
+
+// Only what this stage runs: the others' buffers do not exist (ActivationStage).
+void DecoderStack::wire() {
+  const auto& a = acts();
+  tokens_ = a.view("tokens").as<int32_t>();
+  targets_ = a.view("targets").as<int32_t>();
+  head_grad_scratch_.clear();
+  wire_ends(a);
+  for (int l = stage_begin_; l < end_block(); ++l) wire_block_io(*blocks_[size_t(l)], l);
+}
+
+void DecoderStack::wire_block_io(DecoderBlock& b, int layer) {
+  void* residual_in = acts().data(block_input_entry(plan(), layer));
+  b.residual_in = residual_in;
+  b.checkpointed = plan().checkpointed(layer);
+  b.input_slot = plan().input_on_host(layer) ? residual_in : nullptr;
+  b.host_input = plan().input_on_host(layer)
+                     ? slots_[size_t(slot_)].host_activations.data(b.name() + ".input")
+                     : nullptr;
+  // A checkpointed block's internals live in the scratch set all of them share.
+  wire_block(b, layer, b.checkpointed ? std::string("recompute") : b.name(), acts());
+}
+
+void DecoderStack::forward(ExecutionContext& ctx) {
+  if (first_) ctx.forward(*embedding_);
+  for (int l = stage_begin_; l < end_block(); ++l) {
+    DecoderBlock& b = *blocks_[size_t(l)];
+    b.checkpointed ? checkpoints_.forward(ctx, b) : ctx.forward(b);
+  }
+  if (!last_) return;
+  ctx.forward(*final_norm_);
+  ctx.forward(*lm_head_);
+  ctx.forward(*loss_);
+}
+
+// A stage that is not last starts from the gradient the next stage sent into
+// grad.residual; one that is not first leaves its input's gradient there.
+void DecoderStack::backward(ExecutionContext& ctx) {
+  if (last_) {
+    for (auto& [ptr, bytes] : head_grad_scratch_) ctx.backend().zero(ptr, bytes);
+    ctx.backward(*loss_);
+    ctx.backward(*lm_head_);
+    ctx.backward(*final_norm_);
+  }
+  for (int l = end_block() - 1; l >= stage_begin_; --l) {
+    DecoderBlock& b = *blocks_[size_t(l)];
+    b.checkpointed ? checkpoints_.backward(ctx, b) : ctx.backward(b);
+  }
+  if (first_) ctx.backward(*embedding_);
+}
+
+namespace {
+void enter_backward(const Module& m, std::vector<const Module*>& out) {
+  out.push_back(&m);
+  for (auto it = m.children().rbegin(); it != m.children().rend(); ++it) enter_backward(**it, out);
+}
+}  // namespace
+
+// Mirrors backward(): children in reverse, a checkpointed block's recomputation
+// (DecoderBlock::recompute_order) just before its own backward.
+std::vector<const Module*> DecoderStack::backward_order(const CheckpointPlan& plan) const {
+  std::vector<const Module*> out{this};
+  for (auto it = children().rbegin(); it != children().rend(); ++it) {
+    const auto b = std::find(blocks_.begin(), blocks_.end(), *it);
+    if (b != blocks_.end() && plan.checkpointed(int(b - blocks_.begin()))) {
+      const auto re = (*b)->recompute_order();
+      out.insert(out.end(), re.begin(), re.end());
+    }
+    enter_backward(**it, out);
+  }
+  return out;
+}
+
+std::vector<float> DecoderStack::initial_parameters(const ModuleTree& tree, uint64_t seed) const {
+  std::vector<float> flat(size_t(tree.full_param_count()), 0.0f);
+  // Seeded per parameter, so initial values do not depend on layout or world size.
+  for (auto* p : tree.params()) {
+    float* dst = flat.data() + p->full_offset;
+    switch (p->init) {
+      case ParamInit::zeros:
+        break;
+      case ParamInit::ones:
+        std::fill(dst, dst + p->full_numel(), 1.0f);
+        break;
+      case ParamInit::normal: {
+        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
+        std::normal_distribution<float> dist(0.0f, p->init_std);
+        int64_t n = p->full_numel();
+        if (p == token_embedding_)
+          n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
+        for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);
+        break;
+      }
+    }
+  }
+  return flat;
+}
+
+namespace {
+
+uint64_t roll_up(Module& m, const std::map<std::string, uint64_t>& own, size_t& matched) {
+  uint64_t total = 0;
+  if (!m.name().empty())
+    if (auto it = own.find(m.name()); it != own.end()) {
+      total = it->second;
+      ++matched;
+    }
+  for (auto* c : m.children()) total += roll_up(*c, own, matched);
+  m.set_activation_bytes(total);
+  return total;
+}
+
+}  // namespace
+
+void assign_activation_bytes(Module& root, const MemoryLayout& layout) {
+  std::map<std::string, uint64_t> own;
+  for (const auto& e : layout.entries())
+    if (!e.owner.empty()) own[e.owner] += e.bytes();
+  size_t matched = 0;
+  roll_up(root, own, matched);
+  if (matched != own.size())
+    throw std::logic_error("activation layout: an entry's owner is not a module of the model");
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,124 @@
+// What every decoder-only family shares, written once: activation slots,
+// pipeline stages, tensor-parallel rebuilding, activation checkpointing, the
+// forward and backward walk (embedding → blocks → head → loss) and seeded
+// initialisation. A family derives from DecoderStack, builds its modules
+// (build), lays out and wires its activations (activation_layout, wire_ends,
+// wire_block) and reads and writes its weight formats.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/memory/layout_buffers.h"
+#include "engine/model/causal_lm.h"
+#include "engine/model/layers.h"
+
+namespace hybrid::engine {
+
+class DecoderStack : public CausalLM {
+ public:
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+
+  const ModelConfig& config() const override { return cfg_; }
+  int padded_vocab() const override { return Vp_; }
+  const Module& embedding_module() const override { return *embedding_; }
+  int num_blocks() const override { return int(blocks_.size()); }
+  const DecoderBlock& block(int layer) const override { return *blocks_.at(size_t(layer)); }
+  std::vector<const Module*> head_modules() const override { return {final_norm_, lm_head_}; }
+  const ParamSpec* tied_parameter() const override { return tied_; }
+
+  void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt,
+            const CheckpointPlan& plan = {}, TrackingAllocator* host = nullptr,
+            int slots = 1) override;
+  void use_slot(int slot) override;
+  int slots() const override { return int(slots_.size()); }
+  int bound_B() const override { return B_; }
+  int bound_T() const override { return T_; }
+  int32_t* tokens_buffer() const override { return tokens_; }
+  int32_t* targets_buffer() const override { return targets_; }
+  const float* losses() const override { return loss_->losses; }
+
+  // Blocks [begin, end), the embedding when first, the head when last; the
+  // last stage keeps a tied parameter.
+  void set_stage(int begin, int end, bool first, bool last);
+  void set_pipeline_stage(int stage, int stages, const std::string& method) override;
+  std::vector<StageBlocks> partition_stages(int stages, const std::string& method) const override;
+  bool first_stage() const override { return first_; }
+  bool last_stage() const override { return last_; }
+  int stage_begin() const override { return stage_begin_; }
+  int stage_end() const override { return stage_end_; }
+  void* stage_input() const override;
+  const void* stage_output() const override;
+  void* residual_grad() const override;
+  size_t stream_bytes() const override;
+
+  void set_tensor_slice(TensorSlice tp) override;
+  TensorSlice tensor_slice() const override { return tp_; }
+
+  const CheckpointPlan& checkpoint_plan() const override { return checkpoints_.plan(); }
+  CheckpointTimes take_checkpoint_times() override { return checkpoints_.take_times(); }
+  std::vector<const Module*> backward_order(const CheckpointPlan& plan) const override;
+
+  // Seeded per parameter (layout- and world-size-independent); the token
+  // embedding's padded vocabulary rows stay 0.
+  std::vector<float> initial_parameters(const ModuleTree& tree, uint64_t seed) const override;
+
+ protected:
+  DecoderStack(std::string type, const ModelConfig& cfg, int padded_vocab);
+
+  // Adds every module cut for `tp` (the children are cleared first) and sets
+  // the stack's pointers below; refuses a slice the shapes do not split into.
+  virtual void build(TensorSlice tp) = 0;
+  // Wires the embedding (first stage) and the head (last stage): the entries
+  // of block_input_entry(plan, 0) and (plan, n_layer) hold their output and
+  // input; gradient buffers to zero before backward go to head_grad_scratch_.
+  virtual void wire_ends(const LayoutBuffers& a) = 0;
+  // Wires block `layer`'s modules; `h` is the prefix of its internal entries
+  // (its name, or "recompute" when checkpointed).
+  virtual void wire_block(DecoderBlock& b, int layer, const std::string& h,
+                          const LayoutBuffers& a) = 0;
+
+  const LayoutBuffers& acts() const { return slots_[size_t(slot_)].activations; }
+  const CheckpointPlan& plan() const { return checkpoints_.plan(); }
+  int B() const { return B_; }
+  int T() const { return T_; }
+
+  ModelConfig cfg_;
+  int Vp_;
+  TensorSlice tp_;
+  // Set by build().
+  Module* embedding_ = nullptr;
+  ParamSpec* token_embedding_ = nullptr;  // [Vp, C]; rows past the vocabulary stay 0
+  std::vector<DecoderBlock*> blocks_;
+  Module* final_norm_ = nullptr;
+  Linear* lm_head_ = nullptr;
+  CrossEntropyLoss* loss_ = nullptr;
+  ParamSpec* tied_ = nullptr;  // the lm_head weight the embedding owns; null when untied
+  std::vector<std::pair<void*, size_t>> head_grad_scratch_;  // zeroed before backward
+
+ private:
+  struct Slot {
+    LayoutBuffers activations;
+    LayoutBuffers host_activations;
+  };
+  void wire();
+  void wire_block_io(DecoderBlock& b, int layer);
+  int end_block() const { return stage_end_ < 0 ? cfg_.n_layer : stage_end_; }
+
+  int B_ = 0, T_ = 0;
+  kernels::DType dt_ = kernels::DType::f32;
+  std::vector<Slot> slots_;
+  int slot_ = 0;
+  int stage_begin_ = 0, stage_end_ = -1;  // -1: every block
+  bool first_ = true, last_ = true;
+  CheckpointRunner checkpoints_;
+  int32_t* tokens_ = nullptr;
+  int32_t* targets_ = nullptr;
+};
+
+// Sets every module's activation_bytes (children included) from the entries it owns.
+void assign_activation_bytes(Module& root, const MemoryLayout& layout);
+
+}  // namespace hybrid::engine
