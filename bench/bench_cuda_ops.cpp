@@ -198,7 +198,7 @@ void BM_attention(benchmark::State& st) {
   const size_t n = size_t(B) * kT * kC;
   DevBuf qkv(3 * n * 2), out(n * 2, false), dout(n * 2), dqkv(3 * n * 2, false),
       saved(g_env->b->attention_saved_bytes(dt, B, kT, kC, kNH), false);
-  g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH);
+  g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH, kNH);
   const int M = B * kT;
   DevBuf gi(size_t(M) * kC * 2), gw(size_t(3 * kC) * kC * 2), go(size_t(M) * 3 * kC * 2, false);
   auto ref = [&] { g_env->b->matmul_forward(dt, go.p, gi.p, gw.p, nullptr, M, kC, 3 * kC); };
@@ -213,13 +213,14 @@ void BM_attention(benchmark::State& st) {
     measure(
         st,
         [&] {
-          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, B, kT, kC, kNH);
+          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, B, kT, kC, kNH,
+                                       kNH);
         },
         ref, flops, 0);
   else
     measure(
-        st, [&] { g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH); }, ref,
-        flops, 0);
+        st, [&] { g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH, kNH); },
+        ref, flops, 0);
   st.counters["ref_ratio"].value *= scale(flops);
   st.SetLabel("bf16 causal FLOPs; ref=dense GEMM 8192x2304x768 FLOP/s");
 }

@@ -174,7 +174,7 @@ void attention_forward(benchmark::State& s, DType dt) {
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
   for (auto _ : loop(s, __func__, dt))
-    backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+    backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH, NH);
   counters(s, 4.0 * B * T * double(T) * C, es(dt) * 4.0 * BT * C + double(saved_bytes));
 }
 
@@ -184,10 +184,10 @@ void attention_backward(benchmark::State& s, DType dt) {
   Buffer dqkv(dt, size_t(BT) * 3 * C, 0, 0);
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
-  backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH);
+  backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH, NH);
   for (auto _ : loop(s, __func__, dt))
     backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), B,
-                                 T, C, NH);
+                                 T, C, NH, NH);
   counters(s, 8.0 * B * T * double(T) * C, es(dt) * 10.0 * BT * C + double(saved_bytes));
 }
 

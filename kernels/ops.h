@@ -203,15 +203,19 @@ class Backend {
   virtual void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gate_up,
                                int N, int I) = 0;
 
-  // Causal multi-head self-attention. qkv [B,T,3C] holds q, k, v per token (GPT-2's
-  // c_attn layout); out [B,T,C]. What forward keeps for backward is the backend's
-  // choice: it writes attention_saved_bytes() bytes to `saved`.
+  // Causal self-attention with NH query heads of hs = C / NH channels and NKV
+  // key/value heads (NKV = NH: multi-head, GPT-2; NKV dividing NH: grouped-query,
+  // Llama; query head h reads key/value head h / (NH / NKV)). qkv
+  // [B, T, C + 2·NKV·hs] holds per token the query heads, the key heads, then
+  // the value heads (GPT-2's c_attn layout when NKV = NH); out [B, T, C]. What
+  // forward keeps for backward is the backend's choice: it writes
+  // attention_saved_bytes() bytes to `saved` (independent of NKV).
   virtual size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const = 0;
   virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                 int C, int NH) = 0;
+                                 int C, int NH, int NKV) = 0;
   virtual void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                  const void* out, const void* saved, int B, int T, int C,
-                                  int NH) = 0;
+                                  const void* out, const void* saved, int B, int T, int C, int NH,
+                                  int NKV) = 0;
 
   // out = a + b, n elements.
   virtual void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) = 0;

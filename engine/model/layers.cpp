@@ -119,11 +119,11 @@ uint64_t Gelu::backward_flops(int B, int T) const {
 }
 
 void AttentionCore::forward(ExecutionContext& ctx) {
-  ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_);
+  ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_, NKV_);
 }
 void AttentionCore::backward(ExecutionContext& ctx) {
   ctx.backend().attention_backward(ctx.dtype(), dqkv, dout, qkv, out, saved, ctx.B(), ctx.T(), C_,
-                                   NH_);
+                                   NH_, NKV_);
 }
 uint64_t AttentionCore::forward_flops(int B, int T) const {
   return fl::attention_forward(B, T, C_, NH_, /*causal=*/true);

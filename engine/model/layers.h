@@ -114,11 +114,15 @@ class Gelu final : public Module {
   int width_;
 };
 
-// Causal multi-head attention over a packed qkv [B,T,3C].
+// Causal attention over a packed qkv [B, T, C + 2·n_kv_head·C/n_head]: n_head
+// query heads, n_kv_head key/value heads (n_head: multi-head, [B, T, 3C]).
 class AttentionCore final : public Module {
  public:
-  AttentionCore(std::string name, int C, int n_head)
-      : Module(std::move(name), "AttentionCore"), C_(C), NH_(n_head) {}
+  AttentionCore(std::string name, int C, int n_head, int n_kv_head = 0)
+      : Module(std::move(name), "AttentionCore"),
+        C_(C),
+        NH_(n_head),
+        NKV_(n_kv_head > 0 ? n_kv_head : n_head) {}
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
@@ -131,7 +135,7 @@ class AttentionCore final : public Module {
   const void* dout = nullptr;
 
  private:
-  int C_, NH_;
+  int C_, NH_, NKV_;
 };
 
 // Mean token cross-entropy over the first V of Vp logits. Backward writes

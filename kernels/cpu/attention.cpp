@@ -1,8 +1,12 @@
-// Causal multi-head self-attention (GPT-2), flash-style: the T×T score matrix is
-// never stored, neither in forward nor in backward.
+// Causal self-attention with grouped key/value heads (GPT-2: as many as query
+// heads; Llama: NKV dividing NH), flash-style: the T×T score matrix is never
+// stored, neither in forward nor in backward.
 //
-// qkv is [B, T, 3C]; head h of token t has q at t·3C + h·hs, k at +C, v at +2C.
-// One (batch, head) pair per OpenMP task. The task gathers its q, k, v head
+// qkv is [B, T, C + 2·NKV·hs]: a token's row holds its NH query heads, then
+// NKV key heads, then NKV value heads; query head h reads key/value head
+// h / (NH / NKV), as Hugging Face's repeat_kv. One (batch, key/value head) pair
+// per OpenMP task, its query heads in turn: k and v are gathered once, and the
+// task is the only writer of their gradients. The task gathers the head
 // slices into contiguous fp32 scratch (O(T·hs)), then walks query blocks of
 // kQueryBlock rows × key blocks of kKeyBlock columns, skipping the blocks above
 // the diagonal, with one kQueryBlock × kKeyBlock score tile in scratch:
@@ -91,32 +95,44 @@ void forward_query_block(float* o, float* lse, const float* q, const float* k, c
   }
 }
 
+// A token's qkv row: NH query heads, then NKV key and NKV value heads.
+struct QkvLayout {
+  int C, NH, NKV, hs;
+  size_t ld() const { return size_t(C) + 2 * size_t(NKV) * size_t(hs); }
+  size_t k(int g) const { return size_t(C) + size_t(g) * hs; }
+  size_t v(int g) const { return size_t(C) + size_t(NKV + g) * hs; }
+  int group() const { return NH / NKV; }
+};
+
 template <class T>
-void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH) {
-  const int hs = C / NH;
+void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, const QkvLayout& L) {
+  const int hs = L.hs;
   const float scale = 1.0f / std::sqrt(float(hs));
-  const size_t ld = size_t(3) * C;
-#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
+  const size_t ld = L.ld();
+#pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
+  for (int bg = 0; bg < B * L.NKV; ++bg) {
+    const int b = bg / L.NKV, g = bg % L.NKV;
+    const T* rows = qkv + size_t(b) * T_ * ld;
     const size_t head = size_t(T_) * hs;
     float* q = cpu::thread_scratch(0, head);
     float* k = cpu::thread_scratch(1, head);
     float* v = cpu::thread_scratch(2, head);
     float* o = cpu::thread_scratch(3, head);
     float* S = cpu::thread_scratch(4, size_t(kQueryBlock) * kKeyBlock + 2 * kQueryBlock);
-    gather_head(q, base, T_, hs, ld);
-    gather_head(k, base + C, T_, hs, ld);
-    gather_head(v, base + 2 * C, T_, hs, ld);
-    for (int r0 = 0; r0 < T_; r0 += kQueryBlock) {
-      const int rows = std::min(kQueryBlock, T_ - r0);
-      forward_query_block(o + size_t(r0) * hs, lse + size_t(bh) * T_ + r0, q + size_t(r0) * hs, k,
-                          v, r0, rows, hs, scale, S, S + size_t(kQueryBlock) * kKeyBlock);
+    gather_head(k, rows + L.k(g), T_, hs, ld);
+    gather_head(v, rows + L.v(g), T_, hs, ld);
+    for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
+      gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
+      float* head_lse = lse + (size_t(b) * L.NH + size_t(h)) * T_;
+      for (int r0 = 0; r0 < T_; r0 += kQueryBlock) {
+        const int n = std::min(kQueryBlock, T_ - r0);
+        forward_query_block(o + size_t(r0) * hs, head_lse + r0, q + size_t(r0) * hs, k, v, r0, n,
+                            hs, scale, S, S + size_t(kQueryBlock) * kKeyBlock);
+      }
+      T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
+      for (int t = 0; t < T_; ++t)
+        cpu::from_f32(out_base + size_t(t) * L.C, o + size_t(t) * hs, size_t(hs));
     }
-    T* out_base = out + size_t(b) * T_ * C + size_t(h) * hs;
-    for (int t = 0; t < T_; ++t)
-      cpu::from_f32(out_base + size_t(t) * C, o + size_t(t) * hs, size_t(hs));
   }
 }
 
@@ -179,36 +195,48 @@ void backward_query_block(const HeadGrads& a, int r0, int rows, int hs, float sc
 
 template <class T>
 void attention_bwd(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse, int B,
-                   int T_, int C, int NH) {
-  const int hs = C / NH;
+                   int T_, const QkvLayout& L) {
+  const int hs = L.hs;
   const float scale = 1.0f / std::sqrt(float(hs));
-  const size_t ld = size_t(3) * C;
+  const size_t ld = L.ld(), C = size_t(L.C);
   const size_t tile = size_t(kQueryBlock) * kKeyBlock;
-#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
-    const size_t head = size_t(T_) * hs, row_off = size_t(b) * T_ * C + size_t(h) * hs;
+#pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
+  for (int bg = 0; bg < B * L.NKV; ++bg) {
+    const int b = bg / L.NKV, g = bg % L.NKV;
+    const T* rows = qkv + size_t(b) * T_ * ld;
+    T* drows = dqkv + size_t(b) * T_ * ld;
+    const size_t head = size_t(T_) * hs;
     float* q = cpu::thread_scratch(0, head);
     float* k = cpu::thread_scratch(1, head);
     float* v = cpu::thread_scratch(2, head);
-    float* g = cpu::thread_scratch(3, head);
+    float* go = cpu::thread_scratch(3, head);
     float* grads = cpu::thread_scratch(4, 3 * head);            // dq, dk, dv
     float* tiles = cpu::thread_scratch(5, 2 * tile + T_ + hs);  // P, dS, D, one out row
     float* D = tiles + 2 * tile;
-    gather_head(q, base, T_, hs, ld);
-    gather_head(k, base + C, T_, hs, ld);
-    gather_head(v, base + 2 * C, T_, hs, ld);
-    gather_head(g, dout + row_off, T_, hs, size_t(C));
-    row_dots(D, g, out + row_off, T_, hs, size_t(C), D + T_);
-    std::fill(grads, grads + 3 * head, 0.0f);
-    const HeadGrads a{q, k, v, g, lse + size_t(bh) * T_, D, grads, grads + head, grads + 2 * head};
-    for (int r0 = 0; r0 < T_; r0 += kQueryBlock)
-      backward_query_block(a, r0, std::min(kQueryBlock, T_ - r0), hs, scale, tiles, tiles + tile);
-    T* dbase = dqkv + size_t(b) * T_ * ld + size_t(h) * hs;
-    scatter_add_head(dbase, a.dq, T_, hs, ld);
-    scatter_add_head(dbase + C, a.dk, T_, hs, ld);
-    scatter_add_head(dbase + 2 * C, a.dv, T_, hs, ld);
+    gather_head(k, rows + L.k(g), T_, hs, ld);
+    gather_head(v, rows + L.v(g), T_, hs, ld);
+    std::fill(grads + head, grads + 3 * head, 0.0f);  // dk, dv: summed over the group's heads
+    for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
+      const size_t row_off = size_t(b) * T_ * C + size_t(h) * hs;
+      gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
+      gather_head(go, dout + row_off, T_, hs, C);
+      row_dots(D, go, out + row_off, T_, hs, C, D + T_);
+      std::fill(grads, grads + head, 0.0f);
+      const HeadGrads a{q,
+                        k,
+                        v,
+                        go,
+                        lse + (size_t(b) * L.NH + size_t(h)) * T_,
+                        D,
+                        grads,
+                        grads + head,
+                        grads + 2 * head};
+      for (int r0 = 0; r0 < T_; r0 += kQueryBlock)
+        backward_query_block(a, r0, std::min(kQueryBlock, T_ - r0), hs, scale, tiles, tiles + tile);
+      scatter_add_head(drows + size_t(h) * hs, a.dq, T_, hs, ld);
+    }
+    scatter_add_head(drows + L.k(g), grads + head, T_, hs, ld);
+    scatter_add_head(drows + L.v(g), grads + 2 * head, T_, hs, ld);
   }
 }
 
@@ -219,23 +247,25 @@ size_t CpuBackend::attention_saved_bytes(DType, int B, int T, int, int NH) const
 }
 
 void CpuBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                   int C, int NH) {
-  cpu::check_attention_shape(B, T, C, NH, "attention_forward");
+                                   int C, int NH, int NKV) {
+  cpu::check_attention_shape(B, T, C, NH, NKV, "attention_forward");
+  const QkvLayout L{C, NH, NKV, C / NH};
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_fwd(static_cast<S*>(out), static_cast<float*>(saved), static_cast<const S*>(qkv), B,
-                  T, C, NH);
+                  T, L);
   });
 }
 
 void CpuBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                    const void* out, const void* saved, int B, int T, int C,
-                                    int NH) {
-  cpu::check_attention_shape(B, T, C, NH, "attention_backward");
+                                    const void* out, const void* saved, int B, int T, int C, int NH,
+                                    int NKV) {
+  cpu::check_attention_shape(B, T, C, NH, NKV, "attention_backward");
+  const QkvLayout L{C, NH, NKV, C / NH};
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_bwd(static_cast<S*>(dqkv), static_cast<const S*>(dout), static_cast<const S*>(qkv),
-                  static_cast<const S*>(out), static_cast<const float*>(saved), B, T, C, NH);
+                  static_cast<const S*>(out), static_cast<const float*>(saved), B, T, L);
   });
 }
 

@@ -13,12 +13,14 @@
 
 namespace hybrid::kernels::cpu {
 
-inline void check_attention_shape(int B, int T, int C, int NH, const char* op) {
-  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0)
-    throw std::invalid_argument(std::string(op) +
-                                ": need positive B, T, C, NH with C % NH == 0, got B = " +
-                                std::to_string(B) + ", T = " + std::to_string(T) +
-                                ", C = " + std::to_string(C) + ", NH = " + std::to_string(NH));
+// NKV: key/value heads (grouped-query attention), NH for multi-head attention.
+inline void check_attention_shape(int B, int T, int C, int NH, int NKV, const char* op) {
+  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || NKV <= 0 || C % NH != 0 || NH % NKV != 0)
+    throw std::invalid_argument(
+        std::string(op) +
+        ": need positive B, T, C, NH, NKV with C % NH == 0 and NH % NKV == 0, got B = " +
+        std::to_string(B) + ", T = " + std::to_string(T) + ", C = " + std::to_string(C) +
+        ", NH = " + std::to_string(NH) + ", NKV = " + std::to_string(NKV));
 }
 
 // rows × hs slice starting at src (row stride ld) → contiguous fp32.

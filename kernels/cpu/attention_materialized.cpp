@@ -145,7 +145,7 @@ size_t attention_materialized_saved_bytes(int B, int T, int NH) {
 
 void attention_materialized_forward(DType dt, void* out, float* saved, const void* qkv, int B,
                                     int T, int C, int NH) {
-  check_attention_shape(B, T, C, NH, "attention_materialized_forward");
+  check_attention_shape(B, T, C, NH, NH, "attention_materialized_forward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_fwd(static_cast<S*>(out), saved, static_cast<const S*>(qkv), B, T, C, NH);
@@ -154,7 +154,7 @@ void attention_materialized_forward(DType dt, void* out, float* saved, const voi
 
 void attention_materialized_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                                      const float* saved, int B, int T, int C, int NH) {
-  check_attention_shape(B, T, C, NH, "attention_materialized_backward");
+  check_attention_shape(B, T, C, NH, NH, "attention_materialized_backward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_bwd(static_cast<S*>(dqkv), static_cast<const S*>(dout), static_cast<const S*>(qkv),

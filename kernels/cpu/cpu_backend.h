@@ -60,9 +60,9 @@ class CpuBackend final : public Backend {
 
   size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const override;
   void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                         int NH) override;
+                         int NH, int NKV) override;
   void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
-                          const void* saved, int B, int T, int C, int NH) override;
+                          const void* saved, int B, int T, int C, int NH, int NKV) override;
 
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override;
 

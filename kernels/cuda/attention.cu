@@ -1,8 +1,12 @@
-// Causal multi-head self-attention, first version: cuBLASLt strided-batched
+// Causal self-attention (NKV key/value heads, NKV = NH for multi-head),
+// first version: cuBLASLt strided-batched
 // GEMMs around a fused causal softmax (the scale is folded into the QKᵀ GEMM's
 // alpha; masking, max-subtraction and normalisation happen in one warp-per-row
 // kernel, in fp32). Forward saves the attention matrix att [B, NH, T, T] in dt
 // for backward; q, k, v are re-permuted from qkv in backward rather than saved.
+// Grouped key/value heads are repeated to every query head of their group on
+// the way in (as Hugging Face's repeat_kv), and their gradients summed over the
+// group on the way out.
 // The causal upper triangle is computed by the GEMMs and zeroed by the softmax
 // (2× the minimal FLOPs; a flash-attention kernel saving only the logsumexp is
 // the planned replacement, and attention_saved_bytes lets it change the layout).
@@ -21,19 +25,27 @@ namespace hybrid::kernels::cuda {
 
 namespace {
 
-// qkv [B, T, 3, NH, hs] → q, k, v [B, NH, T, hs]
+// A token's qkv row: NH query heads, then NKV key and NKV value heads.
+struct QkvRow {
+  int NH, NKV, hs;
+  __host__ __device__ size_t C() const { return size_t(NH) * hs; }
+  __host__ __device__ size_t ld() const { return C() + 2 * size_t(NKV) * hs; }
+  __host__ __device__ int group() const { return NH / NKV; }
+};
+
+// qkv [B, T, ld] → q, k, v [B, NH, T, hs] (key/value head h / group for query head h)
 template <class T>
-__global__ void permute_qkv_kernel(T* q, T* k, T* v, const T* qkv, int B, int T_, int NH, int hs) {
-  const size_t C = size_t(NH) * hs;
-  const size_t total = size_t(B) * T_ * C;
+__global__ void permute_qkv_kernel(T* q, T* k, T* v, const T* qkv, int B, int T_, QkvRow r) {
+  const int hs = r.hs, NH = r.NH;
+  const size_t total = size_t(B) * T_ * r.C();
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
                  b = i / (size_t(hs) * T_ * NH);
-    const size_t src = (b * T_ + t) * 3 * C + h * hs + d;
-    q[i] = qkv[src];
-    k[i] = qkv[src + C];
-    v[i] = qkv[src + 2 * C];
+    const size_t row = (b * T_ + t) * r.ld(), g = h / size_t(r.group());
+    q[i] = qkv[row + h * hs + d];
+    k[i] = qkv[row + r.C() + g * hs + d];
+    v[i] = qkv[row + r.C() + (size_t(r.NKV) + g) * hs + d];
   }
 }
 
@@ -55,20 +67,41 @@ __global__ void permute_heads_kernel(T* dst, const T* src, int B, int T_, int NH
   }
 }
 
-// dqkv [B, T, 3C] += (dq, dk, dv) [B, NH, T, hs]
+// dqkv's query part += dq [B, NH, T, hs]
 template <class T>
-__global__ void accumulate_dqkv_kernel(T* dqkv, const T* dq, const T* dk, const T* dv, int B,
-                                       int T_, int NH, int hs) {
-  const size_t C = size_t(NH) * hs;
-  const size_t total = size_t(B) * T_ * C;
+__global__ void accumulate_dq_kernel(T* dqkv, const T* dq, int B, int T_, QkvRow r) {
+  const int hs = r.hs, NH = r.NH;
+  const size_t total = size_t(B) * T_ * r.C();
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
                  b = i / (size_t(hs) * T_ * NH);
-    const size_t dst = (b * T_ + t) * 3 * C + h * hs + d;
+    const size_t dst = (b * T_ + t) * r.ld() + h * hs + d;
     dqkv[dst] = from_f32<T>(to_f32(dqkv[dst]) + to_f32(dq[i]));
-    dqkv[dst + C] = from_f32<T>(to_f32(dqkv[dst + C]) + to_f32(dk[i]));
-    dqkv[dst + 2 * C] = from_f32<T>(to_f32(dqkv[dst + 2 * C]) + to_f32(dv[i]));
+  }
+}
+
+// dqkv's key and value parts += dk, dv [B, NH, T, hs] summed over each group's
+// query heads: one thread per key/value element, so no two write one place.
+template <class T>
+__global__ void accumulate_dkv_kernel(T* dqkv, const T* dk, const T* dv, int B, int T_, QkvRow r) {
+  const int hs = r.hs, NKV = r.NKV, group = r.group();
+  const size_t total = size_t(B) * T_ * NKV * hs;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t d = i % hs, g = (i / hs) % NKV, t = (i / (size_t(hs) * NKV)) % T_,
+                 b = i / (size_t(hs) * NKV * T_);
+    float sk = 0.0f, sv = 0.0f;
+    for (int j = 0; j < group; ++j) {
+      const size_t h = g * group + j;
+      const size_t src = ((b * r.NH + h) * T_ + t) * hs + d;
+      sk += to_f32(dk[src]);
+      sv += to_f32(dv[src]);
+    }
+    const size_t row = (b * T_ + t) * r.ld();
+    const size_t kd = row + r.C() + g * hs + d, vd = row + r.C() + (NKV + g) * hs + d;
+    dqkv[kd] = from_f32<T>(to_f32(dqkv[kd]) + sk);
+    dqkv[vd] = from_f32<T>(to_f32(dqkv[vd]) + sv);
   }
 }
 
@@ -107,11 +140,12 @@ __global__ void causal_softmax_backward_kernel(T* datt, const T* att, size_t row
     d[j] = from_f32<T>(j <= t ? to_f32(a[j]) * (to_f32(d[j]) - dot) : 0.0f);
 }
 
-void check_shape(int B, int T, int C, int NH) {
-  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0)
+void check_shape(int B, int T, int C, int NH, int NKV) {
+  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || NKV <= 0 || C % NH != 0 || NH % NKV != 0)
     throw std::invalid_argument(
-        "attention: need B, T, C, NH > 0 and C % NH == 0, got B=" + std::to_string(B) +
-        " T=" + std::to_string(T) + " C=" + std::to_string(C) + " NH=" + std::to_string(NH));
+        "attention: need B, T, C, NH, NKV > 0, C % NH == 0 and NH % NKV == 0, got B=" +
+        std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C) +
+        " NH=" + std::to_string(NH) + " NKV=" + std::to_string(NKV));
 }
 
 // Batched row-major GEMM over B·NH heads.
@@ -132,13 +166,13 @@ GemmCall batched(bool ta, bool tb, int M, int N, int K, float alpha, const void*
 }  // namespace
 
 size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) {
-  check_shape(B, T, C, NH);
+  check_shape(B, T, C, NH, NH);
   return size_t(B) * NH * size_t(T) * T * dtype_size(dt);
 }
 
 void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                       int NH, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s) {
-  check_shape(B, T, C, NH);
+                       int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s) {
+  check_shape(B, T, C, NH, NKV);
   const int hs = C / NH, BH = B * NH;
   const size_t es = dtype_size(dt), n = size_t(B) * T * C;
   Scratch qkvh(alloc, 3 * n * es);
@@ -153,7 +187,7 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
     permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
         reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
-        static_cast<const E*>(qkv), B, T, NH, hs);
+        static_cast<const E*>(qkv), B, T, QkvRow{NH, NKV, hs});
     HYBRID_CUDA_CHECK_LAUNCH();
     gemm.run(
         dt,
@@ -173,9 +207,9 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
 }
 
 void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
-                        int B, int T, int C, int NH, LtGemm& gemm, CachingAllocator& alloc,
+                        int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
                         cudaStream_t s) {
-  check_shape(B, T, C, NH);
+  check_shape(B, T, C, NH, NKV);
   const int hs = C / NH, BH = B * NH;
   const size_t es = dtype_size(dt), n = size_t(B) * T * C;
   Scratch qkvh(alloc, 3 * n * es);
@@ -195,7 +229,7 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
     permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
         reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
-        static_cast<const E*>(qkv), B, T, NH, hs);
+        static_cast<const E*>(qkv), B, T, QkvRow{NH, NKV, hs});
     HYBRID_CUDA_CHECK_LAUNCH();
     permute_heads_kernel<E><<<ew.grid, ew.block, 0, s>>>(
         reinterpret_cast<E*>(douth), static_cast<const E*>(dout), B, T, NH, hs, true);
@@ -221,9 +255,13 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
              batched(true, false, T, hs, T, scale, datt.get(), T, s_att, q, hs, s_head, dk, hs,
                      s_head, BH),
              s);
-    accumulate_dqkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
-        static_cast<E*>(dqkv), reinterpret_cast<E*>(dq), reinterpret_cast<E*>(dk),
-        reinterpret_cast<E*>(dv), B, T, NH, hs);
+    accumulate_dq_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        static_cast<E*>(dqkv), reinterpret_cast<E*>(dq), B, T, QkvRow{NH, NKV, hs});
+    HYBRID_CUDA_CHECK_LAUNCH();
+    const LaunchConfig kv = launch_config(size_t(B) * T * NKV * hs, 256, 8192);
+    accumulate_dkv_kernel<E>
+        <<<kv.grid, kv.block, 0, s>>>(static_cast<E*>(dqkv), reinterpret_cast<E*>(dk),
+                                      reinterpret_cast<E*>(dv), B, T, QkvRow{NH, NKV, hs});
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }

@@ -205,12 +205,13 @@ size_t CudaBackend::attention_saved_bytes(DType dt, int B, int T, int C, int NH)
   return cuda::attention_saved_bytes(dt, B, T, C, NH);
 }
 void CudaBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                    int C, int NH) {
-  cuda::attention_forward(dt, out, saved, qkv, B, T, C, NH, *gemm_, *alloc_, compute_);
+                                    int C, int NH, int NKV) {
+  cuda::attention_forward(dt, out, saved, qkv, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
 }
 void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                     const void*, const void* saved, int B, int T, int C, int NH) {
-  cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, *gemm_, *alloc_, compute_);
+                                     const void*, const void* saved, int B, int T, int C, int NH,
+                                     int NKV) {
+  cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
 }
 void CudaBackend::residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) {
   cuda::residual_forward(dt, out, a, b, n, compute_);

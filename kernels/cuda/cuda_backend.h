@@ -91,9 +91,9 @@ class CudaBackend final : public Backend {
   void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) override;
   size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const override;
   void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                         int NH) override;
+                         int NH, int NKV) override;
   void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
-                          const void* saved, int B, int T, int C, int NH) override;
+                          const void* saved, int B, int T, int C, int NH, int NKV) override;
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override;
   void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
                              const int32_t* targets, int N, int V, int Vp) override;

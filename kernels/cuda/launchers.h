@@ -97,9 +97,9 @@ void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const f
 // attention matrix [B, NH, T, T] in dt)
 size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH);
 void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                       int NH, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s);
+                       int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s);
 void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
-                        int B, int T, int C, int NH, LtGemm& gemm, CachingAllocator& alloc,
+                        int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
                         cudaStream_t s);
 
 // grad_stats.cu: one pass; the result is copied to the host (synchronises s).

@@ -143,13 +143,13 @@ class DeviceDouble final : public kernels::Backend {
     return cpu_->attention_saved_bytes(dt, B, T, C, NH);
   }
   void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                         int C, int NH) override {
-    cpu_->attention_forward(dt, out, saved, qkv, B, T, C, NH);
+                         int C, int NH, int NKV) override {
+    cpu_->attention_forward(dt, out, saved, qkv, B, T, C, NH, NKV);
   }
   void attention_backward(kernels::DType dt, void* dqkv, const void* dout, const void* qkv,
-                          const void* out, const void* saved, int B, int T, int C,
-                          int NH) override {
-    cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH);
+                          const void* out, const void* saved, int B, int T, int C, int NH,
+                          int NKV) override {
+    cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH, NKV);
   }
   void residual_forward(kernels::DType dt, void* out, const void* a, const void* b,
                         size_t n) override {

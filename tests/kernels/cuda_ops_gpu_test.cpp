@@ -162,25 +162,30 @@ TEST_P(CudaOps, GeluForwardBackward) {
   EXPECT_LT(dx.err(), tol());
 }
 
+// NKV 4: multi-head (GPT-2's [B, T, 3C]); 2 and 1: grouped key/value heads,
+// repeated on the way in and their gradients summed over the group on the way out.
 TEST_P(CudaOps, AttentionForwardBackward) {
-  const int B = 2, T = 33, C = 48, NH = 4;
-  auto qkv = pair_rand(size_t(B) * T * 3 * C, 30);
-  auto out = pair(std::vector<float>(size_t(B) * T * C));
-  const size_t cs = cpu_->attention_saved_bytes(dt(), B, T, C, NH);
-  const size_t gs = gpu_->attention_saved_bytes(dt(), B, T, C, NH);
-  EXPECT_EQ(gs, size_t(B) * NH * T * T * dtype_size(dt()));
-  void* csaved = cpu_->allocate(cs ? cs : 1);
-  void* gsaved = gpu_->allocate(gs);
-  cpu_->attention_forward(dt(), out.c(), csaved, qkv.c(), B, T, C, NH);
-  gpu_->attention_forward(dt(), out.g(), gsaved, qkv.g(), B, T, C, NH);
-  EXPECT_LT(out.err(), 2 * tol());
-  auto dout = pair_rand(size_t(B) * T * C, 31);
-  auto dqkv = pair_rand(size_t(B) * T * 3 * C, 32);
-  cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, B, T, C, NH);
-  gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, B, T, C, NH);
-  EXPECT_LT(dqkv.err(), 4 * tol());
-  cpu_->deallocate(csaved, cs ? cs : 1);
-  gpu_->deallocate(gsaved, gs);
+  const int B = 2, T = 33, C = 48, NH = 4, hs = C / NH;
+  for (const int NKV : {4, 2, 1}) {
+    const size_t row = size_t(C) + 2 * size_t(NKV) * hs;
+    auto qkv = pair_rand(size_t(B) * T * row, 30);
+    auto out = pair(std::vector<float>(size_t(B) * T * C));
+    const size_t cs = cpu_->attention_saved_bytes(dt(), B, T, C, NH);
+    const size_t gs = gpu_->attention_saved_bytes(dt(), B, T, C, NH);
+    EXPECT_EQ(gs, size_t(B) * NH * T * T * dtype_size(dt()));
+    void* csaved = cpu_->allocate(cs ? cs : 1);
+    void* gsaved = gpu_->allocate(gs);
+    cpu_->attention_forward(dt(), out.c(), csaved, qkv.c(), B, T, C, NH, NKV);
+    gpu_->attention_forward(dt(), out.g(), gsaved, qkv.g(), B, T, C, NH, NKV);
+    EXPECT_LT(out.err(), 2 * tol()) << "NKV " << NKV;
+    auto dout = pair_rand(size_t(B) * T * C, 31);
+    auto dqkv = pair_rand(size_t(B) * T * row, 32);
+    cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, B, T, C, NH, NKV);
+    gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, B, T, C, NH, NKV);
+    EXPECT_LT(dqkv.err(), 4 * tol()) << "NKV " << NKV;
+    cpu_->deallocate(csaved, cs ? cs : 1);
+    gpu_->deallocate(gsaved, gs);
+  }
 }
 
 TEST_P(CudaOps, ResidualConvertAddScale) {
