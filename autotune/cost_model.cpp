@@ -172,7 +172,8 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
 
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
-  f.flops_per_step = model_flops_per_step(cfg, engine::ModuleTree(*whole).param_count(), world);
+  const engine::ModuleTree whole_tree(*whole);
+  f.flops_per_step = model_flops_per_step(cfg, whole_tree.param_count(), world);
   const Recompute rc = recompute_cost(*model, tree, cfg, rates, world);
   // The busiest stage runs its share of each micro-batch in G + P − 1 slots
   // (the bubble); without a pipeline: all of it, G times. A tp rank runs its
@@ -181,7 +182,8 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
       f.flops_per_step / world / cfg.gradient_accumulation_steps * tens.compute_share + rc.flops;
   f.x[kCompute] = per_micro * pipe.stage_share * pipe.slots / rates.rank_flops_per_s();
 
-  const int ops_per_micro_step = cfg.model.n_layer * 24 + 12;  // forward + backward kernels
+  int ops_per_micro_step = 0;  // forward + backward backend calls, as the modules declare them
+  for (const engine::Module* m : whole_tree.modules()) ops_per_micro_step += m->own_launches();
   f.x[kMicroSteps] = pipe.slots * pipe.stage_share * ops_per_micro_step * rates.op_overhead_s;
 
   const double n_opt = cfg.zero.stage == 0 ? P : S;

@@ -106,6 +106,11 @@ class Module {
   };
   virtual TpAllReduces tp_all_reduces() const { return {}; }
 
+  // Backend calls of this module's own forward and backward together,
+  // children excluded, for the cost model's per-call overhead: a leaf's one
+  // op each way by default, a container's none.
+  virtual int own_launches() const { return children_.empty() ? 2 : 0; }
+
  protected:
   // `shape` is the whole tensor's; a sharded parameter holds shard's piece of it.
   ParamSpec* declare_param(const std::string& local_name, std::vector<int64_t> shape,

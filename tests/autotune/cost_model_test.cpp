@@ -132,6 +132,11 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const auto g1 = step_features(cfg({{"gradient_accumulation_steps", 1}}, 2), 2, r);
   const auto g2 = step_features(cfg({{"gradient_accumulation_steps", 2}}, 2), 2, r);
   EXPECT_DOUBLE_EQ(g2.x[kMicroSteps], 2 * g1.x[kMicroSteps]);
+  // Counted from the modules: GPT-2's 24 backend calls per block (8 leaves each
+  // way, 2 residual adds, 6 gradients zeroed) and 12 around them (embedding,
+  // ln_f, lm_head and loss each way, tokens and targets in, 2 gradients zeroed).
+  const auto one = cfg({{"gradient_accumulation_steps", 1}}, 2);
+  EXPECT_DOUBLE_EQ(g1.x[kMicroSteps], (24.0 * one.model.n_layer + 12) * r.op_overhead_s);
 }
 
 // overlap_comm: each bucket's reduction starts once backward has filled it, so

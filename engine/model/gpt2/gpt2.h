@@ -40,6 +40,7 @@ class Block final : public DecoderBlock {
   uint64_t backward_flops(int B, int T) const override;
   uint64_t recompute_flops(int B, int T) const override;
   std::vector<const Module*> recompute_order() const override;
+  int own_launches() const override { return 8; }  // two residual adds, six gradients zeroed
 
   LayerNorm* ln_1;
   Module* attn;
@@ -74,6 +75,7 @@ class GPT2 final : public DecoderStack {
                                  int tensor_parts) const override;
   MemoryLayout host_activation_layout(int B, int T, kernels::DType dt,
                                       const CheckpointPlan& plan) const override;
+  int own_launches() const override { return 4; }  // tokens and targets in, two gradients zeroed
   // llm.c files and Hugging Face GPT2LMHeadModel directories.
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
