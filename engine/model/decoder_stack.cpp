@@ -85,7 +85,7 @@ void DecoderStack::set_stage(int begin, int end, bool first, bool last) {
   for (int l = 0; l < cfg_.n_layer; ++l)
     if (l < begin || l >= end) drop(*blocks_[size_t(l)]);
   if (!last)
-    for (const Module* m : head_modules()) drop(const_cast<Module&>(*m));
+    for (Module* m : {final_norm_, static_cast<Module*>(lm_head_)}) drop(*m);
 }
 
 namespace {
