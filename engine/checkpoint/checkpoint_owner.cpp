@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 // A new ModelConfig field changes its size: add the field to model_identity
 // below (and to validate_checkpoint_meta), then this figure.
-static_assert(sizeof(ModelConfig) == sizeof(std::string) + 6 * sizeof(int),
+static_assert(sizeof(ModelConfig) ==
+                  sizeof(std::string) + 8 * sizeof(int) + 2 * sizeof(double) + 8 /* bool, padded */,
               "ModelConfig changed: store the new field in model_identity()");
 
 nlohmann::json model_identity(const Config& cfg) {
@@ -26,7 +27,12 @@ nlohmann::json model_identity(const Config& cfg) {
           {"n_head", m.n_head},
           {"vocab_size", m.vocab_size},
           {"padded_vocab_size", cfg.padded_vocab()},  // resolved: 0 means "rounded up"
-          {"seq_len", m.seq_len}};
+          {"seq_len", m.seq_len},
+          {"n_kv_head", m.kv_heads()},  // resolved: 0 means n_head
+          {"intermediate_size", m.intermediate_size},
+          {"rope_theta", m.rope_theta},
+          {"norm_eps", m.norm_eps},
+          {"tie_embeddings", m.tie_embeddings}};
 }
 
 namespace {

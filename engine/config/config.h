@@ -31,6 +31,15 @@ struct ModelConfig {
   int vocab_size = 8192;
   int padded_vocab_size = 0;  // 0: vocab_size rounded up to a multiple of 128
   int seq_len = 128;          // block size: the longest sequence (wpe rows)
+  // What the Llama family varies (a family refuses values it has not: GPT-2
+  // has as many key/value heads as heads, a 4·n_embd MLP, tied embeddings).
+  int n_kv_head = 0;          // key/value heads (grouped-query attention); 0: n_head
+  int intermediate_size = 0;  // the MLP's inner width; 0: the family's default
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;  // the norms' epsilon
+  bool tie_embeddings = true;
+
+  int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 };
 
 struct DataConfig {

@@ -74,12 +74,24 @@ void parse_model(const json& block, Config& c) {
   if (auto v = r.integer("vocab_size", 1, kIntMax)) m.vocab_size = int(*v);
   if (auto v = r.integer("padded_vocab_size", 0, kIntMax)) m.padded_vocab_size = int(*v);
   if (auto v = r.integer("seq_len", 1, kIntMax)) m.seq_len = int(*v);
+  if (auto v = r.integer("n_kv_head", 0, kIntMax)) m.n_kv_head = int(*v);
+  if (auto v = r.integer("intermediate_size", 0, kIntMax)) m.intermediate_size = int(*v);
+  if (auto v = r.number("rope_theta", 1.0)) m.rope_theta = *v;
+  if (auto v = r.number("norm_eps", 0.0, 1.0, true)) m.norm_eps = *v;
+  if (auto v = r.boolean("tie_embeddings")) m.tie_embeddings = *v;
   r.finish();
+  if (m.n_head % m.kv_heads() != 0)
+    throw ConfigError(
+        fmt::format("config: hybrid.model.n_head ({}) must be divisible by "
+                    "hybrid.model.n_kv_head ({})",
+                    m.n_head, m.kv_heads()));
   if (m.n_embd % m.n_head != 0)
     throw ConfigError(
         fmt::format("config: hybrid.model.n_embd ({}) must be divisible by "
                     "hybrid.model.n_head ({})",
                     m.n_embd, m.n_head));
+  if (const std::string why = model_refusal(m); !why.empty())
+    throw ConfigError(fmt::format("config: {} (hybrid.model.type {})", why, m.type));
   if (m.padded_vocab_size != 0 && m.padded_vocab_size < m.vocab_size)
     throw ConfigError(
         fmt::format("config: hybrid.model.padded_vocab_size must be 0 (round up to a "

@@ -6,9 +6,15 @@ namespace hybrid::engine {
 
 const std::vector<FamilyInfo>& families() {
   static const std::vector<FamilyInfo> all = {
-      {"gpt2", {"GPT2LMHeadModel", "gpt2"}, gpt2_model_config_from_hf},
+      {"gpt2", {"GPT2LMHeadModel", "gpt2"}, gpt2_model_config_from_hf, gpt2_refusal},
   };
   return all;
+}
+
+std::string model_refusal(const ModelConfig& m) {
+  for (const FamilyInfo& f : families())
+    if (m.type == f.type) return f.refusal(m);
+  return "";
 }
 
 std::vector<std::string> model_types() {

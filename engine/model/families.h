@@ -17,7 +17,13 @@ struct FamilyInfo {
   const char* type;                           // hybrid.model.type
   std::vector<std::string> hf_architectures;  // config.json "architectures"[0] or "model_type"
   ModelConfig (*from_hf)(const nlohmann::json& config, const std::string& path);
+  // What in a hybrid.model the family does not run, as "hybrid.model.KEY ...:
+  // why"; "" when it runs it.
+  std::string (*refusal)(const ModelConfig& m);
 };
+
+// The family of m.type's refusal of m ("" when it runs m or m.type is unknown).
+std::string model_refusal(const ModelConfig& m);
 
 const std::vector<FamilyInfo>& families();
 

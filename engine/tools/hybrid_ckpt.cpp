@@ -29,6 +29,12 @@ ModelConfig model_of(const nlohmann::json& meta) {
   c.vocab_size = m.at("vocab_size").get<int>();
   c.padded_vocab_size = m.at("padded_vocab_size").get<int>();
   c.seq_len = m.at("seq_len").get<int>();
+  // Absent from checkpoints written before the Llama fields: the defaults.
+  c.n_kv_head = m.value("n_kv_head", c.n_kv_head);
+  c.intermediate_size = m.value("intermediate_size", c.intermediate_size);
+  c.rope_theta = m.value("rope_theta", c.rope_theta);
+  c.norm_eps = m.value("norm_eps", c.norm_eps);
+  c.tie_embeddings = m.value("tie_embeddings", c.tie_embeddings);
   return c;
 }
 

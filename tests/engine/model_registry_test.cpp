@@ -48,6 +48,34 @@ TEST(ModelRegistry, EveryTypeBuildsAModelOfItsConfigAndAnUnknownOneIsRefused) {
   }
 }
 
+// A family refuses, at parse time, what it does not vary; key/value heads
+// must divide the heads.
+TEST(ModelRegistry, AFamilyRefusesTheFieldsItDoesNotVaryNamingKeyAndValue) {
+  const std::pair<nlohmann::json, const char*> cases[] = {
+      {{{"n_head", 4}, {"n_kv_head", 2}}, "hybrid.model.n_kv_head 2: GPT-2 has as many"},
+      {{{"n_embd", 64}, {"intermediate_size", 100}}, "hybrid.model.intermediate_size 100"},
+      {{{"tie_embeddings", false}}, "hybrid.model.tie_embeddings false"},
+      {{{"rope_theta", 500000.0}}, "hybrid.model.rope_theta 500000"},
+      {{{"norm_eps", 1e-6}}, "hybrid.model.norm_eps 1e-06"},
+      {{{"n_head", 4}, {"n_kv_head", 3}},
+       "n_head (4) must be divisible by hybrid.model.n_kv_head (3)"},
+  };
+  for (const auto& [model, expected] : cases) {
+    try {
+      parse_config(test::tiny_config_json({{"hybrid", {{"model", model}}}}), 1);
+      FAIL() << model.dump() << " was taken";
+    } catch (const ConfigError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(expected)) << model.dump();
+    }
+  }
+  // GPT-2's own values are taken.
+  const auto ok = parse_config(
+      test::tiny_config_json(
+          {{"hybrid", {{"model", {{"n_head", 4}, {"n_kv_head", 4}, {"norm_eps", 1e-5}}}}}}),
+      1);
+  EXPECT_EQ(ok.model.kv_heads(), 4);
+}
+
 // An llm.c file and a Hugging Face directory of the same small GPT-2 hold the
 // same model; hybrid-data info names it with its parameter count.
 TEST(ModelRegistry, AWeightsFileOrDirectorySaysWhichModelItHolds) {

@@ -73,6 +73,24 @@ std::vector<float> transposed(const std::vector<float>& a, int64_t rows, int64_t
 
 }  // namespace
 
+std::string gpt2_refusal(const ModelConfig& m) {
+  const ModelConfig gpt2;  // the defaults are GPT-2's
+  if (m.kv_heads() != m.n_head)
+    return fmt::format("hybrid.model.n_kv_head {}: GPT-2 has as many key/value heads as heads ({})",
+                       m.n_kv_head, m.n_head);
+  if (m.intermediate_size != 0 && m.intermediate_size != 4 * m.n_embd)
+    return fmt::format("hybrid.model.intermediate_size {}: GPT-2's MLP is 4 × n_embd = {}",
+                       m.intermediate_size, 4 * m.n_embd);
+  if (!m.tie_embeddings) return "hybrid.model.tie_embeddings false: GPT-2 ties lm_head to wte";
+  if (m.rope_theta != gpt2.rope_theta)
+    return fmt::format("hybrid.model.rope_theta {}: GPT-2 has learned positions, no rotary ones",
+                       m.rope_theta);
+  if (m.norm_eps != gpt2.norm_eps)
+    return fmt::format("hybrid.model.norm_eps {}: GPT-2's layer norms use {}", m.norm_eps,
+                       gpt2.norm_eps);
+  return "";
+}
+
 ModelConfig gpt2_model_config_from_hf(const json& c, const std::string& path) {
   if (!c.is_object()) throw DataFileError(fmt::format("{}: not a JSON object", path));
   ModelConfig m;

@@ -21,6 +21,9 @@ namespace hybrid::engine {
 
 // hybrid.model from a GPT-2 config.json (`path` names it in errors).
 ModelConfig gpt2_model_config_from_hf(const nlohmann::json& config, const std::string& path);
+// What GPT-2 does not vary (key/value heads, MLP width, untied embeddings,
+// rotary positions, another epsilon), named: "" when `m` is a GPT-2.
+std::string gpt2_refusal(const ModelConfig& m);
 // config.json for `m`.
 nlohmann::json gpt2_hf_config(const ModelConfig& m);
 
