@@ -16,7 +16,6 @@ using namespace engine;
 
 namespace {
 constexpr int kMetaVersion = 1;
-constexpr const char* kModelFile = "model.bin";  // full checkpoints: the consolidated weights
 }  // namespace
 
 // The files tile each (stage, tensor-parallel rank)'s flat space once: ZeRO
@@ -92,9 +91,10 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
   if (options.full) {
     flat = gather_parameters();  // collective
     w.extra_files = [this, &flat](const std::string& root) {
-      model_->write_weights(*tree_, flat, {root + "/" + std::string(kModelFile), ""});
+      model_->write_weights(*tree_, flat, model_->full_checkpoint_files(root));
     };
-    meta["model_file"] = kModelFile;
+    const WeightFiles files = model_->full_checkpoint_files("");  // "/<name>": the name in root
+    meta["model_file"] = (files.llmc_file.empty() ? files.hf_dir : files.llmc_file).substr(1);
   }
   write_checkpoint(dir, tag, *host_comm_, meta, writes ? &mine : nullptr, w);
   log(fmt::format("saved {} checkpoint {}/{} (step {})", options.full ? "full" : "optimizer-state",

@@ -34,6 +34,22 @@ constexpr u64 kGeluFwd = 2 + 1 + 1 + 1 + 1 + 1 + 1 + 1;
 // k·(1 + 3·0.044715·x²) 4, 0.5·(1+t) + 0.5·x·sech²·inner 6, · dout 1.
 constexpr u64 kGeluBwd = 6 + 2 + 4 + 6 + 1;
 
+// RMSNorm per element: x² and sum 2, ·rstd 1, ·weight 1.
+constexpr u64 kRmsNormFwd = 2 + 1 + 1;
+// Backward per element: x̂ = x·rstd 1, g = dout·w 1, Σg·x̂ 2, dinp rstd·(g − x̂·m)
+// 3, dweight (mul, add) 2.
+constexpr u64 kRmsNormBwd = 1 + 1 + 2 + 3 + 2;
+
+// Rotary embedding per element: x·cos + partner·sin (cos and sin are per
+// position and channel pair, computed once a row).
+constexpr u64 kRope = 3;
+
+// SwiGLU per output: σ(g) 4 (neg, exp, add, div), g·σ 1, ·up 1.
+constexpr u64 kSwiGluFwd = 4 + 1 + 1;
+// Backward per output: σ 4, 1 − s 1, g·(1 − s) 1, +1 1, dout·up·s·(…) 3, dgate
+// add 1, dup = dout·g·s 2 and its add 1.
+constexpr u64 kSwiGluBwd = 4 + 1 + 1 + 1 + 3 + 1 + 2 + 1;
+
 // Cross-entropy per logit: softmax max, sub, exp, sum, div; per row: log and negate.
 constexpr u64 kXentFwdPerLogit = 5;
 constexpr u64 kXentFwdPerRow = 2;
@@ -74,6 +90,11 @@ uint64_t layernorm_backward(int64_t N, int64_t C) { return kLayerNormBwd * u64(N
 uint64_t gelu_forward(int64_t n) { return kGeluFwd * u64(n); }
 uint64_t gelu_backward(int64_t n) { return kGeluBwd * u64(n); }
 uint64_t residual_forward(int64_t n) { return u64(n); }
+uint64_t rmsnorm_forward(int64_t N, int64_t C) { return kRmsNormFwd * u64(N) * u64(C); }
+uint64_t rmsnorm_backward(int64_t N, int64_t C) { return kRmsNormBwd * u64(N) * u64(C); }
+uint64_t rope(int64_t n) { return kRope * u64(n); }
+uint64_t swiglu_forward(int64_t n) { return kSwiGluFwd * u64(n); }
+uint64_t swiglu_backward(int64_t n) { return kSwiGluBwd * u64(n); }
 
 uint64_t cross_entropy_forward(int64_t N, int64_t V) {
   return kXentFwdPerLogit * u64(N) * u64(V) + kXentFwdPerRow * u64(N);

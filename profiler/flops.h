@@ -24,6 +24,13 @@ uint64_t layernorm_backward(int64_t N, int64_t C);
 uint64_t gelu_forward(int64_t n);
 uint64_t gelu_backward(int64_t n);
 uint64_t residual_forward(int64_t n);
+uint64_t rmsnorm_forward(int64_t N, int64_t C);
+uint64_t rmsnorm_backward(int64_t N, int64_t C);
+// Rotary embedding of n elements (the rotated heads' channels), either way.
+uint64_t rope(int64_t n);
+// SwiGLU over n outputs (n gate and n up inputs).
+uint64_t swiglu_forward(int64_t n);
+uint64_t swiglu_backward(int64_t n);
 uint64_t cross_entropy_forward(int64_t N, int64_t V);
 uint64_t cross_entropy_backward(int64_t N, int64_t V);
 uint64_t adamw(int64_t n);

@@ -315,6 +315,11 @@ void check_tensor_parallel(const Config& c) {
           tp, what, n));
   };
   divides(c.model.n_head, "hybrid.model.n_head");  // n_embd then too: heads split it evenly
+  // Grouped-query attention: each rank keeps whole key/value heads beside its
+  // query heads.
+  divides(c.model.kv_heads(), "hybrid.model.n_kv_head (key/value heads)");
+  if (c.model.intermediate_size > 0)
+    divides(c.model.intermediate_size, "hybrid.model.intermediate_size");
   divides(c.padded_vocab(), "the padded vocabulary (hybrid.model.padded_vocab_size)");
   if (c.optimizer.type == "Lamb")
     throw ConfigError(fmt::format(

@@ -142,6 +142,10 @@ class CausalLM : public Module {
   // family has not is an error naming both.
   virtual void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                              const WeightFiles& out) const = 0;
+  // Where a full checkpoint under `root` keeps the consolidated weights: the
+  // family's own format (llm.c's file for GPT-2, a Hugging Face directory for
+  // families without one).
+  virtual WeightFiles full_checkpoint_files(const std::string& root) const = 0;
 };
 
 }  // namespace hybrid::engine

@@ -133,6 +133,21 @@ void DecoderStack::wire() {
   for (int l = stage_begin_; l < end_block(); ++l) wire_block_io(*blocks_[size_t(l)], l);
 }
 
+void DecoderStack::wire_head(const LayoutBuffers& a, const void* in, void* din) {
+  const size_t N = size_t(B_) * size_t(T_);
+  lm_head_->in = in;
+  lm_head_->out = a.data(lm_head_->name() + ".out");
+  lm_head_->din = din;
+  lm_head_->dout = lm_head_->out;  // dlogits are written in place over the logits
+  loss_->logits = lm_head_->out;
+  loss_->losses = a.view("loss.stats").as<float>();
+  loss_->lse = loss_->losses + N;
+  if (tp_.parts > 1) {
+    loss_->gathered_stats = a.view("loss.shards").as<float>();
+    loss_->shard_stats = loss_->gathered_stats + 2 * N * size_t(tp_.index);  // its gather slot
+  }
+}
+
 void DecoderStack::wire_block_io(DecoderBlock& b, int layer) {
   void* residual_in = acts().data(block_input_entry(plan(), layer));
   b.residual_in = residual_in;
@@ -210,7 +225,7 @@ std::vector<float> DecoderStack::initial_parameters(const ModuleTree& tree, uint
         std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
         std::normal_distribution<float> dist(0.0f, p->init_std);
         int64_t n = p->full_numel();
-        if (p == token_embedding_)
+        if (p == token_embedding_ || p == lm_head_->weight())
           n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
         for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);
         break;
@@ -218,6 +233,72 @@ std::vector<float> DecoderStack::initial_parameters(const ModuleTree& tree, uint
     }
   }
   return flat;
+}
+
+MemoryLayout DecoderStack::activation_layout(int B, int T, DType dt, uint64_t attention_saved_bytes,
+                                             const CheckpointPlan& plan,
+                                             const ActivationStage& stage, int tensor_parts) const {
+  const int begin = stage.begin, end = stage.end < 0 ? cfg_.n_layer : stage.end;
+  const ActivationSizes z{uint64_t(B) * uint64_t(T), uint64_t(cfg_.n_embd), kernels::dtype_size(dt),
+                          uint64_t(tensor_parts), attention_saved_bytes};
+  const uint64_t N = z.N, C = z.C, d = z.d;
+  MemoryLayout l;
+  const AddActivation add = [&](std::string name, uint64_t elements, uint64_t size,
+                                std::string owner) {
+    l.add(std::move(name), elements, size, MemCategory::activations, false, Residency::resident,
+          std::move(owner));
+  };
+  // Inputs first: the engine copies tokens/targets here (see Engine::forward).
+  add("tokens", N, 4, "");
+  add("targets", N, 4, "");
+  // A block's input is the previous block's output (the embedding's for block 0)
+  // unless it waits in host memory: then it passes through a device slot.
+  auto keeps_input = [&](int layer) {
+    return block_input_entry(plan, layer).rfind("checkpoint.slot.", 0) != 0;
+  };
+  if (keeps_input(0) && stage.first) add(block_input_entry(plan, 0), N * C, d, embedding_->name());
+  // A later stage receives its input where the previous block would have left it.
+  if (keeps_input(begin) && !stage.first) add(block_input_entry(plan, begin), N * C, d, "");
+  // Shared by every layer: the branch outputs' scratch and the gradient buffers.
+  add("branch_out", N * C, d, "");
+  add("grad.residual", N * C, d, "");  // one gradient buffer for the whole residual stream
+  shared_activations(z, add);
+  // Checkpointed blocks: one set of internals for all of them, rewritten by each
+  // block's forward and again by its recomputation in backward.
+  if (plan.any()) block_activations("recompute", "", z, add);
+  const int slot_end = stage.last ? end : end + 1;  // the output may go to the next stage's slot
+  for (int slot = 0; slot < 2; ++slot)
+    for (int layer = begin + (begin + slot) % 2; layer < slot_end; layer += 2)
+      if (plan.input_on_host(layer)) {
+        add("checkpoint.slot." + std::to_string(slot), N * C, d, "");
+        break;
+      }
+  for (int layer = begin; layer < end; ++layer) {
+    const std::string& h = blocks_[size_t(layer)]->name();
+    if (!plan.checkpointed(layer)) block_activations(h, h, z, add);
+    if (keeps_input(layer + 1)) add(block_input_entry(plan, layer + 1), N * C, d, h);
+  }
+  if (!stage.last) return l;
+  head_norm_activations(z, add);
+  const uint64_t tp = z.tp;
+  add(lm_head_->name() + ".out", N * uint64_t(Vp_) / tp, d,
+      lm_head_->name());                                         // logits, then dlogits in place
+  add("loss.stats", 2 * N, 4, loss_->name());                    // per-token losses, log-sum-exp
+  if (tp > 1) add("loss.shards", 2 * N * tp, 4, loss_->name());  // every shard's lse, target
+  return l;
+}
+
+MemoryLayout DecoderStack::host_activation_layout(int B, int T, DType dt,
+                                                  const CheckpointPlan& plan) const {
+  const uint64_t N = uint64_t(B) * uint64_t(T), C = uint64_t(cfg_.n_embd);
+  MemoryLayout l;
+  for (int layer = 0; layer < cfg_.n_layer; ++layer)
+    if (plan.input_on_host(layer)) {
+      const std::string& h = blocks_[size_t(layer)]->name();
+      l.add(h + ".input", N * C, kernels::dtype_size(dt), MemCategory::activations, false,
+            Residency::resident, h);
+    }
+  return l;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 // wire_block) and reads and writes its weight formats.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,17 @@ class DecoderStack : public CausalLM {
   void set_tensor_slice(TensorSlice tp) override;
   TensorSlice tensor_slice() const override { return tp_; }
 
+  // The activations every family shares (inputs, the residual stream between
+  // blocks or the device slots of inputs kept in host memory, the checkpointed
+  // blocks' scratch, the head's projection and the loss) around the family's
+  // own (shared_activations, block_activations, head_norm_activations).
+  MemoryLayout activation_layout(int B, int T, kernels::DType dt, uint64_t attention_saved_bytes,
+                                 const CheckpointPlan& plan, const ActivationStage& stage,
+                                 int tensor_parts) const final;
+  // The inputs of checkpointed blocks when the plan keeps them in host memory.
+  MemoryLayout host_activation_layout(int B, int T, kernels::DType dt,
+                                      const CheckpointPlan& plan) const final;
+
   const CheckpointPlan& checkpoint_plan() const override { return checkpoints_.plan(); }
   CheckpointTimes take_checkpoint_times() override { return checkpoints_.take_times(); }
   std::vector<const Module*> backward_order(const CheckpointPlan& plan) const override;
@@ -71,6 +83,23 @@ class DecoderStack : public CausalLM {
   // Adds every module cut for `tp` (the children are cleared first) and sets
   // the stack's pointers below; refuses a slice the shapes do not split into.
   virtual void build(TensorSlice tp) = 0;
+  // Sizes of one micro-batch's activations: N = B·T tokens, C the width, d the
+  // element size, tp the tensor-parallel parts, the backend's attention state.
+  struct ActivationSizes {
+    uint64_t N, C, d, tp, attention_saved;
+  };
+  // Adds a layout entry: name, elements, element size, and the module that
+  // keeps it for backward ("" when shared).
+  using AddActivation = std::function<void(std::string, uint64_t, uint64_t, std::string)>;
+  // The family's gradient and scratch buffers that every block shares.
+  virtual void shared_activations(const ActivationSizes& s, const AddActivation& add) const = 0;
+  // What one block keeps for backward, its entries named h + suffix; owned by
+  // owner_prefix + suffix, or by none when owner_prefix is empty (the
+  // checkpointed blocks' shared set).
+  virtual void block_activations(const std::string& h, const std::string& owner_prefix,
+                                 const ActivationSizes& s, const AddActivation& add) const = 0;
+  // The final norm's output, statistics and gradient buffer.
+  virtual void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const = 0;
   // Wires the embedding (first stage) and the head (last stage): the entries
   // of block_input_entry(plan, 0) and (plan, n_layer) hold their output and
   // input; gradient buffers to zero before backward go to head_grad_scratch_.
@@ -79,6 +108,9 @@ class DecoderStack : public CausalLM {
   // (its name, or "recompute" when checkpointed).
   virtual void wire_block(DecoderBlock& b, int layer, const std::string& h,
                           const LayoutBuffers& a) = 0;
+
+  // Wires lm_head (its input `in` and that input's gradient `din`) and the loss.
+  void wire_head(const LayoutBuffers& a, const void* in, void* din);
 
   const LayoutBuffers& acts() const { return slots_[size_t(slot_)].activations; }
   const CheckpointPlan& plan() const { return checkpoints_.plan(); }

@@ -12,6 +12,10 @@
 
 namespace hybrid::engine {
 
+void throw_bad_hf_key(const std::string& path, const char* key, const nlohmann::json& value) {
+  throw DataFileError(fmt::format("{}: \"{}\" is {}", path, key, base::describe_json(value)));
+}
+
 bool is_hf_directory(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec) &&
@@ -44,20 +48,33 @@ ModelConfig read_hf_model_config(const std::string& dir) {
 }
 
 void check_model_agrees(const nlohmann::json& given, const ModelConfig& d, const std::string& dir) {
-  const std::pair<const char*, std::string> ours[] = {{"type", d.type},
-                                                      {"n_layer", std::to_string(d.n_layer)},
-                                                      {"n_embd", std::to_string(d.n_embd)},
-                                                      {"n_head", std::to_string(d.n_head)},
-                                                      {"vocab_size", std::to_string(d.vocab_size)},
-                                                      {"seq_len", std::to_string(d.seq_len)}};
+  using nlohmann::json;
+  const std::pair<const char*, json> ours[] = {{"type", d.type},
+                                               {"n_layer", d.n_layer},
+                                               {"n_embd", d.n_embd},
+                                               {"n_head", d.n_head},
+                                               {"n_kv_head", d.kv_heads()},
+                                               {"vocab_size", d.vocab_size},
+                                               {"seq_len", d.seq_len},
+                                               {"intermediate_size", d.intermediate_size},
+                                               {"rope_theta", d.rope_theta},
+                                               {"norm_eps", d.norm_eps},
+                                               {"tie_embeddings", d.tie_embeddings}};
+  auto same = [](const json& a, const json& b) {
+    return a.is_number() && b.is_number() ? a.get<double>() == b.get<double>() : a == b;
+  };
   for (const auto& [key, value] : ours) {
     if (!given.contains(key)) continue;
-    const auto& v = given[key];
-    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-    if (text != value)
+    const json& v = given[key];
+    // 0 means the family's default, as the parser reads it: n_head key/value
+    // heads, GPT-2's 4 × n_embd (which its config.json leaves unset).
+    const std::string k = key;
+    if ((k == "intermediate_size" || k == "n_kv_head") && (v == 0 || value == 0)) continue;
+    if (!same(v, value))
       throw ConfigError(fmt::format(
-          "config: hybrid.model.{} is {}, but {}/config.json (hybrid.init_from) says {}", key, text,
-          dir, value));
+          "config: hybrid.model.{} is {}, but {}/config.json (hybrid.init_from) says {}", key,
+          v.is_string() ? v.get<std::string>() : v.dump(), dir,
+          value.is_string() ? value.get<std::string>() : value.dump()));
   }
 }
 

@@ -11,6 +11,20 @@
 
 namespace hybrid::engine {
 
+// A key of config.json, or HF's default when it is absent (or null); a value
+// of another type throws DataFileError naming `path`, the key and the value.
+[[noreturn]] void throw_bad_hf_key(const std::string& path, const char* key,
+                                   const nlohmann::json& value);
+template <class T>
+T hf_key(const nlohmann::json& c, const char* key, T fallback, const std::string& path) {
+  if (!c.contains(key) || c[key].is_null()) return fallback;
+  try {
+    return c[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw_bad_hf_key(path, key, c[key]);
+  }
+}
+
 // A directory holding config.json.
 bool is_hf_directory(const std::string& path);
 

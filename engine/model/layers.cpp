@@ -11,31 +11,31 @@ namespace fl = profiler::flops;
 Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C, TensorSlice tp)
     : Module(std::move(name), "Embedding"), C_(C), tp_(tp) {
   wte_ = declare_param("wte", {padded_vocab, C}, ParamInit::normal, 0.02f,
-                       {.dim = 0, .parts = tp.parts, .index = tp.index});
-  wpe_ = declare_param("wpe", {max_seq, C}, ParamInit::normal, 0.01f);
+                       {.dim = 0, .groups = {}, .parts = tp.parts, .index = tp.index});
+  if (max_seq > 0) wpe_ = declare_param("wpe", {max_seq, C}, ParamInit::normal, 0.01f);
   vocab_rows_ = int(wte_->shape[0]);
   vocab_begin_ = tp.index * vocab_rows_;
 }
 
 void Embedding::forward(ExecutionContext& ctx) {
-  if (tp_.parts == 1)
+  if (tp_.parts == 1 && wpe_)
     return ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
                                          ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
   // Every token's row is on one rank; wpe is added once, before the sum.
   ctx.backend().encoder_shard_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
-                                      tp_.index == 0 ? ctx.param(*wpe_) : nullptr, ctx.B(), ctx.T(),
-                                      C_, vocab_begin_, vocab_rows_);
-  ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(C_));
+                                      wpe_ && tp_.index == 0 ? ctx.param(*wpe_) : nullptr, ctx.B(),
+                                      ctx.T(), C_, vocab_begin_, vocab_rows_);
+  if (tp_.parts > 1) ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(C_));
 }
 
 // dout is whole on every rank: each updates its own rows, and all of wpe alike.
 void Embedding::backward(ExecutionContext& ctx) {
-  if (tp_.parts == 1)
+  if (tp_.parts == 1 && wpe_)
     return ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
                                           ctx.tokens(), ctx.B(), ctx.T(), C_);
-  ctx.backend().encoder_shard_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
-                                       ctx.tokens(), ctx.B(), ctx.T(), C_, vocab_begin_,
-                                       vocab_rows_);
+  ctx.backend().encoder_shard_backward(ctx.dtype(), ctx.grad(*wte_),
+                                       wpe_ ? ctx.grad(*wpe_) : nullptr, dout, ctx.tokens(),
+                                       ctx.B(), ctx.T(), C_, vocab_begin_, vocab_rows_);
 }
 
 LayerNorm::LayerNorm(std::string name, int C) : Module(std::move(name), "LayerNorm"), C_(C) {
@@ -60,6 +60,54 @@ uint64_t LayerNorm::backward_flops(int B, int T) const {
   return fl::layernorm_backward(int64_t(B) * T, C_);
 }
 
+RMSNorm::RMSNorm(std::string name, int C, float eps)
+    : Module(std::move(name), "RMSNorm"), C_(C), eps_(eps) {
+  weight_ = declare_param("weight", {C}, ParamInit::ones);
+}
+
+void RMSNorm::forward(ExecutionContext& ctx) {
+  ctx.backend().rmsnorm_forward(ctx.dtype(), out, rstd, in, ctx.param(*weight_), ctx.B() * ctx.T(),
+                                C_, eps_);
+}
+
+void RMSNorm::backward(ExecutionContext& ctx) {
+  ctx.backend().rmsnorm_backward(ctx.dtype(), din, ctx.grad(*weight_), dout, in,
+                                 ctx.param(*weight_), rstd, ctx.B() * ctx.T(), C_);
+}
+
+uint64_t RMSNorm::forward_flops(int B, int T) const {
+  return fl::rmsnorm_forward(int64_t(B) * T, C_);
+}
+uint64_t RMSNorm::backward_flops(int B, int T) const {
+  return fl::rmsnorm_backward(int64_t(B) * T, C_);
+}
+
+void Rope::forward(ExecutionContext& ctx) {
+  ctx.backend().rope_forward(ctx.dtype(), qkv, nullptr, ctx.B() * ctx.T(), ctx.T(), stride_, heads_,
+                             head_dim_, theta_);
+}
+void Rope::backward(ExecutionContext& ctx) {
+  ctx.backend().rope_backward(ctx.dtype(), dqkv, nullptr, ctx.B() * ctx.T(), ctx.T(), stride_,
+                              heads_, head_dim_, theta_);
+}
+uint64_t Rope::forward_flops(int B, int T) const {
+  return fl::rope(int64_t(B) * T * heads_ * head_dim_);
+}
+uint64_t Rope::backward_flops(int B, int T) const { return forward_flops(B, T); }
+
+void SwiGlu::forward(ExecutionContext& ctx) {
+  ctx.backend().swiglu_forward(ctx.dtype(), out, gate_up, ctx.B() * ctx.T(), width_);
+}
+void SwiGlu::backward(ExecutionContext& ctx) {
+  ctx.backend().swiglu_backward(ctx.dtype(), dgate_up, dout, gate_up, ctx.B() * ctx.T(), width_);
+}
+uint64_t SwiGlu::forward_flops(int B, int T) const {
+  return fl::swiglu_forward(int64_t(B) * T * width_);
+}
+uint64_t SwiGlu::backward_flops(int B, int T) const {
+  return fl::swiglu_backward(int64_t(B) * T * width_);
+}
+
 Linear::Linear(std::string name, int in_features, int out_features, bool bias, float init_std,
                ParamSpec* tied_weight, LinearSplit split)
     : Module(std::move(name), "Linear"), K_(in_features), N_(out_features), split_(split) {
@@ -70,10 +118,11 @@ Linear::Linear(std::string name, int in_features, int out_features, bool bias, f
     weight_ = tied_weight;
     use_param(tied_weight);
   } else {
-    weight_ = declare_param("weight", {out_features, in_features}, ParamInit::normal, init_std,
-                            column ? rows
-                            : row  ? TensorShard{.dim = 1, .parts = tp.parts, .index = tp.index}
-                                   : TensorShard{});
+    weight_ = declare_param(
+        "weight", {out_features, in_features}, ParamInit::normal, init_std,
+        column ? rows
+        : row  ? TensorShard{.dim = 1, .groups = {}, .parts = tp.parts, .index = tp.index}
+               : TensorShard{});
   }
   if (bias)
     bias_ = declare_param("bias", {out_features}, ParamInit::zeros, 0.0f,

@@ -1,4 +1,4 @@
-// Leaf modules of a GPT-2: each wraps one backend op family. Their activation
+// Leaf modules the families build from: each wraps one backend op family. Their activation
 // buffers are wired by the model when the micro-batch shape is known (bind), so
 // forward/backward take only the context. Every gradient they write follows the
 // ops' "+=" contract; the caller zeroes gradient buffers before a backward pass.
@@ -9,7 +9,8 @@
 
 namespace hybrid::engine {
 
-// Token + position embedding: out = wte[tokens] + wpe[0..T). Tensor parallel:
+// Token + position embedding: out = wte[tokens] + wpe[0..T); max_seq 0: no
+// learned positions (wpe null; rotary families), out = wte[tokens]. Tensor parallel:
 // each rank holds padded_vocab/parts rows of wte (a vocabulary shard); its
 // tokens' rows, summed over the group, make the embedding.
 class Embedding final : public Module {
@@ -26,7 +27,7 @@ class Embedding final : public Module {
 
  private:
   ParamSpec* wte_;
-  ParamSpec* wpe_;
+  ParamSpec* wpe_ = nullptr;
   int C_;
   TensorSlice tp_;
   int vocab_begin_ = 0, vocab_rows_ = 0;  // this rank's shard of wte
@@ -57,12 +58,12 @@ class LayerNorm final : public Module {
 // output features (its input is whole on every rank, so the input's gradient is
 // summed over the group in backward); a row-parallel one holds a block of the
 // input features (its partial outputs are summed over the group in forward,
-// the bias added once). `groups` stacked matrices (c_attn's q, k, v) are each
-// cut alike.
+// the bias added once). Stacked matrices (`groups`: their output features;
+// GPT-2's q, k, v; Llama's q, k, v heads and gate, up) are each cut alike.
 struct LinearSplit {
   enum Mode { none, column, row } mode = none;
   TensorSlice tp;
-  int groups = 1;
+  std::vector<int64_t> groups;  // empty: one matrix
 };
 
 // out[B·T, N] = in[B·T, K] · weightᵀ + bias. With `tied_weight`, the weight is
@@ -77,6 +78,7 @@ class Linear final : public Module {
   uint64_t backward_flops(int B, int T) const override;
   int in_features() const { return K_; }
   int out_features() const { return N_; }
+  ParamSpec* weight() const { return weight_; }
   // Every column-parallel layer's input needs its gradient (din wired).
   TpAllReduces tp_all_reduces() const override {
     if (split_.tp.parts == 1) return {};
@@ -108,6 +110,72 @@ class Gelu final : public Module {
   const void* in = nullptr;
   void* out = nullptr;
   void* din = nullptr;
+  const void* dout = nullptr;
+
+ private:
+  int width_;
+};
+
+// RMSNorm (the Llama family): out = x·rstd·weight, rstd = 1/√(mean(x²) + eps)
+// in fp32, saved [B·T] for backward.
+class RMSNorm final : public Module {
+ public:
+  RMSNorm(std::string name, int C, float eps);
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+  uint64_t forward_flops(int B, int T) const override;
+  uint64_t backward_flops(int B, int T) const override;
+
+  const void* in = nullptr;
+  void* out = nullptr;
+  float* rstd = nullptr;
+  void* din = nullptr;
+  const void* dout = nullptr;
+
+ private:
+  ParamSpec* weight_;
+  int C_;
+  float eps_;
+};
+
+// Rotary position embedding (rotate-half) of the query and key heads of a
+// packed qkv [B, T, (n_head + 2·n_kv_head)·head_dim], in place: forward turns
+// qkv after its projection, backward turns the gradient dqkv back before the
+// projection's backward reads it. Positions are 0..T-1 in every row.
+class Rope final : public Module {
+ public:
+  Rope(std::string name, int n_head, int n_kv_head, int head_dim, float theta)
+      : Module(std::move(name), "Rope"),
+        heads_(n_head + n_kv_head),
+        stride_((n_head + 2 * n_kv_head) * head_dim),
+        head_dim_(head_dim),
+        theta_(theta) {}
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+  uint64_t forward_flops(int B, int T) const override;
+  uint64_t backward_flops(int B, int T) const override;
+
+  void* qkv = nullptr;
+  void* dqkv = nullptr;
+
+ private:
+  int heads_, stride_, head_dim_;
+  float theta_;
+};
+
+// SwiGLU: gate_up [B·T, 2·width] (gate, then up) → out [B·T, width] =
+// silu(gate)·up.
+class SwiGlu final : public Module {
+ public:
+  SwiGlu(std::string name, int width) : Module(std::move(name), "SwiGLU"), width_(width) {}
+  void forward(ExecutionContext& ctx) override;
+  void backward(ExecutionContext& ctx) override;
+  uint64_t forward_flops(int B, int T) const override;
+  uint64_t backward_flops(int B, int T) const override;
+
+  const void* gate_up = nullptr;
+  void* out = nullptr;
+  void* dgate_up = nullptr;
   const void* dout = nullptr;
 
  private:

@@ -1,6 +1,7 @@
 #include "engine/model/module.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -28,11 +29,19 @@ ParamSpec* Module::declare_param(const std::string& local_name, std::vector<int6
   spec->full_shape = shape;
   if (!shard.replicated()) {
     const auto d = size_t(shard.dim);
-    if (d >= shape.size() || shape[d] % (int64_t(shard.groups) * shard.parts) != 0)
+    const int64_t extent = d < shape.size() ? shape[d] : 0;
+    int64_t stacked = 0;
+    bool whole_pieces = true;
+    for (int64_t rows : shard.groups) {
+      stacked += rows;
+      whole_pieces = whole_pieces && rows % shard.parts == 0;
+    }
+    if (shard.groups.empty()) stacked = extent, whole_pieces = extent % shard.parts == 0;
+    if (d >= shape.size() || stacked != extent || !whole_pieces)
       throw std::invalid_argument(fmt::format(
-          "{}: dimension {} of {} elements does not split into "
-          "{} group(s) of {} parts",
-          spec->name, shard.dim, d < shape.size() ? shape[d] : 0, shard.groups, shard.parts));
+          "{}: dimension {} of {} elements does not split into {} part(s){}", spec->name, shard.dim,
+          extent, shard.parts,
+          shard.groups.empty() ? "" : fmt::format(" per stacked matrix of {}", shard.groups)));
     shape[d] /= shard.parts;
   }
   spec->shard = shard;

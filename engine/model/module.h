@@ -18,13 +18,15 @@ enum class ParamInit : uint8_t { normal, zeros, ones };
 // Tensor parallelism (Megatron): which piece of the whole tensor this rank
 // holds. dim -1: all of it (replicated over the tensor-parallel group); 0: a
 // block of rows (output features, vocabulary); 1: a block of columns (input
-// features). Along dim 0 the tensor may stack `groups` matrices (c_attn's q, k
-// and v), each cut alike so a rank's rows hold whole heads of each.
+// features). Along dim 0 the tensor may stack matrices of `groups` rows each
+// (GPT-2's c_attn: q, k, v of n_embd rows; Llama's qkv: n_embd, then the key
+// and value heads' rows; its gate_up: two of intermediate_size), each cut
+// alike so a rank's rows hold whole heads of each.
 struct TensorShard {
   int dim = -1;
-  int groups = 1;
-  int parts = 1;  // tensor_model_parallel_size
-  int index = 0;  // this rank's piece
+  std::vector<int64_t> groups;  // rows of each stacked matrix; empty: one
+  int parts = 1;                // tensor_model_parallel_size
+  int index = 0;                // this rank's piece
   bool replicated() const { return dim < 0 || parts == 1; }
 };
 

@@ -10,6 +10,7 @@
 #include "engine/model/gpt2/gpt2.h"
 #include "engine/model/gpt2/llmc_checkpoint.h"
 #include "engine/model/hf_directory.h"
+#include "engine/model/llama/llama.h"
 
 namespace hybrid::engine {
 
@@ -33,6 +34,7 @@ Factory factory() {
 const std::vector<Family>& factories() {
   static const std::vector<Family> all = {
       {"gpt2", factory<GPT2>()},
+      {"llama", factory<Llama>()},
   };
   return all;
 }

@@ -22,11 +22,15 @@ void for_each_shard_run(const ParamSpec& p, int index, Fn&& fn) {
   if (s.replicated()) return fn(int64_t(0), int64_t(0), p.numel);
   const int64_t rows = p.full_shape[0];
   const int64_t inner = p.full_numel() / rows;  // elements per row
-  if (s.dim == 0) {                             // each group's block of rows
-    const int64_t group_rows = rows / s.groups, piece_rows = group_rows / s.parts;
-    for (int64_t g = 0; g < s.groups; ++g)
-      fn(g * piece_rows * inner, (g * group_rows + s.index * piece_rows) * inner,
-         piece_rows * inner);
+  if (s.dim == 0) {                             // each stacked matrix's block of rows
+    const std::vector<int64_t> groups = s.groups.empty() ? std::vector<int64_t>{rows} : s.groups;
+    int64_t whole_row = 0, piece_row = 0;
+    for (int64_t group_rows : groups) {
+      const int64_t piece_rows = group_rows / s.parts;
+      fn(piece_row * inner, (whole_row + s.index * piece_rows) * inner, piece_rows * inner);
+      whole_row += group_rows;
+      piece_row += piece_rows;
+    }
     return;
   }
   const int64_t piece_cols = inner / s.parts;  // dim 1: a block of every row

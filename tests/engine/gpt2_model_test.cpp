@@ -215,11 +215,11 @@ TEST(Gpt2Model, ActivationLayoutMatchesAllocation) {
   auto cfg = test::tiny_config();
   auto e = initialize(cfg, make_model(cfg), quiet());
   const auto stats = e->allocator().stats();
-  const auto layout = engine::gpt2_activation_layout(
-      cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
-      cfg.param_dtype(),
+  const auto layout = e->model().activation_layout(
+      cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, cfg.param_dtype(),
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                         cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
+                                         cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head),
+      {}, {}, 1);
   EXPECT_EQ(stats.current[size_t(engine::MemCategory::activations)], layout.resident_total());
 }
 

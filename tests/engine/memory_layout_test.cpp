@@ -76,11 +76,11 @@ TEST(MemoryLayout, BuffersAllocateExactlyTheResidentEntries) {
 TEST(MemoryLayout, ModuleActivationBytesAreTheOwnedEntries) {
   const auto cfg = test::tiny_config({{"bf16", {{"enabled", true}}}});
   auto e = initialize(cfg, make_model(cfg), test::quiet());
-  const auto layout = engine::gpt2_activation_layout(
-      cfg.model, cfg.padded_vocab(), cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len,
-      cfg.param_dtype(),
+  const auto layout = e->model().activation_layout(
+      cfg.train_micro_batch_size_per_gpu, cfg.model.seq_len, cfg.param_dtype(),
       e->backend().attention_saved_bytes(cfg.param_dtype(), cfg.train_micro_batch_size_per_gpu,
-                                         cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head));
+                                         cfg.model.seq_len, cfg.model.n_embd, cfg.model.n_head),
+      {}, {}, 1);
   uint64_t owned = 0, block0 = 0;
   for (const auto& entry : layout.entries()) {
     if (!entry.owner.empty()) owned += entry.bytes();

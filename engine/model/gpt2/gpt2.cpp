@@ -16,8 +16,8 @@ Block::Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp)
   const float proj_std = 0.02f / std::sqrt(2.0f * float(n_layer));
   // Megatron's split: c_attn and c_fc by output features (whole heads of q, k
   // and v each), the c_proj layers by input features.
-  const LinearSplit column{LinearSplit::column, tp}, qkv{LinearSplit::column, tp, 3},
-      row{LinearSplit::row, tp};
+  const LinearSplit column{LinearSplit::column, tp, {}}, qkv{LinearSplit::column, tp, {C, C, C}},
+      row{LinearSplit::row, tp, {}};
   ln_1 = add_child<LayerNorm>(name + ".ln_1", C);
   auto* a = add_child<Sequential>(name + ".attn", "CausalSelfAttention");
   c_attn = a->add<Linear>(name + ".attn.c_attn", C, 3 * C, true, 0.02f, nullptr, qkv);
@@ -113,25 +113,13 @@ void GPT2::build(TensorSlice tp) {
   ln_f = add_child<LayerNorm>("ln_f", cfg.n_embd);
   // Column-parallel over the vocabulary: each rank's logits are its shard's.
   lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte(),
-                              LinearSplit{LinearSplit::column, tp});
+                              LinearSplit{LinearSplit::column, tp, {}});
   ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_, tp);
   embedding_ = embedding;
   token_embedding_ = tied_ = embedding->wte();
   final_norm_ = ln_f;
   lm_head_ = lm_head;
   loss_ = ce_;
-}
-
-MemoryLayout GPT2::activation_layout(int B, int T, DType dt, uint64_t attention_saved_bytes,
-                                     const CheckpointPlan& plan, const ActivationStage& stage,
-                                     int tensor_parts) const {
-  return gpt2_activation_layout(cfg_, Vp_, B, T, dt, attention_saved_bytes, plan, stage,
-                                tensor_parts);
-}
-
-MemoryLayout GPT2::host_activation_layout(int B, int T, DType dt,
-                                          const CheckpointPlan& plan) const {
-  return gpt2_host_activation_layout(cfg_, B, T, dt, plan);
 }
 
 void GPT2::wire_ends(const LayoutBuffers& a) {
@@ -148,18 +136,7 @@ void GPT2::wire_ends(const LayoutBuffers& a) {
   ln_f->din = a.data("grad.residual");
   ln_f->dout = a.data("grad.ln_f");
 
-  lm_head->in = ln_f->out;
-  lm_head->out = a.data("lm_head.out");
-  lm_head->din = a.data("grad.ln_f");
-  lm_head->dout = lm_head->out;  // dlogits are written in place over the logits
-
-  ce_->logits = lm_head->out;
-  ce_->losses = a.view("loss.stats").as<float>();
-  ce_->lse = ce_->losses + N;
-  if (tp_.parts > 1) {
-    ce_->gathered_stats = a.view("loss.shards").as<float>();
-    ce_->shard_stats = ce_->gathered_stats + 2 * N * size_t(tp_.index);  // its slot in the gather
-  }
+  wire_head(a, ln_f->out, a.data("grad.ln_f"));
   for (const char* g : {"grad.residual", "grad.ln_f"})
     head_grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
 }

@@ -15,19 +15,6 @@
 
 namespace hybrid::engine {
 
-// GPT-2's activations (gpt2_layout.cpp; CausalLM::activation_layout).
-// Tensor parallelism cuts the attention, MLP and logits by tensor_parts
-// (attention_saved_bytes is then the backend's for n_embd/tensor_parts channels
-// and n_head/tensor_parts heads).
-MemoryLayout gpt2_activation_layout(const ModelConfig& m, int padded_vocab, int B, int T,
-                                    kernels::DType dt, uint64_t attention_saved_bytes,
-                                    const CheckpointPlan& plan = {},
-                                    const ActivationStage& stage = {}, int tensor_parts = 1);
-// The host memory of activations: the inputs of checkpointed blocks when the plan
-// keeps them there (cpu_checkpointing); empty otherwise.
-MemoryLayout gpt2_host_activation_layout(const ModelConfig& m, int B, int T, kernels::DType dt,
-                                         const CheckpointPlan& plan);
-
 class Block final : public DecoderBlock {
  public:
   Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp = {});
@@ -70,16 +57,14 @@ class GPT2 final : public DecoderStack {
   // ParamSpecs hold this rank's pieces and how they sit in the whole tensors).
   GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp = {});
 
-  MemoryLayout activation_layout(int B, int T, kernels::DType dt, uint64_t attention_saved_bytes,
-                                 const CheckpointPlan& plan, const ActivationStage& stage,
-                                 int tensor_parts) const override;
-  MemoryLayout host_activation_layout(int B, int T, kernels::DType dt,
-                                      const CheckpointPlan& plan) const override;
   int own_launches() const override { return 4; }  // tokens and targets in, two gradients zeroed
   // llm.c files and Hugging Face GPT2LMHeadModel directories.
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                      const WeightFiles& out) const override;
+  WeightFiles full_checkpoint_files(const std::string& root) const override {
+    return {root + "/model.bin", ""};
+  }
 
   // The modules as GPT-2's (the stack's pointers, typed).
   Embedding* embedding;
@@ -90,6 +75,11 @@ class GPT2 final : public DecoderStack {
 
  private:
   void build(TensorSlice tp) override;
+  // gpt2_layout.cpp
+  void shared_activations(const ActivationSizes& s, const AddActivation& add) const override;
+  void block_activations(const std::string& h, const std::string& owner_prefix,
+                         const ActivationSizes& s, const AddActivation& add) const override;
+  void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const override;
   void wire_ends(const LayoutBuffers& a) override;
   void wire_block(DecoderBlock& b, int layer, const std::string& h,
                   const LayoutBuffers& a) override;

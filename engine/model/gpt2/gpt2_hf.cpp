@@ -11,23 +11,13 @@
 #include "base/json_read.h"
 #include "engine/data/data_file_error.h"
 #include "engine/data/safetensors.h"
+#include "engine/model/hf_directory.h"
 
 namespace hybrid::engine {
 
 namespace {
 
 using nlohmann::json;
-
-// A key of config.json, or HF's default when it is absent (or null).
-template <class T>
-T key_or(const json& c, const char* key, T fallback, const std::string& path) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  try {
-    return c[key].get<T>();
-  } catch (const json::exception&) {
-    throw DataFileError(fmt::format("{}: \"{}\" is {}", path, key, base::describe_json(c[key])));
-  }
-}
 
 [[noreturn]] void unsupported(const std::string& path, const char* key, const std::string& value,
                               const std::string& ours) {
@@ -95,11 +85,11 @@ ModelConfig gpt2_model_config_from_hf(const json& c, const std::string& path) {
   if (!c.is_object()) throw DataFileError(fmt::format("{}: not a JSON object", path));
   ModelConfig m;
   m.type = "gpt2";
-  m.n_layer = key_or(c, "n_layer", 12, path);
-  m.n_embd = key_or(c, "n_embd", 768, path);
-  m.n_head = key_or(c, "n_head", 12, path);
-  m.vocab_size = key_or(c, "vocab_size", 50257, path);
-  m.seq_len = key_or(c, "n_positions", 1024, path);
+  m.n_layer = hf_key(c, "n_layer", 12, path);
+  m.n_embd = hf_key(c, "n_embd", 768, path);
+  m.n_head = hf_key(c, "n_head", 12, path);
+  m.vocab_size = hf_key(c, "vocab_size", 50257, path);
+  m.seq_len = hf_key(c, "n_positions", 1024, path);
   for (const auto& [key, v] : {std::pair{"n_layer", m.n_layer}, std::pair{"n_embd", m.n_embd},
                                std::pair{"n_head", m.n_head}, std::pair{"vocab_size", m.vocab_size},
                                std::pair{"n_positions", m.seq_len}})
@@ -108,23 +98,23 @@ ModelConfig gpt2_model_config_from_hf(const json& c, const std::string& path) {
   if (m.n_embd % m.n_head != 0)
     throw DataFileError(
         fmt::format("{}: n_head ({}) does not divide n_embd ({})", path, m.n_head, m.n_embd));
-  const auto act = key_or<std::string>(c, "activation_function", "gelu_new", path);
+  const auto act = hf_key<std::string>(c, "activation_function", "gelu_new", path);
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
     unsupported(path, "activation_function", '"' + act + '"', "GELU's tanh form (\"gelu_new\")");
-  const double eps = key_or(c, "layer_norm_epsilon", 1e-5, path);
+  const double eps = hf_key(c, "layer_norm_epsilon", 1e-5, path);
   if (std::abs(eps - 1e-5) > 1e-12)
     unsupported(path, "layer_norm_epsilon", fmt::format("{:g}", eps), "1e-05");
-  const int inner = key_or(c, "n_inner", 4 * m.n_embd, path);
+  const int inner = hf_key(c, "n_inner", 4 * m.n_embd, path);
   if (inner != 4 * m.n_embd)
     unsupported(path, "n_inner", std::to_string(inner),
                 fmt::format("4 × n_embd ({})", 4 * m.n_embd));
-  if (!key_or(c, "tie_word_embeddings", true, path))
+  if (!hf_key(c, "tie_word_embeddings", true, path))
     unsupported(path, "tie_word_embeddings", "false", "a head tied to wte");
-  if (!key_or(c, "scale_attn_weights", true, path))
+  if (!hf_key(c, "scale_attn_weights", true, path))
     unsupported(path, "scale_attn_weights", "false", "attention scaled by 1/sqrt(head size)");
-  if (key_or(c, "scale_attn_by_inverse_layer_idx", false, path))
+  if (hf_key(c, "scale_attn_by_inverse_layer_idx", false, path))
     unsupported(path, "scale_attn_by_inverse_layer_idx", "true", "no scaling by layer");
-  if (key_or(c, "reorder_and_upcast_attn", false, path))
+  if (hf_key(c, "reorder_and_upcast_attn", false, path))
     unsupported(path, "reorder_and_upcast_attn", "true", "attention in fp32 as it is");
   return m;
 }

@@ -1,0 +1,221 @@
+#include "engine/model/llama/llama.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "engine/model/llama/llama_config.h"
+#include "profiler/flops.h"
+
+namespace hybrid::engine {
+
+LlamaBlock::LlamaBlock(std::string name, const ModelConfig& m, TensorSlice tp)
+    : DecoderBlock(name, "LlamaDecoderLayer"), C_(m.n_embd) {
+  const int C = m.n_embd, hs = C / m.n_head, NKV = m.kv_heads(), I = llama_intermediate_size(m);
+  const int64_t kv = int64_t(NKV) * hs;
+  const auto eps = float(m.norm_eps);
+  // Megatron's split: qkv_proj by whole heads of q, k and v each (its three
+  // stacked matrices cut alike), gate_up_proj by the inner width of gate and up
+  // alike, o_proj and down_proj by input features.
+  const LinearSplit qkv{LinearSplit::column, tp, {C, kv, kv}},
+      gate_up{LinearSplit::column, tp, {I, I}}, row{LinearSplit::row, tp, {}};
+  input_layernorm = add_child<RMSNorm>(name + ".input_layernorm", C, eps);
+  auto* a = add_child<Sequential>(name + ".self_attn", "LlamaAttention");
+  qkv_proj =
+      a->add<Linear>(name + ".self_attn.qkv_proj", C, int(C + 2 * kv), false, 0.02f, nullptr, qkv);
+  rope = a->add<Rope>(name + ".self_attn.rope", m.n_head / tp.parts, NKV / tp.parts, hs,
+                      float(m.rope_theta));
+  core = a->add<AttentionCore>(name + ".self_attn.core", C / tp.parts, m.n_head / tp.parts,
+                               NKV / tp.parts);
+  o_proj = a->add<Linear>(name + ".self_attn.o_proj", C, C, false, 0.02f, nullptr, row);
+  self_attn = a;
+  post_attention_layernorm = add_child<RMSNorm>(name + ".post_attention_layernorm", C, eps);
+  auto* f = add_child<Sequential>(name + ".mlp", "LlamaMLP");
+  gate_up_proj =
+      f->add<Linear>(name + ".mlp.gate_up_proj", C, 2 * I, false, 0.02f, nullptr, gate_up);
+  act = f->add<SwiGlu>(name + ".mlp.act", I / tp.parts);
+  down_proj = f->add<Linear>(name + ".mlp.down_proj", I, C, false, 0.02f, nullptr, row);
+  f->recompute_children = 2;  // gate_up_proj, act: down_proj's output is read by no backward
+  mlp = f;
+}
+
+void LlamaBlock::forward(ExecutionContext& ctx) {
+  auto& be = ctx.backend();
+  const size_t n = size_t(ctx.B()) * ctx.T() * C_;
+  ctx.forward(*input_layernorm);
+  ctx.forward(*self_attn);
+  be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out, n);
+  ctx.forward(*post_attention_layernorm);
+  ctx.forward(*mlp);
+  be.residual_forward(ctx.dtype(), residual_out, residual_mid, branch_out, n);
+}
+
+// The residual stream has one gradient buffer (DecoderStack's grad.residual):
+// the branches read it as their output gradient and the norms add into it.
+void LlamaBlock::backward(ExecutionContext& ctx) {
+  for (auto& [ptr, bytes] : grad_scratch) ctx.backend().zero(ptr, bytes);
+  ctx.backward(*mlp);
+  ctx.backward(*post_attention_layernorm);
+  ctx.backward(*self_attn);
+  ctx.backward(*input_layernorm);
+}
+
+// What backward reads: the norms' inputs and rstd, the rotated qkv, the
+// attention output and state, gate_up and the SwiGLU output.
+void LlamaBlock::recompute(ExecutionContext& ctx) {
+  ctx.forward(*input_layernorm);
+  ctx.forward(*self_attn);
+  ctx.backend().residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out,
+                                 size_t(ctx.B()) * ctx.T() * C_);
+  ctx.forward(*post_attention_layernorm);
+  ctx.forward(*mlp);  // gate_up_proj and act (recompute_children)
+}
+
+std::vector<const Module*> LlamaBlock::recompute_order() const {
+  return {this,   input_layernorm,          self_attn, qkv_proj,     rope, core,
+          o_proj, post_attention_layernorm, mlp,       gate_up_proj, act};
+}
+
+uint64_t LlamaBlock::forward_flops(int B, int T) const {
+  return 2 * profiler::flops::residual_forward(int64_t(B) * T * C_);
+}
+uint64_t LlamaBlock::recompute_flops(int B, int T) const {
+  return profiler::flops::residual_forward(int64_t(B) * T * C_);
+}
+
+namespace {
+// The config names the keys (check_tensor_parallel); this guards the API.
+void check_tensor_slice(const ModelConfig& m, int padded_vocab, TensorSlice tp) {
+  const int I = llama_intermediate_size(m);
+  if (tp.parts < 1 || tp.index < 0 || tp.index >= tp.parts || m.n_head % tp.parts != 0 ||
+      m.kv_heads() % tp.parts != 0 || I % tp.parts != 0 || padded_vocab % tp.parts != 0)
+    throw std::invalid_argument(fmt::format(
+        "llama: tensor-parallel rank {} of {} needs n_head {}, n_kv_head {}, intermediate_size "
+        "{} and the padded vocabulary {} to split evenly",
+        tp.index, tp.parts, m.n_head, m.kv_heads(), I, padded_vocab));
+}
+}  // namespace
+
+Llama::Llama(const ModelConfig& cfg, int padded_vocab, TensorSlice tp)
+    : DecoderStack("Llama", cfg, padded_vocab), intermediate_(llama_intermediate_size(cfg)) {
+  if (cfg.n_head < 1 || cfg.n_embd % cfg.n_head != 0 || cfg.kv_heads() < 1 ||
+      cfg.n_head % cfg.kv_heads() != 0 || (cfg.n_embd / cfg.n_head) % 2 != 0)
+    throw std::invalid_argument(fmt::format(
+        "llama: n_head {} must divide n_embd {} into heads of an even size, and n_kv_head {} "
+        "must divide n_head",
+        cfg.n_head, cfg.n_embd, cfg.kv_heads()));
+  build(tp);
+}
+
+void Llama::build(TensorSlice tp) {
+  check_tensor_slice(cfg_, Vp_, tp);
+  tp_ = tp;
+  clear_children();
+  blocks.clear();
+  blocks_.clear();
+  const ModelConfig& m = cfg_;
+  embedding = add_child<Embedding>("embedding", Vp_, 0, m.n_embd, tp);  // rotary: no wpe
+  for (int l = 0; l < m.n_layer; ++l) {
+    blocks.push_back(add_child<LlamaBlock>("h." + std::to_string(l), m, tp));
+    blocks_.push_back(blocks.back());
+  }
+  norm = add_child<RMSNorm>("norm", m.n_embd, float(m.norm_eps));
+  // Column-parallel over the vocabulary: each rank's logits are its shard's.
+  lm_head = add_child<Linear>("lm_head", m.n_embd, Vp_, false, 0.02f,
+                              m.tie_embeddings ? embedding->wte() : nullptr,
+                              LinearSplit{LinearSplit::column, tp, {}});
+  ce_ = add_child<CrossEntropyLoss>("loss", m.vocab_size, Vp_, tp);
+  embedding_ = embedding;
+  token_embedding_ = embedding->wte();
+  tied_ = m.tie_embeddings ? embedding->wte() : nullptr;
+  final_norm_ = norm;
+  lm_head_ = lm_head;
+  loss_ = ce_;
+}
+
+void Llama::wire_ends(const LayoutBuffers& a) {
+  if (first_stage()) {
+    embedding->out = a.data(block_input_entry(plan(), 0));
+    embedding->dout = a.data("grad.residual");
+  }
+  if (!last_stage()) return;
+  norm->in = a.data(block_input_entry(plan(), cfg_.n_layer));
+  norm->out = a.data("norm.out");
+  norm->rstd = a.view("norm.stats").as<float>();
+  norm->din = a.data("grad.residual");
+  norm->dout = a.data("grad.norm");
+  wire_head(a, norm->out, a.data("grad.norm"));
+  for (const char* g : {"grad.residual", "grad.norm"})
+    head_grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
+}
+
+void Llama::wire_block(DecoderBlock& block, int layer, const std::string& h,
+                       const LayoutBuffers& a) {
+  auto& b = static_cast<LlamaBlock&>(block);
+  void* dresidual = a.data("grad.residual");
+  void* dln_1 = a.data("grad.ln_1");
+  void* dln_2 = a.data("grad.ln_2");
+  void* dqkv = a.data("grad.qkv");
+  void* datt = a.data("grad.attn");
+  void* dgate_up = a.data("grad.gate_up");
+  void* dact = a.data("grad.act");
+  void* branch_out = a.data("branch_out");
+
+  RMSNorm& ln1 = *b.input_layernorm;
+  ln1.in = b.residual_in;
+  ln1.out = a.data(h + ".input_layernorm.out");
+  ln1.rstd = a.view(h + ".input_layernorm.stats").as<float>();
+  ln1.din = dresidual;
+  ln1.dout = dln_1;
+
+  b.qkv_proj->in = ln1.out;
+  b.qkv_proj->out = a.data(h + ".self_attn.qkv_proj.out");
+  b.qkv_proj->din = dln_1;
+  b.qkv_proj->dout = dqkv;
+
+  b.rope->qkv = b.qkv_proj->out;  // turned in place, and its gradient back
+  b.rope->dqkv = dqkv;
+
+  b.core->qkv = b.qkv_proj->out;
+  b.core->out = a.data(h + ".self_attn.core.out");
+  b.core->saved = a.data(h + ".self_attn.core.saved");
+  b.core->dqkv = dqkv;
+  b.core->dout = datt;
+
+  b.o_proj->in = b.core->out;
+  b.o_proj->out = branch_out;
+  b.o_proj->din = datt;
+  b.o_proj->dout = dresidual;
+
+  b.residual_mid = a.data(h + ".residual_mid");
+  RMSNorm& ln2 = *b.post_attention_layernorm;
+  ln2.in = b.residual_mid;
+  ln2.out = a.data(h + ".post_attention_layernorm.out");
+  ln2.rstd = a.view(h + ".post_attention_layernorm.stats").as<float>();
+  ln2.din = dresidual;
+  ln2.dout = dln_2;
+
+  b.gate_up_proj->in = ln2.out;
+  b.gate_up_proj->out = a.data(h + ".mlp.gate_up_proj.out");
+  b.gate_up_proj->din = dln_2;
+  b.gate_up_proj->dout = dgate_up;
+
+  b.act->gate_up = b.gate_up_proj->out;
+  b.act->out = a.data(h + ".mlp.act.out");
+  b.act->dgate_up = dgate_up;
+  b.act->dout = dact;
+
+  b.down_proj->in = b.act->out;
+  b.down_proj->out = branch_out;
+  b.down_proj->din = dact;
+  b.down_proj->dout = dresidual;
+
+  b.residual_out = a.data(block_input_entry(plan(), layer + 1));
+  b.branch_out = branch_out;
+  b.grad_scratch.clear();
+  for (const char* g :
+       {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.gate_up", "grad.act"})
+    b.grad_scratch.emplace_back(a.data(g), a.view(g).bytes());
+}
+
+}  // namespace hybrid::engine
