@@ -173,7 +173,7 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   f.samples_per_step = double(cfg.train_batch_size);
   f.tokens_per_step = double(cfg.train_batch_size) * cfg.seq_len();
   const engine::ModuleTree whole_tree(*whole);
-  f.flops_per_step = model_flops_per_step(cfg, whole_tree.param_count(), world);
+  f.flops_per_step = model_flops_per_step(cfg, whole->matmul_params(), world);
   const Recompute rc = recompute_cost(*model, tree, cfg, rates, world);
   // The busiest stage runs its share of each micro-batch in G + P − 1 slots
   // (the bubble); without a pipeline: all of it, G times. A tp rank runs its

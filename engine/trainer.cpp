@@ -30,10 +30,10 @@ namespace hybrid {
 using namespace engine;
 using profiler::RunStatus;
 
-double model_flops_per_step(const Config& cfg, int64_t n_params, int world_size) {
+double model_flops_per_step(const Config& cfg, int64_t matmul_params, int world_size) {
   const double tokens = double(cfg.train_micro_batch_size_per_gpu) *
                         cfg.gradient_accumulation_steps * world_size * cfg.seq_len();
-  return profiler::flops::decoder_step_closed_form(double(n_params), cfg.model.n_layer,
+  return profiler::flops::decoder_step_closed_form(double(matmul_params), cfg.model.n_layer,
                                                    cfg.model.n_embd, cfg.seq_len(), tokens,
                                                    /*causal=*/true);
 }
@@ -366,7 +366,7 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
   out.flops_per_step =
-      model_flops_per_step(cfg, engine->param_count(), engine->data_parallel_size());
+      model_flops_per_step(cfg, engine->model().matmul_params(), engine->data_parallel_size());
   recorder.attach(*engine, l.steps);
   const auto comm_before = engine->comm_counters();
   const auto groups_before = engine->comm_counters_by_group();

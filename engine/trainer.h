@@ -54,7 +54,7 @@ struct TrainSummary {
   double ms_per_step_median = 0.0;
   double tokens_per_s = 0.0;
   double samples_per_s = 0.0;
-  double flops_per_step = 0.0;  // model FLOPs: (6·N + 6·L·C·T)·B·T per sequence batch
+  double flops_per_step = 0.0;  // model FLOPs: (6·N + 6·L·C·T)·B·T (model_flops_per_step)
   double achieved_flops_per_s = 0.0;
   int64_t skipped_steps = 0;
   double exposed_comm_ms_per_step = 0.0;
@@ -106,7 +106,8 @@ TrainSummary run_training(const engine::Config& cfg, const TrainOptions& opts);
 void write_train_result(const std::string& path, const TrainSummary& s);
 
 // Model FLOPs of one optimizer step over the global batch, as the issue's
-// benchmarks count them: (6·N + 6·L·C·T) per token.
-double model_flops_per_step(const engine::Config& cfg, int64_t n_params, int world_size);
+// benchmarks count them: (6·N + 6·L·C·T) per token, N the parameters that
+// multiply activations (CausalLM::matmul_params).
+double model_flops_per_step(const engine::Config& cfg, int64_t matmul_params, int world_size);
 
 }  // namespace hybrid

@@ -69,6 +69,11 @@ class CausalLM : public Module {
   // The parameter the output projection shares with the embedding (tied
   // embeddings), null when untied: pipeline stages reduce its gradient together.
   virtual const ParamSpec* tied_parameter() const = 0;
+  // The whole model's parameters that multiply activations (every projection's
+  // weight, a tied one once; not a lookup table nor a norm's scale): the N of
+  // the closed-form training FLOPs per token, 6·N + 6·L·C·T
+  // (profiler::flops::decoder_step_closed_form).
+  virtual int64_t matmul_params() const = 0;
   // Every activation buffer of one micro-batch [B, T] in allocation order: what
   // bind allocates, Module::activation_bytes sums by owner and the memory model
   // predicts. attention_saved_bytes: the backend's per-layer attention state

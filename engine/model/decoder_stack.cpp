@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 namespace hybrid::engine {
@@ -113,6 +114,18 @@ std::vector<StageBlocks> DecoderStack::partition_stages(int stages,
   for (const Module* m : head_modules()) head += subtree_params(*m);
   return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks_.front()),
                           subtree_params(*embedding_), head);
+}
+
+int64_t DecoderStack::matmul_params() const {
+  std::set<const ParamSpec*> weights;
+  const std::function<void(const Module&)> visit = [&](const Module& m) {
+    if (const auto* linear = dynamic_cast<const Linear*>(&m)) weights.insert(linear->weight());
+    for (const Module* c : m.children()) visit(*c);
+  };
+  visit(*this);
+  int64_t n = 0;
+  for (const ParamSpec* w : weights) n += w->full_numel();
+  return n;
 }
 
 void* DecoderStack::stage_input() const {

@@ -29,6 +29,7 @@ class DecoderStack : public CausalLM {
   const DecoderBlock& block(int layer) const override { return *blocks_.at(size_t(layer)); }
   std::vector<const Module*> head_modules() const override { return {final_norm_, lm_head_}; }
   const ParamSpec* tied_parameter() const override { return tied_; }
+  int64_t matmul_params() const override;
 
   void bind(TrackingAllocator& alloc, int B, int T, kernels::DType dt,
             const CheckpointPlan& plan = {}, TrackingAllocator* host = nullptr,

@@ -562,8 +562,12 @@ TEST(ConfigHybrid, Errors) {
   auto err = [](json h) { return error_of(with(base(), "hybrid", std::move(h))); };
   EXPECT_EQ(err({{"model", {{"n_embd", 250}, {"n_head", 4}}}}),
             "config: hybrid.model.n_embd (250) must be divisible by hybrid.model.n_head (4)");
-  EXPECT_EQ(err({{"model", {{"type", "llama"}}}}),
-            "config: hybrid.model.type must be one of \"gpt2\", got \"llama\"");
+  EXPECT_EQ(err({{"model", {{"type", "bert"}}}}),
+            "config: hybrid.model.type must be one of \"gpt2\" or \"llama\", got \"bert\"");
+  EXPECT_EQ(
+      err({{"model", {{"type", "llama"}, {"n_embd", 96}, {"n_head", 32}}}}),
+      "config: hybrid.model.n_head 32: heads of n_embd 96 / n_head = 3 channels; rotary "
+      "positions turn channel pairs, so the head size must be even (hybrid.model.type llama)");
   EXPECT_EQ(err({{"model", {{"n_layer", 0}}}}),
             "config: hybrid.model.n_layer must be a positive integer, got 0");
   EXPECT_THAT(err({{"model", {{"vocab_size", 1000}, {"padded_vocab_size", 900}}}}),

@@ -207,5 +207,99 @@ TEST(LlamaHf, BadDirectoriesAreRefusedNamingWhatIsWrong) {
   EXPECT_FALSE(std::filesystem::exists(dir / "w.bin"));
 }
 
+nlohmann::json llama_run_patch(nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json p = {{"hybrid",
+                       {{"model",
+                         {{"type", "llama"},
+                          {"n_layer", 2},
+                          {"n_embd", 32},
+                          {"n_head", 4},
+                          {"n_kv_head", 2},
+                          {"intermediate_size", 48},
+                          {"vocab_size", 60},
+                          {"seq_len", 16},
+                          {"tie_embeddings", false}}}}}};
+  if (extra.is_object()) p.merge_patch(extra);
+  return p;
+}
+
+// Through hybrid-train: --export-hf, training on from the directory alone (its
+// config.json gives the model) bitwise as from the run's own checkpoint
+// weights, a model block that disagrees named, --export-llmc refused.
+TEST(LlamaHf, HybridTrainExportsAndTrainsOnFromTheDirectory) {
+  test::TempDir dir;
+  const auto first = test::run_hybrid_train_alone(dir, "first", llama_run_patch(),
+                                                  "--steps 2 --export-hf " + dir / "hf");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(read_hf_model_config(dir / "hf").kv_heads(), 2);
+  auto no_model =
+      test::tiny_config_json(llama_run_patch({{"hybrid", {{"init_from", dir / "hf"}}}}));
+  no_model["hybrid"].erase("model");
+  test::write_json(dir / "nomodel.json", no_model);
+  const auto from_dir = test::run_command(test::tool("hybrid-train") + " --config " +
+                                          dir / "nomodel.json" + " --steps 3 --export-hf " +
+                                          dir / "again" + " --result " + dir / "dir.result.json");
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
+  const auto with_model = test::run_hybrid_train_alone(
+      dir, "with", llama_run_patch({{"hybrid", {{"init_from", dir / "hf"}}}}), "--steps 3");
+  ASSERT_EQ(with_model.exit_code, 0) << with_model.output;
+  EXPECT_EQ(test::read_json(dir / "dir.result.json").at("losses").get<std::vector<double>>(),
+            test::losses(with_model))
+      << "the model from config.json is the model block's";
+
+  const auto disagree = test::run_hybrid_train_alone(
+      dir, "disagree",
+      llama_run_patch({{"hybrid", {{"init_from", dir / "hf"}, {"model", {{"n_kv_head", 4}}}}}}),
+      "--steps 1");
+  EXPECT_EQ(disagree.exit_code, 2) << disagree.output;
+  EXPECT_NE(disagree.output.find("hybrid.model.n_kv_head is 4, but " + dir / "hf" +
+                                 "/config.json (hybrid.init_from) says 2"),
+            std::string::npos)
+      << disagree.output;
+  const auto llmc = test::run_hybrid_train_alone(dir, "llmc", llama_run_patch(),
+                                                 "--steps 1 --export-llmc " + dir / "w.bin");
+  EXPECT_NE(llmc.exit_code, 0);
+  EXPECT_NE(llmc.output.find("llm.c's format holds GPT-2 only, and this model is a llama"),
+            std::string::npos)
+      << llmc.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "w.bin"));
+}
+
+// A Llama's full checkpoint keeps its weights as a Hugging Face directory; a
+// resumed run continues bitwise; hybrid-ckpt consolidates a partitioned one
+// into the directory --export-hf writes; a GPT-2 config refuses the Llama's
+// checkpoints naming both families.
+TEST(LlamaHf, CheckpointsResumeExactlyAndRefuseTheOtherFamily) {
+  test::TempDir dir;
+  // A full checkpoint every 2 steps: the resume state and the consolidated weights.
+  const auto zero2 = llama_run_patch(
+      {{"zero_optimization", {{"stage", 2}}}, {"hybrid", {{"checkpoint", {{"interval", 2}}}}}});
+  const auto whole = test::run_hybrid_train_alone(dir, "whole", zero2, "--steps 6");
+  const auto part = test::run_hybrid_train_alone(
+      dir, "part", zero2, "--steps 4 --save " + dir / "ckpt" + " --export-hf " + dir / "exported");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(part.exit_code, 0) << part.output;
+  const auto resumed =
+      test::run_hybrid_train_alone(dir, "resumed", zero2, "--steps 2 --load " + dir / "ckpt");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto all = test::losses(whole), tail = test::losses(resumed);
+  ASSERT_EQ(tail.size(), 2u);
+  EXPECT_EQ(std::vector<double>(all.end() - 2, all.end()), tail) << "bitwise";
+
+  EXPECT_TRUE(std::filesystem::exists(dir / "ckpt/step000004/model/model.safetensors"));
+  const auto cons = test::run_command(test::tool("hybrid-ckpt") + " consolidate --dir " +
+                                      dir / "ckpt" + " --out-hf " + dir / "cons");
+  ASSERT_EQ(cons.exit_code, 0) << cons.output;
+  const SafetensorsSet a(dir / "cons"), b(dir / "exported");
+  for (const auto& name : b.names())
+    EXPECT_EQ(a.read_f32(name, b.find(name)->shape), b.read_f32(name, b.find(name)->shape)) << name;
+
+  const auto gpt2 = test::run_hybrid_train_alone(dir, "gpt2", nlohmann::json::object(),
+                                                 "--steps 1 --load " + dir / "ckpt");
+  EXPECT_NE(gpt2.exit_code, 0);
+  EXPECT_NE(gpt2.output.find("model.type llama, this config has gpt2"), std::string::npos)
+      << gpt2.output;
+}
+
 }  // namespace
 }  // namespace hybrid::engine
