@@ -10,7 +10,11 @@
 //       # tokens/s, FLOP/s, MFU against the GEMM rate measured in the same run
 //       # (the CPU's achievable peak), and peak memory as counters
 //
-// Model FLOPs per step: (6·N + 6·L·C·T)·B·T over wall time, N = parameters.
+// Model FLOPs per step: (6·N + 6·L·C·T)·B·T over wall time, N = the parameters
+// that multiply activations (CausalLM::matmul_params).
+//
+// The Llama of GPT-2 124M's size (train_step/llama_124M) against the GPT-2
+// step measured in the same run: target >= 80 % of its GFLOP/s.
 // Medians of per-iteration wall times; the summary printed at the end states
 // each figure and its ratio to the reference measured in the same process.
 #include <benchmark/benchmark.h>
@@ -55,6 +59,18 @@ engine::Config gpt2_config(int L, int C, int H, int V, int T, int B, DType dt) {
         {"data", "synthetic"}}}};
   if (dt == DType::bf16) j["bf16"] = {{"enabled", true}};
   if (dt == DType::f16) j["fp16"] = {{"enabled", true}};
+  return engine::parse_config(j, 1);
+}
+
+// A Llama of GPT-2 124M's size: 12 layers, width 768, 12 heads, 4 key/value
+// heads, SwiGLU 2048, vocabulary 32000, untied (bench/peers/pytorch_llama_step.py).
+engine::Config llama_124m_config(DType dt) {
+  auto j = gpt2_config(12, 768, 12, 32000, 256, 4, dt).raw;
+  j["hybrid"]["model"] = {{"type", "llama"},     {"n_layer", 12},
+                          {"n_embd", 768},       {"n_head", 12},
+                          {"n_kv_head", 4},      {"intermediate_size", 2048},
+                          {"vocab_size", 32000}, {"seq_len", 256},
+                          {"tie_embeddings", false}};
   return engine::parse_config(j, 1);
 }
 
@@ -137,7 +153,7 @@ void run_steps(benchmark::State& state, const std::string& name, const engine::C
     e->step();
   };
   step();  // warm-up: first touches of every buffer
-  const double flops = model_flops_per_step(cfg, e->param_count(), 1);
+  const double flops = model_flops_per_step(cfg, e->model().matmul_params(), 1);
   for (auto _ : hybrid::bench::slowed(state, name)) {
     const auto t0 = std::chrono::steady_clock::now();
     step();
@@ -246,6 +262,14 @@ void summary() {
     print_roofline(f32, g32, bandwidth);
     print_roofline(bf, gbf, bandwidth);
   }
+  const std::string llama = "train_step/llama_124M/fp32", gpt2 = "train_step/gpt2_124M/fp32";
+  if (g_seconds.count(llama) && g_seconds.count(gpt2))
+    std::printf(
+        "llama_124M fp32 step: %.1f GFLOP/s, %.0f ms = %.1f %% of the GPT-2 124M step's GFLOP/s "
+        "in this run (%.1f; target >= 80 %%)\n",
+        rate(llama) / 1e9, 1e3 * base::median(g_seconds[llama]), 100 * rate(llama) / rate(gpt2),
+        rate(gpt2) / 1e9);
+  print_roofline(llama, g32, bandwidth);
 }
 
 }  // namespace
@@ -344,6 +368,14 @@ int main(int argc, char** argv) {
         ->Iterations(3)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    if (dt == DType::f32) {
+      const std::string llama = "train_step/llama_124M/" + tag;
+      benchmark::RegisterBenchmark(
+          llama.c_str(), [=](benchmark::State& s) { run_steps(s, llama, llama_124m_config(dt)); })
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
     const std::string small = "train_step/small/" + tag;
     benchmark::RegisterBenchmark(
         small.c_str(),

@@ -192,5 +192,21 @@ TEST(LlamaEngine, PerOpFlopsEqualTheClosedForm) {
   EXPECT_LT(std::abs(block - block_closed) / block_closed, 0.02);
 }
 
+// Tensor parallelism keeps whole key/value heads on every rank: a layout that
+// cannot split them is refused naming both numbers.
+TEST(LlamaEngine, TensorParallelismRefusesKvHeadsThatDoNotSplit) {
+  const auto patch = llama_patch({{"tensor_model_parallel_size", 2},
+                                  {"hybrid", {{"model", {{"n_kv_head", 1}}}}}});
+  try {
+    test::tiny_config(patch, 2);
+    FAIL() << "accepted 1 key/value head over 2 tensor-parallel ranks";
+  } catch (const engine::ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "config: tensor_model_parallel_size 2 does not divide hybrid.model.n_kv_head "
+                 "(key/value heads) 1 (each rank holds an equal share)");
+  }
+  EXPECT_NO_THROW(test::tiny_config(llama_patch({{"tensor_model_parallel_size", 2}}), 2));
+}
+
 }  // namespace
 }  // namespace hybrid
