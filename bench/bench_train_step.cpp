@@ -66,11 +66,9 @@ engine::Config gpt2_config(int L, int C, int H, int V, int T, int B, DType dt) {
 // heads, SwiGLU 2048, vocabulary 32000, untied (bench/peers/pytorch_llama_step.py).
 engine::Config llama_124m_config(DType dt) {
   auto j = gpt2_config(12, 768, 12, 32000, 256, 4, dt).raw;
-  j["hybrid"]["model"] = {{"type", "llama"},     {"n_layer", 12},
-                          {"n_embd", 768},       {"n_head", 12},
-                          {"n_kv_head", 4},      {"intermediate_size", 2048},
-                          {"vocab_size", 32000}, {"seq_len", 256},
-                          {"tie_embeddings", false}};
+  j["hybrid"]["model"] = {{"type", "llama"},     {"n_layer", 12},  {"n_embd", 768},
+                          {"n_head", 12},        {"n_kv_head", 4}, {"intermediate_size", 2048},
+                          {"vocab_size", 32000}, {"seq_len", 256}, {"tie_embeddings", false}};
   return engine::parse_config(j, 1);
 }
 

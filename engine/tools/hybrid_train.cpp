@@ -77,7 +77,9 @@ struct TestHooks {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hybrid-train: mixed-precision ZeRO training of GPT-2 from a DeepSpeed config"};
+  CLI::App app{
+      "hybrid-train: mixed-precision ZeRO training of decoder models (GPT-2, Llama) from a "
+      "DeepSpeed config"};
   std::string config_path;
   hybrid::TrainOptions opts;
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")

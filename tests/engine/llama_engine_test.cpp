@@ -195,8 +195,8 @@ TEST(LlamaEngine, PerOpFlopsEqualTheClosedForm) {
 // Tensor parallelism keeps whole key/value heads on every rank: a layout that
 // cannot split them is refused naming both numbers.
 TEST(LlamaEngine, TensorParallelismRefusesKvHeadsThatDoNotSplit) {
-  const auto patch = llama_patch({{"tensor_model_parallel_size", 2},
-                                  {"hybrid", {{"model", {{"n_kv_head", 1}}}}}});
+  const auto patch =
+      llama_patch({{"tensor_model_parallel_size", 2}, {"hybrid", {{"model", {{"n_kv_head", 1}}}}}});
   try {
     test::tiny_config(patch, 2);
     FAIL() << "accepted 1 key/value head over 2 tensor-parallel ranks";
