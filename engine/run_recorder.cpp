@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/host.h"
+#include "engine/checkpoint/checkpoint_owner.h"
 #include "engine/engine.h"
 #include "engine/memory_model.h"
 #include "engine/rank_rows_forwarding.h"
@@ -49,7 +50,12 @@ RunRecorder::RunRecorder(const Config& cfg, const TrainOptions& opts, int rank)
   store_ = std::make_unique<profiler::RunStore>(opts.db);
   profiler::RunInfo info;
   info.name = opts.run_name;
-  info.config_json = cfg.raw.dump();
+  // The config as written, with the model it ran: a Hugging Face init_from may
+  // leave hybrid.model out (its config.json gives it).
+  nlohmann::json raw = cfg.raw;
+  if (!raw.contains("hybrid") || !raw["hybrid"].contains("model"))
+    raw["hybrid"]["model"] = engine::model_identity(cfg);
+  info.config_json = raw.dump();
   info.host = base::host_name();
   info.world_size =
       cfg.train_batch_size / (cfg.train_micro_batch_size_per_gpu * cfg.gradient_accumulation_steps);

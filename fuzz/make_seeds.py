@@ -145,6 +145,20 @@ def safetensors():
         [("i", "I64", [2], struct.pack("<2q", 1, -1)), ("e", "F32", [0, 4], b"")]))
 
 
+def hf_config():
+    put("hf_config", "gpt2.json", json.dumps({
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 64,
+        "n_positions": 16, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_inner": None,
+        "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+        "tie_word_embeddings": True}, indent=2).encode())
+    put("hf_config", "llama.json", json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 256,
+        "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_act": "silu",
+        "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "rope_scaling": None, "attention_bias": False, "tie_word_embeddings": False}, indent=2).encode())
+
+
 if __name__ == "__main__":
     token_shards()
     llmc_checkpoints()
@@ -152,3 +166,4 @@ if __name__ == "__main__":
     bench_json()
     kineto()
     safetensors()
+    hf_config()

@@ -133,6 +133,14 @@ class CausalLM : public Module {
   // the order ZeRO-3's gatherer sees (the memory model replays it).
   virtual std::vector<const Module*> backward_order(const CheckpointPlan& plan) const = 0;
 
+  // ---- generation ---------------------------------------------------------------------
+  // The key/value cache of `batch` sequences of up to `max_tokens` tokens, as
+  // elements of `dt`: per block of this stage, its keys then its values, each
+  // [batch, kv heads of this tensor-parallel rank, max_tokens, head size] (a
+  // head's positions contiguous: attention over the cache reads them in place).
+  // Category `other` until the generation path gives the cache its own.
+  virtual MemoryLayout kv_cache_layout(int batch, int max_tokens, kernels::DType dt) const = 0;
+
   // ---- weights --------------------------------------------------------------------
   // Host-side initial values of every parameter (fp32, flat order), seeded.
   // Tensor parallel: the whole model's, tree.full_param_count() of them.

@@ -314,6 +314,20 @@ MemoryLayout DecoderStack::host_activation_layout(int B, int T, DType dt,
   return l;
 }
 
+MemoryLayout DecoderStack::kv_cache_layout(int batch, int max_tokens, DType dt) const {
+  const uint64_t heads = uint64_t(cfg_.kv_heads() / tp_.parts);
+  const uint64_t per_side =
+      uint64_t(batch) * heads * uint64_t(max_tokens) * uint64_t(cfg_.n_embd / cfg_.n_head);
+  MemoryLayout l;
+  for (int layer = stage_begin_; layer < end_block(); ++layer) {
+    const std::string& h = blocks_[size_t(layer)]->name();
+    for (const char* side : {".cache.k", ".cache.v"})
+      l.add(h + side, per_side, kernels::dtype_size(dt), MemCategory::other, false,
+            Residency::resident, h);
+  }
+  return l;
+}
+
 namespace {
 
 uint64_t roll_up(Module& m, const std::map<std::string, uint64_t>& own, size_t& matched) {

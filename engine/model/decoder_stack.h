@@ -74,6 +74,8 @@ class DecoderStack : public CausalLM {
   CheckpointTimes take_checkpoint_times() override { return checkpoints_.take_times(); }
   std::vector<const Module*> backward_order(const CheckpointPlan& plan) const override;
 
+  MemoryLayout kv_cache_layout(int batch, int max_tokens, kernels::DType dt) const override;
+
   // Seeded per parameter (layout- and world-size-independent); the token
   // embedding's padded vocabulary rows stay 0.
   std::vector<float> initial_parameters(const ModuleTree& tree, uint64_t seed) const override;

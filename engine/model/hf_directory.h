@@ -4,8 +4,11 @@
 // The only place that maps an HF architecture to one of our families.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 
 #include "engine/config/config.h"
 
@@ -18,10 +21,21 @@ namespace hybrid::engine {
 template <class T>
 T hf_key(const nlohmann::json& c, const char* key, T fallback, const std::string& path) {
   if (!c.contains(key) || c[key].is_null()) return fallback;
-  try {
-    return c[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw_bad_hf_key(path, key, c[key]);
+  const nlohmann::json& v = c[key];
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // An integer that fits: not 2.5, not 1e300 (no narrowing conversions).
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(std::numeric_limits<T>::max())
+                                : v.get<int64_t>() < int64_t(std::numeric_limits<T>::min()) ||
+                                      v.get<int64_t>() > int64_t(std::numeric_limits<T>::max())))
+      throw_bad_hf_key(path, key, v);
+    return T(v.get<int64_t>());
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw_bad_hf_key(path, key, v);
+    }
   }
 }
 

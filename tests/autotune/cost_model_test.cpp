@@ -121,8 +121,7 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   const auto c =
       cfg({{"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 2);
   engine::GPT2 model(c.model, c.padded_vocab());
-  engine::ModuleTree tree(model);
-  const double flops = model_flops_per_step(c, tree.param_count(), 2);
+  const double flops = model_flops_per_step(c, model.matmul_params(), 2);
   const auto f = step_features(c, 2, r);
   EXPECT_DOUBLE_EQ(f.flops_per_step, flops);
   EXPECT_DOUBLE_EQ(f.x[kCompute], flops / 2 / 1e10);
@@ -137,6 +136,30 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
   // ln_f, lm_head and loss each way, tokens and targets in, 2 gradients zeroed).
   const auto one = cfg({{"gradient_accumulation_steps", 1}}, 2);
   EXPECT_DOUBLE_EQ(g1.x[kMicroSteps], (24.0 * one.model.n_layer + 12) * r.op_overhead_s);
+}
+
+// A Llama's figures come from its own module tree: 26 backend calls per block
+// (9 leaves each way: two RMSNorms, qkv_proj, rope, core, o_proj, gate_up_proj,
+// SwiGLU, down_proj; 2 residual adds; 6 gradients zeroed) and 12 around them;
+// model FLOPs over its projections' weights (its untied head's included, its
+// embedding's not).
+TEST(CostModel, ALlamasFiguresComeFromItsModules) {
+  const ClusterRates r = linear_rates(2);
+  const json llama = {{"hybrid",
+                       {{"model",
+                         {{"type", "llama"},
+                          {"n_layer", 3},
+                          {"n_embd", 32},
+                          {"n_head", 4},
+                          {"n_kv_head", 2},
+                          {"intermediate_size", 64},
+                          {"vocab_size", 64},
+                          {"tie_embeddings", false}}}}}};
+  const auto c = cfg(llama, 2);
+  const auto f = step_features(c, 2, r);
+  EXPECT_DOUBLE_EQ(f.x[kMicroSteps], (26.0 * 3 + 12) * r.op_overhead_s);
+  const double N = 3 * (32 * (32 + 2 * 16) + 32 * 32 + 3 * 32 * 64) + 128 * 32;  // Vp 128
+  EXPECT_DOUBLE_EQ(f.flops_per_step, model_flops_per_step(c, int64_t(N), 2));
 }
 
 // overlap_comm: each bucket's reduction starts once backward has filled it, so

@@ -19,6 +19,7 @@
 #include "engine/model/llama/llama_config.h"
 #include "engine/model/registry.h"
 #include "engine_test_util.h"
+#include "profiler/store/run_store.h"
 
 namespace hybrid::engine {
 namespace {
@@ -78,6 +79,9 @@ TEST(LlamaHf, ConfigMapsBothWaysAndRefusesVariantsWeDoNotRun) {
       {{{"num_attention_heads", 32}, {"num_key_value_heads", 32}}, "head size must be even"},
       {{{"intermediate_size", -1}}, "\"intermediate_size\" is -1"},
       {{{"num_hidden_layers", "two"}}, "\"num_hidden_layers\" is \"two\""},
+      {{{"num_hidden_layers", 2.5}}, "\"num_hidden_layers\" is 2.5"},
+      {{{"hidden_size", 1e300}}, "\"hidden_size\" is"},
+      {{{"vocab_size", 4294967296}}, "\"vocab_size\" is 4294967296"},
   };
   for (const auto& [patch, message] : refused) {
     auto c = j;
@@ -236,10 +240,17 @@ TEST(LlamaHf, HybridTrainExportsAndTrainsOnFromTheDirectory) {
       test::tiny_config_json(llama_run_patch({{"hybrid", {{"init_from", dir / "hf"}}}}));
   no_model["hybrid"].erase("model");
   test::write_json(dir / "nomodel.json", no_model);
-  const auto from_dir = test::run_command(test::tool("hybrid-train") + " --config " +
-                                          dir / "nomodel.json" + " --steps 3 --export-hf " +
-                                          dir / "again" + " --result " + dir / "dir.result.json");
+  const auto from_dir = test::run_command(
+      test::tool("hybrid-train") + " --config " + dir / "nomodel.json" + " --steps 3 --export-hf " +
+      dir / "again" + " --result " + dir / "dir.result.json" + " --db " + dir / "runs.db");
   ASSERT_EQ(from_dir.exit_code, 0) << from_dir.output;
+  // The run store keeps the model it ran, which the config left to config.json.
+  profiler::RunStore store(dir / "runs.db", profiler::OpenMode::read_only);
+  const auto run_id = test::read_json(dir / "dir.result.json").at("run_id").get<int64_t>();
+  const auto stored = nlohmann::json::parse(store.get_run(run_id).config_json);
+  EXPECT_EQ(stored["hybrid"]["model"]["type"], "llama");
+  EXPECT_EQ(stored["hybrid"]["model"]["n_kv_head"], 2);
+  EXPECT_EQ(stored["hybrid"]["model"]["tie_embeddings"], false);
   const auto with_model = test::run_hybrid_train_alone(
       dir, "with", llama_run_patch({{"hybrid", {{"init_from", dir / "hf"}}}}), "--steps 3");
   ASSERT_EQ(with_model.exit_code, 0) << with_model.output;

@@ -145,5 +145,25 @@ TEST(LlamaModel, TrainsAsTransformersWithPipelineStages) {
                              "pp=2");
 }
 
+// A tied Llama (lm_head is the embedding): two pipeline stages reduce the
+// shared weight's gradient between the first and the last and train as one
+// rank does.
+TEST(LlamaModel, TiedEmbeddingsTrainAlikeOverPipelineStages) {
+  test::TempDir dir;
+  write_reference(dir.path().string());
+  const nlohmann::json tied = {
+      {"hybrid", {{"model", {{"tie_embeddings", true}}}, {"init_from", nullptr}}}};
+  auto pp = tied;
+  pp.merge_patch({{"train_micro_batch_size_per_gpu", 2},
+                  {"gradient_accumulation_steps", 2},
+                  {"pipeline", {{"stages", 2}}}});
+  const auto one = train_reference(dir, "tied1", 1, tied);
+  const auto two = train_reference(dir, "tied2", 2, pp);
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(two.size(), 10u);
+  for (size_t s = 0; s < 10; ++s) EXPECT_NEAR(two[s], one[s], 1e-5) << "step " << s + 1;
+  EXPECT_LT(one.back(), one.front());
+}
+
 }  // namespace
 }  // namespace hybrid::engine

@@ -48,6 +48,32 @@ TEST(ModelRegistry, EveryTypeBuildsAModelOfItsConfigAndAnUnknownOneIsRefused) {
   }
 }
 
+// The key/value cache each family lays out: keys and values of every block
+// over its key/value heads, 2·L·B·T·NKV·hs elements (an independent count);
+// grouped-query attention and tensor parallelism shrink it by their factors.
+TEST(ModelRegistry, TheKvCacheHoldsEveryBlocksKeysAndValuesOverItsKvHeads) {
+  for (const std::string& type : model_types()) {
+    ModelConfig m;
+    m.type = type, m.n_layer = 3, m.n_embd = 64, m.n_head = 8;
+    const int B = 2, T = 40, hs = 8;
+    const uint64_t mha = 2ull * 3 * B * T * 8 * hs * 4;  // fp32
+    const auto layout = make_model(m, 128)->kv_cache_layout(B, T, kernels::DType::f32);
+    EXPECT_EQ(layout.resident_total(), mha) << type;
+    ASSERT_EQ(layout.entries().size(), 6u) << type;
+    EXPECT_EQ(layout.entries()[0].name, "h.0.cache.k") << type;
+    EXPECT_EQ(layout.entries()[5].name, "h.2.cache.v") << type;
+    EXPECT_EQ(
+        make_model(m, 128, {2, 1})->kv_cache_layout(B, T, kernels::DType::bf16).resident_total(),
+        mha / 2 / 2)
+        << type << ": a tp rank's half of the heads in bf16";
+    if (type == "gpt2") continue;  // GPT-2 has as many key/value heads as heads
+    m.n_kv_head = 2;
+    EXPECT_EQ(make_model(m, 128)->kv_cache_layout(B, T, kernels::DType::f32).resident_total(),
+              mha / 4)
+        << type << ": 2 key/value heads for 8 query heads";
+  }
+}
+
 // A family refuses, at parse time, what it does not vary; key/value heads
 // must divide the heads.
 TEST(ModelRegistry, AFamilyRefusesTheFieldsItDoesNotVaryNamingKeyAndValue) {
