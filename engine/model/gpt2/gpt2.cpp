@@ -5,14 +5,12 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "profiler/flops.h"
-
 namespace hybrid::engine {
 
 using kernels::DType;
 
 Block::Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp)
-    : DecoderBlock(name, "Block"), C_(C) {
+    : PreNormBlock(name, "Block", C, 6) {
   const float proj_std = 0.02f / std::sqrt(2.0f * float(n_layer));
   // Megatron's split: c_attn and c_fc by output features (whole heads of q, k
   // and v each), the c_proj layers by input features.
@@ -31,53 +29,11 @@ Block::Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp)
   mlp_proj = m->add<Linear>(name + ".mlp.c_proj", 4 * C, C, true, proj_std, nullptr, row);
   m->recompute_children = 2;  // c_fc, gelu: c_proj's output is read by no backward
   mlp = m;
-}
-
-void Block::forward(ExecutionContext& ctx) {
-  auto& be = ctx.backend();
-  const size_t n = size_t(ctx.B()) * ctx.T() * C_;
-  ctx.forward(*ln_1);
-  ctx.forward(*attn);
-  be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out, n);
-  ctx.forward(*ln_2);
-  ctx.forward(*mlp);
-  be.residual_forward(ctx.dtype(), residual_out, residual_mid, branch_out, n);
-}
-
-// The residual stream has one gradient buffer: a residual add passes its
-// gradient to both inputs unchanged, so the branches read dresidual as their
-// output gradient and the layernorms add into it.
-void Block::backward(ExecutionContext& ctx) {
-  for (auto& [ptr, bytes] : grad_scratch) ctx.backend().zero(ptr, bytes);
-  ctx.backward(*mlp);
-  ctx.backward(*ln_2);
-  ctx.backward(*attn);
-  ctx.backward(*ln_1);
-}
-
-// What backward reads: the layernorm inputs and statistics, qkv, the attention
-// output and the backend's saved state, fc and gelu outputs. mlp.c_proj's
-// output and the block's output are read by nobody in backward.
-void Block::recompute(ExecutionContext& ctx) {
-  auto& be = ctx.backend();
-  ctx.forward(*ln_1);
-  ctx.forward(*attn);
-  be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out,
-                      size_t(ctx.B()) * ctx.T() * C_);
-  ctx.forward(*ln_2);
-  ctx.forward(*mlp);  // c_fc and gelu (recompute_children)
+  norm_1_ = ln_1, attention_ = attn, norm_2_ = ln_2, mlp_ = mlp;
 }
 
 std::vector<const Module*> Block::recompute_order() const {
   return {this, ln_1, attn, c_attn, core, attn_proj, ln_2, mlp, c_fc, gelu};
-}
-
-uint64_t Block::forward_flops(int B, int T) const {
-  return 2 * profiler::flops::residual_forward(int64_t(B) * T * C_);
-}
-uint64_t Block::backward_flops(int, int) const { return 0; }
-uint64_t Block::recompute_flops(int B, int T) const {
-  return profiler::flops::residual_forward(int64_t(B) * T * C_);
 }
 
 namespace {
@@ -202,7 +158,6 @@ void GPT2::wire_block(DecoderBlock& block, int layer, const std::string& h,
 
   b.residual_out = a.data(block_input_entry(plan(), layer + 1));
   b.branch_out = branch_out;
-  b.dresidual = dresidual;
   b.grad_scratch.clear();
   for (const char* g :
        {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.fc", "grad.fc_gelu"})

@@ -12,22 +12,14 @@
 
 #include "engine/model/decoder_stack.h"
 #include "engine/model/layers.h"
+#include "engine/model/pre_norm_block.h"
 
 namespace hybrid::engine {
 
-class Block final : public DecoderBlock {
+class Block final : public PreNormBlock {
  public:
   Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp = {});
-  void forward(ExecutionContext& ctx) override;
-  void backward(ExecutionContext& ctx) override;
-  // The forward up to what backward reads: mlp.c_proj and the second residual
-  // add (the block's output) are left out.
-  void recompute(ExecutionContext& ctx) override;
-  uint64_t forward_flops(int B, int T) const override;
-  uint64_t backward_flops(int B, int T) const override;
-  uint64_t recompute_flops(int B, int T) const override;
   std::vector<const Module*> recompute_order() const override;
-  int own_launches() const override { return 8; }  // two residual adds, six gradients zeroed
 
   LayerNorm* ln_1;
   Module* attn;
@@ -39,16 +31,6 @@ class Block final : public DecoderBlock {
   Linear* c_fc;
   Gelu* gelu;
   Linear* mlp_proj;
-
-  // Residual stream: residual_in → residual_mid (after attention) → residual_out.
-  void* residual_mid = nullptr;
-  void* residual_out = nullptr;
-  void* branch_out = nullptr;  // scratch for c_proj outputs
-  void* dresidual = nullptr;   // one gradient buffer for the whole residual stream
-  std::vector<std::pair<void*, size_t>> grad_scratch;  // zeroed at the start of backward
-
- private:
-  int C_;
 };
 
 class GPT2 final : public DecoderStack {

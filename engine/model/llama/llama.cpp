@@ -5,12 +5,11 @@
 #include <stdexcept>
 
 #include "engine/model/llama/llama_config.h"
-#include "profiler/flops.h"
 
 namespace hybrid::engine {
 
 LlamaBlock::LlamaBlock(std::string name, const ModelConfig& m, TensorSlice tp)
-    : DecoderBlock(name, "LlamaDecoderLayer"), C_(m.n_embd) {
+    : PreNormBlock(name, "LlamaDecoderLayer", m.n_embd, 6) {
   const int C = m.n_embd, hs = C / m.n_head, NKV = m.kv_heads(), I = llama_intermediate_size(m);
   const int64_t kv = int64_t(NKV) * hs;
   const auto eps = float(m.norm_eps);
@@ -37,50 +36,12 @@ LlamaBlock::LlamaBlock(std::string name, const ModelConfig& m, TensorSlice tp)
   down_proj = f->add<Linear>(name + ".mlp.down_proj", I, C, false, 0.02f, nullptr, row);
   f->recompute_children = 2;  // gate_up_proj, act: down_proj's output is read by no backward
   mlp = f;
-}
-
-void LlamaBlock::forward(ExecutionContext& ctx) {
-  auto& be = ctx.backend();
-  const size_t n = size_t(ctx.B()) * ctx.T() * C_;
-  ctx.forward(*input_layernorm);
-  ctx.forward(*self_attn);
-  be.residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out, n);
-  ctx.forward(*post_attention_layernorm);
-  ctx.forward(*mlp);
-  be.residual_forward(ctx.dtype(), residual_out, residual_mid, branch_out, n);
-}
-
-// The residual stream has one gradient buffer (DecoderStack's grad.residual):
-// the branches read it as their output gradient and the norms add into it.
-void LlamaBlock::backward(ExecutionContext& ctx) {
-  for (auto& [ptr, bytes] : grad_scratch) ctx.backend().zero(ptr, bytes);
-  ctx.backward(*mlp);
-  ctx.backward(*post_attention_layernorm);
-  ctx.backward(*self_attn);
-  ctx.backward(*input_layernorm);
-}
-
-// What backward reads: the norms' inputs and rstd, the rotated qkv, the
-// attention output and state, gate_up and the SwiGLU output.
-void LlamaBlock::recompute(ExecutionContext& ctx) {
-  ctx.forward(*input_layernorm);
-  ctx.forward(*self_attn);
-  ctx.backend().residual_forward(ctx.dtype(), residual_mid, residual_in, branch_out,
-                                 size_t(ctx.B()) * ctx.T() * C_);
-  ctx.forward(*post_attention_layernorm);
-  ctx.forward(*mlp);  // gate_up_proj and act (recompute_children)
+  norm_1_ = input_layernorm, attention_ = self_attn, norm_2_ = post_attention_layernorm, mlp_ = mlp;
 }
 
 std::vector<const Module*> LlamaBlock::recompute_order() const {
   return {this,   input_layernorm,          self_attn, qkv_proj,     rope, core,
           o_proj, post_attention_layernorm, mlp,       gate_up_proj, act};
-}
-
-uint64_t LlamaBlock::forward_flops(int B, int T) const {
-  return 2 * profiler::flops::residual_forward(int64_t(B) * T * C_);
-}
-uint64_t LlamaBlock::recompute_flops(int B, int T) const {
-  return profiler::flops::residual_forward(int64_t(B) * T * C_);
 }
 
 namespace {

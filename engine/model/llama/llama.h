@@ -15,22 +15,14 @@
 
 #include "engine/model/decoder_stack.h"
 #include "engine/model/layers.h"
+#include "engine/model/pre_norm_block.h"
 
 namespace hybrid::engine {
 
-class LlamaBlock final : public DecoderBlock {
+class LlamaBlock final : public PreNormBlock {
  public:
   LlamaBlock(std::string name, const ModelConfig& m, TensorSlice tp);
-  void forward(ExecutionContext& ctx) override;
-  void backward(ExecutionContext& ctx) override;
-  // The forward up to what backward reads: down_proj and the second residual
-  // add (the block's output) are left out.
-  void recompute(ExecutionContext& ctx) override;
-  uint64_t forward_flops(int B, int T) const override;
-  uint64_t backward_flops(int, int) const override { return 0; }
-  uint64_t recompute_flops(int B, int T) const override;
   std::vector<const Module*> recompute_order() const override;
-  int own_launches() const override { return 8; }  // two residual adds, six gradients zeroed
 
   RMSNorm* input_layernorm;
   Module* self_attn;
@@ -43,15 +35,6 @@ class LlamaBlock final : public DecoderBlock {
   Linear* gate_up_proj;
   SwiGlu* act;
   Linear* down_proj;
-
-  // Residual stream: residual_in → residual_mid (after attention) → residual_out.
-  void* residual_mid = nullptr;
-  void* residual_out = nullptr;
-  void* branch_out = nullptr;  // scratch for the o_proj and down_proj outputs
-  std::vector<std::pair<void*, size_t>> grad_scratch;  // zeroed at the start of backward
-
- private:
-  int C_;
 };
 
 class Llama final : public DecoderStack {
