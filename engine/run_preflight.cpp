@@ -5,6 +5,9 @@
 #include "base/output_path.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/save_policy.h"
+#include "engine/data/safetensors.h"
+#include "engine/engine.h"
+#include "engine/model/hf_directory.h"
 
 namespace hybrid {
 
@@ -29,12 +32,19 @@ void check_run_outputs(const Config& cfg, const TrainOptions& opts) {
       throw ArgumentError(fmt::format("{} {}: {}", option, policy.dir(), e.what()));
     }
   }
-  if (!opts.export_path.empty())
+  if (!opts.export_path.empty()) {
     refuse_if(base::why_not_writable_file(opts.export_path), "--export-llmc", opts.export_path);
+    refuse_if(make_model(cfg)->cannot_write({opts.export_path, ""}), "--export-llmc",
+              opts.export_path);
+  }
   if (!opts.export_hf_dir.empty())
     refuse_if(base::why_not_writable_dir(opts.export_hf_dir), "--export-hf", opts.export_hf_dir);
   if (!opts.result_path.empty())
     refuse_if(base::why_not_writable_file(opts.result_path), "--result", opts.result_path);
+}
+
+void check_run_inputs(const Config& cfg) {
+  if (is_hf_directory(cfg.init_from)) SafetensorsSet{cfg.init_from};
 }
 
 }  // namespace hybrid

@@ -21,8 +21,14 @@ class ArgumentError : public std::runtime_error {
 // Every output path of the run: the checkpoint folder (--save or
 // hybrid.checkpoint.dir), --export-llmc and --result must be writable (or
 // creatable) and of the right kind; the checkpoint folder must not hold another
-// model's checkpoints. Throws ArgumentError naming the option and the path.
+// model's checkpoints; the model must have the exported formats (llm.c's holds
+// GPT-2 only). Throws ArgumentError naming the option and the path.
 // (--db is opened, and so checked, before this by the run recorder.)
 void check_run_outputs(const engine::Config& cfg, const TrainOptions& opts);
+
+// The run's inputs that can be checked before anything is built: a Hugging
+// Face hybrid.init_from's safetensors headers (every shard's, validated before
+// any tensor is read: a truncated or damaged file fails here, naming it).
+void check_run_inputs(const engine::Config& cfg);
 
 }  // namespace hybrid

@@ -417,6 +417,7 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
     s.rank = base::launcher_env().rank;  // valid before MPI starts
     recorder = std::make_unique<RunRecorder>(cfg, opts, s.rank);
     check_run_outputs(cfg, opts);
+    check_run_inputs(cfg);
     train(cfg, opts, s, *recorder);
   } catch (const OutOfMemoryError& e) {
     s.status = RunStatus::oom, s.error_kind = "OutOfMemoryError", s.error = e.what();

@@ -155,6 +155,9 @@ class CausalLM : public Module {
   // family has not is an error naming both.
   virtual void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                              const WeightFiles& out) const = 0;
+  // Why write_weights would refuse `out` (a format the family has not), naming
+  // the path and the family; "" when it writes it. Runs check it before training.
+  virtual std::string cannot_write(const WeightFiles& out) const = 0;
   // Where a full checkpoint under `root` keeps the consolidated weights: the
   // family's own format (llm.c's file for GPT-2, a Hugging Face directory for
   // families without one).

@@ -16,6 +16,12 @@ void throw_bad_hf_key(const std::string& path, const char* key, const nlohmann::
   throw DataFileError(fmt::format("{}: \"{}\" is {}", path, key, base::describe_json(value)));
 }
 
+void throw_unsupported_hf_key(const std::string& path, const char* key, const std::string& value,
+                              const char* family, const std::string& ours) {
+  throw DataFileError(
+      fmt::format("{}: \"{}\" is {}; hybrid's {} runs {}", path, key, value, family, ours));
+}
+
 bool is_hf_directory(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec) &&

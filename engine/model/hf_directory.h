@@ -39,6 +39,12 @@ T hf_key(const nlohmann::json& c, const char* key, T fallback, const std::string
   }
 }
 
+// A config.json key whose value a family does not run: "PATH: "KEY" is VALUE;
+// hybrid's FAMILY runs OURS".
+[[noreturn]] void throw_unsupported_hf_key(const std::string& path, const char* key,
+                                           const std::string& value, const char* family,
+                                           const std::string& ours);
+
 // A directory holding config.json.
 bool is_hf_directory(const std::string& path);
 

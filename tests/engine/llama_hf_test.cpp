@@ -269,10 +269,24 @@ TEST(LlamaHf, HybridTrainExportsAndTrainsOnFromTheDirectory) {
       << disagree.output;
   const auto llmc = test::run_hybrid_train_alone(dir, "llmc", llama_run_patch(),
                                                  "--steps 1 --export-llmc " + dir / "w.bin");
-  EXPECT_NE(llmc.exit_code, 0);
-  EXPECT_NE(llmc.output.find("llm.c's format holds GPT-2 only, and this model is a llama"),
+  EXPECT_EQ(llmc.exit_code, 2) << "refused before training: " << llmc.output;
+  EXPECT_NE(llmc.output.find("--export-llmc " + dir / "w.bin" + ": " + dir / "w.bin" +
+                             ": llm.c's format holds GPT-2 only, and this model is a llama"),
             std::string::npos)
       << llmc.output;
+  EXPECT_EQ(llmc.output.find("step "), std::string::npos) << "no step ran";
+
+  // A damaged init_from is refused before anything is built or written.
+  std::filesystem::copy(dir / "hf", dir / "trunc", std::filesystem::copy_options::recursive);
+  std::filesystem::resize_file(dir / "trunc/model.safetensors", 100);
+  const auto trunc = test::run_hybrid_train_alone(
+      dir, "trunc", llama_run_patch({{"hybrid", {{"init_from", dir / "trunc"}}}}),
+      "--steps 1 --save " + dir / "never" + " --export-hf " + dir / "never_hf");
+  EXPECT_NE(trunc.exit_code, 0);
+  EXPECT_NE(trunc.output.find(dir / "trunc/model.safetensors: header length"), std::string::npos)
+      << trunc.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "never"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "never_hf"));
   EXPECT_FALSE(std::filesystem::exists(dir / "w.bin"));
 }
 

@@ -44,6 +44,7 @@ class GPT2 final : public DecoderStack {
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                      const WeightFiles& out) const override;
+  std::string cannot_write(const WeightFiles&) const override { return ""; }  // both formats
   WeightFiles full_checkpoint_files(const std::string& root) const override {
     return {root + "/model.bin", ""};
   }

@@ -19,10 +19,10 @@ namespace {
 
 using nlohmann::json;
 
+// A config.json value this family does not run, named.
 [[noreturn]] void unsupported(const std::string& path, const char* key, const std::string& value,
                               const std::string& ours) {
-  throw DataFileError(
-      fmt::format("{}: \"{}\" is {}; hybrid's GPT-2 runs {}", path, key, value, ours));
+  throw_unsupported_hf_key(path, key, value, "GPT-2", ours);
 }
 
 // The per-layer tensors: llm.c's vector, HF's name after "h.{l}.", and our

@@ -48,6 +48,7 @@ class Llama final : public DecoderStack {
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                      const WeightFiles& out) const override;
+  std::string cannot_write(const WeightFiles& out) const override;
   WeightFiles full_checkpoint_files(const std::string& root) const override;
 
   // The MLP's inner width (hybrid.model.intermediate_size, or its default).

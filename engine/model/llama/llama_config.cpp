@@ -11,10 +11,10 @@ namespace {
 
 using nlohmann::json;
 
+// A config.json value this family does not run, named.
 [[noreturn]] void unsupported(const std::string& path, const char* key, const std::string& value,
                               const std::string& ours) {
-  throw DataFileError(
-      fmt::format("{}: \"{}\" is {}; hybrid's Llama runs {}", path, key, value, ours));
+  throw_unsupported_hf_key(path, key, value, "Llama", ours);
 }
 
 }  // namespace

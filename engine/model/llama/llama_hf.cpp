@@ -112,13 +112,17 @@ std::vector<float> Llama::read_weights(const std::string& path, const ModuleTree
   return read_llama_hf(path, cfg_, tree);
 }
 
+std::string Llama::cannot_write(const WeightFiles& out) const {
+  if (out.llmc_file.empty()) return "";
+  return fmt::format(
+      "{}: llm.c's format holds GPT-2 only, and this model is a llama; write a Hugging Face "
+      "directory instead",
+      out.llmc_file);
+}
+
 void Llama::write_weights(const ModuleTree& tree, const std::vector<float>& flat,
                           const WeightFiles& out) const {
-  if (!out.llmc_file.empty())
-    throw std::invalid_argument(fmt::format(
-        "{}: llm.c's format holds GPT-2 only, and this model is a llama; write a Hugging Face "
-        "directory instead",
-        out.llmc_file));
+  if (const std::string why = cannot_write(out); !why.empty()) throw std::invalid_argument(why);
   if (!out.hf_dir.empty()) write_llama_hf(out.hf_dir, cfg_, tree, flat);
 }
 
