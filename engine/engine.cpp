@@ -339,32 +339,40 @@ float Engine::forward(const int32_t* inputs, const int32_t* targets) {
   if (pipeline_stages() > 1)
     throw std::logic_error("engine: with pipeline stages, use train_batch()");
   if (micro_step_ == 0) begin_step();
-  const auto timer = timers_.time(StepTimer::forward);
-  const int B = ctx_->B(), T = ctx_->T();
-  const size_t n = size_t(B) * T;
-  backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
-  backend_->copy_from_host(model_->targets_buffer(), targets, n * sizeof(int32_t));
-  ctx_->forward(*model_);
-  zero_->end_forward();
-  host_losses_.resize(n);
-  backend_->copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
-  double sum = 0.0;
-  for (float l : host_losses_) sum += l;
-  return float(sum / double(n));
+  return float(micro_forward(inputs, targets));
 }
 
 void Engine::backward() {
   if (pipeline_stages() > 1)
     throw std::logic_error("engine: with pipeline stages, use train_batch()");
+  micro_backward(micro_step_ == cfg_.gradient_accumulation_steps - 1);
+}
+
+double Engine::micro_forward(const int32_t* inputs, const int32_t* targets) {
+  const auto timer = timers_.time(StepTimer::forward);
+  const size_t n = size_t(ctx_->B()) * size_t(ctx_->T());
+  if (model_->first_stage())
+    backend_->copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
+  if (model_->last_stage())
+    backend_->copy_from_host(model_->targets_buffer(), targets, n * sizeof(int32_t));
+  ctx_->forward(*model_);
+  zero_->end_forward();
+  if (!model_->last_stage()) return 0.0;
+  host_losses_.resize(n);
+  backend_->copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
+  double sum = 0.0;
+  for (float l : host_losses_) sum += l;
+  return sum / double(n);
+}
+
+void Engine::micro_backward(bool boundary) {
   const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
   const double tokens = double(ctx_->B()) * ctx_->T();
   ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
-  const bool boundary = micro_step_ == gas - 1;
-  const bool reduce = cfg_.zero.stage >= 2 || boundary;
   {
     const auto inner = timers_.time(StepTimer::backward_inner);
-    zero_->begin_backward(reduce);
+    zero_->begin_backward(cfg_.zero.stage >= 2 || boundary);
     ctx_->backward(*model_);
   }
   const auto allreduce = timers_.time(StepTimer::backward_allreduce);

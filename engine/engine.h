@@ -90,15 +90,16 @@ class Engine {
   // and returns true (last_step() tells what happened).
   bool step();
 
-  // Pipeline parallelism (pipeline.stages > 1), DeepSpeed's train_batch: one
-  // optimizer step, gradient_accumulation_steps micro-batches through this
-  // stage's 1F1B schedule (engine/parallel/pipeline_schedule.h). inputs[k] and
-  // targets[k] are micro-batch k ([micro_batch, T] host arrays) of this
-  // data-parallel rank's share; every stage of a pipeline passes the same.
-  // Returns the micro-batches' mean loss (the last stage's) on every stage.
-  // Without a pipeline: forward, backward and step over them.
-  float train_batch(const std::vector<const int32_t*>& inputs,
-                    const std::vector<const int32_t*>& targets);
+  // One optimizer step, DeepSpeed's train_batch: the trainer's one entry,
+  // whatever the parallel layout. inputs[k] and targets[k] are micro-batch k
+  // ([micro_batch, T] host arrays) of this data-parallel rank's share, k <
+  // gradient_accumulation_steps; every stage of a pipeline passes the same.
+  // Without a pipeline: forward, backward and step over them in turn; with
+  // pipeline.stages > 1: this stage's 1F1B schedule
+  // (engine/parallel/pipeline_schedule.h). Returns the micro-batches' mean loss
+  // (the last stage's, on every stage).
+  double train_batch(const std::vector<const int32_t*>& inputs,
+                     const std::vector<const int32_t*>& targets);
 
   // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
   std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
@@ -214,6 +215,14 @@ class Engine {
   engine::GradSummary gradient_summary();  // tied gradients summed, norm over stages
   void run_pipe_step(const engine::PipeStep& step, const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets, double& loss_sum);
+  // The one micro-batch forward and backward every path runs (forward/backward,
+  // the pipeline's schedule): this stage's part of the model on the wired
+  // activation slot. micro_forward copies the tokens in (first stage) and the
+  // targets (last stage) and returns the mean token loss on the last stage (0
+  // elsewhere); micro_backward's `boundary` is the step's last micro-batch,
+  // whose gradient reductions it waits for.
+  double micro_forward(const int32_t* inputs, const int32_t* targets);
+  void micro_backward(bool boundary);
   void pipe_transfer(const engine::PipeStep& step);
   // The flat range rank `rank`'s checkpoint partition holds.
   engine::FlatRange saved_range(int rank) const;

@@ -35,8 +35,8 @@ void Engine::setup_pipeline() {
   }()));
 }
 
-float Engine::train_batch(const std::vector<const int32_t*>& inputs,
-                          const std::vector<const int32_t*>& targets) {
+double Engine::train_batch(const std::vector<const int32_t*>& inputs,
+                           const std::vector<const int32_t*>& targets) {
   const int gas = cfg_.gradient_accumulation_steps;
   if (int(inputs.size()) != gas || int(targets.size()) != gas)
     throw std::invalid_argument(fmt::format(
@@ -49,7 +49,7 @@ float Engine::train_batch(const std::vector<const int32_t*>& inputs,
       backward();
       step();
     }
-    return float(loss / gas);
+    return loss / gas;
   }
   begin_step();
   double loss_sum = 0.0;
@@ -76,33 +76,10 @@ void Engine::run_pipe_step(const PipeStep& st, const std::vector<const int32_t*>
   if (st.kind != PipeStep::forward && st.kind != PipeStep::backward) return pipe_transfer(st);
   model_->use_slot(st.micro % model_->slots());
   ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
-  const int B = ctx_->B(), T = ctx_->T();
-  const size_t n = size_t(B) * size_t(T);
-  if (st.kind == PipeStep::forward) {
-    const auto timer = timers_.time(StepTimer::forward);
-    if (model_->first_stage())
-      backend_->copy_from_host(model_->tokens_buffer(), inputs[size_t(st.micro)],
-                               n * sizeof(int32_t));
-    if (model_->last_stage())
-      backend_->copy_from_host(model_->targets_buffer(), targets[size_t(st.micro)],
-                               n * sizeof(int32_t));
-    ctx_->forward(*model_);
-    zero_->end_forward();
-    if (!model_->last_stage()) return;
-    host_losses_.resize(n);
-    backend_->copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
-    double sum = 0.0;
-    for (float l : host_losses_) sum += l;
-    loss_sum += sum / double(n);
-    return;
-  }
-  const auto timer = timers_.time(StepTimer::backward);
-  ctx_->set_dloss(float(double(scaler_.scale()) / (double(n) * gas)));
-  const bool boundary = st.micro == gas - 1;  // 1F1B runs backwards in order
-  zero_->begin_backward(boundary);            // stages 0 and 1: reduce at the boundary
-  ctx_->backward(*model_);
-  zero_->end_backward();
-  if (boundary) zero_->finish_reductions();
+  if (st.kind == PipeStep::forward)
+    loss_sum += micro_forward(inputs[size_t(st.micro)], targets[size_t(st.micro)]);
+  else
+    micro_backward(st.micro == gas - 1);  // 1F1B runs backwards in order
 }
 
 // Activations go forward from stage_output() into the next stage's

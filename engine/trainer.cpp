@@ -101,9 +101,9 @@ struct Loop {
         loader(std::move(d)),
         say(s),
         policy(c.checkpoint, o.save_dir, o.save_every) {
-    const size_t tokens = size_t(c.train_micro_batch_size_per_gpu) * size_t(c.seq_len());
-    inputs.resize(tokens);
-    targets.resize(tokens);
+    micro_tokens = size_t(c.train_micro_batch_size_per_gpu) * size_t(c.seq_len());
+    batch_inputs.resize(micro_tokens * size_t(c.gradient_accumulation_steps));
+    batch_targets.resize(batch_inputs.size());
     tokens_per_step = double(loader.tokens_per_step());
     first = e.global_step();
     steps = o.steps > 0 ? o.steps : 20;
@@ -116,10 +116,10 @@ struct Loop {
   DataLoader loader;
   const Say& say;
   SavePolicy policy;
-  int64_t first = 0, steps = 0;  // global step before the loop; steps to run
-  double tokens_per_step = 0.0;  // over all ranks
-  std::vector<int32_t> inputs, targets;
-  std::vector<int32_t> batch_inputs, batch_targets;  // a pipeline step's micro-batches
+  int64_t first = 0, steps = 0;                      // global step before the loop; steps to run
+  double tokens_per_step = 0.0;                      // over all ranks
+  size_t micro_tokens = 0;                           // B·T of one micro-batch
+  std::vector<int32_t> batch_inputs, batch_targets;  // a step's micro-batches, one after another
   uint32_t step_name = 0, data_name = 0;
   std::vector<double> step_ms;
   std::vector<bool> skipped;             // per step: the update was not applied
@@ -130,52 +130,35 @@ struct Loop {
   std::optional<SavePolicy::Kind> unverified_save;
 };
 
-// A pipeline stage's step: every micro-batch first, then the 1F1B schedule.
-double run_pipeline_step(Loop& l, int64_t s) {
-  auto& tracer = l.engine.tracer();
-  const int gas = l.cfg.gradient_accumulation_steps;
-  const size_t n = l.inputs.size();
-  l.batch_inputs.resize(n * size_t(gas));
-  l.batch_targets.resize(n * size_t(gas));
-  std::vector<const int32_t*> in, tg;
-  {
-    profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
-    for (int k = 0; k < gas; ++k) {
-      int32_t* i = l.batch_inputs.data() + n * size_t(k);
-      int32_t* t = l.batch_targets.data() + n * size_t(k);
-      l.loader.fill(s, k, i, t);
-      in.push_back(i);
-      tg.push_back(t);
-    }
-  }
-  return l.engine.train_batch(in, tg);
-}
-
-// One optimizer step (gas micro-steps) of global step s+1; returns the loss
-// averaged over micro-steps and ranks.
+// One optimizer step (gas micro-batches) of global step s+1 through the
+// engine's one entry, whatever the parallel layout; returns the loss averaged
+// over micro-batches and ranks.
 double run_step(Loop& l, int64_t s) {
   auto& tracer = l.engine.tracer();
   const int gas = l.cfg.gradient_accumulation_steps;
+  const size_t n = l.micro_tokens;
+  std::vector<const int32_t*> in, tg;
   double loss = 0.0;
   {
     profiler::Scope step_scope(&tracer, l.step_name, profiler::Category::step);
-    if (l.engine.pipeline_stages() > 1) loss = run_pipeline_step(l, s) * gas;
-    for (int k = 0; k < gas && l.engine.pipeline_stages() == 1; ++k) {
-      {
-        profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
-        l.loader.fill(s, k, l.inputs.data(), l.targets.data());
+    {
+      profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
+      for (int k = 0; k < gas; ++k) {
+        int32_t* i = l.batch_inputs.data() + n * size_t(k);
+        int32_t* t = l.batch_targets.data() + n * size_t(k);
+        l.loader.fill(s, k, i, t);
+        in.push_back(i);
+        tg.push_back(t);
       }
-      loss += l.engine.forward(l.inputs, l.targets);
-      l.engine.backward();
-      l.engine.step();
     }
+    loss = l.engine.train_batch(in, tg);
   }
   // On a GPU the step ends when its last kernel does, not when the host has
   // queued it: wait for the device before reading the clock (the next step's
   // first loss read would wait for it anyway).
   l.engine.backend().synchronize();
   tracer.set_enabled(false);
-  return l.engine.mean_over_ranks(loss / gas);
+  return l.engine.mean_over_ranks(loss);
 }
 
 // keep_last over the checkpoints of `kind` (rank 0 deletes).
