@@ -13,7 +13,9 @@
 #include <string>
 
 #include "autotune/cluster_rates.h"
+#include "tests/common/json_file.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace hybrid::autotune::test {
 
@@ -40,35 +42,9 @@ inline nlohmann::json tiny_config(const nlohmann::json& patch = nlohmann::json::
   return j;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("hybrid_tune_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-inline void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream(path) << j.dump(2);
-}
-
-inline nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+using hybrid::test::read_json;
+using hybrid::test::TempDir;
+using hybrid::test::write_json;
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);

@@ -20,7 +20,9 @@
 #include "engine/memory/layout_buffers.h"
 #include "engine/model/gpt2/gpt2.h"
 #include "engine/model/gpt2/llmc_checkpoint.h"
+#include "tests/common/json_file.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace hybrid::test {
 
@@ -79,34 +81,6 @@ inline double max_relative_difference(const std::vector<float>& a, const std::ve
     scale = std::max(scale, double(std::abs(b[i])));
   }
   return diff / scale;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("hybrid_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-inline void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream(path) << j.dump(2);
-}
-
-inline nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 inline std::string tool(const std::string& name) {
