@@ -1,5 +1,6 @@
 // A test's own directory under the system's temporary one: made unique
-// (mkdtemp), removed with everything in it when the test ends.
+// (mkdtemp), readable by other users as a plain directory is (tests that drop
+// privileges look inside), removed with everything in it when the test ends.
 #pragma once
 
 #include <stdlib.h>
@@ -18,6 +19,10 @@ class TempDir {
       throw std::runtime_error("TempDir: mkdtemp failed under " +
                                std::filesystem::temp_directory_path().string());
     path_ = pattern;
+    std::filesystem::permissions(
+        path_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                   std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                   std::filesystem::perms::others_exec);
   }
   ~TempDir() {
     std::error_code ec;
