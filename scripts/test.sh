@@ -20,16 +20,26 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYBRID_WERROR=ON \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j"$(nproc)"
-echo "test.sh: build done in $((SECONDS - start)) s"
+built=$SECONDS
+echo "test.sh: build done in $((built - start)) s"
 
 # Every test may start real mpirun processes and a display server.
 source scripts/mpi-env.sh
-(cd "$build" && ctest --output-on-failure -j2 --timeout 900)
-echo "test.sh: tests done in $((SECONDS - start)) s"
+ctest_log=$(mktemp)
+trap 'rm -f "$ctest_log"' EXIT
+(cd "$build" && ctest --output-on-failure -j2 --timeout 900) | tee "$ctest_log"
+tested=$SECONDS
+echo "test.sh: tests done in $((tested - start)) s"
 
 # Every fuzz harness for 15 s, two at once (clang, ASan + UBSan; docs/reliability.md).
 FUZZ_JOBS=2 scripts/fuzz.sh 15
-echo "test.sh: fuzzing done in $((SECONDS - start)) s"
+fuzzed=$SECONDS
+echo "test.sh: fuzzing done in $((fuzzed - start)) s"
 
 scripts/bench-ci-check.sh "$build" "$PWD"
+echo "test.sh: phases: build $((built - start)) s, tests $((tested - built)) s," \
+  "fuzzing $((fuzzed - tested)) s, benchmark self-check $((SECONDS - fuzzed)) s"
+echo "test.sh: the ten slowest tests (s):"
+sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$ctest_log" |
+  sort -rn | head -10 | sed 's/^/  /'
 echo "test.sh: all done in $((SECONDS - start)) s"
