@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/suite_main.h"
 #include "kernels/cpu/attention_materialized.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
@@ -228,9 +229,5 @@ int main(int argc, char** argv) {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n > 0) g_self = std::string(buf, size_t(n));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return hybrid::bench::run_suite(argc, argv);
 }

@@ -27,6 +27,7 @@
 #include "base/statistics.h"
 #include "base/units.h"
 #include "bench/slowdown.h"
+#include "bench/suite_main.h"
 #include "engine/engine.h"
 
 namespace {
@@ -193,10 +194,5 @@ int main(int argc, char** argv) {
         ->Iterations(3)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  summary();
-  return 0;
+  return hybrid::bench::run_suite(argc, argv, summary);
 }

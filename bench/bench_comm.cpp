@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/suite_main.h"
 #include "engine/comm/factory.h"
 #include "profiler/comm_tracer.h"
 
@@ -190,13 +191,6 @@ void register_benchmarks() {
   }
 }
 
-// Ranks other than 0 run every benchmark but print nothing.
-class NullReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,21 +216,16 @@ int main(int argc, char** argv) {
   if (dropped_interleaving && rank == 0)
     std::fprintf(stderr,
                  "bench_comm: random interleaving is off under mpirun (ranks must agree)\n");
-  int nargs = int(args.size());
+  const int nargs = int(args.size());
   args.push_back(nullptr);
-  benchmark::Initialize(&nargs, args.data());
-  if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) return 1;
 
   if (comm->name() == "mpi") MPI_Comm_dup(MPI_COMM_WORLD, &g_ref_comm);
   register_benchmarks();
-  if (rank == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    NullReporter quiet;
-    benchmark::RunSpecifiedBenchmarks(&quiet);
-  }
-  benchmark::Shutdown();
+  // Ranks other than 0 run every benchmark but print nothing.
+  hybrid::bench::SuiteSteps steps;
+  steps.report = rank == 0;
+  const int rc = hybrid::bench::run_suite(nargs, args.data(), steps);
   if (g_ref_comm != MPI_COMM_NULL) MPI_Comm_free(&g_ref_comm);
   comm.reset();  // finalises MPI if it started it
-  return 0;
+  return rc;
 }

@@ -25,118 +25,24 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "bench/cuda_op_timing.h"
+#include "bench/suite_main.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "profiler/flops.h"
 
 namespace {
 
+using hybrid::bench::cublas_ref;
+using hybrid::bench::cuda_type;
+using hybrid::bench::DevBuf;
+using hybrid::bench::Env;
+using hybrid::bench::g_env;
+using hybrid::bench::measure;
+using hybrid::bench::memcpy_ref;
 using hybrid::kernels::AdamWParams;
-using hybrid::kernels::CudaBackend;
 using hybrid::kernels::DType;
 
 constexpr int kT = 1024, kC = 768, kNH = 12, kV = 50257, kVp = 50304;
-
-struct Env {
-  std::unique_ptr<hybrid::kernels::Backend> owner;
-  CudaBackend* b = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  cublasHandle_t cublas = nullptr;
-  void* copy_src = nullptr;
-  void* copy_dst = nullptr;
-  size_t copy_cap = 0;
-};
-Env* g_env = nullptr;
-
-// A device buffer with a repeating pseudo-random bf16/fp32 pattern in [-1, 1).
-struct DevBuf {
-  void* p = nullptr;
-  size_t bytes = 0;
-  DevBuf(size_t n_bytes, bool fill = true) : bytes(n_bytes) {
-    p = g_env->b->allocate(bytes);
-    if (!fill) {
-      g_env->b->zero(p, bytes);
-      return;
-    }
-    std::vector<uint16_t> chunk(size_t(1) << 20);
-    uint32_t x = 2463534242u;
-    for (auto& h : chunk) {
-      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-      h = uint16_t(0x3c00u | (x & 0x83ffu));  // bf16/fp16-safe bit patterns of magnitude < 2
-    }
-    const size_t cb = chunk.size() * 2;
-    g_env->b->copy_from_host(p, chunk.data(), std::min(cb, bytes));
-    for (size_t off = cb; off < bytes; off += cb)
-      g_env->b->copy(static_cast<char*>(p) + off, p, std::min(cb, bytes - off));
-  }
-  ~DevBuf() { g_env->b->deallocate(p, bytes); }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(p);
-  }
-};
-
-float time_ms(const std::function<void()>& fn) {
-  cudaStream_t s = g_env->b->compute_stream();
-  cudaEventRecord(g_env->e0, s);
-  fn();
-  cudaEventRecord(g_env->e1, s);
-  cudaEventSynchronize(g_env->e1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, g_env->e0, g_env->e1);
-  return ms;
-}
-
-std::function<void()> memcpy_ref(size_t traffic_bytes) {
-  const size_t half = traffic_bytes / 2;  // a copy reads and writes: same traffic
-  if (half > g_env->copy_cap) {
-    if (g_env->copy_src) g_env->b->deallocate(g_env->copy_src, g_env->copy_cap);
-    if (g_env->copy_dst) g_env->b->deallocate(g_env->copy_dst, g_env->copy_cap);
-    g_env->copy_src = g_env->b->allocate(half);
-    g_env->copy_dst = g_env->b->allocate(half);
-    g_env->copy_cap = half;
-  }
-  return [half] {
-    cudaMemcpyAsync(g_env->copy_dst, g_env->copy_src, half, cudaMemcpyDeviceToDevice,
-                    g_env->b->compute_stream());
-  };
-}
-
-// Times op and ref alternately; reports op's time, rates and ref_time / op_time.
-void measure(benchmark::State& st, const std::function<void()>& op,
-             const std::function<void()>& ref, double flops, double bytes) {
-  op();
-  ref();
-  double op_ms = 0, ref_ms = 0;
-  for (auto _ : st) {
-    const float t = time_ms(op);
-    st.SetIterationTime(t / 1e3);
-    op_ms += t;
-    ref_ms += time_ms(ref);
-  }
-  if (flops > 0)
-    st.counters["FLOP/s"] =
-        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  if (bytes > 0)
-    st.counters["bytes/s"] = benchmark::Counter(
-        bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1024);
-  st.counters["ref_ratio"] = op_ms > 0 ? ref_ms / op_ms : 0.0;
-}
-
-cudaDataType_t cuda_type(DType dt) {
-  return dt == DType::f32 ? CUDA_R_32F : dt == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
-}
-
-// Classic cuBLAS for out[M,N] = inp[M,K] · w[N,K]ᵀ (row-major), the GEMM reference.
-std::function<void()> cublas_ref(DType dt, void* out, const void* inp, const void* w, int M, int K,
-                                 int N) {
-  return [=] {
-    const float one = 1.0f, zero = 0.0f;
-    cublasSetStream(g_env->cublas, g_env->b->compute_stream());
-    cublasGemmEx(g_env->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, cuda_type(dt), K, inp,
-                 cuda_type(dt), K, &zero, out, cuda_type(dt), N, CUBLAS_COMPUTE_32F,
-                 CUBLAS_GEMM_DEFAULT);
-  };
-}
 
 size_t es(DType dt) { return hybrid::kernels::dtype_size(dt); }
 
@@ -416,35 +322,18 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  std::unique_ptr<hybrid::kernels::Backend> backend;
-  try {
-    backend = hybrid::kernels::make_backend("cuda", 0).backend;
-  } catch (const std::exception& e) {
-    std::printf("bench_cuda_ops: skipped: %s\n", e.what());
+  std::string why;
+  const std::unique_ptr<Env> env = Env::open(why);
+  if (!env) {
+    std::printf("bench_cuda_ops: skipped: %s\n", why.c_str());
     return 0;
   }
-  Env env;
-  env.owner = std::move(backend);
-  env.b = dynamic_cast<CudaBackend*>(env.owner.get());
-  cudaEventCreate(&env.e0);
-  cudaEventCreate(&env.e1);
-  if (cublasCreate(&env.cublas) != CUBLAS_STATUS_SUCCESS) {
-    std::printf("bench_cuda_ops: skipped: cublasCreate failed\n");
-    return 0;
-  }
-  g_env = &env;
-  std::printf("bench_cuda_ops on %s\n", env.b->name().c_str());
+  g_env = env.get();
+  std::printf("bench_cuda_ops on %s\n", env->b->name().c_str());
   register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  if (env.copy_src) env.b->deallocate(env.copy_src, env.copy_cap);
-  if (env.copy_dst) env.b->deallocate(env.copy_dst, env.copy_cap);
-  cublasDestroy(env.cublas);
-  cudaEventDestroy(env.e0);
-  cudaEventDestroy(env.e1);
+  const int rc = hybrid::bench::run_suite(argc, argv);
   g_env = nullptr;
-  return 0;
+  return rc;
 }
 
 #else

@@ -31,6 +31,7 @@
 
 #include "base/launcher_env.h"
 #include "base/statistics.h"
+#include "bench/suite_main.h"
 #include "engine/engine.h"
 #include "engine/trainer.h"
 #include "kernels/registry.h"
@@ -223,10 +224,5 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  summary();
-  return 0;
+  return hybrid::bench::run_suite(argc, argv, summary);
 }

@@ -35,6 +35,9 @@
 
 #include "base/statistics.h"
 #include "base/text.h"
+#include "bench/forked_sample.h"
+#include "bench/parse_floor.h"
+#include "bench/suite_main.h"
 #include "bench/synthetic_kineto.h"
 #include "profiler/gpu_timeline.h"
 #include "profiler/import/kineto_import.h"
@@ -43,6 +46,10 @@
 namespace {
 
 namespace fs = std::filesystem;
+using hybrid::bench::ChildReport;
+using hybrid::bench::proc_status_mib;
+using hybrid::bench::run_in_child;
+using hybrid::bench::Sample;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -80,164 +87,7 @@ struct Env {
   }
 };
 
-// The importer's reading path (profiler/import/kineto_trace.cpp: zlib's gzread,
-// which reads plain files too, 1 MiB at a time, under a std::istream), so the
-// floor pays for reading exactly what the importer pays.
-class GzStreamBuf : public std::streambuf {
- public:
-  explicit GzStreamBuf(const fs::path& path) : buffer_(size_t(1) << 20) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) throw std::runtime_error("cannot open " + path.string());
-    gzbuffer(file_, 1 << 18);
-  }
-  ~GzStreamBuf() override { gzclose(file_); }
-  GzStreamBuf(const GzStreamBuf&) = delete;
-  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
-
- protected:
-  int_type underflow() override {
-    const int n = gzread(file_, buffer_.data(), unsigned(buffer_.size()));
-    if (n <= 0) return traits_type::eof();
-    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
-    return traits_type::to_int_type(buffer_[0]);
-  }
-
- private:
-  gzFile file_ = nullptr;
-  std::vector<char> buffer_;
-};
-
-// A SAX handler that keeps nothing: what parsing alone costs.
-struct NoopSax {
-  uint64_t objects = 0;
-  bool null() { return true; }
-  bool boolean(bool) { return true; }
-  bool number_integer(json::number_integer_t) { return true; }
-  bool number_unsigned(json::number_unsigned_t) { return true; }
-  bool number_float(json::number_float_t, const std::string&) { return true; }
-  bool string(std::string&) { return true; }
-  bool binary(json::binary_t&) { return true; }
-  bool start_object(size_t) { return ++objects, true; }
-  bool end_object() { return true; }
-  bool start_array(size_t) { return true; }
-  bool end_array() { return true; }
-  bool key(std::string&) { return true; }
-  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
-    throw std::runtime_error(e.what());
-  }
-};
-
-// What a measuring child reports through its pipe (plain data).
-struct ChildReport {
-  double wall_s = 0;
-  double phase_s[4] = {};    // full import: read, translate, analyze, write
-  double hwm_mib[4] = {};    // VmHWM after each of those phases
-  double rss_start_mib = 0;  // VmRSS when the child started (the parent's pages)
-  uint64_t records = 0;      // events in the run record; traceEvents in the DOM
-  double db_mib = 0;
-  char error[512] = {};
-};
-
-struct Sample {
-  ChildReport r;
-  double cpu_s = 0;         // the child's user + system time
-  double peak_rss_mib = 0;  // ru_maxrss of the child
-  double growth_mib() const { return peak_rss_mib - r.rss_start_mib; }
-};
-
-double proc_status_mib(const char* field) {  // VmRSS, VmHWM of this process
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with(field) && line[std::strlen(field)] == ':')
-      return std::atof(line.c_str() + std::strlen(field) + 1) / 1024.0;  // kB
-  return 0;
-}
-
-bool write_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t k = ::write(fd, p, n);
-    if (k <= 0) return false;
-    p += k, n -= size_t(k);
-  }
-  return true;
-}
-
-size_t read_all(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t k = ::read(fd, p + got, n - got);
-    if (k <= 0) break;
-    got += size_t(k);
-  }
-  return got;
-}
-
-// Runs `work` in a forked child and collects its report, CPU time and peak RSS.
-Sample run_in_child(const std::function<void(ChildReport&)>& work) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    ChildReport r;
-    r.rss_start_mib = proc_status_mib("VmRSS");
-    try {
-      const auto t0 = Clock::now();
-      work(r);
-      r.wall_s = seconds_since(t0);
-    } catch (const std::exception& e) {
-      std::snprintf(r.error, sizeof r.error, "%s", e.what());
-    }
-    ::_exit(write_all(fds[1], &r, sizeof r) ? 0 : 1);  // no atexit: the parent owns the files
-  }
-  ::close(fds[1]);
-  Sample s;
-  const bool complete = read_all(fds[0], &s.r, sizeof s.r) == sizeof s.r;
-  ::close(fds[0]);
-  int status = 0;
-  rusage ru{};
-  ::wait4(pid, &status, 0, &ru);
-  if (!complete) std::snprintf(s.r.error, sizeof s.r.error, "the child died (status %d)", status);
-  s.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-            1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  s.peak_rss_mib = double(ru.ru_maxrss) / 1024.0;  // KiB on Linux
-  return s;
-}
-
 // --- the variants ---------------------------------------------------------
-
-void read_bytes(const fs::path& path, ChildReport&) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error("cannot open " + path.string());
-  gzbuffer(f, 1 << 18);
-  std::vector<char> buffer(size_t(1) << 20);
-  uint64_t total = 0;
-  for (int n; (n = gzread(f, buffer.data(), unsigned(buffer.size()))) > 0;) total += uint64_t(n);
-  gzclose(f);
-  benchmark::DoNotOptimize(total);
-}
-
-void sax_noop(const fs::path& path, ChildReport&) {
-  GzStreamBuf buf(path);
-  std::istream in(&buf);
-  NoopSax sax;
-  if (!json::sax_parse(in, &sax, json::input_format_t::json, /*strict=*/true))
-    throw std::runtime_error("SAX parse failed");
-  benchmark::DoNotOptimize(sax.objects);
-}
-
-void dom_parse(const fs::path& path, ChildReport& r) {
-  GzStreamBuf buf(path);
-  std::istream in(&buf);
-  const json doc = json::parse(in);
-  r.records = doc.at("traceEvents").size();
-}
 
 // What `hybrid-prof import-kineto` does (profiler/main_prof.cpp), phase by phase.
 void full_import(const fs::path& path, const fs::path& db, ChildReport& r) {
@@ -296,11 +146,12 @@ void bm_import(benchmark::State& state, const std::string& name, Work work, bool
     s = run_in_child([&](ChildReport& r) {
       switch (work) {
         case Work::read_bytes:
-          return read_bytes(path, r);
+          return hybrid::bench::read_bytes(path);
         case Work::sax_noop:
-          return sax_noop(path, r);
+          return hybrid::bench::sax_noop(path);
         case Work::dom_parse:
-          return dom_parse(path, r);
+          r.records = hybrid::bench::dom_parse(path);
+          return;
         case Work::full_import:
           return full_import(path, db, r);
       }
@@ -460,9 +311,6 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   if (!flags.interleaving) args.push_back(interleave.data());
-  int n = int(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   const std::pair<const char*, Work> works[] = {{"read_bytes", Work::read_bytes},
                                                 {"sax_noop", Work::sax_noop},
                                                 {"full", Work::full_import},
@@ -475,8 +323,7 @@ int main(int argc, char** argv) {
       b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
       if (!flags.repetitions) b->Repetitions(3);  // each run is seconds: medians of 3
     }
-  benchmark::RunSpecifiedBenchmarks();
-  print_summary();
-  benchmark::Shutdown();
-  return 0;
+  const int n = int(args.size());
+  args.push_back(nullptr);
+  return hybrid::bench::run_suite(n, args.data(), print_summary);
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_kernel_bench.h"
 #include "bench/slowdown.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/openblas.h"
@@ -26,68 +27,16 @@
 
 namespace {
 
-using hybrid::kernels::Backend;
+using hybrid::bench::backend;
+using hybrid::bench::Buffer;
+using hybrid::bench::counters;
+using hybrid::bench::es;
+using hybrid::bench::loop;
+using hybrid::bench::tokens;
 using hybrid::kernels::DType;
 
 constexpr int B = 4, T = 256, C = 768, NH = 12, V = 50257, Vp = 50304;
 constexpr int BT = B * T;
-
-Backend& backend() {
-  static std::unique_ptr<Backend> be = hybrid::kernels::make_cpu_backend();
-  return *be;
-}
-
-// A backend buffer of n elements of dt, filled with deterministic values in [lo, hi).
-class Buffer {
- public:
-  Buffer(DType dt, size_t n, float lo = -1.0f, float hi = 1.0f, uint32_t seed = 1)
-      : bytes_(n * hybrid::kernels::dtype_size(dt)), ptr_(backend().allocate(bytes_)) {
-    std::vector<float> v(n);
-    uint32_t x = seed * 2654435761u + 12345u;
-    for (auto& f : v) {
-      x = x * 1664525u + 1013904223u;
-      f = lo + (hi - lo) * float(x >> 8) / 16777216.0f;
-    }
-    backend().convert(dt, ptr_, DType::f32, v.data(), n);
-  }
-  ~Buffer() { backend().deallocate(ptr_, bytes_); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* get() const { return ptr_; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  size_t bytes_;
-  void* ptr_;
-};
-
-std::vector<int32_t> tokens(int n, int bound) {
-  std::vector<int32_t> t(n);
-  uint32_t x = 7;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = int32_t((x >> 8) % uint32_t(bound));
-  }
-  return t;
-}
-
-void counters(benchmark::State& s, double flops, double bytes) {
-  s.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  s.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
-                                             benchmark::Counter::OneK::kIs1024);
-}
-
-double es(DType dt) { return double(hybrid::kernels::dtype_size(dt)); }
-
-// The benchmark loop with the injected-slowdown hook (bench/slowdown.h), matched
-// against "<op>/<dtype>" (e.g. HYBRID_BENCH_SLOWDOWN="^layernorm_forward/fp32=0.30").
-hybrid::bench::SlowedLoop loop(benchmark::State& s, const char* op, DType dt) {
-  return hybrid::bench::slowed(
-      s, std::string(op) + "/" + std::string(hybrid::kernels::dtype_name(dt)));
-}
 
 // ---- linear layers ------------------------------------------------------------
 

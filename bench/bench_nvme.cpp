@@ -29,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "base/host.h"
 #include "base/statistics.h"
 #include "base/text.h"
+#include "bench/suite_main.h"
 #include "engine/io/async_io.h"
 #include "engine/io/swap_file.h"
 
@@ -242,9 +244,6 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   args.push_back(interleave.data());
-  int n = int(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   std::vector<io::IoEngine> engines{io::IoEngine::threads};
   if (io::io_uring_available()) engines.push_back(io::IoEngine::io_uring);
   for (const bool write : {true, false}) {
@@ -259,14 +258,18 @@ int main(int argc, char** argv) {
       if (!repetitions) b->Repetitions(5);
     }
   }
-  try {
-    Env::get();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_nvme: %s\n", e.what());
-    return 2;
-  }
-  benchmark::RunSpecifiedBenchmarks();
-  print_summary();
-  benchmark::Shutdown();
-  return 0;
+  hybrid::bench::SuiteSteps steps;
+  steps.before = []() -> std::optional<int> {
+    try {
+      Env::get();
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_nvme: %s\n", e.what());
+      return 2;
+    }
+  };
+  const int n = int(args.size());
+  args.push_back(nullptr);
+  steps.summary = print_summary;
+  return hybrid::bench::run_suite(n, args.data(), steps);
 }

@@ -12,8 +12,6 @@
 // cores, which inflates the steady state and the bubble no longer follows the
 // formula). Iterations(1): each is a few training runs.
 #include <benchmark/benchmark.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -26,6 +24,8 @@
 #include <vector>
 
 #include "base/text.h"
+#include "bench/suite_main.h"
+#include "bench/tool_runs.h"
 #include "engine/parallel/pipeline_schedule.h"
 
 namespace {
@@ -59,16 +59,14 @@ nlohmann::json config(int stages) {
 
 void BM_PipelineBubble(benchmark::State& state) {
   const int p = int(state.range(0));
-  const fs::path dir = fs::temp_directory_path() / ("bench_pipeline_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = hybrid::bench::working_dir("bench_pipeline", "");
   const std::string cfg = (dir / "config.json").string(), res = (dir / "result.json").string();
   std::ofstream(cfg) << config(p).dump(2);
   for (auto _ : state) {
     const std::string cmd = "mpirun --mca mpi_yield_when_idle 1 -np " + std::to_string(p) + " '" +
                             g_opt.train_bin + "' --quiet --steps 6 --config '" + cfg +
-                            "' --result '" + res + "' > '" + (dir / "log").string() + "' 2>&1";
-    const int status = std::system(cmd.c_str());
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                            "' --result '" + res + "'";
+    if (hybrid::bench::run_logged(cmd, (dir / "log").string()) != 0) {
       state.SkipWithError(
           ("hybrid-train failed (its log: " + (dir / "log").string() + ")").c_str());
       return;
@@ -99,34 +97,23 @@ void BM_PipelineBubble(benchmark::State& state) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_opt.train_bin =
-      (fs::canonical("/proc/self/exe").parent_path().parent_path() / "engine" / "hybrid-train")
-          .string();
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--stages" && i + 1 < argc) {
-      g_opt.stages.clear();
-      std::string list = argv[++i];
-      for (size_t at = 0; at <= list.size();) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        if (auto v = hybrid::base::parse_int(list.substr(at, comma - at)))
-          g_opt.stages.push_back(int(*v));
-        at = comma + 1;
-      }
-    } else if (a == "--micro" && i + 1 < argc) {
-      if (auto v = hybrid::base::parse_int(argv[++i])) g_opt.micro = int(*v);
-    } else {
-      rest.push_back(argv[i]);
+  g_opt.train_bin = hybrid::bench::build_tree_tool("engine/hybrid-train");
+  hybrid::bench::SuiteArgs args(argc, argv, {"--stages", "--micro"});
+  if (const std::string* list = args.value("--stages")) {
+    g_opt.stages.clear();
+    for (size_t at = 0; at <= list->size();) {
+      const size_t comma = std::min(list->find(',', at), list->size());
+      if (auto v = hybrid::base::parse_int(list->substr(at, comma - at)))
+        g_opt.stages.push_back(int(*v));
+      at = comma + 1;
     }
   }
+  if (const std::string* micro = args.value("--micro"))
+    if (auto v = hybrid::base::parse_int(*micro)) g_opt.micro = int(*v);
   for (int p : g_opt.stages)
     benchmark::RegisterBenchmark("BM_PipelineBubble", BM_PipelineBubble)
         ->Arg(p)
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
-  int n = int(rest.size());
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  return hybrid::bench::run_suite(args.argc(), args.argv());
 }

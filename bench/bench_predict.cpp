@@ -12,8 +12,6 @@
 // expected_error (what predict's confidence said beforehand), rank_agreement
 // (1 when the predicted best is the measured best). Iterations(1): a few sweeps.
 #include <benchmark/benchmark.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,26 +20,28 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "autotune/predict.h"
 #include "base/statistics.h"
-#include "base/text.h"
+#include "bench/suite_main.h"
+#include "bench/tool_runs.h"
 #include "profiler/store/run_store.h"
 
 namespace {
 
-namespace fs = std::filesystem;
+using hybrid::bench::build_tree_tool;
+using hybrid::bench::run_logged;
+using hybrid::bench::run_suite;
+using hybrid::bench::SuiteArgs;
+using hybrid::bench::whole_number_flag;
+using hybrid::bench::working_dir;
 
 struct Options {
   std::string keep, tune_bin;
   int world = 8;
 } g_opt;
-
-int run(const std::string& cmd, const std::string& log) {
-  const int status = std::system((cmd + " > '" + log + "' 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 constexpr const char* kConfig = R"({
   "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
@@ -68,74 +68,101 @@ std::map<std::string, Measured> measured(const std::string& db, const std::strin
   return out;
 }
 
+// hybrid-tune as a user runs it, in `dir`.
+struct Tune {
+  std::filesystem::path dir;
+  std::string db, cfg, space;
+
+  explicit Tune(const std::filesystem::path& d)
+      : dir(d),
+        db((d / "tune.db").string()),
+        cfg((d / "cfg.json").string()),
+        space((d / "space.json").string()) {
+    std::ofstream(cfg) << kConfig;
+    std::ofstream(space) << kSpace;
+  }
+  std::string bin() const { return "'" + g_opt.tune_bin + "'"; }
+  int probe() const {
+    return run_logged(bin() + " probe --nprocs 2 --db '" + db + "'", (dir / "probe.log").string());
+  }
+  // A sweep at n ranks, named bench/np<n>.
+  int sweep(int n) const {
+    const std::string name = "np" + std::to_string(n);
+    return run_logged(bin() + " --config '" + cfg + "' --space '" + space + "' --nprocs " +
+                          std::to_string(n) + " --db '" + db + "' --name bench/" + name +
+                          " --steps 12 --start-step 3 --statistic min --early-stop 0 --no-probe "
+                          "--confirm-rounds 0 --out '" +
+                          (dir / (name + ".json")).string() + "'",
+                      (dir / (name + ".log")).string());
+  }
+};
+
+// The predicted candidates that were also measured, side by side.
+struct Agreement {
+  std::vector<double> errors;  // |predicted / measured - 1|
+  std::string predicted_best, measured_best;
+};
+
+Agreement compare(const hybrid::autotune::Prediction& prediction,
+                  const std::map<std::string, Measured>& truth) {
+  Agreement a;
+  std::printf("\n%-28s %14s %14s %10s\n", "candidate", "predicted ms", "measured ms", "ratio");
+  for (const auto& c : prediction.ranked) {
+    const auto it = truth.find(c.key);
+    if (it == truth.end()) continue;
+    if (a.predicted_best.empty()) a.predicted_best = c.key;  // ranked best first
+    if (a.measured_best.empty() || it->second.metric > truth.at(a.measured_best).metric)
+      a.measured_best = c.key;
+    a.errors.push_back(std::abs(c.step_s / it->second.step_s - 1.0));
+    std::printf("%-28s %14.1f %14.1f %10.3f\n", c.key.c_str(), c.step_s * 1e3,
+                it->second.step_s * 1e3, c.step_s / it->second.step_s);
+  }
+  return a;
+}
+
+void report(benchmark::State& state, const hybrid::autotune::Prediction& prediction,
+            const Agreement& a) {
+  const double med = hybrid::base::median(a.errors);
+  const double within =
+      double(std::count_if(a.errors.begin(), a.errors.end(), [](double e) { return e <= 0.25; })) /
+      double(a.errors.size());
+  state.counters["median_abs_error"] = med;
+  state.counters["max_abs_error"] = *std::max_element(a.errors.begin(), a.errors.end());
+  state.counters["within_25"] = within;
+  state.counters["expected_error"] = prediction.confidence.expected_error;
+  state.counters["rank_agreement"] = a.predicted_best == a.measured_best ? 1.0 : 0.0;
+  std::printf(
+      "%d ranks predicted from 2 and 4: median |error| %.1f %% (target <= 25 %%), worst %.1f "
+      "%%, %.0f %% of candidates within 25 %%; predict said ±%.0f %% (%s); best predicted %s, "
+      "measured %s\n",
+      g_opt.world, 100 * med, 100 * state.counters["max_abs_error"].value, 100 * within,
+      100 * prediction.confidence.expected_error, prediction.confidence.level.c_str(),
+      a.predicted_best.c_str(), a.measured_best.c_str());
+}
+
 void BM_predict_larger_world(benchmark::State& state) {
-  const fs::path dir = g_opt.keep.empty() ? fs::temp_directory_path() /
-                                                ("bench_predict_" + std::to_string(::getpid()))
-                                          : fs::path(g_opt.keep);
-  fs::create_directories(dir);
-  const std::string db = (dir / "tune.db").string(), cfg = (dir / "cfg.json").string(),
-                    space = (dir / "space.json").string();
-  std::ofstream(cfg) << kConfig;
-  std::ofstream(space) << kSpace;
-  const std::string tune = "'" + g_opt.tune_bin + "'";
-  auto sweep = [&](int n) {
-    const std::string name = "bench/np" + std::to_string(n);
-    return run(tune + " --config '" + cfg + "' --space '" + space + "' --nprocs " +
-                   std::to_string(n) + " --db '" + db + "' --name " + name +
-                   " --steps 12 --start-step 3 --statistic min --early-stop 0 --no-probe "
-                   "--confirm-rounds 0 --out '" +
-                   (dir / (name.substr(6) + ".json")).string() + "'",
-               (dir / (name.substr(6) + ".log")).string());
-  };
+  const Tune tune(working_dir("bench_predict", g_opt.keep));
   for (auto _ : state) {
-    if (run(tune + " probe --nprocs 2 --db '" + db + "'", (dir / "probe.log").string()) != 0 ||
-        sweep(2) != 0 || sweep(4) != 0) {
+    if (tune.probe() != 0 || tune.sweep(2) != 0 || tune.sweep(4) != 0) {
       state.SkipWithError("probe or a fitting sweep failed (see the logs with --keep)");
       return;
     }
     hybrid::autotune::PredictOptions po;
-    po.config = cfg, po.space = space, po.db = db, po.world = g_opt.world;
+    po.config = tune.cfg, po.space = tune.space, po.db = tune.db, po.world = g_opt.world;
     const auto prediction = hybrid::autotune::predict(po);
-    if (sweep(g_opt.world) != 0) {
+    if (tune.sweep(g_opt.world) != 0) {
       state.SkipWithError("the measuring sweep failed");
       return;
     }
-    const auto truth = measured(db, "bench/np" + std::to_string(g_opt.world));
-    std::vector<double> errors;
-    std::printf("\n%-28s %14s %14s %10s\n", "candidate", "predicted ms", "measured ms", "ratio");
-    std::string predicted_best, measured_best;
-    for (const auto& c : prediction.ranked) {
-      const auto it = truth.find(c.key);
-      if (it == truth.end()) continue;
-      if (predicted_best.empty()) predicted_best = c.key;  // ranked best first
-      if (measured_best.empty() || it->second.metric > truth.at(measured_best).metric)
-        measured_best = c.key;
-      errors.push_back(std::abs(c.step_s / it->second.step_s - 1.0));
-      std::printf("%-28s %14.1f %14.1f %10.3f\n", c.key.c_str(), c.step_s * 1e3,
-                  it->second.step_s * 1e3, c.step_s / it->second.step_s);
-    }
-    if (errors.empty()) {
+    const Agreement a =
+        compare(prediction, measured(tune.db, "bench/np" + std::to_string(g_opt.world)));
+    if (a.errors.empty()) {
       state.SkipWithError("no candidate was both predicted and measured");
       return;
     }
-    const double med = hybrid::base::median(errors);
-    const double within =
-        double(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.25; })) /
-        double(errors.size());
-    state.counters["median_abs_error"] = med;
-    state.counters["max_abs_error"] = *std::max_element(errors.begin(), errors.end());
-    state.counters["within_25"] = within;
-    state.counters["expected_error"] = prediction.confidence.expected_error;
-    state.counters["rank_agreement"] = predicted_best == measured_best ? 1.0 : 0.0;
-    std::printf(
-        "%d ranks predicted from 2 and 4: median |error| %.1f %% (target <= 25 %%), worst %.1f "
-        "%%, %.0f %% of candidates within 25 %%; predict said ±%.0f %% (%s); best predicted %s, "
-        "measured %s\n",
-        g_opt.world, 100 * med, 100 * state.counters["max_abs_error"].value, 100 * within,
-        100 * prediction.confidence.expected_error, prediction.confidence.level.c_str(),
-        predicted_best.c_str(), measured_best.c_str());
+    report(state, prediction, a);
   }
-  if (g_opt.keep.empty()) fs::remove_all(dir);
+  if (g_opt.keep.empty()) std::filesystem::remove_all(tune.dir);
 }
 
 }  // namespace
@@ -144,34 +171,16 @@ int main(int argc, char** argv) {
   // 8 ranks on fewer cores: ranks waiting in a collective must yield the core
   // to ranks still computing, or busy-polling doubles some steps (measured).
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  g_opt.tune_bin =
-      (self.parent_path() / ".." / "autotune" / "hybrid-tune").lexically_normal().string();
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--keep" && i + 1 < argc) {
-      g_opt.keep = argv[++i];
-    } else if (a == "--world" && i + 1 < argc) {
-      const auto v = hybrid::base::parse_int(argv[++i]);
-      if (!v || *v < 2 || *v > 1024) {
-        std::fprintf(stderr,
-                     "bench_predict: --world wants a whole number from 2 to 1024, got '%s'\n",
-                     argv[i]);
-        return 2;
-      }
-      g_opt.world = int(*v);
-    } else {
-      rest.push_back(argv[i]);
-    }
+  g_opt.tune_bin = build_tree_tool("autotune/hybrid-tune");
+  SuiteArgs args(argc, argv, {"--keep", "--world"});
+  if (const std::string* keep = args.value("--keep")) g_opt.keep = *keep;
+  if (const std::string* world = args.value("--world")) {
+    const std::optional<int> v = whole_number_flag("bench_predict", "--world", *world, 2, 1024);
+    if (!v) return 2;
+    g_opt.world = *v;
   }
-  int n = int(rest.size());
   benchmark::RegisterBenchmark("BM_predict_larger_world", BM_predict_larger_world)
       ->Iterations(1)
       ->Unit(benchmark::kSecond);
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return run_suite(args.argc(), args.argv());
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/statistics.h"
+#include "bench/suite_main.h"
 #include "engine/engine.h"
 
 namespace {
@@ -67,15 +68,12 @@ BENCHMARK(BM_profiling_overhead)->Iterations(40)->Unit(benchmark::kMillisecond)-
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  const double off = base::median(g_off), on = base::median(g_on);
-  if (off > 0)
-    std::printf(
-        "\nprofiling off: %.2f ms/step, full profiling: %.2f ms/step (medians of %zu steps each): "
-        "overhead %+.2f %% (target <= 3 %%)\n",
-        off * 1e3, on * 1e3, g_off.size(), 100.0 * (on / off - 1.0));
-  return 0;
+  return hybrid::bench::run_suite(argc, argv, [] {
+    const double off = base::median(g_off), on = base::median(g_on);
+    if (off > 0)
+      std::printf(
+          "\nprofiling off: %.2f ms/step, full profiling: %.2f ms/step (medians of %zu steps "
+          "each): overhead %+.2f %% (target <= 3 %%)\n",
+          off * 1e3, on * 1e3, g_off.size(), 100.0 * (on / off - 1.0));
+  });
 }

@@ -29,6 +29,7 @@
 
 #include "base/statistics.h"
 #include "bench/slowdown.h"
+#include "bench/suite_main.h"
 #include "engine/engine.h"
 #include "engine/trainer.h"
 #include "kernels/cpu/gemm.h"
@@ -382,11 +383,8 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  summary();
-  if (user_cfg) user_summary(user_name, *user_cfg);
-  return 0;
+  return hybrid::bench::run_suite(argc, argv, [&] {
+    summary();
+    if (user_cfg) user_summary(user_name, *user_cfg);
+  });
 }

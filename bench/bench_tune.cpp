@@ -13,8 +13,6 @@
 // drift between the two sweeps' moments on a shared machine), trial counts and
 // their ratio, and each sweep's wall time. Iterations(1): a sweep is minutes.
 #include <benchmark/benchmark.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -23,13 +21,16 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
-#include "base/text.h"
+#include "bench/suite_main.h"
+#include "bench/tool_runs.h"
 #include "profiler/store/run_store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using hybrid::bench::run_logged;
 using hybrid::profiler::TrialRow;
 using hybrid::profiler::TrialStatus;
 
@@ -40,11 +41,6 @@ struct Options {
   std::string keep;  // keep the database and logs here
   std::string tune_bin;
 } g_opt;
-
-int run(const std::string& cmd, const std::string& log) {
-  const int status = std::system((cmd + " > '" + log + "' 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 struct SweepFigures {
   std::map<std::string, TrialRow> trials;  // by key
@@ -66,68 +62,78 @@ SweepFigures read_sweep(hybrid::profiler::RunStore& store, const std::string& na
   return f;
 }
 
+// The two sweeps, model then grid, each timed; false (and the benchmark
+// skipped) when one failed.
+bool run_sweeps(benchmark::State& state, const std::string& common, const fs::path& dir,
+                const char* const names[2], double wall[2]) {
+  const std::string extra[2] = {" --strategy model",
+                                " --strategy grid --early-stop 0 --max-trials 100000"};
+  for (int k = 0; k < 2; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = run_logged(common + extra[k] + " --name " + names[k] + " --out '" +
+                                  (dir / (std::string(names[k] + 6) + ".json")).string() + "'",
+                              (dir / (std::string(names[k] + 6) + ".log")).string());
+    wall[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rc != 0) {
+      state.SkipWithError((std::string(names[k]) + " sweep failed (see its log)").c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+void report(benchmark::State& state, const SweepFigures& model, const SweepFigures& grid,
+            const std::string& db) {
+  const auto in_grid = grid.trials.find(model.best_key);
+  const double pick_in_grid = in_grid != grid.trials.end() && in_grid->second.metric
+                                  ? *in_grid->second.metric / grid.best
+                                  : 0.0;
+  state.counters["grid_best"] = grid.best;
+  state.counters["model_best"] = model.best;
+  state.counters["model_vs_grid"] = grid.best > 0 ? model.best / grid.best : 0.0;
+  state.counters["model_pick_in_grid"] = pick_in_grid;
+  state.counters["grid_trials"] = double(grid.trials.size());
+  state.counters["model_trials"] = double(model.trials.size());
+  state.counters["trials_ratio"] =
+      grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size());
+  state.counters["grid_wall_s"] = grid.wall_s;
+  state.counters["model_wall_s"] = model.wall_s;
+  std::printf(
+      "\n%-8s %8s %22s %28s %10s\n%-8s %8zu %16.1f samples/s %28s %8.0f s\n%-8s %8zu %16.1f "
+      "samples/s %10s (%5.1f %% of grid) %8.0f s\n"
+      "model/grid best: %.3f; the model's pick as the grid measured it: %.3f of the grid's best; "
+      "trials %.2f of the grid's\n"
+      "database: %s\n",
+      "strategy", "trials", "best", "best config", "wall", "grid", grid.trials.size(), grid.best,
+      grid.best_key.c_str(), grid.wall_s, "model", model.trials.size(), model.best,
+      model.best_key.c_str(), pick_in_grid * 100, model.wall_s,
+      grid.best > 0 ? model.best / grid.best : 0.0, pick_in_grid,
+      grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size()),
+      db.c_str());
+}
+
 void BM_model_vs_grid(benchmark::State& state) {
-  const fs::path dir =
-      g_opt.keep.empty() ? fs::temp_directory_path() / ("bench_tune_" + std::to_string(::getpid()))
-                         : fs::path(g_opt.keep);
-  fs::create_directories(dir);
+  const fs::path dir = hybrid::bench::working_dir("bench_tune", g_opt.keep);
   const std::string db = (dir / "tune.db").string();
   const std::string common = "'" + g_opt.tune_bin + "' --config '" + g_opt.config + "' --space '" +
                              g_opt.space + "' --nprocs " + std::to_string(g_opt.nprocs) +
                              " --db '" + db + "' --metric throughput";
   for (auto _ : state) {
     // One probe for both sweeps, outside the timed part.
-    if (run("'" + g_opt.tune_bin + "' probe --nprocs " + std::to_string(g_opt.nprocs) + " --db '" +
-                db + "'",
-            (dir / "probe.log").string()) != 0) {
+    if (run_logged("'" + g_opt.tune_bin + "' probe --nprocs " + std::to_string(g_opt.nprocs) +
+                       " --db '" + db + "'",
+                   (dir / "probe.log").string()) != 0) {
       state.SkipWithError("hybrid-tune probe failed (see probe.log)");
       return;
     }
     double wall[2] = {0, 0};
-    const char* names[2] = {"bench/model", "bench/grid"};
-    const std::string extra[2] = {" --strategy model",
-                                  " --strategy grid --early-stop 0 --max-trials 100000"};
-    for (int k = 0; k < 2; ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const int rc = run(common + extra[k] + " --name " + names[k] + " --out '" +
-                             (dir / (std::string(names[k] + 6) + ".json")).string() + "'",
-                         (dir / (std::string(names[k] + 6) + ".log")).string());
-      wall[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (rc != 0) {
-        state.SkipWithError((std::string(names[k]) + " sweep failed (see its log)").c_str());
-        return;
-      }
-    }
+    const char* const names[2] = {"bench/model", "bench/grid"};
+    if (!run_sweeps(state, common, dir, names, wall)) return;
     state.SetIterationTime(wall[0] + wall[1]);
     hybrid::profiler::RunStore store(db, hybrid::profiler::OpenMode::read_only);
     SweepFigures model = read_sweep(store, names[0]), grid = read_sweep(store, names[1]);
     model.wall_s = wall[0], grid.wall_s = wall[1];
-    const auto in_grid = grid.trials.find(model.best_key);
-    const double pick_in_grid = in_grid != grid.trials.end() && in_grid->second.metric
-                                    ? *in_grid->second.metric / grid.best
-                                    : 0.0;
-    state.counters["grid_best"] = grid.best;
-    state.counters["model_best"] = model.best;
-    state.counters["model_vs_grid"] = grid.best > 0 ? model.best / grid.best : 0.0;
-    state.counters["model_pick_in_grid"] = pick_in_grid;
-    state.counters["grid_trials"] = double(grid.trials.size());
-    state.counters["model_trials"] = double(model.trials.size());
-    state.counters["trials_ratio"] =
-        grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size());
-    state.counters["grid_wall_s"] = grid.wall_s;
-    state.counters["model_wall_s"] = model.wall_s;
-    std::printf(
-        "\n%-8s %8s %22s %28s %10s\n%-8s %8zu %16.1f samples/s %28s %8.0f s\n%-8s %8zu %16.1f "
-        "samples/s %10s (%5.1f %% of grid) %8.0f s\n"
-        "model/grid best: %.3f; the model's pick as the grid measured it: %.3f of the grid's best; "
-        "trials %.2f of the grid's\n"
-        "database: %s\n",
-        "strategy", "trials", "best", "best config", "wall", "grid", grid.trials.size(), grid.best,
-        grid.best_key.c_str(), grid.wall_s, "model", model.trials.size(), model.best,
-        model.best_key.c_str(), pick_in_grid * 100, model.wall_s,
-        grid.best > 0 ? model.best / grid.best : 0.0, pick_in_grid,
-        grid.trials.empty() ? 0.0 : double(model.trials.size()) / double(grid.trials.size()),
-        db.c_str());
+    report(state, model, grid, db);
   }
   if (g_opt.keep.empty()) fs::remove_all(dir);
 }
@@ -135,45 +141,25 @@ void BM_model_vs_grid(benchmark::State& state) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  g_opt.tune_bin =
-      (self.parent_path() / ".." / "autotune" / "hybrid-tune").lexically_normal().string();
+  g_opt.tune_bin = hybrid::bench::build_tree_tool("autotune/hybrid-tune");
   // Our flags first; the rest goes to Google Benchmark.
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 < argc) out = argv[++i];
-    };
-    if (a == "--config")
-      value(g_opt.config);
-    else if (a == "--space")
-      value(g_opt.space);
-    else if (a == "--keep")
-      value(g_opt.keep);
-    else if (a == "--tune-bin")
-      value(g_opt.tune_bin);
-    else if (a == "--nprocs") {
-      std::string n;
-      value(n);
-      const std::optional<long long> v = hybrid::base::parse_int(n);
-      if (!v || *v < 1 || *v > 1024) {
-        std::fprintf(stderr, "bench_tune: --nprocs wants a whole number from 1 to 1024, got '%s'\n",
-                     n.c_str());
-        return 2;
-      }
-      g_opt.nprocs = int(*v);
-    } else
-      rest.push_back(argv[i]);
+  hybrid::bench::SuiteArgs args(argc, argv,
+                                {"--config", "--space", "--keep", "--tune-bin", "--nprocs"});
+  const std::pair<const char*, std::string*> values[] = {{"--config", &g_opt.config},
+                                                         {"--space", &g_opt.space},
+                                                         {"--keep", &g_opt.keep},
+                                                         {"--tune-bin", &g_opt.tune_bin}};
+  for (const auto& [flag, out] : values)
+    if (const std::string* v = args.value(flag)) *out = *v;
+  if (const std::string* n = args.value("--nprocs")) {
+    const std::optional<int> v =
+        hybrid::bench::whole_number_flag("bench_tune", "--nprocs", *n, 1, 1024);
+    if (!v) return 2;
+    g_opt.nprocs = *v;
   }
-  int n = int(rest.size());
   benchmark::RegisterBenchmark("BM_model_vs_grid", BM_model_vs_grid)
       ->Iterations(1)
       ->UseManualTime()
       ->Unit(benchmark::kSecond);
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return hybrid::bench::run_suite(args.argc(), args.argv());
 }

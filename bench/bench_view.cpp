@@ -20,9 +20,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/suite_main.h"
 #include "gui/model/database.h"
 #include "gui/model/timeline_model.h"
 #include "gui/view/gl_host.h"
@@ -274,50 +276,55 @@ BENCHMARK_CAPTURE(timeline_frame, one_ms_lod, Zoom::one_ms, true)
 BENCHMARK(empty_frame)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(build_timeline_100k)->Unit(benchmark::kMillisecond);
 
+namespace {
+
+// The figures asked for, with their ratios to the 16 ms budget. cpu is the
+// process's CPU per frame (all threads): what the frame costs on an idle machine
+// (the X server's copy of the frame excepted); wall includes waiting for a core.
+void print_summary() {
+  const auto lod = g_results.find("whole_run_lod");
+  const auto raw = g_results.find("whole_run_no_lod");
+  const auto empty = g_results.find("empty");
+  if (lod == g_results.end()) return;
+  const Result& r = lod->second;
+  std::printf(
+      "\ntimeline frame, %zu events, whole run: %.2f ms/frame wall = %.2f x the 16 ms target "
+      "(%s); "
+      "%.2f ms CPU = %.2f x; %zu boxes\n",
+      Env::get().model.event_count(), r.frame_ms, r.frame_ms / kTargetMs,
+      r.frame_ms < kTargetMs ? "met" : "missed", r.cpu_ms, r.cpu_ms / kTargetMs, r.boxes);
+  if (raw != g_results.end())
+    std::printf(
+        "without level of detail: %.2f ms/frame wall, %.2f ms CPU, %zu boxes: level of detail is "
+        "%.1f x "
+        "faster\n",
+        raw->second.frame_ms, raw->second.cpu_ms, raw->second.boxes,
+        raw->second.frame_ms / r.frame_ms);
+  if (empty != g_results.end())
+    std::printf("an empty frame (clear, ImGui, present): %.2f ms wall, %.2f ms CPU\n",
+                empty->second.frame_ms, empty->second.cpu_ms);
+  std::printf("load average now: %s", [] {
+    static char buf[128] = "?\n";
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+      if (!std::fgets(buf, sizeof buf, f)) buf[0] = 0;
+      std::fclose(f);
+    }
+    return buf;
+  }());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!GlHost::display_available()) {
+  hybrid::bench::SuiteSteps steps;
+  steps.before = [argv]() -> std::optional<int> {
+    if (GlHost::display_available()) return std::nullopt;
     std::printf(
         "bench_view: skipped: no X display (DISPLAY is not set); run it as\n"
         "  xvfb-run -a -s \"-screen 0 1280x800x24\" %s\n",
         argv[0]);
     return 0;
-  }
-  benchmark::RunSpecifiedBenchmarks();
-  // The figures asked for, with their ratios to the 16 ms budget. cpu is the
-  // process's CPU per frame (all threads): what the frame costs on an idle machine
-  // (the X server's copy of the frame excepted); wall includes waiting for a core.
-  const auto lod = g_results.find("whole_run_lod");
-  const auto raw = g_results.find("whole_run_no_lod");
-  const auto empty = g_results.find("empty");
-  if (lod != g_results.end()) {
-    const Result& r = lod->second;
-    std::printf(
-        "\ntimeline frame, %zu events, whole run: %.2f ms/frame wall = %.2f x the 16 ms target "
-        "(%s); "
-        "%.2f ms CPU = %.2f x; %zu boxes\n",
-        Env::get().model.event_count(), r.frame_ms, r.frame_ms / kTargetMs,
-        r.frame_ms < kTargetMs ? "met" : "missed", r.cpu_ms, r.cpu_ms / kTargetMs, r.boxes);
-    if (raw != g_results.end())
-      std::printf(
-          "without level of detail: %.2f ms/frame wall, %.2f ms CPU, %zu boxes: level of detail is "
-          "%.1f x "
-          "faster\n",
-          raw->second.frame_ms, raw->second.cpu_ms, raw->second.boxes,
-          raw->second.frame_ms / r.frame_ms);
-    if (empty != g_results.end())
-      std::printf("an empty frame (clear, ImGui, present): %.2f ms wall, %.2f ms CPU\n",
-                  empty->second.frame_ms, empty->second.cpu_ms);
-    std::printf("load average now: %s", [] {
-      static char buf[128] = "?\n";
-      if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-        if (!std::fgets(buf, sizeof buf, f)) buf[0] = 0;
-        std::fclose(f);
-      }
-      return buf;
-    }());
-  }
-  benchmark::Shutdown();
-  return 0;
+  };
+  steps.summary = print_summary;
+  return hybrid::bench::run_suite(argc, argv, steps);
 }

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "base/statistics.h"
+#include "bench/suite_main.h"
 #include "engine/engine.h"
 
 namespace {
@@ -93,11 +94,20 @@ BENCHMARK(BM_zero_step)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-class NullReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
+void print_table() {
+  std::printf(
+      "\nstage  step (overlap off)  step (overlap on)  comm/step  exposed off  exposed on  "
+      "hidden off  hidden on\n");
+  for (int s = 0; s < 4; ++s) {
+    if (!g_figures.count({s, false}) || !g_figures.count({s, true})) continue;
+    const auto& a = g_figures[{s, false}];
+    const auto& b = g_figures[{s, true}];
+    std::printf("%5d  %14.1f ms  %14.1f ms  %6.1f ms  %8.1f ms  %7.1f ms  %9.0f%%  %8.0f%%\n", s,
+                a.step_ms, b.step_ms, b.comm_ms, a.exposed_ms, b.exposed_ms,
+                a.comm_ms > 0 ? 100 * (1 - a.exposed_ms / a.comm_ms) : 0.0,
+                b.comm_ms > 0 ? 100 * (1 - b.exposed_ms / b.comm_ms) : 0.0);
+  }
+}
 
 }  // namespace
 
@@ -107,26 +117,13 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  benchmark::Initialize(&argc, argv);
-  if (rank == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-    std::printf(
-        "\nstage  step (overlap off)  step (overlap on)  comm/step  exposed off  exposed on  "
-        "hidden off  hidden on\n");
-    for (int s = 0; s < 4; ++s) {
-      if (!g_figures.count({s, false}) || !g_figures.count({s, true})) continue;
-      const auto& a = g_figures[{s, false}];
-      const auto& b = g_figures[{s, true}];
-      std::printf("%5d  %14.1f ms  %14.1f ms  %6.1f ms  %8.1f ms  %7.1f ms  %9.0f%%  %8.0f%%\n", s,
-                  a.step_ms, b.step_ms, b.comm_ms, a.exposed_ms, b.exposed_ms,
-                  a.comm_ms > 0 ? 100 * (1 - a.exposed_ms / a.comm_ms) : 0.0,
-                  b.comm_ms > 0 ? 100 * (1 - b.exposed_ms / b.comm_ms) : 0.0);
-    }
-  } else {
-    NullReporter quiet;
-    benchmark::RunSpecifiedBenchmarks(&quiet);
-  }
-  benchmark::Shutdown();
+  // Ranks other than 0 run every benchmark but print nothing.
+  hybrid::bench::SuiteSteps steps;
+  if (rank == 0)
+    steps.summary = print_table;
+  else
+    steps.report = false;
+  const int rc = hybrid::bench::run_suite(argc, argv, steps);
   MPI_Finalize();
-  return 0;
+  return rc;
 }
