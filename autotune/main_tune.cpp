@@ -30,7 +30,8 @@ std::atomic<bool> g_cancel{false};
 
 extern "C" void on_signal(int) { g_cancel.store(true); }
 
-void add_tune_options(CLI::App& app, TuneOptions& o) {
+// What to tune, where its trials run, where the results go.
+void add_target_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--config", o.config, "ds_config.json to tune (its \"autotuning\" block is read)")
       ->check(CLI::ExistingFile);
   app.add_option("--space", o.space, "search space JSON (default: micro-batch sizes x ZeRO stages)")
@@ -57,6 +58,10 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "where to write the best config (default: best.json beside the database)");
   app.add_flag("--dry-run", o.dry_run,
                "list candidates with predicted memory and step time; run nothing");
+}
+
+// When the sweep stops starting trials, and when a trial is killed.
+void add_limit_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--max-trials", o.max_trials,
                  "at most this many trials (default: autotuning.tuner_num_trials, 50)")
       ->check(hybrid::base::at_least(1));
@@ -71,6 +76,10 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                  "seconds before a trial's process group is killed")
       ->capture_default_str()
       ->check(hybrid::base::greater_than(0));
+}
+
+// How each trial runs and is measured.
+void add_trial_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--steps", o.steps, "steps per trial (default: autotuning.end_profile_step, 5)")
       ->check(hybrid::base::at_least(1));
   app.add_option("--start-step", o.start_step,
@@ -88,6 +97,11 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
                "never run a probe automatically (use the stored one or defaults)");
   app.add_option("--train-bin", o.train_bin,
                  "hybrid-train executable (default: beside hybrid-tune)");
+}
+
+// Noise: when a model sweep stops gaining, when a trial is re-measured, how ties
+// between winners are broken.
+void add_noise_options(CLI::App& app, TuneOptions& o) {
   app.add_option("--min-gain", o.min_gain,
                  "model strategy: stop when no candidate is predicted to improve by more than this "
                  "fraction")
@@ -106,6 +120,14 @@ void add_tune_options(CLI::App& app, TuneOptions& o) {
   app.add_flag("--confirm-best", o.confirm_best,
                "confirm the best trial against the runner-up in interleaved rounds even when their "
                "intervals are apart (guards against load that changed between trials)");
+}
+
+// In this order: --help lists them so.
+void add_tune_options(CLI::App& app, TuneOptions& o) {
+  add_target_options(app, o);
+  add_limit_options(app, o);
+  add_trial_options(app, o);
+  add_noise_options(app, o);
 }
 
 // `hybrid-tune probe`: its options, then the run (results stored in the run store).

@@ -12,6 +12,7 @@
 #include "autotune/launcher.h"
 #include "autotune/report.h"
 #include "autotune/strategy.h"
+#include "autotune/sweep_run.h"
 #include "autotune/test_pause.h"
 #include "autotune/tie_break.h"
 #include "autotune/trial_runner.h"
@@ -30,8 +31,6 @@ using profiler::TrialStatus;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool finished(TrialStatus s) { return s != TrialStatus::running && s != TrialStatus::pending; }
 
 std::vector<StepFeatures> features_of(const SweepPlan& plan, const ClusterRates& rates) {
   std::vector<StepFeatures> f;
@@ -82,101 +81,8 @@ void fill_from_outcome(TrialRow& row, const SteadyTrial& steady, const NoiseOpti
                               steady.attempts, describe_spread(*row.spread), 100 * noise.threshold);
 }
 
-}  // namespace
-
-namespace {
-
-// What the steps of one sweep invocation share.
-struct SweepRun {
-  SweepRun(const SweepPlan& p, profiler::RunStore& st, std::ostream& o, const std::atomic<bool>* c)
-      : plan(p), store(st), out(o), cancel(c) {}
-  const SweepPlan& plan;
-  profiler::RunStore& store;
-  std::ostream& out;
-  const std::atomic<bool>* cancel;
-  profiler::SweepInfo sweep;
-  std::map<std::string, TrialRow> previous;  // this sweep's trials from earlier invocations, by key
-  ClusterRates rates;
-  std::vector<StepFeatures> features;  // per runnable candidate
-  std::unique_ptr<Strategy> strategy;
-  std::vector<Observation> history;  // finished trials in the order they finished
-  std::vector<bool> done;            // per runnable candidate
-  std::optional<TrialRow> best;
-  size_t planned = 0;  // trials this sweep may run in all
-  Clock::time_point t_start = Clock::now();
-  double wall_sum = 0;  // of the trials run now, for the ETA
-};
-
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-Observation observation_of(size_t index, const TrialRow& row) {
-  return {index, row.status == TrialStatus::ok && row.metric.has_value(), row.metric.value_or(0.0),
-          row.latency_ms.value_or(0.0) / 1e3};
-}
-
-// The sweep this command already started (same name, space and base config), or a new one.
-void open_sweep(SweepRun& r) {
-  const auto& s = r.plan.settings;
-  const std::string identity = r.plan.identity().dump();
-  const std::string base = r.plan.base.dump();
-  std::optional<profiler::SweepInfo> found;
-  for (const auto& sw : r.store.sweeps())
-    if (sw.name == s.name && sw.space_json == identity && sw.base_config_json == base &&
-        (!found || sw.id > found->id))
-      found = sw;
-  if (found) {
-    r.sweep = *found;
-    for (auto& t : r.store.trials(r.sweep.id)) r.previous[t.key] = t;
-    r.store.set_sweep_status(r.sweep.id, profiler::SweepStatus::running);
-  } else {
-    r.sweep.name = s.name;
-    r.sweep.base_config_json = base;
-    r.sweep.space_json = identity;
-    r.sweep.strategy = s.strategy;
-    r.sweep.metric = std::string(metric_column(s.metric));
-    r.sweep.id = r.store.create_sweep(r.sweep);
-  }
-  r.store.add_pruned(r.sweep.id, r.plan.pruned);
-}
-
-// A trial left `running` when its tuner was killed becomes `pending`, and runs again.
-void classify_killed(SweepRun& r, TrialRow& t) {
-  t.status = TrialStatus::pending;
-  t.reason = "interrupted: hybrid-tune was killed while this trial ran; it runs again";
-  r.store.upsert_trial(t);
-  r.out << fmt::format("note: trial {} was running when hybrid-tune was killed: now pending\n",
-                       t.key);
-}
-
-// What earlier invocations finished becomes history; unfinished trials run again.
-void restore_history(SweepRun& r) {
-  r.done.assign(r.plan.runnable.size(), false);
-  std::vector<std::pair<double, Observation>> found;
-  size_t rerun = 0;
-  for (size_t i = 0; i < r.plan.runnable.size(); ++i) {
-    auto it = r.previous.find(r.plan.runnable[i].key);
-    if (it == r.previous.end()) continue;
-    if (!finished(it->second.status)) {
-      if (it->second.status == TrialStatus::running) classify_killed(r, it->second);
-      ++rerun;
-      continue;
-    }
-    r.done[i] = true;
-    found.emplace_back(it->second.updated_at, observation_of(i, it->second));
-  }
-  std::stable_sort(found.begin(), found.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [t, ob] : found) r.history.push_back(ob);
-  if (!r.previous.empty())
-    r.out << fmt::format(
-        "resuming sweep {} '{}': {} trial(s) finished, {} left unfinished to run again\n",
-        r.sweep.id, r.plan.settings.name, r.history.size(), rerun);
-  for (const auto& [k, t] : r.previous)
-    if (t.status == TrialStatus::ok && t.metric &&
-        (!r.best || better(r.plan.settings.metric, *t.metric, *r.best->metric)))
-      r.best = t;
 }
 
 void print_header(const SweepRun& r) {

@@ -30,52 +30,46 @@ std::string find_train_binary(const std::string& self_exe) {
   return "hybrid-train";
 }
 
-TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
-                   const std::atomic<bool>* cancel) {
-  TrialRun run;
-  fs::create_directories(spec.dir);
-  const std::string cfg = (fs::path(spec.dir) / "config.json").string();
-  const std::string result = (fs::path(spec.dir) / "result.json").string();
-  const std::string log = (fs::path(spec.dir) / "output.log").string();
-  base::write_file_atomic(cfg, c.config.dump(2) + "\n");
-  // A result or log of an earlier attempt (a resumed sweep) must not be read as this one's.
-  fs::remove(result);
-  fs::remove(log);
-  remove_job_outputs(spec.dir);
+namespace {
 
+// The trial's files: its config written, an earlier attempt's result, log and
+// job outputs removed (a resumed sweep must not read them as this one's).
+struct TrialFiles {
+  std::string cfg, result, log;
+};
+
+TrialFiles prepare_trial_dir(const Candidate& c, const TrialSpec& spec) {
+  fs::create_directories(spec.dir);
+  TrialFiles f{(fs::path(spec.dir) / "config.json").string(),
+               (fs::path(spec.dir) / "result.json").string(),
+               (fs::path(spec.dir) / "output.log").string()};
+  base::write_file_atomic(f.cfg, c.config.dump(2) + "\n");
+  fs::remove(f.result);
+  fs::remove(f.log);
+  remove_job_outputs(spec.dir);
+  return f;
+}
+
+// hybrid-train for the trial, under the launcher.
+std::vector<std::string> trial_argv(const Candidate& c, const TrialSpec& spec,
+                                    const TrialFiles& f) {
   std::vector<std::string> cmd = {
-      spec.train_bin, "--config", cfg, "--steps", std::to_string(spec.steps), "--result", result};
+      spec.train_bin, "--config", f.cfg, "--steps", std::to_string(spec.steps),
+      "--result",     f.result};
   if (!spec.db.empty()) cmd.insert(cmd.end(), {"--db", spec.db});
   if (!spec.run_name.empty()) cmd.insert(cmd.end(), {"--name", spec.run_name});
   const std::string tmpl = spec.launcher_template.empty() ? default_launcher_template(spec.nprocs)
                                                           : spec.launcher_template;
-  run.argv = expand_launcher(tmpl, cmd,
-                             {{"nprocs", std::to_string(spec.nprocs)},
-                              {"key", c.key},
-                              {"config", cfg},
-                              {"dir", spec.dir}});
+  return expand_launcher(tmpl, cmd,
+                         {{"nprocs", std::to_string(spec.nprocs)},
+                          {"key", c.key},
+                          {"config", f.cfg},
+                          {"dir", spec.dir}});
+}
 
-  ProcessOptions po;
-  po.timeout_s = spec.timeout_s;
-  po.log_path = log;
-  po.cancel = cancel;
-  // Rank 0 stamps its run on its own host's clock: allow for clocks a few minutes apart.
-  const double started_at =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-      300.0;
-  SchedulerWatch watch(log, [&](const std::string& what) {
-    if (spec.notice) spec.notice(fmt::format("trial {}: {}", c.key, what));
-  });
-  const ProcessResult pr = run_process(run.argv, po);
-  const SchedulerJob job = watch.stop();
-  // Given up on (timeout, interrupt): its Slurm job must not stay queued or running.
-  if ((pr.exit.timed_out || pr.cancelled) && job.job_id) cancel_job(*job.job_id);
-  append_job_outputs(spec.dir, log);
-  run.wall_s = pr.wall_s;
-  run.cancelled = pr.cancelled;
-  run.output_tail = base::read_tail(log);
-
-  const ResultFile rf = read_result_file(result);
+// The measured steps: the result file's, refined by the run's rows in the store.
+MeasureWindow measure_window(const TrialSpec& spec, const ResultFile& rf,
+                             profiler::RunStore* store) {
   MeasureWindow window;
   window.start_step = spec.start_profile_step;
   window.end_step = spec.steps;
@@ -90,24 +84,68 @@ TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore
       // The run's rows are a refinement; the result file alone still measures the trial.
     }
   }
-  // The launcher's report of a lost host may precede pages of the ranks' own errors.
-  run.outcome = classify_trial(pr.exit, rf, window, base::read_tail(log, 100000, size_t(1) << 18));
+  return window;
+}
+
+// What the scheduler did to a trial that timed out: never started, or cancelled.
+void add_scheduler_reason(TrialOutcome& outcome, const ProcessResult& pr, const SchedulerJob& job,
+                          double timeout_s) {
   if (pr.exit.timed_out && job.queued && !job.started)
-    run.outcome.reason = fmt::format(
+    outcome.reason = fmt::format(
         "still pending in the scheduler's queue (Slurm job {}) at the trial timeout of {:g} s: "
         "it never started; cancelled",
-        *job.job_id, spec.timeout_s);
+        *job.job_id, timeout_s);
   else if (pr.exit.timed_out && job.job_id)
-    run.outcome.reason += fmt::format("; Slurm job {} cancelled", *job.job_id);
-  // Its launcher is gone, so a run it left `running` (its rank 0 killed, or on a
-  // host that was lost) is over: failed, with the trial's reason, and linked.
-  if (store && !spec.run_name.empty() && run.outcome.status != profiler::TrialStatus::ok) {
-    const auto left = store->fail_running_runs(
-        spec.run_name, started_at,
-        fmt::format("trial ended {}: {}", profiler::to_string(run.outcome.status),
-                    run.outcome.reason));
-    if (!run.outcome.run_id && left.size() == 1) run.outcome.run_id = left[0];
-  }
+    outcome.reason += fmt::format("; Slurm job {} cancelled", *job.job_id);
+}
+
+// Its launcher is gone, so a run it left `running` (its rank 0 killed, or on a
+// host that was lost) is over: failed, with the trial's reason, and linked.
+void close_left_runs(TrialRun& run, const TrialSpec& spec, profiler::RunStore* store,
+                     double started_at) {
+  if (!store || spec.run_name.empty() || run.outcome.status == profiler::TrialStatus::ok) return;
+  const auto left = store->fail_running_runs(
+      spec.run_name, started_at,
+      fmt::format("trial ended {}: {}", profiler::to_string(run.outcome.status),
+                  run.outcome.reason));
+  if (!run.outcome.run_id && left.size() == 1) run.outcome.run_id = left[0];
+}
+
+}  // namespace
+
+TrialRun run_trial(const Candidate& c, const TrialSpec& spec, profiler::RunStore* store,
+                   const std::atomic<bool>* cancel) {
+  TrialRun run;
+  const TrialFiles files = prepare_trial_dir(c, spec);
+  run.argv = trial_argv(c, spec, files);
+
+  ProcessOptions po;
+  po.timeout_s = spec.timeout_s;
+  po.log_path = files.log;
+  po.cancel = cancel;
+  // Rank 0 stamps its run on its own host's clock: allow for clocks a few minutes apart.
+  const double started_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      300.0;
+  SchedulerWatch watch(files.log, [&](const std::string& what) {
+    if (spec.notice) spec.notice(fmt::format("trial {}: {}", c.key, what));
+  });
+  const ProcessResult pr = run_process(run.argv, po);
+  const SchedulerJob job = watch.stop();
+  // Given up on (timeout, interrupt): its Slurm job must not stay queued or running.
+  if ((pr.exit.timed_out || pr.cancelled) && job.job_id) cancel_job(*job.job_id);
+  append_job_outputs(spec.dir, files.log);
+  run.wall_s = pr.wall_s;
+  run.cancelled = pr.cancelled;
+  run.output_tail = base::read_tail(files.log);
+
+  const ResultFile rf = read_result_file(files.result);
+  const MeasureWindow window = measure_window(spec, rf, store);
+  // The launcher's report of a lost host may precede pages of the ranks' own errors.
+  run.outcome =
+      classify_trial(pr.exit, rf, window, base::read_tail(files.log, 100000, size_t(1) << 18));
+  add_scheduler_reason(run.outcome, pr, job, spec.timeout_s);
+  close_left_runs(run, spec, store, started_at);
   return run;
 }
 

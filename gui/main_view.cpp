@@ -86,29 +86,8 @@ int screenshots(GlHost& host, App& app, const ViewArgs& a, const std::vector<Win
   return app.db_error().empty() ? 0 : 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App cli{
-      "hybrid-view: interactive viewer of hybrid run stores (sweeps, runs, layers, timeline)"};
-  ViewArgs args;
-  args.app.db_path = "results/hybrid.db";
-  std::optional<int64_t> run, compare;
-  add_options(cli, args, run, compare);
-  if (auto status = hybrid::base::parse_command_line(cli, argc, argv, 1)) return *status;
-  AppOptions& opts = args.app;
-  opts.run = run;
-  opts.compare_run = compare;
-  const std::string& screenshot = args.screenshot;
-  const std::string& window = args.window;
-  const std::string& size = args.size;
-
-  HostOptions host_opts;
-  if (!parse_size(size, host_opts.width, host_opts.height)) {
-    std::cerr << "hybrid-view: --size must be WxH between 320x240 and 8192x8192, got '" << size
-              << "'\n";
-    return 1;
-  }
+// --window: one window, or all of them in turn; nullopt (said) when unknown.
+std::optional<std::vector<WindowId>> windows_asked(const std::string& window) {
   std::vector<WindowId> windows;
   try {
     if (window == "all")
@@ -117,27 +96,21 @@ int main(int argc, char** argv) {
       windows.push_back(hybrid::gui::parse_window(window));
   } catch (const std::exception& e) {
     std::cerr << "hybrid-view: " << e.what() << "\n";
-    return 1;
+    return std::nullopt;
   }
-  const bool test_mode = !screenshot.empty();
-  if (test_mode) {
-    host_opts.vsync = false;
-    host_opts.save_settings = false;
-    host_opts.ignore_mouse = true;
-    opts.poll_interval_s = 1e9;  // a screenshot shows the database as opened
-  }
-  if (!GlHost::display_available()) {
-    std::cerr << "hybrid-view: no X display (DISPLAY is not set); for screenshots run it under "
-                 "xvfb-run -a -s \"-screen 0 1280x800x24\"\n";
-    return 1;
-  }
+  return windows;
+}
+
+// The interactive viewer, or the screenshots asked for; main's exit status.
+int show(const HostOptions& host_opts, const AppOptions& opts, const ViewArgs& args,
+         const std::vector<WindowId>& windows) {
   try {
     GlHost host(host_opts);
     App app(opts);
     // What the command line asked for (the database, --run, --compare) could not
     // be shown: 2, even once the window moved on to another run.
     const int status = app.db_error().empty() ? 0 : 2;
-    if (test_mode) return std::max(status, screenshots(host, app, args, windows));
+    if (!args.screenshot.empty()) return std::max(status, screenshots(host, app, args, windows));
     app.show_window(windows.front());
     while (!host.should_close()) {
       host.poll_events(true);
@@ -151,4 +124,40 @@ int main(int argc, char** argv) {
     std::cerr << "hybrid-view: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{
+      "hybrid-view: interactive viewer of hybrid run stores (sweeps, runs, layers, timeline)"};
+  ViewArgs args;
+  args.app.db_path = "results/hybrid.db";
+  std::optional<int64_t> run, compare;
+  add_options(cli, args, run, compare);
+  if (auto status = hybrid::base::parse_command_line(cli, argc, argv, 1)) return *status;
+  AppOptions& opts = args.app;
+  opts.run = run;
+  opts.compare_run = compare;
+
+  HostOptions host_opts;
+  if (!parse_size(args.size, host_opts.width, host_opts.height)) {
+    std::cerr << "hybrid-view: --size must be WxH between 320x240 and 8192x8192, got '" << args.size
+              << "'\n";
+    return 1;
+  }
+  const std::optional<std::vector<WindowId>> windows = windows_asked(args.window);
+  if (!windows) return 1;
+  if (!args.screenshot.empty()) {  // test mode
+    host_opts.vsync = false;
+    host_opts.save_settings = false;
+    host_opts.ignore_mouse = true;
+    opts.poll_interval_s = 1e9;  // a screenshot shows the database as opened
+  }
+  if (!GlHost::display_available()) {
+    std::cerr << "hybrid-view: no X display (DISPLAY is not set); for screenshots run it under "
+                 "xvfb-run -a -s \"-screen 0 1280x800x24\"\n";
+    return 1;
+  }
+  return show(host_opts, opts, args, *windows);
 }

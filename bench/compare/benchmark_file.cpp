@@ -101,6 +101,66 @@ double time_unit_to_ns(std::string_view unit) {
       fmt::format("unknown time_unit '{}' (expected ns, us, ms or s)", unit));
 }
 
+namespace {
+
+BenchmarkSamples& samples_named(BenchmarkFile& file, const std::string& name) {
+  for (auto& b : file.benchmarks) {
+    if (b.name == name) return b;
+  }
+  BenchmarkSamples b;
+  b.name = name;
+  file.benchmarks.push_back(std::move(b));
+  return file.benchmarks.back();
+}
+
+// One repetition (a non-aggregate entry) of benchmark `b`: its times, or its error.
+void add_repetition(BenchmarkSamples& b, const nlohmann::json& entry, const std::string& source) {
+  const std::string& name = b.name;
+  b.threads = optional_field(entry, "threads", 1, source, name);
+  if (optional_field(entry, "error_occurred", false, source, name)) {
+    b.error = true;
+    b.error_message =
+        optional_field(entry, "error_message", std::string("(no message)"), source, name);
+    return;
+  }
+  std::string unit = optional_field(entry, "time_unit", std::string("ns"), source, name);
+  double scale = 0;
+  try {
+    scale = time_unit_to_ns(unit);
+  } catch (const std::exception& e) {
+    fail(source, fmt::format("benchmark '{}': {}", name, e.what()));
+  }
+  b.time_unit = unit;
+  b.real_time_ns.push_back(number_field(entry, "real_time", source, name) * scale);
+  b.cpu_time_ns.push_back(number_field(entry, "cpu_time", source, name) * scale);
+  auto round = entry.find("hybrid_round");
+  b.rounds.push_back(round != entry.end() && round->is_number_integer() ? round->get<int>() : -1);
+}
+
+// Every benchmark has repetitions enough to compare; `aggregate_only` are names
+// that appeared as aggregates (to tell the user why they have no samples).
+void check_repetitions(const BenchmarkFile& file, const std::vector<std::string>& aggregate_only,
+                       std::size_t min_repetitions, const std::string& source) {
+  for (const auto& name : aggregate_only) {
+    if (!file.find(name)) {
+      fail(source,
+           fmt::format("benchmark '{}' has only aggregates, no repetitions (run with "
+                       "--benchmark_repetitions=N --benchmark_report_aggregates_only=false)",
+                       name));
+    }
+  }
+  for (const auto& b : file.benchmarks) {
+    if (!b.error && b.repetitions() < min_repetitions) {
+      fail(source,
+           fmt::format("benchmark '{}' has {} repetition{}; the comparison needs at least {} "
+                       "(run with --benchmark_repetitions=N, or merge several runs)",
+                       b.name, b.repetitions(), b.repetitions() == 1 ? "" : "s", min_repetitions));
+    }
+  }
+}
+
+}  // namespace
+
 BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string& source,
                                    std::size_t min_repetitions) {
   if (!doc.is_object()) fail(source, "not Google Benchmark output (top level is not an object)");
@@ -114,18 +174,7 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
   file.source = source;
   if (auto ctx = doc.find("context"); ctx != doc.end() && ctx->is_object()) file.context = *ctx;
 
-  // Names that appeared only as aggregates, to tell the user why they have no samples.
   std::vector<std::string> aggregate_only;
-  auto find_or_add = [&file](const std::string& name) -> BenchmarkSamples& {
-    for (auto& b : file.benchmarks) {
-      if (b.name == name) return b;
-    }
-    BenchmarkSamples b;
-    b.name = name;
-    file.benchmarks.push_back(std::move(b));
-    return file.benchmarks.back();
-  };
-
   for (std::size_t i = 0; i < list->size(); ++i) {
     const auto& entry = (*list)[i];
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
@@ -133,49 +182,13 @@ BenchmarkFile parse_benchmark_json(const nlohmann::json& doc, const std::string&
     }
     std::string name = optional_field(entry, "run_name", entry["name"].get<std::string>(), source,
                                       entry["name"].get<std::string>());
-    if (is_aggregate(entry)) {
+    if (is_aggregate(entry))
       aggregate_only.push_back(name);
-      continue;
-    }
-    BenchmarkSamples& b = find_or_add(name);
-    b.threads = optional_field(entry, "threads", 1, source, name);
-    if (optional_field(entry, "error_occurred", false, source, name)) {
-      b.error = true;
-      b.error_message =
-          optional_field(entry, "error_message", std::string("(no message)"), source, name);
-      continue;
-    }
-    std::string unit = optional_field(entry, "time_unit", std::string("ns"), source, name);
-    double scale = 0;
-    try {
-      scale = time_unit_to_ns(unit);
-    } catch (const std::exception& e) {
-      fail(source, fmt::format("benchmark '{}': {}", name, e.what()));
-    }
-    b.time_unit = unit;
-    b.real_time_ns.push_back(number_field(entry, "real_time", source, name) * scale);
-    b.cpu_time_ns.push_back(number_field(entry, "cpu_time", source, name) * scale);
-    auto round = entry.find("hybrid_round");
-    b.rounds.push_back(round != entry.end() && round->is_number_integer() ? round->get<int>() : -1);
+    else
+      add_repetition(samples_named(file, name), entry, source);
   }
-
-  for (const auto& name : aggregate_only) {
-    if (!file.find(name)) {
-      fail(source,
-           fmt::format("benchmark '{}' has only aggregates, no repetitions (run with "
-                       "--benchmark_repetitions=N --benchmark_report_aggregates_only=false)",
-                       name));
-    }
-  }
+  check_repetitions(file, aggregate_only, min_repetitions, source);
   settle_rounds(file);
-  for (const auto& b : file.benchmarks) {
-    if (!b.error && b.repetitions() < min_repetitions) {
-      fail(source,
-           fmt::format("benchmark '{}' has {} repetition{}; the comparison needs at least {} "
-                       "(run with --benchmark_repetitions=N, or merge several runs)",
-                       b.name, b.repetitions(), b.repetitions() == 1 ? "" : "s", min_repetitions));
-    }
-  }
   return file;
 }
 

@@ -9,15 +9,16 @@
 
 namespace hybrid::gui {
 
-RunOverview build_run_overview(const profiler::RunProfile& p) {
-  RunOverview o;
-  o.run = p.run;
+namespace {
+
+// The step curves, skipped steps and headline figures.
+void add_steps(RunOverview& o, const std::vector<profiler::StepRow>& steps) {
   o.loss = {"loss", "", {}, {}};
   o.loss_scale = {"loss scale", "", {}, {}};
   o.step_ms = {"step time", "ms", {}, {}};
   o.tokens_per_s = {"tokens/s", "tok/s", {}, {}};
   std::vector<double> step_ms, tokens, flops;
-  for (const auto& s : p.steps) {
+  for (const auto& s : steps) {
     const double x = double(s.step);
     o.loss.x.push_back(x);
     o.loss.y.push_back(s.loss);
@@ -36,15 +37,18 @@ RunOverview build_run_overview(const profiler::RunProfile& p) {
     }
     if (std::isfinite(s.loss)) o.final_loss = s.loss;
   }
-  if (!p.steps.empty()) o.last_loss_finite = std::isfinite(p.steps.back().loss);
-  o.steps = int64_t(p.steps.size());
+  if (!steps.empty()) o.last_loss_finite = std::isfinite(steps.back().loss);
+  o.steps = int64_t(steps.size());
   o.median_step_ms = base::median(step_ms);
   o.median_tokens_per_s = base::median(tokens);
   o.median_flops_per_s = base::median(flops);
+}
 
+// Memory by category (the largest over ranks) and the totals.
+void add_memory(RunOverview& o, const std::vector<profiler::MemoryRow>& memory) {
   std::map<std::string, MemoryCategory> cats;
   std::map<std::string, bool> all_predicted;
-  for (const auto& m : p.memory) {
+  for (const auto& m : memory) {
     auto [it, inserted] = cats.try_emplace(m.category);
     MemoryCategory& c = it->second;
     if (inserted) {
@@ -72,6 +76,15 @@ RunOverview build_run_overview(const profiler::RunProfile& p) {
     o.memory.push_back(c);
   }
   if (predicted_everywhere) o.predicted_total_bytes = predicted_total;
+}
+
+}  // namespace
+
+RunOverview build_run_overview(const profiler::RunProfile& p) {
+  RunOverview o;
+  o.run = p.run;
+  add_steps(o, p.steps);
+  add_memory(o, p.memory);
   return o;
 }
 

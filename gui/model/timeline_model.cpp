@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -80,6 +81,59 @@ void assign_rows(TimelineLane& lane, std::vector<TimelineEvent>& evs) {
   }
 }
 
+// Aligns the ranks' steady clocks through their epochs' wall time (when every
+// rank with events has one), then puts the earliest event at 0.
+void align_clocks(TimelineModel& m, const std::vector<profiler::RankInfo>& ranks, int max_rank,
+                  const std::vector<char>& has_events) {
+  m.rank_offset_ns.assign(size_t(max_rank + 1), 0);
+  std::vector<std::optional<int64_t>> epoch(size_t(max_rank + 1));
+  for (const auto& r : ranks)
+    if (r.rank >= 0 && r.rank <= max_rank) epoch[size_t(r.rank)] = r.epoch_unix_ns;
+  bool all_known = max_rank >= 0;
+  int64_t min_epoch = std::numeric_limits<int64_t>::max();
+  for (int r = 0; r <= max_rank; ++r)
+    if (has_events[size_t(r)]) {
+      all_known = all_known && epoch[size_t(r)].has_value();
+      if (epoch[size_t(r)]) min_epoch = std::min(min_epoch, *epoch[size_t(r)]);
+    }
+  m.clocks_aligned = all_known;
+  if (all_known)
+    for (int r = 0; r <= max_rank; ++r)
+      if (has_events[size_t(r)]) m.rank_offset_ns[size_t(r)] = *epoch[size_t(r)] - min_epoch;
+
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Event& e : m.events) origin = std::min(origin, e.start_ns + m.rank_offset_ns[e.rank]);
+  if (m.events.empty()) origin = 0;
+  for (auto& off : m.rank_offset_ns) off -= origin;
+}
+
+// Names a rank's lanes: "rank 3", or "rank 3 · stage 1" in a pipeline run, so
+// the stages' lanes show the 1F1B pattern.
+std::function<std::string(int)> rank_names(const std::vector<profiler::RankInfo>& ranks) {
+  const bool pipeline = std::any_of(
+      ranks.begin(), ranks.end(), [](const profiler::RankInfo& r) { return r.pipeline_stage > 0; });
+  return [&ranks, pipeline](int rank) {
+    if (!pipeline) return fmt::format("rank {}", rank);
+    int stage = 0;
+    for (const auto& r : ranks)
+      if (r.rank == rank) stage = r.pipeline_stage;
+    return fmt::format("rank {} · stage {}", rank, stage);
+  };
+}
+
+// The events (on the aligned clock) by lane, and the model's end.
+std::map<LaneKey, std::vector<TimelineEvent>> events_by_lane(TimelineModel& m) {
+  std::map<LaneKey, std::vector<TimelineEvent>> by_lane;
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    const Event& e = m.events[i];
+    const int64_t start = e.start_ns + m.rank_offset_ns[e.rank];
+    const int64_t end = start + std::max<int64_t>(0, e.dur_ns);
+    by_lane[lane_key(e)].push_back({start, end, uint32_t(i)});
+    m.end_ns = std::max(m.end_ns, end);
+  }
+  return by_lane;
+}
+
 }  // namespace
 
 const std::string& TimelineModel::name_of(const Event& e) const {
@@ -99,38 +153,11 @@ TimelineModel build_timeline(const profiler::EventSet& set,
     m.events.push_back(e);
     max_rank = std::max(max_rank, int(e.rank));
   }
-  // Align the ranks' steady clocks through their epochs' wall time.
-  m.rank_offset_ns.assign(size_t(max_rank + 1), 0);
-  std::vector<std::optional<int64_t>> epoch(size_t(max_rank + 1));
-  for (const auto& r : ranks)
-    if (r.rank >= 0 && r.rank <= max_rank) epoch[size_t(r.rank)] = r.epoch_unix_ns;
   std::vector<char> has_events(size_t(max_rank + 1), 0);
   for (const Event& e : m.events) has_events[e.rank] = 1;
-  bool all_known = max_rank >= 0;
-  int64_t min_epoch = std::numeric_limits<int64_t>::max();
-  for (int r = 0; r <= max_rank; ++r)
-    if (has_events[size_t(r)]) {
-      all_known = all_known && epoch[size_t(r)].has_value();
-      if (epoch[size_t(r)]) min_epoch = std::min(min_epoch, *epoch[size_t(r)]);
-    }
-  m.clocks_aligned = all_known;
-  if (all_known)
-    for (int r = 0; r <= max_rank; ++r)
-      if (has_events[size_t(r)]) m.rank_offset_ns[size_t(r)] = *epoch[size_t(r)] - min_epoch;
+  align_clocks(m, ranks, max_rank, has_events);
 
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (const Event& e : m.events) origin = std::min(origin, e.start_ns + m.rank_offset_ns[e.rank]);
-  if (m.events.empty()) origin = 0;
-  for (auto& off : m.rank_offset_ns) off -= origin;
-
-  std::map<LaneKey, std::vector<TimelineEvent>> by_lane;
-  for (size_t i = 0; i < m.events.size(); ++i) {
-    const Event& e = m.events[i];
-    const int64_t start = e.start_ns + m.rank_offset_ns[e.rank];
-    const int64_t end = start + std::max<int64_t>(0, e.dur_ns);
-    by_lane[lane_key(e)].push_back({start, end, uint32_t(i)});
-    m.end_ns = std::max(m.end_ns, end);
-  }
+  std::map<LaneKey, std::vector<TimelineEvent>> by_lane = events_by_lane(m);
   // Every rank with events shows its compute and comm lanes, even when empty, so
   // lanes line up from rank to rank; a run without collectives (an imported trace:
   // its communication is GPU kernels) shows no comm lanes.
@@ -141,15 +168,7 @@ TimelineModel build_timeline(const profiler::EventSet& set,
       by_lane[{r, 0}];
       if (any_comm) by_lane[{r, 1}];
     }
-  const bool pipeline = std::any_of(
-      ranks.begin(), ranks.end(), [](const profiler::RankInfo& r) { return r.pipeline_stage > 0; });
-  auto who = [&](int rank) {
-    if (!pipeline) return fmt::format("rank {}", rank);
-    int stage = 0;
-    for (const auto& r : ranks)
-      if (r.rank == rank) stage = r.pipeline_stage;
-    return fmt::format("rank {} · stage {}", rank, stage);
-  };
+  const auto who = rank_names(ranks);
   for (auto& [key, evs] : by_lane) {
     TimelineLane lane = make_lane(key, who(key.rank));
     assign_rows(lane, evs);

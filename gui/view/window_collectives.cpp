@@ -97,6 +97,57 @@ void draw_steps(const CommSummary& s) {
   ImGui::EndTable();
 }
 
+void draw_row(const CommRow& r) {
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  std::string op = r.op;
+  if (r.group != "world") op += " [" + r.group + "]";  // e.g. "send [pp]"
+  if (r.link == "inter_host") op += " (inter-host)";
+  ImGui::TextUnformatted(op.c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(format_bytes(r.bytes).c_str());
+  ImGui::TableNextColumn();
+  ImGui::Text("%.1f", r.calls);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f [%.3f, %.3f]", r.latency_ms.mean, r.latency_ms.min, r.latency_ms.max);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f", r.min_ms);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f", r.max_ms);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.3f", r.total_ms.mean);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.2f", r.algbw_gbps);
+  ImGui::TableNextColumn();
+  ImGui::Text("%.2f", r.busbw_gbps);
+}
+
+// The comm table by op and message size, sorted by the column the user chose.
+void draw_rows(const CommSummary& s) {
+  section("Collectives by op and message size (per rank; latency [min, max] over ranks)");
+  std::vector<CommRow> rows = s.rows;
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
+                                ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
+  if (!ImGui::BeginTable("##comm", 9, flags)) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("op");
+  ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("calls / rank", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("latency ms [min, max]", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("fastest ms", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("slowest ms", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("total ms / rank", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("algbw GB/s", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("busbw GB/s", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableHeadersRow();
+  if (const ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0)
+    sort_comm_rows(rows, comm_column(specs->Specs[0].ColumnIndex),
+                   specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending);
+  for (const auto& r : rows) draw_row(r);
+  ImGui::EndTable();
+}
+
 }  // namespace
 
 void draw_collectives_window(App& app) {
@@ -124,51 +175,7 @@ void draw_collectives_window(App& app) {
         "NCCL kernels, in the GPU window and on the timeline's GPU streams.");
     return;
   }
-  section("Collectives by op and message size (per rank; latency [min, max] over ranks)");
-  std::vector<CommRow> rows = s.rows;
-  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortTristate |
-                                ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
-  if (!ImGui::BeginTable("##comm", 9, flags)) return;
-  ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("op");
-  ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("calls / rank", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("latency ms [min, max]", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("fastest ms", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("slowest ms", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("total ms / rank", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("algbw GB/s", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("busbw GB/s", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableHeadersRow();
-  if (const ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0)
-    sort_comm_rows(rows, comm_column(specs->Specs[0].ColumnIndex),
-                   specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending);
-  for (const auto& r : rows) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    std::string op = r.op;
-    if (r.group != "world") op += " [" + r.group + "]";  // e.g. "send [pp]"
-    if (r.link == "inter_host") op += " (inter-host)";
-    ImGui::TextUnformatted(op.c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(r.bytes).c_str());
-    ImGui::TableNextColumn();
-    ImGui::Text("%.1f", r.calls);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.3f [%.3f, %.3f]", r.latency_ms.mean, r.latency_ms.min, r.latency_ms.max);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.3f", r.min_ms);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.3f", r.max_ms);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.3f", r.total_ms.mean);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.2f", r.algbw_gbps);
-    ImGui::TableNextColumn();
-    ImGui::Text("%.2f", r.busbw_gbps);
-  }
-  ImGui::EndTable();
+  draw_rows(s);
 }
 
 }  // namespace hybrid::gui

@@ -51,6 +51,40 @@ void draw_facts(const RunOverview& o) {
   ImGui::EndTable();
 }
 
+// One category: its figures, and its peak as a bar (scaled to `scale`) with the
+// prediction as a mark.
+void draw_memory_row(const MemoryCategory& m, uint64_t scale) {
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(m.category.c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(format_bytes(m.current_bytes).c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(format_bytes(m.peak_bytes).c_str());
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(m.predicted_bytes ? format_bytes(*m.predicted_bytes).c_str() : "-");
+  ImGui::TableNextColumn();
+  if (m.predicted_bytes && *m.predicted_bytes > 0) {
+    const double ratio = double(m.peak_bytes) / double(*m.predicted_bytes);
+    ImGui::TextColored(to_vec4(ratio > 1.05 ? colors::kError : colors::kText), "%.2f×", ratio);
+  } else {
+    ImGui::TextUnformatted("-");
+  }
+  ImGui::TableNextColumn();
+  ImGui::Text("%d", m.peak_rank);
+  ImGui::TableNextColumn();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetTextLineHeight();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  stacked_bar(dl, p, ImVec2(p.x + w, p.y + h), {{double(m.peak_bytes), colors::kForward}},
+              double(scale));
+  if (m.predicted_bytes) {
+    const float x = p.x + float(double(*m.predicted_bytes) / double(scale)) * w;
+    dl->AddLine(ImVec2(x, p.y - 1), ImVec2(x, p.y + h + 1), colors::kHighlight, 2.0f);
+  }
+  ImGui::Dummy(ImVec2(w, h));
+}
+
 void draw_memory(const RunOverview& o) {
   section("Memory by category (largest rank)");
   if (o.memory.empty()) {
@@ -72,37 +106,7 @@ void draw_memory(const RunOverview& o) {
   ImGui::TableSetupColumn("peak (bar) vs predicted (mark)", ImGuiTableColumnFlags_WidthStretch,
                           3.0f);
   ImGui::TableHeadersRow();
-  for (const auto& m : o.memory) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(m.category.c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(m.current_bytes).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(m.peak_bytes).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(m.predicted_bytes ? format_bytes(*m.predicted_bytes).c_str() : "-");
-    ImGui::TableNextColumn();
-    if (m.predicted_bytes && *m.predicted_bytes > 0) {
-      const double ratio = double(m.peak_bytes) / double(*m.predicted_bytes);
-      ImGui::TextColored(to_vec4(ratio > 1.05 ? colors::kError : colors::kText), "%.2f×", ratio);
-    } else {
-      ImGui::TextUnformatted("-");
-    }
-    ImGui::TableNextColumn();
-    ImGui::Text("%d", m.peak_rank);
-    ImGui::TableNextColumn();
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetTextLineHeight();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    stacked_bar(dl, p, ImVec2(p.x + w, p.y + h), {{double(m.peak_bytes), colors::kForward}},
-                double(scale));
-    if (m.predicted_bytes) {
-      const float x = p.x + float(double(*m.predicted_bytes) / double(scale)) * w;
-      dl->AddLine(ImVec2(x, p.y - 1), ImVec2(x, p.y + h + 1), colors::kHighlight, 2.0f);
-    }
-    ImGui::Dummy(ImVec2(w, h));
-  }
+  for (const auto& m : o.memory) draw_memory_row(m, scale);
   ImGui::TableNextRow();
   ImGui::TableNextColumn();
   ImGui::TextColored(to_vec4(colors::kDimText), "total");
@@ -113,6 +117,47 @@ void draw_memory(const RunOverview& o) {
   ImGui::TextUnformatted(o.predicted_total_bytes ? format_bytes(*o.predicted_total_bytes).c_str()
                                                  : "-");
   ImGui::EndTable();
+}
+
+// Loss, loss scale, step time and throughput by step, the skipped steps marked.
+void draw_step_plots(const RunOverview& o) {
+  std::vector<double> skipped(o.skipped_steps.begin(), o.skipped_steps.end());
+  const float h = std::max(150.0f, (ImGui::GetContentRegionAvail().y - 230) / 2);
+  if (ImGui::BeginTable("##plots", 2, ImGuiTableFlags_SizingStretchSame)) {
+    ImGui::TableNextColumn();
+    PlotOptions skipped_marks;
+    skipped_marks.markers_x = skipped;
+    skipped_marks.marker_color = colors::kError;
+    skipped_marks.marker_label = "skipped (overflow)";
+    skipped_marks.height = h;
+    PlotOptions loss = skipped_marks;
+    loss.title = "loss";
+    line_plot("loss", {{&o.loss.x, &o.loss.y, colors::kForward, "loss"}}, loss);
+    ImGui::TableNextColumn();
+    PlotOptions scale = skipped_marks;
+    scale.title = "loss scale (log2)";
+    scale.log_y = true;
+    line_plot("scale", {{&o.loss_scale.x, &o.loss_scale.y, colors::kOptimizer, "loss scale"}},
+              scale);
+    ImGui::TableNextColumn();
+    // A copy without the marks, not a default-constructed one: assigning "ms" to
+    // the latter trips GCC 12's -Wmaybe-uninitialized with AVX-512 codegen (a
+    // false positive, seen with -march=native on a Sapphire Rapids Xeon).
+    PlotOptions step = skipped_marks;
+    step.markers_x.clear();
+    step.marker_label.clear();
+    step.title = "step time";
+    step.unit = "ms";
+    step.y_from_zero = true;
+    line_plot("step", {{&o.step_ms.x, &o.step_ms.y, colors::kBackward, "ms / step"}}, step);
+    ImGui::TableNextColumn();
+    PlotOptions tok = skipped_marks;
+    tok.title = "throughput";
+    tok.unit = "tokens/s";
+    tok.y_from_zero = true;
+    line_plot("tok", {{&o.tokens_per_s.x, &o.tokens_per_s.y, colors::kGood, "tokens/s"}}, tok);
+    ImGui::EndTable();
+  }
 }
 
 // An imported trace is a few profiled steps of a job, not a training run: it has
@@ -164,47 +209,10 @@ void draw_overview_window(App& app) {
   const RunOverview& o = run->overview;
   draw_facts(o);
   ImGui::Spacing();
-  if (o.steps == 0) {
+  if (o.steps == 0)
     ImGui::TextColored(to_vec4(colors::kDimText), "no steps recorded yet");
-  } else {
-    std::vector<double> skipped(o.skipped_steps.begin(), o.skipped_steps.end());
-    const float h = std::max(150.0f, (ImGui::GetContentRegionAvail().y - 230) / 2);
-    if (ImGui::BeginTable("##plots", 2, ImGuiTableFlags_SizingStretchSame)) {
-      ImGui::TableNextColumn();
-      PlotOptions skipped_marks;
-      skipped_marks.markers_x = skipped;
-      skipped_marks.marker_color = colors::kError;
-      skipped_marks.marker_label = "skipped (overflow)";
-      skipped_marks.height = h;
-      PlotOptions loss = skipped_marks;
-      loss.title = "loss";
-      line_plot("loss", {{&o.loss.x, &o.loss.y, colors::kForward, "loss"}}, loss);
-      ImGui::TableNextColumn();
-      PlotOptions scale = skipped_marks;
-      scale.title = "loss scale (log2)";
-      scale.log_y = true;
-      line_plot("scale", {{&o.loss_scale.x, &o.loss_scale.y, colors::kOptimizer, "loss scale"}},
-                scale);
-      ImGui::TableNextColumn();
-      // A copy without the marks, not a default-constructed one: assigning "ms" to
-      // the latter trips GCC 12's -Wmaybe-uninitialized with AVX-512 codegen (a
-      // false positive, seen with -march=native on a Sapphire Rapids Xeon).
-      PlotOptions step = skipped_marks;
-      step.markers_x.clear();
-      step.marker_label.clear();
-      step.title = "step time";
-      step.unit = "ms";
-      step.y_from_zero = true;
-      line_plot("step", {{&o.step_ms.x, &o.step_ms.y, colors::kBackward, "ms / step"}}, step);
-      ImGui::TableNextColumn();
-      PlotOptions tok = skipped_marks;
-      tok.title = "throughput";
-      tok.unit = "tokens/s";
-      tok.y_from_zero = true;
-      line_plot("tok", {{&o.tokens_per_s.x, &o.tokens_per_s.y, colors::kGood, "tokens/s"}}, tok);
-      ImGui::EndTable();
-    }
-  }
+  else
+    draw_step_plots(o);
   if (!o.skipped_steps.empty()) {
     std::string list;
     for (int64_t s : o.skipped_steps) list += fmt::format("{}{}", list.empty() ? "" : ", ", s);

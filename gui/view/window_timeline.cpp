@@ -54,6 +54,53 @@ std::string time_label(double ns) {
   return fmt::format("{:.0f} ns", ns);
 }
 
+// The step filter: all profiled steps or one; true when the choice changed (the
+// timeline was rebuilt).
+bool draw_step_filter(RunView& run) {
+  bool changed = false;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Steps");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(140);
+  const std::string label =
+      run.timeline_step ? fmt::format("step {}", *run.timeline_step) : "all profiled";
+  if (ImGui::BeginCombo("##tlstep", label.c_str())) {
+    if (ImGui::Selectable("all profiled", !run.timeline_step)) {
+      run.timeline_step.reset();
+      run.rebuild_timeline();
+      changed = true;
+    }
+    for (int64_t s : run.layers.profiled_steps)
+      if (ImGui::Selectable(fmt::format("step {}", s).c_str(), run.timeline_step == s)) {
+        run.timeline_step = s;
+        run.rebuild_timeline();
+        changed = true;
+      }
+    ImGui::EndCombo();
+  }
+  return changed;
+}
+
+// What the colours mean, and how to move around.
+void draw_legend() {
+  for (auto [c, name] : {std::pair{profiler::Category::forward, "forward"},
+                         {profiler::Category::backward, "backward"},
+                         {profiler::Category::recompute, "recompute"},
+                         {profiler::Category::optimizer, "optimizer"},
+                         {profiler::Category::comm, "collective"},
+                         {profiler::Category::data, "data"},
+                         {profiler::Category::kernel, "GPU kernel"},
+                         {profiler::Category::memcpy, "GPU memcpy/memset"}}) {
+    ImGui::TextColored(to_vec4(category_color(c)), "■ %s", name);
+    ImGui::SameLine();
+  }
+  ImGui::TextColored(to_vec4(colors::kGpuComm), "■ GPU comm kernel");
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(colors::kExposed), "■ comm wait (exposed)");
+  ImGui::TextColored(to_vec4(colors::kDimText),
+                     "wheel: zoom · drag: pan · double-click: fit · click: highlight a module");
+}
+
 }  // namespace
 
 void TimelineWindow::fit(const TimelineModel& m) {
@@ -71,27 +118,7 @@ void TimelineWindow::draw(App& app) {
     return;
   }
   TimelineModel& m = run->timeline;
-  // Step filter.
-  ImGui::AlignTextToFramePadding();
-  ImGui::TextUnformatted("Steps");
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(140);
-  const std::string label =
-      run->timeline_step ? fmt::format("step {}", *run->timeline_step) : "all profiled";
-  if (ImGui::BeginCombo("##tlstep", label.c_str())) {
-    if (ImGui::Selectable("all profiled", !run->timeline_step)) {
-      run->timeline_step.reset();
-      run->rebuild_timeline();
-      fitted_ = false;
-    }
-    for (int64_t s : run->layers.profiled_steps)
-      if (ImGui::Selectable(fmt::format("step {}", s).c_str(), run->timeline_step == s)) {
-        run->timeline_step = s;
-        run->rebuild_timeline();
-        fitted_ = false;
-      }
-    ImGui::EndCombo();
-  }
+  if (draw_step_filter(*run)) fitted_ = false;
   ImGui::SameLine();
   if (ImGui::Button("Fit")) fitted_ = false;
   ImGui::SameLine();
@@ -106,22 +133,7 @@ void TimelineWindow::draw(App& app) {
     ImGui::SameLine();
     if (ImGui::SmallButton("clear")) app.select_module(-1, "");
   }
-  for (auto [c, name] : {std::pair{profiler::Category::forward, "forward"},
-                         {profiler::Category::backward, "backward"},
-                         {profiler::Category::recompute, "recompute"},
-                         {profiler::Category::optimizer, "optimizer"},
-                         {profiler::Category::comm, "collective"},
-                         {profiler::Category::data, "data"},
-                         {profiler::Category::kernel, "GPU kernel"},
-                         {profiler::Category::memcpy, "GPU memcpy/memset"}}) {
-    ImGui::TextColored(to_vec4(category_color(c)), "■ %s", name);
-    ImGui::SameLine();
-  }
-  ImGui::TextColored(to_vec4(colors::kGpuComm), "■ GPU comm kernel");
-  ImGui::SameLine();
-  ImGui::TextColored(to_vec4(colors::kExposed), "■ comm wait (exposed)");
-  ImGui::TextColored(to_vec4(colors::kDimText),
-                     "wheel: zoom · drag: pan · double-click: fit · click: highlight a module");
+  draw_legend();
   if (m.events.empty()) {
     ImGui::TextColored(to_vec4(colors::kDimText),
                        "This run has no events: profiled steps record them (flops_profiler).");
