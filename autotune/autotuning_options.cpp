@@ -24,6 +24,28 @@ std::string choice(const json& v, const std::string& key, const std::vector<std:
   base::json_fail("config", key, "one of " + list, v);
 }
 
+// The keys whose value is a whole number, and its least value.
+struct IntKey {
+  const char* name;
+  int AutotuningOptions::*field;
+  int64_t min;
+};
+
+const IntKey* int_key(const std::string& k) {
+  using O = AutotuningOptions;
+  static const IntKey keys[] = {
+      {"tuner_early_stopping", &O::tuner_early_stopping, 0},
+      {"tuner_num_trials", &O::tuner_num_trials, 1},
+      {"start_profile_step", &O::start_profile_step, 1},
+      {"end_profile_step", &O::end_profile_step, 1},
+      {"min_train_micro_batch_size_per_gpu", &O::min_train_micro_batch_size_per_gpu, 1},
+      {"max_train_micro_batch_size_per_gpu", &O::max_train_micro_batch_size_per_gpu, 1},
+      {"num_tuning_micro_batch_sizes", &O::num_tuning_micro_batch_sizes, 1}};
+  for (const IntKey& key : keys)
+    if (k == key.name) return &key;
+  return nullptr;
+}
+
 }  // namespace
 
 // base's typed reads throw JsonReadError; what the autotuner throws is a TuneError.
@@ -43,20 +65,8 @@ AutotuningOptions parse_autotuning(const json& config) try {
       o.metric = choice(v, key, {"throughput", "latency", "flops"});
     } else if (k == "tuner_type") {
       o.tuner_type = choice(v, key, {"gridsearch", "random", "model_based"});
-    } else if (k == "tuner_early_stopping") {
-      o.tuner_early_stopping = int(base::json_integer(v, "config", key, 0, kIntMax));
-    } else if (k == "tuner_num_trials") {
-      o.tuner_num_trials = int(base::json_integer(v, "config", key, 1, kIntMax));
-    } else if (k == "start_profile_step") {
-      o.start_profile_step = int(base::json_integer(v, "config", key, 1, kIntMax));
-    } else if (k == "end_profile_step") {
-      o.end_profile_step = int(base::json_integer(v, "config", key, 1, kIntMax));
-    } else if (k == "min_train_micro_batch_size_per_gpu") {
-      o.min_train_micro_batch_size_per_gpu = int(base::json_integer(v, "config", key, 1, kIntMax));
-    } else if (k == "max_train_micro_batch_size_per_gpu") {
-      o.max_train_micro_batch_size_per_gpu = int(base::json_integer(v, "config", key, 1, kIntMax));
-    } else if (k == "num_tuning_micro_batch_sizes") {
-      o.num_tuning_micro_batch_sizes = int(base::json_integer(v, "config", key, 1, kIntMax));
+    } else if (const IntKey* ik = int_key(k)) {
+      o.*(ik->field) = int(base::json_integer(v, "config", key, ik->min, kIntMax));
     } else if (k == "max_train_batch_size") {
       o.max_train_batch_size = base::json_integer(v, "config", key, 1, kIntMax);
     } else {

@@ -44,6 +44,13 @@ using hybrid::kernels::DType;
 
 constexpr int kT = 1024, kC = 768, kNH = 12, kV = 50257, kVp = 50304;
 
+// A memory-bound op, its forward or backward as the benchmark's second argument
+// says, against a copy of the same bytes.
+void measure_memory_bound(benchmark::State& st, const std::function<void()>& forward,
+                          const std::function<void()>& backward, double bytes) {
+  measure(st, st.range(1) != 0 ? backward : forward, memcpy_ref(size_t(bytes)), 0, bytes);
+}
+
 size_t es(DType dt) { return hybrid::kernels::dtype_size(dt); }
 
 void BM_matmul_forward(benchmark::State& st) {
@@ -141,22 +148,17 @@ void BM_layernorm(benchmark::State& st) {
   g_env->b->layernorm_forward(dt, out.p, mean.as<float>(), rstd.as<float>(), x.p, w.p, bias.p, N,
                               kC);
   const double bytes = backward ? double(n) * 2 * 4 : double(n) * 2 * 2;  // bwd: x, dout, dx r/w
-  if (backward)
-    measure(
-        st,
-        [&] {
-          g_env->b->layernorm_backward(dt, dx.p, dw.p, db.p, dout.p, x.p, w.p, mean.as<float>(),
-                                       rstd.as<float>(), N, kC);
-        },
-        memcpy_ref(size_t(bytes)), 0, bytes);
-  else
-    measure(
-        st,
-        [&] {
-          g_env->b->layernorm_forward(dt, out.p, mean.as<float>(), rstd.as<float>(), x.p, w.p,
-                                      bias.p, N, kC);
-        },
-        memcpy_ref(size_t(bytes)), 0, bytes);
+  measure_memory_bound(
+      st,
+      [&] {
+        g_env->b->layernorm_forward(dt, out.p, mean.as<float>(), rstd.as<float>(), x.p, w.p, bias.p,
+                                    N, kC);
+      },
+      [&] {
+        g_env->b->layernorm_backward(dt, dx.p, dw.p, db.p, dout.p, x.p, w.p, mean.as<float>(),
+                                     rstd.as<float>(), N, kC);
+      },
+      bytes);
   st.SetLabel("bf16 ref=memcpy same bytes");
 }
 
@@ -170,22 +172,17 @@ void BM_cross_entropy(benchmark::State& st) {
   g_env->b->cross_entropy_forward(dt, losses.as<float>(), lse.as<float>(), logits.p,
                                   targets.as<int32_t>(), N, kV, kVp);
   const double bytes = backward ? double(n) * 2 * 2 : double(n) * 2;
-  if (backward)
-    measure(
-        st,
-        [&] {
-          g_env->b->cross_entropy_backward(dt, logits.p, logits.p, lse.as<float>(),
-                                           targets.as<int32_t>(), 1.0f / N, N, kV, kVp);
-        },
-        memcpy_ref(size_t(bytes)), 0, bytes);
-  else
-    measure(
-        st,
-        [&] {
-          g_env->b->cross_entropy_forward(dt, losses.as<float>(), lse.as<float>(), logits.p,
-                                          targets.as<int32_t>(), N, kV, kVp);
-        },
-        memcpy_ref(size_t(bytes)), 0, bytes);
+  measure_memory_bound(
+      st,
+      [&] {
+        g_env->b->cross_entropy_forward(dt, losses.as<float>(), lse.as<float>(), logits.p,
+                                        targets.as<int32_t>(), N, kV, kVp);
+      },
+      [&] {
+        g_env->b->cross_entropy_backward(dt, logits.p, logits.p, lse.as<float>(),
+                                         targets.as<int32_t>(), 1.0f / N, N, kV, kVp);
+      },
+      bytes);
   st.SetLabel("bf16 in-place backward; ref=memcpy same bytes");
 }
 
@@ -195,14 +192,9 @@ void BM_gelu(benchmark::State& st) {
   const size_t n = size_t(st.range(0)) * kT * 4 * kC;
   DevBuf x(n * 2), out(n * 2, false), dout(n * 2);
   const double bytes = backward ? double(n) * 2 * 4 : double(n) * 2 * 2;
-  if (backward)
-    measure(
-        st, [&] { g_env->b->gelu_backward(dt, out.p, x.p, dout.p, n); }, memcpy_ref(size_t(bytes)),
-        0, bytes);
-  else
-    measure(
-        st, [&] { g_env->b->gelu_forward(dt, out.p, x.p, n); }, memcpy_ref(size_t(bytes)), 0,
-        bytes);
+  measure_memory_bound(
+      st, [&] { g_env->b->gelu_forward(dt, out.p, x.p, n); },
+      [&] { g_env->b->gelu_backward(dt, out.p, x.p, dout.p, n); }, bytes);
   st.SetLabel("bf16 ref=memcpy same bytes");
 }
 
@@ -218,7 +210,6 @@ void BM_residual(benchmark::State& st) {
 
 void BM_encoder(benchmark::State& st) {
   const DType dt = DType::bf16;
-  const bool backward = st.range(1) != 0;
   const int B = int(st.range(0));
   const size_t n = size_t(B) * kT * kC;
   std::vector<int32_t> tokens(size_t(B) * kT);
@@ -227,18 +218,10 @@ void BM_encoder(benchmark::State& st) {
       out(n * 2, false), dwte(size_t(kVp) * kC * 2, false), dwpe(size_t(kT) * kC * 2, false);
   g_env->b->copy_from_host(tok.p, tokens.data(), tokens.size() * 4);
   const double bytes = double(n) * 2 * 3;
-  if (backward)
-    measure(
-        st,
-        [&] {
-          g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), B, kT, kC);
-        },
-        memcpy_ref(size_t(bytes)), 0, bytes);
-  else
-    measure(
-        st,
-        [&] { g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), wte.p, wpe.p, B, kT, kC); },
-        memcpy_ref(size_t(bytes)), 0, bytes);
+  measure_memory_bound(
+      st, [&] { g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), wte.p, wpe.p, B, kT, kC); },
+      [&] { g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), B, kT, kC); },
+      bytes);
   st.SetLabel("bf16 ref=memcpy same bytes");
 }
 

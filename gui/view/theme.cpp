@@ -82,4 +82,10 @@ void section(const char* title) {
   ImGui::Separator();
 }
 
+void help_marker(const char* text) {
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(colors::kDimText), "(?)");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
+}
+
 }  // namespace hybrid::gui

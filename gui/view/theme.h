@@ -42,4 +42,8 @@ ImVec4 to_vec4(ImU32 c);
 // A titled separator between the parts of a window.
 void section(const char* title);
 
+// A dim "(?)" on the line just drawn, showing `text` (plain, not a format) when
+// hovered.
+void help_marker(const char* text);
+
 }  // namespace hybrid::gui

@@ -213,16 +213,13 @@ void GpuWindow::draw(App& app) {
   ImGui::TextColored(to_vec4(colors::kDimText), "· %zu rank%s with GPU records%s", s.ranks.size(),
                      s.ranks.size() == 1 ? "" : "s",
                      s.from_events ? " (analysed from the run's events)" : "");
-  ImGui::SameLine();
-  ImGui::TextColored(to_vec4(colors::kDimText), "(?)");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "Times are unions over all of a rank's streams (two kernels at once count once).\n"
-        "Communication: kernels named nccl/rccl; memory: memcpy and memset; computation: other "
-        "kernels.\n"
-        "Non-compute: communication or memory work runs and no computation does.\n"
-        "Overlap: the share of communication time during which computation runs.\n"
-        "Definitions: docs/profiler.md, \"GPU timeline\".");
+  help_marker(
+      "Times are unions over all of a rank's streams (two kernels at once count once).\n"
+      "Communication: kernels named nccl/rccl; memory: memcpy and memset; computation: other "
+      "kernels.\n"
+      "Non-compute: communication or memory work runs and no computation does.\n"
+      "Overlap: the share of communication time during which computation runs.\n"
+      "Definitions: docs/profiler.md, \"GPU timeline\".");
   draw_temporal(s);
   draw_overlap(s);
   draw_kinds(s);

@@ -103,23 +103,20 @@ void draw_step_summary(const LayerBreakdown& lb) {
               lb.ranks.size(), lb.ranks.size() == 1 ? "" : "s",
               lb.step_measured ? "" : " (no measured step time: the sum of the rows)",
               lb.device_times ? " · module times are GPU device time" : "");
-  ImGui::SameLine();
-  ImGui::TextColored(to_vec4(colors::kDimText), "(?)");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "The step = the top-level modules' forward + backward\n"
-        "  + recompute (activation checkpointing: forwards run again in backward)\n"
-        "  + optimizer + exposed communication outside modules\n"
-        "  + comm waits with no collective in flight (when any)\n"
-        "  + other (measured step time minus all of that).\n"
-        "Exposed = waits while a collective was in flight (waits ∩ collectives).\n"
-        "Top-level shares sum to 100%%; a child's share is part of its parent's.\n"
-        "Times include child modules and sum over micro-steps;\n"
-        "with all ranks: mean over ranks, [min, max] in the ranks column.\n"
-        "On a GPU: forward/backward are the device time of the kernels and\n"
-        "copies launched in the module's scope; host ms is the scopes' CPU time\n"
-        "(launching); the step is the modules' device time plus other (device\n"
-        "idle and work outside modules) up to the measured step time.");
+  help_marker(
+      "The step = the top-level modules' forward + backward\n"
+      "  + recompute (activation checkpointing: forwards run again in backward)\n"
+      "  + optimizer + exposed communication outside modules\n"
+      "  + comm waits with no collective in flight (when any)\n"
+      "  + other (measured step time minus all of that).\n"
+      "Exposed = waits while a collective was in flight (waits ∩ collectives).\n"
+      "Top-level shares sum to 100%; a child's share is part of its parent's.\n"
+      "Times include child modules and sum over micro-steps;\n"
+      "with all ranks: mean over ranks, [min, max] in the ranks column.\n"
+      "On a GPU: forward/backward are the device time of the kernels and\n"
+      "copies launched in the module's scope; host ms is the scopes' CPU time\n"
+      "(launching); the step is the modules' device time plus other (device\n"
+      "idle and work outside modules) up to the measured step time.");
   legend_item(colors::kForward, "forward");
   legend_item(colors::kBackward, "backward");
   if (lb.has_recompute) legend_item(colors::kRecompute, "recompute");
