@@ -8,6 +8,7 @@
 #include <imgui.h>
 
 #include <cmath>
+#include <iterator>
 
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
@@ -43,36 +44,14 @@ enum Col {
 };
 
 LayerColumn sort_column(int col) {
-  switch (col) {
-    case kName:
-      return LayerColumn::name;
-    case kFwd:
-      return LayerColumn::fwd;
-    case kBwd:
-      return LayerColumn::bwd;
-    case kRecompute:
-      return LayerColumn::recompute;
-    case kHost:
-      return LayerColumn::host;
-    case kExposed:
-      return LayerColumn::exposed;
-    case kTotal:
-    case kRanks:
-    case kBar:
-      return LayerColumn::total;
-    case kShare:
-      return LayerColumn::share;
-    case kFlops:
-      return LayerColumn::flops;
-    case kRate:
-      return LayerColumn::flops_per_s;
-    case kParams:
-      return LayerColumn::params;
-    case kActs:
-      return LayerColumn::activations;
-    default:
-      return LayerColumn::tree;
-  }
+  // The type column sorts as the tree; the ranks and bar columns as the total.
+  static const LayerColumn map[] = {
+      LayerColumn::name,        LayerColumn::tree,   LayerColumn::fwd,        LayerColumn::bwd,
+      LayerColumn::recompute,   LayerColumn::host,   LayerColumn::exposed,    LayerColumn::total,
+      LayerColumn::total,       LayerColumn::share,  LayerColumn::total,      LayerColumn::flops,
+      LayerColumn::flops_per_s, LayerColumn::params, LayerColumn::activations};
+  static_assert(std::size(map) == kCols);
+  return col >= 0 && col < kCols ? map[col] : LayerColumn::tree;
 }
 
 std::string ms(double v) { return fmt::format("{:.3f}", v); }

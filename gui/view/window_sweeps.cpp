@@ -7,6 +7,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
@@ -39,36 +40,14 @@ enum Col {
 };
 
 SweepColumn sweep_column(int col) {
-  switch (col) {
-    case kId:
-      return SweepColumn::id;
-    case kMb:
-      return SweepColumn::micro_batch;
-    case kGas:
-      return SweepColumn::grad_accum;
-    case kStage:
-      return SweepColumn::zero_stage;
-    case kBucket:
-      return SweepColumn::reduce_bucket;
-    case kAgBucket:
-      return SweepColumn::allgather_bucket;
-    case kOverlap:
-      return SweepColumn::overlap;
-    case kDtype:
-      return SweepColumn::dtype;
-    case kMetric:
-      return SweepColumn::metric;
-    case kLatency:
-      return SweepColumn::latency;
-    case kPred:
-      return SweepColumn::predicted_mem;
-    case kPeak:
-      return SweepColumn::peak_mem;
-    case kStatus:
-      return SweepColumn::status;
-    default:
-      return SweepColumn::reason;
-  }
+  static const SweepColumn map[] = {
+      SweepColumn::id,         SweepColumn::micro_batch,   SweepColumn::grad_accum,
+      SweepColumn::zero_stage, SweepColumn::reduce_bucket, SweepColumn::allgather_bucket,
+      SweepColumn::overlap,    SweepColumn::dtype,         SweepColumn::metric,
+      SweepColumn::latency,    SweepColumn::predicted_mem, SweepColumn::peak_mem,
+      SweepColumn::status,     SweepColumn::reason};
+  static_assert(std::size(map) == kCols);
+  return col >= 0 && col < kCols ? map[col] : SweepColumn::reason;
 }
 
 ImU32 status_color(TrialStatus s) {
