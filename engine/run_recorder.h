@@ -1,19 +1,22 @@
-// Records a training run for the profiler: the run store (every rank on rank
-// 0's machine writes its own rows, rank 0 also the run, the global step rows and
-// the rows of ranks on other machines, handed over at the end), the profiled-step
-// window in which the tracer is on, per-module layer statistics aggregated from
-// its events, the DeepSpeed-style FLOPs report and comms summary, and the
-// Chrome trace.
+// Records a training run for the profiler, a sink of what the trainer measured:
+// each step's StepRecord, the profiled steps' events (turned into layer rows by
+// profiler/tables/layer_rows.h) and the run's TrainSummary become rows of the
+// run store (every rank on rank 0's machine writes its own rows, rank 0 also
+// the run, the global step rows and the rows of ranks on other machines, handed
+// over at the end), the DeepSpeed-style FLOPs report and comms summary, and the
+// Chrome trace. It computes no figure of its own, and which steps are traced is
+// the ProfileWindow's decision.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/memory_model.h"
-#include "engine/trainer.h"
+#include "engine/config/config.h"
+#include "engine/profile_window.h"
+#include "engine/step_record.h"
+#include "engine/train_summary.h"
 #include "profiler/profile_data.h"
 #include "profiler/rank_rows.h"
 
@@ -23,21 +26,18 @@ class Engine;
 
 namespace profiler {
 class RunStore;
-struct StepCommTotals;
 }  // namespace profiler
 
 class RunRecorder {
  public:
-  // Rank 0 creates the run in `opts.db` (if any) right away, so a run that fails
+  // Rank 0 creates the run in `db` (if any) right away, so a run that fails
   // while the engine starts (e.g. out of memory) is still recorded.
-  RunRecorder(const engine::Config& cfg, const TrainOptions& opts, int rank);
+  RunRecorder(const engine::Config& cfg, std::string db, const std::string& run_name, int rank);
   ~RunRecorder();
 
   // Collective: shares the run id, registers this rank, writes the module tree.
-  void attach(Engine& engine, int64_t steps);
-  // Whether step `step` (numbered from 1) is traced.
-  bool profiled(int64_t step) const;
-  void on_step(int64_t step, double loss, double step_ms, double flops_per_step);
+  void attach(Engine& engine, const ProfileWindow& window);
+  void on_step(const StepRecord& step);
   // Collective: layer stats, events, comm stats, memory; reports; finishes the run.
   void finish(const TrainSummary& summary);
   // After a failure (not collective): marks the run with the summary's status.
@@ -46,29 +46,30 @@ class RunRecorder {
   int64_t run_id() const { return run_id_; }
 
  private:
-  std::vector<profiler::LayerStat> layer_stats(const std::vector<profiler::Event>& events) const;
+  void open_store();
+  void register_rank();
+  std::vector<profiler::LayerStat> profile_rows(const std::vector<profiler::Event>& events);
+  void print_reports(const std::vector<profiler::LayerStat>& mine);
   void print_flops_report(const std::vector<profiler::LayerStat>& mine);
   void flush_steps();
   std::vector<profiler::CommStatRow> comm_rows() const;  // collectives and offload I/O so far
-  std::vector<profiler::MemoryRow> memory_rows(const TrainSummary& summary,
-                                               const engine::MemoryPrediction& predicted) const;
+  std::vector<profiler::MemoryRow> memory_rows(const MemoryReport& memory) const;
+  void write_chrome_trace(const std::vector<profiler::Event>& events);
 
   const engine::Config& cfg_;
-  TrainOptions opts_;
+  std::string db_;
   int rank_;
   Engine* engine_ = nullptr;
+  ProfileWindow window_;
   std::unique_ptr<profiler::RunStore> store_;
   int64_t run_id_ = 0;
-  int64_t profile_begin_ = 0, profile_end_ = 0;  // [begin, end), steps numbered from 1
-  std::vector<profiler::Event> events_;
   std::vector<profiler::StepRow> steps_;          // rank 0, not yet flushed
   std::vector<profiler::StepRow> profiled_rows_;  // rank 0, the profiled steps' rows
-  std::vector<profiler::StepRankRow> step_ranks_;
-  std::vector<profiler::StepTimerRow> step_timers_;  // wall_clock_breakdown, this rank
   std::vector<profiler::ModuleInfo> modules_;
-  // On another machine than rank 0's: no store; every row waits here for finish().
+  // This rank's rows not yet stored: its step rows, flushed in batches; on
+  // another machine than rank 0's (no store), every row, for finish() to hand over.
   bool away_ = false;
-  profiler::RankRows forwarded_;
+  profiler::RankRows rows_;
 };
 
 }  // namespace hybrid

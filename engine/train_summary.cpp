@@ -1,90 +1,85 @@
-// TrainSummary's JSON: the --result file and the run store's summary_json.
+// TrainSummary's JSON (the --result file and the run store's summary_json) and
+// its closing lines.
+#include "engine/train_summary.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "engine/trainer.h"
+#include "base/units.h"
 
 namespace hybrid {
 
 using namespace engine;
 using profiler::RunStatus;
 
-// Communication bytes per step (all, and per group with a pipeline) and the
-// pipeline's waiting shares.
-void TrainSummary::add_comm_json(nlohmann::json& j) const {
-  nlohmann::json comm = nlohmann::json::object();
-  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-    comm[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-        comm_bytes_per_step[size_t(k)];
-  j["comm_bytes_per_step"] = comm;
-  if (pipeline_stages > 1)
-    j["pipeline"] = {{"stages", pipeline_stages},
-                     {"waiting_fraction_median", pipeline_waiting_fraction},
-                     {"waiting_fraction_by_rank", pipeline_waiting_by_rank},
-                     {"bubble_closed_form", pipeline_bubble_closed_form}};
-  if (!comm_bytes_by_group.empty()) {
-    nlohmann::json groups = nlohmann::json::object();
-    for (const auto& [group, bytes] : comm_bytes_by_group)
-      for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-        groups[group][std::string(profiler::collective_name(profiler::CollectiveKind(k)))] =
-            bytes[size_t(k)];
-    j["comm_bytes_per_step_by_group"] = groups;
-  }
+namespace {
+
+// {"params": …, "grads": …, …}: one value per memory category.
+nlohmann::json by_category(const CategoryBytes& bytes) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
+  return j;
 }
 
-nlohmann::json TrainSummary::to_json() const {
-  nlohmann::json mem_current = nlohmann::json::object(), mem_peak = nlohmann::json::object();
-  for (int c = 0; c < kMemCategoryCount; ++c) {
-    const std::string name(mem_category_name(MemCategory(c)));
-    mem_current[name] = memory.current[size_t(c)];
-    mem_peak[name] = memory.peak[size_t(c)];
-  }
-  nlohmann::json j = {
-      {"status", profiler::to_string(status)},
-      {"steps", steps},
-      {"global_step", global_step},
-      {"final_loss", final_loss},
-      {"losses", losses},
-      {"ms_per_step_median", ms_per_step_median},
-      {"tokens_per_s", tokens_per_s},
-      {"samples_per_s", samples_per_s},
-      {"flops_per_step", flops_per_step},
-      {"achieved_flops_per_s", achieved_flops_per_s},
-      {"skipped_steps", skipped_steps},
-      {"exposed_comm_ms_per_step", exposed_comm_ms_per_step},
-      {"peak_memory_bytes", mem_peak},
-      {"peak_memory_total_bytes", memory.total_peak},
-      {"world_size", world_size},
-  };
+// {"all_reduce": …, "reduce_scatter": …, …}: one value per collective kind.
+nlohmann::json by_collective(const CollectiveBytes& bytes) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
+    j[std::string(profiler::collective_name(profiler::CollectiveKind(k)))] = bytes[size_t(k)];
+  return j;
+}
+
+// "<title> params 1.00 MiB grads ... | total 3.00 MiB": the categories used.
+std::string category_line(std::string title, const CategoryBytes& bytes, uint64_t total) {
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    if (bytes[size_t(c)])
+      title += fmt::format(" {} {}", mem_category_name(MemCategory(c)),
+                           base::format_bytes(bytes[size_t(c)]));
+  return title + fmt::format(" | total {}", base::format_bytes(total));
+}
+
+}  // namespace
+
+nlohmann::json TrainingReport::to_json() const {
+  return {{"steps", steps},
+          {"global_step", global_step},
+          {"final_loss", final_loss},
+          {"losses", losses},
+          {"skipped_steps", skipped_steps}};
+}
+
+nlohmann::json ThroughputReport::to_json() const {
+  return {{"ms_per_step_median", ms_per_step_median},
+          {"tokens_per_s", tokens_per_s},
+          {"samples_per_s", samples_per_s},
+          {"flops_per_step", flops_per_step},
+          {"achieved_flops_per_s", achieved_flops_per_s}};
+}
+
+uint64_t MemoryReport::nvme_total() const {
+  uint64_t total = 0;
+  for (auto b : nvme) total += b;
+  return total;
+}
+
+nlohmann::json MemoryReport::to_json() const {
+  nlohmann::json j = {{"peak_memory_bytes", by_category(device.peak)},
+                      {"peak_memory_total_bytes", device.total_peak}};
   if (predicted_peak_bytes) {
     j["predicted_peak_bytes"] = *predicted_peak_bytes;
-    nlohmann::json pm = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c)
-      pm[std::string(mem_category_name(MemCategory(c)))] = predicted_memory[size_t(c)];
-    j["predicted_memory_bytes"] = pm;
+    j["predicted_memory_bytes"] = by_category(predicted_device);
   }
-  if (host_memory.total_peak > 0) {  // the offloaded optimizer's host memory
-    nlohmann::json hp = nlohmann::json::object(), hm = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      hp[std::string(mem_category_name(MemCategory(c)))] = host_memory.peak[size_t(c)];
-      hm[std::string(mem_category_name(MemCategory(c)))] = predicted_host_memory[size_t(c)];
-    }
-    j["peak_host_memory_bytes"] = hp;
-    j["peak_host_memory_total_bytes"] = host_memory.total_peak;
-    j["predicted_host_memory_bytes"] = hm;
+  if (host.total_peak > 0) {  // the offloaded optimizer's host memory
+    j["peak_host_memory_bytes"] = by_category(host.peak);
+    j["peak_host_memory_total_bytes"] = host.total_peak;
+    j["predicted_host_memory_bytes"] = by_category(predicted_host);
   }
-  uint64_t nvme_total = 0;
-  for (auto b : nvme_bytes) nvme_total += b;
-  if (nvme_total > 0) {  // the NVMe offload's swap files
-    nlohmann::json nm = nlohmann::json::object(), np = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      nm[std::string(mem_category_name(MemCategory(c)))] = nvme_bytes[size_t(c)];
-      np[std::string(mem_category_name(MemCategory(c)))] = predicted_nvme_bytes[size_t(c)];
-    }
-    j["nvme_bytes"] = nm;
-    j["nvme_total_bytes"] = nvme_total;
-    j["predicted_nvme_bytes"] = np;
+  if (const uint64_t total = nvme_total(); total > 0) {  // the NVMe offload's swap files
+    j["nvme_bytes"] = by_category(nvme);
+    j["nvme_total_bytes"] = total;
+    j["predicted_nvme_bytes"] = by_category(predicted_nvme);
     nlohmann::json io_json = nlohmann::json::object();
     for (int k = 0; k < profiler::kIoKindCount; ++k)
       io_json[std::string(profiler::io_name(profiler::IoKind(k)))] = {
@@ -94,13 +89,67 @@ nlohmann::json TrainSummary::to_json() const {
           {"gbps", io[size_t(k)].gbps()}};
     j["io"] = io_json;
   }
-  add_comm_json(j);
+  return j;
+}
+
+nlohmann::json CommunicationReport::to_json() const {
+  nlohmann::json j = {{"exposed_comm_ms_per_step", exposed_ms_per_step},
+                      {"comm_bytes_per_step", by_collective(bytes_per_step)}};
+  if (!bytes_by_group.empty()) {
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [group, bytes] : bytes_by_group) groups[group] = by_collective(bytes);
+    j["comm_bytes_per_step_by_group"] = groups;
+  }
+  return j;
+}
+
+nlohmann::json PipelineReport::to_json() const {
+  if (stages <= 1) return nlohmann::json::object();
+  return {{"pipeline",
+           {{"stages", stages},
+            {"waiting_fraction_median", waiting_fraction},
+            {"waiting_fraction_by_rank", waiting_by_rank},
+            {"bubble_closed_form", bubble_closed_form}}}};
+}
+
+nlohmann::json DataReport::to_json() const {
+  if (std::isnan(unigram_entropy)) return nlohmann::json::object();
+  return {{"data", {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}}}};
+}
+
+nlohmann::json TrainSummary::to_json() const {
+  nlohmann::json j = {{"status", profiler::to_string(status)}, {"world_size", world_size}};
+  for (const nlohmann::json& part : {training.to_json(), throughput.to_json(), memory.to_json(),
+                                     comm.to_json(), pipeline.to_json(), data.to_json()})
+    j.update(part);
   if (!gemm.is_null()) j["gemm"] = gemm;
-  if (!std::isnan(unigram_entropy))
-    j["data"] = {{"unigram_entropy", unigram_entropy}, {"entropy_rate", entropy_rate}};
   if (run_id) j["run_id"] = run_id;
   if (status != RunStatus::ok) j["error"] = {{"kind", error_kind}, {"message", error}};
   return j;
+}
+
+std::vector<std::string> summary_lines(const TrainSummary& s) {
+  const auto& t = s.training;
+  const auto& m = s.memory;
+  std::vector<std::string> lines = {
+      fmt::format("done: {} steps, median {:.1f} ms/step, {:.0f} tokens/s, {}, final loss {:.4f}, "
+                  "{} skipped",
+                  t.steps, s.throughput.ms_per_step_median, s.throughput.tokens_per_s,
+                  base::format_flop_rate(s.throughput.achieved_flops_per_s), t.final_loss,
+                  t.skipped_steps),
+      category_line("peak memory per rank:", m.device.peak, m.device.total_peak)};
+  if (m.host.total_peak > 0)
+    lines.push_back(
+        category_line("peak host memory per rank (offload):", m.host.peak, m.host.total_peak));
+  if (m.nvme_total() == 0) return lines;
+  lines.push_back(category_line("NVMe swap files per rank:", m.nvme, m.nvme_total()));
+  const auto& rd = m.io[size_t(profiler::IoKind::nvme_read)];
+  const auto& wr = m.io[size_t(profiler::IoKind::nvme_write)];
+  lines.push_back(
+      fmt::format("NVMe I/O of rank 0: read {} in {} requests ({}), wrote {} in {} requests ({})",
+                  base::format_bytes(rd.bytes), rd.requests, base::format_gbps(rd.gbps()),
+                  base::format_bytes(wr.bytes), wr.requests, base::format_gbps(wr.gbps())));
+  return lines;
 }
 
 }  // namespace hybrid

@@ -12,7 +12,6 @@
 
 #include "base/atomic_file.h"
 #include "base/launcher_env.h"
-#include "base/statistics.h"
 #include "base/units.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/save_policy.h"
@@ -20,9 +19,11 @@
 #include "engine/data/data_sources.h"
 #include "engine/divergence.h"
 #include "engine/engine.h"
-#include "engine/memory_model.h"
+#include "engine/profile_window.h"
 #include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
+#include "engine/step_record.h"
+#include "engine/train_reports.h"
 #include "profiler/flops.h"
 
 namespace hybrid {
@@ -80,10 +81,7 @@ void load_weights(const Config& cfg, const TrainOptions& opts, Engine& engine, c
 
 DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& out) {
   auto data = open_data_sources(cfg);
-  if (data.synthetic) {
-    out.unigram_entropy = data.unigram_entropy;
-    out.entropy_rate = data.entropy_rate;
-  }
+  if (data.synthetic) out.data = {data.unigram_entropy, data.entropy_rate};
   return DataLoader(
       std::move(data.train),
       BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), cfg.gradient_accumulation_steps,
@@ -107,6 +105,7 @@ struct Loop {
     tokens_per_step = double(loader.tokens_per_step());
     first = e.global_step();
     steps = o.steps > 0 ? o.steps : 20;
+    window = ProfileWindow::for_run(c, !o.db.empty(), first, steps);
   }
 
   const Config& cfg;
@@ -116,15 +115,14 @@ struct Loop {
   DataLoader loader;
   const Say& say;
   SavePolicy policy;
+  ProfileWindow window;                              // the steps traced
   int64_t first = 0, steps = 0;                      // global step before the loop; steps to run
   double tokens_per_step = 0.0;                      // over all ranks
+  double flops_per_step = 0.0;                       // model FLOPs over all ranks
   size_t micro_tokens = 0;                           // B·T of one micro-batch
   std::vector<int32_t> batch_inputs, batch_targets;  // a step's micro-batches, one after another
   uint32_t step_name = 0, data_name = 0;
-  std::vector<double> step_ms;
-  std::vector<bool> skipped;             // per step: the update was not applied
-  std::vector<double> pipeline_waiting;  // per step: waiting / schedule (pipeline stages)
-  double exposed_total_ms = 0.0;
+  std::vector<StepRecord> records;  // one per step run
   // The kind of the last checkpoint saved whose keep_last rotation waits for the
   // next step's loss (save_checkpoint).
   std::optional<SavePolicy::Kind> unverified_save;
@@ -157,8 +155,32 @@ double run_step(Loop& l, int64_t s) {
   // queued it: wait for the device before reading the clock (the next step's
   // first loss read would wait for it anyway).
   l.engine.backend().synchronize();
-  tracer.set_enabled(false);
+  ProfileWindow::end_step(tracer);
   return l.engine.mean_over_ranks(loss);
+}
+
+// What step `step` did, measured once for the progress line, the summary and
+// the recorder.
+StepRecord step_record(const Loop& l, int64_t step, double loss, double ms) {
+  StepRecord r;
+  r.step = step;
+  r.loss = loss;
+  r.traced = l.window.traced(step);
+  const auto& st = l.engine.last_step();
+  r.skipped = st.skipped;
+  r.lr = st.lr;
+  r.loss_scale = st.loss_scale;
+  r.grad_norm = st.grad_norm;
+  r.ms = ms;
+  r.tokens_per_s = l.tokens_per_step / (ms / 1e3);
+  r.flops_per_s = l.flops_per_step / (ms / 1e3);
+  const auto totals = l.engine.comm_tracer().step_totals(int32_t(step));
+  r.comm_ms = double(totals.comm_ns) / 1e6;
+  r.exposed_comm_ms = double(totals.exposed_ns) / 1e6;
+  r.bubble_ms = double(totals.bubble_ns) / 1e6;
+  r.pipeline_waiting = pipeline_waiting(l.engine);
+  r.timers = l.engine.last_step_times();
+  return r;
 }
 
 // keep_last over the checkpoints of `kind` (rank 0 deletes).
@@ -203,32 +225,27 @@ void save_unless_diverging(Loop& l, SavePolicy::Kind kind, double loss) {
   save_checkpoint(l, kind);
 }
 
-// After step s+1: its measurements, the progress line, a periodic checkpoint,
-// and the caller's hook.
-void finish_step(Loop& l, TrainSummary& out, int64_t s, double loss, double ms) {
-  l.step_ms.push_back(ms);
-  if (const auto& p = l.engine.last_pipeline_times(); p.schedule_ms > 0)
-    l.pipeline_waiting.push_back(p.waiting_ms / p.schedule_ms);
-  l.exposed_total_ms += double(l.engine.comm_tracer().step_totals(int32_t(s + 1)).exposed_ns) / 1e6;
-  out.losses.push_back(loss);
-  l.skipped.push_back(l.engine.last_step().skipped);
-  l.recorder.on_step(s + 1, loss, ms, out.flops_per_step);
-  const auto& st = l.engine.last_step();
-  const int64_t done = s - l.first + 1;
+// After a step: its record, the progress line, a periodic checkpoint, and the
+// caller's hook.
+void finish_step(Loop& l, TrainSummary& out, const StepRecord& r) {
+  l.records.push_back(r);
+  out.training.losses.push_back(r.loss);
+  l.recorder.on_step(r);
+  const int64_t done = r.step - l.first;
   const int every = l.cfg.steps_per_print;
-  if (done == 1 || done == l.steps || (every > 0 && (s + 1) % every == 0)) {
+  if (done == 1 || done == l.steps || (every > 0 && r.step % every == 0)) {
     l.say(fmt::format(
         "step {:>5} | loss {:.4f} | lr {:.3e} | scale {:g}{} | {:.1f} ms | {:.0f} tok/s | {}",
-        s + 1, loss, st.lr, st.loss_scale, st.skipped ? " (skipped)" : "", ms,
-        l.tokens_per_step / (ms / 1e3), base::format_flop_rate(out.flops_per_step / (ms / 1e3))));
+        r.step, r.loss, r.lr, r.loss_scale, r.skipped ? " (skipped)" : "", r.ms, r.tokens_per_s,
+        base::format_flop_rate(r.flops_per_s)));
     // DeepSpeed's wall-clock breakdown of this step (rank 0's timers).
     if (l.cfg.wall_clock_breakdown)
-      for (const auto& line : l.engine.last_step_times().log_lines()) l.say(line);
+      for (const auto& line : r.timers.log_lines()) l.say(line);
   }
-  rotate_after(l, loss);
-  if (const auto kind = l.policy.at_step(s + 1); kind != SavePolicy::Kind::none)
-    save_unless_diverging(l, kind, loss);
-  if (l.opts.after_step) l.opts.after_step(s + 1);
+  rotate_after(l, r.loss);
+  if (const auto kind = l.policy.at_step(r.step); kind != SavePolicy::Kind::none)
+    save_unless_diverging(l, kind, r.loss);
+  if (l.opts.after_step) l.opts.after_step(r.step);
 }
 
 void run_loop(Loop& l, TrainSummary& out) {
@@ -236,13 +253,12 @@ void run_loop(Loop& l, TrainSummary& out) {
   l.step_name = tracer.intern("step");
   l.data_name = tracer.intern("data");
   for (int64_t s = l.first; s < l.first + l.steps; ++s) {
-    tracer.set_enabled(l.recorder.profiled(s + 1));
-    tracer.set_step(int32_t(s + 1));
+    l.window.begin_step(tracer, s + 1);
     const auto t0 = std::chrono::steady_clock::now();
     const double loss = run_step(l, s);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    finish_step(l, out, s, loss, ms);
+    finish_step(l, out, step_record(l, s + 1, loss, ms));
   }
 }
 
@@ -273,66 +289,13 @@ void save_outputs(Loop& l, double last_loss) {
     say("exported a Hugging Face directory to " + opts.export_hf_dir);
 }
 
-// Rates from the median step time, and the memory model's prediction.
+// The summary's reports once the loop and the outputs are done.
 void summarize(const Loop& l, TrainSummary& out) {
-  const double ms = out.ms_per_step_median = base::median(l.step_ms);
-  out.steps = l.steps;
-  out.global_step = l.engine.global_step();
-  out.final_loss = out.losses.back();
-  out.tokens_per_s = l.tokens_per_step / (ms / 1e3);
-  out.samples_per_s = l.tokens_per_step / l.cfg.seq_len() / (ms / 1e3);
-  out.achieved_flops_per_s = out.flops_per_step / (ms / 1e3);
-  out.skipped_steps = l.engine.skipped_steps();
-  out.exposed_comm_ms_per_step = l.exposed_total_ms / double(l.steps);
-  if (l.engine.pipeline_stages() > 1) {  // every rank: the gather is collective
-    const int p = l.engine.pipeline_stages(), m = l.cfg.gradient_accumulation_steps;
-    out.pipeline_stages = p;
-    out.pipeline_waiting_fraction = base::median(l.pipeline_waiting);
-    out.pipeline_bubble_closed_form = bubble_fraction(p, m);
-    const auto all = l.engine.all_gather_floats({float(out.pipeline_waiting_fraction)});
-    out.pipeline_waiting_by_rank.assign(all.begin(), all.end());
-  }
-  const auto predicted = predict_stage_memory(l.cfg, l.engine.world_size(),
-                                              l.engine.pipeline_stage(), l.engine.backend());
-  out.predicted_peak_bytes = predicted.total();
-  out.predicted_memory = predicted.bytes;
-  out.predicted_host_memory = predicted.host;
-  out.predicted_nvme_bytes = predicted.nvme;
-}
-
-// "peak memory per rank: params 1.00 MiB grads ... | total 3.00 MiB"
-std::string peak_memory_line(std::string title, const MemoryStats& m) {
-  for (int c = 0; c < kMemCategoryCount; ++c)
-    if (m.peak[size_t(c)])
-      title += fmt::format(" {} {}", mem_category_name(MemCategory(c)),
-                           base::format_bytes(m.peak[size_t(c)]));
-  return title + fmt::format(" | total {}", base::format_bytes(m.total_peak));
-}
-
-void print_summary(const TrainSummary& out, const Say& say) {
-  say(fmt::format(
-      "done: {} steps, median {:.1f} ms/step, {:.0f} tokens/s, {}, final loss {:.4f}, "
-      "{} skipped",
-      out.steps, out.ms_per_step_median, out.tokens_per_s,
-      base::format_flop_rate(out.achieved_flops_per_s), out.final_loss, out.skipped_steps));
-  say(peak_memory_line("peak memory per rank:", out.memory));
-  if (out.host_memory.total_peak > 0)
-    say(peak_memory_line("peak host memory per rank (offload):", out.host_memory));
-  std::string nvme;
-  uint64_t nvme_total = 0;
-  for (int c = 0; c < kMemCategoryCount; ++c)
-    if (out.nvme_bytes[size_t(c)]) {
-      nvme += fmt::format(" {} {}", mem_category_name(MemCategory(c)),
-                          base::format_bytes(out.nvme_bytes[size_t(c)]));
-      nvme_total += out.nvme_bytes[size_t(c)];
-    }
-  if (nvme_total == 0) return;
-  say(fmt::format("NVMe swap files per rank:{} | total {}", nvme, base::format_bytes(nvme_total)));
-  const auto& rd = out.io[size_t(profiler::IoKind::nvme_read)];
-  const auto& wr = out.io[size_t(profiler::IoKind::nvme_write)];
-  say(fmt::format("NVMe I/O of rank 0: read {} in {} requests ({}), wrote {} in {} requests ({})",
-                  base::format_bytes(rd.bytes), rd.requests, base::format_gbps(rd.gbps()),
-                  base::format_bytes(wr.bytes), wr.requests, base::format_gbps(wr.gbps())));
+  summarize_steps(l.records, l.tokens_per_step, l.cfg.seq_len(), out);
+  out.training.global_step = l.engine.global_step();
+  out.training.skipped_steps = l.engine.skipped_steps();
+  out.pipeline = pipeline_report(l.cfg, l.engine, l.records);  // collective
+  add_memory_prediction(l.cfg, l.engine, out.memory);
 }
 
 // The whole run; failures propagate to run_training.
@@ -348,38 +311,20 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   load_weights(cfg, opts, *engine, say);
   Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
-  out.flops_per_step =
+  l.flops_per_step = out.throughput.flops_per_step =
       model_flops_per_step(cfg, engine->model().matmul_params(), engine->data_parallel_size());
-  recorder.attach(*engine, l.steps);
-  const auto comm_before = engine->comm_counters();
-  const auto groups_before = engine->comm_counters_by_group();
+  recorder.attach(*engine, l.window);
+  const CommMeter comm(*engine);
   run_loop(l, out);
-  out.memory = engine->allocator().stats();  // training's peaks, before any export
-  out.host_memory = engine->host_allocator().stats();
-  out.nvme_bytes = engine->nvme_bytes();
-  for (const auto& st : engine->comm_tracer().io_stats()) {
-    auto& t = out.io[size_t(st.kind)];
-    t.requests += st.count;
-    t.bytes += st.total_bytes;
-    t.seconds += double(st.total_ns) * 1e-9;
-  }
-  const auto comm_after = engine->comm_counters();
-  for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-    out.comm_bytes_per_step[size_t(k)] =
-        double(comm_after.bytes[k] - comm_before.bytes[k]) / double(l.steps);
-  const auto groups_after = engine->comm_counters_by_group();
-  for (size_t g = 0; groups_after.size() > 1 && g < groups_after.size(); ++g) {
-    std::array<double, profiler::kCollectiveKindCount> bytes{};
-    for (int k = 0; k < profiler::kCollectiveKindCount; ++k)
-      bytes[size_t(k)] =
-          double(groups_after[g].second.bytes[k] - groups_before[g].second.bytes[k]) / l.steps;
-    out.comm_bytes_by_group.emplace_back(groups_after[g].first, bytes);
-  }
-  save_outputs(l, out.losses.back());
+  out.memory = measure_memory(*engine);  // training's peaks, before any export
+  out.comm = comm.report(*engine, l.records);
+  save_outputs(l, out.training.losses.back());
   summarize(l, out);
-  if (auto why = divergence(out.losses, l.skipped); !why.empty())
+  std::vector<bool> skipped;
+  for (const StepRecord& r : l.records) skipped.push_back(r.skipped);
+  if (auto why = divergence(out.training.losses, skipped); !why.empty())
     out.status = RunStatus::diverged, out.error_kind = "Diverged", out.error = std::move(why);
-  print_summary(out, say);
+  for (const auto& line : summary_lines(out)) say(line);
   recorder.finish(out);
   out.run_id = recorder.run_id();
   if (out.run_id && !opts.db.empty())
@@ -398,7 +343,7 @@ TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
   std::unique_ptr<RunRecorder> recorder;
   try {
     s.rank = base::launcher_env().rank;  // valid before MPI starts
-    recorder = std::make_unique<RunRecorder>(cfg, opts, s.rank);
+    recorder = std::make_unique<RunRecorder>(cfg, opts.db, opts.run_name, s.rank);
     check_run_outputs(cfg, opts);
     check_run_inputs(cfg);
     train(cfg, opts, s, *recorder);

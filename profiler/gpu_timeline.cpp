@@ -7,6 +7,7 @@
 
 #include "base/text.h"
 #include "profiler/intervals.h"
+#include "profiler/tables/layer_rows.h"
 
 namespace hybrid::profiler {
 
@@ -202,37 +203,11 @@ void apply_device_times(std::vector<LayerStat>& rows, std::span<const ModuleDevi
   });
 }
 
-std::vector<LayerStat> scope_layer_stats(std::span<const Event> events) {
-  std::map<std::tuple<int, int64_t, int32_t>, LayerStat> rows;
-  for (const Event& e : events) {
-    if (is_gpu_record(e) || e.module_id < 0) continue;
-    if (e.category != Category::forward && e.category != Category::backward &&
-        e.category != Category::recompute)
-      continue;
-    LayerStat& r = rows[{e.rank, e.step, e.module_id}];
-    r.rank = e.rank;
-    r.step = e.step;
-    r.module_id = e.module_id;
-    if (e.category == Category::forward) {
-      r.fwd_ns += e.dur_ns;
-      ++r.calls;
-    } else if (e.category == Category::recompute) {
-      r.recompute_ns += e.dur_ns;
-    } else {
-      r.bwd_ns += e.dur_ns;
-    }
-  }
-  std::vector<LayerStat> out;
-  for (auto& [key, r] : rows) out.push_back(r);
-  return out;
-}
-
 void analyze_gpu_run(RunRecord& record) {
   const auto& events = record.events.events;
   record.gpu = analyze_gpu_timeline(events, record.events.names);
   record.step_ranks = gpu_step_accounting(events, record.events.names);
-  record.layers = scope_layer_stats(events);
-  apply_device_times(record.layers, device_time_by_module(events, record.modules));
+  record.layers = layer_rows(events, record.modules, {.mac_modules = {}, .device_times = true});
 }
 
 std::vector<GpuKernelRow> top_gpu_kernels(const EventSet& set, int rank, size_t n) {

@@ -70,10 +70,6 @@ std::vector<StepRankRow> gpu_step_accounting(std::span<const Event> events,
 // module) take their place; modules with device time and no host row get a row.
 void apply_device_times(std::vector<LayerStat>& rows, std::span<const ModuleDeviceTime> device);
 
-// Host layer rows from CPU scope events (forward/backward scopes with a module):
-// what an imported trace's scopes say, before apply_device_times.
-std::vector<LayerStat> scope_layer_stats(std::span<const Event> events);
-
 // The analysis of a whole run record (an import): per-rank timelines, step
 // accounting and layer rows with device times.
 void analyze_gpu_run(RunRecord& record);

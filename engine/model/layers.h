@@ -76,6 +76,7 @@ class Linear final : public Module {
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  bool multiply_accumulates() const override { return true; }
   int in_features() const { return K_; }
   int out_features() const { return N_; }
   ParamSpec* weight() const { return weight_; }
@@ -195,6 +196,7 @@ class AttentionCore final : public Module {
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  bool multiply_accumulates() const override { return true; }
 
   const void* qkv = nullptr;
   void* out = nullptr;

@@ -99,6 +99,9 @@ class Module {
     return 0;
   }
   virtual uint64_t recompute_flops(int B, int T) const { return forward_flops(B, T); }
+  // Whether this module's own FLOPs are multiply-accumulates (a matmul's: two
+  // FLOPs each), which the FLOPs profiler counts as MACs too.
+  virtual bool multiply_accumulates() const { return false; }
 
   // Tensor-parallel all-reduces of this module's own forward and backward (a
   // row-parallel layer's output, a column-parallel one's input gradient, a
