@@ -72,16 +72,28 @@ struct TestHooks {
         act(s, h.kill_mid_save, h.hold_mid_save, "mid-save");
       };
   }
+  // The testing flags (hidden from --help).
+  void add_options(CLI::App& app) {
+    const struct {
+      const char* flag;
+      int64_t* step;
+      const char* help;
+    } flags[] = {
+        {"--kill-after-step", &kill_after_step, "testing: SIGKILL this process after step N"},
+        {"--kill-mid-save", &kill_mid_save,
+         "testing: SIGKILL this process inside step N's checkpoint, once its files are "
+         "written and before meta.json and latest are"},
+        {"--hold-after-step", &hold_after_step,
+         "testing: hold this process still after step N until it is killed"},
+        {"--hold-mid-save", &hold_mid_save,
+         "testing: hold this process still inside step N's checkpoint (where "
+         "--kill-mid-save kills) until it is killed"},
+    };
+    for (const auto& f : flags) app.add_option(f.flag, *f.step, f.help)->group("");
+  }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "hybrid-train: mixed-precision ZeRO training of decoder models (GPT-2, Llama) from a "
-      "DeepSpeed config"};
-  std::string config_path;
-  hybrid::TrainOptions opts;
+void add_train_options(CLI::App& app, std::string& config_path, hybrid::TrainOptions& opts) {
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -107,21 +119,19 @@ int main(int argc, char** argv) {
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "hybrid-train: mixed-precision ZeRO training of decoder models (GPT-2, Llama) from a "
+      "DeepSpeed config"};
+  std::string config_path;
+  hybrid::TrainOptions opts;
+  add_train_options(app, config_path, opts);
   TestHooks hooks;
-  app.add_option("--kill-after-step", hooks.kill_after_step,
-                 "testing: SIGKILL this process after step N")
-      ->group("");
-  app.add_option("--kill-mid-save", hooks.kill_mid_save,
-                 "testing: SIGKILL this process inside step N's checkpoint, once its files are "
-                 "written and before meta.json and latest are")
-      ->group("");
-  app.add_option("--hold-after-step", hooks.hold_after_step,
-                 "testing: hold this process still after step N until it is killed")
-      ->group("");
-  app.add_option("--hold-mid-save", hooks.hold_mid_save,
-                 "testing: hold this process still inside step N's checkpoint (where "
-                 "--kill-mid-save kills) until it is killed")
-      ->group("");
+  hooks.add_options(app);
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 2)) return *status;
   hooks.install(opts);
 
