@@ -103,6 +103,8 @@ class MpiCommunicator final : public Communicator {
   Group world() { return {rank_, world_size_, nullptr, this}; }
 
   HandlePtr enqueue(Request r);
+  HandlePtr enqueue_in(const Group& g, std::vector<CommRecord> records,
+                       std::function<void(const MpiContext&)> call);
   void loop(std::promise<void>& started);
   void setup();
   void teardown() noexcept;
