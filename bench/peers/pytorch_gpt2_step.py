@@ -12,14 +12,13 @@ bench_train_step's, measured in the same session on the same machine.
 OpenBLAS with the core type OpenBLAS detects; run it with OPENBLAS_CORETYPE set
 (e.g. SkylakeX) to give it the kernel hybrid chooses for the same CPU.
 """
-import argparse
 import math
-import statistics
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from peer_step import median_step_seconds, parse_args
 
 
 class Block(nn.Module):
@@ -59,29 +58,8 @@ class GPT2(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
-def median_step_seconds(model, opt, idx, tgt, steps, bf16):
-    times = []
-    for i in range(steps + 1):  # the first step warms up
-        t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(idx, tgt)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if i > 0:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--B", type=int, default=4)
-    ap.add_argument("--T", type=int, default=256)
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(1)
+    a = parse_args()
     L, C, H, V = 12, 768, 12, 50257
     model = GPT2(L, C, H, V, 1024)
     n = sum(p.numel() for p in model.parameters())

@@ -11,13 +11,11 @@ on the same machine in the same session.
 
     /usr/bin/python3 bench/peers/pytorch_llama_step.py [--threads 2] [--steps 3] [--B 4] [--T 256]
 """
-import argparse
-import statistics
-import time
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from peer_step import median_step_seconds, parse_args
 
 
 class RMSNorm(nn.Module):
@@ -87,14 +85,7 @@ class Llama(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--B", type=int, default=4)
-    ap.add_argument("--T", type=int, default=256)
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(1)
+    a = parse_args()
     L, C, H, KV, I, V = 12, 768, 12, 4, 2048, 32000
     model = Llama(L, C, H, KV, I, V)
     # bench_train_step's model FLOPs: N = the weights that multiply activations.
@@ -105,15 +96,7 @@ def main():
     idx = torch.randint(0, V, (a.B, a.T))
     print(f"torch {torch.__version__}, {a.threads} threads, Llama (GPT-2 124M's size), "
           f"B={a.B} T={a.T}, {flops / 1e9:.0f} GFLOP/step")
-    times = []
-    for i in range(a.steps + 1):  # the first step warms up
-        t0 = time.perf_counter()
-        model(idx, idx).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if i > 0:
-            times.append(time.perf_counter() - t0)
-    s = statistics.median(times)
+    s = median_step_seconds(model, opt, idx, idx, a.steps)
     print(f"pytorch fp32: {1e3 * s:.0f} ms/step (median of {a.steps}), {flops / s / 1e9:.1f} GFLOP/s")
 
 
