@@ -32,6 +32,15 @@ std::string format_latency(double ns) {
 
 std::string format_bw(double gbps) { return fmt::format("{:.3f} GB/s", gbps); }
 
+// A map's values in key order.
+template <class Map>
+std::vector<typename Map::mapped_type> values_of(const Map& m) {
+  std::vector<typename Map::mapped_type> out;
+  out.reserve(m.size());
+  for (const auto& [key, v] : m) out.push_back(v);
+  return out;
+}
+
 // One call of `bytes` taking `dur` ns added to a collective's or an I/O
 // kind's statistics (the first call names them).
 template <class Stat, class Kind>
@@ -219,10 +228,7 @@ void CommTracer::on_io(const IoRecord& r) {
 
 std::vector<IoStat> CommTracer::io_stats() const {
   std::lock_guard lock(mutex_);
-  std::vector<IoStat> out;
-  out.reserve(io_stats_.size());
-  for (const auto& [key, s] : io_stats_) out.push_back(s);
-  return out;
+  return values_of(io_stats_);
 }
 
 bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step, bool pipeline) {
@@ -251,10 +257,7 @@ bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step, boo
 
 std::vector<CommStat> CommTracer::stats() const {
   std::lock_guard lock(mutex_);
-  std::vector<CommStat> out;
-  out.reserve(stats_.size());
-  for (const auto& [key, s] : stats_) out.push_back(s);
-  return out;
+  return values_of(stats_);
 }
 
 std::vector<StepCommTotals> CommTracer::steps() const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -69,8 +70,8 @@ class IoRequests {
 };
 
 // The AsyncIo calls every engine answers alike, from its requests; an engine
-// adds the I/O threads that take blocks from requests_ (and stops it, then
-// joins them, when destroyed).
+// starts the I/O threads that take blocks from requests_ and calls
+// stop_threads() first when destroyed.
 class QueuedIo : public AsyncIo {
  public:
   Ticket read(const SwapFile& f, uint64_t offset, void* dst, size_t bytes) override {
@@ -87,8 +88,15 @@ class QueuedIo : public AsyncIo {
  protected:
   QueuedIo(const AioConfig& cfg, Observer observer, std::function<int64_t()> clock)
       : requests_(cfg.block_size, std::move(observer), std::move(clock)) {}
+  // The threads drain what is queued, then leave.
+  void stop_threads() {
+    requests_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
 
   IoRequests requests_;
+  std::vector<std::thread> threads_;
 };
 
 // One block with blocking pread/pwrite, resuming after partial transfers and

@@ -17,10 +17,7 @@ class ThreadPoolIo final : public QueuedIo {
     const int n = cfg.thread_count * cfg.queue_depth;
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
   }
-  ~ThreadPoolIo() override {
-    requests_.stop();  // the threads drain what is queued, then leave
-    for (auto& t : threads_) t.join();
-  }
+  ~ThreadPoolIo() override { stop_threads(); }
 
  private:
   void run() {
@@ -31,8 +28,6 @@ class ThreadPoolIo final : public QueuedIo {
       requests_.finished(blocks[0], transfer_block(blocks[0]));
     }
   }
-
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace

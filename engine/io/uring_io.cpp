@@ -37,8 +37,7 @@ class UringIo final : public QueuedIo {
     for (auto& ring : rings_) threads_.emplace_back([this, &ring] { run(ring); });
   }
   ~UringIo() override {
-    requests_.stop();  // the threads drain what is queued, then leave
-    for (auto& t : threads_) t.join();
+    stop_threads();
     for (auto& ring : rings_) io_uring_queue_exit(&ring);
   }
 
@@ -100,7 +99,6 @@ class UringIo final : public QueuedIo {
   unsigned depth_;
   bool single_submit_, overlap_;
   std::vector<io_uring> rings_;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace

@@ -93,7 +93,8 @@ struct TestHooks {
   }
 };
 
-void add_train_options(CLI::App& app, std::string& config_path, hybrid::TrainOptions& opts) {
+// What to train and where the run is recorded.
+void add_run_options(CLI::App& app, std::string& config_path, hybrid::TrainOptions& opts) {
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -102,6 +103,9 @@ void add_train_options(CLI::App& app, std::string& config_path, hybrid::TrainOpt
   app.add_option("--db", opts.db,
                  "run store (SQLite) to record the run in, e.g. results/hybrid.db");
   app.add_option("--name", opts.run_name, "name of the run in the store");
+}
+
+void add_checkpoint_options(CLI::App& app, hybrid::TrainOptions& opts) {
   app.add_option("--save", opts.save_dir,
                  "checkpoint directory: a checkpoint at the end, and on hybrid.checkpoint's "
                  "intervals (default: hybrid.checkpoint.dir)");
@@ -112,6 +116,10 @@ void add_train_options(CLI::App& app, std::string& config_path, hybrid::TrainOpt
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
   app.add_option("--tag,--load-tag", opts.load_tag,
                  "with --load: the tag to resume from instead of `latest`");
+}
+
+// What the run writes besides its checkpoints.
+void add_output_options(CLI::App& app, hybrid::TrainOptions& opts) {
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
   app.add_option("--export-hf", opts.export_hf_dir,
                  "write the final fp32 weights (all ranks consolidated) as a Hugging Face "
@@ -129,7 +137,9 @@ int main(int argc, char** argv) {
       "DeepSpeed config"};
   std::string config_path;
   hybrid::TrainOptions opts;
-  add_train_options(app, config_path, opts);
+  add_run_options(app, config_path, opts);
+  add_checkpoint_options(app, opts);
+  add_output_options(app, opts);
   TestHooks hooks;
   hooks.add_options(app);
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 2)) return *status;
