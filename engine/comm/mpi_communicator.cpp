@@ -312,40 +312,6 @@ HandlePtr MpiCommunicator::send_recv_in(const Group& g, const void* send, size_t
   });
 }
 
-HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) {
-  return all_reduce_in(world(), buf, count, dt, op);
-}
-
-HandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv,
-                                                const std::vector<size_t>& counts, DType dt,
-                                                ReduceOp op) {
-  return reduce_scatter_in(world(), send, recv, counts, dt, op);
-}
-
-HandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv,
-                                            const std::vector<size_t>& counts, DType dt) {
-  return all_gather_in(world(), send, recv, counts, dt);
-}
-
-HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
-  return broadcast_in(world(), buf, bytes, root);
-}
-
-HandlePtr MpiCommunicator::barrier_async() { return barrier_in(world()); }
-
-HandlePtr MpiCommunicator::send_async(const void* buf, size_t bytes, int peer) {
-  return send_in(world(), buf, bytes, peer);
-}
-
-HandlePtr MpiCommunicator::recv_async(void* buf, size_t bytes, int peer) {
-  return recv_in(world(), buf, bytes, peer);
-}
-
-HandlePtr MpiCommunicator::send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
-                                           size_t recv_bytes, int src) {
-  return send_recv_in(world(), send, send_bytes, dst, recv, recv_bytes, src);
-}
-
 HandlePtr MpiCommunicator::run_on_comm_thread(std::function<void(MPI_Comm)> fn) {
   if (!fn) throw std::invalid_argument("run_on_comm_thread: empty function");
   Request r;
