@@ -32,6 +32,32 @@ std::string format_latency(double ns) {
 
 std::string format_bw(double gbps) { return fmt::format("{:.3f} GB/s", gbps); }
 
+// A map's values in key order.
+template <class Map>
+std::vector<typename Map::mapped_type> values_of(const Map& m) {
+  std::vector<typename Map::mapped_type> out;
+  out.reserve(m.size());
+  for (const auto& [key, v] : m) out.push_back(v);
+  return out;
+}
+
+// One call of `bytes` taking `dur` ns added to a collective's or an I/O
+// kind's statistics (the first call names them).
+template <class Stat, class Kind>
+void add_call(Stat& s, Kind kind, uint64_t bytes, int64_t dur) {
+  if (s.count == 0) {
+    s.kind = kind;
+    s.msg_bytes = bytes;
+    s.min_ns = dur;
+    s.max_ns = dur;
+  }
+  s.count += 1;
+  s.total_bytes += bytes;
+  s.total_ns += dur;
+  s.min_ns = std::min(s.min_ns, dur);
+  s.max_ns = std::max(s.max_ns, dur);
+}
+
 }  // namespace
 
 double bus_factor(CollectiveKind kind, int world_size) {
@@ -159,18 +185,10 @@ void CommTracer::on_record(const CommRecord& r) {
     if (prof) {
       CommStat& s = stats_[{int(r.kind), std::string(r.group), int(r.link), r.bytes}];
       if (s.count == 0) {
-        s.kind = r.kind;
-        s.msg_bytes = r.bytes;
         s.link = r.link;
         s.group = std::string(r.group);
-        s.min_ns = dur;
-        s.max_ns = dur;
       }
-      s.count += 1;
-      s.total_bytes += r.bytes;
-      s.total_ns += dur;
-      s.min_ns = std::min(s.min_ns, dur);
-      s.max_ns = std::max(s.max_ns, dur);
+      add_call(s, r.kind, r.bytes, dur);
       s.sum_algbw_gbps += alg;
       s.sum_busbw_gbps += bus;
       if (options_.verbose && verbose_) {
@@ -200,17 +218,7 @@ void CommTracer::on_io(const IoRecord& r) {
   const double gbps = dur > 0 ? double(r.bytes) / double(dur) : 0.0;
   std::lock_guard lock(mutex_);
   IoStat& s = io_stats_[{int(r.kind), r.bytes}];
-  if (s.count == 0) {
-    s.kind = r.kind;
-    s.msg_bytes = r.bytes;
-    s.min_ns = dur;
-    s.max_ns = dur;
-  }
-  s.count += 1;
-  s.total_bytes += r.bytes;
-  s.total_ns += dur;
-  s.min_ns = std::min(s.min_ns, dur);
-  s.max_ns = std::max(s.max_ns, dur);
+  add_call(s, r.kind, r.bytes, dur);
   s.sum_gbps += gbps;
   if (options_.verbose && verbose_)
     *verbose_ << fmt::format("[rank {}] io op: {} | time: {} | size: {} | bandwidth: {}\n", rank_,
@@ -220,10 +228,7 @@ void CommTracer::on_io(const IoRecord& r) {
 
 std::vector<IoStat> CommTracer::io_stats() const {
   std::lock_guard lock(mutex_);
-  std::vector<IoStat> out;
-  out.reserve(io_stats_.size());
-  for (const auto& [key, s] : io_stats_) out.push_back(s);
-  return out;
+  return values_of(io_stats_);
 }
 
 bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step, bool pipeline) {
@@ -252,10 +257,7 @@ bool CommTracer::record_wait(int64_t start_ns, int64_t end_ns, int32_t step, boo
 
 std::vector<CommStat> CommTracer::stats() const {
   std::lock_guard lock(mutex_);
-  std::vector<CommStat> out;
-  out.reserve(stats_.size());
-  for (const auto& [key, s] : stats_) out.push_back(s);
-  return out;
+  return values_of(stats_);
 }
 
 std::vector<StepCommTotals> CommTracer::steps() const {

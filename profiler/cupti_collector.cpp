@@ -52,6 +52,21 @@ const char* kind_name(CUpti_ActivityKind k) {
   }
 }
 
+// A CUPTI GPU activity record (kernel, memcpy, memset) as ours; bytes: a
+// memcpy's or memset's size.
+template <class Activity>
+GpuActivityRecord activity_record(GpuActivityKind kind, std::string name, const Activity& a,
+                                  uint64_t bytes = 0) {
+  return GpuActivityRecord{.kind = kind,
+                           .name = std::move(name),
+                           .device = a.deviceId,
+                           .stream = a.streamId,
+                           .start_ns = a.start,
+                           .end_ns = a.end,
+                           .correlation_id = a.correlationId,
+                           .bytes = bytes};
+}
+
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
 void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid);
 
@@ -163,43 +178,18 @@ class CuptiCollector final : public GpuCollector {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        GpuActivityRecord r;
-        r.kind = GpuActivityKind::kernel;
-        r.name = k->name ? k->name : "?";
-        r.device = k->deviceId;
-        r.stream = k->streamId;
-        r.start_ns = k->start;
-        r.end_ns = k->end;
-        r.correlation_id = k->correlationId;
-        parser_.add_record(std::move(r));
+        parser_.add_record(activity_record(GpuActivityKind::kernel, k->name ? k->name : "?", *k));
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        GpuActivityRecord r;
-        r.kind = GpuActivityKind::memcpy;
-        r.name = memcpy_name(m->copyKind);
-        r.device = m->deviceId;
-        r.stream = m->streamId;
-        r.start_ns = m->start;
-        r.end_ns = m->end;
-        r.correlation_id = m->correlationId;
-        r.bytes = m->bytes;
-        parser_.add_record(std::move(r));
+        parser_.add_record(
+            activity_record(GpuActivityKind::memcpy, memcpy_name(m->copyKind), *m, m->bytes));
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-        GpuActivityRecord r;
-        r.kind = GpuActivityKind::memset;
-        r.name = "memset";
-        r.device = m->deviceId;
-        r.stream = m->streamId;
-        r.start_ns = m->start;
-        r.end_ns = m->end;
-        r.correlation_id = m->correlationId;
-        r.bytes = m->bytes;
-        parser_.add_record(std::move(r));
+        parser_.add_record(activity_record(GpuActivityKind::memset, "memset", *m, m->bytes));
         break;
       }
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {

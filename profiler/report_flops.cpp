@@ -43,68 +43,85 @@ std::vector<double> to_ms(std::vector<double> ns) {
   return ns;
 }
 
+std::string rate_spread(const std::vector<double>& v) {
+  const Spread s = Spread::of(v);
+  return fmt::format("{} [{}, {}]", format_flop_rate(s.mean), format_flop_rate(s.min),
+                     format_flop_rate(s.max));
+}
+
+// One "label:   value" line of a summary.
+void add_row(std::string& out, std::string_view label, const std::string& value) {
+  out += fmt::format("{:<44}{}\n", std::string(label) + ":", value);
+}
+
+// "3 of 4 (missing: 2)".
+std::string ranks_line(const ModuleRollup& t, int world_size) {
+  std::string line = fmt::format("{} of {}", t.ranks.size(), world_size);
+  if (int(t.ranks.size()) < world_size) {
+    std::string missing;
+    for (int r = 0; r < world_size; ++r)
+      if (!std::binary_search(t.ranks.begin(), t.ranks.end(), r))
+        missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
+    line += " (missing: " + missing + ")";
+  }
+  return line;
+}
+
+// The model's forward and backward per rank: latencies and FLOP rates.
+struct PerRank {
+  std::vector<double> fwd_ms, bwd_ms, both_ms, fwd_rate, bwd_rate, both_rate;
+  double flops_all_ranks = 0;  // the step's, summed over the ranks
+};
+
+PerRank per_rank(const ModuleRollup& t) {
+  PerRank r;
+  r.fwd_ms = to_ms(t.model_per_rank(kFwdNs));
+  r.bwd_ms = to_ms(t.model_per_rank(kBwdNs));
+  r.both_ms.resize(r.fwd_ms.size());
+  for (size_t i = 0; i < r.both_ms.size(); ++i) r.both_ms[i] = r.fwd_ms[i] + r.bwd_ms[i];
+  const auto fwd_f = t.model_per_rank(kFwdFlops), bwd_f = t.model_per_rank(kBwdFlops);
+  for (size_t i = 0; i < r.fwd_ms.size(); ++i) {
+    r.fwd_rate.push_back(rate(fwd_f[i], r.fwd_ms[i] * 1e6));
+    r.bwd_rate.push_back(rate(bwd_f[i], r.bwd_ms[i] * 1e6));
+    r.both_rate.push_back(rate(fwd_f[i] + bwd_f[i], r.both_ms[i] * 1e6));
+    r.flops_all_ranks += fwd_f[i] + bwd_f[i];
+  }
+  return r;
+}
+
 std::string summary(const RunProfile& p, const ModuleRollup& t, int64_t step) {
   const RunInfo& run = p.run;
   double params = double(run.n_params);
   if (params == 0)
     for (size_t r : t.tree.roots) params += double(t.tree.params[r]);
-  const auto fwd_ms = to_ms(t.model_per_rank(kFwdNs));
-  const auto bwd_ms = to_ms(t.model_per_rank(kBwdNs));
-  std::vector<double> both_ms(fwd_ms.size());
-  for (size_t i = 0; i < both_ms.size(); ++i) both_ms[i] = fwd_ms[i] + bwd_ms[i];
+  const PerRank pr = per_rank(t);
   const double fwd_flops = mean_of(t.model_per_rank(kFwdFlops));
   const double bwd_flops = mean_of(t.model_per_rank(kBwdFlops));
-  std::vector<double> fwd_rate, bwd_rate, both_rate;
-  const auto fwd_f = t.model_per_rank(kFwdFlops), bwd_f = t.model_per_rank(kBwdFlops);
-  double flops_all_ranks = 0;
-  for (size_t i = 0; i < fwd_ms.size(); ++i) {
-    fwd_rate.push_back(rate(fwd_f[i], fwd_ms[i] * 1e6));
-    bwd_rate.push_back(rate(bwd_f[i], bwd_ms[i] * 1e6));
-    both_rate.push_back(rate(fwd_f[i] + bwd_f[i], both_ms[i] * 1e6));
-    flops_all_ranks += fwd_f[i] + bwd_f[i];
-  }
   const StepRow* step_row = nullptr;
   for (const auto& s : p.steps)
     if (s.step == step) step_row = &s;
-
-  std::string ranks_line = fmt::format("{} of {}", t.ranks.size(), run.world_size);
-  if (int(t.ranks.size()) < run.world_size) {
-    std::string missing;
-    for (int r = 0; r < run.world_size; ++r)
-      if (!std::binary_search(t.ranks.begin(), t.ranks.end(), r))
-        missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
-    ranks_line += " (missing: " + missing + ")";
-  }
-
-  auto spread_rate = [](const std::vector<double>& v) {
-    const Spread s = Spread::of(v);
-    return fmt::format("{} [{}, {}]", format_flop_rate(s.mean), format_flop_rate(s.min),
-                       format_flop_rate(s.max));
-  };
   std::string out;
-  auto row = [&](std::string_view label, const std::string& value) {
-    out += fmt::format("{:<44}{}\n", std::string(label) + ":", value);
-  };
+  auto row = [&](std::string_view label, const std::string& value) { add_row(out, label, value); };
   row("run", fmt::format("{} {}", run.id, run.name));
   row("profiled step", std::to_string(step));
   row("world size", std::to_string(run.world_size));
-  row("ranks in profile", ranks_line);
+  row("ranks in profile", ranks_line(t, run.world_size));
   row("micro batch size per rank", std::to_string(run.micro_batch));
   row("gradient accumulation steps", std::to_string(run.grad_accum));
   row("sequence length", std::to_string(run.seq_len));
   row("dtype / ZeRO stage", fmt::format("{} / {}", run.dtype, run.zero_stage));
   row("params", format_count(params));
-  row("fwd latency per rank (mean [min, max])", ms_spread(Spread::of(fwd_ms)));
-  row("bwd latency per rank (mean [min, max])", ms_spread(Spread::of(bwd_ms)));
-  row("fwd+bwd latency per rank (mean [min, max])", ms_spread(Spread::of(both_ms)));
+  row("fwd latency per rank (mean [min, max])", ms_spread(Spread::of(pr.fwd_ms)));
+  row("bwd latency per rank (mean [min, max])", ms_spread(Spread::of(pr.bwd_ms)));
+  row("fwd+bwd latency per rank (mean [min, max])", ms_spread(Spread::of(pr.both_ms)));
   row("step latency", step_row ? format_ms(step_row->step_ms) : std::string("-"));
   row("fwd FLOPs per rank", format_flop(fwd_flops));
   row("bwd FLOPs per rank", format_flop(bwd_flops));
   row("bwd / fwd FLOPs", fwd_flops > 0 ? fmt::format("{:.2f}", bwd_flops / fwd_flops) : "-");
-  row("FLOPs per step (all ranks)", format_flop(flops_all_ranks));
-  row("fwd FLOP/s per rank (mean [min, max])", spread_rate(fwd_rate));
-  row("bwd FLOP/s per rank (mean [min, max])", spread_rate(bwd_rate));
-  row("fwd+bwd FLOP/s per rank (mean [min, max])", spread_rate(both_rate));
+  row("FLOPs per step (all ranks)", format_flop(pr.flops_all_ranks));
+  row("fwd FLOP/s per rank (mean [min, max])", rate_spread(pr.fwd_rate));
+  row("bwd FLOP/s per rank (mean [min, max])", rate_spread(pr.bwd_rate));
+  row("fwd+bwd FLOP/s per rank (mean [min, max])", rate_spread(pr.both_rate));
   row("achieved FLOP/s of the step (all ranks)",
       step_row ? format_flop_rate(step_row->flops_per_s) : std::string("-"));
   return out;
@@ -120,9 +137,7 @@ std::string recompute_summary(const ModuleRollup& t) {
   const double rc_flops = mean_of(t.model_per_rank(kRcFlops));
   const double fwd_flops = mean_of(t.model_per_rank(kFwdFlops));
   std::string out;
-  auto row = [&](std::string_view label, const std::string& value) {
-    out += fmt::format("{:<44}{}\n", std::string(label) + ":", value);
-  };
+  auto row = [&](std::string_view label, const std::string& value) { add_row(out, label, value); };
   row("recompute latency per rank (mean [min, max])", ms_spread(Spread::of(rc_ms)));
   row("recompute FLOPs per rank", format_flop(rc_flops));
   row("recompute / fwd FLOPs", fwd_flops > 0 ? fmt::format("{:.2f}", rc_flops / fwd_flops) : "-");

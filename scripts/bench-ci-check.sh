@@ -36,26 +36,12 @@ set -euo pipefail
 
 build_dir=${1:-build}
 source_dir=${2:-$(cd "$(dirname "$0")/.." && pwd)}
-target=${BENCH_CHECK_TARGET:-^matmul_forward/fp32}
-slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
-threshold=${BENCH_CHECK_THRESHOLD:-10%}
 metric=${BENCH_CHECK_METRIC:-cpu_time}
-correction=${BENCH_CHECK_CORRECTION:-holm}
 test_kind=${BENCH_CHECK_TEST:-unpaired}
 rounds=${BENCH_CHECK_ROUNDS:-10}
 reps=${BENCH_CHECK_REPS:-1}
-suite=${BENCH_CHECK_SUITE:-ci}
-
-bench="$build_dir/bench/hybrid-bench"
-[ -x "$bench" ] || { echo "bench-ci-check: $bench not found (build the hybrid-bench target)" >&2; exit 2; }
-
-if [ -n "${BENCH_CHECK_OUT:-}" ]; then
-  out=$BENCH_CHECK_OUT
-  mkdir -p "$out"
-else
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
+# shellcheck source=bench-check-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-check-lib.sh"
 
 run_round() {  # condition round
   local env_args=()

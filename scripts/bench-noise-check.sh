@@ -35,23 +35,9 @@ build_dir=${1:-build}
 runs=${2:-10}
 source_dir=${3:-$(cd "$(dirname "$0")/.." && pwd)}
 mode=${BENCH_NOISE_MODE:-both}
-target=${BENCH_CHECK_TARGET:-^matmul_forward/fp32}
-slowdown=${BENCH_CHECK_SLOWDOWN:-0.30}
-threshold=${BENCH_CHECK_THRESHOLD:-10%}
-correction=${BENCH_CHECK_CORRECTION:-holm}
-suite=${BENCH_CHECK_SUITE:-ci}
 metrics="real_time cpu_time"
-
-bench="$build_dir/bench/hybrid-bench"
-[ -x "$bench" ] || { echo "bench-noise-check: $bench not found (build the hybrid-bench target)" >&2; exit 2; }
-
-if [ -n "${BENCH_CHECK_OUT:-}" ]; then
-  out=$BENCH_CHECK_OUT
-  mkdir -p "$out"
-else
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
+# shellcheck source=bench-check-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench-check-lib.sh"
 
 run_suite() {  # name [env assignments...]
   local name=$1

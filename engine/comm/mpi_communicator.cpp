@@ -214,18 +214,26 @@ MPI_Comm comm_of(const MPI_Comm* group, MPI_Comm world) { return group ? *group 
 
 }  // namespace
 
+// Every collective and transfer: `call` on the communication thread with the
+// group's context, its records booked to the group's owner.
+HandlePtr MpiCommunicator::enqueue_in(const Group& g, std::vector<CommRecord> records,
+                                      std::function<void(const MpiContext&)> call) {
+  Request r;
+  r.owner = g.owner;
+  r.records = std::move(records);
+  r.run = [c = context(g), group = g.comm, call = std::move(call)](MPI_Comm comm) mutable {
+    c.comm = comm_of(group, comm);
+    call(c);
+  };
+  return enqueue(std::move(r));
+}
+
 HandlePtr MpiCommunicator::all_reduce_in(const Group& g, void* buf, size_t count, DType dt,
                                          ReduceOp op) {
   check_buffer("all_reduce", "buf", buf, count * dtype_size(dt));
-  Request r;
-  r.owner = g.owner;
-  r.records = {
-      make_record(CollectiveKind::all_reduce, count * dtype_size(dt), g.size, dtype_size(dt))};
-  r.run = [c = context(g), group = g.comm, buf, count, dt, op](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_all_reduce(c, buf, count, dt, op);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(
+      g, {make_record(CollectiveKind::all_reduce, count * dtype_size(dt), g.size, dtype_size(dt))},
+      [=](const MpiContext& c) { mpi_all_reduce(c, buf, count, dt, op); });
 }
 
 HandlePtr MpiCommunicator::reduce_scatter_in(const Group& g, const void* send, void* recv,
@@ -235,14 +243,9 @@ HandlePtr MpiCommunicator::reduce_scatter_in(const Group& g, const void* send, v
   const size_t es = dtype_size(dt);
   check_buffer("reduce_scatter", "send", send, sum_counts(counts) * es);
   check_buffer("reduce_scatter", "recv", recv, counts[size_t(g.rank)] * es);
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, g.size, es)};
-  r.run = [c = context(g), group = g.comm, send, recv, counts, dt, op](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_reduce_scatter(c, send, recv, counts, dt, op);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(
+      g, {make_record(CollectiveKind::reduce_scatter, sum_counts(counts) * es, g.size, es)},
+      [=](const MpiContext& c) { mpi_reduce_scatter(c, send, recv, counts, dt, op); });
 }
 
 HandlePtr MpiCommunicator::all_gather_in(const Group& g, const void* send, void* recv,
@@ -257,124 +260,56 @@ HandlePtr MpiCommunicator::all_gather_in(const Group& g, const void* send, void*
     throw std::invalid_argument(
         "all_gather: send overlaps recv but is not this rank's slot in it (only exact in-place "
         "aliasing is allowed)");
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_record(CollectiveKind::all_gather, total * es, g.size, es)};
-  r.run = [c = context(g), group = g.comm, send, recv, counts, dt](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_all_gather(c, send, recv, counts, dt);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(g, {make_record(CollectiveKind::all_gather, total * es, g.size, es)},
+                    [=](const MpiContext& c) { mpi_all_gather(c, send, recv, counts, dt); });
 }
 
 HandlePtr MpiCommunicator::broadcast_in(const Group& g, void* buf, size_t bytes, int root) {
   check_root("broadcast", root, g.size);
   check_buffer("broadcast", "buf", buf, bytes);
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_record(CollectiveKind::broadcast, bytes, g.size, 1)};
-  r.run = [c = context(g), group = g.comm, buf, bytes, root](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_broadcast(c, buf, bytes, root);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(g, {make_record(CollectiveKind::broadcast, bytes, g.size, 1)},
+                    [=](const MpiContext& c) { mpi_broadcast(c, buf, bytes, root); });
 }
 
 HandlePtr MpiCommunicator::barrier_in(const Group& g) {
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_record(CollectiveKind::barrier, 0, g.size, 1)};
-  r.run = [c = context(g), group = g.comm](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_barrier(c);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(g, {make_record(CollectiveKind::barrier, 0, g.size, 1)},
+                    [](const MpiContext& c) { mpi_barrier(c); });
 }
 
 HandlePtr MpiCommunicator::send_in(const Group& g, const void* buf, size_t bytes, int peer) {
   check_peer("send", "peer", peer, g.size);
   check_not_self("send", peer, g.rank);
   check_buffer("send", "buf", buf, bytes);
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_p2p_record(CollectiveKind::send, bytes, peer)};
-  r.run = [c = context(g), group = g.comm, buf, bytes, peer](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_send(c, buf, bytes, peer);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(g, {make_p2p_record(CollectiveKind::send, bytes, peer)},
+                    [=](const MpiContext& c) { mpi_send(c, buf, bytes, peer); });
 }
 
 HandlePtr MpiCommunicator::recv_in(const Group& g, void* buf, size_t bytes, int peer) {
   check_peer("recv", "peer", peer, g.size);
   check_not_self("recv", peer, g.rank);
   check_buffer("recv", "buf", buf, bytes);
-  Request r;
-  r.owner = g.owner;
-  r.records = {make_p2p_record(CollectiveKind::recv, bytes, peer)};
-  r.run = [c = context(g), group = g.comm, buf, bytes, peer](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
-    mpi_recv(c, buf, bytes, peer);
-  };
-  return enqueue(std::move(r));
+  return enqueue_in(g, {make_p2p_record(CollectiveKind::recv, bytes, peer)},
+                    [=](const MpiContext& c) { mpi_recv(c, buf, bytes, peer); });
 }
 
 HandlePtr MpiCommunicator::send_recv_in(const Group& g, const void* send, size_t send_bytes,
                                         int dst, void* recv, size_t recv_bytes, int src) {
-  Request r;
-  r.owner = g.owner;
+  std::vector<CommRecord> records;
   if (send_bytes) {
     check_peer("send_recv", "dst", dst, g.size);
     check_buffer("send_recv", "send", send, send_bytes);
-    r.records.push_back(make_p2p_record(CollectiveKind::send, send_bytes, dst));
+    records.push_back(make_p2p_record(CollectiveKind::send, send_bytes, dst));
   }
   if (recv_bytes) {
     check_peer("send_recv", "src", src, g.size);
     check_buffer("send_recv", "recv", recv, recv_bytes);
     if (ranges_overlap(send, send_bytes, recv, recv_bytes))
       throw std::invalid_argument("send_recv: send and recv overlap (MPI forbids it)");
-    r.records.push_back(make_p2p_record(CollectiveKind::recv, recv_bytes, src));
+    records.push_back(make_p2p_record(CollectiveKind::recv, recv_bytes, src));
   }
-  r.run = [c = context(g), group = g.comm, send, send_bytes, dst, recv, recv_bytes,
-           src](MPI_Comm comm) mutable {
-    c.comm = comm_of(group, comm);
+  return enqueue_in(g, std::move(records), [=](const MpiContext& c) {
     mpi_send_recv(c, send, send_bytes, dst, recv, recv_bytes, src);
-  };
-  return enqueue(std::move(r));
-}
-
-HandlePtr MpiCommunicator::all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) {
-  return all_reduce_in(world(), buf, count, dt, op);
-}
-
-HandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv,
-                                                const std::vector<size_t>& counts, DType dt,
-                                                ReduceOp op) {
-  return reduce_scatter_in(world(), send, recv, counts, dt, op);
-}
-
-HandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv,
-                                            const std::vector<size_t>& counts, DType dt) {
-  return all_gather_in(world(), send, recv, counts, dt);
-}
-
-HandlePtr MpiCommunicator::broadcast_async(void* buf, size_t bytes, int root) {
-  return broadcast_in(world(), buf, bytes, root);
-}
-
-HandlePtr MpiCommunicator::barrier_async() { return barrier_in(world()); }
-
-HandlePtr MpiCommunicator::send_async(const void* buf, size_t bytes, int peer) {
-  return send_in(world(), buf, bytes, peer);
-}
-
-HandlePtr MpiCommunicator::recv_async(void* buf, size_t bytes, int peer) {
-  return recv_in(world(), buf, bytes, peer);
-}
-
-HandlePtr MpiCommunicator::send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
-                                           size_t recv_bytes, int src) {
-  return send_recv_in(world(), send, send_bytes, dst, recv, recv_bytes, src);
+  });
 }
 
 HandlePtr MpiCommunicator::run_on_comm_thread(std::function<void(MPI_Comm)> fn) {

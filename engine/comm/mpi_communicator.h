@@ -29,12 +29,13 @@
 
 #include "engine/comm/communicator.h"
 #include "engine/comm/completion_handle.h"
+#include "engine/comm/mpi_calls.h"
 #include "engine/comm/mpi_collectives.h"
 #include "engine/comm/mpi_types.h"
 
 namespace hybrid::engine::comm {
 
-class MpiCommunicator final : public Communicator {
+class MpiCommunicator final : public MpiCalls<MpiCommunicator> {
  public:
   // clock: ns for CommRecord times (the tracer's); default: steady clock.
   explicit MpiCommunicator(std::function<int64_t()> clock = {});
@@ -46,17 +47,7 @@ class MpiCommunicator final : public Communicator {
   int world_size() const override { return world_size_; }
   std::string name() const override { return "mpi"; }
 
-  HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) override;
-  HandlePtr reduce_scatter_async(const void* send, void* recv, const std::vector<size_t>& counts,
-                                 DType dt, ReduceOp op) override;
-  HandlePtr all_gather_async(const void* send, void* recv, const std::vector<size_t>& counts,
-                             DType dt) override;
-  HandlePtr broadcast_async(void* buf, size_t bytes, int root) override;
-  HandlePtr barrier_async() override;
-  HandlePtr send_async(const void* buf, size_t bytes, int peer) override;
-  HandlePtr recv_async(void* buf, size_t bytes, int peer) override;
-  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
-                            size_t recv_bytes, int src) override;
+  // The collectives and transfers (MpiCalls) run among the world's ranks.
   std::unique_ptr<Communicator> split(int color, int key) override;
 
   // Who a collective runs among: the world, or a group made by split().
@@ -101,8 +92,12 @@ class MpiCommunicator final : public Communicator {
     Communicator* owner = nullptr;  // whose notify() books it (traced requests)
   };
   Group world() { return {rank_, world_size_, nullptr, this}; }
+  MpiCommunicator& mpi_world() { return *this; }
+  Group mpi_group() { return world(); }
 
   HandlePtr enqueue(Request r);
+  HandlePtr enqueue_in(const Group& g, std::vector<CommRecord> records,
+                       std::function<void(const MpiContext&)> call);
   void loop(std::promise<void>& started);
   void setup();
   void teardown() noexcept;
@@ -126,6 +121,7 @@ class MpiCommunicator final : public Communicator {
   std::thread thread_;
   std::atomic<int> live_groups_{0};
   friend class MpiGroupCommunicator;
+  friend class MpiCalls<MpiCommunicator>;
 };
 
 }  // namespace hybrid::engine::comm

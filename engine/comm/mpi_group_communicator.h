@@ -13,7 +13,7 @@
 
 namespace hybrid::engine::comm {
 
-class MpiGroupCommunicator final : public Communicator {
+class MpiGroupCommunicator final : public MpiCalls<MpiGroupCommunicator> {
  public:
   // Collective over the world: every rank calls it with its color and key.
   MpiGroupCommunicator(MpiCommunicator& world, int color, int key);
@@ -27,34 +27,14 @@ class MpiGroupCommunicator final : public Communicator {
   // The world ranks of this group's members, in group rank order.
   const std::vector<int>& world_ranks() const { return world_ranks_; }
 
-  HandlePtr all_reduce_async(void* buf, size_t count, DType dt, ReduceOp op) override {
-    return world_.all_reduce_in(group_, buf, count, dt, op);
-  }
-  HandlePtr reduce_scatter_async(const void* send, void* recv, const std::vector<size_t>& counts,
-                                 DType dt, ReduceOp op) override {
-    return world_.reduce_scatter_in(group_, send, recv, counts, dt, op);
-  }
-  HandlePtr all_gather_async(const void* send, void* recv, const std::vector<size_t>& counts,
-                             DType dt) override {
-    return world_.all_gather_in(group_, send, recv, counts, dt);
-  }
-  HandlePtr broadcast_async(void* buf, size_t bytes, int root) override {
-    return world_.broadcast_in(group_, buf, bytes, root);
-  }
-  HandlePtr barrier_async() override { return world_.barrier_in(group_); }
-  HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
-    return world_.send_in(group_, buf, bytes, peer);
-  }
-  HandlePtr recv_async(void* buf, size_t bytes, int peer) override {
-    return world_.recv_in(group_, buf, bytes, peer);
-  }
-  HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,
-                            size_t recv_bytes, int src) override {
-    return world_.send_recv_in(group_, send, send_bytes, dst, recv, recv_bytes, src);
-  }
+  // The collectives and transfers (MpiCalls) run among the group's ranks.
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
+  friend class MpiCalls<MpiGroupCommunicator>;
+  MpiCommunicator& mpi_world() { return world_; }
+  const MpiCommunicator::Group& mpi_group() const { return group_; }
+
   MpiCommunicator& world_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // created and freed on the communication thread
   MpiCommunicator::Group group_;

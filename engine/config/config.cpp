@@ -1,7 +1,7 @@
 // ds_config.json → Config, with DeepSpeed's semantics for the keys we implement
 // (runtime/config.py, zero/config.py, precision_config.py). The optimizer and
-// scheduler blocks are parsed in config_optim.cpp, the "hybrid" block in
-// config_hybrid.cpp.
+// scheduler blocks are parsed in config_optim.cpp, the batch sizes resolved in
+// config_batch.cpp, the "hybrid" block in config_hybrid.cpp.
 #include "engine/config/config.h"
 
 #include <fmt/format.h>
@@ -22,74 +22,12 @@ namespace hybrid::engine {
 
 using config_detail::fail;
 using config_detail::ObjectReader;
+using config_detail::resolve_batch;
 using nlohmann::json;
 
 namespace {
 
 constexpr int64_t kIntMax = INT_MAX;
-
-// DeepSpeed's _set_batch_related_parameters followed by _batch_assertion.
-void resolve_batch(ObjectReader& top, int world_size, Config& c) {
-  const auto tb = top.integer("train_batch_size", 1, kIntMax);
-  const auto mb = top.integer("train_micro_batch_size_per_gpu", 1, kIntMax);
-  const auto gas = top.integer("gradient_accumulation_steps", 1, kIntMax);
-  const int64_t w = world_size;
-  int64_t t = 0, m = 0, g = 0;
-  std::string how;  // how a derived value came about, for the error messages
-  if (tb && mb && gas) {
-    t = *tb, m = *mb, g = *gas;
-  } else if (tb && mb) {
-    t = *tb, m = *mb, g = t / m / w;
-    how = fmt::format(
-        "gradient_accumulation_steps derived as train_batch_size {} // "
-        "train_micro_batch_size_per_gpu {} // world_size {}",
-        t, m, w);
-  } else if (tb && gas) {
-    t = *tb, g = *gas, m = t / w / g;
-    how = fmt::format(
-        "train_micro_batch_size_per_gpu derived as train_batch_size {} // "
-        "world_size {} // gradient_accumulation_steps {}",
-        t, w, g);
-  } else if (mb && gas) {
-    m = *mb, g = *gas, t = m * g * w;  // int64: no overflow for int inputs and sane world sizes
-    how = "train_batch_size derived as their product";
-  } else if (tb) {
-    t = *tb, g = 1, m = t / w;
-    how = fmt::format(
-        "gradient_accumulation_steps defaults to 1, train_micro_batch_size_per_gpu "
-        "derived as train_batch_size {} // world_size {}",
-        t, w);
-  } else if (mb) {
-    m = *mb, g = 1, t = m * w;
-    how = "gradient_accumulation_steps defaults to 1, train_batch_size derived";
-  } else {
-    throw ConfigError(
-        "config: train_batch_size or train_micro_batch_size_per_gpu must be given (\"auto\" "
-        "counts as not given; gradient_accumulation_steps alone is not enough)");
-  }
-  const std::string why = how.empty() ? "" : " (" + how + ")";
-  if (m <= 0)
-    throw ConfigError(
-        fmt::format("config: train_micro_batch_size_per_gpu resolves to {}{}; it "
-                    "must be greater than 0",
-                    m, why));
-  if (g <= 0)
-    throw ConfigError(
-        fmt::format("config: gradient_accumulation_steps resolves to {}{}; it must "
-                    "be greater than 0",
-                    g, why));
-  if (t != m * g * w)
-    throw ConfigError(
-        fmt::format("config: train_batch_size {} must equal train_micro_batch_size_per_gpu {} * "
-                    "gradient_accumulation_steps {} * world_size {} = {}{}",
-                    t, m, g, w, m * g * w, why));
-  if (t > kIntMax)
-    throw ConfigError(
-        fmt::format("config: train_batch_size resolves to {}{}, more than {}", t, why, kIntMax));
-  c.train_batch_size = int(t);
-  c.train_micro_batch_size_per_gpu = int(m);
-  c.gradient_accumulation_steps = int(g);
-}
 
 void parse_fp16(const json& block, Config& c) {
   ObjectReader r(block, "fp16", c.ignored_keys);

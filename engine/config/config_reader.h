@@ -79,6 +79,9 @@ class ObjectReader {
 // Converts an integral JSON number to int64 or fails with key/what.
 int64_t to_integer(const nlohmann::json& v, std::string_view key, std::string_view what);
 
+// The batch sizes, given and derived (config_batch.cpp).
+void resolve_batch(ObjectReader& top, int world_size, Config& c);
+
 // The optimizer and scheduler blocks (config_optim.cpp).
 void parse_optimizer(const nlohmann::json& block, Config& c);
 void parse_scheduler(const nlohmann::json& block, Config& c);

@@ -98,6 +98,65 @@ StTensor parse_entry(const std::string& path, const std::string& name, const nlo
   return t;
 }
 
+// The little-endian u64 that opens the file: how many bytes of JSON header follow.
+uint64_t read_header_length(const std::string& path, int fd, uint64_t file_bytes) {
+  if (file_bytes < 8)
+    fail(path, fmt::format("{} bytes: too short for a safetensors file (an 8-byte header "
+                           "length comes first)",
+                           file_bytes));
+  uint8_t len_bytes[8];
+  if (::pread(fd, len_bytes, 8, 0) != 8) fail(path, "cannot read the header length");
+  uint64_t header_bytes = 0;
+  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | len_bytes[i];
+  if (header_bytes > kSafetensorsMaxHeaderBytes)
+    fail(path, fmt::format("header length {} is over the {} bytes a safetensors header may have",
+                           header_bytes, kSafetensorsMaxHeaderBytes));
+  if (header_bytes > file_bytes - 8)
+    fail(path, fmt::format("header length {} runs past the end of the file ({} bytes; truncated?)",
+                           header_bytes, file_bytes));
+  return header_bytes;
+}
+
+// The header's tensor entries and its string-to-string __metadata__.
+void read_header_entries(const std::string& path, const nlohmann::json& header,
+                         std::vector<StTensor>& tensors,
+                         std::map<std::string, std::string>& metadata) {
+  if (!header.is_object()) fail(path, "the header is not a JSON object");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) fail(path, "__metadata__ is not an object");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) fail(path, fmt::format("__metadata__ '{}' is not a string", k));
+        metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    tensors.push_back(parse_entry(path, name, entry));
+  }
+}
+
+// Sorts the tensors by offset, checks that they lie inside the data and do not
+// overlap, and returns name -> position.
+std::map<std::string, size_t> index_by_offset(const std::string& path,
+                                              std::vector<StTensor>& tensors, uint64_t data_bytes) {
+  std::sort(tensors.begin(), tensors.end(),
+            [](const StTensor& a, const StTensor& b) { return a.begin < b.begin; });
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const StTensor& t = tensors[i];
+    if (t.end > data_bytes)
+      fail(path, fmt::format("tensor '{}': data_offsets [{}, {}] run past the {} bytes of data "
+                             "(truncated?)",
+                             t.name, t.begin, t.end, data_bytes));
+    if (i > 0 && t.begin < tensors[i - 1].end)
+      fail(path,
+           fmt::format("tensors '{}' and '{}' overlap ([{}, {}] and [{}, {}])", tensors[i - 1].name,
+                       t.name, tensors[i - 1].begin, tensors[i - 1].end, t.begin, t.end));
+    index[t.name] = i;
+  }
+  return index;
+}
+
 }  // namespace
 
 std::string_view st_dtype_name(StDType t) { return kDTypes[size_t(t)].name; }
@@ -119,20 +178,7 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   struct stat st {};
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) fail(path_, "not a regular file");
   const uint64_t file_bytes = uint64_t(st.st_size);
-  if (file_bytes < 8)
-    fail(path_, fmt::format("{} bytes: too short for a safetensors file (an 8-byte header "
-                            "length comes first)",
-                            file_bytes));
-  uint8_t len_bytes[8];
-  if (::pread(f.fd, len_bytes, 8, 0) != 8) fail(path_, "cannot read the header length");
-  uint64_t header_bytes = 0;
-  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | len_bytes[i];
-  if (header_bytes > kSafetensorsMaxHeaderBytes)
-    fail(path_, fmt::format("header length {} is over the {} bytes a safetensors header may have",
-                            header_bytes, kSafetensorsMaxHeaderBytes));
-  if (header_bytes > file_bytes - 8)
-    fail(path_, fmt::format("header length {} runs past the end of the file ({} bytes; truncated?)",
-                            header_bytes, file_bytes));
+  const uint64_t header_bytes = read_header_length(path_, f.fd, file_bytes);
   map_bytes_ = size_t(file_bytes);
   map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (map_ == MAP_FAILED) {
@@ -150,33 +196,8 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
     fail(path_, fmt::format("the header is not JSON: {}", base::json_error_text(e)));
   }
   try {
-    if (!header.is_object()) fail(path_, "the header is not a JSON object");
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        if (!entry.is_object()) fail(path_, "__metadata__ is not an object");
-        for (const auto& [k, v] : entry.items()) {
-          if (!v.is_string()) fail(path_, fmt::format("__metadata__ '{}' is not a string", k));
-          metadata_[k] = v.get<std::string>();
-        }
-        continue;
-      }
-      tensors_.push_back(parse_entry(path_, name, entry));
-    }
-    const uint64_t data_bytes = file_bytes - data_start_;
-    std::sort(tensors_.begin(), tensors_.end(),
-              [](const StTensor& a, const StTensor& b) { return a.begin < b.begin; });
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      const StTensor& t = tensors_[i];
-      if (t.end > data_bytes)
-        fail(path_, fmt::format("tensor '{}': data_offsets [{}, {}] run past the {} bytes of data "
-                                "(truncated?)",
-                                t.name, t.begin, t.end, data_bytes));
-      if (i > 0 && t.begin < tensors_[i - 1].end)
-        fail(path_, fmt::format("tensors '{}' and '{}' overlap ([{}, {}] and [{}, {}])",
-                                tensors_[i - 1].name, t.name, tensors_[i - 1].begin,
-                                tensors_[i - 1].end, t.begin, t.end));
-      index_[t.name] = i;
-    }
+    read_header_entries(path_, header, tensors_, metadata_);
+    index_ = index_by_offset(path_, tensors_, file_bytes - data_start_);
   } catch (...) {
     ::munmap(map_, map_bytes_);
     map_ = nullptr;

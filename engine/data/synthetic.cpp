@@ -44,14 +44,7 @@ struct Rng {
 
 double xlogx(double p) { return p > 0.0 ? p * std::log(p) : 0.0; }
 
-}  // namespace
-
-uint64_t synthetic_stream_seed(uint64_t seed, int stream) {
-  uint64_t x = seed ^ (0x5851f42d4c957f2dull * uint64_t(stream + 1));
-  return splitmix64(x);
-}
-
-MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
+void check_spec(const SyntheticSpec& spec) {
   const int v = spec.vocab_size, k = spec.branching;
   if (v < 2 || v > 65536)
     throw std::invalid_argument(
@@ -64,7 +57,40 @@ MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
   if (!(spec.noise > 0.0 && spec.noise <= 1.0))
     throw std::invalid_argument(
         fmt::format("synthetic data: noise must be in (0, 1], got {}", spec.noise));
+}
 
+// Stationary distribution of the chain (k successors a row with their weights,
+// plus uniform noise eps) by power iteration; the noise term makes it contract
+// by at least (1 - eps) per step.
+std::vector<double> stationary_distribution(const std::vector<uint16_t>& succ,
+                                            const std::vector<double>& weight, int v, int k,
+                                            double eps) {
+  const double base = eps / v;
+  std::vector<double> pi(static_cast<size_t>(v), 1.0 / v), next(static_cast<size_t>(v));
+  for (int iter = 0; iter < 200000; ++iter) {
+    std::fill(next.begin(), next.end(), base);
+    for (int i = 0; i < v; ++i) {
+      const double mass = (1.0 - eps) * pi[size_t(i)];
+      for (int j = 0; j < k; ++j) next[succ[size_t(i) * k + j]] += mass * weight[size_t(i) * k + j];
+    }
+    double diff = 0.0;
+    for (int i = 0; i < v; ++i) diff += std::fabs(next[size_t(i)] - pi[size_t(i)]);
+    pi.swap(next);
+    if (diff < 1e-13) break;
+  }
+  return pi;
+}
+
+}  // namespace
+
+uint64_t synthetic_stream_seed(uint64_t seed, int stream) {
+  uint64_t x = seed ^ (0x5851f42d4c957f2dull * uint64_t(stream + 1));
+  return splitmix64(x);
+}
+
+MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
+  check_spec(spec);
+  const int v = spec.vocab_size, k = spec.branching;
   Rng rng(synthetic_stream_seed(spec.seed, -1));
   succ_.resize(size_t(v) * k);
   weight_.resize(size_t(v) * k);
@@ -93,23 +119,8 @@ MarkovChain::MarkovChain(const SyntheticSpec& spec) : spec_(spec) {
     cumul_[size_t(i) * k + k - 1] = 1.0;
   }
 
-  // Stationary distribution by power iteration; the uniform noise term makes it
-  // contract by at least (1 - noise) per step.
+  stationary_ = stationary_distribution(succ_, weight_, v, k, spec.noise);
   const double eps = spec.noise, base = eps / v;
-  std::vector<double> pi(static_cast<size_t>(v), 1.0 / v), next(static_cast<size_t>(v));
-  for (int iter = 0; iter < 200000; ++iter) {
-    std::fill(next.begin(), next.end(), base);
-    for (int i = 0; i < v; ++i) {
-      const double mass = (1.0 - eps) * pi[size_t(i)];
-      for (int j = 0; j < k; ++j)
-        next[succ_[size_t(i) * k + j]] += mass * weight_[size_t(i) * k + j];
-    }
-    double diff = 0.0;
-    for (int i = 0; i < v; ++i) diff += std::fabs(next[size_t(i)] - pi[size_t(i)]);
-    pi.swap(next);
-    if (diff < 1e-13) break;
-  }
-  stationary_ = std::move(pi);
 
   // Row entropy: the k successors carry (1-eps)·w + eps/V, the other V-k tokens eps/V.
   for (int i = 0; i < v; ++i) {

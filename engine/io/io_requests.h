@@ -9,7 +9,9 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/io/async_io.h"
@@ -65,6 +67,36 @@ class IoRequests {
   std::unordered_map<AsyncIo::Ticket, Request> requests_;
   AsyncIo::Ticket next_ = 1;
   bool stopping_ = false;
+};
+
+// The AsyncIo calls every engine answers alike, from its requests; an engine
+// starts the I/O threads that take blocks from requests_ and calls
+// stop_threads() first when destroyed.
+class QueuedIo : public AsyncIo {
+ public:
+  Ticket read(const SwapFile& f, uint64_t offset, void* dst, size_t bytes) override {
+    return requests_.submit(false, f, offset, static_cast<char*>(dst), bytes);
+  }
+  Ticket write(const SwapFile& f, uint64_t offset, const void* src, size_t bytes) override {
+    // The buffer is only read: pwrite takes a const pointer.
+    return requests_.submit(true, f, offset, const_cast<char*>(static_cast<const char*>(src)),
+                            bytes);
+  }
+  bool done(Ticket t) override { return requests_.done(t); }
+  void wait(Ticket t) override { requests_.wait(t); }
+
+ protected:
+  QueuedIo(const AioConfig& cfg, Observer observer, std::function<int64_t()> clock)
+      : requests_(cfg.block_size, std::move(observer), std::move(clock)) {}
+  // The threads drain what is queued, then leave.
+  void stop_threads() {
+    requests_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  IoRequests requests_;
+  std::vector<std::thread> threads_;
 };
 
 // One block with blocking pread/pwrite, resuming after partial transfers and

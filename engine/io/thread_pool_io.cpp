@@ -10,28 +10,14 @@ namespace hybrid::engine::io {
 
 namespace {
 
-class ThreadPoolIo final : public AsyncIo {
+class ThreadPoolIo final : public QueuedIo {
  public:
   ThreadPoolIo(const AioConfig& cfg, Observer observer, std::function<int64_t()> clock)
-      : requests_(cfg.block_size, std::move(observer), std::move(clock)) {
+      : QueuedIo(cfg, std::move(observer), std::move(clock)) {
     const int n = cfg.thread_count * cfg.queue_depth;
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
   }
-  ~ThreadPoolIo() override {
-    requests_.stop();  // the threads drain what is queued, then leave
-    for (auto& t : threads_) t.join();
-  }
-
-  Ticket read(const SwapFile& f, uint64_t offset, void* dst, size_t bytes) override {
-    return requests_.submit(false, f, offset, static_cast<char*>(dst), bytes);
-  }
-  Ticket write(const SwapFile& f, uint64_t offset, const void* src, size_t bytes) override {
-    // The buffer is only read: pwrite takes a const pointer.
-    return requests_.submit(true, f, offset, const_cast<char*>(static_cast<const char*>(src)),
-                            bytes);
-  }
-  bool done(Ticket t) override { return requests_.done(t); }
-  void wait(Ticket t) override { requests_.wait(t); }
+  ~ThreadPoolIo() override { stop_threads(); }
 
  private:
   void run() {
@@ -42,9 +28,6 @@ class ThreadPoolIo final : public AsyncIo {
       requests_.finished(blocks[0], transfer_block(blocks[0]));
     }
   }
-
-  IoRequests requests_;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace

@@ -18,10 +18,10 @@ namespace hybrid::engine::io {
 
 namespace {
 
-class UringIo final : public AsyncIo {
+class UringIo final : public QueuedIo {
  public:
   UringIo(const AioConfig& cfg, Observer observer, std::function<int64_t()> clock)
-      : requests_(cfg.block_size, std::move(observer), std::move(clock)),
+      : QueuedIo(cfg, std::move(observer), std::move(clock)),
         depth_(unsigned(cfg.queue_depth)),
         single_submit_(cfg.single_submit),
         overlap_(cfg.overlap_events) {
@@ -37,20 +37,9 @@ class UringIo final : public AsyncIo {
     for (auto& ring : rings_) threads_.emplace_back([this, &ring] { run(ring); });
   }
   ~UringIo() override {
-    requests_.stop();  // the threads drain what is queued, then leave
-    for (auto& t : threads_) t.join();
+    stop_threads();
     for (auto& ring : rings_) io_uring_queue_exit(&ring);
   }
-
-  Ticket read(const SwapFile& f, uint64_t offset, void* dst, size_t bytes) override {
-    return requests_.submit(false, f, offset, static_cast<char*>(dst), bytes);
-  }
-  Ticket write(const SwapFile& f, uint64_t offset, const void* src, size_t bytes) override {
-    return requests_.submit(true, f, offset, const_cast<char*>(static_cast<const char*>(src)),
-                            bytes);
-  }
-  bool done(Ticket t) override { return requests_.done(t); }
-  void wait(Ticket t) override { requests_.wait(t); }
 
  private:
   void run(io_uring& ring) {
@@ -107,11 +96,9 @@ class UringIo final : public AsyncIo {
     return transfer_block(rest);
   }
 
-  IoRequests requests_;
   unsigned depth_;
   bool single_submit_, overlap_;
   std::vector<io_uring> rings_;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace

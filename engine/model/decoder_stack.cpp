@@ -82,11 +82,11 @@ void DecoderStack::set_stage(int begin, int end, bool first, bool last) {
       if (!(last && p == tied_)) p->numel = 0;
     for (Module* c : m.children()) drop(*c);
   };
-  if (!first) drop(*embedding_);
+  if (!first) drop(*embedding);
   for (int l = 0; l < cfg_.n_layer; ++l)
     if (l < begin || l >= end) drop(*blocks_[size_t(l)]);
   if (!last)
-    for (Module* m : {final_norm_, static_cast<Module*>(lm_head_)}) drop(*m);
+    for (Module* m : {static_cast<Module*>(final_norm_), static_cast<Module*>(lm_head)}) drop(*m);
 }
 
 namespace {
@@ -113,7 +113,7 @@ std::vector<StageBlocks> DecoderStack::partition_stages(int stages,
   int64_t head = 0;
   for (const Module* m : head_modules()) head += subtree_params(*m);
   return partition_blocks(cfg_.n_layer, stages, method, subtree_params(*blocks_.front()),
-                          subtree_params(*embedding_), head);
+                          subtree_params(*embedding), head);
 }
 
 int64_t DecoderStack::matmul_params() const {
@@ -143,16 +143,28 @@ void DecoderStack::wire() {
   targets_ = a.view("targets").as<int32_t>();
   head_grad_scratch_.clear();
   wire_ends(a);
-  for (int l = stage_begin_; l < end_block(); ++l) wire_block_io(*blocks_[size_t(l)], l);
+  for (int l = stage_begin_; l < end_block(); ++l) wire_block(*blocks_[size_t(l)], l);
+}
+
+void DecoderStack::wire_ends(const LayoutBuffers& a) {
+  if (first_stage()) {
+    embedding->out = a.data(block_input_entry(plan(), 0));
+    embedding->dout = a.data("grad.residual");
+  }
+  if (!last_stage()) return;
+  const std::string& n = final_norm_->name();
+  final_norm_->wire(a.data(block_input_entry(plan(), cfg_.n_layer)), a.data(n + ".out"),
+                    a.data("grad.residual"), a.data("grad." + n));
+  final_norm_->wire_stats(a.view(n + ".stats").as<float>(), size_t(B_) * size_t(T_));
+  wire_head(a, final_norm_->out, a.data("grad." + n));
+  head_grad_scratch_ = entry_buffers(a, {"grad.residual", "grad." + n});
 }
 
 void DecoderStack::wire_head(const LayoutBuffers& a, const void* in, void* din) {
   const size_t N = size_t(B_) * size_t(T_);
-  lm_head_->in = in;
-  lm_head_->out = a.data(lm_head_->name() + ".out");
-  lm_head_->din = din;
-  lm_head_->dout = lm_head_->out;  // dlogits are written in place over the logits
-  loss_->logits = lm_head_->out;
+  void* logits = a.data(lm_head->name() + ".out");
+  lm_head->wire(in, logits, din, logits);  // dlogits are written in place over the logits
+  loss_->logits = lm_head->out;
   loss_->losses = a.view("loss.stats").as<float>();
   loss_->lse = loss_->losses + N;
   if (tp_.parts > 1) {
@@ -161,7 +173,7 @@ void DecoderStack::wire_head(const LayoutBuffers& a, const void* in, void* din) 
   }
 }
 
-void DecoderStack::wire_block_io(DecoderBlock& b, int layer) {
+void DecoderStack::wire_block(PreNormBlock& b, int layer) {
   void* residual_in = acts().data(block_input_entry(plan(), layer));
   b.residual_in = residual_in;
   b.checkpointed = plan().checkpointed(layer);
@@ -170,18 +182,20 @@ void DecoderStack::wire_block_io(DecoderBlock& b, int layer) {
                      ? slots_[size_t(slot_)].host_activations.data(b.name() + ".input")
                      : nullptr;
   // A checkpointed block's internals live in the scratch set all of them share.
-  wire_block(b, layer, b.checkpointed ? std::string("recompute") : b.name(), acts());
+  b.wire(acts(), b.checkpointed ? std::string("recompute") : b.name(), size_t(B_) * size_t(T_));
+  b.residual_out = acts().data(block_input_entry(plan(), layer + 1));
+  b.branch_out = acts().data("branch_out");
 }
 
 void DecoderStack::forward(ExecutionContext& ctx) {
-  if (first_) ctx.forward(*embedding_);
+  if (first_) ctx.forward(*embedding);
   for (int l = stage_begin_; l < end_block(); ++l) {
     DecoderBlock& b = *blocks_[size_t(l)];
     b.checkpointed ? checkpoints_.forward(ctx, b) : ctx.forward(b);
   }
   if (!last_) return;
   ctx.forward(*final_norm_);
-  ctx.forward(*lm_head_);
+  ctx.forward(*lm_head);
   ctx.forward(*loss_);
 }
 
@@ -191,14 +205,14 @@ void DecoderStack::backward(ExecutionContext& ctx) {
   if (last_) {
     for (auto& [ptr, bytes] : head_grad_scratch_) ctx.backend().zero(ptr, bytes);
     ctx.backward(*loss_);
-    ctx.backward(*lm_head_);
+    ctx.backward(*lm_head);
     ctx.backward(*final_norm_);
   }
   for (int l = end_block() - 1; l >= stage_begin_; --l) {
     DecoderBlock& b = *blocks_[size_t(l)];
     b.checkpointed ? checkpoints_.backward(ctx, b) : ctx.backward(b);
   }
-  if (first_) ctx.backward(*embedding_);
+  if (first_) ctx.backward(*embedding);
 }
 
 namespace {
@@ -238,7 +252,7 @@ std::vector<float> DecoderStack::initial_parameters(const ModuleTree& tree, uint
         std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(p->id) * 0xBF58476D1CE4E5B9ull);
         std::normal_distribution<float> dist(0.0f, p->init_std);
         int64_t n = p->full_numel();
-        if (p == token_embedding_ || p == lm_head_->weight())
+        if (p == token_embedding_ || p == lm_head->weight())
           n = int64_t(cfg_.vocab_size) * cfg_.n_embd;  // padded rows stay 0
         for (int64_t i = 0; i < n; ++i) dst[i] = dist(rng);
         break;
@@ -246,6 +260,13 @@ std::vector<float> DecoderStack::initial_parameters(const ModuleTree& tree, uint
     }
   }
   return flat;
+}
+
+void DecoderStack::head_norm_activations(const ActivationSizes& s, const AddActivation& add) const {
+  const std::string& n = final_norm_->name();
+  add(n + ".out", s.N * s.C, s.d, n);
+  add(n + ".stats", uint64_t(final_norm_->stats_per_token()) * s.N, 4, n);
+  add("grad." + n, s.N * s.C, s.d, "");
 }
 
 MemoryLayout DecoderStack::activation_layout(int B, int T, DType dt, uint64_t attention_saved_bytes,
@@ -269,7 +290,7 @@ MemoryLayout DecoderStack::activation_layout(int B, int T, DType dt, uint64_t at
   auto keeps_input = [&](int layer) {
     return block_input_entry(plan, layer).rfind("checkpoint.slot.", 0) != 0;
   };
-  if (keeps_input(0) && stage.first) add(block_input_entry(plan, 0), N * C, d, embedding_->name());
+  if (keeps_input(0) && stage.first) add(block_input_entry(plan, 0), N * C, d, embedding->name());
   // A later stage receives its input where the previous block would have left it.
   if (keeps_input(begin) && !stage.first) add(block_input_entry(plan, begin), N * C, d, "");
   // Shared by every layer: the branch outputs' scratch and the gradient buffers.
@@ -294,8 +315,8 @@ MemoryLayout DecoderStack::activation_layout(int B, int T, DType dt, uint64_t at
   if (!stage.last) return l;
   head_norm_activations(z, add);
   const uint64_t tp = z.tp;
-  add(lm_head_->name() + ".out", N * uint64_t(Vp_) / tp, d,
-      lm_head_->name());                                         // logits, then dlogits in place
+  add(lm_head->name() + ".out", N * uint64_t(Vp_) / tp, d,
+      lm_head->name());                                          // logits, then dlogits in place
   add("loss.stats", 2 * N, 4, loss_->name());                    // per-token losses, log-sum-exp
   if (tp > 1) add("loss.shards", 2 * N * tp, 4, loss_->name());  // every shard's lse, target
   return l;

@@ -1,9 +1,10 @@
 // What every decoder-only family shares, written once: activation slots,
 // pipeline stages, tensor-parallel rebuilding, activation checkpointing, the
 // forward and backward walk (embedding → blocks → head → loss) and seeded
-// initialisation. A family derives from DecoderStack, builds its modules
-// (build), lays out and wires its activations (activation_layout, wire_ends,
-// wire_block) and reads and writes its weight formats.
+// initialisation, and the ends' wiring (embedding, final norm, head). A family
+// derives from DecoderStack, builds its modules (build), lays out its blocks'
+// activations (shared_activations, block_activations), wires them (its block's
+// PreNormBlock::wire) and reads and writes its weight formats.
 #pragma once
 
 #include <functional>
@@ -14,6 +15,7 @@
 #include "engine/memory/layout_buffers.h"
 #include "engine/model/causal_lm.h"
 #include "engine/model/layers.h"
+#include "engine/model/pre_norm_block.h"
 
 namespace hybrid::engine {
 
@@ -21,13 +23,14 @@ class DecoderStack : public CausalLM {
  public:
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
+  int own_launches() const override { return 4; }  // tokens and targets in, two gradients zeroed
 
   const ModelConfig& config() const override { return cfg_; }
   int padded_vocab() const override { return Vp_; }
-  const Module& embedding_module() const override { return *embedding_; }
+  const Module& embedding_module() const override { return *embedding; }
   int num_blocks() const override { return int(blocks_.size()); }
   const DecoderBlock& block(int layer) const override { return *blocks_.at(size_t(layer)); }
-  std::vector<const Module*> head_modules() const override { return {final_norm_, lm_head_}; }
+  std::vector<const Module*> head_modules() const override { return {final_norm_, lm_head}; }
   const ParamSpec* tied_parameter() const override { return tied_; }
   int64_t matmul_params() const override;
 
@@ -56,13 +59,17 @@ class DecoderStack : public CausalLM {
   void* residual_grad() const override;
   size_t stream_bytes() const override;
 
+  // The modules every family has (set by build()).
+  Embedding* embedding = nullptr;
+  Linear* lm_head = nullptr;
+
   void set_tensor_slice(TensorSlice tp) override;
   TensorSlice tensor_slice() const override { return tp_; }
 
   // The activations every family shares (inputs, the residual stream between
   // blocks or the device slots of inputs kept in host memory, the checkpointed
-  // blocks' scratch, the head's projection and the loss) around the family's
-  // own (shared_activations, block_activations, head_norm_activations).
+  // blocks' scratch, the final norm, the head's projection and the loss) around
+  // the family's own (shared_activations, block_activations).
   MemoryLayout activation_layout(int B, int T, kernels::DType dt, uint64_t attention_saved_bytes,
                                  const CheckpointPlan& plan, const ActivationStage& stage,
                                  int tensor_parts) const final;
@@ -101,19 +108,6 @@ class DecoderStack : public CausalLM {
   // checkpointed blocks' shared set).
   virtual void block_activations(const std::string& h, const std::string& owner_prefix,
                                  const ActivationSizes& s, const AddActivation& add) const = 0;
-  // The final norm's output, statistics and gradient buffer.
-  virtual void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const = 0;
-  // Wires the embedding (first stage) and the head (last stage): the entries
-  // of block_input_entry(plan, 0) and (plan, n_layer) hold their output and
-  // input; gradient buffers to zero before backward go to head_grad_scratch_.
-  virtual void wire_ends(const LayoutBuffers& a) = 0;
-  // Wires block `layer`'s modules; `h` is the prefix of its internal entries
-  // (its name, or "recompute" when checkpointed).
-  virtual void wire_block(DecoderBlock& b, int layer, const std::string& h,
-                          const LayoutBuffers& a) = 0;
-
-  // Wires lm_head (its input `in` and that input's gradient `din`) and the loss.
-  void wire_head(const LayoutBuffers& a, const void* in, void* din);
 
   const LayoutBuffers& acts() const { return slots_[size_t(slot_)].activations; }
   const CheckpointPlan& plan() const { return checkpoints_.plan(); }
@@ -124,14 +118,11 @@ class DecoderStack : public CausalLM {
   int Vp_;
   TensorSlice tp_;
   // Set by build().
-  Module* embedding_ = nullptr;
   ParamSpec* token_embedding_ = nullptr;  // [Vp, C]; rows past the vocabulary stay 0
-  std::vector<DecoderBlock*> blocks_;
-  Module* final_norm_ = nullptr;
-  Linear* lm_head_ = nullptr;
+  std::vector<PreNormBlock*> blocks_;
+  Norm* final_norm_ = nullptr;
   CrossEntropyLoss* loss_ = nullptr;
   ParamSpec* tied_ = nullptr;  // the lm_head weight the embedding owns; null when untied
-  std::vector<std::pair<void*, size_t>> head_grad_scratch_;  // zeroed before backward
 
  private:
   struct Slot {
@@ -139,7 +130,15 @@ class DecoderStack : public CausalLM {
     LayoutBuffers host_activations;
   };
   void wire();
-  void wire_block_io(DecoderBlock& b, int layer);
+  // The final norm's output, statistics and gradient buffer, named after it.
+  void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const;
+  // Wires the embedding (first stage) and the final norm and head (last
+  // stage): the entries of block_input_entry(plan, 0) and (plan, n_layer) hold
+  // their output and input.
+  void wire_ends(const LayoutBuffers& a);
+  // Wires lm_head (its input `in` and that input's gradient `din`) and the loss.
+  void wire_head(const LayoutBuffers& a, const void* in, void* din);
+  void wire_block(PreNormBlock& b, int layer);
   int end_block() const { return stage_end_ < 0 ? cfg_.n_layer : stage_end_; }
 
   int B_ = 0, T_ = 0;
@@ -149,6 +148,7 @@ class DecoderStack : public CausalLM {
   int stage_begin_ = 0, stage_end_ = -1;  // -1: every block
   bool first_ = true, last_ = true;
   CheckpointRunner checkpoints_;
+  std::vector<std::pair<void*, size_t>> head_grad_scratch_;  // zeroed before backward
   int32_t* tokens_ = nullptr;
   int32_t* targets_ = nullptr;
 };

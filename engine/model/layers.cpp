@@ -38,7 +38,7 @@ void Embedding::backward(ExecutionContext& ctx) {
                                        ctx.B(), ctx.T(), C_, vocab_begin_, vocab_rows_);
 }
 
-LayerNorm::LayerNorm(std::string name, int C) : Module(std::move(name), "LayerNorm"), C_(C) {
+LayerNorm::LayerNorm(std::string name, int C) : Norm(std::move(name), "LayerNorm"), C_(C) {
   weight_ = declare_param("weight", {C}, ParamInit::ones);
   bias_ = declare_param("bias", {C}, ParamInit::zeros);
 }
@@ -61,7 +61,7 @@ uint64_t LayerNorm::backward_flops(int B, int T) const {
 }
 
 RMSNorm::RMSNorm(std::string name, int C, float eps)
-    : Module(std::move(name), "RMSNorm"), C_(C), eps_(eps) {
+    : Norm(std::move(name), "RMSNorm"), C_(C), eps_(eps) {
   weight_ = declare_param("weight", {C}, ParamInit::ones);
 }
 

@@ -9,6 +9,30 @@
 
 namespace hybrid::engine {
 
+// The buffers of a layer with one input and one output, wired by the model:
+// forward reads in and writes out; backward reads dout and adds into din.
+struct LayerIo {
+  const void* in = nullptr;
+  void* out = nullptr;
+  void* din = nullptr;
+  const void* dout = nullptr;
+  void wire(const void* input, void* output, void* input_grad, const void* output_grad) {
+    in = input, out = output, din = input_grad, dout = output_grad;
+  }
+};
+
+// A normalisation over the channels (LayerNorm, RMSNorm) that saves fp32
+// statistics per token for backward: stats_per_token() floats of each of the
+// B·T tokens, in one buffer.
+class Norm : public Module, public LayerIo {
+ public:
+  virtual int stats_per_token() const = 0;
+  virtual void wire_stats(float* stats, size_t tokens) = 0;
+
+ protected:
+  using Module::Module;
+};
+
 // Token + position embedding: out = wte[tokens] + wpe[0..T); max_seq 0: no
 // learned positions (wpe null; rotary families), out = wte[tokens]. Tensor parallel:
 // each rank holds padded_vocab/parts rows of wte (a vocabulary shard); its
@@ -33,20 +57,18 @@ class Embedding final : public Module {
   int vocab_begin_ = 0, vocab_rows_ = 0;  // this rank's shard of wte
 };
 
-class LayerNorm final : public Module {
+class LayerNorm final : public Norm {
  public:
   LayerNorm(std::string name, int C);
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  int stats_per_token() const override { return 2; }
+  void wire_stats(float* stats, size_t tokens) override { mean = stats, rstd = stats + tokens; }
 
-  const void* in = nullptr;
-  void* out = nullptr;
   float* mean = nullptr;
   float* rstd = nullptr;
-  void* din = nullptr;
-  const void* dout = nullptr;
 
  private:
   ParamSpec* weight_;
@@ -68,7 +90,7 @@ struct LinearSplit {
 
 // out[B·T, N] = in[B·T, K] · weightᵀ + bias. With `tied_weight`, the weight is
 // another module's parameter (GPT-2's lm_head uses the token embedding).
-class Linear final : public Module {
+class Linear final : public Module, public LayerIo {
  public:
   Linear(std::string name, int in_features, int out_features, bool bias, float init_std,
          ParamSpec* tied_weight = nullptr, LinearSplit split = {});
@@ -86,12 +108,8 @@ class Linear final : public Module {
     return {split_.mode == LinearSplit::row ? 1 : 0, split_.mode == LinearSplit::column ? 1 : 0};
   }
 
-  const void* in = nullptr;
-  void* out = nullptr;
-  // null: the input needs no gradient. Column-parallel: it must hold only this
-  // layer's contribution (zero before backward), which is summed in place.
-  void* din = nullptr;
-  const void* dout = nullptr;
+  // din null: the input needs no gradient. Column-parallel: it must hold only
+  // this layer's contribution (zero before backward), which is summed in place.
 
  private:
   ParamSpec* weight_;
@@ -100,7 +118,7 @@ class Linear final : public Module {
   LinearSplit split_;
 };
 
-class Gelu final : public Module {
+class Gelu final : public Module, public LayerIo {
  public:
   Gelu(std::string name, int width) : Module(std::move(name), "GELU"), width_(width) {}
   void forward(ExecutionContext& ctx) override;
@@ -108,30 +126,23 @@ class Gelu final : public Module {
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
 
-  const void* in = nullptr;
-  void* out = nullptr;
-  void* din = nullptr;
-  const void* dout = nullptr;
-
  private:
   int width_;
 };
 
 // RMSNorm (the Llama family): out = x·rstd·weight, rstd = 1/√(mean(x²) + eps)
 // in fp32, saved [B·T] for backward.
-class RMSNorm final : public Module {
+class RMSNorm final : public Norm {
  public:
   RMSNorm(std::string name, int C, float eps);
   void forward(ExecutionContext& ctx) override;
   void backward(ExecutionContext& ctx) override;
   uint64_t forward_flops(int B, int T) const override;
   uint64_t backward_flops(int B, int T) const override;
+  int stats_per_token() const override { return 1; }
+  void wire_stats(float* stats, size_t) override { rstd = stats; }
 
-  const void* in = nullptr;
-  void* out = nullptr;
   float* rstd = nullptr;
-  void* din = nullptr;
-  const void* dout = nullptr;
 
  private:
   ParamSpec* weight_;

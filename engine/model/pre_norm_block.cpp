@@ -40,4 +40,11 @@ uint64_t PreNormBlock::recompute_flops(int B, int T) const {
   return profiler::flops::residual_forward(int64_t(B) * T * C_);
 }
 
+std::vector<std::pair<void*, size_t>> entry_buffers(const LayoutBuffers& a,
+                                                    const std::vector<std::string>& names) {
+  std::vector<std::pair<void*, size_t>> out;
+  for (const std::string& name : names) out.emplace_back(a.data(name), a.view(name).bytes());
+  return out;
+}
+
 }  // namespace hybrid::engine

@@ -1,13 +1,15 @@
 // The pre-norm residual block GPT-2 and Llama share, written once:
 //   mid = in + attention(norm_1(in)),  out = mid + mlp(norm_2(mid)).
 // A family builds the four modules (GPT-2: LayerNorms, GELU MLP; Llama:
-// RMSNorms, rotary GQA attention, SwiGLU MLP) and wires the buffers; the
-// forward, backward, recomputation and their FLOPs are this class's.
+// RMSNorms, rotary GQA attention, SwiGLU MLP) and wires their buffers (wire);
+// the forward, backward, recomputation and their FLOPs are this class's.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/memory/layout_buffers.h"
 #include "engine/model/causal_lm.h"
 
 namespace hybrid::engine {
@@ -26,6 +28,12 @@ class PreNormBlock : public DecoderBlock {
   uint64_t backward_flops(int, int) const override { return 0; }
   uint64_t recompute_flops(int B, int T) const override;
   int own_launches() const override { return 2 + zeroed_buffers_; }  // residual adds, zeroing
+
+  // Wires the family's modules (residual_in set): their entries in the layout
+  // named h + suffix (h: the block's name, or "recompute" when checkpointed),
+  // the gradient buffers the blocks share, residual_mid and grad_scratch;
+  // tokens = B·T.
+  virtual void wire(const LayoutBuffers& a, const std::string& h, size_t tokens) = 0;
 
   // Residual stream: residual_in → residual_mid (after attention) → residual_out.
   void* residual_mid = nullptr;
@@ -47,5 +55,9 @@ class PreNormBlock : public DecoderBlock {
  private:
   int C_, zeroed_buffers_;
 };
+
+// The entries' buffers and sizes (the gradient buffers to zero before backward).
+std::vector<std::pair<void*, size_t>> entry_buffers(const LayoutBuffers& a,
+                                                    const std::vector<std::string>& names);
 
 }  // namespace hybrid::engine

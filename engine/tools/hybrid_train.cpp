@@ -72,16 +72,29 @@ struct TestHooks {
         act(s, h.kill_mid_save, h.hold_mid_save, "mid-save");
       };
   }
+  // The testing flags (hidden from --help).
+  void add_options(CLI::App& app) {
+    const struct {
+      const char* flag;
+      int64_t* step;
+      const char* help;
+    } flags[] = {
+        {"--kill-after-step", &kill_after_step, "testing: SIGKILL this process after step N"},
+        {"--kill-mid-save", &kill_mid_save,
+         "testing: SIGKILL this process inside step N's checkpoint, once its files are "
+         "written and before meta.json and latest are"},
+        {"--hold-after-step", &hold_after_step,
+         "testing: hold this process still after step N until it is killed"},
+        {"--hold-mid-save", &hold_mid_save,
+         "testing: hold this process still inside step N's checkpoint (where "
+         "--kill-mid-save kills) until it is killed"},
+    };
+    for (const auto& f : flags) app.add_option(f.flag, *f.step, f.help)->group("");
+  }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "hybrid-train: mixed-precision ZeRO training of decoder models (GPT-2, Llama) from a "
-      "DeepSpeed config"};
-  std::string config_path;
-  hybrid::TrainOptions opts;
+// What to train and where the run is recorded.
+void add_run_options(CLI::App& app, std::string& config_path, hybrid::TrainOptions& opts) {
   app.add_option("--config", config_path, "ds_config.json (DeepSpeed keys + a \"hybrid\" block)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -90,6 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--db", opts.db,
                  "run store (SQLite) to record the run in, e.g. results/hybrid.db");
   app.add_option("--name", opts.run_name, "name of the run in the store");
+}
+
+void add_checkpoint_options(CLI::App& app, hybrid::TrainOptions& opts) {
   app.add_option("--save", opts.save_dir,
                  "checkpoint directory: a checkpoint at the end, and on hybrid.checkpoint's "
                  "intervals (default: hybrid.checkpoint.dir)");
@@ -100,6 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--load", opts.load_dir, "resume from a checkpoint directory (its `latest` tag)");
   app.add_option("--tag,--load-tag", opts.load_tag,
                  "with --load: the tag to resume from instead of `latest`");
+}
+
+// What the run writes besides its checkpoints.
+void add_output_options(CLI::App& app, hybrid::TrainOptions& opts) {
   app.add_option("--result", opts.result_path, "write a JSON summary here (also on failure)");
   app.add_option("--export-hf", opts.export_hf_dir,
                  "write the final fp32 weights (all ranks consolidated) as a Hugging Face "
@@ -107,21 +127,21 @@ int main(int argc, char** argv) {
   app.add_option("--export-llmc", opts.export_path,
                  "write the final fp32 weights (all ranks consolidated) as an llm.c checkpoint");
   app.add_flag("--quiet", opts.quiet, "print nothing but errors");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "hybrid-train: mixed-precision ZeRO training of decoder models (GPT-2, Llama) from a "
+      "DeepSpeed config"};
+  std::string config_path;
+  hybrid::TrainOptions opts;
+  add_run_options(app, config_path, opts);
+  add_checkpoint_options(app, opts);
+  add_output_options(app, opts);
   TestHooks hooks;
-  app.add_option("--kill-after-step", hooks.kill_after_step,
-                 "testing: SIGKILL this process after step N")
-      ->group("");
-  app.add_option("--kill-mid-save", hooks.kill_mid_save,
-                 "testing: SIGKILL this process inside step N's checkpoint, once its files are "
-                 "written and before meta.json and latest are")
-      ->group("");
-  app.add_option("--hold-after-step", hooks.hold_after_step,
-                 "testing: hold this process still after step N until it is killed")
-      ->group("");
-  app.add_option("--hold-mid-save", hooks.hold_mid_save,
-                 "testing: hold this process still inside step N's checkpoint (where "
-                 "--kill-mid-save kills) until it is killed")
-      ->group("");
+  hooks.add_options(app);
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 2)) return *status;
   hooks.install(opts);
 

@@ -28,10 +28,7 @@ void adamw_impl(const AdamWParams& p, float* master, float* m, float* v, const G
   const float inv_bc1 = 1.0f / bc1, inv_bc2 = 1.0f / bc2;
   const float decay = p.decoupled_weight_decay ? 1.0f - lr * wd : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : wd;
-  const int64_t chunks = int64_t((n + cpu::kChunk - 1) / cpu::kChunk);
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunks; ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float gb[cpu::kChunk];
     const float* g = cpu::view_f32(grad + i0, gb, len);
     float* w = master + i0;
@@ -46,7 +43,7 @@ void adamw_impl(const AdamWParams& p, float* master, float* m, float* v, const G
       w[i] = w[i] * decay - lr * (mi * inv_bc1) / (std::sqrt(vi * inv_bc2) + eps);
     }
     if (param_out) cpu::from_f32(param_out + i0, w, len);
-  }
+  });
 }
 
 }  // namespace

@@ -33,22 +33,39 @@ namespace {
 
 constexpr int kRowBlock = 64;
 
-template <class T>
-void attention_fwd(T* out, float* saved, const T* qkv, int B, int T_, int C, int NH) {
+// One (batch, head) task: its q, k, v [T, hs] gathered into this thread's
+// scratch slots 0 to 2 (the task may use the slots from 3).
+struct HeadTask {
+  int bh, b, h;
+  const float *q, *k, *v;
+};
+
+// Runs body(task) for every (batch, head) pair, one OpenMP task each.
+template <class T, class Body>
+void for_each_head(const T* qkv, int B, int T_, int C, int NH, Body&& body) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const size_t ld = size_t(3) * C;
+  const size_t ld = size_t(3) * C, head = size_t(T_) * hs;
 #pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH, h = bh % NH;
     const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
-    float* q = thread_scratch(0, size_t(T_) * hs);
-    float* k = thread_scratch(1, size_t(T_) * hs);
-    float* v = thread_scratch(2, size_t(T_) * hs);
-    float* o = thread_scratch(3, size_t(T_) * hs);
+    float* q = thread_scratch(0, head);
+    float* k = thread_scratch(1, head);
+    float* v = thread_scratch(2, head);
     gather_head(q, base, T_, hs, ld);
     gather_head(k, base + C, T_, hs, ld);
     gather_head(v, base + 2 * C, T_, hs, ld);
+    body(HeadTask{bh, b, h, q, k, v});
+  }
+}
+
+template <class T>
+void attention_fwd(T* out, float* saved, const T* qkv, int B, int T_, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  for_each_head(qkv, B, T_, C, NH, [&](const HeadTask& task) {
+    const auto [bh, b, h, q, k, v] = task;
+    float* o = thread_scratch(3, size_t(T_) * hs);
     float* P = saved + size_t(bh) * T_ * T_;
     for (int r0 = 0; r0 < T_; r0 += kRowBlock) {
       const int r1 = std::min(T_, r0 + kRowBlock), rows = r1 - r0;
@@ -76,7 +93,7 @@ void attention_fwd(T* out, float* saved, const T* qkv, int B, int T_, int C, int
     }
     T* out_base = out + size_t(b) * T_ * C + size_t(h) * hs;
     for (int t = 0; t < T_; ++t) from_f32(out_base + size_t(t) * C, o + size_t(t) * hs, size_t(hs));
-  }
+  });
 }
 
 template <class T>
@@ -85,21 +102,13 @@ void attention_bwd(T* dqkv, const T* dout, const T* qkv, const float* saved, int
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t ld = size_t(3) * C;
-#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    const T* base = qkv + size_t(b) * T_ * ld + size_t(h) * hs;
+  for_each_head(qkv, B, T_, C, NH, [&](const HeadTask& task) {
+    const auto [bh, b, h, q, k, v] = task;
     const size_t head = size_t(T_) * hs;
-    float* q = thread_scratch(0, head);
-    float* k = thread_scratch(1, head);
-    float* v = thread_scratch(2, head);
     float* g = thread_scratch(3, head);          // dout of this head
     float* grads = thread_scratch(4, 3 * head);  // dq, dk, dv
     float* dS = thread_scratch(5, size_t(T_) * T_);
     float *dq = grads, *dk = grads + head, *dv = grads + 2 * head;
-    gather_head(q, base, T_, hs, ld);
-    gather_head(k, base + C, T_, hs, ld);
-    gather_head(v, base + 2 * C, T_, hs, ld);
     gather_head(g, dout + size_t(b) * T_ * C + size_t(h) * hs, T_, hs, size_t(C));
     const float* P = saved + size_t(bh) * T_ * T_;
 
@@ -134,7 +143,7 @@ void attention_bwd(T* dqkv, const T* dout, const T* qkv, const float* saved, int
     scatter_add_head(dbase, dq, T_, hs, ld);
     scatter_add_head(dbase + C, dk, T_, hs, ld);
     scatter_add_head(dbase + 2 * C, dv, T_, hs, ld);
-  }
+  });
 }
 
 }  // namespace

@@ -22,41 +22,35 @@ void convert_impl(D* dst, const S* src, size_t n) {
   if constexpr (std::is_same_v<D, S>) {
     if (static_cast<const void*>(dst) == static_cast<const void*>(src)) return;
   }
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunk_count(n); ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     if constexpr (std::is_same_v<D, S>) {
       std::memcpy(dst + i0, src + i0, len * sizeof(D));
     } else {
       float b[cpu::kChunk];
       cpu::from_f32(dst + i0, cpu::view_f32(src + i0, b, len), len);
     }
-  }
+  });
 }
 
 template <class D, class S>
 void add_impl(D* dst, const S* src, size_t n, float alpha) {
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunk_count(n); ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float sb[cpu::kChunk], d[cpu::kChunk];
     const float* s = cpu::view_f32(src + i0, sb, len);
     cpu::to_f32(d, dst + i0, len);
     for (size_t i = 0; i < len; ++i) d[i] += alpha * s[i];
     cpu::from_f32(dst + i0, d, len);
-  }
+  });
 }
 
 template <class T>
 void scale_impl(T* x, size_t n, float alpha) {
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunk_count(n); ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float d[cpu::kChunk];
     cpu::to_f32(d, x + i0, len);
     for (size_t i = 0; i < len; ++i) d[i] *= alpha;
     cpu::from_f32(x + i0, d, len);
-  }
+  });
 }
 
 // Bits of the exponent field: an element is inf/NaN when all of them are set.

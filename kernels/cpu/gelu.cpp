@@ -18,10 +18,7 @@ constexpr float kCubic = 0.044715f;
 
 template <class T>
 void gelu_fwd(T* out, const T* inp, size_t n) {
-  const int64_t chunks = int64_t((n + cpu::kChunk - 1) / cpu::kChunk);
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunks; ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float xb[cpu::kChunk], o[cpu::kChunk];
     const float* x = cpu::view_f32(inp + i0, xb, len);
     for (size_t i = 0; i < len; ++i) {
@@ -29,15 +26,12 @@ void gelu_fwd(T* out, const T* inp, size_t n) {
       o[i] = 0.5f * x[i] * (1.0f + cpu::fast_tanh(u));
     }
     cpu::from_f32(out + i0, o, len);
-  }
+  });
 }
 
 template <class T>
 void gelu_bwd(T* dinp, const T* inp, const T* dout, size_t n) {
-  const int64_t chunks = int64_t((n + cpu::kChunk - 1) / cpu::kChunk);
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunks; ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float xb[cpu::kChunk], gb[cpu::kChunk], d[cpu::kChunk];
     const float* x = cpu::view_f32(inp + i0, xb, len);
     const float* g = cpu::view_f32(dout + i0, gb, len);
@@ -50,7 +44,7 @@ void gelu_bwd(T* dinp, const T* inp, const T* dout, size_t n) {
       d[i] += grad * g[i];
     }
     cpu::from_f32(dinp + i0, d, len);
-  }
+  });
 }
 
 }  // namespace

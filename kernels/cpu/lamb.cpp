@@ -63,17 +63,23 @@ double sum_squares(const float* x, size_t n) {
   return total;
 }
 
+// Runs body(k, pieces[k]) for every piece: across threads (a static schedule)
+// above kParallelMin elements in all, else on this one.
+template <class Body>
+void for_each_piece(const std::vector<Piece>& pieces, Body&& body) {
+  const int64_t count = int64_t(pieces.size());
+  const size_t n = pieces.empty() ? 0 : pieces.back().end;
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
+  for (int64_t k = 0; k < count; ++k) body(size_t(k), pieces[size_t(k)]);
+}
+
 template <class G>
 void moments_impl(const LambParams& p, const float* master, float* m, float* v, const G* grad,
                   float grad_scale, const std::vector<Piece>& pieces, double* sums) {
   const float b1 = p.beta1, b2 = p.beta2, eps = p.eps, wd = p.weight_decay;
   const bool inside = p.eps_inside_sqrt;
   std::vector<double> w2(pieces.size()), u2(pieces.size());
-  const int64_t count = int64_t(pieces.size());
-  const size_t n = pieces.empty() ? 0 : pieces.back().end;
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t k = 0; k < count; ++k) {
-    const Piece& pc = pieces[size_t(k)];
+  for_each_piece(pieces, [&](size_t k, const Piece& pc) {
     const size_t i0 = pc.begin, len = pc.end - pc.begin;
     float gb[cpu::kChunk], ub[cpu::kChunk];
     const float* g = cpu::view_f32(grad + i0, gb, len);
@@ -88,9 +94,9 @@ void moments_impl(const LambParams& p, const float* master, float* m, float* v, 
       vv[i] = vi;
       ub[i] = mi / lamb_denom(vi, eps, inside) + wd * w[i];
     }
-    w2[size_t(k)] = sum_squares(w, len);
-    u2[size_t(k)] = sum_squares(ub, len);
-  }
+    w2[k] = sum_squares(w, len);
+    u2[k] = sum_squares(ub, len);
+  });
   for (size_t k = 0; k < pieces.size(); ++k) {
     sums[2 * pieces[k].segment] += w2[k];
     sums[2 * pieces[k].segment + 1] += u2[k];
@@ -102,11 +108,7 @@ void update_impl(const LambParams& p, float* master, const float* m, const float
                  const std::vector<Piece>& pieces, const float* coeffs, P* param_out) {
   const float eps = p.eps, wd = p.weight_decay, step_size = lamb_step_size(p);
   const bool inside = p.eps_inside_sqrt;
-  const int64_t count = int64_t(pieces.size());
-  const size_t n = pieces.empty() ? 0 : pieces.back().end;
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t k = 0; k < count; ++k) {
-    const Piece& pc = pieces[size_t(k)];
+  for_each_piece(pieces, [&](size_t, const Piece& pc) {
     const size_t i0 = pc.begin, len = pc.end - pc.begin;
     const float scale = step_size * coeffs[pc.segment];
     float* w = master + i0;
@@ -117,7 +119,7 @@ void update_impl(const LambParams& p, float* master, const float* m, const float
       w[i] -= scale * u;
     }
     if (param_out) cpu::from_f32(param_out + i0, w, len);
-  }
+  });
 }
 
 void check_step(const LambParams& p) {

@@ -12,16 +12,13 @@ namespace {
 
 template <class T>
 void residual_fwd(T* out, const T* a, const T* b, size_t n) {
-  const int64_t chunks = int64_t((n + cpu::kChunk - 1) / cpu::kChunk);
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunks; ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float ab[cpu::kChunk], bb[cpu::kChunk], o[cpu::kChunk];
     const float* x = cpu::view_f32(a + i0, ab, len);
     const float* y = cpu::view_f32(b + i0, bb, len);
     for (size_t i = 0; i < len; ++i) o[i] = x[i] + y[i];
     cpu::from_f32(out + i0, o, len);
-  }
+  });
 }
 
 }  // namespace

@@ -17,10 +17,7 @@ void sgd_impl(const SgdParams& p, float* master, float* buf, const G* grad, floa
               P* param_out, size_t n) {
   const float lr = p.lr, mu = p.momentum, wd = p.weight_decay, keep = 1.0f - p.dampening;
   const bool first = p.first_step, nesterov = p.nesterov;
-  const int64_t chunks = int64_t((n + cpu::kChunk - 1) / cpu::kChunk);
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMin)
-  for (int64_t ch = 0; ch < chunks; ++ch) {
-    const size_t i0 = size_t(ch) * cpu::kChunk, len = std::min(cpu::kChunk, n - i0);
+  cpu::for_each_chunk(n, [&](size_t i0, size_t len) {
     float gb[cpu::kChunk];
     const float* g = cpu::view_f32(grad + i0, gb, len);
     float* w = master + i0;
@@ -36,7 +33,7 @@ void sgd_impl(const SgdParams& p, float* master, float* buf, const G* grad, floa
       for (size_t i = 0; i < len; ++i) w[i] -= lr * (g[i] * grad_scale + wd * w[i]);
     }
     if (param_out) cpu::from_f32(param_out + i0, w, len);
-  }
+  });
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,14 +33,25 @@ inline constexpr size_t kChunk = 2048;
 // costs more than it saves.
 inline constexpr size_t kParallelMin = 1 << 15;
 
-// dst[0..n) = fp32(src[0..n)).
+// Runs chunk(i0, len) on each kChunk-element chunk of [0, n): across threads
+// (OpenMP, a static schedule) above kParallelMin elements, else on this one.
+template <class Chunk>
+inline void for_each_chunk(size_t n, Chunk&& chunk) {
+  const int64_t chunks = int64_t((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const size_t i0 = size_t(ch) * kChunk;
+    chunk(i0, std::min(kChunk, n - i0));
+  }
+}
+
+// The vectorised prefix of the conversions from and to T (bf16_t or f16_t):
+// how many leading elements it converted (a multiple of 8; 0 without AVX2 for
+// bf16, F16C for fp16), the rest left to a scalar loop.
 template <class T>
-inline void to_f32(float* __restrict dst, const T* __restrict src, size_t n) {
+inline size_t to_f32_simd(float* __restrict dst, const T* __restrict src, size_t n) {
   size_t i = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    std::memcpy(dst, src, n * sizeof(float));
-    return;
-  } else if constexpr (std::is_same_v<T, bf16_t>) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
 #ifdef __AVX2__
     for (; i + 8 <= n; i += 8) {
       const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -55,17 +67,14 @@ inline void to_f32(float* __restrict dst, const T* __restrict src, size_t n) {
     }
 #endif
   }
-  for (; i < n; ++i) dst[i] = load(src[i]);
+  return i;
 }
 
-// dst[0..n) = T(src[0..n)), round to nearest even; NaN stays NaN.
+// Round to nearest even; NaN stays NaN (quieted).
 template <class T>
-inline void from_f32(T* __restrict dst, const float* __restrict src, size_t n) {
+inline size_t from_f32_simd(T* __restrict dst, const float* __restrict src, size_t n) {
   size_t i = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    std::memcpy(dst, src, n * sizeof(float));
-    return;
-  } else if constexpr (std::is_same_v<T, bf16_t>) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
 #ifdef __AVX2__
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     const __m256i inf_bits = _mm256_set1_epi32(0x7f800000);
@@ -93,7 +102,27 @@ inline void from_f32(T* __restrict dst, const float* __restrict src, size_t n) {
     }
 #endif
   }
-  for (; i < n; ++i) dst[i] = store<T>(src[i]);
+  return i;
+}
+
+// dst[0..n) = fp32(src[0..n)).
+template <class T>
+inline void to_f32(float* __restrict dst, const T* __restrict src, size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else {
+    for (size_t i = to_f32_simd(dst, src, n); i < n; ++i) dst[i] = load(src[i]);
+  }
+}
+
+// dst[0..n) = T(src[0..n)), round to nearest even; NaN stays NaN.
+template <class T>
+inline void from_f32(T* __restrict dst, const float* __restrict src, size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else {
+    for (size_t i = from_f32_simd(dst, src, n); i < n; ++i) dst[i] = store<T>(src[i]);
+  }
 }
 
 // The fp32 view of n elements: src itself for fp32, else converted into buf.

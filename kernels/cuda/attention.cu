@@ -33,6 +33,14 @@ struct QkvRow {
   __host__ __device__ int group() const { return NH / NKV; }
 };
 
+// Element i of a [B, NH, T, hs] tensor: its batch, head, token and channel.
+struct HeadIndex {
+  size_t b, h, t, d;
+};
+__device__ __forceinline__ HeadIndex head_index(size_t i, int T_, int NH, int hs) {
+  return {i / (size_t(hs) * T_ * NH), (i / (size_t(hs) * T_)) % NH, (i / hs) % T_, i % hs};
+}
+
 // qkv [B, T, ld] → q, k, v [B, NH, T, hs] (key/value head h / group for query head h)
 template <class T>
 __global__ void permute_qkv_kernel(T* q, T* k, T* v, const T* qkv, int B, int T_, QkvRow r) {
@@ -40,8 +48,7 @@ __global__ void permute_qkv_kernel(T* q, T* k, T* v, const T* qkv, int B, int T_
   const size_t total = size_t(B) * T_ * r.C();
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
-    const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
-                 b = i / (size_t(hs) * T_ * NH);
+    const auto [b, h, t, d] = head_index(i, T_, NH, hs);
     const size_t row = (b * T_ + t) * r.ld(), g = h / size_t(r.group());
     q[i] = qkv[row + h * hs + d];
     k[i] = qkv[row + r.C() + g * hs + d];
@@ -57,8 +64,7 @@ __global__ void permute_heads_kernel(T* dst, const T* src, int B, int T_, int NH
   const size_t total = size_t(B) * T_ * C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
-    const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
-                 b = i / (size_t(hs) * T_ * NH);
+    const auto [b, h, t, d] = head_index(i, T_, NH, hs);
     const size_t flat = (b * T_ + t) * C + h * hs + d;
     if (to_heads)
       dst[i] = src[flat];
@@ -74,8 +80,7 @@ __global__ void accumulate_dq_kernel(T* dqkv, const T* dq, int B, int T_, QkvRow
   const size_t total = size_t(B) * T_ * r.C();
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
-    const size_t d = i % hs, t = (i / hs) % T_, h = (i / (size_t(hs) * T_)) % NH,
-                 b = i / (size_t(hs) * T_ * NH);
+    const auto [b, h, t, d] = head_index(i, T_, NH, hs);
     const size_t dst = (b * T_ + t) * r.ld() + h * hs + d;
     dqkv[dst] = from_f32<T>(to_f32(dqkv[dst]) + to_f32(dq[i]));
   }
@@ -163,6 +168,46 @@ GemmCall batched(bool ta, bool tb, int M, int N, int K, float alpha, const void*
   return g;
 }
 
+// What forward and backward share: one call's shapes and launch shapes, and
+// q, k, v [B, NH, T, hs] (key/value heads repeated) permuted out of the packed
+// qkv into scratch by permute_in.
+struct Heads {
+  int B, T, NH, NKV, hs, BH;
+  size_t es, n;  // element size; elements of each of q, k, v
+  LaunchConfig ew, rows;
+  float scale;
+  int64_t s_head, s_att;  // batch strides of a head and of an attention matrix
+  Scratch qkvh;
+  char* q = qkvh.as<char>();
+  char* k = q + n * es;
+  char* v = k + n * es;
+
+  Heads(DType dt, int B_, int T_, int C, int NH_, int NKV_, CachingAllocator& alloc)
+      : B(B_),
+        T(T_),
+        NH(NH_),
+        NKV(NKV_),
+        hs((check_shape(B_, T_, C, NH_, NKV_), C / NH_)),
+        BH(B_ * NH_),
+        es(dtype_size(dt)),
+        n(size_t(B_) * T_ * C),
+        ew(launch_config(n, 256, 8192)),
+        rows(warp_per_row_config(size_t(BH) * T_, 8)),
+        scale(1.0f / std::sqrt(float(hs))),
+        s_head(int64_t(T_) * hs),
+        s_att(int64_t(T_) * T_),
+        qkvh(alloc, 3 * n * es) {}
+
+  QkvRow row() const { return QkvRow{NH, NKV, hs}; }
+  template <class E>
+  void permute_in(const void* qkv, cudaStream_t s) const {
+    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
+        reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
+        static_cast<const E*>(qkv), B, T, row());
+    HYBRID_CUDA_CHECK_LAUNCH();
+  }
+};
+
 }  // namespace
 
 size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) {
@@ -172,36 +217,25 @@ size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) {
 
 void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
                        int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s) {
-  check_shape(B, T, C, NH, NKV);
-  const int hs = C / NH, BH = B * NH;
-  const size_t es = dtype_size(dt), n = size_t(B) * T * C;
-  Scratch qkvh(alloc, 3 * n * es);
-  Scratch outh(alloc, n * es);
-  char* q = qkvh.as<char>();
-  char* k = q + n * es;
-  char* v = k + n * es;
-  const LaunchConfig ew = launch_config(n, 256, 8192);
-  const LaunchConfig rows = warp_per_row_config(size_t(BH) * T, 8);
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t s_head = int64_t(T) * hs, s_att = int64_t(T) * T;
+  const Heads h(dt, B, T, C, NH, NKV, alloc);
+  const int hs = h.hs, BH = h.BH;
+  const int64_t s_head = h.s_head, s_att = h.s_att;
+  Scratch outh(alloc, h.n * h.es);
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
-        reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
-        static_cast<const E*>(qkv), B, T, QkvRow{NH, NKV, hs});
-    HYBRID_CUDA_CHECK_LAUNCH();
-    gemm.run(
-        dt,
-        batched(false, true, T, T, hs, scale, q, hs, s_head, k, hs, s_head, saved, T, s_att, BH),
-        s);
+    h.permute_in<E>(qkv, s);
+    gemm.run(dt,
+             batched(false, true, T, T, hs, h.scale, h.q, hs, s_head, h.k, hs, s_head, saved, T,
+                     s_att, BH),
+             s);
     causal_softmax_forward_kernel<E>
-        <<<rows.grid, rows.block, 0, s>>>(static_cast<E*>(saved), size_t(BH) * T, T);
+        <<<h.rows.grid, h.rows.block, 0, s>>>(static_cast<E*>(saved), size_t(BH) * T, T);
     HYBRID_CUDA_CHECK_LAUNCH();
     gemm.run(dt,
-             batched(false, false, T, hs, T, 1.0f, saved, T, s_att, v, hs, s_head, outh.get(), hs,
+             batched(false, false, T, hs, T, 1.0f, saved, T, s_att, h.v, hs, s_head, outh.get(), hs,
                      s_head, BH),
              s);
     permute_heads_kernel<E>
-        <<<ew.grid, ew.block, 0, s>>>(static_cast<E*>(out), outh.as<E>(), B, T, NH, hs, false);
+        <<<h.ew.grid, h.ew.block, 0, s>>>(static_cast<E*>(out), outh.as<E>(), B, T, NH, hs, false);
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }
@@ -209,59 +243,49 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
 void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
                         int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
                         cudaStream_t s) {
-  check_shape(B, T, C, NH, NKV);
-  const int hs = C / NH, BH = B * NH;
-  const size_t es = dtype_size(dt), n = size_t(B) * T * C;
-  Scratch qkvh(alloc, 3 * n * es);
+  const Heads h(dt, B, T, C, NH, NKV, alloc);
+  const int hs = h.hs, BH = h.BH;
+  const int64_t s_head = h.s_head, s_att = h.s_att;
+  const size_t n = h.n, es = h.es;
   Scratch grads(alloc, 4 * n * es);  // dout_h, dq, dk, dv
   Scratch datt(alloc, size_t(BH) * T * T * es);
-  char* q = qkvh.as<char>();
-  char* k = q + n * es;
-  char* v = k + n * es;
   char* douth = grads.as<char>();
   char* dq = douth + n * es;
   char* dk = dq + n * es;
   char* dv = dk + n * es;
-  const LaunchConfig ew = launch_config(n, 256, 8192);
-  const LaunchConfig rows = warp_per_row_config(size_t(BH) * T, 8);
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t s_head = int64_t(T) * hs, s_att = int64_t(T) * T;
+  const LaunchConfig& ew = h.ew;
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    permute_qkv_kernel<E><<<ew.grid, ew.block, 0, s>>>(
-        reinterpret_cast<E*>(q), reinterpret_cast<E*>(k), reinterpret_cast<E*>(v),
-        static_cast<const E*>(qkv), B, T, QkvRow{NH, NKV, hs});
-    HYBRID_CUDA_CHECK_LAUNCH();
+    h.permute_in<E>(qkv, s);
     permute_heads_kernel<E><<<ew.grid, ew.block, 0, s>>>(
         reinterpret_cast<E*>(douth), static_cast<const E*>(dout), B, T, NH, hs, true);
     HYBRID_CUDA_CHECK_LAUNCH();
     // datt = dout_h · vᵀ ; dv = attᵀ · dout_h
     gemm.run(dt,
-             batched(false, true, T, T, hs, 1.0f, douth, hs, s_head, v, hs, s_head, datt.get(), T,
+             batched(false, true, T, T, hs, 1.0f, douth, hs, s_head, h.v, hs, s_head, datt.get(), T,
                      s_att, BH),
              s);
     gemm.run(dt,
              batched(true, false, T, hs, T, 1.0f, saved, T, s_att, douth, hs, s_head, dv, hs,
                      s_head, BH),
              s);
-    causal_softmax_backward_kernel<E><<<rows.grid, rows.block, 0, s>>>(
+    causal_softmax_backward_kernel<E><<<h.rows.grid, h.rows.block, 0, s>>>(
         datt.as<E>(), static_cast<const E*>(saved), size_t(BH) * T, T);
     HYBRID_CUDA_CHECK_LAUNCH();
     // dq = scale · dpre · k ; dk = scale · dpreᵀ · q
     gemm.run(dt,
-             batched(false, false, T, hs, T, scale, datt.get(), T, s_att, k, hs, s_head, dq, hs,
+             batched(false, false, T, hs, T, h.scale, datt.get(), T, s_att, h.k, hs, s_head, dq, hs,
                      s_head, BH),
              s);
     gemm.run(dt,
-             batched(true, false, T, hs, T, scale, datt.get(), T, s_att, q, hs, s_head, dk, hs,
+             batched(true, false, T, hs, T, h.scale, datt.get(), T, s_att, h.q, hs, s_head, dk, hs,
                      s_head, BH),
              s);
-    accumulate_dq_kernel<E><<<ew.grid, ew.block, 0, s>>>(
-        static_cast<E*>(dqkv), reinterpret_cast<E*>(dq), B, T, QkvRow{NH, NKV, hs});
+    accumulate_dq_kernel<E><<<ew.grid, ew.block, 0, s>>>(static_cast<E*>(dqkv),
+                                                         reinterpret_cast<E*>(dq), B, T, h.row());
     HYBRID_CUDA_CHECK_LAUNCH();
     const LaunchConfig kv = launch_config(size_t(B) * T * NKV * hs, 256, 8192);
-    accumulate_dkv_kernel<E>
-        <<<kv.grid, kv.block, 0, s>>>(static_cast<E*>(dqkv), reinterpret_cast<E*>(dk),
-                                      reinterpret_cast<E*>(dv), B, T, QkvRow{NH, NKV, hs});
+    accumulate_dkv_kernel<E><<<kv.grid, kv.block, 0, s>>>(
+        static_cast<E*>(dqkv), reinterpret_cast<E*>(dk), reinterpret_cast<E*>(dv), B, T, h.row());
     HYBRID_CUDA_CHECK_LAUNCH();
   });
 }

@@ -21,6 +21,19 @@ namespace hybrid::kernels::cuda {
 
 namespace {
 
+// Merges the lanes' running (max m, sum of exp(x - m)) pairs over the warp;
+// every lane ends with the warp's pair.
+__device__ __forceinline__ void merge_max_sum_in_warp(float& m, float& sum) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, off);
+    const float os = __shfl_xor_sync(0xffffffffu, sum, off);
+    const float nm = fmaxf(m, om);
+    sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) +
+          (om == -INFINITY ? 0.0f : os * expf(om - nm));
+    m = nm;
+  }
+}
+
 template <class T>
 __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, float* target_logit,
                                              const T* logits, const int32_t* targets, int begin,
@@ -39,28 +52,14 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, floa
     }
   }
   // Merge (m, sum) pairs: first within the warp, then across warps.
-  for (int off = 16; off > 0; off >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, off);
-    const float os = __shfl_xor_sync(0xffffffffu, sum, off);
-    const float nm = fmaxf(m, om);
-    sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) +
-          (om == -INFINITY ? 0.0f : os * expf(om - nm));
-    m = nm;
-  }
+  merge_max_sum_in_warp(m, sum);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   if (lane == 0) sh_max[warp] = m, sh_sum[warp] = sum;
   __syncthreads();
   if (warp == 0) {
     m = lane < warps ? sh_max[lane] : -INFINITY;
     sum = lane < warps ? sh_sum[lane] : 0.0f;
-    for (int off = 16; off > 0; off >>= 1) {
-      const float om = __shfl_xor_sync(0xffffffffu, m, off);
-      const float os = __shfl_xor_sync(0xffffffffu, sum, off);
-      const float nm = fmaxf(m, om);
-      sum = (m == -INFINITY ? 0.0f : sum * expf(m - nm)) +
-            (om == -INFINITY ? 0.0f : os * expf(om - nm));
-      m = nm;
-    }
+    merge_max_sum_in_warp(m, sum);
     if (lane == 0) {
       const float lse = m + logf(sum);  // -inf when V == 0
       const int64_t t = int64_t(targets[row]) - begin;

@@ -43,6 +43,65 @@ void validate(const GemmCall& c) {
     fail("gelu epilogue needs aux [M, N] with ld_aux >= N and batch 1");
 }
 
+// The operation: compute type, transposes (cuBLAS's A is our B, its B our A)
+// and the epilogue; created into `desc`, whose owner destroys it.
+void create_desc(cublasLtMatmulDesc_t& desc, cudaDataType_t type, const GemmCall& call, Epilogue ep,
+                 bool tf32) {
+  const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  HYBRID_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
+  const cublasOperation_t op_a = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+  cublasLtEpilogue_t lt_ep = CUBLASLT_EPILOGUE_DEFAULT;
+  if (ep == Epilogue::bias) lt_ep = CUBLASLT_EPILOGUE_BIAS;
+  if (ep == Epilogue::gelu_bias) lt_ep = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_ep);
+  if (ep != Epilogue::none) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
+  if (ep == Epilogue::gelu_bias)
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(call.ld_aux));
+}
+
+// cuBLAS's A is our B, its B our A, its C our Cᵀ (column-major N×M); strided
+// batches when batch > 1. Created into the references, whose owner destroys them.
+void create_layouts(cublasLtMatrixLayout_t& a, cublasLtMatrixLayout_t& b, cublasLtMatrixLayout_t& c,
+                    cudaDataType_t type, const GemmCall& call) {
+  HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, type, call.trans_b ? call.K : call.N,
+                                                 call.trans_b ? call.N : call.K, call.ldb));
+  HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, type, call.trans_a ? call.M : call.K,
+                                                 call.trans_a ? call.K : call.M, call.lda));
+  HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, type, call.N, call.M, call.ldc));
+  if (call.batch > 1) {
+    for (auto [layout, stride] :
+         {std::pair{a, call.stride_b}, std::pair{b, call.stride_a}, std::pair{c, call.stride_c}}) {
+      set_layout(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t(call.batch));
+      set_layout(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t(stride));
+    }
+  }
+}
+
+// cuBLASLt's first heuristic choice for the workspace and the pointers'
+// alignments; false when it has none.
+bool pick_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+               cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, size_t workspace_bytes,
+               const GemmKey& key, cublasLtMatmulAlgo_t& algo) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  HYBRID_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(workspace_bytes));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(key.align_b));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(key.align_a));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(key.align_c));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(key.align_c));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;
+  algo = result.algo;
+  return true;
+}
+
 }  // namespace
 
 cudaDataType_t lt_type(DType dt) {
@@ -131,50 +190,10 @@ LtGemm::Plan* LtGemm::plan_for(DType dt, const GemmCall& call) {
 
   auto build = [&](Epilogue ep, Plan& plan) -> bool {
     const cudaDataType_t type = lt_type(dt);
-    const cublasComputeType_t compute =
-        key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    HYBRID_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
-    const cublasOperation_t op_a = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_b = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
-    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
-    cublasLtEpilogue_t lt_ep = CUBLASLT_EPILOGUE_DEFAULT;
-    if (ep == Epilogue::bias) lt_ep = CUBLASLT_EPILOGUE_BIAS;
-    if (ep == Epilogue::gelu_bias) lt_ep = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_ep);
-    if (ep != Epilogue::none) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
-    if (ep == Epilogue::gelu_bias)
-      set_desc(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(call.ld_aux));
-    // cuBLAS's A is our B, its B our A, its C our Cᵀ (column-major N×M).
-    HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, type, call.trans_b ? call.K : call.N,
-                                                   call.trans_b ? call.N : call.K, call.ldb));
-    HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, type, call.trans_a ? call.M : call.K,
-                                                   call.trans_a ? call.K : call.M, call.lda));
-    HYBRID_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, type, call.N, call.M, call.ldc));
-    if (call.batch > 1) {
-      for (auto [layout, stride] :
-           {std::pair{plan.a, call.stride_b}, std::pair{plan.b, call.stride_a},
-            std::pair{plan.c, call.stride_c}}) {
-        set_layout(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t(call.batch));
-        set_layout(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t(stride));
-      }
-    }
-    cublasLtMatmulPreference_t pref = nullptr;
-    HYBRID_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(workspace_bytes_));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(key.align_b));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(key.align_a));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(key.align_c));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(key.align_c));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
+    create_desc(plan.desc, type, call, ep, key.tf32);
+    create_layouts(plan.a, plan.b, plan.c, type, call);
     ++heuristic_calls_;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0) return false;
-    plan.algo = result.algo;
-    return true;
+    return pick_algo(handle_, plan.desc, plan.a, plan.b, plan.c, workspace_bytes_, key, plan.algo);
   };
 
   auto plan = std::make_unique<Plan>();

@@ -1,7 +1,6 @@
 #include "profiler/import/kineto_trace.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <istream>
@@ -9,58 +8,13 @@
 #include <unordered_map>
 
 #include "profiler/chrome_trace.h"
+#include "profiler/import/gz_streambuf.h"
 
 namespace hybrid::profiler::import {
 
 namespace {
 
 using json = nlohmann::json;
-
-// A streambuf over zlib's gzFile, which reads gzip and plain files alike. Errors
-// are kept (not thrown through the parser) and reported by the reader.
-class GzStreamBuf : public std::streambuf {
- public:
-  explicit GzStreamBuf(const std::string& path) : buffer_(size_t(1) << 20) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_) gzbuffer(file_, 1 << 18);
-  }
-  ~GzStreamBuf() override {
-    if (file_) gzclose(file_);
-  }
-  GzStreamBuf(const GzStreamBuf&) = delete;
-  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
-
-  bool is_open() const { return file_ != nullptr; }
-  bool compressed() const { return file_ && !gzdirect(file_); }
-  uint64_t bytes_read() const { return bytes_; }
-  const std::string& error() const { return error_; }
-
- protected:
-  int_type underflow() override {
-    if (!error_.empty()) return traits_type::eof();
-    const int n = gzread(file_, buffer_.data(), unsigned(buffer_.size()));
-    int code = Z_OK;
-    const char* message = gzerror(file_, &code);
-    if (n < 0 || (code != Z_OK && code != Z_BUF_ERROR)) {
-      error_ = fmt::format("unreadable gzip data ({})", message ? message : "unknown zlib error");
-      return traits_type::eof();
-    }
-    if (n == 0) {
-      // zlib reports a gzip stream cut short as Z_BUF_ERROR at the end of input.
-      if (code == Z_BUF_ERROR) error_ = "truncated gzip stream (unexpected end of file)";
-      return traits_type::eof();
-    }
-    bytes_ += uint64_t(n);
-    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
-    return traits_type::to_int_type(buffer_[0]);
-  }
-
- private:
-  gzFile file_ = nullptr;
-  std::vector<char> buffer_;
-  uint64_t bytes_ = 0;
-  std::string error_;
-};
 
 // Where the parser is: each open object/array pushes what it is.
 enum class Ctx : uint8_t {

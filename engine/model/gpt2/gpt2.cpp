@@ -70,37 +70,12 @@ void GPT2::build(TensorSlice tp) {
   // Column-parallel over the vocabulary: each rank's logits are its shard's.
   lm_head = add_child<Linear>("lm_head", cfg.n_embd, Vp_, false, 0.02f, embedding->wte(),
                               LinearSplit{LinearSplit::column, tp, {}});
-  ce_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_, tp);
-  embedding_ = embedding;
+  loss_ = add_child<CrossEntropyLoss>("loss", cfg.vocab_size, Vp_, tp);
   token_embedding_ = tied_ = embedding->wte();
   final_norm_ = ln_f;
-  lm_head_ = lm_head;
-  loss_ = ce_;
 }
 
-void GPT2::wire_ends(const LayoutBuffers& a) {
-  if (first_stage()) {
-    embedding->out = a.data(block_input_entry(plan(), 0));
-    embedding->dout = a.data("grad.residual");
-  }
-  if (!last_stage()) return;
-  const size_t N = size_t(B()) * size_t(T());
-  ln_f->in = a.data(block_input_entry(plan(), cfg_.n_layer));
-  ln_f->out = a.data("ln_f.out");
-  ln_f->mean = a.view("ln_f.stats").as<float>();
-  ln_f->rstd = ln_f->mean + N;
-  ln_f->din = a.data("grad.residual");
-  ln_f->dout = a.data("grad.ln_f");
-
-  wire_head(a, ln_f->out, a.data("grad.ln_f"));
-  for (const char* g : {"grad.residual", "grad.ln_f"})
-    head_grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
-}
-
-void GPT2::wire_block(DecoderBlock& block, int layer, const std::string& h,
-                      const LayoutBuffers& a) {
-  auto& b = static_cast<Block&>(block);
-  const size_t N = size_t(B()) * size_t(T());
+void Block::wire(const LayoutBuffers& a, const std::string& h, size_t N) {
   void* dresidual = a.data("grad.residual");
   void* dln_1 = a.data("grad.ln_1");
   void* dln_2 = a.data("grad.ln_2");
@@ -110,58 +85,25 @@ void GPT2::wire_block(DecoderBlock& block, int layer, const std::string& h,
   void* dfc_gelu = a.data("grad.fc_gelu");
   void* branch_out = a.data("branch_out");
 
-  b.ln_1->in = b.residual_in;
-  b.ln_1->out = a.data(h + ".ln_1.out");
-  b.ln_1->mean = a.view(h + ".ln_1.stats").as<float>();
-  b.ln_1->rstd = b.ln_1->mean + N;
-  b.ln_1->din = dresidual;
-  b.ln_1->dout = dln_1;
+  ln_1->wire(residual_in, a.data(h + ".ln_1.out"), dresidual, dln_1);
+  ln_1->wire_stats(a.view(h + ".ln_1.stats").as<float>(), N);
+  c_attn->wire(ln_1->out, a.data(h + ".attn.c_attn.out"), dln_1, dqkv);
+  core->qkv = c_attn->out;
+  core->out = a.data(h + ".attn.core.out");
+  core->saved = a.data(h + ".attn.core.saved");
+  core->dqkv = dqkv;
+  core->dout = datty;
+  attn_proj->wire(core->out, branch_out, datty, dresidual);
 
-  b.c_attn->in = b.ln_1->out;
-  b.c_attn->out = a.data(h + ".attn.c_attn.out");
-  b.c_attn->din = dln_1;
-  b.c_attn->dout = dqkv;
+  residual_mid = a.data(h + ".residual_mid");
+  ln_2->wire(residual_mid, a.data(h + ".ln_2.out"), dresidual, dln_2);
+  ln_2->wire_stats(a.view(h + ".ln_2.stats").as<float>(), N);
+  c_fc->wire(ln_2->out, a.data(h + ".mlp.c_fc.out"), dln_2, dfc);
+  gelu->wire(c_fc->out, a.data(h + ".mlp.gelu.out"), dfc, dfc_gelu);
+  mlp_proj->wire(gelu->out, branch_out, dfc_gelu, dresidual);
 
-  b.core->qkv = b.c_attn->out;
-  b.core->out = a.data(h + ".attn.core.out");
-  b.core->saved = a.data(h + ".attn.core.saved");
-  b.core->dqkv = dqkv;
-  b.core->dout = datty;
-
-  b.attn_proj->in = b.core->out;
-  b.attn_proj->out = branch_out;
-  b.attn_proj->din = datty;
-  b.attn_proj->dout = dresidual;
-
-  b.residual_mid = a.data(h + ".residual_mid");
-  b.ln_2->in = b.residual_mid;
-  b.ln_2->out = a.data(h + ".ln_2.out");
-  b.ln_2->mean = a.view(h + ".ln_2.stats").as<float>();
-  b.ln_2->rstd = b.ln_2->mean + N;
-  b.ln_2->din = dresidual;
-  b.ln_2->dout = dln_2;
-
-  b.c_fc->in = b.ln_2->out;
-  b.c_fc->out = a.data(h + ".mlp.c_fc.out");
-  b.c_fc->din = dln_2;
-  b.c_fc->dout = dfc;
-
-  b.gelu->in = b.c_fc->out;
-  b.gelu->out = a.data(h + ".mlp.gelu.out");
-  b.gelu->din = dfc;
-  b.gelu->dout = dfc_gelu;
-
-  b.mlp_proj->in = b.gelu->out;
-  b.mlp_proj->out = branch_out;
-  b.mlp_proj->din = dfc_gelu;
-  b.mlp_proj->dout = dresidual;
-
-  b.residual_out = a.data(block_input_entry(plan(), layer + 1));
-  b.branch_out = branch_out;
-  b.grad_scratch.clear();
-  for (const char* g :
-       {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.fc", "grad.fc_gelu"})
-    b.grad_scratch.emplace_back(a.data(g), a.view(g).bytes());
+  grad_scratch = entry_buffers(
+      a, {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.fc", "grad.fc_gelu"});
 }
 
 }  // namespace hybrid::engine

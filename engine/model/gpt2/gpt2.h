@@ -20,6 +20,7 @@ class Block final : public PreNormBlock {
  public:
   Block(std::string name, int C, int n_head, int n_layer, TensorSlice tp = {});
   std::vector<const Module*> recompute_order() const override;
+  void wire(const LayoutBuffers& a, const std::string& h, size_t tokens) override;
 
   LayerNorm* ln_1;
   Module* attn;
@@ -39,7 +40,6 @@ class GPT2 final : public DecoderStack {
   // ParamSpecs hold this rank's pieces and how they sit in the whole tensors).
   GPT2(const ModelConfig& cfg, int padded_vocab, TensorSlice tp = {});
 
-  int own_launches() const override { return 4; }  // tokens and targets in, two gradients zeroed
   // llm.c files and Hugging Face GPT2LMHeadModel directories.
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
@@ -50,11 +50,8 @@ class GPT2 final : public DecoderStack {
   }
 
   // The modules as GPT-2's (the stack's pointers, typed).
-  Embedding* embedding;
   std::vector<Block*> blocks;
   LayerNorm* ln_f;
-  Linear* lm_head;
-  CrossEntropyLoss* ce_;
 
  private:
   void build(TensorSlice tp) override;
@@ -62,10 +59,6 @@ class GPT2 final : public DecoderStack {
   void shared_activations(const ActivationSizes& s, const AddActivation& add) const override;
   void block_activations(const std::string& h, const std::string& owner_prefix,
                          const ActivationSizes& s, const AddActivation& add) const override;
-  void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const override;
-  void wire_ends(const LayoutBuffers& a) override;
-  void wire_block(DecoderBlock& b, int layer, const std::string& h,
-                  const LayoutBuffers& a) override;
 };
 
 // Mapping between the engine's flat parameters and llm.c's checkpoint layout

@@ -38,10 +38,4 @@ void GPT2::block_activations(const std::string& h, const std::string& owner_pref
   add(h + ".mlp.gelu.out", N * 4 * Cs, d, owner(".mlp.gelu"));
 }
 
-void GPT2::head_norm_activations(const ActivationSizes& s, const AddActivation& add) const {
-  add("ln_f.out", s.N * s.C, s.d, "ln_f");
-  add("ln_f.stats", 2 * s.N, 4, "ln_f");
-  add("grad.ln_f", s.N * s.C, s.d, "");
-}
-
 }  // namespace hybrid::engine

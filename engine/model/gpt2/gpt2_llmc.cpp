@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -15,6 +16,14 @@
 namespace hybrid::engine {
 
 namespace {
+
+// The engine's name of each llm.c tensor (Gpt2Weights::tensors() order); the
+// per-layer ones follow "h.<layer>.".
+constexpr std::array<const char*, kLlmcTensorCount> kEngineNames = {
+    "embedding.wte",      "embedding.wpe",    "ln_1.weight",        "ln_1.bias",
+    "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
+    "ln_2.weight",        "ln_2.bias",        "mlp.c_fc.weight",    "mlp.c_fc.bias",
+    "mlp.c_proj.weight",  "mlp.c_proj.bias",  "ln_f.weight",        "ln_f.bias"};
 
 // Calls fn(llm.c tensor, offset in it, flat offset, count) for every parameter,
 // in the whole model's flat space (ParamSpec::full_offset: tensor-parallel
@@ -36,24 +45,12 @@ void for_each_tensor(const GPT2& model, const ModuleTree& tree, Gpt2Weights& w, 
     const auto& p = spec(fmt::format("h.{}.{}", l, name));
     fn(t, size_t(l) * size_t(p.full_numel()), p.full_offset, p.full_numel());
   };
-  whole(w.wte, "embedding.wte");
-  whole(w.wpe, "embedding.wpe");
-  for (int l = 0; l < model.config().n_layer; ++l) {
-    layer(w.ln1w, l, "ln_1.weight");
-    layer(w.ln1b, l, "ln_1.bias");
-    layer(w.qkvw, l, "attn.c_attn.weight");
-    layer(w.qkvb, l, "attn.c_attn.bias");
-    layer(w.attprojw, l, "attn.c_proj.weight");
-    layer(w.attprojb, l, "attn.c_proj.bias");
-    layer(w.ln2w, l, "ln_2.weight");
-    layer(w.ln2b, l, "ln_2.bias");
-    layer(w.fcw, l, "mlp.c_fc.weight");
-    layer(w.fcb, l, "mlp.c_fc.bias");
-    layer(w.fcprojw, l, "mlp.c_proj.weight");
-    layer(w.fcprojb, l, "mlp.c_proj.bias");
-  }
-  whole(w.lnfw, "ln_f.weight");
-  whole(w.lnfb, "ln_f.bias");
+  const auto tensors = w.tensors();
+  constexpr size_t first_layer = 2, end_layer = kLlmcTensorCount - 2;  // wte, wpe; ln_f's
+  for (size_t i = 0; i < first_layer; ++i) whole(*tensors[i], kEngineNames[i]);
+  for (int l = 0; l < model.config().n_layer; ++l)
+    for (size_t i = first_layer; i < end_layer; ++i) layer(*tensors[i], l, kEngineNames[i]);
+  for (size_t i = end_layer; i < kLlmcTensorCount; ++i) whole(*tensors[i], kEngineNames[i]);
 }
 
 void check_shape(const GPT2& model, const Gpt2Weights& w) {

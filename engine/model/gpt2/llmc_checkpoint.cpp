@@ -96,21 +96,19 @@ void Gpt2Weights::validate() const {
                       ts[i]->size(), sizes[i]));
 }
 
-Gpt2Weights read_llmc_checkpoint(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0)
-    throw DataFileError(fmt::format("{}: cannot open checkpoint: {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw DataFileError(fmt::format("{}: not a regular file", path));
-  const uint64_t file_bytes = uint64_t(st.st_size);
+namespace {
+
+using Header = std::array<int32_t, kHeaderInts>;
+
+// The header, its magic, version and shape checked.
+Header read_header(const std::string& path, int fd, uint64_t file_bytes) {
   if (file_bytes < kHeaderBytes)
     throw DataFileError(
         fmt::format("{}: too small for an llm.c checkpoint ({} bytes; the header "
                     "alone is {} bytes)",
                     path, file_bytes, kHeaderBytes));
-  std::array<int32_t, kHeaderInts> h{};
-  if (::pread(f.fd, h.data(), kHeaderBytes, 0) != ssize_t(kHeaderBytes))
+  Header h{};
+  if (::pread(fd, h.data(), kHeaderBytes, 0) != ssize_t(kHeaderBytes))
     throw DataFileError(fmt::format("{}: cannot read the checkpoint header", path));
   if (h[0] != kLlmcCheckpointMagic)
     throw DataFileError(fmt::format("{}: bad magic {} (an llm.c GPT-2 checkpoint starts with {})",
@@ -122,13 +120,12 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
                     path, h[1]));
   if (auto p = shape_problem(h[2], h[3], h[7], h[4], h[5], h[6]); !p.empty())
     throw DataFileError(fmt::format("{}: inconsistent header: {}", path, p));
+  return h;
+}
 
-  Gpt2Weights w;
-  w.max_seq_len = h[2], w.vocab_size = h[3], w.num_layers = h[4], w.num_heads = h[5];
-  w.channels = h[6], w.padded_vocab_size = h[7];
-  const size_t elem = h[1] == kLlmcVersionBf16 ? 2 : 4;
+// The parameters after the header must be exactly what the header's shape needs.
+void check_payload(const std::string& path, const Header& h, size_t elem, uint64_t payload) {
   const unsigned __int128 expected = param_count(h[2], h[7], h[4], h[6]) * elem;
-  const uint64_t payload = file_bytes - kHeaderBytes;
   const std::string shape = fmt::format("L={} C={} Vp={} maxT={} in {}", h[4], h[6], h[7], h[2],
                                         elem == 2 ? "bf16" : "fp32");
   // A double prints any 128-bit count; exact below 2^53, which covers real files.
@@ -142,14 +139,16 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
         fmt::format("{}: size mismatch: the header ({}) needs {} bytes of "
                     "parameters, but {} bytes follow it",
                     path, shape, uint64_t(expected), payload));
+}
 
-  w.allocate();
+// Fills the allocated tensors in file order from elem-byte values (fp32 or bf16).
+void read_tensors(const std::string& path, int fd, size_t elem, Gpt2Weights& w) {
   off_t offset = off_t(kHeaderBytes);
   std::vector<uint16_t> staging;
   auto read_exact = [&](void* dst, size_t bytes) {
     char* p = static_cast<char*>(dst);
     while (bytes > 0) {
-      const ssize_t n = ::pread(f.fd, p, bytes, offset);
+      const ssize_t n = ::pread(fd, p, bytes, offset);
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         throw DataFileError(fmt::format("{}: read failed at byte {}: {}", path, offset,
@@ -170,6 +169,26 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path) {
       for (size_t i = 0; i < n; ++i) (*t)[done + i] = kernels::bf16_to_float({staging[i]});
     }
   }
+}
+
+}  // namespace
+
+Gpt2Weights read_llmc_checkpoint(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0)
+    throw DataFileError(fmt::format("{}: cannot open checkpoint: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw DataFileError(fmt::format("{}: not a regular file", path));
+  const uint64_t file_bytes = uint64_t(st.st_size);
+  const Header h = read_header(path, f.fd, file_bytes);
+  Gpt2Weights w;
+  w.max_seq_len = h[2], w.vocab_size = h[3], w.num_layers = h[4], w.num_heads = h[5];
+  w.channels = h[6], w.padded_vocab_size = h[7];
+  const size_t elem = h[1] == kLlmcVersionBf16 ? 2 : 4;
+  check_payload(path, h, elem, file_bytes - kHeaderBytes);
+  w.allocate();
+  read_tensors(path, f.fd, elem, w);
   return w;
 }
 

@@ -85,34 +85,13 @@ void Llama::build(TensorSlice tp) {
   lm_head = add_child<Linear>("lm_head", m.n_embd, Vp_, false, 0.02f,
                               m.tie_embeddings ? embedding->wte() : nullptr,
                               LinearSplit{LinearSplit::column, tp, {}});
-  ce_ = add_child<CrossEntropyLoss>("loss", m.vocab_size, Vp_, tp);
-  embedding_ = embedding;
+  loss_ = add_child<CrossEntropyLoss>("loss", m.vocab_size, Vp_, tp);
   token_embedding_ = embedding->wte();
   tied_ = m.tie_embeddings ? embedding->wte() : nullptr;
   final_norm_ = norm;
-  lm_head_ = lm_head;
-  loss_ = ce_;
 }
 
-void Llama::wire_ends(const LayoutBuffers& a) {
-  if (first_stage()) {
-    embedding->out = a.data(block_input_entry(plan(), 0));
-    embedding->dout = a.data("grad.residual");
-  }
-  if (!last_stage()) return;
-  norm->in = a.data(block_input_entry(plan(), cfg_.n_layer));
-  norm->out = a.data("norm.out");
-  norm->rstd = a.view("norm.stats").as<float>();
-  norm->din = a.data("grad.residual");
-  norm->dout = a.data("grad.norm");
-  wire_head(a, norm->out, a.data("grad.norm"));
-  for (const char* g : {"grad.residual", "grad.norm"})
-    head_grad_scratch_.emplace_back(a.data(g), a.view(g).bytes());
-}
-
-void Llama::wire_block(DecoderBlock& block, int layer, const std::string& h,
-                       const LayoutBuffers& a) {
-  auto& b = static_cast<LlamaBlock&>(block);
+void LlamaBlock::wire(const LayoutBuffers& a, const std::string& h, size_t N) {
   void* dresidual = a.data("grad.residual");
   void* dln_1 = a.data("grad.ln_1");
   void* dln_2 = a.data("grad.ln_2");
@@ -122,61 +101,32 @@ void Llama::wire_block(DecoderBlock& block, int layer, const std::string& h,
   void* dact = a.data("grad.act");
   void* branch_out = a.data("branch_out");
 
-  RMSNorm& ln1 = *b.input_layernorm;
-  ln1.in = b.residual_in;
-  ln1.out = a.data(h + ".input_layernorm.out");
-  ln1.rstd = a.view(h + ".input_layernorm.stats").as<float>();
-  ln1.din = dresidual;
-  ln1.dout = dln_1;
+  RMSNorm& ln1 = *input_layernorm;
+  ln1.wire(residual_in, a.data(h + ".input_layernorm.out"), dresidual, dln_1);
+  ln1.wire_stats(a.view(h + ".input_layernorm.stats").as<float>(), N);
+  qkv_proj->wire(ln1.out, a.data(h + ".self_attn.qkv_proj.out"), dln_1, dqkv);
+  rope->qkv = qkv_proj->out;  // turned in place, and its gradient back
+  rope->dqkv = dqkv;
+  core->qkv = qkv_proj->out;
+  core->out = a.data(h + ".self_attn.core.out");
+  core->saved = a.data(h + ".self_attn.core.saved");
+  core->dqkv = dqkv;
+  core->dout = datt;
+  o_proj->wire(core->out, branch_out, datt, dresidual);
 
-  b.qkv_proj->in = ln1.out;
-  b.qkv_proj->out = a.data(h + ".self_attn.qkv_proj.out");
-  b.qkv_proj->din = dln_1;
-  b.qkv_proj->dout = dqkv;
+  residual_mid = a.data(h + ".residual_mid");
+  RMSNorm& ln2 = *post_attention_layernorm;
+  ln2.wire(residual_mid, a.data(h + ".post_attention_layernorm.out"), dresidual, dln_2);
+  ln2.wire_stats(a.view(h + ".post_attention_layernorm.stats").as<float>(), N);
+  gate_up_proj->wire(ln2.out, a.data(h + ".mlp.gate_up_proj.out"), dln_2, dgate_up);
+  act->gate_up = gate_up_proj->out;
+  act->out = a.data(h + ".mlp.act.out");
+  act->dgate_up = dgate_up;
+  act->dout = dact;
+  down_proj->wire(act->out, branch_out, dact, dresidual);
 
-  b.rope->qkv = b.qkv_proj->out;  // turned in place, and its gradient back
-  b.rope->dqkv = dqkv;
-
-  b.core->qkv = b.qkv_proj->out;
-  b.core->out = a.data(h + ".self_attn.core.out");
-  b.core->saved = a.data(h + ".self_attn.core.saved");
-  b.core->dqkv = dqkv;
-  b.core->dout = datt;
-
-  b.o_proj->in = b.core->out;
-  b.o_proj->out = branch_out;
-  b.o_proj->din = datt;
-  b.o_proj->dout = dresidual;
-
-  b.residual_mid = a.data(h + ".residual_mid");
-  RMSNorm& ln2 = *b.post_attention_layernorm;
-  ln2.in = b.residual_mid;
-  ln2.out = a.data(h + ".post_attention_layernorm.out");
-  ln2.rstd = a.view(h + ".post_attention_layernorm.stats").as<float>();
-  ln2.din = dresidual;
-  ln2.dout = dln_2;
-
-  b.gate_up_proj->in = ln2.out;
-  b.gate_up_proj->out = a.data(h + ".mlp.gate_up_proj.out");
-  b.gate_up_proj->din = dln_2;
-  b.gate_up_proj->dout = dgate_up;
-
-  b.act->gate_up = b.gate_up_proj->out;
-  b.act->out = a.data(h + ".mlp.act.out");
-  b.act->dgate_up = dgate_up;
-  b.act->dout = dact;
-
-  b.down_proj->in = b.act->out;
-  b.down_proj->out = branch_out;
-  b.down_proj->din = dact;
-  b.down_proj->dout = dresidual;
-
-  b.residual_out = a.data(block_input_entry(plan(), layer + 1));
-  b.branch_out = branch_out;
-  b.grad_scratch.clear();
-  for (const char* g :
-       {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.gate_up", "grad.act"})
-    b.grad_scratch.emplace_back(a.data(g), a.view(g).bytes());
+  grad_scratch = entry_buffers(
+      a, {"grad.ln_1", "grad.ln_2", "grad.qkv", "grad.attn", "grad.gate_up", "grad.act"});
 }
 
 }  // namespace hybrid::engine

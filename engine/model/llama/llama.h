@@ -23,6 +23,7 @@ class LlamaBlock final : public PreNormBlock {
  public:
   LlamaBlock(std::string name, const ModelConfig& m, TensorSlice tp);
   std::vector<const Module*> recompute_order() const override;
+  void wire(const LayoutBuffers& a, const std::string& h, size_t tokens) override;
 
   RMSNorm* input_layernorm;
   Module* self_attn;
@@ -43,7 +44,6 @@ class Llama final : public DecoderStack {
   // inner width and the vocabulary).
   Llama(const ModelConfig& cfg, int padded_vocab, TensorSlice tp = {});
 
-  int own_launches() const override { return 4; }  // tokens and targets in, two gradients zeroed
   // Hugging Face LlamaForCausalLM directories (the family has no llm.c format).
   std::vector<float> read_weights(const std::string& path, const ModuleTree& tree) const override;
   void write_weights(const ModuleTree& tree, const std::vector<float>& flat,
@@ -54,11 +54,8 @@ class Llama final : public DecoderStack {
   // The MLP's inner width (hybrid.model.intermediate_size, or its default).
   int intermediate() const { return intermediate_; }
 
-  Embedding* embedding;
   std::vector<LlamaBlock*> blocks;
   RMSNorm* norm;
-  Linear* lm_head;
-  CrossEntropyLoss* ce_;
 
  private:
   void build(TensorSlice tp) override;
@@ -66,10 +63,6 @@ class Llama final : public DecoderStack {
   void shared_activations(const ActivationSizes& s, const AddActivation& add) const override;
   void block_activations(const std::string& h, const std::string& owner_prefix,
                          const ActivationSizes& s, const AddActivation& add) const override;
-  void head_norm_activations(const ActivationSizes& s, const AddActivation& add) const override;
-  void wire_ends(const LayoutBuffers& a) override;
-  void wire_block(DecoderBlock& b, int layer, const std::string& h,
-                  const LayoutBuffers& a) override;
 
   int intermediate_;
 };

@@ -51,10 +51,4 @@ void Llama::block_activations(const std::string& h, const std::string& owner_pre
   add(h + ".mlp.act.out", N * w.inner, d, owner(".mlp.act"));
 }
 
-void Llama::head_norm_activations(const ActivationSizes& s, const AddActivation& add) const {
-  add("norm.out", s.N * s.C, s.d, "norm");
-  add("norm.stats", s.N, 4, "norm");
-  add("grad.norm", s.N * s.C, s.d, "");
-}
-
 }  // namespace hybrid::engine
