@@ -15,36 +15,36 @@ namespace {
 using store::Connection;
 using store::read_rows;
 
-// Each reader's order.
-std::vector<RankInfo> ranks_of(Connection& c, int64_t run_id) {
-  return read_rows<RankInfo>(c, "WHERE run_id = ?1 ORDER BY rank", run_id);
+// The order each of a run's tables reads back in.
+template <class Row>
+constexpr const char* kOrder = nullptr;
+template <>
+constexpr const char* kOrder<RankInfo> = "rank";
+template <>
+constexpr const char* kOrder<StepRow> = "step";
+template <>
+constexpr const char* kOrder<StepRankRow> = "step, rank";
+template <>
+constexpr const char* kOrder<StepTimerRow> = "step, rank, name";
+template <>
+constexpr const char* kOrder<ModuleInfo> = "module_id";
+template <>
+constexpr const char* kOrder<CommStatRow> = "op, \"group\", link DESC, bytes, rank";
+template <>
+constexpr const char* kOrder<MemoryRow> = "rank, category";
+template <>
+constexpr const char* kOrder<GpuRankTimeline> = "rank";
+
+template <class Row>
+std::vector<Row> run_rows(Connection& c, int64_t run_id) {
+  static const std::string rest = fmt::format("WHERE run_id = ?1 ORDER BY {}", kOrder<Row>);
+  return read_rows<Row>(c, rest, run_id);
 }
-std::vector<StepRow> steps_of(Connection& c, int64_t run_id) {
-  return read_rows<StepRow>(c, "WHERE run_id = ?1 ORDER BY step", run_id);
-}
-std::vector<StepRankRow> step_ranks_of(Connection& c, int64_t run_id) {
-  return read_rows<StepRankRow>(c, "WHERE run_id = ?1 ORDER BY step, rank", run_id);
-}
-std::vector<StepTimerRow> step_timers_of(Connection& c, int64_t run_id) {
-  return read_rows<StepTimerRow>(c, "WHERE run_id = ?1 ORDER BY step, rank, name", run_id);
-}
-std::vector<ModuleInfo> modules_of(Connection& c, int64_t run_id) {
-  return read_rows<ModuleInfo>(c, "WHERE run_id = ?1 ORDER BY module_id", run_id);
-}
+
 std::vector<LayerStat> layer_stats_of(Connection& c, int64_t run_id, std::optional<int> rank) {
   return read_rows<LayerStat>(
       c, "WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) ORDER BY step, rank, module_id", run_id,
       rank);
-}
-std::vector<CommStatRow> comm_stats_of(Connection& c, int64_t run_id) {
-  return read_rows<CommStatRow>(
-      c, "WHERE run_id = ?1 ORDER BY op, \"group\", link DESC, bytes, rank", run_id);
-}
-std::vector<MemoryRow> memory_of(Connection& c, int64_t run_id) {
-  return read_rows<MemoryRow>(c, "WHERE run_id = ?1 ORDER BY rank, category", run_id);
-}
-std::vector<GpuRankTimeline> gpu_timeline_of(Connection& c, int64_t run_id) {
-  return read_rows<GpuRankTimeline>(c, "WHERE run_id = ?1 ORDER BY rank", run_id);
 }
 
 }  // namespace
@@ -81,42 +81,31 @@ RunInfo RunStore::get_run(int64_t run_id) {
   throw StoreError(fmt::format("database {}: run {} not found", path(), run_id));
 }
 
-std::vector<GpuRankTimeline> RunStore::gpu_timeline(int64_t run_id) {
+template <class Row>
+std::vector<Row> RunStore::locked_run_rows(int64_t run_id) {
   std::lock_guard lock(mutex_);
-  return gpu_timeline_of(*conn_, run_id);
+  return run_rows<Row>(*conn_, run_id);
 }
 
-std::vector<RankInfo> RunStore::ranks(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return ranks_of(*conn_, run_id);
+std::vector<RankInfo> RunStore::ranks(int64_t id) { return locked_run_rows<RankInfo>(id); }
+std::vector<StepRow> RunStore::steps(int64_t id) { return locked_run_rows<StepRow>(id); }
+std::vector<StepRankRow> RunStore::step_ranks(int64_t id) {
+  return locked_run_rows<StepRankRow>(id);
 }
-std::vector<StepRow> RunStore::steps(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return steps_of(*conn_, run_id);
+std::vector<StepTimerRow> RunStore::step_timers(int64_t id) {
+  return locked_run_rows<StepTimerRow>(id);
 }
-std::vector<StepRankRow> RunStore::step_ranks(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return step_ranks_of(*conn_, run_id);
-}
-std::vector<StepTimerRow> RunStore::step_timers(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return step_timers_of(*conn_, run_id);
-}
-std::vector<ModuleInfo> RunStore::modules(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return modules_of(*conn_, run_id);
-}
+std::vector<ModuleInfo> RunStore::modules(int64_t id) { return locked_run_rows<ModuleInfo>(id); }
 std::vector<LayerStat> RunStore::layer_stats(int64_t run_id, std::optional<int> rank) {
   std::lock_guard lock(mutex_);
   return layer_stats_of(*conn_, run_id, rank);
 }
-std::vector<CommStatRow> RunStore::comm_stats(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return comm_stats_of(*conn_, run_id);
+std::vector<CommStatRow> RunStore::comm_stats(int64_t id) {
+  return locked_run_rows<CommStatRow>(id);
 }
-std::vector<MemoryRow> RunStore::memory(int64_t run_id) {
-  std::lock_guard lock(mutex_);
-  return memory_of(*conn_, run_id);
+std::vector<MemoryRow> RunStore::memory(int64_t id) { return locked_run_rows<MemoryRow>(id); }
+std::vector<GpuRankTimeline> RunStore::gpu_timeline(int64_t id) {
+  return locked_run_rows<GpuRankTimeline>(id);
 }
 
 RunProfile RunStore::load_profile(int64_t run_id) {
@@ -126,15 +115,15 @@ RunProfile RunStore::load_profile(int64_t run_id) {
     auto run = find_run_unlocked(run_id);
     if (!run) throw StoreError(fmt::format("database {}: run {} not found", path(), run_id));
     p.run = std::move(*run);
-    p.ranks = ranks_of(*conn_, run_id);
-    p.steps = steps_of(*conn_, run_id);
-    p.step_ranks = step_ranks_of(*conn_, run_id);
-    p.step_timers = step_timers_of(*conn_, run_id);
-    p.modules = modules_of(*conn_, run_id);
+    p.ranks = run_rows<RankInfo>(*conn_, run_id);
+    p.steps = run_rows<StepRow>(*conn_, run_id);
+    p.step_ranks = run_rows<StepRankRow>(*conn_, run_id);
+    p.step_timers = run_rows<StepTimerRow>(*conn_, run_id);
+    p.modules = run_rows<ModuleInfo>(*conn_, run_id);
     p.layers = layer_stats_of(*conn_, run_id, std::nullopt);
-    p.comm = comm_stats_of(*conn_, run_id);
-    p.memory = memory_of(*conn_, run_id);
-    p.gpu = gpu_timeline_of(*conn_, run_id);
+    p.comm = run_rows<CommStatRow>(*conn_, run_id);
+    p.memory = run_rows<MemoryRow>(*conn_, run_id);
+    p.gpu = run_rows<GpuRankTimeline>(*conn_, run_id);
     return p;
   });
 }

@@ -161,6 +161,9 @@ class RunStore {
   // Rows of one of the run's tables, in one write_to_run.
   template <class Row>
   void add_rows(int64_t run_id, std::span<const Row> rows);
+  // One of the run's tables, whole, in its reading order.
+  template <class Row>
+  std::vector<Row> locked_run_rows(int64_t run_id);
   RunInfo read_run_row(store::Statement& st);
   std::optional<RunInfo> find_run_unlocked(int64_t run_id);
 
