@@ -1,6 +1,7 @@
 // The profiler's data layer: plain rows that the engine writes, the autotuner
 // writes, and the viewer, reports and hybrid-prof read. The run store
-// (profiler/store/run_store.h) maps each struct to one table (docs/schema.md).
+// (profiler/store/run_store.h) maps each struct to one table (docs/schema.md),
+// whose columns profiler/profile_columns.h lists.
 //
 // Conventions shared by every struct:
 // - times of day are unix seconds (double); durations are ns (int64) or ms (double)

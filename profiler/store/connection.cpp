@@ -199,20 +199,7 @@ Connection::Connection(const std::filesystem::path& path, bool read_only,
   try {
     sqlite3_busy_timeout(db_, int(busy_timeout_.count()));
     sqlite3_extended_result_codes(db_, 1);
-    // The first read of the file: anything that is not SQLite fails here.
-    {
-      sqlite3_stmt* probe = nullptr;
-      int rc = sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_schema", -1, &probe, nullptr);
-      if (rc == SQLITE_OK) {
-        rc = sqlite3_step(probe);
-        if (rc == SQLITE_ROW) rc = SQLITE_OK;
-      }
-      sqlite3_finalize(probe);
-      if ((rc & 0xff) == SQLITE_NOTADB)
-        throw StoreError("database " + path_ + " is not a SQLite database (" + sqlite3_errstr(rc) +
-                         ")");
-      if (rc != SQLITE_OK) fail(rc, "reading the schema");
-    }
+    check_is_sqlite();
     if (read_only) {
       exec("PRAGMA query_only = ON");
     } else {
@@ -220,30 +207,7 @@ Connection::Connection(const std::filesystem::path& path, bool read_only,
       // must hear it now, not at its first insert.
       if (sqlite3_db_readonly(db_, "main") == 1)
         throw StoreError("database " + path_ + " cannot be written: " + why_not_writable(path_));
-      // WAL: readers (the viewer) never block the writers (ranks, trials), and a
-      // crash mid-transaction leaves the last committed state.
-      const auto started = std::chrono::steady_clock::now();
-      for (int attempt = 1;; ++attempt) {
-        try {
-          sqlite3_stmt* st = nullptr;
-          int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &st, nullptr);
-          std::string mode;
-          if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-            mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-            rc = SQLITE_OK;
-          }
-          sqlite3_finalize(st);
-          if (rc != SQLITE_OK) fail(rc, "PRAGMA journal_mode = WAL");
-          if (mode != "wal")
-            throw StoreError("database " + path_ + ": cannot switch to WAL mode (journal mode is " +
-                             mode + ")");
-          break;
-        } catch (const StoreBusyError& e) {
-          if (attempt >= kWriteAttempts) fail_busy_after(e, started, attempt);
-          backoff(attempt);
-        }
-      }
-      exec("PRAGMA synchronous = NORMAL");  // durable across process crashes in WAL mode
+      enable_wal();
     }
     exec("PRAGMA foreign_keys = ON");
   } catch (...) {
@@ -251,6 +215,48 @@ Connection::Connection(const std::filesystem::path& path, bool read_only,
     db_ = nullptr;
     throw;
   }
+}
+
+// The first read of the file: anything that is not SQLite fails here.
+void Connection::check_is_sqlite() {
+  sqlite3_stmt* probe = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_schema", -1, &probe, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(probe);
+    if (rc == SQLITE_ROW) rc = SQLITE_OK;
+  }
+  sqlite3_finalize(probe);
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw StoreError("database " + path_ + " is not a SQLite database (" + sqlite3_errstr(rc) +
+                     ")");
+  if (rc != SQLITE_OK) fail(rc, "reading the schema");
+}
+
+// WAL: readers (the viewer) never block the writers (ranks, trials), and a
+// crash mid-transaction leaves the last committed state.
+void Connection::enable_wal() {
+  const auto started = std::chrono::steady_clock::now();
+  for (int attempt = 1;; ++attempt) {
+    try {
+      sqlite3_stmt* st = nullptr;
+      int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &st, nullptr);
+      std::string mode;
+      if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        rc = SQLITE_OK;
+      }
+      sqlite3_finalize(st);
+      if (rc != SQLITE_OK) fail(rc, "PRAGMA journal_mode = WAL");
+      if (mode != "wal")
+        throw StoreError("database " + path_ + ": cannot switch to WAL mode (journal mode is " +
+                         mode + ")");
+      break;
+    } catch (const StoreBusyError& e) {
+      if (attempt >= kWriteAttempts) fail_busy_after(e, started, attempt);
+      backoff(attempt);
+    }
+  }
+  exec("PRAGMA synchronous = NORMAL");  // durable across process crashes in WAL mode
 }
 
 Connection::~Connection() {

@@ -178,6 +178,8 @@ class Connection {
                                     int attempts) const;
 
  private:
+  void check_is_sqlite();  // the first read of the file
+  void enable_wal();       // the journal mode every writer needs
   void rollback() noexcept;
   static void backoff(int attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));

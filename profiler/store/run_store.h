@@ -158,18 +158,14 @@ class RunStore {
   void touch(int64_t run_id);  // inside a write transaction
   // One write transaction on an existing run: touch, then body.
   void write_to_run(int64_t run_id, const std::function<void(store::Connection&)>& body);
+  // Rows of one of the run's tables, in one write_to_run.
+  template <class Row>
+  void add_rows(int64_t run_id, std::span<const Row> rows);
+  // One of the run's tables, whole, in its reading order.
+  template <class Row>
+  std::vector<Row> locked_run_rows(int64_t run_id);
   RunInfo read_run_row(store::Statement& st);
-  std::vector<RankInfo> ranks_unlocked(int64_t run_id);
-  std::vector<StepRow> steps_unlocked(int64_t run_id);
-  std::vector<StepRankRow> step_ranks_unlocked(int64_t run_id);
-  std::vector<StepTimerRow> step_timers_unlocked(int64_t run_id);
-  std::vector<ModuleInfo> modules_unlocked(int64_t run_id);
-  std::vector<LayerStat> layer_stats_unlocked(int64_t run_id, std::optional<int> rank);
-  std::vector<CommStatRow> comm_stats_unlocked(int64_t run_id);
-  std::vector<MemoryRow> memory_unlocked(int64_t run_id);
-  std::vector<GpuRankTimeline> gpu_timeline_unlocked(int64_t run_id);
   std::optional<RunInfo> find_run_unlocked(int64_t run_id);
-  TrialRow read_trial_row(store::Statement& st);
 
   std::mutex mutex_;
   std::unique_ptr<store::Connection> conn_;

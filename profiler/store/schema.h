@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace hybrid::profiler::store {
 
@@ -16,7 +17,7 @@ constexpr int32_t kApplicationId = 0x48594252;  // "HYBR": PRAGMA application_id
 struct Migration {
   int version;          // user_version after it ran
   const char* summary;  // one line for docs and errors
-  const char* sql;
+  std::string sql;
 };
 
 std::span<const Migration> migrations();  // versions 1..kSchemaVersion, in order

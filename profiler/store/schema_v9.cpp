@@ -1,14 +1,12 @@
+#include <string>
+
 #include "profiler/store/schema_migrations.h"
 
 namespace hybrid::profiler::store {
 
-// v9: a run's status and a trial's may be `diverged` (it ran its steps, but its
-// loss went NaN or infinite: engine/divergence.h). SQLite cannot change a CHECK
-// in place, so `runs` and `trials` are rebuilt with the same columns in the same
-// order; prepare_schema runs
-// migrations with foreign keys off, so the rows that point at runs stay (a DROP
-// of `runs` would otherwise delete them by cascade), and checks them after.
-const char* const kSchemaV9 = R"sql(
+namespace {
+
+constexpr const char* kSchemaV9Runs = R"sql(
 CREATE TABLE runs_v9 (
   id             INTEGER PRIMARY KEY,
   name           TEXT    NOT NULL DEFAULT '',
@@ -42,45 +40,18 @@ INSERT INTO runs_v9 SELECT * FROM runs;
 DROP TABLE runs;
 ALTER TABLE runs_v9 RENAME TO runs;
 CREATE INDEX runs_by_status ON runs(status);
-CREATE TABLE trials_v9 (
-  id                  INTEGER PRIMARY KEY,
-  sweep_id            INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
-  key                 TEXT    NOT NULL,
-  config_json         TEXT    NOT NULL DEFAULT '{}',
-  status              TEXT    NOT NULL DEFAULT 'pending'
-                      CHECK (status IN ('pending','running','ok','oom','timeout','crash',
-                                        'config_error','failed','node_failure','cancelled',
-                                        'diverged')),
-  reason              TEXT    NOT NULL DEFAULT '',
-  metric              REAL,
-  tokens_per_s        REAL,
-  samples_per_s       REAL,
-  flops_per_s         REAL,
-  latency_ms          REAL,
-  predicted_mem_bytes INTEGER,
-  peak_mem_bytes      INTEGER,
-  predicted_step_ms   REAL,
-  wall_s              REAL,
-  output_tail         TEXT    NOT NULL DEFAULT '',
-  run_id              INTEGER REFERENCES runs(id) ON DELETE SET NULL,
-  created_at          REAL    NOT NULL,
-  updated_at          REAL    NOT NULL,
-  step_count          INTEGER,
-  step_median_ms      REAL,
-  step_q1_ms          REAL,
-  step_q3_ms          REAL,
-  step_mad_ms         REAL,
-  step_cv             REAL,
-  step_ci_low_ms      REAL,
-  step_ci_high_ms     REAL,
-  noisy               INTEGER NOT NULL DEFAULT 0 CHECK (noisy IN (0, 1)),
-  attempts            INTEGER NOT NULL DEFAULT 1,
-  UNIQUE (sweep_id, key)
-);
-INSERT INTO trials_v9 SELECT * FROM trials;
-DROP TABLE trials;
-ALTER TABLE trials_v9 RENAME TO trials;
-CREATE INDEX trials_by_run ON trials(run_id);
 )sql";
+
+}  // namespace
+
+// v9: a run's status and a trial's may be `diverged` (it ran its steps, but its
+// loss went NaN or infinite: engine/divergence.h). SQLite cannot change a CHECK
+// in place, so `runs` and `trials` are rebuilt with the same columns in the same
+// order; prepare_schema runs migrations with foreign keys off, so the rows that
+// point at runs stay (a DROP of `runs` would otherwise delete them by cascade),
+// and checks them after.
+std::string schema_v9() {
+  return kSchemaV9Runs + rebuild_trials(9, ",\n                                        'diverged'");
+}
 
 }  // namespace hybrid::profiler::store

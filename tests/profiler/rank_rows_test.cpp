@@ -33,6 +33,7 @@ RankRows sample_rows() {
   g.compute_ns = 600, g.non_compute_ns = 150, g.comm_ns = 200, g.memory_ns = 30;
   g.comm_overlap_ns = 120, g.exposed_comm_ns = 80;
   for (int i = 0; i < kGpuWorkMasks; ++i) g.exclusive_ns[size_t(i)] = 10 * (i + 1);
+  g.exclusive_ns[0] = g.idle_ns;  // the same time: sent once, as the store keeps it
   g.computation_kernels = 17, g.communication_kernels = 5, g.memory_records = 3;
   r.gpu = {g};
   Event a;

@@ -29,6 +29,24 @@ std::filesystem::path fixture(int version) {
          ("store_schema_v" + std::to_string(version) + ".sql");
 }
 
+// A file a version-`version` build wrote (its frozen DDL), holding the rows
+// `rows` inserts.
+std::filesystem::path old_store(const TempDir& dir, int version, const std::string& rows) {
+  const auto db = dir / ("v" + std::to_string(version) + ".db");
+  exec_sql(db, test::read_file(fixture(version)));
+  exec_sql(db, rows);
+  return db;
+}
+
+// Run 4 of two ranks, rank 1's row on node-a (the columns of every version).
+std::string run_4_of_two_ranks(const std::string& name, const std::string& status) {
+  return "INSERT INTO runs (id, name, started_at, last_update, status, world_size) VALUES (4, '" +
+         name + "', 1700000000.0, 1700000100.0, '" + status +
+         "', 2);"
+         "INSERT INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
+         "VALUES (4, 1, 'node-a', 99, 5);";
+}
+
 // Tables, indexes and their DDL, as SQLite keeps them.
 std::string schema_of(const std::filesystem::path& db) {
   return query_sql(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name");
@@ -107,18 +125,17 @@ TEST(StoreSchema, MigratesFromEveryEarlierVersion) {
 // columns and the tie_breaks table then take writes, and bad values are refused.
 TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
   TempDir dir;
-  const auto db = dir / "v4.db";
-  exec_sql(db, test::read_file(fixture(4)));
-  exec_sql(db,
-           "INSERT INTO runs (id, name, started_at, last_update, status) "
-           "VALUES (3, 'trial run', 1700000000.0, 1700000001.0, 'ok');"
-           "INSERT INTO sweeps (id, name, metric, status, created_at) "
-           "VALUES (2, 'old sweep', 'latency_ms', 'done', 1700000000.0);"
-           "INSERT INTO trials (sweep_id, key, config_json, status, reason, metric, latency_ms, "
-           "samples_per_s, run_id, created_at, updated_at) VALUES (2, 'mbs=1', '{}', 'ok', "
-           "'median of steps 4..16', 12.5, 12.5, 80.0, 3, 1700000000.0, 1700000002.0);"
-           "INSERT INTO trials (sweep_id, key, status, reason, created_at, updated_at) "
-           "VALUES (2, 'mbs=8', 'oom', 'OutOfMemoryError', 1700000000.0, 1700000003.0);");
+  const auto db = old_store(
+      dir, 4,
+      "INSERT INTO runs (id, name, started_at, last_update, status) "
+      "VALUES (3, 'trial run', 1700000000.0, 1700000001.0, 'ok');"
+      "INSERT INTO sweeps (id, name, metric, status, created_at) "
+      "VALUES (2, 'old sweep', 'latency_ms', 'done', 1700000000.0);"
+      "INSERT INTO trials (sweep_id, key, config_json, status, reason, metric, latency_ms, "
+      "samples_per_s, run_id, created_at, updated_at) VALUES (2, 'mbs=1', '{}', 'ok', "
+      "'median of steps 4..16', 12.5, 12.5, 80.0, 3, 1700000000.0, 1700000002.0);"
+      "INSERT INTO trials (sweep_id, key, status, reason, created_at, updated_at) "
+      "VALUES (2, 'mbs=8', 'oom', 'OutOfMemoryError', 1700000000.0, 1700000003.0);");
   ASSERT_EQ(query_sql(db, "PRAGMA user_version"), "4");
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 4);
@@ -175,14 +192,13 @@ TEST(StoreSchema, V4SweepMigratesToV5WithTrialsIntactAndNoiseColumnsWritable) {
 // rows, and a link class that is neither is refused.
 TEST(StoreSchema, V5MigratesToV6CommStatsIntraHostTrialsIntact) {
   TempDir dir;
-  const auto db = dir / "v5.db";
-  exec_sql(db, test::read_file(fixture(5)));
-  exec_sql(db,
-           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
-           "VALUES (4, 'two ranks', 1700000000.0, 1700000001.0, 'ok', 2);"
-           "INSERT INTO run_ranks VALUES (4, 1, 'node-a', 321, 1700000000000000000);"
-           "INSERT INTO comm_stats VALUES (4, 1, 'all_reduce', 4096, 10, 5000, 400, 600, 8.5, "
-           "12.75);");
+  const auto db =
+      old_store(dir, 5,
+                "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
+                "VALUES (4, 'two ranks', 1700000000.0, 1700000001.0, 'ok', 2);"
+                "INSERT INTO run_ranks VALUES (4, 1, 'node-a', 321, 1700000000000000000);"
+                "INSERT INTO comm_stats VALUES (4, 1, 'all_reduce', 4096, 10, 5000, 400, 600, 8.5, "
+                "12.75);");
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 5);
   EXPECT_EQ(store.integrity_check(), "ok");
@@ -229,11 +245,10 @@ TEST(StoreSchema, V5MigratesToV6CommStatsIntraHostTrialsIntact) {
 // the cost model reads as such; new probes keep their ranks.
 TEST(StoreSchema, V6ProbesMigrateToV7WithRanksUnknown) {
   TempDir dir;
-  const auto db = dir / "v6.db";
-  exec_sql(db, test::read_file(fixture(6)));
-  exec_sql(db,
-           "INSERT INTO probes VALUES (3, 1700000000.0, 'node-a', 'cpu | gemm fp32', 4, 2.5e10);"
-           "INSERT INTO probe_bandwidth VALUES (3, 'all_reduce', 4096, 'inter_host', 0.5, 0.75);");
+  const auto db = old_store(
+      dir, 6,
+      "INSERT INTO probes VALUES (3, 1700000000.0, 'node-a', 'cpu | gemm fp32', 4, 2.5e10);"
+      "INSERT INTO probe_bandwidth VALUES (3, 'all_reduce', 4096, 'inter_host', 0.5, 0.75);");
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 6);
   EXPECT_EQ(store.integrity_check(), "ok");
@@ -264,17 +279,13 @@ TEST(StoreSchema, V6ProbesMigrateToV7WithRanksUnknown) {
 // send of one size are two rows), stages and bubbles; an empty group is refused.
 TEST(StoreSchema, V7RunMigratesToV8CommStatsOfTheWorldGroupNoBubble) {
   TempDir dir;
-  const auto db = dir / "v7.db";
-  exec_sql(db, test::read_file(fixture(7)));
-  exec_sql(db,
-           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
-           "VALUES (4, 'v7 run', 1700000000.0, 1700000100.0, 'ok', 2);"
-           "INSERT INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
-           "VALUES (4, 1, 'node-a', 99, 5);"
-           "INSERT INTO step_ranks VALUES (4, 1, 1, 9.5, 2.0, 0.5);"
-           "INSERT INTO comm_stats (run_id, rank, op, bytes, link, count, total_ns, min_ns, "
-           "max_ns, algbw_gbps, busbw_gbps) VALUES "
-           "(4, 1, 'all_reduce', 4096, 'inter_host', 3, 300, 90, 110, 1.5, 2.25);");
+  const auto db = old_store(
+      dir, 7,
+      run_4_of_two_ranks("v7 run", "ok") +
+          "INSERT INTO step_ranks VALUES (4, 1, 1, 9.5, 2.0, 0.5);"
+          "INSERT INTO comm_stats (run_id, rank, op, bytes, link, count, total_ns, min_ns, "
+          "max_ns, algbw_gbps, busbw_gbps) VALUES "
+          "(4, 1, 'all_reduce', 4096, 'inter_host', 3, 300, 90, 110, 1.5, 2.25);");
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 7);
   EXPECT_EQ(store.integrity_check(), "ok");
@@ -316,18 +327,14 @@ TEST(StoreSchema, V7RunMigratesToV8CommStatsOfTheWorldGroupNoBubble) {
 // rebuild runs with foreign keys off; they are back on after it.
 TEST(StoreSchema, V8RunsMigrateToV9WithEveryRowPointingAtThemAndTakeStatusDiverged) {
   TempDir dir;
-  const auto db = dir / "v8.db";
-  exec_sql(db, test::read_file(fixture(8)));
-  exec_sql(db,
-           "INSERT INTO runs (id, name, started_at, last_update, status, world_size) "
-           "VALUES (4, 'v8 run', 1700000000.0, 1700000100.0, 'killed', 2);"
-           "INSERT INTO run_ranks (run_id, rank, host, pid, epoch_unix_ns) "
-           "VALUES (4, 1, 'node-a', 99, 5);"
-           "INSERT INTO steps VALUES (4, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
-           "INSERT INTO sweeps (id, name, metric, status, created_at) "
-           "VALUES (2, 'sweep', 'latency_ms', 'done', 1700000000.0);"
-           "INSERT INTO trials (sweep_id, key, status, run_id, created_at, updated_at) "
-           "VALUES (2, 'mbs=1', 'ok', 4, 1700000000.0, 1700000002.0);");
+  const auto db = old_store(
+      dir, 8,
+      run_4_of_two_ranks("v8 run", "killed") +
+          "INSERT INTO steps VALUES (4, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
+          "INSERT INTO sweeps (id, name, metric, status, created_at) "
+          "VALUES (2, 'sweep', 'latency_ms', 'done', 1700000000.0);"
+          "INSERT INTO trials (sweep_id, key, status, run_id, created_at, updated_at) "
+          "VALUES (2, 'mbs=1', 'ok', 4, 1700000000.0, 1700000002.0);");
   EXPECT_THROW(exec_sql(db, "UPDATE runs SET status = 'diverged'"), std::exception);
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 8);
