@@ -85,7 +85,7 @@ inline FlipCase run_flip_case(const hybrid::test::TestCluster& cluster, const te
                   cluster.env(), test::tune_bin(), o.hostfile, uint64_t(16) << 20, o.db));
   EXPECT_EQ(probe.exit_code, 0) << probe.output;
   const auto sweep = test::run_command(fmt::format(
-      "env {} {} --config {} --space {} --nprocs 2 --hostfile {} --metric throughput --steps 7 "
+      "env {} {} --config {} --space {} --nprocs 2 --hostfile {} --metric throughput --steps 10 "
       "--start-step 3 --early-stop 0 --no-probe --db {} --out {}",
       cluster.env(), test::tune_bin(), o.config, o.space, o.hostfile, o.db, o.out));
   EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
