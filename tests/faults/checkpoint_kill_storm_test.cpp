@@ -11,9 +11,7 @@
 // bit-identical to an uninterrupted run's (partition bytes: master weights and
 // optimizer moments), and no temporary file is left.
 //
-// HYBRID_KILL_STORM_KILLS (default 12: 4 held inside a save, 8 at random
-// moments) and HYBRID_KILL_STORM_SEED (default 14); scripts/kill-storm.sh runs
-// longer storms.
+// HYBRID_KILL_STORM_KILLS (default 20) and HYBRID_KILL_STORM_SEED (default 14).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -84,7 +82,7 @@ std::string check_complete_tags_load(const fs::path& dir, const std::string& scr
 }
 
 TEST(KillStorm, CheckpointsSurviveKillsMidSaveAndResumeBitExactly) {
-  const int kills = env_int("HYBRID_KILL_STORM_KILLS", 12);
+  const int kills = env_int("HYBRID_KILL_STORM_KILLS", 20);
   std::mt19937 rng(unsigned(env_int("HYBRID_KILL_STORM_SEED", 14)));
   autotune::test::TempDir dir;
   const std::string cfg = dir / "cfg.json";
