@@ -145,16 +145,9 @@ TEST(CostModel, ComputeIsModelFlopsPerRankOverTheGemmRate) {
 // embedding's not).
 TEST(CostModel, ALlamasFiguresComeFromItsModules) {
   const ClusterRates r = linear_rates(2);
-  const json llama = {{"hybrid",
-                       {{"model",
-                         {{"type", "llama"},
-                          {"n_layer", 3},
-                          {"n_embd", 32},
-                          {"n_head", 4},
-                          {"n_kv_head", 2},
-                          {"intermediate_size", 64},
-                          {"vocab_size", 64},
-                          {"tie_embeddings", false}}}}}};
+  const json llama = json::parse(R"({"hybrid": {"model": {"type": "llama", "n_layer": 3,
+      "n_embd": 32, "n_head": 4, "n_kv_head": 2, "intermediate_size": 64, "vocab_size": 64,
+      "tie_embeddings": false}}})");
   const auto c = cfg(llama, 2);
   const auto f = step_features(c, 2, r);
   EXPECT_DOUBLE_EQ(f.x[kMicroSteps], (26.0 * 3 + 12) * r.op_overhead_s);

@@ -11,6 +11,7 @@
 
 #include "autotune/hostfile.h"
 #include "autotune/tune_error.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid::autotune {
 namespace {
@@ -67,12 +68,7 @@ class Hostfile : public ::testing::Test {
     return path_.string();
   }
   std::string error_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const TuneError& e) {
-      return e.what();
-    }
-    return "(no error)";
+    return hybrid::test::error_of<TuneError>(f, "(no error)");
   }
   std::filesystem::path path_ =
       std::filesystem::temp_directory_path() / ("hybrid_hostfile_" + std::to_string(::getpid()));

@@ -44,6 +44,21 @@ inline std::map<std::string, profiler::TrialRow> trials_by_key(const std::string
   return m;
 }
 
+// The grid sweep of DIR's config over its space (every candidate, no early
+// stop) into DIR/grid.db and DIR/grid.json: `count` trials, each ok, by key in
+// `trials`.
+inline void run_grid_sweep(const TempDir& dir, size_t count,
+                           std::map<std::string, profiler::TrialRow>& trials) {
+  const auto grid = run_command(fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}",
+                                            layout_sweep_command(dir.path().string()),
+                                            dir / "grid.db", dir / "grid.json"));
+  ASSERT_EQ(grid.exit_code, 0) << grid.output;
+  trials = trials_by_key(dir / "grid.db");
+  ASSERT_EQ(trials.size(), count) << grid.output;
+  for (const auto& [key, row] : trials)
+    ASSERT_EQ(row.status, profiler::TrialStatus::ok) << key << ": " << row.reason;
+}
+
 inline std::string best_key(const std::string& output) {
   std::smatch m;
   return std::regex_search(output, m, std::regex("best: (\\S+) =")) ? m[1].str() : std::string();
@@ -81,6 +96,18 @@ inline void expect_model_picks_its_fastest_trial(
       grid_best->key.c_str(), *grid_best->metric, pick.c_str(), *model_best->metric,
       g.metric ? *g.metric : 0.0, g.metric ? *g.metric / *grid_best->metric : 0.0, mt.size(),
       grid.size());
+}
+
+// The `model` strategy's sweep of the same candidates into DIR/model.db: it
+// picks its own fastest trial (expect_model_picks_its_fastest_trial against the
+// grid's trials).
+inline void expect_model_sweep_picks_its_fastest_trial(
+    const TempDir& dir, const std::map<std::string, profiler::TrialRow>& grid) {
+  const auto model = run_command(fmt::format("{} --strategy model --db {} --out {}",
+                                             layout_sweep_command(dir.path().string()),
+                                             dir / "model.db", dir / "model.json"));
+  ASSERT_EQ(model.exit_code, 0) << model.output;
+  expect_model_picks_its_fastest_trial(grid, dir / "model.db", model.output);
 }
 
 }  // namespace hybrid::autotune::test

@@ -17,7 +17,6 @@ namespace hybrid::autotune {
 namespace {
 
 using nlohmann::json;
-using profiler::TrialStatus;
 
 TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksItsFastestTrial) {
   test::TempDir dir;
@@ -28,16 +27,10 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksItsFastestTrial) {
            {"hybrid", {{"model", {{"n_layer", 4}, {"n_embd", 64}, {"seq_len", 32}}}}}}));
   test::write_json(dir / "space.json",
                    json::parse(R"({"mbs": [1, 2], "pp": [1, 2, 4], "stage": [0, 1]})"));
-  const std::string common = test::layout_sweep_command(dir.path().string());
-  const auto grid =
-      test::run_command(fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}", common,
-                                    dir / "grid.db", dir / "grid.json"));
-  ASSERT_EQ(grid.exit_code, 0) << grid.output;
-  const auto t = test::trials_by_key(dir / "grid.db");
-  ASSERT_EQ(t.size(), 12u) << grid.output;
+  std::map<std::string, profiler::TrialRow> t;
+  ASSERT_NO_FATAL_FAILURE(test::run_grid_sweep(dir, 12, t));
   std::map<int, int> layouts;  // pipeline stages -> trials
   for (const auto& [key, row] : t) {
-    ASSERT_EQ(row.status, TrialStatus::ok) << key << ": " << row.reason;
     const json cfg = json::parse(row.config_json);
     const int pp = cfg.at("pipeline").at("stages").get<int>();
     EXPECT_THAT(key, ::testing::HasSubstr(fmt::format("pp={}", pp)));
@@ -50,10 +43,7 @@ TEST(PipelineSweep, FourRanksTryEveryLayoutAndTheModelPicksItsFastestTrial) {
   EXPECT_EQ(layouts, (std::map<int, int>{{1, 4}, {2, 4}, {4, 4}}));
   EXPECT_TRUE(test::read_json(dir / "grid.json").contains("pipeline"));
 
-  const auto model = test::run_command(fmt::format("{} --strategy model --db {} --out {}", common,
-                                                   dir / "model.db", dir / "model.json"));
-  ASSERT_EQ(model.exit_code, 0) << model.output;
-  test::expect_model_picks_its_fastest_trial(t, dir / "model.db", model.output);
+  test::expect_model_sweep_picks_its_fastest_trial(dir, t);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "autotune/tune_error.h"
+#include "tests/common/error_of.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -20,12 +21,7 @@ std::vector<json> values_of(const SearchSpace& s, const std::string& name) {
 }
 
 std::string error_of(const json& j) {
-  try {
-    parse_space(j);
-  } catch (const TuneError& e) {
-    return e.what();
-  }
-  return "";
+  return hybrid::test::error_of<TuneError>([&] { parse_space(j); });
 }
 
 TEST(Space, ListsRangesAndPowersOfTwo) {

@@ -26,7 +26,6 @@ namespace hybrid::autotune {
 namespace {
 
 using nlohmann::json;
-using profiler::StepSpread;
 using profiler::TrialRow;
 using profiler::TrialStatus;
 using ::testing::HasSubstr;

@@ -23,7 +23,6 @@ namespace hybrid::autotune {
 namespace {
 
 using nlohmann::json;
-using profiler::TrialStatus;
 
 TEST(TensorSweep, FourRanksTryEveryTpLayoutAndTheModelPicksItsFastestTrial) {
   test::TempDir dir;
@@ -32,16 +31,10 @@ TEST(TensorSweep, FourRanksTryEveryTpLayoutAndTheModelPicksItsFastestTrial) {
                                       {"hybrid", {{"model", {{"n_embd", 64}, {"seq_len", 32}}}}}}));
   test::write_json(dir / "space.json",
                    json::parse(R"({"tp": [1, 2], "pp": [1, 2], "stage": [0, 1]})"));
-  const std::string common = test::layout_sweep_command(dir.path().string());
-  const auto grid =
-      test::run_command(fmt::format("{} --strategy grid --early-stop 0 --db {} --out {}", common,
-                                    dir / "grid.db", dir / "grid.json"));
-  ASSERT_EQ(grid.exit_code, 0) << grid.output;
-  const auto t = test::trials_by_key(dir / "grid.db");
-  ASSERT_EQ(t.size(), 8u) << grid.output;
+  std::map<std::string, profiler::TrialRow> t;
+  ASSERT_NO_FATAL_FAILURE(test::run_grid_sweep(dir, 8, t));
   std::map<std::pair<int, int>, int> layouts;  // (pp, tp) -> trials
   for (const auto& [key, row] : t) {
-    ASSERT_EQ(row.status, TrialStatus::ok) << key << ": " << row.reason;
     const json cfg = json::parse(row.config_json);
     const int pp = cfg.at("pipeline").at("stages").get<int>();
     const int tp = cfg.at("tensor_model_parallel_size").get<int>();
@@ -56,10 +49,7 @@ TEST(TensorSweep, FourRanksTryEveryTpLayoutAndTheModelPicksItsFastestTrial) {
                          {{1, 1}, 2}, {{1, 2}, 2}, {{2, 1}, 2}, {{2, 2}, 2}}));
   EXPECT_TRUE(test::read_json(dir / "grid.json").contains("tensor_model_parallel_size"));
 
-  const auto model = test::run_command(fmt::format("{} --strategy model --db {} --out {}", common,
-                                                   dir / "model.db", dir / "model.json"));
-  ASSERT_EQ(model.exit_code, 0) << model.output;
-  test::expect_model_picks_its_fastest_trial(t, dir / "model.db", model.output);
+  test::expect_model_sweep_picks_its_fastest_trial(dir, t);
 
   // `predict` ranks the layouts at 8 ranks from the grid's trials.
   const auto predicted = test::run_command(

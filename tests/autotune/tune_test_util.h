@@ -16,6 +16,7 @@
 #include "tests/common/json_file.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/tiny_gpt2.h"
 
 namespace hybrid::autotune::test {
 
@@ -27,13 +28,7 @@ inline nlohmann::json tiny_config(const nlohmann::json& patch = nlohmann::json::
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}}}}},
       {"steps_per_print", 1000},
       {"hybrid",
-       {{"model",
-         {{"type", "gpt2"},
-          {"n_layer", 2},
-          {"n_embd", 32},
-          {"n_head", 2},
-          {"vocab_size", 64},
-          {"seq_len", 16}}},
+       {{"model", hybrid::test::tiny_gpt2_model()},
         {"data", "synthetic"},
         {"threads", 1},
         {"seed", 7}}},

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -133,6 +134,28 @@ inline void expect_the_pick_follows_the_numbers(const std::string& name, const F
     return c.output.find("best: " + key) != std::string::npos;
   });
   EXPECT_TRUE(named) << figures(name, c) << c.output;
+}
+
+// Both cases of a flip: on 2 fresh test hosts with unshaped links, then on 2
+// with links shaped by `shaping` (`testcluster.sh up` options, e.g. "--rate
+// 500mbit"). Prints their figures and keeps them in `all` (for the callers'
+// messages). Skips or fails the test as HYBRID_REQUIRE_CLUSTER does: the
+// caller returns when IsSkipped() or HasFatalFailure().
+inline void run_flip_cases(const test::TempDir& dir, const json& config, const json& space,
+                           const std::string& shaping, FlipCase& unshaped, FlipCase& shaped,
+                           std::string& all) {
+  {
+    hybrid::test::TestCluster cluster(2);
+    HYBRID_REQUIRE_CLUSTER(cluster);
+    unshaped = run_flip_case(cluster, dir, "unshaped", config, space);
+  }
+  {
+    hybrid::test::TestCluster cluster(2, shaping);
+    HYBRID_REQUIRE_CLUSTER(cluster);
+    shaped = run_flip_case(cluster, dir, "shaped", config, space);
+  }
+  all = figures("unshaped", unshaped) + figures("shaped (" + shaping + ")", shaped);
+  std::cout << all;
 }
 
 }  // namespace hybrid::autotune

@@ -34,17 +34,11 @@ const json kSpace = json::parse(R"({"pp": [1, 2]})");
 TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) {
   test::TempDir dir;
   FlipCase unshaped, shaped;
-  {
-    hybrid::test::TestCluster cluster(2);
-    HYBRID_REQUIRE_CLUSTER(cluster);
-    unshaped = run_flip_case(cluster, dir, "unshaped", flip_config(), kSpace);
-  }
-  {
-    hybrid::test::TestCluster cluster(2, "--rate 500mbit");
-    HYBRID_REQUIRE_CLUSTER(cluster);
-    shaped = run_flip_case(cluster, dir, "shaped", flip_config(), kSpace);
-  }
-  std::cout << figures("unshaped", unshaped) << figures("shaped (500 Mbit/s)", shaped);
+  std::string all;
+  // Returns from the test where the helper skipped or failed it.
+  ASSERT_NO_FATAL_FAILURE(
+      run_flip_cases(dir, flip_config(), kSpace, "--rate 500mbit", unshaped, shaped, all));
+  if (IsSkipped()) return;
   expect_the_pick_follows_the_numbers("unshaped", unshaped);
   expect_the_pick_follows_the_numbers("shaped", shaped);
   // The flip, as the cost model predicts it from each probe's recorded rates:
@@ -52,7 +46,6 @@ TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) 
   // runs: docs/cluster.md); the load on the shared cores decides them, so they
   // are figures, not verdicts.
   const std::string pp1 = "mbs=1,gas=1,stage=0,pp=1", pp2 = "mbs=1,gas=1,stage=0,pp=2";
-  const std::string all = figures("unshaped", unshaped) + figures("shaped", shaped);
   EXPECT_EQ(unshaped.predicted_best, pp1) << all;
   EXPECT_EQ(shaped.predicted_best, pp2) << all;
   // Shaping moves the prediction towards pp 2 by the bytes that cross the link.

@@ -14,6 +14,7 @@
 #include "engine/memory_model.h"
 #include "engine/model/gpt2/gpt2.h"
 #include "engine_test_util.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid {
 namespace {
@@ -24,12 +25,7 @@ using engine::MemCategory;
 using test::quiet;
 
 std::string error_of(const nlohmann::json& patch) {
-  try {
-    test::tiny_config(patch);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no ConfigError)";
+  return hybrid::test::error_of<ConfigError>([&] { test::tiny_config(patch); }, "(no ConfigError)");
 }
 
 nlohmann::json model_layers(int n) { return {{"hybrid", {{"model", {{"n_layer", n}}}}}}; }
@@ -160,16 +156,8 @@ Trace run(const Config& cfg, int steps) {
 }
 
 nlohmann::json training_patch(int stage, const std::string& dtype) {
-  nlohmann::json p = {{"gradient_accumulation_steps", 2},
-                      {"zero_optimization",
-                       {{"stage", stage},
-                        {"overlap_comm", true},
-                        {"reduce_bucket_size", 3000},
-                        {"stage3_param_persistence_threshold", 200},
-                        {"stage3_prefetch_bucket_size", 4000}}},
-                      {"hybrid", {{"model", {{"n_layer", 3}}}}}};
-  if (dtype != "fp32") p[dtype] = {{"enabled", true}};
-  if (dtype == "fp16") p["fp16"]["initial_scale_power"] = 12;
+  nlohmann::json p = test::zero_training_patch(stage, dtype);
+  p["hybrid"] = {{"model", {{"n_layer", 3}}}};
   return p;
 }
 

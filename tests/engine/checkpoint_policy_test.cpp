@@ -65,21 +65,15 @@ TEST(SavePolicy, IntervalsKindsAndOverrides) {
   EXPECT_EQ(p.warning(), "");
 }
 
+// One micro-step a step (the tiny config), on tokens that change with the step.
 std::vector<float> run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
-  std::vector<int32_t> in(n), tgt(n);
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    for (size_t i = 0; i < n; ++i) {
-      in[i] = int32_t((i * 7 + size_t(e.global_step()) * 3) % size_t(cfg.model.vocab_size));
-      tgt[i] = int32_t((i * 5 + size_t(e.global_step())) % size_t(cfg.model.vocab_size));
+  return test::train_steps(e, steps, [&](int, auto& in, auto& tgt) {
+    const size_t step = size_t(e.global_step()), vocab = size_t(e.config().model.vocab_size);
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = int32_t((i * 7 + step * 3) % vocab);
+      tgt[i] = int32_t((i * 5 + step) % vocab);
     }
-    losses.push_back(e.forward(in, tgt));
-    e.backward();
-    e.step();
-  }
-  return losses;
+  });
 }
 
 TEST(Checkpoint, DefaultTagFullCheckpointAndSaveLatest) {

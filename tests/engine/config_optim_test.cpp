@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/config/config.h"
+#include "tests/common/error_of.h"
 
 namespace {
 
@@ -14,12 +15,7 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 std::string error_of(const json& j) {
-  try {
-    parse_config(j);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return hybrid::test::error_of<ConfigError>([&] { parse_config(j); });
 }
 
 json with(const std::string& key, json value) {

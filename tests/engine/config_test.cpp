@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/error_of.h"
+
 namespace {
 
 using hybrid::engine::Config;
@@ -26,12 +28,7 @@ using ::testing::HasSubstr;
 
 // The message of the ConfigError that parsing j throws ("" if none is thrown).
 std::string error_of(const json& j, int world_size = 1) {
-  try {
-    parse_config(j, world_size);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return hybrid::test::error_of<ConfigError>([&] { parse_config(j, world_size); });
 }
 
 json base() { return json{{"train_micro_batch_size_per_gpu", 2}}; }

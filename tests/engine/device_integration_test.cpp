@@ -18,6 +18,7 @@
 #include "engine/memory_model.h"
 #include "engine_test_util.h"
 #include "kernels/registry.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid {
 namespace {
@@ -28,19 +29,17 @@ TEST(DeviceMemory, BackendOutOfMemoryBecomesOutOfMemoryErrorNamingTheCategory) {
   test::DeviceDouble device(4096);
   engine::TrackingAllocator alloc(device, 0);  // no budget: the device itself runs out
   const auto a = test::one_buffer(alloc, 3000, MemCategory::params);
-  try {
-    const auto b = test::one_buffer(alloc, 2000, MemCategory::optimizer);
-    FAIL() << "expected OutOfMemoryError";
-  } catch (const engine::OutOfMemoryError& e) {
-    EXPECT_EQ(e.category(), MemCategory::optimizer);
-    EXPECT_EQ(e.requested(), 2000u);
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("out of memory: allocating 1.95 KiB for optimizer failed in device memory"),
-              std::string::npos)
-        << msg;
-    EXPECT_NE(msg.find("2.93 KiB in use by this rank"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("device double: 2000 bytes requested, 1096 free"), std::string::npos) << msg;
-  }
+  const auto e = test::thrown<engine::OutOfMemoryError>(
+      [&] { test::one_buffer(alloc, 2000, MemCategory::optimizer); });
+  ASSERT_TRUE(e) << "expected OutOfMemoryError";
+  EXPECT_EQ(e->category(), MemCategory::optimizer);
+  EXPECT_EQ(e->requested(), 2000u);
+  const std::string msg = e->what();
+  EXPECT_NE(msg.find("out of memory: allocating 1.95 KiB for optimizer failed in device memory"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("2.93 KiB in use by this rank"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("device double: 2000 bytes requested, 1096 free"), std::string::npos) << msg;
   EXPECT_EQ(alloc.stats().total_current, 3000u) << "the failed allocation left nothing behind";
   EXPECT_EQ(alloc.stats().current[size_t(MemCategory::optimizer)], 0u);
   EXPECT_EQ(device.in_use(), 3000u);
@@ -52,15 +51,13 @@ TEST(DeviceMemory, PinnedHostMemoryRefusedBecomesOutOfMemoryErrorToo) {
   engine::TrackingAllocator host(*cpu, device, 0);
   EXPECT_TRUE(host.host_memory());
   EXPECT_TRUE(host.pinned());
-  try {
-    const auto b = test::one_buffer(host, 2000, MemCategory::master);
-    FAIL() << "expected OutOfMemoryError";
-  } catch (const engine::OutOfMemoryError& e) {
-    EXPECT_EQ(e.category(), MemCategory::master);
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("for master failed in host memory"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("cannot pin 2000 host bytes"), std::string::npos) << msg;
-  }
+  const auto e = test::thrown<engine::OutOfMemoryError>(
+      [&] { test::one_buffer(host, 2000, MemCategory::master); });
+  ASSERT_TRUE(e) << "expected OutOfMemoryError";
+  EXPECT_EQ(e->category(), MemCategory::master);
+  const std::string msg = e->what();
+  EXPECT_NE(msg.find("for master failed in host memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot pin 2000 host bytes"), std::string::npos) << msg;
   const auto c = test::one_buffer(
       host, 800,
       MemCategory::optimizer);  // within the limit: works, zeroed by the CPU backend

@@ -23,6 +23,7 @@
 #include "tests/common/json_file.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/tiny_gpt2.h"
 
 namespace hybrid::test {
 
@@ -43,16 +44,7 @@ inline nlohmann::json tiny_config_json(const nlohmann::json& patch = nlohmann::j
       {"gradient_accumulation_steps", 1},
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
       {"steps_per_print", 1000},
-      {"hybrid",
-       {{"model",
-         {{"type", "gpt2"},
-          {"n_layer", 2},
-          {"n_embd", 32},
-          {"n_head", 2},
-          {"vocab_size", 64},
-          {"seq_len", 16}}},
-        {"data", "synthetic"},
-        {"seed", 7}}},
+      {"hybrid", {{"model", tiny_gpt2_model()}, {"data", "synthetic"}, {"seed", 7}}},
   };
   if (!patch.is_null()) j.merge_patch(patch);
   return j;
@@ -72,6 +64,23 @@ inline engine::Config tiny_config(const nlohmann::json& patch = nlohmann::json::
 // paths, issue 26). With eps above those gradients' √v the update is linear in
 // them and the runs agree to ~1e-7. Adam's state is still partitioned and used.
 inline const nlohmann::json kAdamForComparedRuns = {{"optimizer", {{"params", {{"eps", 1e-4}}}}}};
+
+// ZeRO `stage` at 2 micro-steps a step, communication overlapped in buckets
+// and stage 3's thresholds small enough that the tiny model's tensors span
+// several buckets and prefetches, in `dtype` ("fp32", "bf16", or "fp16" from a
+// loss scale of 2^12).
+inline nlohmann::json zero_training_patch(int stage, const std::string& dtype) {
+  nlohmann::json p = {{"gradient_accumulation_steps", 2},
+                      {"zero_optimization",
+                       {{"stage", stage},
+                        {"overlap_comm", true},
+                        {"reduce_bucket_size", 3000},
+                        {"stage3_param_persistence_threshold", 200},
+                        {"stage3_prefetch_bucket_size", 4000}}}};
+  if (dtype != "fp32") p[dtype] = {{"enabled", true}};
+  if (dtype == "fp16") p["fp16"]["initial_scale_power"] = 12;
+  return p;
+}
 
 // max |a − b| / max |b|: how far weights drifted, relative to their scale.
 inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -141,6 +150,33 @@ inline TrainRun run_hybrid_train(const TempDir& dir, const std::string& name, in
   return r;
 }
 
+// A run of `ranks` processes under `patch`, killed after step 4 of 8 (saving
+// every 4 steps), resumes from its checkpoint with `full`'s losses of steps 5 to
+// 8 bit for bit; one process under `single_patch` (the same samples per step)
+// continues from that checkpoint with them up to reduction order.
+inline void expect_killed_run_resumes(const TempDir& dir, int ranks, const nlohmann::json& patch,
+                                      const nlohmann::json& single_patch, const TrainRun& full) {
+  const std::string ckpt = dir / "ckpt";
+  const auto killed =
+      run_hybrid_train(dir, "first", ranks, patch,
+                       "--quiet --steps 8 --save " + ckpt + " --save-every 4 --kill-after-step 4");
+  EXPECT_NE(killed.exit_code, 0) << "the processes were meant to die";
+  const auto resumed =
+      run_hybrid_train(dir, "second", ranks, patch, "--quiet --steps 4 --load " + ckpt);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.result.at("global_step"), 8) << "resumed at step 4, ran 4 more";
+  const auto a = losses(full), b = losses(resumed);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(b[i], a[4 + i]) << "step " << 5 + i;
+  const auto single =
+      run_hybrid_train(dir, "single", 1, single_patch, "--quiet --steps 4 --load " + ckpt);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_EQ(single.result.at("global_step"), 8) << "loaded at step 4, ran 4 more";
+  const auto c = losses(single);
+  ASSERT_EQ(c.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
+}
+
 // Synthetic training for the engine tests: `steps` optimizer steps of
 // gradient_accumulation_steps micro-steps each.
 //
@@ -158,9 +194,12 @@ inline void train_on_fixed_batch(Engine& e, int steps) {
     }
 }
 
-// On batches that change with the step, the micro-step and the rank (so every
-// step's gradients differ); returns each step's loss summed over its micro-steps.
-inline std::vector<float> train_on_changing_batches(Engine& e, int steps) {
+// `steps` optimizer steps of gradient_accumulation_steps micro-steps each, on
+// the micro-batches `fill(k, in, tgt)` writes for micro-step k (inputs and
+// targets of mbs x seq_len tokens); returns each step's loss summed over its
+// micro-steps.
+template <class Fill>
+std::vector<float> train_steps(Engine& e, int steps, Fill&& fill) {
   const auto& cfg = e.config();
   const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
   std::vector<int32_t> in(n), tgt(n);
@@ -168,11 +207,7 @@ inline std::vector<float> train_on_changing_batches(Engine& e, int steps) {
   for (int s = 0; s < steps; ++s) {
     float l = 0;
     for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      const size_t salt = size_t(e.global_step()) * 5 + size_t(k) * 11 + size_t(e.rank()) * 17;
-      for (size_t i = 0; i < n; ++i) {
-        in[i] = int32_t((i * 7 + salt) % size_t(cfg.model.vocab_size));
-        tgt[i] = int32_t((i * 3 + salt + 1) % size_t(cfg.model.vocab_size));
-      }
+      fill(k, in, tgt);
       l += e.forward(in, tgt);
       e.backward();
       e.step();
@@ -180,6 +215,28 @@ inline std::vector<float> train_on_changing_batches(Engine& e, int steps) {
     losses.push_back(l);
   }
   return losses;
+}
+
+// Token i of micro-batch `salt` (and its target): a pattern every step can learn.
+inline void fill_salted(std::vector<int32_t>& in, std::vector<int32_t>& tgt, size_t salt,
+                        int vocab_size) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = int32_t((i * 7 + salt) % size_t(vocab_size));
+    tgt[i] = int32_t((i * 3 + salt + 1) % size_t(vocab_size));
+  }
+}
+
+// On batches that change with the step, the micro-step and the rank (so every
+// step's gradients differ), or with the micro-step alone when `same_every_step`
+// (the same micro-batches every step: a sequence to memorise, so the loss falls).
+inline std::vector<float> train_on_changing_batches(Engine& e, int steps,
+                                                    bool same_every_step = false) {
+  return train_steps(e, steps, [&](int k, auto& in, auto& tgt) {
+    const size_t salt =
+        (same_every_step ? 0 : size_t(e.global_step()) * 5 + size_t(e.rank()) * 17) +
+        size_t(k) * 11;
+    fill_salted(in, tgt, salt, e.config().model.vocab_size);
+  });
 }
 
 // One zeroed buffer through a one-entry layout: engine code gets memory only

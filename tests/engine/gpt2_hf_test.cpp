@@ -19,6 +19,7 @@
 #include "engine/model/hf_directory.h"
 #include "engine_test_util.h"
 #include "small_gpt2_weights.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid::engine {
 namespace {
@@ -37,15 +38,6 @@ ModelConfig model_of(const Gpt2Weights& w) {
   return m;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Gpt2Hf, ConfigMapsBothWaysAndRefusesVariantsWeDoNotRun) {
   const ModelConfig m = model_of(random_weights(1));
   const auto j = gpt2_hf_config(m);
@@ -62,23 +54,19 @@ TEST(Gpt2Hf, ConfigMapsBothWaysAndRefusesVariantsWeDoNotRun) {
   EXPECT_EQ(dflt.n_embd, 768);
   EXPECT_EQ(dflt.vocab_size, 50257);
   EXPECT_EQ(dflt.seq_len, 1024);
-  const std::pair<nlohmann::json, const char*> refused[] = {
-      {{{"activation_function", "relu"}}, "\"activation_function\" is \"relu\""},
-      {{{"layer_norm_epsilon", 1e-6}}, "\"layer_norm_epsilon\" is 1e-06"},
-      {{{"n_inner", 100}}, "\"n_inner\" is 100"},
-      {{{"tie_word_embeddings", false}}, "\"tie_word_embeddings\" is false"},
-      {{{"scale_attn_by_inverse_layer_idx", true}}, "scale_attn_by_inverse_layer_idx"},
-      {{{"reorder_and_upcast_attn", true}}, "reorder_and_upcast_attn"},
-      {{{"n_head", 5}}, "n_head (5) does not divide n_embd (8)"},
-      {{{"n_layer", "two"}}, "\"n_layer\" is \"two\""},
-  };
-  for (const auto& [patch, message] : refused) {
-    auto c = j;
-    c.merge_patch(patch);
-    const std::string e = error_of([&] { gpt2_model_config_from_hf(c, "x/config.json"); });
-    EXPECT_NE(e.find("x/config.json"), std::string::npos) << e;
-    EXPECT_NE(e.find(message), std::string::npos) << patch.dump() << ": " << e;
-  }
+  test::expect_each_refused(
+      j,
+      {
+          {{{"activation_function", "relu"}}, "\"activation_function\" is \"relu\""},
+          {{{"layer_norm_epsilon", 1e-6}}, "\"layer_norm_epsilon\" is 1e-06"},
+          {{{"n_inner", 100}}, "\"n_inner\" is 100"},
+          {{{"tie_word_embeddings", false}}, "\"tie_word_embeddings\" is false"},
+          {{{"scale_attn_by_inverse_layer_idx", true}}, "scale_attn_by_inverse_layer_idx"},
+          {{{"reorder_and_upcast_attn", true}}, "reorder_and_upcast_attn"},
+          {{{"n_head", 5}}, "n_head (5) does not divide n_embd (8)"},
+          {{{"n_layer", "two"}}, "\"n_layer\" is \"two\""},
+      },
+      [](const nlohmann::json& c, const std::string& file) { gpt2_model_config_from_hf(c, file); });
 }
 
 TEST(Gpt2Hf, WeightsRoundTripBitwiseWithConv1dTransposed) {
@@ -132,19 +120,19 @@ TEST(Gpt2Hf, PublishedLayoutsReadAndForeignTensorsAreRefused) {
 
   keep.back()[3] += 1.0f;  // an untied head
   write_safetensors_dir(pub, out, StDType::F32);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::error_of([&] {
               read_gpt2_hf(pub, model_of(w), 64);
             }).find("lm_head.weight differs from wte.weight"),
             std::string::npos);
   out.pop_back();
   out.push_back({"h.2.attn.c_attn.bias", out[0].shape, keep[0]});  // a third layer
   write_safetensors_dir(pub, out, StDType::F32);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::error_of([&] {
               read_gpt2_hf(pub, model_of(w), 64);
             }).find("tensor 'h.2.attn.c_attn.bias' is not part of GPT2LMHeadModel"),
             std::string::npos);
   std::ofstream(pub + "/config.json") << R"({"architectures": ["BertModel"]})";
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::error_of([&] {
               read_hf_model_config(pub);
             }).find("architecture 'BertModel' is not one hybrid trains"),
             std::string::npos);

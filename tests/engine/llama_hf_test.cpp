@@ -20,6 +20,7 @@
 #include "engine/model/registry.h"
 #include "engine_test_util.h"
 #include "profiler/store/run_store.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid::engine {
 namespace {
@@ -29,15 +30,6 @@ ModelConfig small_llama(bool tied = false) {
   m.type = "llama", m.n_layer = 2, m.n_embd = 32, m.n_head = 4, m.n_kv_head = 2;
   m.intermediate_size = 48, m.vocab_size = 50, m.seq_len = 16, m.tie_embeddings = tied;
   return m;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::vector<float> numbered(const ModuleTree& tree) {
@@ -68,28 +60,28 @@ TEST(LlamaHf, ConfigMapsBothWaysAndRefusesVariantsWeDoNotRun) {
   EXPECT_EQ(dflt.intermediate_size, 11008);
   EXPECT_EQ(dflt.norm_eps, 1e-6);
   EXPECT_FALSE(dflt.tie_embeddings);
-  const std::pair<nlohmann::json, const char*> refused[] = {
-      {{{"hidden_act", "gelu"}}, "\"hidden_act\" is \"gelu\""},
-      {{{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}, "\"rope_scaling\" is"},
-      {{{"attention_bias", true}}, "\"attention_bias\" is true"},
-      {{{"mlp_bias", true}}, "\"mlp_bias\" is true"},
-      {{{"head_dim", 16}}, "\"head_dim\" is 16"},
-      {{{"num_attention_heads", 5}}, "num_attention_heads (5) does not divide hidden_size (32)"},
-      {{{"num_key_value_heads", 3}}, "num_key_value_heads (3) does not divide num_attention_heads"},
-      {{{"num_attention_heads", 32}, {"num_key_value_heads", 32}}, "head size must be even"},
-      {{{"intermediate_size", -1}}, "\"intermediate_size\" is -1"},
-      {{{"num_hidden_layers", "two"}}, "\"num_hidden_layers\" is \"two\""},
-      {{{"num_hidden_layers", 2.5}}, "\"num_hidden_layers\" is 2.5"},
-      {{{"hidden_size", 1e300}}, "\"hidden_size\" is"},
-      {{{"vocab_size", 4294967296}}, "\"vocab_size\" is 4294967296"},
-  };
-  for (const auto& [patch, message] : refused) {
-    auto c = j;
-    c.merge_patch(patch);
-    const std::string e = error_of([&] { llama_model_config_from_hf(c, "x/config.json"); });
-    EXPECT_NE(e.find("x/config.json"), std::string::npos) << e;
-    EXPECT_NE(e.find(message), std::string::npos) << patch.dump() << ": " << e;
-  }
+  test::expect_each_refused(
+      j,
+      {
+          {{{"hidden_act", "gelu"}}, "\"hidden_act\" is \"gelu\""},
+          {{{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}, "\"rope_scaling\" is"},
+          {{{"attention_bias", true}}, "\"attention_bias\" is true"},
+          {{{"mlp_bias", true}}, "\"mlp_bias\" is true"},
+          {{{"head_dim", 16}}, "\"head_dim\" is 16"},
+          {{{"num_attention_heads", 5}},
+           "num_attention_heads (5) does not divide hidden_size (32)"},
+          {{{"num_key_value_heads", 3}},
+           "num_key_value_heads (3) does not divide num_attention_heads"},
+          {{{"num_attention_heads", 32}, {"num_key_value_heads", 32}}, "head size must be even"},
+          {{{"intermediate_size", -1}}, "\"intermediate_size\" is -1"},
+          {{{"num_hidden_layers", "two"}}, "\"num_hidden_layers\" is \"two\""},
+          {{{"num_hidden_layers", 2.5}}, "\"num_hidden_layers\" is 2.5"},
+          {{{"hidden_size", 1e300}}, "\"hidden_size\" is"},
+          {{{"vocab_size", 4294967296}}, "\"vocab_size\" is 4294967296"},
+      },
+      [](const nlohmann::json& c, const std::string& file) {
+        llama_model_config_from_hf(c, file);
+      });
 }
 
 TEST(LlamaHf, WeightsRoundTripBitwiseWithQkvAndGateUpStackedByRows) {
@@ -139,7 +131,7 @@ TEST(LlamaHf, BadDirectoriesAreRefusedNamingWhatIsWrong) {
     const std::string d = dir / name;
     std::filesystem::copy(good, d, std::filesystem::copy_options::recursive);
     edit(d);
-    return error_of([&] { model->read_weights(d, tree); });
+    return test::error_of([&] { model->read_weights(d, tree); });
   };
   // Rewrites the safetensors file without `drop` and with `extra` added.
   auto rewrite = [&](const std::string& d, const std::string& drop, const StTensorOut* extra) {
@@ -185,7 +177,7 @@ TEST(LlamaHf, BadDirectoriesAreRefusedNamingWhatIsWrong) {
     auto c = test::read_json(d + "/config.json");
     c.merge_patch(patch);
     test::write_json(d + "/config.json", c);
-    return error_of([&] { read_hf_model_config(d); });
+    return test::error_of([&] { read_hf_model_config(d); });
   };
   EXPECT_NE(config_error("arch", {{"architectures", {"MistralForCausalLM"}}})
                 .find("architecture 'MistralForCausalLM' is not one hybrid trains (known: "
@@ -201,10 +193,10 @@ TEST(LlamaHf, BadDirectoriesAreRefusedNamingWhatIsWrong) {
   const std::string trunc = dir / "trunc";
   std::filesystem::copy(good, trunc, std::filesystem::copy_options::recursive);
   std::filesystem::resize_file(trunc + "/model.safetensors", 4);
-  EXPECT_NE(error_of([&] { model->read_weights(trunc, tree); }).find("model.safetensors"),
+  EXPECT_NE(test::error_of([&] { model->read_weights(trunc, tree); }).find("model.safetensors"),
             std::string::npos);
   // No llm.c format for a Llama: refused, nothing written.
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::error_of([&] {
               model->write_weights(tree, flat, {dir / "w.bin", ""});
             }).find("llm.c's format holds GPT-2 only, and this model is a llama"),
             std::string::npos);

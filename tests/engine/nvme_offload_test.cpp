@@ -41,16 +41,8 @@ std::vector<std::string> swap_files(const std::filesystem::path& dir) {
 // stage 3 (or 2) with optimizer and parameter offload as given ("none", "cpu", "nvme").
 nlohmann::json patch_for(const std::string& dtype, const std::string& opt,
                          const std::string& params, const std::string& nvme_dir, int stage = 3) {
-  nlohmann::json p = {{"gradient_accumulation_steps", 2},
-                      {"zero_optimization",
-                       {{"stage", stage},
-                        {"overlap_comm", true},
-                        {"reduce_bucket_size", 3000},
-                        {"stage3_param_persistence_threshold", 200},
-                        {"stage3_prefetch_bucket_size", 4000}}},
-                      {"aio", {{"block_size", 65536}, {"queue_depth", 4}, {"thread_count", 2}}}};
-  if (dtype != "fp32") p[dtype] = {{"enabled", true}};
-  if (dtype == "fp16") p["fp16"]["initial_scale_power"] = 12;
+  nlohmann::json p = test::zero_training_patch(stage, dtype);
+  p["aio"] = {{"block_size", 65536}, {"queue_depth", 4}, {"thread_count", 2}};
   // Three slots for the tiny model's four chunks: a read-ahead that wraps around.
   if (opt != "none")
     p["zero_optimization"]["offload_optimizer"] = {

@@ -33,15 +33,7 @@ using test::quiet;
 using test::run_hybrid_train;
 
 nlohmann::json patch_for(int stage, const std::string& dtype, bool offload) {
-  nlohmann::json p = {{"gradient_accumulation_steps", 2},
-                      {"zero_optimization",
-                       {{"stage", stage},
-                        {"overlap_comm", true},
-                        {"reduce_bucket_size", 3000},
-                        {"stage3_param_persistence_threshold", 200},
-                        {"stage3_prefetch_bucket_size", 4000}}}};
-  if (dtype != "fp32") p[dtype] = {{"enabled", true}};
-  if (dtype == "fp16") p["fp16"]["initial_scale_power"] = 12;
+  nlohmann::json p = test::zero_training_patch(stage, dtype);
   if (offload) p["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
   return p;
 }

@@ -20,27 +20,9 @@ namespace {
 using engine::OptimizerStepArgs;
 using test::quiet;
 
+// The same micro-batches every step: a sequence to memorise, so the loss falls.
 std::vector<float> run_steps(Engine& e, int steps) {
-  const auto& cfg = e.config();
-  const size_t n = size_t(cfg.train_micro_batch_size_per_gpu) * size_t(cfg.seq_len());
-  std::vector<int32_t> in(n), tgt(n);
-  std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    float l = 0;
-    for (int k = 0; k < cfg.gradient_accumulation_steps; ++k) {
-      // The same micro-batches every step: a sequence to memorise, so the loss falls.
-      const size_t salt = size_t(k) * 11;
-      for (size_t i = 0; i < n; ++i) {
-        in[i] = int32_t((i * 7 + salt) % size_t(cfg.model.vocab_size));
-        tgt[i] = int32_t((i * 3 + salt + 1) % size_t(cfg.model.vocab_size));
-      }
-      l += e.forward(in, tgt);
-      e.backward();
-      e.step();
-    }
-    losses.push_back(l);
-  }
-  return losses;
+  return test::train_on_changing_batches(e, steps, /*same_every_step=*/true);
 }
 
 // The update rules, in double, over the whole flat parameter vector.

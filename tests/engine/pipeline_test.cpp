@@ -14,6 +14,8 @@
 namespace hybrid {
 namespace {
 
+using test::losses;
+
 constexpr int kSteps = 10;
 constexpr int kMicroBatches = 8;  // samples per step: micro 2 × 8 (× ranks / stages)
 
@@ -31,8 +33,6 @@ nlohmann::json pipe_patch(int stages, int dp, const nlohmann::json& extra = {}) 
   if (!extra.is_null()) p.merge_patch(extra);
   return p;
 }
-
-using test::losses;
 
 struct Layout {
   const char* name;
@@ -75,25 +75,9 @@ TEST(Pipeline, AKilledRunResumesBitwiseAndItsCheckpointLoadsInOneProcess) {
   const auto patch = pipe_patch(2, 2, {{"zero_optimization", {{"stage", 1}}}});
   const auto full = test::run_hybrid_train(dir, "full", 4, patch, "--quiet --steps 8");
   ASSERT_EQ(full.exit_code, 0) << full.output;
-  const std::string ckpt = dir / "ckpt";
-  const auto killed = test::run_hybrid_train(
-      dir, "first", 4, patch,
-      "--quiet --steps 8 --save " + ckpt + " --save-every 4 --kill-after-step 4");
-  EXPECT_NE(killed.exit_code, 0) << "the processes were meant to die";
-  const auto resumed =
-      test::run_hybrid_train(dir, "second", 4, patch, "--quiet --steps 4 --load " + ckpt);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto a = losses(full), b = losses(resumed);
-  ASSERT_EQ(b.size(), 4u);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(b[i], a[4 + i]) << "step " << 5 + i;
   // The stages' files tile the parameters once: one process without a pipeline
-  // continues from them (same samples per step), up to reduction order.
-  const auto single = test::run_hybrid_train(dir, "single", 1, pipe_patch(1, 1),
-                                             "--quiet --steps 4 --load " + ckpt);
-  ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto c = losses(single);
-  ASSERT_EQ(c.size(), 4u);
-  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(c[i], a[4 + i], 1e-5) << "step " << 5 + i;
+  // continues from them.
+  test::expect_killed_run_resumes(dir, 4, patch, pipe_patch(1, 1), full);
 }
 
 // 16-bit: the stages agree on fp16's overflow (the first step's scale 2^17

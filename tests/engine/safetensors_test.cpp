@@ -16,6 +16,7 @@
 #include "engine/data/data_file_error.h"
 #include "engine_test_util.h"
 #include "kernels/dtype.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid::engine {
 namespace {
@@ -47,12 +48,7 @@ std::string file_of(const std::string& header, const std::string& data) {
 // The error `fn` throws, or "" when it throws none.
 template <class Fn>
 std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const DataFileError& e) {
-    return e.what();
-  }
-  return "";
+  return hybrid::test::error_of<DataFileError>(fn);
 }
 
 TEST(Safetensors, WrittenTensorsReadBackInEachDtype) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "autotune/launcher.h"
+#include "tests/autotune/tune_test_util.h"
 
 extern char** environ;
 
@@ -119,6 +120,29 @@ inline bool reap_every_child(double seconds = 30) {
 inline int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
+}
+
+// A kill storm's set-up: its kill count (HYBRID_KILL_STORM_KILLS, else
+// `default_kills`) and seed (HYBRID_KILL_STORM_SEED, else 14); this process made
+// the reaper of the killed tuners' launchers; cfg.json (the tiny GPT-2) and
+// space.json (`space`) in `dir`; the tuner's test pauses of `pause_s` seconds
+// (HYBRID_TUNE_TEST_PAUSE_S) that hold short moments open for a kill.
+struct Storm {
+  int kills = 0;
+  unsigned seed = 0;
+  bool reaper = false;  // whether this process became the subreaper
+};
+
+inline Storm set_up_storm(const autotune::test::TempDir& dir, int default_kills,
+                          const std::string& space, double pause_s) {
+  Storm s;
+  s.kills = env_int("HYBRID_KILL_STORM_KILLS", default_kills);
+  s.seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
+  s.reaper = become_subreaper();
+  autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
+  autotune::test::write_json(dir / "space.json", nlohmann::json::parse(space));
+  ::setenv("HYBRID_TUNE_TEST_PAUSE_S", std::to_string(pause_s).c_str(), 1);
+  return s;
 }
 
 // A private mount namespace for this test process and its children: mounts

@@ -15,7 +15,9 @@
 // stored), one tie-break row equal to the uninterrupted sweep's, and best.json
 // identical to the uninterrupted sweep's.
 //
-// HYBRID_KILL_STORM_KILLS (default 9) and HYBRID_KILL_STORM_SEED (default 14).
+// HYBRID_KILL_STORM_KILLS (default 6: two sweeps, each with kills during the
+// confirmation and after it was stored) and HYBRID_KILL_STORM_SEED (default
+// 14); scripts/kill-storm.sh runs longer storms.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -209,16 +211,13 @@ std::vector<Start> check_invocation_starts(const std::vector<Start>& starts,
 }
 
 TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
-  const int kills = env_int("HYBRID_KILL_STORM_KILLS", 9);
-  const unsigned seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
-  std::mt19937 rng(seed);
-  ASSERT_TRUE(become_subreaper());  // a killed tuner's launchers are reaped here
   autotune::test::TempDir dir;
-  autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
-  autotune::test::write_json(dir / "space.json",
-                             nlohmann::json::parse(R"({"mbs": [1, 2, 4], "stage": [0]})"));
+  const Storm storm = set_up_storm(dir, 6, R"({"mbs": [1, 2, 4], "stage": [0]})", kPauseS);
+  const int kills = storm.kills;
+  const unsigned seed = storm.seed;
+  std::mt19937 rng(seed);
+  ASSERT_TRUE(storm.reaper);  // a killed tuner's launchers are reaped here
   std::ofstream(dir / "spec.txt") << scripted_spec();
-  ::setenv("HYBRID_TUNE_TEST_PAUSE_S", std::to_string(kPauseS).c_str(), 1);
 
   // The uninterrupted sweep on the same measurements: what every storm sweep must end with.
   const Sweep ref = make_sweep(dir, "reference");

@@ -10,9 +10,10 @@
 // choice a fresh ranking of the stored measurements makes (best_trial, as an
 // uninterrupted sweep ends) — the written file, not a stale or partial one.
 //
-// HYBRID_KILL_STORM_KILLS (default 20) and HYBRID_KILL_STORM_SEED (default 14)
-// set the storm; scripts/kill-storm.sh runs longer ones. Moments too short to
-// hit from outside are held open by HYBRID_TUNE_TEST_PAUSE_S (autotune/test_pause.h).
+// HYBRID_KILL_STORM_KILLS (default 12: three sweeps, every moment hit in each,
+// the third on 2 ranks) and HYBRID_KILL_STORM_SEED (default 14) set the storm;
+// scripts/kill-storm.sh runs longer ones. Moments too short to hit from outside
+// are held open by HYBRID_TUNE_TEST_PAUSE_S (autotune/test_pause.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -213,15 +214,12 @@ void check_finished(const StormSweep& sw, const std::string& log) {
 }
 
 TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
-  const int kills = env_int("HYBRID_KILL_STORM_KILLS", 20);
-  const unsigned seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
-  std::mt19937 rng(seed);
-  ASSERT_TRUE(become_subreaper());  // a killed tuner's launchers are reaped here
   autotune::test::TempDir dir;
-  autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
-  autotune::test::write_json(dir / "space.json",
-                             nlohmann::json::parse(R"({"mbs": [1, 2, 4], "stage": [0, 1]})"));
-  ::setenv("HYBRID_TUNE_TEST_PAUSE_S", std::to_string(kPauseS).c_str(), 1);
+  const Storm storm = set_up_storm(dir, 12, R"({"mbs": [1, 2, 4], "stage": [0, 1]})", kPauseS);
+  const int kills = storm.kills;
+  const unsigned seed = storm.seed;
+  std::mt19937 rng(seed);
+  ASSERT_TRUE(storm.reaper);  // a killed tuner's launchers are reaped here
   const std::string db = dir / "tune.db";
 
   // Re-measurements and confirmation runs are off: they start a trial's key again

@@ -31,10 +31,7 @@ class ImportedRun : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& d = test::imported_db();
-    if (d.path.empty()) {
-      if (d.error.find("not built") != std::string::npos) GTEST_SKIP() << d.error;
-      FAIL() << d.error;
-    }
+    HYBRID_REQUIRE_BUILT_DB(d);
     path_ = d.path;
     run_ = d.trace_filter_run;
     Database db(path_);

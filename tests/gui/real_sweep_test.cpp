@@ -49,10 +49,7 @@ class RealSweep : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& s = test::real_sweep_db();
-    if (s.path.empty()) {
-      if (s.error.find("not built") != std::string::npos) GTEST_SKIP() << s.error;
-      FAIL() << s.error;
-    }
+    HYBRID_REQUIRE_BUILT_DB(s);
     path_ = s.path;
     db_ = std::make_unique<Database>(path_);
     ASSERT_TRUE(db_->is_open()) << db_->error();

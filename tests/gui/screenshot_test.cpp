@@ -98,13 +98,26 @@ class Screenshots : public ::testing::Test {
 constexpr double kMinStddev = 8.0;
 constexpr size_t kMinColours = 50;
 
+// The windows' screenshots `<name>_<window>.png` in `out` (of a run that
+// printed `output`): each there, 1280x800 and not blank.
+void expect_shots(const TempDir& out, const std::string& name,
+                  const std::vector<std::string>& windows, const std::string& output) {
+  for (const auto& w : windows) {
+    const auto png = out / (name + "_" + w + ".png");
+    ASSERT_TRUE(std::filesystem::exists(png)) << png << "\n" << output;
+    const Image img = load_png(png);
+    EXPECT_EQ(img.w, 1280) << w;
+    EXPECT_EQ(img.h, 800) << w;
+    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
+    EXPECT_GT(img.colours, kMinColours) << w;
+    keep(png);
+  }
+}
+
 // Every window of the database a real short sweep wrote (tests/gui/sweep_db.h).
 TEST_F(Screenshots, EveryWindowOfARealSweep) {
   const auto& sweep = test::real_sweep_db();
-  if (sweep.path.empty()) {
-    if (sweep.error.find("not built") != std::string::npos) GTEST_SKIP() << sweep.error;
-    FAIL() << sweep.error;
-  }
+  HYBRID_REQUIRE_BUILT_DB(sweep);
   const uint64_t before = test::file_checksum(sweep.path);
   TempDir out;
   // The best trial's run, compared with the slowest.
@@ -119,16 +132,8 @@ TEST_F(Screenshots, EveryWindowOfARealSweep) {
                              " --compare " + worst + " --screenshot " +
                              (out / "shot.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* w : kWindows) {
-    const auto png = out / (std::string("shot_") + w + ".png");
-    ASSERT_TRUE(std::filesystem::exists(png)) << png << "\n" << r.output;
-    const Image img = load_png(png);
-    EXPECT_EQ(img.w, 1280) << w;
-    EXPECT_EQ(img.h, 800) << w;
-    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
-    EXPECT_GT(img.colours, kMinColours) << w;
-    keep(png);
-  }
+  expect_shots(out, "shot", {std::begin(kWindows), std::end(kWindows)}, r.output);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(test::file_checksum(sweep.path), before);
 }
 
@@ -145,6 +150,7 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
     const auto png = out / (std::string("fixture_") + w + ".png");
     const Image img = load_png(png);
     EXPECT_EQ(img.w, 1280) << w;
+    EXPECT_EQ(img.h, 800) << w;
     EXPECT_GT(img.luma_stddev, kMinStddev) << w;
     keep(png);
   }
@@ -154,26 +160,15 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
 // The timeline, layer and GPU windows of a real 2-rank PyTorch trace (tests/gui/imported_db.h).
 TEST_F(Screenshots, ImportedPyTorchTrace) {
   const auto& imported = test::imported_db();
-  if (imported.path.empty()) {
-    if (imported.error.find("not built") != std::string::npos) GTEST_SKIP() << imported.error;
-    FAIL() << imported.error;
-  }
+  HYBRID_REQUIRE_BUILT_DB(imported);
   const uint64_t before = test::file_checksum(imported.path);
   TempDir out;
   const auto r = run_command(on_display(kViewer) + " " + imported.path.string() + " --run " +
                              std::to_string(imported.trace_filter_run) + " --screenshot " +
                              (out / "imported.png").string() + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* w : {"timeline", "layers", "gpu"}) {
-    const auto png = out / (std::string("imported_") + w + ".png");
-    ASSERT_TRUE(std::filesystem::exists(png)) << png << "\n" << r.output;
-    const Image img = load_png(png);
-    EXPECT_EQ(img.w, 1280) << w;
-    EXPECT_EQ(img.h, 800) << w;
-    EXPECT_GT(img.luma_stddev, kMinStddev) << w;
-    EXPECT_GT(img.colours, kMinColours) << w;
-    keep(png);
-  }
+  expect_shots(out, "imported", {"timeline", "layers", "gpu"}, r.output);
+  if (HasFatalFailure()) return;
   // The GPU window's bars per rank (gui/view/theme.h colours): idle, compute, non-compute.
   const auto gpu = out / "imported_gpu.png";
   EXPECT_GT(count_colour(gpu, 92, 94, 104), 4000u);   // idle: about half of two bars

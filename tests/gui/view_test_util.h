@@ -2,6 +2,7 @@
 // checksum of a file's bytes, and running a command with its output captured.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -74,3 +75,14 @@ struct FixtureDb {
 };
 
 }  // namespace hybrid::gui::test
+
+// Skips the test where a database the tests build (sweep_db.h, imported_db.h)
+// could not be built because a tool is not built here; fails it on any other
+// error.
+#define HYBRID_REQUIRE_BUILT_DB(db)                                                      \
+  do {                                                                                   \
+    if ((db).path.empty()) {                                                             \
+      if ((db).error.find("not built") != std::string::npos) GTEST_SKIP() << (db).error; \
+      FAIL() << (db).error;                                                              \
+    }                                                                                    \
+  } while (0)

@@ -17,9 +17,6 @@ namespace {
 using test::Buf;
 using test::Vec;
 
-constexpr double kTolF32 = 1e-5;
-constexpr double kTolFd = 1e-4;
-
 struct Shape {
   int B, T, C, NH;
   size_t qkv() const { return size_t(B) * T * 3 * C; }
@@ -52,13 +49,13 @@ TEST(Attention, ForwardBackwardMatchNaive) {
   const Result r = run(*be, DType::f32, s, qkv, dout, dqkv0);
   Vec lse;
   const Vec out = test::attention_fwd_ref(test::to_double(qkv), s.B, s.T, s.C, s.NH, nullptr, &lse);
-  EXPECT_LT(test::rel_err(r.out, out), kTolF32);
-  EXPECT_LT(test::rel_err(r.saved, lse), kTolF32) << "saved = logsumexp of each score row";
+  EXPECT_LT(test::rel_err(r.out, out), test::kTolF32);
+  EXPECT_LT(test::rel_err(r.saved, lse), test::kTolF32) << "saved = logsumexp of each score row";
   Vec dqkv = test::to_double(dqkv0);
   test::attention_bwd_ref(dqkv, test::to_double(dout), test::to_double(qkv), s.B, s.T, s.C, s.NH);
   const double err = test::rel_err(r.dqkv, dqkv);
   std::printf("attention backward vs naive: %.2e\n", err);
-  EXPECT_LT(err, kTolF32);
+  EXPECT_LT(err, test::kTolF32);
 }
 
 TEST(Attention, BackwardMatchesFiniteDifferences) {
@@ -72,7 +69,7 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   auto loss = [&] { return test::dot(test::attention_fwd_ref(x, s.B, s.T, s.C, s.NH), R); };
   const double err = test::rel_err(r.dqkv, test::finite_diff(x, loss));
   std::printf("attention backward vs finite differences: %.2e\n", err);
-  EXPECT_LT(err, kTolFd);
+  EXPECT_LT(err, test::kTolFd);
 }
 
 TEST(Attention, BackwardAccumulates) {
@@ -121,9 +118,9 @@ TEST(Attention, AnyLengthAndHeadSizeMatchNaive) {
     test::attention_bwd_ref(dqkv, test::to_double(dout), test::to_double(qkv), s.B, s.T, s.C, s.NH);
     const std::string at = "B " + std::to_string(s.B) + " T " + std::to_string(s.T) + " C " +
                            std::to_string(s.C) + " NH " + std::to_string(s.NH);
-    EXPECT_LT(test::rel_err(r.out, out), kTolF32) << at;
-    EXPECT_LT(test::rel_err(r.saved, lse), kTolF32) << at;
-    EXPECT_LT(test::rel_err(r.dqkv, dqkv), kTolF32) << at;
+    EXPECT_LT(test::rel_err(r.out, out), test::kTolF32) << at;
+    EXPECT_LT(test::rel_err(r.saved, lse), test::kTolF32) << at;
+    EXPECT_LT(test::rel_err(r.dqkv, dqkv), test::kTolF32) << at;
   }
 }
 
@@ -142,9 +139,9 @@ TEST(Attention, LargeScoresMatchNaive) {
   const double e_out = test::rel_err(r.out, out), e_lse = test::rel_err(r.saved, lse);
   const double e_d = test::rel_err(r.dqkv, dqkv);
   std::printf("large scores vs naive: out %.2e, lse %.2e, dqkv %.2e\n", e_out, e_lse, e_d);
-  EXPECT_LT(e_out, kTolF32);
-  EXPECT_LT(e_lse, kTolF32);
-  EXPECT_LT(e_d, kTolF32);
+  EXPECT_LT(e_out, test::kTolF32);
+  EXPECT_LT(e_lse, test::kTolF32);
+  EXPECT_LT(e_d, test::kTolF32);
 }
 
 // The flash kernel against the T×T kernel it replaced, GPT-2's head size (64),

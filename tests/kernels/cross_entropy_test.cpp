@@ -13,9 +13,6 @@ namespace {
 using test::Buf;
 using test::Vec;
 
-constexpr double kTolF32 = 1e-5;
-constexpr double kTolFd = 1e-4;
-
 struct Data {
   int N, V, Vp;
   std::vector<float> logits;
@@ -39,8 +36,8 @@ TEST(CrossEntropy, ForwardMatchesNaiveAcrossChunks) {
                                               d.logits.data(), d.targets.data(), d.N, d.V, d.Vp);
     Vec rl, rlse;
     test::cross_entropy_ref(test::to_double(d.logits), d.targets, d.N, d.V, d.Vp, rl, rlse);
-    EXPECT_LT(test::rel_err(losses, rl), kTolF32) << "V = " << d.V;
-    EXPECT_LT(test::rel_err(lse, rlse), kTolF32) << "V = " << d.V;
+    EXPECT_LT(test::rel_err(losses, rl), test::kTolF32) << "V = " << d.V;
+    EXPECT_LT(test::rel_err(lse, rlse), test::kTolF32) << "V = " << d.V;
   }
 }
 
@@ -61,7 +58,7 @@ TEST(CrossEntropy, BackwardMatchesNaiveAndZeroesPadding) {
       ref[size_t(i) * d.Vp + j] =
           dloss * (std::exp(double(d.logits[size_t(i) * d.Vp + j]) - rlse[i]) -
                    (j == d.targets[i] ? 1.0 : 0.0));
-  EXPECT_LT(test::rel_err(dlogits, ref), kTolF32);
+  EXPECT_LT(test::rel_err(dlogits, ref), test::kTolF32);
   for (int i = 0; i < d.N; ++i)
     for (int j = d.V; j < d.Vp; ++j) ASSERT_EQ(dlogits[size_t(i) * d.Vp + j], 0.0f);
 
@@ -98,7 +95,7 @@ TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
     }
   const double err = test::rel_err(got, test::finite_diff(x, loss, 1e-5, idx));
   std::printf("cross-entropy backward vs finite differences: %.2e\n", err);
-  EXPECT_LT(err, kTolFd);
+  EXPECT_LT(err, test::kTolFd);
 }
 
 TEST(CrossEntropy, LowPrecisionMatchesFp32) {

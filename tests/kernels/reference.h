@@ -20,6 +20,12 @@
 
 namespace hybrid::kernels::test {
 
+// The tolerances most kernel tests share: an fp32 kernel against the double
+// reference, and the double backward against central differences (h = 1e-5) of
+// the double forward.
+constexpr double kTolF32 = 1e-5;
+constexpr double kTolFd = 1e-4;
+
 using Vec = std::vector<double>;
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,

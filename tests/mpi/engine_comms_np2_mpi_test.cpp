@@ -18,6 +18,7 @@
 #include "engine/comm/factory.h"
 #include "engine/engine.h"
 #include "mpi_test_harness.h"
+#include "tests/common/tiny_gpt2.h"
 #include "tests/engine/checked_communicator.h"
 #include "tests/engine/device_double.h"
 
@@ -37,16 +38,7 @@ engine::Config tiny_config(const nlohmann::json& patch) {
       {"train_micro_batch_size_per_gpu", 2},
       {"gradient_accumulation_steps", 1},
       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-3}, {"weight_decay", 0.01}}}}},
-      {"hybrid",
-       {{"model",
-         {{"type", "gpt2"},
-          {"n_layer", 2},
-          {"n_embd", 32},
-          {"n_head", 2},
-          {"vocab_size", 64},
-          {"seq_len", 16}}},
-        {"data", "synthetic"},
-        {"seed", 7}}},
+      {"hybrid", {{"model", tiny_gpt2_model()}, {"data", "synthetic"}, {"seed", 7}}},
   };
   j.merge_patch(patch);
   return engine::parse_config(j, world());

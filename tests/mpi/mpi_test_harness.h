@@ -130,6 +130,19 @@ inline int run_all_tests_on(MpiCommunicator& c) {
   return int(failed);
 }
 
+// The main() of a binary whose tests all run on one MpiCommunicator made
+// here: a watchdog of `watchdog_s` seconds, exit status 1 when a rank failed.
+inline int mpi_test_main(int argc, char** argv, int watchdog_s) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int failed = 0;
+  {
+    MpiCommunicator c(test_clock_ns);
+    Watchdog watchdog(watchdog_s, c.rank());
+    failed = run_all_tests_on(c);
+  }
+  return failed ? 1 : 0;
+}
+
 // ---- typed buffers -------------------------------------------------------
 
 // n elements of dt holding value(i) rounded to dt.

@@ -225,14 +225,4 @@ TEST_F(MpiTest, SendRecvToItselfIsACopy) {
 }  // namespace
 }  // namespace hybrid::test
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  using namespace hybrid;
-  int failed = 0;
-  {
-    engine::comm::MpiCommunicator c(test::test_clock_ns);
-    test::Watchdog watchdog(240, c.rank());
-    failed += test::run_all_tests_on(c);
-  }
-  return failed ? 1 : 0;
-}
+int main(int argc, char** argv) { return hybrid::test::mpi_test_main(argc, argv, 240); }

@@ -7,6 +7,7 @@
 
 #include "profiler/store/run_store.h"
 #include "store_test_util.h"
+#include "tests/common/error_of.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -16,12 +17,7 @@ using test::query_sql;
 using test::TempDir;
 
 std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const StoreError& e) {
-    return e.what();
-  }
-  return "(no StoreError)";
+  return hybrid::test::error_of<StoreError>(fn, "(no StoreError)");
 }
 
 std::filesystem::path fixture(int version) {
