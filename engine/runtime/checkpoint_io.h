@@ -29,17 +29,6 @@
 
 namespace hybrid::engine {
 
-// The step counters and the lineage: what a checkpoint saves and a resume
-// restores besides the weights, the optimizer state and the loss scaler.
-struct TrainingProgress {
-  int64_t global_step = 0;
-  int64_t applied_steps = 0;
-  int64_t skipped_steps = 0;
-  // A fresh run's own; a resumed run continues its checkpoint's (keep_last
-  // rotates only this lineage's tags).
-  std::string lineage = new_lineage();
-};
-
 // What save_checkpoint writes beyond the resume state (the partition files with
 // fp32 master weights and optimizer state, and meta.json).
 struct CheckpointSaveOptions {
@@ -51,6 +40,17 @@ struct CheckpointSaveOptions {
   // Testing: called on every rank once the files are complete, before meta.json
   // and latest are written.
   std::function<void()> before_publish;
+};
+
+// The step counters and the lineage: what a checkpoint saves and a resume
+// restores besides the weights, the optimizer state and the loss scaler.
+struct TrainingProgress {
+  int64_t global_step = 0;
+  int64_t applied_steps = 0;
+  int64_t skipped_steps = 0;
+  // A fresh run's own; a resumed run continues its checkpoint's (keep_last
+  // rotates only this lineage's tags).
+  std::string lineage = new_lineage();
 };
 
 class CheckpointIO {
