@@ -1,6 +1,6 @@
 // What pipeline parallelism adds to the cost model (autotune/cost_model.h) for
 // a config with pipeline.stages P > 1 on world / P data-parallel ranks, as the
-// engine runs it (engine/engine_pipeline.cpp, 1F1B):
+// engine runs it (engine/runtime/pipeline_runner.cpp, 1F1B):
 //
 //   the busiest stage's step is (G + P − 1) micro-batch slots of its forward
 //   and backward (the bubble: (P − 1) / (G + P − 1) of it idle), each slot

@@ -23,13 +23,13 @@
 #include "engine/model/causal_lm.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
-#include "engine/parallel/pipeline_schedule.h"
-#include "engine/parallel/topology.h"
 #include "engine/precision/loss_scaler.h"
+#include "engine/runtime/checkpoint_io.h"
+#include "engine/runtime/device_runtime.h"
+#include "engine/runtime/pipeline_runner.h"
 #include "engine/step_timers.h"
 #include "engine/zero/zero_runtime.h"
 #include "profiler/comm_tracer.h"
-#include "profiler/gpu_hooks.h"
 #include "profiler/tracer.h"
 
 namespace hybrid {
@@ -44,18 +44,7 @@ struct StepStats {
   float grad_norm = 0.0f;   // unscaled global norm before clipping (0 when skipped)
 };
 
-// What save_checkpoint writes beyond the resume state (the partition files with
-// fp32 master weights and optimizer state, and meta.json).
-struct CheckpointSaveOptions {
-  // A "full" checkpoint: also DIR/TAG/model.bin, every weight in fp32 in llm.c's
-  // format (hybrid.init_from, llm.c and hybrid-ckpt read it). Gathers the weights
-  // (collective).
-  bool full = false;
-  bool save_latest = true;  // point DIR/latest at the tag, as DeepSpeed's save_latest
-  // Testing: called on every rank once the files are complete, before meta.json
-  // and latest are written.
-  std::function<void()> before_publish;
-};
+using engine::CheckpointSaveOptions;  // engine/runtime/checkpoint_io.h
 
 struct EngineOptions {
   // Defaults: the config's device; MPI when launched with several ranks.
@@ -71,6 +60,12 @@ struct EngineOptions {
   bool quiet = false;                            // no informational lines on stdout
 };
 
+// The Engine composes its rooms (docs/design.md draws them): the device
+// runtime (backend, memory, communicators and groups, tracers, NVTX/CUPTI), the
+// pipeline runner (this stage's schedule and transfers, with pipeline stages)
+// and checkpoint I/O (checkpoints and the whole model's weights); it owns the
+// model, ZeRO, the optimizer, the loss scaler and the LR schedule itself, and
+// runs the step: micro_forward / micro_backward, then take_optimizer_step.
 class Engine {
  public:
   Engine(const Config& cfg, std::unique_ptr<engine::CausalLM> model, EngineOptions opts);
@@ -96,7 +91,7 @@ class Engine {
   // gradient_accumulation_steps; every stage of a pipeline passes the same.
   // Without a pipeline: forward, backward and step over them in turn; with
   // pipeline.stages > 1: this stage's 1F1B schedule
-  // (engine/parallel/pipeline_schedule.h). Returns the micro-batches' mean loss
+  // (engine/runtime/pipeline_runner.h). Returns the micro-batches' mean loss
   // (the last stage's, on every stage).
   double train_batch(const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets);
@@ -112,19 +107,19 @@ class Engine {
 
   // ---- state ------------------------------------------------------------------
   const Config& config() const { return cfg_; }
-  int rank() const { return host_comm_->rank(); }
-  int world_size() const { return host_comm_->world_size(); }
+  int rank() const { return runtime_.rank(); }
+  int world_size() const { return runtime_.world_size(); }
   // world = pipeline stages × data-parallel ranks × tensor-parallel ranks.
-  int tensor_parallel_size() const { return topology_ ? topology_->tp() : 1; }
-  int tensor_parallel_rank() const { return topology_ ? topology_->coords(rank()).tp : 0; }
-  int pipeline_stages() const { return topology_ ? topology_->pp() : 1; }
-  int pipeline_stage() const { return topology_ ? topology_->coords(rank()).pp : 0; }
-  int data_parallel_size() const { return topology_ ? topology_->dp() : world_size(); }
-  int data_parallel_rank() const { return topology_ ? topology_->coords(rank()).dp : rank(); }
-  int64_t global_step() const { return global_step_; }
+  int tensor_parallel_size() const { return runtime_.size(engine::ParallelAxis::tp); }
+  int tensor_parallel_rank() const { return runtime_.coords().tp; }
+  int pipeline_stages() const { return runtime_.size(engine::ParallelAxis::pp); }
+  int pipeline_stage() const { return runtime_.coords().pp; }
+  int data_parallel_size() const { return runtime_.size(engine::ParallelAxis::dp); }
+  int data_parallel_rank() const { return runtime_.coords().dp; }
+  int64_t global_step() const { return progress_.global_step; }
   int micro_step() const { return micro_step_; }
-  int64_t skipped_steps() const { return skipped_steps_; }
-  int64_t applied_steps() const { return applied_steps_; }
+  int64_t skipped_steps() const { return progress_.skipped_steps; }
+  int64_t applied_steps() const { return progress_.applied_steps; }
   float loss_scale() const { return scaler_.scale(); }
   const StepStats& last_step() const { return last_; }
   // wall_clock_breakdown: the timers of the last optimizer step (none measured when off).
@@ -132,89 +127,80 @@ class Engine {
   // activation_checkpointing.profile: the checkpointed blocks' times of the last
   // optimizer step (zero without profile).
   const engine::CheckpointTimes& checkpoint_times() const { return checkpoint_times_; }
-  // Pipeline stages: the last train_batch's schedule (all micro-batches forward
-  // and backward, not the optimizer step) and the part of it this stage spent
-  // waiting on transfers: its bubble plus the transfers' own time.
-  struct PipelineTimes {
-    double schedule_ms = 0.0;
-    double waiting_ms = 0.0;
-  };
-  const PipelineTimes& last_pipeline_times() const { return pipeline_times_; }
+  // Pipeline stages: the last train_batch's schedule and its waiting (zero without stages).
+  using PipelineTimes = engine::PipelineTimes;
+  const PipelineTimes& last_pipeline_times() const;
   float current_lr() const;
 
   engine::CausalLM& model() { return *model_; }
   const engine::ModuleTree& module_tree() const { return *tree_; }
-  kernels::Backend& backend() { return *backend_; }
+  kernels::Backend& backend() { return runtime_.backend(); }
   // Where ZeRO's buffers go (NCCL on GPUs); the same object as
   // host_communicator() unless the backend is CUDA.
-  engine::comm::Communicator& communicator() { return *device_comm_; }
-  engine::comm::Communicator& host_communicator() { return *host_comm_; }
+  engine::comm::Communicator& communicator() { return runtime_.device_comm(); }
+  engine::comm::Communicator& host_communicator() { return runtime_.host_comm(); }
   // Calls and bytes of both communicators (counted once when they are one).
-  engine::comm::Communicator::Counters comm_counters() const;
+  engine::comm::Communicator::Counters comm_counters() const { return runtime_.comm_counters(); }
   // The same per communicator: "world" (host and device), and with 3D
   // parallelism the groups "dp" (ZeRO's reductions), "tp" (the blocks'
   // all-reduces, the loss statistics, the norm), "pp" (activations and their
   // gradients, the norm, the loss) and "tied" (the tied embedding's gradients).
   std::vector<std::pair<std::string, engine::comm::Communicator::Counters>> comm_counters_by_group()
-      const;
+      const {
+    return runtime_.comm_counters_by_group();
+  }
   // Device (backend) memory, with the config's budget.
-  engine::TrackingAllocator& allocator() { return *alloc_; }
+  engine::TrackingAllocator& allocator() { return runtime_.allocator(); }
   // Host memory of the offloaded optimizer and parameters (empty without offload).
-  engine::TrackingAllocator& host_allocator() { return *host_alloc_; }
+  engine::TrackingAllocator& host_allocator() { return runtime_.host_allocator(); }
   // This rank's NVMe swap files by category (zero without NVMe offload).
   engine::CategoryBytes nvme_bytes() const { return zero_->nvme_bytes(); }
   engine::ZeroRuntime& zero() { return *zero_; }
-  profiler::Tracer& tracer() { return tracer_; }
+  profiler::Tracer& tracer() { return runtime_.tracer(); }
   // Every collective and every compute-thread wait, per step (exposed vs total).
-  profiler::CommTracer& comm_tracer() { return *comm_tracer_; }
-  const std::string& backend_note() const { return backend_note_; }
+  profiler::CommTracer& comm_tracer() { return runtime_.comm_tracer(); }
+  const std::string& backend_note() const { return runtime_.backend_note(); }
   // Which CPU GEMM provider runs each of the model's GEMMs (null on a GPU).
   const nlohmann::json& gemm_report() const { return gemm_report_; }
   // CUDA backend: delivers the CUPTI records of the profiled steps to the tracer
   // (kernel and memcpy events on GPU-stream lanes, attributed to modules) and
   // stops collecting until the next profiled step. Call before draining the
   // tracer. Returns the events added; 0 without a GPU.
-  size_t flush_gpu_activity();
+  size_t flush_gpu_activity() { return runtime_.flush_gpu_activity(); }
 
   // Every parameter in fp32, the whole model's (collective: all ranks must call).
-  std::vector<float> gather_parameters();
+  std::vector<float> gather_parameters() { return checkpoint_->gather_parameters(); }
   // Sets every parameter from fp32 host values (param_count() of them, the whole
   // model's: a tensor-parallel rank takes its pieces), e.g. an llm.c
   // checkpoint; optimizer state is reset.
-  void set_parameters(const std::vector<float>& flat);
+  void set_parameters(const std::vector<float>& flat) { checkpoint_->set_parameters(flat); }
   // The whole model's parameters (this rank holds fewer under tensor parallelism).
   int64_t param_count() const { return tree_->full_param_count(); }
 
   // Small collectives on host values, over the host communicator:
-  double mean_over_ranks(double v);  // identity on one rank
-  int64_t broadcast_from_rank0(int64_t v);
-  std::vector<float> all_gather_floats(const std::vector<float>& mine);  // equal sizes, rank order
-  void barrier() { host_comm_->barrier(); }
+  double mean_over_ranks(double v) { return runtime_.mean_over_ranks(v); }  // identity on one rank
+  int64_t broadcast_from_rank0(int64_t v) { return runtime_.broadcast_from_rank0(v); }
+  // Equal sizes, rank order.
+  std::vector<float> all_gather_floats(const std::vector<float>& mine) {
+    return runtime_.all_gather_floats(mine);
+  }
+  void barrier() { runtime_.host_comm().barrier(); }
 
  private:
-  class CollectorSlot;
-  void log(const std::string& line) const;
-  void setup_communicators(EngineOptions& opts);
-  void setup_gpu_profiling();
-  void update_gpu_collection();  // at each step's first micro-step
+  void log(const std::string& line) const { runtime_.log(line); }
+  // The constructor's parts, in order: the model's slice of the layout (before
+  // its ModuleTree), the training state over it, the execution context.
+  void place_model();
+  void setup_training();
+  void setup_context();
   void describe_offload();
   void describe_optimizer_offload();
   void describe_param_offload();
   std::string host_memory_kind() const;  // "page-locked host memory" or "pageable host memory"
-  void take_optimizer_step();            // step() at the accumulation boundary
-  void begin_step();                     // at each step's first micro-step
-  // 3D parallelism (engine/engine_topology.cpp): the topology, its groups and
-  // the model's tensor-parallel slice; before the ModuleTree.
-  void setup_topology();
-  void split_groups();  // groups_, host_groups_ and tied_comm_, labelled and traced
-  // This rank's group along `axis` for host values (the host communicator's).
-  engine::comm::Communicator& host_group(engine::ParallelAxis axis) const;
-  // Pipeline parallelism (engine/engine_pipeline.cpp).
-  void setup_pipeline();                   // this stage's blocks; before the ZeRO runtime
-  void restrict_zero_to_stage();           // after it
-  engine::GradSummary gradient_summary();  // tied gradients summed, norm over stages
-  void run_pipe_step(const engine::PipeStep& step, const std::vector<const int32_t*>& inputs,
-                     const std::vector<const int32_t*>& targets, double& loss_sum);
+  void describe_schedule();
+  void describe_checkpointing();
+  void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
+  void begin_step();            // at each step's first micro-step
   // The one micro-batch forward and backward every path runs (forward/backward,
   // the pipeline's schedule): this stage's part of the model on the wired
   // activation slot. micro_forward copies the tokens in (first stage) and the
@@ -223,76 +209,33 @@ class Engine {
   // whose gradient reductions it waits for.
   double micro_forward(const int32_t* inputs, const int32_t* targets);
   void micro_backward(bool boundary);
-  void pipe_transfer(const engine::PipeStep& step);
-  // The flat range rank `rank`'s checkpoint partition holds.
-  engine::FlatRange saved_range(int rank) const;
-  nlohmann::json saved_partitions() const;  // meta.json's partitions: every rank's range
-  // Throws CheckpointError unless the checkpoint was saved for this model.
-  void check_same_model(const nlohmann::json& meta, const std::string& where) const;
-  // Master weights and optimizer state of `range` from a checkpoint, whatever
-  // its tensor-parallel size (engine/engine_checkpoint.cpp).
-  void read_saved_state(const std::string& dir, const std::string& tag, const nlohmann::json& meta,
-                        engine::FlatRange range, float* master, float* state);
-  void describe_schedule();
-  void describe_checkpointing();
-  void log_checkpoint_times();  // activation_checkpointing.profile, each optimizer step
+  void optimizer_step();       // timed take_optimizer_step, then the step's times
+  void take_optimizer_step();  // at the accumulation boundary
+  void apply_update(const engine::GradSummary& g, float scale);
+  // Tied gradients summed, the norm over tensor-parallel ranks and stages.
+  engine::GradSummary gradient_summary();
 
   Config cfg_;
-  std::unique_ptr<kernels::Backend> backend_;
-  std::unique_ptr<kernels::Backend>
-      host_backend_owned_;                    // the CPU backend, when backend_ is not one
-  kernels::Backend* host_backend_ = nullptr;  // runs the offloaded optimizer
-  std::string backend_note_;
-  nlohmann::json gemm_report_;
-  profiler::Tracer tracer_;
-  // Declared before the communicators, so that it outlives them: NCCL delivers
-  // its last records while it is destroyed, also when a constructor throws.
-  std::unique_ptr<profiler::CommTracer> comm_tracer_;
-  std::unique_ptr<engine::CommWaitRecorder> waits_;  // books waits into comm_tracer_
-  std::unique_ptr<engine::comm::Communicator> host_comm_;
-  std::unique_ptr<engine::comm::Communicator> device_comm_owned_;  // null when the host one serves
-  engine::comm::Communicator* device_comm_ = nullptr;
-  // 3D parallelism: the topology and this rank's groups, destroyed before the
-  // world. groups_ are the device communicator's (activations and their
-  // gradients, ZeRO's buffers), host_groups_ the host one's (the norm and
-  // overflow agreement, the loss, gather_parameters); on the CPU both
-  // communicators are one object and groups_ serve both (host_groups_ empty).
-  // tied_comm_: the first and last stage (the tied embedding's gradients, device).
-  std::unique_ptr<engine::Topology> topology_;
-  engine::GroupCommunicators groups_;
-  engine::GroupCommunicators host_groups_;
-  std::unique_ptr<engine::comm::Communicator> tied_comm_;
-  std::vector<int64_t> stage_param_counts_;  // each pipeline stage's flat space
-  // What ZeRO reduces over: the data-parallel group (the device communicator
-  // without a pipeline).
-  engine::comm::Communicator* zero_comm_ = nullptr;
-  engine::comm::Communicator* zero_host_comm_ = nullptr;
-  std::unique_ptr<profiler::RangeListener> nvtx_;  // CUDA: NVTX range per scope
-  std::unique_ptr<CollectorSlot> cupti_slot_;      // CUDA: forwards scopes to the live collector
-  std::unique_ptr<profiler::GpuCollector> cupti_;  // CUDA, during profiled steps
-  bool cupti_status_logged_ = false;
-  std::unique_ptr<engine::TrackingAllocator> alloc_;
-  std::unique_ptr<engine::TrackingAllocator> host_alloc_;
+  // Declared first, destroyed last: everything below allocates or communicates through it.
+  engine::DeviceRuntime runtime_;
   std::unique_ptr<engine::CausalLM> model_;
+  std::unique_ptr<engine::PipelineRunner> pipeline_;  // null without pipeline stages
   std::unique_ptr<engine::ModuleTree> tree_;
-  std::unique_ptr<engine::ExecutionContext> ctx_;
+  nlohmann::json gemm_report_;
   std::unique_ptr<engine::Optimizer> optimizer_;
-  std::unique_ptr<engine::ZeroRuntime> zero_;
   engine::LossScaler scaler_;
   std::unique_ptr<engine::LrSchedule> schedule_;
-  bool quiet_ = false;
+  std::unique_ptr<engine::ZeroRuntime> zero_;
+  std::unique_ptr<engine::ExecutionContext> ctx_;
+  std::unique_ptr<engine::CheckpointIO> checkpoint_;
   uint32_t optimizer_name_ = 0;
 
   int micro_step_ = 0;
-  int64_t global_step_ = 0;
-  int64_t applied_steps_ = 0;
-  int64_t skipped_steps_ = 0;
-  std::string lineage_ = engine::new_lineage();
+  engine::TrainingProgress progress_;
   StepStats last_;
   engine::StepTimerSet timers_;
   engine::StepTimes last_times_;
   engine::CheckpointTimes checkpoint_times_;
-  PipelineTimes pipeline_times_;
   std::vector<float> host_losses_;
 };
 
