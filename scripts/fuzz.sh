@@ -18,6 +18,10 @@ jobs=${FUZZ_JOBS:-1}
 start=$SECONDS
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# As in scripts/test.sh: cache hits across checkouts, and for the sources that use the
+# precompiled header (without the sloppiness, ccache never caches those).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=1
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DHYBRID_FUZZ=ON -DHYBRID_TESTS=OFF -DHYBRID_BENCH=OFF \
   -DHYBRID_CUDA=OFF -DHYBRID_GUI=OFF "${launcher[@]}" >/dev/null
