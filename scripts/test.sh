@@ -22,13 +22,14 @@ summary() {
   if [ -s "$ctest_log" ]; then
     echo "test.sh: the ten slowest tests (s):"
     sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$ctest_log" |
-      sort -rn | head -10 | sed 's/^/  /'
+      sort -rn | sed -n '1,10s/^/  /p'  # sed reads to the end: no SIGPIPE under pipefail
   fi
   if ((rc == 0)); then
     echo "test.sh: all done in $((end - start)) s"
   else
     echo "test.sh: FAILED (exit $rc) after $((end - start)) s"
   fi
+  exit "$rc"  # the run's own status, whatever the summary's commands returned
 }
 # ctest's output is kept in the build directory (the last run's, for the summary
 # above and for reading afterwards).
