@@ -88,11 +88,9 @@ void Engine::setup_training() {
 void Engine::setup_context() {
   const auto dt = cfg_.param_dtype();
   const int B = cfg_.train_micro_batch_size_per_gpu, T = cfg_.seq_len();
-  const int slots = in_flight_micro_batches(pipeline_stage(), pipeline_stages(),
-                                            cfg_.gradient_accumulation_steps);
-  model_->bind(allocator(), B, T, dt, checkpoint_plan(cfg_), &host_allocator(), slots);
-  describe_checkpointing();
   ctx_ = std::make_unique<ExecutionContext>(backend(), dt, B, T);
+  bind_activations(B, T);
+  describe_checkpointing();
   ctx_->set_param_access(zero_.get());
   ctx_->set_hooks(zero_.get());
   if (tensor_parallel_size() > 1)
@@ -100,7 +98,39 @@ void Engine::setup_context() {
         &runtime_.group(ParallelAxis::tp),
         [this](int64_t start, int64_t end) { runtime_.waits().record_wait(start, end); });
   ctx_->set_tracer(&tracer(), tree_->modules());
+}
+
+void Engine::bind_activations(int B, int T) {
+  const int slots = in_flight_micro_batches(pipeline_stage(), pipeline_stages(),
+                                            cfg_.gradient_accumulation_steps);
+  model_->bind(allocator(), B, T, cfg_.param_dtype(), checkpoint_plan(cfg_), &host_allocator(),
+               slots);
+  ctx_->set_shape(B, T);
   ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
+}
+
+GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
+                                  const GenerationParams& params) {
+  if (micro_step_ != 0)
+    throw std::logic_error("generate: between optimizer steps, not inside an accumulation");
+  if (std::string e = generation_error(prompts, params, cfg_.model); !e.empty())
+    throw std::invalid_argument(e);
+  const int B = cfg_.train_micro_batch_size_per_gpu, T = cfg_.seq_len();
+  // Prompts the training buffers cannot hold get buffers of their own meanwhile.
+  const bool rebind = !Generator::fits(*model_, prompts);
+  if (rebind) {
+    const auto [rows, tokens] = Generator::shape_for(prompts);
+    bind_activations(rows, tokens);
+  }
+  try {
+    Generator gen(*model_, *ctx_, allocator(), [this] { zero_->end_forward(); });
+    GenerationResult r = gen.generate(prompts, params);
+    if (rebind) bind_activations(B, T);
+    return r;
+  } catch (...) {
+    if (rebind) bind_activations(B, T);
+    throw;
+  }
 }
 
 std::string Engine::save_checkpoint(const std::string& dir, const std::string& tag,

@@ -19,6 +19,7 @@
 #include "engine/checkpoint/checkpoint_owner.h"
 #include "engine/comm/communicator.h"
 #include "engine/config/config.h"
+#include "engine/generate/generator.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/causal_lm.h"
 #include "engine/optim/lr_schedule.h"
@@ -168,6 +169,13 @@ class Engine {
   // tracer. Returns the events added; 0 without a GPU.
   size_t flush_gpu_activity() { return runtime_.flush_gpu_activity(); }
 
+  // Generation with a key/value cache on the current weights (the hybrid
+  // engine): between optimizer steps, each rank its own prompts; training goes
+  // on after it with the same weights. Bad prompts or parameters:
+  // std::invalid_argument naming what is wrong (engine/generate/generator.h).
+  engine::GenerationResult generate(const std::vector<std::vector<int>>& prompts,
+                                    const engine::GenerationParams& params);
+
   // Every parameter in fp32, the whole model's (collective: all ranks must call).
   std::vector<float> gather_parameters() { return checkpoint_->gather_parameters(); }
   // Sets every parameter from fp32 host values (param_count() of them, the whole
@@ -193,6 +201,9 @@ class Engine {
   void place_model();
   void setup_training();
   void setup_context();
+  // The model's activations for micro-batch [B, T] (the training shape, or a
+  // larger one while generating) and the context's inputs in them.
+  void bind_activations(int B, int T);
   void describe_offload();
   void describe_optimizer_offload();
   void describe_param_offload();

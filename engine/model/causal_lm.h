@@ -15,6 +15,7 @@
 
 #include "engine/config/config.h"
 #include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
 #include "engine/memory/tracking_allocator.h"
 #include "engine/model/activation_checkpointing.h"
 #include "engine/model/module.h"
@@ -140,6 +141,13 @@ class CausalLM : public Module {
   // head's positions contiguous: attention over the cache reads them in place).
   // Category `other` until the generation path gives the cache its own.
   virtual MemoryLayout kv_cache_layout(int batch, int max_tokens, kernels::DType dt) const = 0;
+  // Wires every block's attention to its entries of `cache` (that layout,
+  // allocated); a forward under ExecutionContext::decoding reads and appends
+  // there. Null unwires.
+  virtual void wire_kv_cache(const LayoutBuffers* cache) = 0;
+  // After a generating forward over B rows: each row's last logits, [B, Vp /
+  // tensor parts] in the compute dtype (device).
+  virtual const void* generated_logits() const = 0;
 
   // ---- weights --------------------------------------------------------------------
   // Host-side initial values of every parameter (fp32, flat order), seeded.

@@ -188,6 +188,7 @@ void DecoderStack::wire_block(PreNormBlock& b, int layer) {
 }
 
 void DecoderStack::forward(ExecutionContext& ctx) {
+  if (ctx.decoding()) return forward_generating(ctx);
   if (first_) ctx.forward(*embedding);
   for (int l = stage_begin_; l < end_block(); ++l) {
     DecoderBlock& b = *blocks_[size_t(l)];
@@ -332,20 +333,6 @@ MemoryLayout DecoderStack::host_activation_layout(int B, int T, DType dt,
       l.add(h + ".input", N * C, kernels::dtype_size(dt), MemCategory::activations, false,
             Residency::resident, h);
     }
-  return l;
-}
-
-MemoryLayout DecoderStack::kv_cache_layout(int batch, int max_tokens, DType dt) const {
-  const uint64_t heads = uint64_t(cfg_.kv_heads() / tp_.parts);
-  const uint64_t per_side =
-      uint64_t(batch) * heads * uint64_t(max_tokens) * uint64_t(cfg_.n_embd / cfg_.n_head);
-  MemoryLayout l;
-  for (int layer = stage_begin_; layer < end_block(); ++layer) {
-    const std::string& h = blocks_[size_t(layer)]->name();
-    for (const char* side : {".cache.k", ".cache.v"})
-      l.add(h + side, per_side, kernels::dtype_size(dt), MemCategory::other, false,
-            Residency::resident, h);
-  }
   return l;
 }
 

@@ -82,6 +82,8 @@ class DecoderStack : public CausalLM {
   std::vector<const Module*> backward_order(const CheckpointPlan& plan) const override;
 
   MemoryLayout kv_cache_layout(int batch, int max_tokens, kernels::DType dt) const override;
+  void wire_kv_cache(const LayoutBuffers* cache) override;
+  const void* generated_logits() const override;
 
   // Seeded per parameter (layout- and world-size-independent); the token
   // embedding's padded vocabulary rows stay 0.
@@ -139,6 +141,9 @@ class DecoderStack : public CausalLM {
   // Wires lm_head (its input `in` and that input's gradient `din`) and the loss.
   void wire_head(const LayoutBuffers& a, const void* in, void* din);
   void wire_block(PreNormBlock& b, int layer);
+  // A generating forward: the embedding, the blocks over the cache, and the
+  // head on each row's last token only (no loss).
+  void forward_generating(ExecutionContext& ctx);
   int end_block() const { return stage_end_ < 0 ? cfg_.n_layer : stage_end_; }
 
   int B_ = 0, T_ = 0;

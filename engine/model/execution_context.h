@@ -37,6 +37,17 @@ class ModuleHooks {
   virtual void after_recompute(const Module&) {}
 };
 
+// A generating forward (engine/generate/): each of B rows brings T new tokens,
+// row b's at positions start[b] .. start[b] + T − 1; attention appends their
+// keys and values to the cache and reads the earlier ones from it, and the
+// head computes only each row's last logits.
+struct Decoding {
+  const int* start = nullptr;          // host, [B]
+  const int32_t* positions = nullptr;  // device, [B·T]: start[b] + t
+  int first_row = 0;                   // the cache row of this call's row 0
+  int max_tokens = 0;                  // the cache's positions per row
+};
+
 class ExecutionContext {
  public:
   ExecutionContext(kernels::Backend& backend, kernels::DType dt, int B, int T)
@@ -46,6 +57,12 @@ class ExecutionContext {
   kernels::DType dtype() const { return dt_; }
   int B() const { return B_; }
   int T() const { return T_; }
+
+  // A generating forward runs at its own shape inside the bound buffers
+  // (B·T no more than bound); null decoding: training.
+  void set_shape(int B, int T) { B_ = B, T_ = T; }
+  const Decoding* decoding() const { return decoding_; }
+  void set_decoding(const Decoding* d) { decoding_ = d; }
 
   // Device copies of this micro-batch's tokens and targets ([B,T] int32).
   const int32_t* tokens() const { return tokens_; }
@@ -95,6 +112,7 @@ class ExecutionContext {
   const int32_t* tokens_ = nullptr;
   const int32_t* targets_ = nullptr;
   float dloss_ = 1.0f;
+  const Decoding* decoding_ = nullptr;
   bool recomputing_ = false;
   ParamAccess* params_ = nullptr;
   ModuleHooks* hooks_ = nullptr;

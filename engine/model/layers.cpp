@@ -18,6 +18,7 @@ Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C, Ten
 }
 
 void Embedding::forward(ExecutionContext& ctx) {
+  if (ctx.decoding() && wpe_) return forward_from_positions(ctx);
   if (tp_.parts == 1 && wpe_)
     return ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
                                          ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
@@ -26,6 +27,26 @@ void Embedding::forward(ExecutionContext& ctx) {
                                       wpe_ && tp_.index == 0 ? ctx.param(*wpe_) : nullptr, ctx.B(),
                                       ctx.T(), C_, vocab_begin_, vocab_rows_);
   if (tp_.parts > 1) ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(C_));
+}
+
+// A generating forward: row b's learned positions start at start[b].
+void Embedding::forward_from_positions(ExecutionContext& ctx) {
+  const int B = ctx.B(), T = ctx.T();
+  const size_t row = size_t(T) * size_t(C_) * kernels::dtype_size(ctx.dtype());
+  const auto* wpe = static_cast<const char*>(ctx.param(*wpe_));
+  for (int b = 0; b < B; ++b) {
+    const char* from =
+        wpe + size_t(ctx.decoding()->start[b]) * size_t(C_) * kernels::dtype_size(ctx.dtype());
+    void* o = static_cast<char*>(out) + size_t(b) * row;
+    if (tp_.parts == 1)
+      ctx.backend().encoder_forward(ctx.dtype(), o, ctx.tokens() + size_t(b) * T, ctx.param(*wte_),
+                                    from, 1, T, C_);
+    else
+      ctx.backend().encoder_shard_forward(ctx.dtype(), o, ctx.tokens() + size_t(b) * T,
+                                          ctx.param(*wte_), tp_.index == 0 ? from : nullptr, 1, T,
+                                          C_, vocab_begin_, vocab_rows_);
+  }
+  if (tp_.parts > 1) ctx.tp_all_reduce(out, size_t(B) * size_t(T) * size_t(C_));
 }
 
 // dout is whole on every rank: each updates its own rows, and all of wpe alike.
@@ -83,8 +104,9 @@ uint64_t RMSNorm::backward_flops(int B, int T) const {
 }
 
 void Rope::forward(ExecutionContext& ctx) {
-  ctx.backend().rope_forward(ctx.dtype(), qkv, nullptr, ctx.B() * ctx.T(), ctx.T(), stride_, heads_,
-                             head_dim_, theta_);
+  const int32_t* positions = ctx.decoding() ? ctx.decoding()->positions : nullptr;
+  ctx.backend().rope_forward(ctx.dtype(), qkv, positions, ctx.B() * ctx.T(), ctx.T(), stride_,
+                             heads_, head_dim_, theta_);
 }
 void Rope::backward(ExecutionContext& ctx) {
   ctx.backend().rope_backward(ctx.dtype(), dqkv, nullptr, ctx.B() * ctx.T(), ctx.T(), stride_,
@@ -168,6 +190,14 @@ uint64_t Gelu::backward_flops(int B, int T) const {
 }
 
 void AttentionCore::forward(ExecutionContext& ctx) {
+  if (const Decoding* d = ctx.decoding()) {
+    // This call's rows start at cache row first_row.
+    const size_t row = size_t(NKV_) * size_t(d->max_tokens) * size_t(C_ / NH_) *
+                       kernels::dtype_size(ctx.dtype()) * size_t(d->first_row);
+    return ctx.backend().attention_cached_forward(
+        ctx.dtype(), out, qkv, static_cast<char*>(k_cache) + row, static_cast<char*>(v_cache) + row,
+        d->start, ctx.B(), ctx.T(), C_, NH_, NKV_, d->max_tokens);
+  }
   ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_, NKV_);
 }
 void AttentionCore::backward(ExecutionContext& ctx) {

@@ -50,6 +50,7 @@ class Embedding final : public Module {
   const void* dout = nullptr;
 
  private:
+  void forward_from_positions(ExecutionContext& ctx);
   ParamSpec* wte_;
   ParamSpec* wpe_ = nullptr;
   int C_;
@@ -153,7 +154,8 @@ class RMSNorm final : public Norm {
 // Rotary position embedding (rotate-half) of the query and key heads of a
 // packed qkv [B, T, (n_head + 2·n_kv_head)·head_dim], in place: forward turns
 // qkv after its projection, backward turns the gradient dqkv back before the
-// projection's backward reads it. Positions are 0..T-1 in every row.
+// projection's backward reads it. Positions are 0..T-1 in every row; in a
+// generating forward, the context's (each row from its start in the cache).
 class Rope final : public Module {
  public:
   Rope(std::string name, int n_head, int n_kv_head, int head_dim, float theta)
@@ -214,6 +216,10 @@ class AttentionCore final : public Module {
   void* saved = nullptr;
   void* dqkv = nullptr;
   const void* dout = nullptr;
+  // Generation: this layer's key and value cache, [rows, NKV, max_tokens, hs]
+  // each (DecoderStack::wire_kv_cache); a generating forward reads and appends.
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
 
  private:
   int C_, NH_, NKV_;

@@ -11,6 +11,7 @@
 
 #include "engine/memory/layout_buffers.h"
 #include "engine/model/causal_lm.h"
+#include "engine/model/layers.h"
 
 namespace hybrid::engine {
 
@@ -40,6 +41,8 @@ class PreNormBlock : public DecoderBlock {
   void* residual_out = nullptr;
   void* branch_out = nullptr;  // the attention's and the MLP's output projections write here
   std::vector<std::pair<void*, size_t>> grad_scratch;  // zeroed at the start of backward
+  // The attention's core (set by the family): where generation wires the cache.
+  AttentionCore* core = nullptr;
 
  protected:
   // C: the residual stream's width; zeroed_buffers: the gradient buffers the

@@ -23,6 +23,7 @@
 #include <limits>
 
 #include "kernels/cpu/attention_heads.h"
+#include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
@@ -31,78 +32,13 @@ namespace hybrid::kernels {
 
 namespace {
 
-// Tile sizes: 64 to 512 were timed with bench_attention, all within noise but
-// 64 × 512; 64 × 64 needs the least scratch (docs/kernels.md).
-constexpr int kQueryBlock = 64;
-constexpr int kKeyBlock = 64;
-
+using cpu::forward_query_block;
 using cpu::gather_head;
+using cpu::kKeyBlock;
+using cpu::kQueryBlock;
+using cpu::QkvLayout;
 using cpu::scatter_add_head;
-
-// Keys [c0, c0 + cols) visible to query t: the first n, n = t − c0 + 1 clipped.
-inline int visible_keys(int t, int c0, int cols) { return std::max(0, std::min(cols, t - c0 + 1)); }
-
-// One query block [r0, r0 + rows) of one head: o rows = softmax(q·kᵀ/√hs)·v,
-// lse[t] for each of its rows. S is a rows × kKeyBlock tile, ml 2·rows floats.
-void forward_query_block(float* o, float* lse, const float* q, const float* k, const float* v,
-                         int r0, int rows, int hs, float scale, float* S, float* ml) {
-  float *m = ml, *l = ml + rows;
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  std::fill(m, m + rows, neg_inf);
-  std::fill(l, l + rows, 0.0f);
-  std::fill(o, o + size_t(rows) * hs, 0.0f);
-  const int r1 = r0 + rows;
-  for (int c0 = 0; c0 < r1; c0 += kKeyBlock) {
-    const int cols = std::min(kKeyBlock, r1 - c0);
-    cpu::gemm(DType::f32, false, true, rows, cols, hs, scale, q, hs, k + size_t(c0) * hs, hs, 0.0f,
-              S, kKeyBlock);
-    for (int i = 0; i < rows; ++i) {
-      float* s = S + size_t(i) * kKeyBlock;
-      const int n = visible_keys(r0 + i, c0, cols);
-      if (n == 0) {  // masked row of a tile crossing the diagonal: adds nothing
-        std::fill(s, s + cols, 0.0f);
-        continue;
-      }
-      float mx = m[i];
-#pragma omp simd reduction(max : mx)
-      for (int j = 0; j < n; ++j) mx = std::max(mx, s[j]);
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (int j = 0; j < n; ++j) {
-        s[j] = cpu::fast_exp(s[j] - mx);
-        sum += s[j];
-      }
-      std::fill(s + n, s + cols, 0.0f);
-      if (m[i] != neg_inf && m[i] != mx) {  // rescale what earlier tiles added
-        const float corr = cpu::fast_exp(m[i] - mx);
-        l[i] *= corr;
-        float* orow = o + size_t(i) * hs;
-#pragma omp simd
-        for (int c = 0; c < hs; ++c) orow[c] *= corr;
-      }
-      l[i] += sum;
-      m[i] = mx;
-    }
-    cpu::gemm(DType::f32, false, false, rows, hs, cols, 1.0f, S, kKeyBlock, v + size_t(c0) * hs, hs,
-              1.0f, o, hs);
-  }
-  for (int i = 0; i < rows; ++i) {
-    const float inv = 1.0f / l[i];
-    float* orow = o + size_t(i) * hs;
-#pragma omp simd
-    for (int c = 0; c < hs; ++c) orow[c] *= inv;
-    lse[i] = m[i] + std::log(l[i]);
-  }
-}
-
-// A token's qkv row: NH query heads, then NKV key and NKV value heads.
-struct QkvLayout {
-  int C, NH, NKV, hs;
-  size_t ld() const { return size_t(C) + 2 * size_t(NKV) * size_t(hs); }
-  size_t k(int g) const { return size_t(C) + size_t(g) * hs; }
-  size_t v(int g) const { return size_t(C) + size_t(NKV + g) * hs; }
-  int group() const { return NH / NKV; }
-};
+using cpu::visible_keys;
 
 template <class T>
 void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, const QkvLayout& L) {

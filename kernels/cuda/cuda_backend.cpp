@@ -213,6 +213,12 @@ void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, con
                                      int NKV) {
   cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
 }
+void CudaBackend::attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache,
+                                           void* v_cache, const int* start, int B, int T, int C,
+                                           int NH, int NKV, int max_tokens) {
+  cuda::attention_cached_forward(dt, out, qkv, k_cache, v_cache, start, B, T, C, NH, NKV,
+                                 max_tokens, *alloc_, compute_);
+}
 void CudaBackend::residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) {
   cuda::residual_forward(dt, out, a, b, n, compute_);
 }

@@ -102,6 +102,11 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                         int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
                         cudaStream_t s);
 
+// attention_cached.cu (a warp per query over the cache; generation)
+void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache, void* v_cache,
+                              const int* start, int B, int T, int C, int NH, int NKV,
+                              int max_tokens, CachingAllocator& alloc, cudaStream_t s);
+
 // grad_stats.cu: one pass; the result is copied to the host (synchronises s).
 GradStats grad_stats(DType dt, const void* x, size_t n, CachingAllocator& alloc, cudaStream_t s);
 

@@ -25,7 +25,6 @@ class Block final : public PreNormBlock {
   LayerNorm* ln_1;
   Module* attn;
   Linear* c_attn;
-  AttentionCore* core;
   Linear* attn_proj;
   LayerNorm* ln_2;
   Module* mlp;

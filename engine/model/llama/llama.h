@@ -29,7 +29,6 @@ class LlamaBlock final : public PreNormBlock {
   Module* self_attn;
   Linear* qkv_proj;
   Rope* rope;
-  AttentionCore* core;
   Linear* o_proj;
   RMSNorm* post_attention_layernorm;
   Module* mlp;

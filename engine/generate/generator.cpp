@@ -1,0 +1,183 @@
+#include "engine/generate/generator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace hybrid::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The context's training shape and no decoding again, exceptions included.
+struct RestoreContext {
+  ExecutionContext& ctx;
+  int B, T;
+  explicit RestoreContext(ExecutionContext& c) : ctx(c), B(c.B()), T(c.T()) {}
+  ~RestoreContext() {
+    ctx.set_shape(B, T);
+    ctx.set_decoding(nullptr);
+  }
+};
+
+// Row values of any dtype → fp32.
+void to_floats(float* dst, const char* src, kernels::DType dt, size_t n) {
+  using namespace kernels;
+  for (size_t i = 0; i < n; ++i)
+    switch (dt) {
+      case DType::f32: dst[i] = reinterpret_cast<const float*>(src)[i]; break;
+      case DType::bf16: dst[i] = load(reinterpret_cast<const bf16_t*>(src)[i]); break;
+      case DType::f16: dst[i] = load(reinterpret_cast<const f16_t*>(src)[i]); break;
+    }
+}
+
+}  // namespace
+
+int64_t GenerationResult::new_tokens() const {
+  int64_t n = 0;
+  for (const auto& t : tokens) n += int64_t(t.size());
+  return n;
+}
+
+std::string generation_error(const std::vector<std::vector<int>>& prompts,
+                             const GenerationParams& p, const ModelConfig& model) {
+  if (prompts.empty()) return "no prompts: give at least one";
+  if (p.max_new_tokens < 1)
+    return fmt::format("max_new_tokens {} must be at least 1", p.max_new_tokens);
+  if (std::string e = sampling_error(p.sampling); !e.empty()) return e;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& pr = prompts[i];
+    if (pr.empty()) return fmt::format("prompt {} is empty: a prompt needs at least one token", i);
+    for (size_t j = 0; j < pr.size(); ++j)
+      if (pr[j] < 0 || pr[j] >= model.vocab_size)
+        return fmt::format("prompt {}: token {} at position {} is outside the vocabulary [0, {})",
+                           i, pr[j], j, model.vocab_size);
+    if (int64_t(pr.size()) + p.max_new_tokens > model.seq_len)
+      return fmt::format(
+          "prompt {}: {} tokens plus max_new_tokens {} exceed the block size {} "
+          "(hybrid.model.seq_len)",
+          i, pr.size(), p.max_new_tokens, model.seq_len);
+  }
+  for (int s : p.stop_tokens)
+    if (s < 0 || s >= model.vocab_size)
+      return fmt::format("stop token {} is outside the vocabulary [0, {})", s, model.vocab_size);
+  return "";
+}
+
+std::pair<int, int> Generator::shape_for(const std::vector<std::vector<int>>& prompts) {
+  size_t longest = 1;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  // A prefill is one row of its prompt; a decode step one token of every row.
+  const size_t rows = (prompts.size() + longest - 1) / longest;
+  return {int(std::max<size_t>(rows, 1)), int(longest)};
+}
+
+bool Generator::fits(const CausalLM& model, const std::vector<std::vector<int>>& prompts) {
+  const int longest = shape_for(prompts).second;
+  return longest <= model.bound_T() &&
+         int64_t(prompts.size()) <= int64_t(model.bound_B()) * model.bound_T();
+}
+
+Generator::Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
+                     std::function<void()> after_forward)
+    : model_(model), ctx_(ctx), alloc_(alloc), after_forward_(std::move(after_forward)) {}
+
+const std::vector<float>& Generator::step(const int32_t* tokens, const std::vector<int>& start,
+                                          int first_row, int T) {
+  kernels::Backend& be = ctx_.backend();
+  const int B = int(start.size());
+  positions_.clear();
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) positions_.push_back(start[size_t(b)] + t);
+  const size_t n = positions_.size();
+  be.copy_from_host(model_.tokens_buffer(), tokens, n * sizeof(int32_t));
+  be.copy_from_host(cache_.data("generate.positions"), positions_.data(), n * sizeof(int32_t));
+  const Decoding d{start.data(), static_cast<const int32_t*>(cache_.data("generate.positions")),
+                   first_row, max_tokens_};
+  ctx_.set_shape(B, T);
+  ctx_.set_decoding(&d);
+  ctx_.forward(model_);
+  if (after_forward_) after_forward_();
+  const int Vp = model_.padded_vocab(), V = model_.config().vocab_size;
+  const size_t row = size_t(Vp) * kernels::dtype_size(ctx_.dtype());
+  raw_logits_.resize(size_t(B) * row);
+  be.copy_to_host(raw_logits_.data(), model_.generated_logits(), raw_logits_.size());
+  logits_.resize(size_t(B) * size_t(V));
+  for (int b = 0; b < B; ++b)
+    to_floats(logits_.data() + size_t(b) * V, raw_logits_.data() + size_t(b) * row, ctx_.dtype(),
+              size_t(V));
+  return logits_;
+}
+
+GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompts,
+                                     const GenerationParams& p) {
+  const ModelConfig& m = model_.config();
+  if (std::string e = generation_error(prompts, p, m); !e.empty()) throw std::invalid_argument(e);
+  if (model_.tensor_slice().parts > 1 || !model_.first_stage() || !model_.last_stage())
+    throw std::invalid_argument(
+        "generation runs on one rank's whole model: tensor and pipeline parallelism are not "
+        "supported yet");
+  if (!fits(model_, prompts))
+    throw std::invalid_argument(fmt::format(
+        "generation of {} prompts needs activations for [{}, {}] tokens; the model is bound for "
+        "[{}, {}]",
+        prompts.size(), shape_for(prompts).first, shape_for(prompts).second, model_.bound_B(),
+        model_.bound_T()));
+  size_t longest = 0;
+  for (const auto& pr : prompts) longest = std::max(longest, pr.size());
+  RestoreContext restore(ctx_);
+  const int B = int(prompts.size());
+  max_tokens_ = int(longest) + p.max_new_tokens;
+  MemoryLayout layout = model_.kv_cache_layout(B, max_tokens_, ctx_.dtype());
+  layout.add("generate.positions", uint64_t(std::max<size_t>(longest, prompts.size())),
+             sizeof(int32_t), MemCategory::other);
+  cache_ = LayoutBuffers(alloc_, layout);
+  model_.wire_kv_cache(&cache_);
+
+  const auto t0 = Clock::now();
+  GenerationResult r;
+  r.tokens.resize(size_t(B));
+  r.ttft_ms.resize(size_t(B));
+  std::vector<TokenSampler> samplers;
+  for (int b = 0; b < B; ++b) samplers.emplace_back(p.sampling, b);
+  const int V = m.vocab_size;
+  std::vector<bool> done(size_t(B), false);
+  const auto take = [&](int b, const float* logits) {
+    const int token = samplers[size_t(b)].next(logits, V);
+    r.tokens[size_t(b)].push_back(token);
+    done[size_t(b)] = int(r.tokens[size_t(b)].size()) == p.max_new_tokens ||
+                      std::count(p.stop_tokens.begin(), p.stop_tokens.end(), token) > 0;
+  };
+  for (int b = 0; b < B; ++b) {  // prefill, a prompt at a time
+    const auto& pr = prompts[size_t(b)];
+    const std::vector<int32_t> tokens(pr.begin(), pr.end());
+    take(b, step(tokens.data(), {0}, b, int(pr.size())).data());
+    r.ttft_ms[size_t(b)] = ms_since(t0);
+  }
+  // Decode: every row steps together; a finished row runs on, unread.
+  std::vector<int32_t> last(static_cast<size_t>(B));
+  std::vector<int> start(static_cast<size_t>(B));
+  while (std::count(done.begin(), done.end(), false) > 0) {
+    const auto ts = Clock::now();
+    for (int b = 0; b < B; ++b) {
+      last[size_t(b)] = r.tokens[size_t(b)].back();
+      start[size_t(b)] = int(prompts[size_t(b)].size() + r.tokens[size_t(b)].size()) - 1;
+    }
+    const auto& logits = step(last.data(), start, 0, 1);
+    for (int b = 0; b < B; ++b)
+      if (!done[size_t(b)]) take(b, logits.data() + size_t(b) * V);
+    r.tpot_ms.push_back(ms_since(ts));
+  }
+  r.total_ms = ms_since(t0);
+  model_.wire_kv_cache(nullptr);
+  cache_ = LayoutBuffers();
+  return r;
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,74 @@
+// Generation with a key/value cache over a bound CausalLM: each prompt is
+// prefilled on its own (one row of its length), then every row decodes one
+// token per step together, each at its own position. The model's activation
+// buffers serve at the generating shape (a row of the longest prompt, or the
+// batch's rows of one token), so the batch's rows times the longest prompt
+// must fit the bound micro-batch; the cache is this generator's own memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/generate/sampling.h"
+#include "engine/memory/layout_buffers.h"
+#include "engine/model/causal_lm.h"
+#include "engine/model/execution_context.h"
+
+namespace hybrid::engine {
+
+struct GenerationParams {
+  int max_new_tokens = 16;
+  SamplingParams sampling;
+  std::vector<int> stop_tokens;  // a row ends after it produces one (kept in its tokens)
+};
+
+struct GenerationResult {
+  std::vector<std::vector<int>> tokens;  // per prompt: the new tokens
+  std::vector<double> ttft_ms;           // per prompt: from the call's start to its first token
+  std::vector<double> tpot_ms;           // per decode step: its time (every row got a token)
+  double total_ms = 0;
+  int64_t new_tokens() const;
+};
+
+// Why the prompts cannot be generated from with `p` on `model` ("" when they
+// can): an empty batch or prompt, a token id outside the vocabulary, a prompt
+// plus max_new_tokens past the block size, bad sampling, naming the prompt.
+std::string generation_error(const std::vector<std::vector<int>>& prompts,
+                             const GenerationParams& p, const ModelConfig& model);
+
+class Generator {
+ public:
+  // ctx: the model's context (its parameter access and hooks); its shape and
+  // decoding are restored when generate returns. alloc: where the cache goes.
+  // after_forward: run after each generating forward (ZeRO-3 releases what it gathered).
+  Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
+            std::function<void()> after_forward = {});
+  // Throws std::invalid_argument with generation_error's text.
+  GenerationResult generate(const std::vector<std::vector<int>>& prompts,
+                            const GenerationParams& p);
+  // The micro-batch shape [rows, tokens] whose buffers hold every generating
+  // forward of these prompts, and whether the model's bound shape does.
+  static std::pair<int, int> shape_for(const std::vector<std::vector<int>>& prompts);
+  static bool fits(const CausalLM& model, const std::vector<std::vector<int>>& prompts);
+
+ private:
+  // One generating forward over rows [first_row, first_row + B) of T tokens
+  // each, at positions start[b]..; returns each row's last logits, fp32 [B, V].
+  const std::vector<float>& step(const int32_t* tokens, const std::vector<int>& start,
+                                 int first_row, int T);
+
+  CausalLM& model_;
+  ExecutionContext& ctx_;
+  TrackingAllocator& alloc_;
+  std::function<void()> after_forward_;
+  LayoutBuffers cache_;
+  int max_tokens_ = 0;
+  std::vector<int32_t> positions_;
+  std::vector<float> logits_;
+  std::vector<char> raw_logits_;
+};
+
+}  // namespace hybrid::engine

@@ -1,0 +1,112 @@
+// Attention over a key/value cache (generation): the new tokens' keys and
+// values are written into the cache, then their queries run the same
+// query-block forward as training's attention (attention_tiles.h) with the
+// cache as the key and value matrices. A query at position p sees the cache's
+// positions 0..p, so the key tiles and the causal mask are those of a full
+// forward over the whole sequence: decode reads each cached head once, in place
+// (an fp32 cache), or converted once into fp32 scratch (16-bit caches).
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cpu/attention_heads.h"
+#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace hybrid::kernels {
+
+namespace {
+
+using cpu::QkvLayout;
+
+// Cache row (b, g) of a [B, NKV, max_tokens, hs] cache.
+template <class T>
+T* cache_head(T* cache, int b, int g, const QkvLayout& L, int max_tokens) {
+  return cache + (size_t(b) * L.NKV + size_t(g)) * size_t(max_tokens) * size_t(L.hs);
+}
+
+template <class T>
+void append_to_cache(T* kc, T* vc, const T* qkv, const int* start, int B, int T_,
+                     const QkvLayout& L, int max_tokens) {
+  const size_t ld = L.ld(), hs = size_t(L.hs);
+  for (int b = 0; b < B; ++b)
+    for (int g = 0; g < L.NKV; ++g) {
+      T* k = cache_head(kc, b, g, L, max_tokens) + size_t(start[b]) * hs;
+      T* v = cache_head(vc, b, g, L, max_tokens) + size_t(start[b]) * hs;
+      for (int t = 0; t < T_; ++t) {
+        const T* row = qkv + (size_t(b) * T_ + size_t(t)) * ld;
+        std::copy(row + L.k(g), row + L.k(g) + hs, k + size_t(t) * hs);
+        std::copy(row + L.v(g), row + L.v(g) + hs, v + size_t(t) * hs);
+      }
+    }
+}
+
+// The first n positions of a cached head as fp32: in place when it is fp32.
+template <class T>
+const float* cached_f32(const T* head, size_t n, int slot) {
+  if constexpr (std::is_same_v<T, float>) {
+    return head;
+  } else {
+    float* f = cpu::thread_scratch(slot, n);
+    cpu::to_f32(f, head, n);
+    return f;
+  }
+}
+
+template <class T>
+void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, int B, int T_,
+                          const QkvLayout& L, int max_tokens) {
+  append_to_cache(kc, vc, qkv, start, B, T_, L, max_tokens);
+  const int hs = L.hs;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  const size_t ld = L.ld();
+#pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
+  for (int bg = 0; bg < B * L.NKV; ++bg) {
+    const int b = bg / L.NKV, g = bg % L.NKV;
+    const size_t seen = size_t(start[b] + T_) * size_t(hs);  // the last query's keys
+    const float* k = cached_f32(cache_head(kc, b, g, L, max_tokens), seen, 1);
+    const float* v = cached_f32(cache_head(vc, b, g, L, max_tokens), seen, 2);
+    const T* rows = qkv + size_t(b) * T_ * ld;
+    float* q = cpu::thread_scratch(0, size_t(T_) * hs);
+    float* o = cpu::thread_scratch(3, size_t(T_) * hs);
+    float* S = cpu::thread_scratch(
+        4, size_t(cpu::kQueryBlock) * cpu::kKeyBlock + 3 * size_t(cpu::kQueryBlock));
+    float* ml = S + size_t(cpu::kQueryBlock) * cpu::kKeyBlock;
+    float* lse = ml + 2 * cpu::kQueryBlock;  // not kept: nothing runs backward
+    for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
+      cpu::gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
+      for (int r0 = 0; r0 < T_; r0 += cpu::kQueryBlock) {
+        const int n = std::min(cpu::kQueryBlock, T_ - r0);
+        cpu::forward_query_block(o + size_t(r0) * hs, lse, q + size_t(r0) * hs, k, v,
+                                 start[b] + r0, n, hs, scale, S, ml);
+      }
+      T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
+      for (int t = 0; t < T_; ++t)
+        cpu::from_f32(out_base + size_t(t) * L.C, o + size_t(t) * hs, size_t(hs));
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache,
+                                          void* v_cache, const int* start, int B, int T, int C,
+                                          int NH, int NKV, int max_tokens) {
+  cpu::check_attention_shape(B, T, C, NH, NKV, "attention_cached_forward");
+  for (int b = 0; b < B; ++b)
+    if (start[b] < 0 || start[b] + T > max_tokens)
+      throw std::invalid_argument("attention_cached_forward: row " + std::to_string(b) +
+                                  " writes positions " + std::to_string(start[b]) + ".." +
+                                  std::to_string(start[b] + T - 1) + " of a cache of " +
+                                  std::to_string(max_tokens));
+  const QkvLayout L{C, NH, NKV, C / NH};
+  dispatch_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    attention_cached_fwd(static_cast<S*>(out), static_cast<const S*>(qkv),
+                         static_cast<S*>(k_cache), static_cast<S*>(v_cache), start, B, T, L,
+                         max_tokens);
+  });
+}
+
+}  // namespace hybrid::kernels

@@ -1,0 +1,98 @@
+// hybrid-generate, the real binary: on an llm.c file (GPT-2) and a Hugging
+// Face directory (Llama) it prints and writes the tokens the engine's own
+// generate gives in-process, with latency percentiles; bad prompts, a bad
+// prompts file line and bad sampling exit 2 naming what is wrong, writing nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+
+namespace hybrid {
+namespace {
+
+struct Model {
+  std::unique_ptr<Engine> engine;
+  std::string path;
+};
+
+// A trained tiny model written in its family's format.
+Model write_model(const test::TempDir& dir, const nlohmann::json& model, bool hf) {
+  const auto cfg = test::tiny_config({{"hybrid", {{"model", model}}}});
+  Model m{initialize(cfg, make_model(cfg), test::quiet()), ""};
+  test::train_on_changing_batches(*m.engine, 8, /*same_every_step=*/true);
+  m.path = dir / (hf ? "hf" : "model.bin");
+  m.engine->model().write_weights(m.engine->module_tree(), m.engine->gather_parameters(),
+                                  hf ? engine::WeightFiles{"", m.path}
+                                     : engine::WeightFiles{m.path, ""});
+  return m;
+}
+
+const nlohmann::json kLlama = {{"type", "llama"},  {"n_layer", 2},       {"n_embd", 32},
+                               {"n_head", 4},      {"n_kv_head", 2},     {"intermediate_size", 48},
+                               {"vocab_size", 64}, {"seq_len", 16},      {"tie_embeddings", false}};
+
+TEST(GenerateTool, WritesWhatTheEngineGeneratesForAnLlmcFileAndAnHfDirectory) {
+  test::TempDir dir;
+  for (const bool hf : {false, true}) {
+    SCOPED_TRACE(hf ? "Hugging Face Llama" : "llm.c GPT-2");
+    const Model m = write_model(dir, hf ? kLlama : test::tiny_gpt2_model(), hf);
+    engine::GenerationParams p;
+    p.max_new_tokens = 6;
+    const auto want = m.engine->generate({{5, 9, 1}, {7}}, p);
+    const std::string out = dir / "out.json";
+    const auto r = test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
+                                     " --prompt-tokens 5,9,1 --prompt-tokens 7"
+                                     " --max-new-tokens 6 --json " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = test::read_json(out);
+    ASSERT_EQ(j["sequences"].size(), 2u);
+    EXPECT_EQ(j["sequences"][0]["prompt_tokens"], nlohmann::json({5, 9, 1}));
+    EXPECT_EQ(j["sequences"][0]["tokens"].get<std::vector<int>>(), want.tokens[0]);
+    EXPECT_EQ(j["sequences"][1]["tokens"].get<std::vector<int>>(), want.tokens[1]);
+    EXPECT_LE(j["ttft_ms"]["p50"].get<double>(), j["ttft_ms"]["p99"].get<double>());
+    EXPECT_GT(j["tpot_ms"]["p90"].get<double>(), 0.0);
+    EXPECT_GT(j["tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(j["new_tokens"], 12);
+    EXPECT_NE(r.output.find("12 new tokens"), std::string::npos) << r.output;
+  }
+}
+
+TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
+  test::TempDir dir;
+  const Model m = write_model(dir, test::tiny_gpt2_model(), false);
+  const std::string out = dir / "out.json", prompts = dir / "prompts.jsonl";
+  const auto refused = [&](const std::string& args, const std::string& says,
+                           const std::string& model = "") {
+    SCOPED_TRACE(args);
+    const auto r = test::run_command(test::tool("hybrid-generate") + " --model " +
+                                     (model.empty() ? m.path : model) + " --json " + out + " " +
+                                     args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  };
+  refused("--prompt-tokens 1,2,3,4,5,6,7,8,9,10,11,12 --max-new-tokens 8",
+          "12 tokens plus max_new_tokens 8 exceed the block size 16");
+  refused("--prompt-tokens 1,64", "token 64 at position 1 is outside the vocabulary [0, 64)");
+  refused("--prompt-tokens 1,x", "\"x\" is not an integer token id");
+  refused("--prompt-tokens 1 --top-p 1.5", "top_p 1.5 must be in (0, 1]");
+  refused("--prompt-tokens 1 --temperature -1", "--temperature");
+  refused("", "give prompts");
+  {
+    std::ofstream f(prompts);
+    f << "{\"tokens\": [1, 2]}\n{\"tokens\": [3, \"a\"]}\n";
+  }
+  refused("--prompts " + prompts, "prompts.jsonl:2: token \"a\" is not an integer");
+  {
+    std::ofstream f(prompts);
+    f << "\n{\"text\": \"Hello\"}\n";
+  }
+  refused("--prompts " + prompts, "prompts.jsonl:2: \"text\" prompts need a tokenizer");
+  refused("--prompt-tokens 1", "neither an llm.c checkpoint nor a Hugging Face directory",
+          dir / "missing");
+}
+
+}  // namespace
+}  // namespace hybrid
