@@ -12,18 +12,29 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+// The integer keys: DeepSpeed's default, and the value the full block below gives.
+struct IntKey {
+  const char* name;
+  int AutotuningOptions::*field;
+  int deepspeed_default, given;
+};
+const IntKey kIntKeys[] = {
+    {"tuner_early_stopping", &AutotuningOptions::tuner_early_stopping, 5, 2},
+    {"tuner_num_trials", &AutotuningOptions::tuner_num_trials, 50, 9},
+    {"start_profile_step", &AutotuningOptions::start_profile_step, 3, 4},
+    {"end_profile_step", &AutotuningOptions::end_profile_step, 5, 6},
+    {"min_train_micro_batch_size_per_gpu", &AutotuningOptions::min_train_micro_batch_size_per_gpu,
+     1, 2},
+    {"max_train_micro_batch_size_per_gpu", &AutotuningOptions::max_train_micro_batch_size_per_gpu,
+     1024, 64},
+    {"num_tuning_micro_batch_sizes", &AutotuningOptions::num_tuning_micro_batch_sizes, 3, 4}};
+
 TEST(AutotuningOptions, DeepSpeedDefaultsWithoutABlock) {
   const AutotuningOptions o = parse_autotuning(json::parse(R"({"train_batch_size": 8})"));
   EXPECT_FALSE(o.present);
   EXPECT_EQ(o.metric, "throughput");
   EXPECT_EQ(o.tuner_type, "gridsearch");
-  EXPECT_EQ(o.tuner_early_stopping, 5);
-  EXPECT_EQ(o.tuner_num_trials, 50);
-  EXPECT_EQ(o.start_profile_step, 3);
-  EXPECT_EQ(o.end_profile_step, 5);
-  EXPECT_EQ(o.min_train_micro_batch_size_per_gpu, 1);
-  EXPECT_EQ(o.max_train_micro_batch_size_per_gpu, 1024);
-  EXPECT_EQ(o.num_tuning_micro_batch_sizes, 3);
+  for (const IntKey& k : kIntKeys) EXPECT_EQ(o.*k.field, k.deepspeed_default) << k.name;
 }
 
 TEST(AutotuningOptions, ReadsEveryTuningKeyAndListsLauncherKeys) {
@@ -36,13 +47,7 @@ TEST(AutotuningOptions, ReadsEveryTuningKeyAndListsLauncherKeys) {
   EXPECT_EQ(o.metric, "latency");
   EXPECT_EQ(strategy_from_tuner_type(o.tuner_type), "model");
   EXPECT_EQ(strategy_from_tuner_type("gridsearch"), "grid");
-  EXPECT_EQ(o.tuner_early_stopping, 2);
-  EXPECT_EQ(o.tuner_num_trials, 9);
-  EXPECT_EQ(o.start_profile_step, 4);
-  EXPECT_EQ(o.end_profile_step, 6);
-  EXPECT_EQ(o.min_train_micro_batch_size_per_gpu, 2);
-  EXPECT_EQ(o.max_train_micro_batch_size_per_gpu, 64);
-  EXPECT_EQ(o.num_tuning_micro_batch_sizes, 4);
+  for (const IntKey& k : kIntKeys) EXPECT_EQ(o.*k.field, k.given) << k.name;
   EXPECT_EQ(o.max_train_batch_size, 512);
   // "auto" counts as not given, as in the engine's config.
   EXPECT_EQ(o.ignored_keys,

@@ -16,11 +16,7 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-EnumerateOptions world(int n) {
-  EnumerateOptions o;
-  o.world_size = n;
-  return o;
-}
+using test::world;
 
 std::vector<std::string> keys(const Enumeration& e) {
   std::vector<std::string> k;
@@ -32,9 +28,7 @@ TEST(Candidates, AxesVaryOnlyAtTheStagesWhereTheyMatter) {
   const json base = test::tiny_config({{"autotuning", {{"metric", "latency"}}}});
   const SearchSpace space = parse_space(json::parse(R"({
     "mbs": [1, 2], "stage": [0, 3], "prefetch": [1000, 2000], "allgather_bucket_size": [10, 20]})"));
-  EnumerateOptions o;
-  o.world_size = 2;
-  const Enumeration e = enumerate_candidates(base, space, o);
+  const Enumeration e = enumerate_candidates(base, space, world(2));
   // Per micro-batch: stage 0 (prefetch and allgather do not apply) + stage 3 × 2 prefetch values.
   EXPECT_EQ(keys(e),
             (std::vector<std::string>{"mbs=1,gas=1,stage=0", "mbs=1,gas=1,stage=3,prefetch=1000",
@@ -57,7 +51,7 @@ TEST(Candidates, AxesVaryOnlyAtTheStagesWhereTheyMatter) {
     }
   }
   // Stable: the same inputs give the same keys and configs.
-  const Enumeration again = enumerate_candidates(base, space, o);
+  const Enumeration again = enumerate_candidates(base, space, world(2));
   ASSERT_EQ(keys(again), keys(e));
   for (size_t i = 0; i < e.candidates.size(); ++i)
     EXPECT_EQ(again.candidates[i].config, e.candidates[i].config);
@@ -67,9 +61,7 @@ TEST(Candidates, AxesVaryOnlyAtTheStagesWhereTheyMatter) {
 TEST(Candidates, FixedGlobalBatchDerivesAccumulation) {
   const SearchSpace space =
       parse_space(json::parse(R"({"mbs": [1, 2, 3, 4, 8], "train_batch_size": 8})"));
-  EnumerateOptions o;
-  o.world_size = 2;
-  const Enumeration e = enumerate_candidates(test::tiny_config(), space, o);
+  const Enumeration e = enumerate_candidates(test::tiny_config(), space, world(2));
   EXPECT_EQ(keys(e), (std::vector<std::string>{"mbs=1,gas=4,stage=0", "mbs=2,gas=2,stage=0",
                                                "mbs=4,gas=1,stage=0"}));
   ASSERT_EQ(e.dropped.size(), 2u);

@@ -43,9 +43,7 @@ std::map<std::string, std::string> dropped(const Enumeration& e) {
 TEST(PipelineLayouts, TheAxisEnumeratesLayoutsThatDivideTheWorldAndDropsTheRest) {
   const SearchSpace space =
       parse_space(json::parse(R"({"stage": [0, 2], "pipeline.stages": [1, 2, 3, 4, 8]})"));
-  EnumerateOptions o;
-  o.world_size = 4;
-  const Enumeration e = enumerate_candidates(four_blocks(), space, o);
+  const Enumeration e = enumerate_candidates(four_blocks(), space, test::world(4));
   std::vector<std::string> keys;
   for (const auto& c : e.candidates) keys.push_back(c.key);
   EXPECT_EQ(keys,
@@ -68,11 +66,7 @@ TEST(PipelineLayouts, TheAxisEnumeratesLayoutsThatDivideTheWorldAndDropsTheRest)
   }
   // More stages than blocks cannot run.
   const Enumeration eight = enumerate_candidates(
-      four_blocks(), parse_space(json::parse(R"({"pipeline.stages": [8]})")), [] {
-        EnumerateOptions w;
-        w.world_size = 8;
-        return w;
-      }());
+      four_blocks(), parse_space(json::parse(R"({"pipeline.stages": [8]})")), test::world(8));
   ASSERT_EQ(eight.dropped.size(), 1u);
   EXPECT_THAT(eight.dropped[0].reason, HasSubstr("more than the model's 4 blocks"));
 }
@@ -81,10 +75,8 @@ TEST(PipelineLayouts, AFixedGlobalBatchDerivesAccumulationOverTheDataParallelRan
   json base = four_blocks();
   base.erase("gradient_accumulation_steps");
   base["train_batch_size"] = 8;
-  EnumerateOptions o;
-  o.world_size = 4;
   const Enumeration e =
-      enumerate_candidates(base, parse_space(json::parse(R"({"pp": [1, 2, 4]})")), o);
+      enumerate_candidates(base, parse_space(json::parse(R"({"pp": [1, 2, 4]})")), test::world(4));
   ASSERT_EQ(e.candidates.size(), 3u);
   for (const auto& c : e.candidates) {
     EXPECT_EQ(c.train_batch(), 8) << c.key;
@@ -129,10 +121,8 @@ TEST(PipelineLayouts, TheMemoryModelPrunesByThePeakStage) {
 }
 
 TEST(PipelineLayouts, ALayoutWhosePeakStageIsOverTheBudgetIsPruned) {
-  EnumerateOptions o;
-  o.world_size = 4;
-  const Enumeration e =
-      enumerate_candidates(four_blocks(), parse_space(json::parse(R"({"pp": [1, 2, 4]})")), o);
+  const Enumeration e = enumerate_candidates(
+      four_blocks(), parse_space(json::parse(R"({"pp": [1, 2, 4]})")), test::world(4));
   ASSERT_EQ(e.candidates.size(), 3u);
   const auto pred = predict_all(e.candidates, "cpu");
   // The peak stage decides: stage 0 of 4 holds four activation sets.

@@ -16,11 +16,9 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 Enumeration tiny_candidates(int world) {
-  EnumerateOptions o;
-  o.world_size = world;
   return enumerate_candidates(
       test::tiny_config(), parse_space(json::parse(R"({"mbs": [1, 4, 16, 64], "stage": [0, 3]})")),
-      o);
+      test::world(world));
 }
 
 TEST(Pruning, PredictionsAreTheEnginesMemoryModel) {

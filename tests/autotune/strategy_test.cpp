@@ -71,13 +71,11 @@ TEST(Strategy, RandomIsASeededPermutation) {
 
 // Candidates of a real space over a tiny GPT-2, with real features.
 std::vector<StepFeatures> grid_features(int world) {
-  EnumerateOptions o;
-  o.world_size = world;
   const auto e = enumerate_candidates(
       test::tiny_config(),
       parse_space(
           json::parse(R"({"mbs": [1, 2, 4, 8, 16], "gas": [1, 2], "stage": [0, 1, 2, 3]})")),
-      o);
+      test::world(world));
   std::vector<StepFeatures> f;
   for (const auto& c : e.candidates)
     f.push_back(step_features(c.parsed, world, default_rates(kernels::BackendKind::cpu, world)));

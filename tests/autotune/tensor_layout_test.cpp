@@ -38,11 +38,7 @@ std::map<std::string, std::string> dropped(const Enumeration& e) {
   return d;
 }
 
-EnumerateOptions world(int w) {
-  EnumerateOptions o;
-  o.world_size = w;
-  return o;
-}
+using test::world;
 
 TEST(TensorLayouts, TheAxisHasItsShortNameAndAliases) {
   for (const char* name :

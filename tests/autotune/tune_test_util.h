@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "autotune/candidate.h"
 #include "autotune/cluster_rates.h"
 #include "tests/common/json_file.h"
 #include "tests/common/run_command.h"
@@ -40,6 +41,13 @@ inline nlohmann::json tiny_config(const nlohmann::json& patch = nlohmann::json::
 using hybrid::test::read_json;
 using hybrid::test::TempDir;
 using hybrid::test::write_json;
+
+// Enumerating for `n` ranks, the other options at their defaults.
+inline EnumerateOptions world(int n) {
+  EnumerateOptions o;
+  o.world_size = n;
+  return o;
+}
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);

@@ -24,10 +24,16 @@ size_t entries(const fs::path& dir) {
   return size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
 
-TEST(AtomicFile, TargetAppearsWholeOnlyAtCommit) {
-  TempDir d;
+// A target in `d` that holds "old".
+fs::path old_target(const TempDir& d) {
   const auto target = d.path / "out.json";
   std::ofstream(target) << "old";
+  return target;
+}
+
+TEST(AtomicFile, TargetAppearsWholeOnlyAtCommit) {
+  TempDir d;
+  const auto target = old_target(d);
   {
     AtomicFileWriter w(target.string());
     w.write("new ");
@@ -42,8 +48,7 @@ TEST(AtomicFile, TargetAppearsWholeOnlyAtCommit) {
 
 TEST(AtomicFile, WithoutCommitTheOldFileStaysAndNoTemporaryIsLeft) {
   TempDir d;
-  const auto target = d.path / "out.json";
-  std::ofstream(target) << "old";
+  const auto target = old_target(d);
   {
     AtomicFileWriter w(target.string());
     w.write("half");

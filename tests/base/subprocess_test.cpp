@@ -83,9 +83,11 @@ struct TimedOutRun {
   pid_t grandchild = 0;  // 0: it never wrote its pid
 };
 
-TimedOutRun run_until_timed_out(const std::string& script, const fs::path& pidfile,
-                                SubprocessOptions o) {
+TimedOutRun run_until_timed_out(const std::string& script, const fs::path& pidfile) {
   TimedOutRun run;
+  SubprocessOptions o;  // a session of its own, killed whole: SIGTERM, then SIGKILL 0.5 s on
+  o.own_session = true;
+  o.kill_grace_s = 0.5;
   // The timeout doubles until the grandchild wrote its pid before it struck: on a
   // loaded machine a short one can strike before the grandchild has started.
   for (o.timeout_s = 0.5; run.grandchild == 0 && o.timeout_s <= 16; o.timeout_s *= 2) {
@@ -99,13 +101,10 @@ TimedOutRun run_until_timed_out(const std::string& script, const fs::path& pidfi
 
 TEST(Subprocess, TimeoutKillsTheWholeGroup) {
   TempDir d;
-  SubprocessOptions o;
-  o.own_session = true;
-  o.kill_grace_s = 0.5;
   // The grandchild ignores nothing (the SIGTERM to the group ends it) and becomes the
   // sleeper (exec), so that a survivor is the process the test kills.
   const TimedOutRun run = run_until_timed_out(
-      R"(sh -c 'echo $$ > "$1"; exec sleep 60' sh "$1" & sleep 60)", d.path / "grandchild.pid", o);
+      R"(sh -c 'echo $$ > "$1"; exec sleep 60' sh "$1" & sleep 60)", d.path / "grandchild.pid");
   ASSERT_NE(run.grandchild, 0) << "the grandchild never started";
   EXPECT_TRUE(run.result.timed_out);
   // Killed, not waited for (its own end was 60 s away): the exit status says so,
@@ -123,15 +122,12 @@ TEST(Subprocess, TimeoutKillsTheWholeGroup) {
 // members of the child's session.
 TEST(Subprocess, TimeoutKillsGroupsOfItsOwnInTheSession) {
   TempDir d;
-  SubprocessOptions o;
-  o.own_session = true;
-  o.kill_grace_s = 0.5;
   // perl (in every Debian base system) moves itself to a process group of its
   // own and ignores SIGTERM before it writes its pid.
   const TimedOutRun run = run_until_timed_out(
       R"(perl -e 'setpgrp(0, 0); $SIG{TERM} = "IGNORE"; open(my $f, ">", $ARGV[0]) or die;)"
       R"( print $f "$$\n"; close $f; sleep 60' "$1" & sleep 60)",
-      d.path / "own-group.pid", o);
+      d.path / "own-group.pid");
   ASSERT_NE(run.grandchild, 0) << "the grandchild never started";
   EXPECT_TRUE(run.result.timed_out);
   // Its death by pid under a deadline (see above).

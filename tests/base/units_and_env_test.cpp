@@ -2,6 +2,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "base/json_read.h"
 #include "base/launcher_env.h"
 #include "base/text.h"
@@ -28,9 +33,23 @@ TEST(Units, OneFormatPerKindOfNumber) {
   EXPECT_EQ(format_gbps(12.345), "12.35 GB/s");
 }
 
+// The digit after the last one shown rounds (what the profiler's reports print).
+TEST(Units, RoundAtTheLastDigitShown) {
+  EXPECT_EQ(format_ms(1234.56), "1234.6 ms");
+  EXPECT_EQ(format_count(124'439'808), "124.44 M");
+  EXPECT_EQ(format_flop_rate(1.5232e14), "152.32 TFLOP/s");
+  EXPECT_EQ(format_flop_rate(999), "999.00 FLOP/s");
+  EXPECT_EQ(format_percent(0.12345), "12.35%");
+}
+
 // Sets variables for one test and restores the environment after it.
 struct Env {
+  using Vars = std::initializer_list<std::pair<const char*, const char*>>;
+  explicit Env(Vars vars = {}) { set(vars); }
   std::vector<std::string> names;
+  void set(Vars vars) {
+    for (const auto& [n, v] : vars) set(n, v);
+  }
   void set(const char* n, const char* v) {
     ::setenv(n, v, 1);
     names.emplace_back(n);
@@ -78,11 +97,10 @@ TEST(LauncherEnv, OpenMpiHydraAndSlurm) {
   clear_launcher_vars();
   EXPECT_EQ(launcher_env().world_size, 1);
   {
-    Env e;
-    e.set("OMPI_COMM_WORLD_RANK", "3");
-    e.set("OMPI_COMM_WORLD_SIZE", "4");
-    e.set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
-    e.set("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+    const Env e({{"OMPI_COMM_WORLD_RANK", "3"},
+                 {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
     const auto l = launcher_env();
     EXPECT_EQ(l.rank, 3);
     EXPECT_EQ(l.world_size, 4);
@@ -93,9 +111,7 @@ TEST(LauncherEnv, OpenMpiHydraAndSlurm) {
     Env e;  // an sbatch script's own shell: SLURM_NTASKS is the allocation, not a world
     e.set("SLURM_NTASKS", "8");
     EXPECT_EQ(launcher_env().world_size, 1);
-    e.set("SLURM_STEP_ID", "0");
-    e.set("SLURM_PROCID", "5");
-    e.set("SLURM_NTASKS_PER_NODE", "2(x4)");
+    e.set({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "5"}, {"SLURM_NTASKS_PER_NODE", "2(x4)"}});
     const auto l = launcher_env();
     EXPECT_EQ(l.world_size, 8);
     EXPECT_EQ(l.rank, 5);

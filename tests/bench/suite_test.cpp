@@ -54,18 +54,24 @@ TEST(Suite, DefaultsAndOverrides) {
                              "inline");
   const Suite& s = suites.at("s");
   ASSERT_EQ(s.entries.size(), 2u);
-  const SuiteEntry& a = s.entries[0];
-  EXPECT_EQ(a.filter, ".");
-  EXPECT_DOUBLE_EQ(a.min_time_s, 0.1);
-  EXPECT_EQ(s.repetitions_for(a), 7);
-  EXPECT_EQ(a.mpirun_np, 0);
-  EXPECT_TRUE(a.interleave);
-  const SuiteEntry& b = s.entries[1];
-  EXPECT_EQ(b.filter, "^x/");
-  EXPECT_DOUBLE_EQ(b.min_time_s, 0.25);
-  EXPECT_EQ(s.repetitions_for(b), 3);
-  EXPECT_EQ(b.mpirun_np, 2);
-  EXPECT_FALSE(b.interleave);
+  // bench_a takes the defaults (the suite's repetitions), bench_b overrides them.
+  struct Knobs {
+    std::string filter;
+    double min_time_s;
+    int repetitions, mpirun_np;
+    bool interleave;
+  };
+  const Knobs want[] = {{".", 0.1, 7, 0, true}, {"^x/", 0.25, 3, 2, false}};
+  for (size_t i = 0; i < 2; ++i) {
+    const SuiteEntry& e = s.entries[i];
+    SCOPED_TRACE(e.executable);
+    EXPECT_EQ(e.filter, want[i].filter);
+    EXPECT_DOUBLE_EQ(e.min_time_s, want[i].min_time_s);
+    EXPECT_EQ(s.repetitions_for(e), want[i].repetitions);
+    EXPECT_EQ(e.mpirun_np, want[i].mpirun_np);
+    EXPECT_EQ(e.interleave, want[i].interleave);
+  }
+  const SuiteEntry &a = s.entries[0], &b = s.entries[1];
   EXPECT_DOUBLE_EQ(b.min_warmup_time_s.value(), 0.1);
   EXPECT_DOUBLE_EQ(b.timeout_s, 30);
   EXPECT_THAT(b.args, ::testing::ElementsAre("--benchmark_time_unit=ms"));

@@ -15,15 +15,8 @@
 namespace hybrid::engine {
 namespace {
 
-ModelConfig small_gpt2() {
-  ModelConfig m;
-  m.n_layer = 3;
-  m.n_embd = 32;
-  m.n_head = 2;
-  m.vocab_size = 64;
-  m.seq_len = 16;
-  return m;
-}
+// 3 blocks of 32 channels, 2 heads, a 64-token vocabulary, 16 positions.
+ModelConfig small_gpt2() { return test::gpt2_sized(3, 32, 2, 64, 16); }
 
 int64_t sum(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t(0));

@@ -31,6 +31,15 @@ namespace hybrid::test {
 // The engine's model as the GPT-2 it is (tests of GPT-2's own structure and formats).
 inline engine::GPT2& gpt2_of(Engine& e) { return dynamic_cast<engine::GPT2&>(e.model()); }
 
+// A GPT-2 of these sizes, the rest at ModelConfig's defaults.
+inline engine::ModelConfig gpt2_sized(int n_layer, int n_embd, int n_head, int vocab_size,
+                                      int seq_len) {
+  engine::ModelConfig m;
+  m.n_layer = n_layer, m.n_embd = n_embd, m.n_head = n_head;
+  m.vocab_size = vocab_size, m.seq_len = seq_len;
+  return m;
+}
+
 inline EngineOptions quiet() {
   EngineOptions o;
   o.quiet = true;

@@ -32,10 +32,7 @@ Gpt2Weights random_weights(uint32_t seed) {
 }
 
 ModelConfig model_of(const Gpt2Weights& w) {
-  ModelConfig m;
-  m.n_layer = w.num_layers, m.n_embd = w.channels, m.n_head = w.num_heads;
-  m.vocab_size = w.vocab_size, m.seq_len = w.max_seq_len;
-  return m;
+  return test::gpt2_sized(w.num_layers, w.channels, w.num_heads, w.vocab_size, w.max_seq_len);
 }
 
 TEST(Gpt2Hf, ConfigMapsBothWaysAndRefusesVariantsWeDoNotRun) {

@@ -46,11 +46,9 @@ nlohmann::json reference_patch(const std::string& data, const std::string& init_
         {"seed", 7}}}};
 }
 
+// The reference Llama as the engine reads it.
 ModelConfig reference_model() {
-  ModelConfig m;
-  m.type = "llama", m.n_layer = 2, m.n_embd = 64, m.n_head = 4, m.n_kv_head = 2;
-  m.intermediate_size = 128, m.vocab_size = 256, m.seq_len = 32, m.tie_embeddings = false;
-  return m;
+  return parse_config(test::tiny_config_json({{"hybrid", {{"model", kReferenceModel}}}}), 1).model;
 }
 
 // The whole model's weights from a fixed generator (xorshift64: the same

@@ -11,15 +11,13 @@ namespace {
 
 Fp16Config dyn(int power, int window, int hysteresis, bool consecutive = false,
                float min_scale = 1.0f) {
-  Fp16Config c;
-  c.enabled = true;
-  c.loss_scale = 0;
-  c.initial_scale_power = power;
-  c.loss_scale_window = window;
-  c.hysteresis = hysteresis;
-  c.consecutive_hysteresis = consecutive;
-  c.min_loss_scale = min_scale;
-  return c;
+  return {.enabled = true,
+          .loss_scale = 0,
+          .initial_scale_power = power,
+          .loss_scale_window = window,
+          .hysteresis = hysteresis,
+          .consecutive_hysteresis = consecutive,
+          .min_loss_scale = min_scale};
 }
 
 struct Expect {

@@ -10,19 +10,13 @@
 #include <numeric>
 
 #include "engine/model/gpt2/gpt2.h"
+#include "tests/engine/engine_test_util.h"
 
 namespace hybrid::engine {
 namespace {
 
-ModelConfig gpt2_124m() {
-  ModelConfig m;
-  m.n_layer = 12;
-  m.n_embd = 768;
-  m.n_head = 12;
-  m.vocab_size = 50257;
-  m.seq_len = 1024;
-  return m;
-}
+// 12 blocks of 768 channels, 12 heads, 50257 tokens, 1024 positions.
+ModelConfig gpt2_124m() { return test::gpt2_sized(12, 768, 12, 50257, 1024); }
 
 // Per block 12C²/tp + 7C/tp (the cut weights and biases) + 6C (layernorms and
 // the row-parallel layers' biases, whole on every rank); Vp·C/tp of wte, the
@@ -40,12 +34,7 @@ TEST(TensorShards, ARanksParameterCountIsMegatronsClosedForm) {
 }
 
 TEST(TensorShards, PiecesSitWhereMegatronCutsThemAndPutTogetherGiveTheWhole) {
-  ModelConfig m;
-  m.n_layer = 1;
-  m.n_embd = 8;
-  m.n_head = 2;
-  m.vocab_size = 30;
-  m.seq_len = 4;
+  const ModelConfig m = test::gpt2_sized(1, 8, 2, 30, 4);  // 1 block of 8 channels, 2 heads
   const int Vp = 32, tp = 2, C = 8;
   std::vector<float> whole;
   std::vector<float> rebuilt;

@@ -27,7 +27,7 @@ TEST(Database, MissingFileIsAMessage) {
   const auto path = dir / "nope.db";
   Database db(path);
   EXPECT_FALSE(db.is_open());
-  EXPECT_TRUE(contains(db.error(), path.string())) << db.error();
+  EXPECT_TRUE(contains(db.error(), path)) << db.error();
   EXPECT_TRUE(contains(db.error(), "no such file")) << db.error();
   EXPECT_FALSE(std::filesystem::exists(path));  // not created
   EXPECT_FALSE(db.refresh(true));
@@ -45,7 +45,7 @@ TEST(Database, NonSqliteFileIsAMessageAndUntouched) {
   Database db(path);
   EXPECT_FALSE(db.is_open());
   EXPECT_TRUE(contains(db.error(), "not a SQLite database")) << db.error();
-  EXPECT_TRUE(contains(db.error(), path.string())) << db.error();
+  EXPECT_TRUE(contains(db.error(), path)) << db.error();
   EXPECT_EQ(test::file_checksum(path), before);
 }
 
@@ -143,7 +143,7 @@ TEST(Database, SeesACommitThatChangesNeitherFileSizeNorMtime) {
   ASSERT_TRUE(db.is_open()) << db.error();
   ASSERT_EQ(db.runs().size(), 1u);
   const std::string name_before = db.runs()[0].name;
-  const auto wal = std::filesystem::path(path.string() + "-wal");
+  const auto wal = std::filesystem::path(path + "-wal");
   auto size_of = [](const std::filesystem::path& p) {
     return std::filesystem::exists(p) ? std::filesystem::file_size(p) : uintmax_t(0);
   };

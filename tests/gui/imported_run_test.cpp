@@ -44,6 +44,13 @@ class ImportedRun : public ::testing::Test {
   double sql(const std::string& select_from, const std::string& cond) const {
     return sql_num(path_, select_from + " WHERE run_id = " + std::to_string(run_) + " AND " + cond);
   }
+  // "<select> FROM layer_stats WHERE run_id = <run> AND <cond>" for the module named `module`
+  double layer_sql(const std::string& select, const std::string& cond,
+                   const std::string& module) const {
+    return sql(select + " FROM layer_stats",
+               cond + " AND module_id = (SELECT module_id FROM modules WHERE run_id = " +
+                   std::to_string(run_) + " AND name = '" + module + "')");
+  }
 
   std::filesystem::path path_;
   int64_t run_ = 0;
@@ -162,11 +169,7 @@ TEST_F(ImportedRun, LayerBreakdownShowsDeviceTimes) {
   EXPECT_NEAR(b.rows[size_t(all_reduce)].bwd_ms.mean, layer_avg("bwd_ns", "nccl:all_reduce"),
               kMsTol);
   EXPECT_NEAR(b.rows[size_t(all_reduce)].bwd_ms.max,
-              sql("SELECT MAX(bwd_ns) / 1e6 FROM layer_stats",
-                  "step = 551 AND module_id = (SELECT module_id FROM "
-                  "modules WHERE run_id = " +
-                      std::to_string(run_) + " AND name = 'nccl:all_reduce')"),
-              kMsTol);
+              layer_sql("SELECT MAX(bwd_ns) / 1e6", "step = 551", "nccl:all_reduce"), kMsTol);
   // The step: the ProfilerStep#551 events (mean over ranks); the rows add up to it.
   EXPECT_TRUE(b.step_measured);
   EXPECT_NEAR(b.step_ms.mean,
@@ -193,10 +196,7 @@ TEST_F(ImportedRun, CutOffStepHasHostTimesOnly) {
   ASSERT_GE(fwd, 0);
   EXPECT_EQ(b.rows[size_t(fwd)].fwd_ms.mean, 0.0);
   EXPECT_NEAR(b.rows[size_t(fwd)].host_fwd_ms.mean,
-              sql("SELECT host_fwd_ns / 1e6 FROM layer_stats",
-                  "step = 552 AND rank = 1 AND module_id = (SELECT "
-                  "module_id FROM modules WHERE run_id = " +
-                      std::to_string(run_) + " AND name = '## forward ##')"),
+              layer_sql("SELECT host_fwd_ns / 1e6", "step = 552 AND rank = 1", "## forward ##"),
               kMsTol);
   o.rank = 5;  // a rank of the job that was not traced
   EXPECT_THROW(build_layer_breakdown(data_.profile, data_.events, o), std::invalid_argument);

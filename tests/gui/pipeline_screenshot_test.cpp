@@ -93,9 +93,9 @@ TEST(PipelineScreenshots, CollectivesAndTimelineOfAPipelineRun) {
   const int64_t id = write_pipeline_run(db);
   for (const char* window : {"collectives", "timeline"}) {
     const auto png = dir / (std::string("pp_") + window + ".png");
-    const auto r = run_command(test::xvfb_display().env_prefix() + kViewer + " " + db.string() +
-                               " --run " + std::to_string(id) + " --screenshot " + png.string() +
-                               " --window " + window + " --size 1280x800");
+    const auto r = run_command(test::xvfb_display().env_prefix() + kViewer + " " + db + " --run " +
+                               std::to_string(id) + " --screenshot " + png + " --window " + window +
+                               " --size 1280x800");
     ASSERT_EQ(r.status, 0) << window << "\n" << r.output;
     int width = 0;
     EXPECT_GT(luma_stddev(png, width), 8.0) << window;  // text and tables, not a blank frame

@@ -129,8 +129,8 @@ TEST_F(Screenshots, EveryWindowOfARealSweep) {
       sweep.path,
       "SELECT run_id FROM trials WHERE sweep_id = 1 AND status = 'ok' ORDER BY metric LIMIT 1");
   const auto r = run_command(on_display(kViewer) + " " + sweep.path.string() + " --run " + best +
-                             " --compare " + worst + " --screenshot " +
-                             (out / "shot.png").string() + " --window all --size 1280x800");
+                             " --compare " + worst + " --screenshot " + (out / "shot.png") +
+                             " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
   expect_shots(out, "shot", {std::begin(kWindows), std::end(kWindows)}, r.output);
   if (HasFatalFailure()) return;
@@ -144,7 +144,7 @@ TEST_F(Screenshots, EveryWindowOfAFixtureDatabase) {
   TempDir out;
   const auto r = run_command(on_display(kViewer) + " " + fx.path.string() + " --run " +
                              std::to_string(fx.gpu_run.run_id) + " --screenshot " +
-                             (out / "fixture.png").string() + " --window all --size 1280x800");
+                             (out / "fixture.png") + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* w : kWindows) {
     const auto png = out / (std::string("fixture_") + w + ".png");
@@ -165,7 +165,7 @@ TEST_F(Screenshots, ImportedPyTorchTrace) {
   TempDir out;
   const auto r = run_command(on_display(kViewer) + " " + imported.path.string() + " --run " +
                              std::to_string(imported.trace_filter_run) + " --screenshot " +
-                             (out / "imported.png").string() + " --window all --size 1280x800");
+                             (out / "imported.png") + " --window all --size 1280x800");
   ASSERT_EQ(r.status, 0) << r.output;
   expect_shots(out, "imported", {"timeline", "layers", "gpu"}, r.output);
   if (HasFatalFailure()) return;
@@ -187,8 +187,8 @@ TEST_F(Screenshots, OneWindowAtAnotherSize) {
   test::FixtureDb fx;
   TempDir out;
   const auto png = out / "timeline.png";
-  const auto r = run_command(on_display(kViewer) + " " + fx.path.string() + " --screenshot " +
-                             png.string() + " --window timeline --size 1024x640 --frames 2");
+  const auto r = run_command(on_display(kViewer) + " " + fx.path.string() + " --screenshot " + png +
+                             " --window timeline --size 1024x640 --frames 2");
   ASSERT_EQ(r.status, 0) << r.output;
   const Image img = load_png(png);
   EXPECT_EQ(img.w, 1024);
@@ -243,10 +243,10 @@ TEST_F(Screenshots, ARunTheStoreDoesNotHaveExitsTwo) {
   }
   for (const char* option : {"--run", "--compare"}) {
     const auto r =
-        run_command(on_display(kViewer) + " " + db.string() + " " + option + " 999 --screenshot " +
-                    (dir / "missing_run.png").string() + " --window overview");
+        run_command(on_display(kViewer) + " " + db + " " + option + " 999 --screenshot " +
+                    (dir / "missing_run.png") + " --window overview");
     EXPECT_EQ(r.status, 2) << option << ": " << r.output;
-    EXPECT_NE(r.output.find(db.string() + " has no run 999"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(db + " has no run 999"), std::string::npos) << r.output;
   }
 }
 

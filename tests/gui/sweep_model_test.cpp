@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "gui/model/database.h"
+#include "tests/common/trial_knobs.h"
 #include "tests/gui/view_test_util.h"
 
 namespace hybrid::gui {
@@ -17,12 +18,7 @@ using profiler::TrialStatus;
 
 TEST(SweepModel, ParsesTheKnobsOfADsConfig) {
   const TrialConfig c = parse_trial_config(test::trial_config(8, 3, 4));
-  EXPECT_EQ(c.micro_batch, 8);
-  EXPECT_EQ(c.grad_accum, 4);
-  EXPECT_EQ(c.zero_stage, 3);
-  EXPECT_EQ(c.reduce_bucket, 5e8);
-  EXPECT_EQ(c.allgather_bucket, 2e8);
-  EXPECT_EQ(c.overlap_comm, true);
+  hybrid::test::expect_trial_knobs(c, 8, 4, 3);
   EXPECT_EQ(c.dtype(), "bf16");
   const TrialConfig fp16 =
       parse_trial_config(R"({"fp16": {"enabled": true}, "train_micro_batch_size_per_gpu": 2})");

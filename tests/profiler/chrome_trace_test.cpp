@@ -161,7 +161,7 @@ TEST(ChromeTrace, WritesAtomicallyAndNamesThePathOnFailure) {
     write_chrome_trace(bad, trace);
     FAIL() << "expected runtime_error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
   }
 }
 

@@ -18,14 +18,12 @@ namespace {
 
 CommRecord rec(CollectiveKind k, uint64_t bytes, int world, int64_t issue, int64_t start,
                int64_t end) {
-  CommRecord r;
-  r.kind = k;
-  r.bytes = bytes;
-  r.world_size = world;
-  r.issue_ns = issue;
-  r.start_ns = start;
-  r.end_ns = end;
-  return r;
+  return {.kind = k,
+          .bytes = bytes,
+          .world_size = world,
+          .issue_ns = issue,
+          .start_ns = start,
+          .end_ns = end};
 }
 
 struct ManualClock {
@@ -428,13 +426,7 @@ TEST(CommTracerIo, BooksSwapFileTransfersApartFromCollectives) {
   CommTracer t({}, nullptr, clock.fn());
   t.begin_step(1);
   auto io = [](IoKind k, uint64_t bytes, int64_t start, int64_t end) {
-    IoRecord r;
-    r.kind = k;
-    r.bytes = bytes;
-    r.issue_ns = start;
-    r.start_ns = start;
-    r.end_ns = end;
-    return r;
+    return IoRecord{.kind = k, .bytes = bytes, .issue_ns = start, .start_ns = start, .end_ns = end};
   };
   t.io_observer()(io(IoKind::nvme_read, 4'000'000, 0, 2'000'000));  // 2 GB/s
   t.on_io(io(IoKind::nvme_read, 4'000'000, 10, 1'000'010));         // 4 GB/s

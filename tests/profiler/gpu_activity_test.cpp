@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "profiler/gpu_hooks.h"
+#include "tests/profiler/gpu_records.h"
 
 #if HYBRID_HAVE_CUPTI
 #include <cuda_runtime_api.h>
@@ -17,29 +18,11 @@
 namespace hybrid::profiler {
 namespace {
 
-// A name table standing in for the tracer's interning.
-struct Names {
-  std::vector<std::string> names;
-  std::function<uint32_t(std::string_view)> fn() {
-    return [this](std::string_view n) {
-      for (size_t i = 0; i < names.size(); ++i)
-        if (names[i] == n) return uint32_t(i);
-      names.emplace_back(n);
-      return uint32_t(names.size() - 1);
-    };
-  }
-};
+using test::Names;
 
 GpuActivityRecord kernel(uint32_t stream, uint64_t start, uint64_t end, uint32_t corr,
                          std::string name = "k") {
-  GpuActivityRecord r;
-  r.kind = GpuActivityKind::kernel;
-  r.name = std::move(name);
-  r.stream = stream;
-  r.start_ns = start;
-  r.end_ns = end;
-  r.correlation_id = corr;
-  return r;
+  return test::gpu_record(GpuActivityKind::kernel, stream, start, end, corr, std::move(name));
 }
 
 TEST(GpuActivity, ExternalIdRoundTripsEveryField) {
@@ -107,15 +90,7 @@ TEST(GpuActivity, ParserSortsShiftsAssignsLanesAndAttributes) {
   // Delivered out of order, on two streams; stream 7 starts first.
   p.add_record(kernel(3, 300, 350, 12, "_ZN2ns6kernelIfEEvPT_i"));
   p.add_record(kernel(7, 100, 180, 10, "gemm"));
-  GpuActivityRecord copy;
-  copy.kind = GpuActivityKind::memcpy;
-  copy.name = "memcpy HtoD";
-  copy.stream = 7;
-  copy.start_ns = 200;
-  copy.end_ns = 260;
-  copy.correlation_id = 11;
-  copy.bytes = 4096;
-  p.add_record(copy);
+  p.add_record(test::gpu_record(GpuActivityKind::memcpy, 7, 200, 260, 11, "memcpy HtoD", 4096));
   p.add_external_correlation({10, encode_external_id({4, Category::forward, 2})});
   p.add_external_correlation({11, encode_external_id({4, Category::forward, 2})});
   p.add_external_correlation({12, encode_external_id({9, Category::backward, 2})});

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "profiler/gpu_activity.h"
+#include "tests/profiler/gpu_records.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -209,35 +210,22 @@ TEST(GpuTimeline, TopKernelsByTotalDeviceTime) {
 // dropped records, and two streams overlap.
 TEST(GpuTimeline, CuptiRecordStreamThroughTheParserGivesExactFigures) {
   GpuActivityParser parser;
-  std::vector<std::string> names;
-  auto intern = [&](std::string_view n) {
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == n) return uint32_t(i);
-    names.emplace_back(n);
-    return uint32_t(names.size() - 1);
-  };
-  auto rec = [](GpuActivityKind kind, uint32_t stream, uint64_t s, uint64_t e, uint32_t corr,
-                std::string name) {
-    GpuActivityRecord r;
-    r.kind = kind;
-    r.stream = stream;
-    r.start_ns = s;
-    r.end_ns = e;
-    r.correlation_id = corr;
-    r.name = std::move(name);
-    return r;
-  };
+  test::Names names;
+  const auto intern = names.fn();
   const uint64_t base = 1'000'000;
   // Buffer 2 (later records) is delivered first.
-  parser.add_record(rec(GpuActivityKind::kernel, 14, base + 300, base + 400, 4, "_Z4gemmPfS_"));
-  parser.add_record(rec(GpuActivityKind::memcpy, 15, base + 380, base + 450, 5, "memcpy DtoH"));
+  parser.add_record(
+      test::gpu_record(GpuActivityKind::kernel, 14, base + 300, base + 400, 4, "_Z4gemmPfS_"));
+  parser.add_record(
+      test::gpu_record(GpuActivityKind::memcpy, 15, base + 380, base + 450, 5, "memcpy DtoH"));
   parser.add_external_correlation({4, encode_external_id({2, Category::backward, 7})});
   parser.add_dropped(3);
   auto first = parser.take_events(intern, -int64_t(base));  // record 5 waits for its correlation
   // Buffer 1, and the correlations of both buffers.
-  parser.add_record(rec(GpuActivityKind::kernel, 14, base + 0, base + 100, 1, "_Z4gemmPfS_"));
-  parser.add_record(rec(GpuActivityKind::kernel, 15, base + 50, base + 250, 2,
-                        "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"));
+  parser.add_record(
+      test::gpu_record(GpuActivityKind::kernel, 14, base + 0, base + 100, 1, "_Z4gemmPfS_"));
+  parser.add_record(test::gpu_record(GpuActivityKind::kernel, 15, base + 50, base + 250, 2,
+                                     "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"));
   parser.add_external_correlation({1, encode_external_id({2, Category::forward, 7})});
   parser.add_external_correlation({2, encode_external_id({1, Category::backward, 7})});
   parser.add_external_correlation({5, encode_external_id({0, Category::optimizer, 7})});
@@ -250,7 +238,7 @@ TEST(GpuTimeline, CuptiRecordStreamThroughTheParserGivesExactFigures) {
   EXPECT_EQ(stats.attributed, 4u);
   EXPECT_EQ(stats.pending, 0u);
 
-  const auto t = analyze_gpu_timeline(events, names);
+  const auto t = analyze_gpu_timeline(events, names.names);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].span_ns, 450);
   EXPECT_EQ(t[0].idle_ns, 50);
@@ -263,7 +251,7 @@ TEST(GpuTimeline, CuptiRecordStreamThroughTheParserGivesExactFigures) {
   EXPECT_EQ(modules[2], (ModuleDeviceTime{0, 7, 2, 100, 100, 0, 2}));   // attn: fwd gemm, bwd gemm
   EXPECT_EQ(modules[1], (ModuleDeviceTime{0, 7, 1, 100, 300, 0, 1}));   // + the reduce-scatter
   EXPECT_EQ(modules[0], (ModuleDeviceTime{0, 7, 0, 100, 300, 70, 1}));  // + the optimizer copy
-  const auto steps = gpu_step_accounting(events, names);
+  const auto steps = gpu_step_accounting(events, names.names);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0], (StepRankRow{7, 0, 200e-6, 200e-6, 150e-6}));
 }

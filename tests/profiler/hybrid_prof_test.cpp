@@ -40,7 +40,7 @@ class HybridProf : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(std::filesystem::exists(kBinary))
         << kBinary << " is missing: build the hybrid-prof target before these tests";
-    db_ = (dir_ / "hybrid.db").string();
+    db_ = dir_ / "hybrid.db";
     RunStore store(db_);
     const RunProfile p = test::sample_profile();
     RunInfo info = p.run;
@@ -109,7 +109,7 @@ TEST_F(HybridProf, ReportsCarryTheStoredNumbers) {
 
 TEST_F(HybridProf, ExportsAParsableTrace) {
   const auto out = dir_ / "trace.json";
-  const Result r = prof("export-trace " + run_args() + " -o " + out.string());
+  const Result r = prof("export-trace " + run_args() + " -o " + out);
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("wrote 3 events"), std::string::npos) << r.out;
   const auto trace = nlohmann::json::parse(test::read_file(out));
@@ -117,7 +117,7 @@ TEST_F(HybridProf, ExportsAParsableTrace) {
   for (const auto& e : trace.at("traceEvents")) complete += e.at("ph") == "X";
   EXPECT_EQ(complete, 3);
   EXPECT_TRUE(trace.at("otherData").at("clocks_aligned").get<bool>());
-  const Result only1 = prof("export-trace " + run_args() + " --rank 1 -o " + out.string());
+  const Result only1 = prof("export-trace " + run_args() + " --rank 1 -o " + out);
   EXPECT_NE(only1.out.find("wrote 1 events"), std::string::npos) << only1.out;
 }
 
@@ -126,9 +126,9 @@ TEST_F(HybridProf, UserErrorsExitNonZeroWithAClearMessage) {
   EXPECT_EQ(no_run.rc, 1);
   EXPECT_NE(no_run.out.find("run 999 not found"), std::string::npos) << no_run.out;
   const auto missing = dir_ / "nope.db";
-  const Result no_db = prof("runs --db " + missing.string());
+  const Result no_db = prof("runs --db " + missing);
   EXPECT_EQ(no_db.rc, 1);
-  EXPECT_NE(no_db.out.find("database " + missing.string() + " does not exist"), std::string::npos)
+  EXPECT_NE(no_db.out.find("database " + missing + " does not exist"), std::string::npos)
       << no_db.out;
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a reading command created the database";
   const Result bad_step = prof("report flops " + run_args() + " --step 9");
@@ -145,15 +145,15 @@ TEST_F(HybridProf, MigrateUpgradesAnOldDatabaseForTheReaders) {
   const auto old = dir_ / "old.db";
   test::exec_sql(old, test::read_file(std::filesystem::path(HYBRID_SOURCE_DIR) /
                                       "tests/profiler/data/store_schema_v1.sql"));
-  const Result refused = prof("runs --db " + old.string());
+  const Result refused = prof("runs --db " + old);
   EXPECT_EQ(refused.rc, 1);
   EXPECT_NE(refused.out.find("hybrid-prof migrate"), std::string::npos) << refused.out;
-  const Result migrated = prof("migrate --db " + old.string());
+  const Result migrated = prof("migrate --db " + old);
   EXPECT_EQ(migrated.rc, 0) << migrated.out;
   EXPECT_NE(migrated.out.find("schema version 1 → " + std::to_string(RunStore::schema_version())),
             std::string::npos)
       << migrated.out;
-  EXPECT_EQ(prof("runs --db " + old.string()).rc, 0);
+  EXPECT_EQ(prof("runs --db " + old).rc, 0);
   const Result stale = prof("mark-stale --db " + db_);
   EXPECT_EQ(stale.rc, 0) << stale.out;
   EXPECT_NE(stale.out.find("marked 0 run(s) failed"), std::string::npos) << stale.out;

@@ -156,7 +156,7 @@ TEST_F(ImportKineto, TraceWithNothingToAnalyseIsRefused) {
 // Issue 32: our own export-trace output was imported as a second, empty "ok" run.
 TEST_F(ImportKineto, OurOwnExportIsRefused) {
   const auto out = dir_ / "exported.json";
-  const auto r = run("export-trace --db " + db_.string() + " --run 1 -o " + out.string());
+  const auto r = run("export-trace --db " + db_.string() + " --run 1 -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_refused({out}, "written by hybrid-prof export-trace");
 }

@@ -12,6 +12,7 @@
 
 #include "profiler/store/run_store.h"
 #include "store_test_util.h"
+#include "tests/profiler/full_rows.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -22,24 +23,9 @@ RankRows sample_rows() {
   r.rank = {3, "node-b", 4242, 1'700'000'000'123'456'789, 1, 2, 8, 64ull << 30};
   r.step_ranks = {{1, 3, 10.5, 2.25, 0.75}, {2, 3, 11.0, 2.5, 0.5}, {2, 3, 9.0, 3.0, 1.0}};
   r.step_timers = {{1, 3, "forward", 4.5}, {1, 3, "optimizer_step", 1.25}};
-  LayerStat l;
-  l.rank = 3, l.module_id = 7, l.step = 2, l.fwd_ns = 11, l.bwd_ns = 22;
-  l.fwd_flops = 5'000'000'000ull, l.bwd_flops = 10'000'000'000ull, l.fwd_macs = 33;
-  l.bwd_macs = 44, l.calls = 2, l.host_fwd_ns = 55, l.host_bwd_ns = 66, l.recompute_ns = 77;
-  l.recompute_flops = 88, l.host_recompute_ns = 99;
-  r.layers = {l};
-  GpuRankTimeline g;
-  g.rank = 3, g.first_start_ns = 100, g.last_end_ns = 900, g.span_ns = 800, g.idle_ns = 50;
-  g.compute_ns = 600, g.non_compute_ns = 150, g.comm_ns = 200, g.memory_ns = 30;
-  g.comm_overlap_ns = 120, g.exposed_comm_ns = 80;
-  for (int i = 0; i < kGpuWorkMasks; ++i) g.exclusive_ns[size_t(i)] = 10 * (i + 1);
-  g.exclusive_ns[0] = g.idle_ns;  // the same time: sent once, as the store keeps it
-  g.computation_kernels = 17, g.communication_kernels = 5, g.memory_records = 3;
-  r.gpu = {g};
-  Event a;
-  a.start_ns = 1000, a.dur_ns = 250, a.bytes = 1ull << 33, a.flops = 1ull << 40, a.name_id = 1;
-  a.step = 2, a.module_id = 7, a.rank = 3, a.lane = kLaneComm, a.category = Category::comm;
-  a.scope = Category::backward;
+  r.layers = {test::full_layer_stat(3, 7, 2)};
+  r.gpu = {test::full_gpu_timeline(3)};
+  const Event a = test::full_event(3, 7, 2, 1);
   Event b = a;
   b.name_id = 0, b.module_id = -1, b.step = -1, b.category = Category::recompute;
   r.events = {{a, b}, {"step", "all_reduce"}};
@@ -52,18 +38,8 @@ void expect_same_events(const EventSet& got, const EventSet& want) {
   EXPECT_EQ(got.names, want.names);
   ASSERT_EQ(got.events.size(), want.events.size());
   for (size_t i = 0; i < want.events.size(); ++i) {
-    const Event &g = got.events[i], &w = want.events[i];
-    EXPECT_EQ(g.start_ns, w.start_ns) << i;
-    EXPECT_EQ(g.dur_ns, w.dur_ns) << i;
-    EXPECT_EQ(g.bytes, w.bytes) << i;
-    EXPECT_EQ(g.flops, w.flops) << i;
-    EXPECT_EQ(g.name_id, w.name_id) << i;
-    EXPECT_EQ(g.step, w.step) << i;
-    EXPECT_EQ(g.module_id, w.module_id) << i;
-    EXPECT_EQ(g.rank, w.rank) << i;
-    EXPECT_EQ(g.lane, w.lane) << i;
-    EXPECT_EQ(g.category, w.category) << i;
-    EXPECT_EQ(g.scope, w.scope) << i;
+    test::expect_event_fields(got.events[i], want.events[i], i);
+    EXPECT_EQ(got.events[i].name_id, want.events[i].name_id) << i;  // the same name table
   }
 }
 

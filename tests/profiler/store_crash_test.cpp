@@ -14,20 +14,26 @@
 namespace hybrid::profiler {
 namespace {
 
-using test::exec_sql;
-using test::TempDir;
-
 constexpr int kBatch = 5000;
 
-TEST(StoreCrash, KilledWriterLeavesWholeTransactionsAndIsMarkedFailed) {
-  TempDir dir;
-  const auto db = dir / "crash.db";
-  { RunStore init(db); }
+class StoreCrash : public ::testing::Test {
+ protected:
+  // Sets columns of run `run`'s row behind the store's back (another writer's doing).
+  void update_run(int64_t run, const std::string& assignments) const {
+    test::exec_sql(db_, "UPDATE runs SET " + assignments + " WHERE id = " + std::to_string(run));
+  }
+
+  test::TempDir dir_;
+  const std::string db_ = dir_ / "runs.db";
+};
+
+TEST_F(StoreCrash, KilledWriterLeavesWholeTransactionsAndIsMarkedFailed) {
+  { RunStore init(db_); }
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   const pid_t child = test::fork_child([&] {
     close(fds[0]);
-    RunStore store(db);
+    RunStore store(db_);
     const int64_t run = store.create_run({});
     if (write(fds[1], &run, sizeof run) != sizeof run) return false;
     std::vector<Event> events(kBatch);
@@ -50,7 +56,7 @@ TEST(StoreCrash, KilledWriterLeavesWholeTransactionsAndIsMarkedFailed) {
   EXPECT_EQ(test::wait_child(child), 128 + SIGKILL);
   close(fds[0]);
 
-  RunStore store(db);  // recovers the WAL left behind
+  RunStore store(db_);  // recovers the WAL left behind
   EXPECT_EQ(store.integrity_check(), "ok");
   const int64_t events = store.event_count(run);
   EXPECT_GE(events, 3 * kBatch);
@@ -61,8 +67,7 @@ TEST(StoreCrash, KilledWriterLeavesWholeTransactionsAndIsMarkedFailed) {
   RunInfo finished_info;
   const int64_t finished = store.create_run(finished_info);
   store.finish_run(finished, RunStatus::ok);
-  exec_sql(db, "UPDATE runs SET writer_pid = " + std::to_string(child) + " WHERE id = " +
-                   std::to_string(finished));  // its writer is dead too, but it finished
+  update_run(finished, "writer_pid = " + std::to_string(child));  // dead too, but it finished
 
   const auto marked = store.mark_stale_runs();
   EXPECT_EQ(marked, std::vector<int64_t>{run});
@@ -77,32 +82,22 @@ TEST(StoreCrash, KilledWriterLeavesWholeTransactionsAndIsMarkedFailed) {
   EXPECT_TRUE(store.mark_stale_runs().empty());  // idempotent
 }
 
-TEST(StoreCrash, ReusedPidOfAnotherProcessCountsAsDead) {
-  TempDir dir;
-  const auto db = dir / "reuse.db";
-  RunStore store(db);
+TEST_F(StoreCrash, ReusedPidOfAnotherProcessCountsAsDead) {
+  RunStore store(db_);
   const int64_t mine = store.create_run({});
   const int64_t reused = store.create_run({});
   // Same pid (this live process) but another start time: the writer it names is gone.
-  exec_sql(db, "UPDATE runs SET writer_start = writer_start + 12345 WHERE id = " +
-                   std::to_string(reused));
+  update_run(reused, "writer_start = writer_start + 12345");
   EXPECT_EQ(store.mark_stale_runs(), std::vector<int64_t>{reused});
   EXPECT_EQ(store.get_run(mine).status, RunStatus::running);
 }
 
-TEST(StoreCrash, OtherHostsOnlyByHeartbeatTimeout) {
-  TempDir dir;
-  const auto db = dir / "remote.db";
-  RunStore store(db);
+TEST_F(StoreCrash, OtherHostsOnlyByHeartbeatTimeout) {
+  RunStore store(db_);
   const int64_t silent = store.create_run({});
   const int64_t fresh = store.create_run({});
-  exec_sql(db,
-           "UPDATE runs SET writer_host = 'other-node', writer_pid = 1, "
-           "last_update = last_update - 600 WHERE id = " +
-               std::to_string(silent) +
-               ";"
-               "UPDATE runs SET writer_host = 'other-node', writer_pid = 1 WHERE id = " +
-               std::to_string(fresh));
+  update_run(silent, "writer_host = 'other-node', writer_pid = 1, last_update = last_update - 600");
+  update_run(fresh, "writer_host = 'other-node', writer_pid = 1");
   // A pid on another host says nothing here: without a timeout both stay running.
   EXPECT_TRUE(store.mark_stale_runs().empty());
   EXPECT_EQ(store.mark_stale_runs(300.0), std::vector<int64_t>{silent});

@@ -43,7 +43,7 @@ TEST(StoreFuzzRegressions, UnknownStatusesAreStoreErrorsNamingFileAndRow) {
   test::exec_sql(db,
                  "PRAGMA ignore_check_constraints = ON; UPDATE runs SET status = 'bogus'; "
                  "UPDATE sweeps SET status = ''; UPDATE trials SET status = 'done?';");
-  const std::string prefix = "database " + db.string() + ": ";
+  const std::string prefix = "database " + db + ": ";
   EXPECT_THAT(read_error(db, [](RunStore& s) { s.list_runs(); }),
               testing::StartsWith(prefix + "run 1: run status must be running|ok|"));
   EXPECT_THAT(read_error(db, [](RunStore& s) { s.sweeps(); }),

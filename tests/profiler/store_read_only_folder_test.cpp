@@ -30,7 +30,6 @@ class ReadOnlyFolder : public ::testing::Test {
     if (::geteuid() == 0 && !fs::exists(kSetpriv))
       GTEST_SKIP() << "root ignores permission bits and " << kSetpriv
                    << " (util-linux) is missing to read as another user";
-    fs::permissions(dir_.path(), fs::perms(0755));  // mkdtemp's 0700 would stop nobody
     folder_ = dir_ / "shared";
     fs::create_directory(folder_);
   }
@@ -72,7 +71,7 @@ class ReadOnlyFolder : public ::testing::Test {
     if (with_shm) fs::copy_file(db.string() + "-shm", folder_ / "hybrid.db-shm");
   }
 
-  test::TempDir dir_;
+  test::TempDir dir_;  // readable by others, as the user who reads the folder needs
   fs::path folder_;
 };
 

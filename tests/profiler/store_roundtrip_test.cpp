@@ -7,6 +7,7 @@
 
 #include "profiler/store/run_store.h"
 #include "store_test_util.h"
+#include "tests/profiler/full_rows.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -299,15 +300,7 @@ TEST(RunStore, EventsRoundTripWithNamesAndFilters) {
   for (size_t i = 0; i < 300; ++i) {  // rank 0 first, by start time
     const Event& e = all.events[i];
     const Event& w = ev0[i];
-    EXPECT_EQ(e.start_ns, w.start_ns);
-    EXPECT_EQ(e.dur_ns, w.dur_ns);
-    EXPECT_EQ(e.bytes, w.bytes);
-    EXPECT_EQ(e.flops, w.flops);
-    EXPECT_EQ(e.step, w.step);
-    EXPECT_EQ(e.module_id, w.module_id);
-    EXPECT_EQ(e.rank, 0);
-    EXPECT_EQ(e.lane, w.lane);
-    EXPECT_EQ(e.category, w.category);
+    test::expect_event_fields(e, w, i);  // rank 0's
     EXPECT_EQ(all.names.at(e.name_id), names0[w.name_id]);
   }
   for (size_t i = 0; i < 300; ++i) {

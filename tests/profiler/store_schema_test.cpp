@@ -359,11 +359,11 @@ TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
   const auto db = dir / "old.db";
   exec_sql(db, test::read_file(fixture(1)));
   const std::string msg = error_of([&] { RunStore store(db, OpenMode::read_only); });
-  EXPECT_NE(msg.find("database " + db.string() + " has schema version 1, older than this build (" +
+  EXPECT_NE(msg.find("database " + db + " has schema version 1, older than this build (" +
                      std::to_string(RunStore::schema_version()) + ")"),
             std::string::npos)
       << msg;
-  EXPECT_NE(msg.find("hybrid-prof migrate --db " + db.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("hybrid-prof migrate --db " + db), std::string::npos) << msg;
   EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "1");
   EXPECT_EQ(query_sql(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'sweeps'"), "0");
 }
@@ -374,8 +374,8 @@ TEST(StoreSchema, NewerVersionIsRefusedInBothModes) {
   { RunStore store(db); }
   const int newer = RunStore::schema_version() + 1;
   exec_sql(db, "PRAGMA user_version = " + std::to_string(newer));
-  const std::string expected = "database " + db.string() + " has schema version " +
-                               std::to_string(newer) + ", newer than this build supports (" +
+  const std::string expected = "database " + db + " has schema version " + std::to_string(newer) +
+                               ", newer than this build supports (" +
                                std::to_string(RunStore::schema_version()) + "); upgrade hybrid";
   EXPECT_EQ(error_of([&] { RunStore store(db); }), expected);
   EXPECT_EQ(error_of([&] { RunStore store(db, OpenMode::read_only); }), expected);
@@ -390,9 +390,7 @@ TEST(StoreSchema, NonSqliteFileIsRefusedAndLeftAlone) {
   std::ofstream(path) << content;
   for (OpenMode mode : {OpenMode::read_write, OpenMode::read_only}) {
     const std::string msg = error_of([&] { RunStore store(path, mode); });
-    EXPECT_NE(msg.find("database " + path.string() + " is not a SQLite database"),
-              std::string::npos)
-        << msg;
+    EXPECT_NE(msg.find("database " + path + " is not a SQLite database"), std::string::npos) << msg;
   }
   EXPECT_EQ(test::read_file(path), content);
 }
@@ -416,7 +414,7 @@ TEST(StoreSchema, ReadOnlyNeedsAnExistingRunStore) {
   TempDir dir;
   const auto missing = dir / "missing.db";
   const std::string msg = error_of([&] { RunStore store(missing, OpenMode::read_only); });
-  EXPECT_NE(msg.find("database " + missing.string() + " does not exist"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("database " + missing + " does not exist"), std::string::npos) << msg;
   EXPECT_FALSE(std::filesystem::exists(missing));
 
   const auto empty = dir / "empty.db";

@@ -1,4 +1,4 @@
-// Helpers of the run-store tests: a temporary directory, raw SQL on a database
+// Helpers of the run-store tests: the common temporary directory, raw SQL on a database
 // file (to build old-version fixtures and inspect what the store wrote), and
 // forked child processes that report success through their exit status.
 #pragma once
@@ -16,27 +16,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/common/temp_dir.h"
+
 namespace hybrid::profiler::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "hybrid_store_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using hybrid::test::TempDir;  // paths inside come back as strings, which the store takes
 
 // Runs SQL directly on the file, outside the store.
 inline void exec_sql(const std::filesystem::path& db, const std::string& sql) {

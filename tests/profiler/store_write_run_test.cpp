@@ -4,6 +4,7 @@
 
 #include "profiler/store/run_store.h"
 #include "store_test_util.h"
+#include "tests/profiler/full_rows.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -22,45 +23,9 @@ RunRecord sample_record() {
              {3, "node-b", 42, 1'700'000'000'000'001'000}};
   r.modules = {{0, -1, "## forward ##", "scope", 0, 0, 0}, {1, 0, "block", "scope", 1, 0, 0}};
   r.step_ranks = {{551, 0, 1.5, 0.5, 0.25}, {551, 3, 1.25, 0.5, 0.125}};
-  LayerStat l;
-  l.rank = 3;
-  l.module_id = 1;
-  l.step = 551;
-  l.fwd_ns = 900;
-  l.bwd_ns = 1800;
-  l.host_fwd_ns = 40;
-  l.host_bwd_ns = 60;
-  l.calls = 2;
-  r.layers = {l};
-  GpuRankTimeline t;
-  t.rank = 3;
-  t.first_start_ns = 10;
-  t.last_end_ns = 460;
-  t.span_ns = 450;
-  t.idle_ns = 50;
-  t.compute_ns = 200;
-  t.non_compute_ns = 200;
-  t.comm_ns = 200;
-  t.memory_ns = 70;
-  t.comm_overlap_ns = 50;
-  t.exposed_comm_ns = 150;
-  t.exclusive_ns = {50, 130, 150, 50, 50, 20, 0, 0};
-  t.computation_kernels = 2;
-  t.communication_kernels = 1;
-  t.memory_records = 1;
-  r.gpu = {t};
-  r.events.names = {"gemm", "ncclKernel_AllReduce"};
-  Event e;
-  e.rank = 3;
-  e.lane = kLaneGpuBase + 7;
-  e.category = Category::kernel;
-  e.scope = Category::backward;
-  e.module_id = 1;
-  e.step = 551;
-  e.start_ns = 10;
-  e.dur_ns = 100;
-  e.name_id = 1;
-  r.events.events = {e};
+  r.layers = {test::full_layer_stat(3, 1, 551)};
+  r.gpu = {test::full_gpu_timeline(3)};
+  r.events = {{test::full_event(3, 1, 551, 1)}, {"gemm", "ncclKernel_AllReduce"}};
   return r;
 }
 

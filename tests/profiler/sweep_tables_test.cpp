@@ -6,6 +6,7 @@
 #include "profiler/tables/metric_registry.h"
 #include "profiler/tables/sweep_leaderboard.h"
 #include "profiler/tables/trial_config.h"
+#include "tests/common/trial_knobs.h"
 
 namespace hybrid::profiler {
 namespace {
@@ -30,12 +31,7 @@ TEST(TrialConfig, KnobsWithTypes) {
     "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 4,
     "zero_optimization": {"stage": 3, "reduce_bucket_size": 5e8, "allgather_bucket_size": 2e8,
                           "overlap_comm": true, "offload_optimizer": {"device": "cpu"}}})");
-  EXPECT_EQ(c.micro_batch, 8);
-  EXPECT_EQ(c.grad_accum, 4);
-  EXPECT_EQ(c.zero_stage, 3);
-  EXPECT_EQ(c.reduce_bucket, 5e8);
-  EXPECT_EQ(c.allgather_bucket, 2e8);
-  EXPECT_EQ(c.overlap_comm, true);
+  hybrid::test::expect_trial_knobs(c, 8, 4, 3);
   EXPECT_EQ(c.offload_optimizer, "cpu");
   EXPECT_FALSE(c.offload_param.has_value());
   // Wrong types stay unknown; the deprecated boolean means stage 1.
