@@ -41,7 +41,8 @@ std::vector<int> prompt_of_line(const std::string& line) {
     throw std::invalid_argument("needs \"tokens\": an array of token ids");
   std::vector<int> tokens;
   for (const auto& t : *it) {
-    if (!t.is_number_integer()) throw std::invalid_argument(fmt::format("token {} is not an integer", t.dump()));
+    if (!t.is_number_integer())
+      throw std::invalid_argument(fmt::format("token {} is not an integer", t.dump()));
     tokens.push_back(t.get<int>());
   }
   return tokens;

@@ -82,7 +82,8 @@ int run(const Options& o) {
   int64_t new_tokens = 0;
   for (size_t first = 0; first < prompts.size(); first += batch) {
     const std::vector<std::vector<int>> part(
-        prompts.begin() + long(first), prompts.begin() + long(std::min(first + batch, prompts.size())));
+        prompts.begin() + long(first),
+        prompts.begin() + long(std::min(first + batch, prompts.size())));
     const GenerationResult r = engine->generate(part, gen);
     for (size_t i = 0; i < part.size(); ++i) {
       sequences.push_back({{"prompt_tokens", part[i]}, {"tokens", r.tokens[i]}});

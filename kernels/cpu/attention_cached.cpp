@@ -78,8 +78,8 @@ void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, 
       cpu::gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
       for (int r0 = 0; r0 < T_; r0 += cpu::kQueryBlock) {
         const int n = std::min(cpu::kQueryBlock, T_ - r0);
-        cpu::forward_query_block(o + size_t(r0) * hs, lse, q + size_t(r0) * hs, k, v,
-                                 start[b] + r0, n, hs, scale, S, ml);
+        cpu::forward_query_block(o + size_t(r0) * hs, lse, q + size_t(r0) * hs, k, v, start[b] + r0,
+                                 n, hs, scale, S, ml);
       }
       T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
       for (int t = 0; t < T_; ++t)
@@ -103,9 +103,8 @@ void CpuBackend::attention_cached_forward(DType dt, void* out, const void* qkv, 
   const QkvLayout L{C, NH, NKV, C / NH};
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    attention_cached_fwd(static_cast<S*>(out), static_cast<const S*>(qkv),
-                         static_cast<S*>(k_cache), static_cast<S*>(v_cache), start, B, T, L,
-                         max_tokens);
+    attention_cached_fwd(static_cast<S*>(out), static_cast<const S*>(qkv), static_cast<S*>(k_cache),
+                         static_cast<S*>(v_cache), start, B, T, L, max_tokens);
   });
 }
 

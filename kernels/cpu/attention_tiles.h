@@ -23,8 +23,9 @@ inline int visible_keys(int t, int c0, int cols) { return std::max(0, std::min(c
 
 // One query block [r0, r0 + rows) of one head: o rows = softmax(q·kᵀ/√hs)·v,
 // lse[t] for each of its rows. S is a rows × kKeyBlock tile, ml 2·rows floats.
-inline void forward_query_block(float* o, float* lse, const float* q, const float* k, const float* v,
-                         int r0, int rows, int hs, float scale, float* S, float* ml) {
+inline void forward_query_block(float* o, float* lse, const float* q, const float* k,
+                                const float* v, int r0, int rows, int hs, float scale, float* S,
+                                float* ml) {
   float *m = ml, *l = ml + rows;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   std::fill(m, m + rows, neg_inf);

@@ -32,7 +32,8 @@ __global__ void append_kernel(T* kc, T* vc, const T* qkv, const int* start, Cach
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     const int d = int(i % s.hs), g = int((i / s.hs) % s.NKV);
-    const int t = int((i / (size_t(s.hs) * s.NKV)) % s.T), b = int(i / (size_t(s.hs) * s.NKV * s.T));
+    const int t = int((i / (size_t(s.hs) * s.NKV)) % s.T),
+              b = int(i / (size_t(s.hs) * s.NKV * s.T));
     const T* row = qkv + (size_t(b) * s.T + t) * s.ld();
     const size_t slot = s.head(b, g) + size_t(start[b] + t) * s.hs + d;
     kc[slot] = row[size_t(s.NH + g) * s.hs + d];
@@ -92,8 +93,8 @@ void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cach
                                   " writes past its cache of " + std::to_string(max_tokens));
   const CacheShape s{B, T, NH, NKV, C / NH, max_tokens};
   Scratch starts(alloc, size_t(B) * sizeof(int));
-  HYBRID_CUDA_CHECK(cudaMemcpyAsync(starts.get(), start, size_t(B) * sizeof(int),
-                                    cudaMemcpyHostToDevice, st));
+  HYBRID_CUDA_CHECK(
+      cudaMemcpyAsync(starts.get(), start, size_t(B) * sizeof(int), cudaMemcpyHostToDevice, st));
   const LaunchConfig ew = launch_config(size_t(B) * T * NKV * s.hs, 256, 8192);
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
     append_kernel<E><<<ew.grid, ew.block, 0, st>>>(static_cast<E*>(k_cache),

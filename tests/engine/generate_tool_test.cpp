@@ -23,15 +23,15 @@ Model write_model(const test::TempDir& dir, const nlohmann::json& model, bool hf
   Model m{initialize(cfg, make_model(cfg), test::quiet()), ""};
   test::train_on_changing_batches(*m.engine, 8, /*same_every_step=*/true);
   m.path = dir / (hf ? "hf" : "model.bin");
-  m.engine->model().write_weights(m.engine->module_tree(), m.engine->gather_parameters(),
-                                  hf ? engine::WeightFiles{"", m.path}
-                                     : engine::WeightFiles{m.path, ""});
+  m.engine->model().write_weights(
+      m.engine->module_tree(), m.engine->gather_parameters(),
+      hf ? engine::WeightFiles{"", m.path} : engine::WeightFiles{m.path, ""});
   return m;
 }
 
-const nlohmann::json kLlama = {{"type", "llama"},  {"n_layer", 2},       {"n_embd", 32},
-                               {"n_head", 4},      {"n_kv_head", 2},     {"intermediate_size", 48},
-                               {"vocab_size", 64}, {"seq_len", 16},      {"tie_embeddings", false}};
+const nlohmann::json kLlama = {{"type", "llama"},  {"n_layer", 2},   {"n_embd", 32},
+                               {"n_head", 4},      {"n_kv_head", 2}, {"intermediate_size", 48},
+                               {"vocab_size", 64}, {"seq_len", 16},  {"tie_embeddings", false}};
 
 TEST(GenerateTool, WritesWhatTheEngineGeneratesForAnLlmcFileAndAnHfDirectory) {
   test::TempDir dir;
@@ -44,7 +44,8 @@ TEST(GenerateTool, WritesWhatTheEngineGeneratesForAnLlmcFileAndAnHfDirectory) {
     const std::string out = dir / "out.json";
     const auto r = test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
                                      " --prompt-tokens 5,9,1 --prompt-tokens 7"
-                                     " --max-new-tokens 6 --json " + out);
+                                     " --max-new-tokens 6 --json " +
+                                     out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto j = test::read_json(out);
     ASSERT_EQ(j["sequences"].size(), 2u);
@@ -66,9 +67,9 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
   const auto refused = [&](const std::string& args, const std::string& says,
                            const std::string& model = "") {
     SCOPED_TRACE(args);
-    const auto r = test::run_command(test::tool("hybrid-generate") + " --model " +
-                                     (model.empty() ? m.path : model) + " --json " + out + " " +
-                                     args);
+    const auto r =
+        test::run_command(test::tool("hybrid-generate") + " --model " +
+                          (model.empty() ? m.path : model) + " --json " + out + " " + args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
     EXPECT_FALSE(std::filesystem::exists(out));

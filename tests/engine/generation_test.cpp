@@ -22,11 +22,11 @@ constexpr int kVocab = 64;
 
 nlohmann::json model_of(const std::string& family) {
   if (family == "gpt2")
-    return {{"type", "gpt2"},     {"n_layer", 2},      {"n_embd", 32},
-            {"n_head", 2},        {"vocab_size", kVocab}, {"seq_len", 80}};
-  return {{"type", "llama"},  {"n_layer", 2},          {"n_embd", 32},
-          {"n_head", 4},      {"n_kv_head", 2},        {"intermediate_size", 48},
-          {"vocab_size", kVocab}, {"seq_len", 80},     {"tie_embeddings", false}};
+    return {{"type", "gpt2"}, {"n_layer", 2},         {"n_embd", 32},
+            {"n_head", 2},    {"vocab_size", kVocab}, {"seq_len", 80}};
+  return {{"type", "llama"},      {"n_layer", 2},   {"n_embd", 32},
+          {"n_head", 4},          {"n_kv_head", 2}, {"intermediate_size", 48},
+          {"vocab_size", kVocab}, {"seq_len", 80},  {"tie_embeddings", false}};
 }
 
 std::unique_ptr<Engine> engine_for(const std::string& family, int micro_batch,
@@ -77,7 +77,8 @@ std::vector<int> argmax_after_each_prefix(Engine& ref, const std::vector<int>& p
   return picks;
 }
 
-const std::vector<std::vector<int>> kPrompts = {{5, 9, 1, 33, 12}, {7}, {60, 2, 2, 2, 2, 2, 2, 2, 40}, {0, 1, 2}};
+const std::vector<std::vector<int>> kPrompts = {
+    {5, 9, 1, 33, 12}, {7}, {60, 2, 2, 2, 2, 2, 2, 2, 40}, {0, 1, 2}};
 
 GenerationParams greedy(int n) {
   GenerationParams p;
@@ -135,7 +136,9 @@ TEST(Generation, ZeroStagesOffloadAndCheckpointingGenerateWhatThePlainRunDoes) {
   const nlohmann::json variants[] = {
       {{"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}}},
       {{"zero_optimization",
-        {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"offload_param", {{"device", "cpu"}}}}}},
+        {{"stage", 3},
+         {"offload_optimizer", {{"device", "cpu"}}},
+         {"offload_param", {{"device", "cpu"}}}}}},
       {{"activation_checkpointing", {{"cpu_checkpointing", true}}}},
   };
   for (const auto& v : variants) {
@@ -173,8 +176,7 @@ TEST(Generation, StopTokensEndARowAndStayInItsTokens) {
   GenerationParams p = greedy(10);
   p.stop_tokens = {full.tokens[0][3]};
   const auto stopped = e->generate({{7}}, p);
-  const auto first_stop =
-      std::find(full.tokens[0].begin(), full.tokens[0].end(), p.stop_tokens[0]);
+  const auto first_stop = std::find(full.tokens[0].begin(), full.tokens[0].end(), p.stop_tokens[0]);
   EXPECT_EQ(stopped.tokens[0], std::vector<int>(full.tokens[0].begin(), first_stop + 1));
 }
 

@@ -38,9 +38,9 @@ void expect_cache_matches_full(DType dt, float tol) {
     SCOPED_TRACE(b);
     Buf in(dt, rows_of(qkv, b, 0, prefill[b], ld)), out(dt, size_t(prefill[b]) * C);
     const int start = 0;
-    be->attention_cached_forward(dt, out.data(), in.data(), static_cast<char*>(k.data()) + b * per_row,
-                                 static_cast<char*>(v.data()) + b * per_row, &start, 1, prefill[b],
-                                 C, NH, NKV, kMax);
+    be->attention_cached_forward(
+        dt, out.data(), in.data(), static_cast<char*>(k.data()) + b * per_row,
+        static_cast<char*>(v.data()) + b * per_row, &start, 1, prefill[b], C, NH, NKV, kMax);
     EXPECT_LT(test::rel_err(out.get(), rows_of(full, b, 0, prefill[b], C)), tol);
   }
   for (int step = 0; step < 4; ++step) {  // both rows, each at its own position
@@ -54,8 +54,8 @@ void expect_cache_matches_full(DType dt, float tol) {
       want.insert(want.end(), w.begin(), w.end());
     }
     Buf bin(dt, in), out(dt, size_t(B) * C);
-    be->attention_cached_forward(dt, out.data(), bin.data(), k.data(), v.data(), start, B, 1, C,
-                                 NH, NKV, kMax);
+    be->attention_cached_forward(dt, out.data(), bin.data(), k.data(), v.data(), start, B, 1, C, NH,
+                                 NKV, kMax);
     EXPECT_LT(test::rel_err(out.get(), want), tol);
   }
 }
