@@ -30,15 +30,20 @@ namespace hybrid::kernels {
 
 enum class BackendKind { cpu, cuda };
 
-struct AdamWParams {
+// What the Adam-style optimizers (AdamW, Lamb) share: two moments with their
+// betas, eps, weight decay and the bias-corrected step.
+struct MomentParams {
   float lr = 1e-3f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
-  bool decoupled_weight_decay = true;  // AdamW; false = Adam with L2 added to the gradient
-  int64_t step = 1;                    // 1-based, for bias correction
   bool bias_correction = true;
+  int64_t step = 1;  // 1-based, for bias correction
+};
+
+struct AdamWParams : MomentParams {
+  bool decoupled_weight_decay = true;  // AdamW; false = Adam with L2 added to the gradient
 };
 
 // torch.optim.SGD (what DeepSpeed builds for "SGD").
@@ -52,15 +57,8 @@ struct SgdParams {
 };
 
 // DeepSpeed's FusedLamb.
-struct LambParams {
-  float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
-  bool bias_correction = true;
+struct LambParams : MomentParams {
   bool eps_inside_sqrt = false;  // sqrt(v + eps) instead of sqrt(v) + eps
-  int64_t step = 1;              // 1-based, for bias correction
 };
 
 // Lamb's step size: lr · sqrt(1 − β2^t) / (1 − β1^t) with bias correction (fp32,

@@ -13,31 +13,11 @@ namespace hybrid::profiler {
 
 namespace {
 
-uint32_t category_color(Category c) {
-  switch (c) {
-    case Category::step:
-      return 0xff808080u;
-    case Category::forward:
-      return 0xff4e79a7u;
-    case Category::backward:
-      return 0xfff28e2bu;
-    case Category::optimizer:
-      return 0xff59a14fu;
-    case Category::comm:
-      return 0xffe15759u;
-    case Category::data:
-      return 0xff76b7b2u;
-    case Category::kernel:
-      return 0xffedc948u;
-    case Category::memcpy:
-      return 0xffb07aa1u;
-    case Category::other:
-      return 0xffbab0acu;
-    case Category::recompute:
-      return 0xff9c755fu;
-  }
-  return 0xffbab0acu;
-}
+// ARGB by category, in the enum's order: step, forward, backward, optimizer,
+// comm, data, kernel, memcpy, other, recompute.
+constexpr uint32_t kCategoryColor[kCategoryCount] = {
+    0xff808080u, 0xff4e79a7u, 0xfff28e2bu, 0xff59a14fu, 0xffe15759u,
+    0xff76b7b2u, 0xffedc948u, 0xffb07aa1u, 0xffbab0acu, 0xff9c755fu};
 
 class NvtxListener final : public RangeListener {
  public:
@@ -55,7 +35,7 @@ class NvtxListener final : public RangeListener {
     a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
     a.category = uint32_t(category) + 1;
     a.colorType = NVTX_COLOR_ARGB;
-    a.color = category_color(category);
+    a.color = kCategoryColor[int(category)];
     a.payloadType = NVTX_PAYLOAD_TYPE_INT32;
     a.payload.iValue = module_id;
     a.messageType = NVTX_MESSAGE_TYPE_ASCII;

@@ -29,20 +29,23 @@ BatchSizes derive_batch(ObjectReader& top, int64_t w) {
   const auto gas = top.integer("gradient_accumulation_steps", 1, kIntMax);
   BatchSizes b;
   auto& [t, m, g, how] = b;
+  // The one size missing beside t: t // x // y, in that order, and how it came about.
+  const auto divided = [&](const char* what, const char* x_name, int64_t x, const char* y_name,
+                           int64_t y) {
+    how = fmt::format("{} derived as train_batch_size {} // {} {} // {} {}", what, t, x_name, x,
+                      y_name, y);
+    return t / x / y;
+  };
   if (tb && mb && gas) {
     t = *tb, m = *mb, g = *gas;
   } else if (tb && mb) {
-    t = *tb, m = *mb, g = t / m / w;
-    how = fmt::format(
-        "gradient_accumulation_steps derived as train_batch_size {} // "
-        "train_micro_batch_size_per_gpu {} // world_size {}",
-        t, m, w);
+    t = *tb, m = *mb;
+    g = divided("gradient_accumulation_steps", "train_micro_batch_size_per_gpu", m, "world_size",
+                w);
   } else if (tb && gas) {
-    t = *tb, g = *gas, m = t / w / g;
-    how = fmt::format(
-        "train_micro_batch_size_per_gpu derived as train_batch_size {} // "
-        "world_size {} // gradient_accumulation_steps {}",
-        t, w, g);
+    t = *tb, g = *gas;
+    m = divided("train_micro_batch_size_per_gpu", "world_size", w, "gradient_accumulation_steps",
+                g);
   } else if (mb && gas) {
     m = *mb, g = *gas, t = m * g * w;  // int64: no overflow for int inputs and sane world sizes
     how = "train_batch_size derived as their product";

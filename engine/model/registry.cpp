@@ -61,15 +61,7 @@ std::optional<StoredModel> stored_model_in(const std::string& path) {
     return std::nullopt;
   // llm.c's format holds GPT-2 only.
   const Gpt2Weights w = read_llmc_checkpoint(path);
-  ModelConfig m;
-  m.type = "gpt2";
-  m.n_layer = w.num_layers;
-  m.n_embd = w.channels;
-  m.n_head = w.num_heads;
-  m.vocab_size = w.vocab_size;
-  m.padded_vocab_size = w.padded_vocab_size;
-  m.seq_len = w.max_seq_len;
-  return StoredModel{m, w.padded_vocab_size, "llm.c"};
+  return StoredModel{gpt2_config_of(w), w.padded_vocab_size, "llm.c"};
 }
 
 }  // namespace hybrid::engine

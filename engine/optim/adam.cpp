@@ -13,15 +13,7 @@ class Adam final : public Optimizer {
   int state_floats_per_param() const override { return 2; }  // m, v
 
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
-    kernels::AdamWParams p;
-    p.lr = a.lr;
-    p.beta1 = a.beta1 >= 0.0f ? a.beta1 : cfg_.beta1;
-    p.beta2 = a.beta2 >= 0.0f ? a.beta2 : cfg_.beta2;
-    p.eps = cfg_.eps;
-    p.weight_decay = cfg_.weight_decay;
-    p.decoupled_weight_decay = cfg_.adam_w_mode;
-    p.bias_correction = cfg_.bias_correction;
-    p.step = a.step;
+    const kernels::AdamWParams p{moment_params(cfg_, a), cfg_.adam_w_mode};
     backend.adamw(p, a.master, a.state, a.state + a.n, a.grad_dtype, a.grad, a.grad_scale,
                   a.param_dtype, a.param_out, a.n);
   }

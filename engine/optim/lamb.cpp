@@ -56,16 +56,7 @@ class Lamb final : public Optimizer {
   size_t segments() const { return bounds_.size() - 1; }
 
   kernels::LambParams params(const OptimizerStepArgs& a) const {
-    kernels::LambParams p;
-    p.lr = a.lr;
-    p.beta1 = a.beta1 >= 0.0f ? a.beta1 : cfg_.beta1;
-    p.beta2 = a.beta2 >= 0.0f ? a.beta2 : cfg_.beta2;
-    p.eps = cfg_.eps;
-    p.weight_decay = cfg_.weight_decay;
-    p.bias_correction = cfg_.bias_correction;
-    p.eps_inside_sqrt = cfg_.eps_inside_sqrt;
-    p.step = a.step;
-    return p;
+    return {moment_params(cfg_, a), cfg_.eps_inside_sqrt};
   }
 
   // DeepSpeed's part 3: ratio of the norms in fp32, clamped; 1 when either is 0.

@@ -1,4 +1,5 @@
-// Which optimizer a config names, and how much state it keeps per parameter.
+// Which optimizer a config names, how much state it keeps per parameter, and
+// the step parameters the Adam-style ones share.
 #include "engine/optim/optimizer.h"
 
 namespace hybrid::engine {
@@ -13,6 +14,18 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
 int optimizer_state_floats(const OptimizerConfig& cfg) {
   if (cfg.type == "SGD") return cfg.momentum != 0.0f ? 1 : 0;
   return 2;  // Adam, AdamW, Lamb: m and v
+}
+
+kernels::MomentParams moment_params(const OptimizerConfig& cfg, const OptimizerStepArgs& a) {
+  kernels::MomentParams p;
+  p.lr = a.lr;
+  p.beta1 = a.beta1 >= 0.0f ? a.beta1 : cfg.beta1;
+  p.beta2 = a.beta2 >= 0.0f ? a.beta2 : cfg.beta2;
+  p.eps = cfg.eps;
+  p.weight_decay = cfg.weight_decay;
+  p.bias_correction = cfg.bias_correction;
+  p.step = a.step;
+  return p;
 }
 
 }  // namespace hybrid::engine

@@ -74,5 +74,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
                                           std::vector<int64_t> tensor_starts);
 // State floats per parameter of the optimizer cfg names (the memory model's figure).
 int optimizer_state_floats(const OptimizerConfig& cfg);
+// What Adam and Lamb step with: the configured moments, OneCycle's scheduled
+// betas replacing the configured ones when given.
+kernels::MomentParams moment_params(const OptimizerConfig& cfg, const OptimizerStepArgs& a);
 
 }  // namespace hybrid::engine

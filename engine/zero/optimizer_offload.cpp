@@ -107,22 +107,17 @@ float* OptimizerOffload::chunk_state(int64_t k) const {
   return swap_state_[size_t(k) % swap_state_.size()].as<float>();
 }
 
-void OptimizerOffload::swap_in(int64_t k) {
+void OptimizerOffload::swap(int64_t k, Swap way) {
   auto& t = swap_tickets_[size_t(k) % swap_tickets_.size()];
   const uint64_t off = uint64_t(chunk_begin(k)), len = uint64_t(chunk_size(k));
-  t[0] = files_.io().read(files_.file("optimizer.master"), off * 4, chunk_master(k), len * 4);
-  if (state_floats_ > 0)
-    t[1] = files_.io().read(files_.file("optimizer.state"), off * 4 * uint64_t(state_floats_),
-                            chunk_state(k), len * 4 * uint64_t(state_floats_));
-}
-
-void OptimizerOffload::swap_out(int64_t k) {
-  auto& t = swap_tickets_[size_t(k) % swap_tickets_.size()];
-  const uint64_t off = uint64_t(chunk_begin(k)), len = uint64_t(chunk_size(k));
-  t[0] = files_.io().write(files_.file("optimizer.master"), off * 4, chunk_master(k), len * 4);
-  if (state_floats_ > 0)
-    t[1] = files_.io().write(files_.file("optimizer.state"), off * 4 * uint64_t(state_floats_),
-                             chunk_state(k), len * 4 * uint64_t(state_floats_));
+  // One file's part of the chunk: `floats` per element, fp32.
+  const auto start = [&](const char* file, uint64_t floats, float* slot) {
+    const uint64_t at = off * 4 * floats, bytes = len * 4 * floats;
+    return way == Swap::in ? files_.io().read(files_.file(file), at, slot, bytes)
+                           : files_.io().write(files_.file(file), at, slot, bytes);
+  };
+  t[0] = start("optimizer.master", 1, chunk_master(k));
+  if (state_floats_ > 0) t[1] = start("optimizer.state", uint64_t(state_floats_), chunk_state(k));
 }
 
 void OptimizerOffload::wait_swap(int64_t k) {
@@ -166,7 +161,7 @@ void OptimizerOffload::run_chunks(const OptimizerStepArgs& a, const void* device
                                                      grads + size_t(chunk_begin(k)) * gsize,
                                                      size_t(chunk_size(k)) * gsize);
   };
-  for (int64_t k = 0; k < std::min(S - 1, K); ++k) swap_in(k);  // read ahead
+  for (int64_t k = 0; k < std::min(S - 1, K); ++k) swap(k, Swap::in);  // read ahead
   if (grads && K > 0) fetch(0);
   for (int64_t k = 0; k < K; ++k) {
     const int slot = int(k % 2);
@@ -184,7 +179,7 @@ void OptimizerOffload::run_chunks(const OptimizerStepArgs& a, const void* device
       if (k + S - 1 < K) {
         if (params && !separate_params()) params->wait_put(std::exchange(up_[size_t(1 - slot)], 0));
         wait_swap(k - 1);
-        swap_in(k + S - 1);
+        swap(k + S - 1, Swap::in);
       }
       wait_swap(k);
     }
@@ -200,7 +195,7 @@ void OptimizerOffload::run_chunks(const OptimizerStepArgs& a, const void* device
     fn(c);
     if (params) push_params(k, slot, *params);
     // Both passes of a two-pass optimizer change the state: each writes it back.
-    if (S > 0) swap_out(k);
+    if (S > 0) swap(k, Swap::out);
   }
   // The host buffers are reused by the next pass; the device already waits on the
   // uploads (stream order), the host waits here.
@@ -234,7 +229,7 @@ void OptimizerOffload::load(const float* master, const float* state, ParamDestin
       // fp32 parameters come from the slot: they must leave before it is reused.
       push_params(k, slot, params);
       params.wait_put(std::exchange(up_[size_t(slot)], 0));
-      swap_out(k);
+      swap(k, Swap::out);
       continue;
     }
     push_params(k, slot, params);

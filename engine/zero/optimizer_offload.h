@@ -126,9 +126,9 @@ class OptimizerOffload {
   // the slot that carries it.
   float* chunk_master(int64_t k) const;
   float* chunk_state(int64_t k) const;
-  // NVMe: starts reading / writing chunk k between its files and its slot.
-  void swap_in(int64_t k);
-  void swap_out(int64_t k);
+  // NVMe: starts reading (in) or writing (out) chunk k between its files and its slot.
+  enum class Swap { in, out };
+  void swap(int64_t k, Swap way);
   void wait_swap(int64_t k);  // the slot of chunk k is no longer being transferred
   // Queues chunk k's working parameters from staging slot `slot` (or the master
   // chunk for fp32 parameters).

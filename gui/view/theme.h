@@ -1,9 +1,11 @@
-// Colours and fonts shared by every window: one colour per event category and per
-// ZeRO stage, so the timeline, the bars and the legends agree.
+// Colours, fonts and number formats shared by every window: one colour per event
+// category and per ZeRO stage, so the timeline, the bars and the legends agree,
+// and numbers written as every tool writes them.
 #pragma once
 
 #include <imgui.h>
 
+#include "base/units.h"
 #include "gui/model/layer_breakdown.h"
 #include "profiler/event.h"
 
@@ -38,6 +40,13 @@ inline constexpr ImU32 kGpuMemory = IM_COL32(255, 157, 167, 255);  // as memcpy 
 }  // namespace colors
 
 ImVec4 to_vec4(ImU32 c);
+
+// Numbers with units (base/units.h).
+using base::format_bytes;
+using base::format_count;
+using base::format_flop;
+using base::format_flop_rate;
+using base::format_ms;
 
 // A titled separator between the parts of a window.
 void section(const char* title);

@@ -10,13 +10,10 @@
 #include "gui/view/app.h"
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
-#include "profiler/report_format.h"
 
 namespace hybrid::gui {
 
 namespace {
-
-using profiler::report::format_bytes;
 
 CommColumn comm_column(int col) {
   static const CommColumn map[] = {CommColumn::op,      CommColumn::bytes, CommColumn::calls,

@@ -13,13 +13,10 @@
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
 #include "gui/view/windows.h"
-#include "profiler/report_format.h"
 
 namespace hybrid::gui {
 
 namespace {
-
-using profiler::report::format_ms;
 
 constexpr float kBarHeight = 18;
 

@@ -13,16 +13,10 @@
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
 #include "gui/view/windows.h"
-#include "profiler/report_format.h"
 
 namespace hybrid::gui {
 
 namespace {
-
-using profiler::report::format_bytes;
-using profiler::report::format_count;
-using profiler::report::format_flop;
-using profiler::report::format_flop_rate;
 
 enum Col {
   kName,

@@ -9,16 +9,10 @@
 #include "gui/view/app.h"
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
-#include "profiler/report_format.h"
 
 namespace hybrid::gui {
 
 namespace {
-
-using profiler::report::format_bytes;
-using profiler::report::format_count;
-using profiler::report::format_flop_rate;
-using profiler::report::format_ms;
 
 void fact(const char* label, const std::string& value) {
   ImGui::TableNextColumn();

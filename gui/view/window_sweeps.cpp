@@ -12,14 +12,12 @@
 #include "gui/view/plot.h"
 #include "gui/view/theme.h"
 #include "gui/view/windows.h"
-#include "profiler/report_format.h"
 
 namespace hybrid::gui {
 
 namespace {
 
 using profiler::TrialStatus;
-using profiler::report::format_bytes;
 
 enum Col {
   kId,

@@ -13,7 +13,6 @@
 #include "gui/view/theme.h"
 #include "gui/view/windows.h"
 #include "profiler/gpu_timeline.h"
-#include "profiler/report_format.h"
 #include "profiler/tables/step_accounting.h"
 
 namespace hybrid::gui {
@@ -21,9 +20,6 @@ namespace hybrid::gui {
 namespace {
 
 using profiler::is_comm_wait;
-using profiler::report::format_bytes;
-using profiler::report::format_flop;
-using profiler::report::format_flop_rate;
 
 constexpr float kLabelWidth = 170;
 constexpr float kRulerHeight = 22;

@@ -4,41 +4,41 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
+#include <utility>
+
+#include "profiler/columns.h"
 
 namespace hybrid::profiler {
 
 namespace {
 
+// The costs a container sums over its children, each with the LayerStat counter
+// a module's own row starts it from (calls is not summed: containers keep 0).
+constexpr auto kSummedCosts = std::tuple{
+    std::pair{&ModuleCost::fwd_ns, &LayerStat::fwd_ns},
+    std::pair{&ModuleCost::bwd_ns, &LayerStat::bwd_ns},
+    std::pair{&ModuleCost::fwd_flops, &LayerStat::fwd_flops},
+    std::pair{&ModuleCost::bwd_flops, &LayerStat::bwd_flops},
+    std::pair{&ModuleCost::fwd_macs, &LayerStat::fwd_macs},
+    std::pair{&ModuleCost::bwd_macs, &LayerStat::bwd_macs},
+    std::pair{&ModuleCost::host_fwd_ns, &LayerStat::host_fwd_ns},
+    std::pair{&ModuleCost::host_bwd_ns, &LayerStat::host_bwd_ns},
+    std::pair{&ModuleCost::recompute_ns, &LayerStat::recompute_ns},
+    std::pair{&ModuleCost::recompute_flops, &LayerStat::recompute_flops},
+    std::pair{&ModuleCost::host_recompute_ns, &LayerStat::host_recompute_ns},
+};
+
 ModuleCost own_cost(const LayerStat& l) {
   ModuleCost c;
-  c.fwd_ns = double(l.fwd_ns);
-  c.bwd_ns = double(l.bwd_ns);
-  c.fwd_flops = double(l.fwd_flops);
-  c.bwd_flops = double(l.bwd_flops);
-  c.fwd_macs = double(l.fwd_macs);
-  c.bwd_macs = double(l.bwd_macs);
-  c.host_fwd_ns = double(l.host_fwd_ns);
-  c.host_bwd_ns = double(l.host_bwd_ns);
-  c.recompute_ns = double(l.recompute_ns);
-  c.recompute_flops = double(l.recompute_flops);
-  c.host_recompute_ns = double(l.host_recompute_ns);
+  columns::for_each(kSummedCosts, [&](const auto& p) { c.*p.first = double(l.*p.second); });
   c.calls = double(l.calls);
   return c;
 }
 
 // What a container without a row of its own costs: its children's sum (calls stay 0).
 void add_child(ModuleCost& sum, const ModuleCost& c) {
-  sum.fwd_ns += c.fwd_ns;
-  sum.bwd_ns += c.bwd_ns;
-  sum.fwd_flops += c.fwd_flops;
-  sum.bwd_flops += c.bwd_flops;
-  sum.fwd_macs += c.fwd_macs;
-  sum.bwd_macs += c.bwd_macs;
-  sum.host_fwd_ns += c.host_fwd_ns;
-  sum.host_bwd_ns += c.host_bwd_ns;
-  sum.recompute_ns += c.recompute_ns;
-  sum.recompute_flops += c.recompute_flops;
-  sum.host_recompute_ns += c.host_recompute_ns;
+  columns::for_each(kSummedCosts, [&](const auto& p) { sum.*p.first += c.*p.first; });
 }
 
 void link_children(ModuleTree& t) {

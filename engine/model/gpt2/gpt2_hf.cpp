@@ -141,14 +141,7 @@ Gpt2Weights read_gpt2_hf(const std::string& dir, const ModelConfig& m, int padde
   const SafetensorsSet set(dir);
   const std::string pfx = set.find("transformer.wte.weight") ? "transformer." : "";
   const int64_t C = m.n_embd, V = m.vocab_size;
-  Gpt2Weights w;
-  w.num_layers = m.n_layer;
-  w.channels = m.n_embd;
-  w.num_heads = m.n_head;
-  w.vocab_size = m.vocab_size;
-  w.padded_vocab_size = padded_vocab;
-  w.max_seq_len = m.seq_len;
-  w.allocate();
+  Gpt2Weights w = gpt2_weights_for(m, padded_vocab);
   std::set<std::string> used;
   auto read = [&](const std::string& name, const std::vector<int64_t>& shape) {
     used.insert(name);
@@ -205,13 +198,7 @@ void write_gpt2_hf(const std::string& dir, const Gpt2Weights& w) {
   out.push_back({"transformer.ln_f.bias", {C}, w.lnfb});
   std::filesystem::create_directories(dir);
   write_safetensors_dir(dir, out, StDType::F32);
-  ModelConfig m;
-  m.n_layer = w.num_layers;
-  m.n_embd = w.channels;
-  m.n_head = w.num_heads;
-  m.vocab_size = w.vocab_size;
-  m.seq_len = w.max_seq_len;
-  base::write_file_atomic(dir + "/config.json", gpt2_hf_config(m).dump(2) + "\n");
+  base::write_file_atomic(dir + "/config.json", gpt2_hf_config(gpt2_config_of(w)).dump(2) + "\n");
 }
 
 }  // namespace hybrid::engine

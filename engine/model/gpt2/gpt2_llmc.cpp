@@ -81,14 +81,7 @@ void gpt2_from_llmc(const GPT2& model, const ModuleTree& tree, const Gpt2Weights
 
 void gpt2_to_llmc(const GPT2& model, const ModuleTree& tree, const std::vector<float>& flat,
                   Gpt2Weights& w) {
-  const auto& c = model.config();
-  w.num_layers = c.n_layer;
-  w.channels = c.n_embd;
-  w.num_heads = c.n_head;
-  w.vocab_size = c.vocab_size;
-  w.padded_vocab_size = model.padded_vocab();
-  w.max_seq_len = c.seq_len;
-  w.allocate();
+  w = gpt2_weights_for(model.config(), model.padded_vocab());
   for_each_tensor(model, tree, w, [&](std::vector<float>& t, size_t at, int64_t offset, int64_t n) {
     std::copy_n(flat.data() + offset, size_t(n), t.data() + at);
   });

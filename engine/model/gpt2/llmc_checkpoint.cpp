@@ -224,4 +224,28 @@ void write_llmc_checkpoint(const std::string& path, const Gpt2Weights& weights, 
   out.commit();
 }
 
+Gpt2Weights gpt2_weights_for(const ModelConfig& m, int padded_vocab) {
+  Gpt2Weights w;
+  w.num_layers = m.n_layer;
+  w.channels = m.n_embd;
+  w.num_heads = m.n_head;
+  w.vocab_size = m.vocab_size;
+  w.padded_vocab_size = padded_vocab;
+  w.max_seq_len = m.seq_len;
+  w.allocate();
+  return w;
+}
+
+ModelConfig gpt2_config_of(const Gpt2Weights& w) {
+  ModelConfig m;
+  m.type = "gpt2";
+  m.n_layer = w.num_layers;
+  m.n_embd = w.channels;
+  m.n_head = w.num_heads;
+  m.vocab_size = w.vocab_size;
+  m.padded_vocab_size = w.padded_vocab_size;
+  m.seq_len = w.max_seq_len;
+  return m;
+}
+
 }  // namespace hybrid::engine

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/config/config.h"
+
 namespace hybrid::engine {
 
 inline constexpr int32_t kLlmcCheckpointMagic = 20240326;
@@ -60,5 +62,10 @@ Gpt2Weights read_llmc_checkpoint(const std::string& path);
 // stores fp32, version 5 bf16 (round to nearest even).
 void write_llmc_checkpoint(const std::string& path, const Gpt2Weights& weights,
                            int version = kLlmcVersionFp32);
+
+// Between a header's shape and the GPT-2 config it describes: zero-filled
+// weights for `m` with wte padded to `padded_vocab` rows, and a header's config.
+Gpt2Weights gpt2_weights_for(const ModelConfig& m, int padded_vocab);
+ModelConfig gpt2_config_of(const Gpt2Weights& w);
 
 }  // namespace hybrid::engine
