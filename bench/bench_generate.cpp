@@ -67,8 +67,7 @@ std::vector<std::vector<int>> prompts(int batch, int V) {
 }
 
 // One generate call per iteration: the prefill of each prompt, then kNew − 1 decode steps.
-void decode(benchmark::State& state, const std::string& name, const Shape& s, DType dt,
-            int batch) {
+void decode(benchmark::State& state, const std::string& name, const Shape& s, DType dt, int batch) {
   auto e = engine_for(s, dt, 1);
   engine::GenerationParams p;
   p.max_new_tokens = kNew;
@@ -92,8 +91,7 @@ void decode(benchmark::State& state, const std::string& name, const Shape& s, DT
       const auto t0 = std::chrono::steady_clock::now();
       t->forward(in, tgt);
       f.forward_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-              .count());
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   state.counters["tpot_ms"] = base::median(f.tpot_ms);
@@ -110,7 +108,8 @@ double read_bandwidth() {
 #pragma omp parallel for reduction(+ : sum) schedule(static)
     for (int64_t i = 0; i < int64_t(n); ++i) sum += a[size_t(i)];
     benchmark::DoNotOptimize(sum);
-    if (r > 0) secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (r > 0)
+      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return double(n) * sizeof(float) / base::median(secs);
 }
@@ -125,16 +124,17 @@ void summary() {
     const double tpot = base::median(f.tpot_ms);
     const double bound = 1e3 * (f.weight_bytes + f.batch * f.cache_bytes) / bw;
     tokens_per_s[name] = 1e3 * f.batch / tpot;
-    std::printf("%s: %.2f ms/token step, %.1f tokens/s; bound %.2f ms (weights %.0f MB + cache): "
-                "%.0f %% of the bound\n",
-                name.c_str(), tpot, tokens_per_s[name], bound, f.weight_bytes / 1e6,
-                100 * bound / tpot);
+    std::printf(
+        "%s: %.2f ms/token step, %.1f tokens/s; bound %.2f ms (weights %.0f MB + cache): "
+        "%.0f %% of the bound\n",
+        name.c_str(), tpot, tokens_per_s[name], bound, f.weight_bytes / 1e6, 100 * bound / tpot);
     if (!f.forward_ms.empty()) {
       const double prefill = f.prefill_flops / (base::median(f.prefill_ms) / 1e3);
       const double forward = f.prefill_flops / (base::median(f.forward_ms) / 1e3);
-      std::printf("%s: prefill of %d tokens %.1f GFLOP/s, the training forward %.1f GFLOP/s: "
-                  "%.0f %%\n",
-                  name.c_str(), kPrompt, prefill / 1e9, forward / 1e9, 100 * prefill / forward);
+      std::printf(
+          "%s: prefill of %d tokens %.1f GFLOP/s, the training forward %.1f GFLOP/s: "
+          "%.0f %%\n",
+          name.c_str(), kPrompt, prefill / 1e9, forward / 1e9, 100 * prefill / forward);
     }
   }
   for (const char* size : {"124M", "small"}) {
@@ -150,14 +150,15 @@ void summary() {
 
 int main(int argc, char** argv) {
   for (const auto& [size, shape] : {std::pair{"124M", k124M}, std::pair{"small", kSmall}})
-    for (const auto& [dt, batch] : {std::pair{DType::f32, 1}, std::pair{DType::bf16, 1},
-                                    std::pair{DType::f32, 8}}) {
+    for (const auto& [dt, batch] :
+         {std::pair{DType::f32, 1}, std::pair{DType::bf16, 1}, std::pair{DType::f32, 8}}) {
       const std::string name = std::string("decode/") + size + "/" +
-                               (dt == DType::f32 ? "fp32" : "bf16") + "/b" +
-                               std::to_string(batch);
-      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-        decode(st, name, shape, dt, batch);
-      })->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+                               (dt == DType::f32 ? "fp32" : "bf16") + "/b" + std::to_string(batch);
+      benchmark::RegisterBenchmark(
+          name.c_str(), [=](benchmark::State& st) { decode(st, name, shape, dt, batch); })
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
   return hybrid::bench::run_suite(argc, argv, summary);
 }

@@ -109,30 +109,6 @@ void Engine::bind_activations(int B, int T) {
   ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer());
 }
 
-GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
-                                  const GenerationParams& params) {
-  if (micro_step_ != 0)
-    throw std::logic_error("generate: between optimizer steps, not inside an accumulation");
-  if (std::string e = generation_error(prompts, params, cfg_.model); !e.empty())
-    throw std::invalid_argument(e);
-  const int B = cfg_.train_micro_batch_size_per_gpu, T = cfg_.seq_len();
-  // Prompts the training buffers cannot hold get buffers of their own meanwhile.
-  const bool rebind = !Generator::fits(*model_, prompts);
-  if (rebind) {
-    const auto [rows, tokens] = Generator::shape_for(prompts);
-    bind_activations(rows, tokens);
-  }
-  try {
-    Generator gen(*model_, *ctx_, allocator(), [this] { zero_->end_forward(); });
-    GenerationResult r = gen.generate(prompts, params);
-    if (rebind) bind_activations(B, T);
-    return r;
-  } catch (...) {
-    if (rebind) bind_activations(B, T);
-    throw;
-  }
-}
-
 std::string Engine::save_checkpoint(const std::string& dir, const std::string& tag,
                                     const CheckpointSaveOptions& options) {
   if (micro_step_ != 0)

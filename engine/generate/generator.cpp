@@ -90,8 +90,8 @@ bool Generator::fits(const CausalLM& model, const std::vector<std::vector<int>>&
 }
 
 Generator::Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
-                     std::function<void()> after_forward)
-    : model_(model), ctx_(ctx), alloc_(alloc), after_forward_(std::move(after_forward)) {}
+                     GenerationHooks hooks)
+    : model_(model), ctx_(ctx), alloc_(alloc), hooks_(std::move(hooks)) {}
 
 const std::vector<float>& Generator::step(const int32_t* tokens, const std::vector<int>& start,
                                           int first_row, int T) {
@@ -108,7 +108,7 @@ const std::vector<float>& Generator::step(const int32_t* tokens, const std::vect
   ctx_.set_shape(B, T);
   ctx_.set_decoding(&d);
   ctx_.forward(model_);
-  if (after_forward_) after_forward_();
+  if (hooks_.after_forward) hooks_.after_forward();
   const int Vp = model_.padded_vocab(), V = model_.config().vocab_size;
   const size_t row = size_t(Vp) * kernels::dtype_size(ctx_.dtype());
   raw_logits_.resize(size_t(B) * row);
@@ -165,10 +165,15 @@ GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompt
     take(b, step(tokens.data(), {0}, b, int(pr.size())).data());
     r.ttft_ms[size_t(b)] = ms_since(t0);
   }
-  // Decode: every row steps together; a finished row runs on, unread.
+  // Decode: every row steps together; a finished row runs on, unread (and a
+  // finished rank, while another one that gathers with it has rows left).
   std::vector<int32_t> last(static_cast<size_t>(B));
   std::vector<int> start(static_cast<size_t>(B));
-  while (std::count(done.begin(), done.end(), false) > 0) {
+  const auto running = [&] {
+    const bool mine = std::count(done.begin(), done.end(), false) > 0;
+    return hooks_.any_rank_running ? hooks_.any_rank_running(mine) : mine;
+  };
+  while (running()) {
     const auto ts = Clock::now();
     for (int b = 0; b < B; ++b) {
       last[size_t(b)] = r.tokens[size_t(b)].back();

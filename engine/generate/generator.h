@@ -39,13 +39,20 @@ struct GenerationResult {
 std::string generation_error(const std::vector<std::vector<int>>& prompts,
                              const GenerationParams& p, const ModelConfig& model);
 
+// What a generator runs around its forwards (Engine::generate sets them).
+struct GenerationHooks {
+  std::function<void()> after_forward;  // ZeRO-3 releases what it gathered
+  // Ranks that gather parameters together (ZeRO-3) run every forward together:
+  // given whether this rank has rows left to decode, whether any rank has.
+  std::function<bool(bool)> any_rank_running;
+};
+
 class Generator {
  public:
   // ctx: the model's context (its parameter access and hooks); its shape and
   // decoding are restored when generate returns. alloc: where the cache goes.
-  // after_forward: run after each generating forward (ZeRO-3 releases what it gathered).
   Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
-            std::function<void()> after_forward = {});
+            GenerationHooks hooks = {});
   // Throws std::invalid_argument with generation_error's text.
   GenerationResult generate(const std::vector<std::vector<int>>& prompts,
                             const GenerationParams& p);
@@ -63,7 +70,7 @@ class Generator {
   CausalLM& model_;
   ExecutionContext& ctx_;
   TrackingAllocator& alloc_;
-  std::function<void()> after_forward_;
+  GenerationHooks hooks_;
   LayoutBuffers cache_;
   int max_tokens_ = 0;
   std::vector<int32_t> positions_;

@@ -32,7 +32,6 @@ namespace hybrid::kernels {
 
 namespace {
 
-using cpu::forward_query_block;
 using cpu::gather_head;
 using cpu::kKeyBlock;
 using cpu::kQueryBlock;
@@ -42,33 +41,16 @@ using cpu::visible_keys;
 
 template <class T>
 void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, const QkvLayout& L) {
-  const int hs = L.hs;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const size_t ld = L.ld();
+  const size_t ld = L.ld(), head = size_t(T_) * size_t(L.hs);
 #pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
   for (int bg = 0; bg < B * L.NKV; ++bg) {
     const int b = bg / L.NKV, g = bg % L.NKV;
     const T* rows = qkv + size_t(b) * T_ * ld;
-    const size_t head = size_t(T_) * hs;
-    float* q = cpu::thread_scratch(0, head);
     float* k = cpu::thread_scratch(1, head);
     float* v = cpu::thread_scratch(2, head);
-    float* o = cpu::thread_scratch(3, head);
-    float* S = cpu::thread_scratch(4, size_t(kQueryBlock) * kKeyBlock + 2 * kQueryBlock);
-    gather_head(k, rows + L.k(g), T_, hs, ld);
-    gather_head(v, rows + L.v(g), T_, hs, ld);
-    for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
-      gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
-      float* head_lse = lse + (size_t(b) * L.NH + size_t(h)) * T_;
-      for (int r0 = 0; r0 < T_; r0 += kQueryBlock) {
-        const int n = std::min(kQueryBlock, T_ - r0);
-        forward_query_block(o + size_t(r0) * hs, head_lse + r0, q + size_t(r0) * hs, k, v, r0, n,
-                            hs, scale, S, S + size_t(kQueryBlock) * kKeyBlock);
-      }
-      T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
-      for (int t = 0; t < T_; ++t)
-        cpu::from_f32(out_base + size_t(t) * L.C, o + size_t(t) * hs, size_t(hs));
-    }
+    gather_head(k, rows + L.k(g), T_, L.hs, ld);
+    gather_head(v, rows + L.v(g), T_, L.hs, ld);
+    cpu::attend_query_heads(out, lse, rows, k, v, 0, T_, b, g, L);
   }
 }
 

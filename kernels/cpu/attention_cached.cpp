@@ -58,33 +58,15 @@ template <class T>
 void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, int B, int T_,
                           const QkvLayout& L, int max_tokens) {
   append_to_cache(kc, vc, qkv, start, B, T_, L, max_tokens);
-  const int hs = L.hs;
-  const float scale = 1.0f / std::sqrt(float(hs));
   const size_t ld = L.ld();
 #pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
   for (int bg = 0; bg < B * L.NKV; ++bg) {
     const int b = bg / L.NKV, g = bg % L.NKV;
-    const size_t seen = size_t(start[b] + T_) * size_t(hs);  // the last query's keys
+    const size_t seen = size_t(start[b] + T_) * size_t(L.hs);  // the last query's keys
     const float* k = cached_f32(cache_head(kc, b, g, L, max_tokens), seen, 1);
     const float* v = cached_f32(cache_head(vc, b, g, L, max_tokens), seen, 2);
-    const T* rows = qkv + size_t(b) * T_ * ld;
-    float* q = cpu::thread_scratch(0, size_t(T_) * hs);
-    float* o = cpu::thread_scratch(3, size_t(T_) * hs);
-    float* S = cpu::thread_scratch(
-        4, size_t(cpu::kQueryBlock) * cpu::kKeyBlock + 3 * size_t(cpu::kQueryBlock));
-    float* ml = S + size_t(cpu::kQueryBlock) * cpu::kKeyBlock;
-    float* lse = ml + 2 * cpu::kQueryBlock;  // not kept: nothing runs backward
-    for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
-      cpu::gather_head(q, rows + size_t(h) * hs, T_, hs, ld);
-      for (int r0 = 0; r0 < T_; r0 += cpu::kQueryBlock) {
-        const int n = std::min(cpu::kQueryBlock, T_ - r0);
-        cpu::forward_query_block(o + size_t(r0) * hs, lse, q + size_t(r0) * hs, k, v, start[b] + r0,
-                                 n, hs, scale, S, ml);
-      }
-      T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
-      for (int t = 0; t < T_; ++t)
-        cpu::from_f32(out_base + size_t(t) * L.C, o + size_t(t) * hs, size_t(hs));
-    }
+    cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld, k, v,
+                            start[b], T_, b, g, L);
   }
 }
 

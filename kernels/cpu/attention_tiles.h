@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
 
@@ -83,5 +84,34 @@ struct QkvLayout {
   size_t v(int g) const { return size_t(C) + size_t(NKV + g) * hs; }
   int group() const { return NH / NKV; }
 };
+
+// The query heads of key/value head g in row b of a batch: their T queries,
+// rows of the packed qkv at `rows`, standing at positions first..first + T − 1,
+// attend over keys and values k, v (fp32, position p at row p) up to their
+// own; each head's output rows go to out [B, T, C]. lse: each head's
+// [B, NH, T] log-sum-exps, or null when nothing keeps them.
+template <class T>
+void attend_query_heads(T* out, float* lse, const T* rows, const float* k, const float* v,
+                        int first, int T_, int b, int g, const QkvLayout& L) {
+  const int hs = L.hs;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  float* q = thread_scratch(0, size_t(T_) * hs);
+  float* o = thread_scratch(3, size_t(T_) * hs);
+  float* S = thread_scratch(4, size_t(kQueryBlock) * kKeyBlock + 3 * size_t(kQueryBlock));
+  float* ml = S + size_t(kQueryBlock) * kKeyBlock;
+  float* unkept = ml + 2 * kQueryBlock;  // the log-sum-exps nothing keeps
+  for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
+    gather_head(q, rows + size_t(h) * hs, T_, hs, L.ld());
+    float* head_lse = lse ? lse + (size_t(b) * L.NH + size_t(h)) * T_ : nullptr;
+    for (int r0 = 0; r0 < T_; r0 += kQueryBlock) {
+      const int n = std::min(kQueryBlock, T_ - r0);
+      forward_query_block(o + size_t(r0) * hs, head_lse ? head_lse + r0 : unkept,
+                          q + size_t(r0) * hs, k, v, first + r0, n, hs, scale, S, ml);
+    }
+    T* out_base = out + size_t(b) * T_ * L.C + size_t(h) * hs;
+    for (int t = 0; t < T_; ++t)
+      from_f32(out_base + size_t(t) * L.C, o + size_t(t) * hs, size_t(hs));
+  }
+}
 
 }  // namespace hybrid::kernels::cpu

@@ -9,7 +9,10 @@
 // tensor parallelism (tp 2) and pipeline stages (pp 2) split groups of both
 // communicators (the device one for activations and gradients, the host one
 // for the norm, the loss and gather_parameters: the wiring a GPU's NCCL groups
-// get) and train as with one communicator.
+// get) and train as with one communicator. Generation under ZeRO-3 on the two
+// ranks (each module's parameters gathered by both for every forward): the
+// tokens of ZeRO-0 on the same weights, greedy and sampled with a seed, each
+// rank its own prompts and stop tokens; a refusal on one rank is every rank's.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include "engine/comm/factory.h"
 #include "engine/engine.h"
 #include "mpi_test_harness.h"
+#include "tests/common/error_of.h"
 #include "tests/common/tiny_gpt2.h"
 #include "tests/engine/checked_communicator.h"
 #include "tests/engine/device_double.h"
@@ -241,6 +245,42 @@ TEST_F(MpiTest, OffloadedOptimizerMatchesTheOnDeviceOneOnTwoRanks) {
     EXPECT_EQ(b.engine->host_allocator().stats().peak[size_t(engine::MemCategory::optimizer)],
               uint64_t(b.engine->zero().optimizer_range().size()) * 8);
   }
+}
+
+TEST_F(MpiTest, ZeroStage3GeneratesWhatZeroStage0DoesEachRankItsOwnPrompts) {
+  auto z3 = make_engine(
+      {{"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}}});
+  auto z0 = make_engine(nlohmann::json::object());
+  train(*z3.engine, 4);
+  z0.engine->set_parameters(z3.engine->gather_parameters());
+  const std::vector<std::vector<int>> prompts =
+      rank() == 0 ? std::vector<std::vector<int>>{{1, 2, 3}, {7}}
+                  : std::vector<std::vector<int>>{{4, 5, 6, 7, 8}, {9, 9}};
+  engine::GenerationParams p;
+  p.max_new_tokens = 6;
+  const auto greedy = z0.engine->generate(prompts, p);
+  EXPECT_EQ(z3.engine->generate(prompts, p).tokens, greedy.tokens);
+  // Rank 0's first row ends at its first token; rank 1 decodes on, rank 0 with it.
+  p.stop_tokens = rank() == 0 ? std::vector<int>{greedy.tokens[0][0]} : std::vector<int>{};
+  EXPECT_EQ(z3.engine->generate(prompts, p).tokens, z0.engine->generate(prompts, p).tokens);
+  p.stop_tokens.clear();
+  p.sampling.temperature = 1.0f;
+  p.sampling.top_p = 0.9f;
+  p.sampling.seed = 5;
+  const auto sampled = z3.engine->generate(prompts, p);
+  EXPECT_EQ(sampled.tokens, z3.engine->generate(prompts, p).tokens);
+  EXPECT_EQ(sampled.tokens, z0.engine->generate(prompts, p).tokens);
+  // One rank's bad prompt, or a different count of prompts: both ranks refuse.
+  const auto refusal = [&](const std::vector<std::vector<int>>& mine) {
+    return error_of<std::invalid_argument>([&] { z3.engine->generate(mine, p); });
+  };
+  const std::string bad = refusal(rank() == 1 ? std::vector<std::vector<int>>{{1}, {64}} : prompts);
+  EXPECT_NE(bad.find(rank() == 1 ? "token 64" : "another rank's prompts"), std::string::npos)
+      << bad;
+  const std::string counts = refusal(rank() == 1 ? std::vector<std::vector<int>>{{1}} : prompts);
+  EXPECT_NE(counts.find("every rank needs as many prompts"), std::string::npos) << counts;
+  // Nothing was left half done: both still generate together.
+  EXPECT_EQ(z3.engine->generate(prompts, p).tokens, sampled.tokens);
 }
 
 }  // namespace
