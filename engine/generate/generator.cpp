@@ -120,10 +120,39 @@ const std::vector<float>& Generator::step(const int32_t* tokens, const std::vect
   return logits_;
 }
 
-GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompts,
-                                     const GenerationParams& p) {
-  const ModelConfig& m = model_.config();
-  if (std::string e = generation_error(prompts, p, m); !e.empty()) throw std::invalid_argument(e);
+// The rows of one generate call: their prompts, samplers, what they produced
+// and which have ended.
+struct Generator::Rows {
+  const std::vector<std::vector<int>>& prompts;
+  const GenerationParams& p;
+  int V;
+  std::vector<TokenSampler> samplers;
+  std::vector<bool> done;
+  GenerationResult r;
+  Clock::time_point t0 = Clock::now();
+
+  Rows(const std::vector<std::vector<int>>& prompts_, const GenerationParams& p_, int vocab)
+      : prompts(prompts_), p(p_), V(vocab), done(prompts_.size(), false) {
+    for (size_t b = 0; b < prompts.size(); ++b) samplers.emplace_back(p.sampling, int(b));
+    r.tokens.resize(prompts.size());
+    r.ttft_ms.resize(prompts.size());
+  }
+  int size() const { return int(prompts.size()); }
+  bool any_left() const { return std::count(done.begin(), done.end(), false) > 0; }
+  // Row b's next token from its logits; it ends at max_new_tokens or a stop token.
+  void take(int b, const float* logits) {
+    const int token = samplers[size_t(b)].next(logits, V);
+    auto& tokens = r.tokens[size_t(b)];
+    tokens.push_back(token);
+    done[size_t(b)] = int(tokens.size()) == p.max_new_tokens ||
+                      std::count(p.stop_tokens.begin(), p.stop_tokens.end(), token) > 0;
+  }
+};
+
+void Generator::check(const std::vector<std::vector<int>>& prompts,
+                      const GenerationParams& p) const {
+  if (std::string e = generation_error(prompts, p, model_.config()); !e.empty())
+    throw std::invalid_argument(e);
   if (model_.tensor_slice().parts > 1 || !model_.first_stage() || !model_.last_stage())
     throw std::invalid_argument(
         "generation runs on one rank's whole model: tensor and pipeline parallelism are not "
@@ -134,60 +163,72 @@ GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompt
         "[{}, {}]",
         prompts.size(), shape_for(prompts).first, shape_for(prompts).second, model_.bound_B(),
         model_.bound_T()));
+}
+
+// The cache of every row up to its longest prompt plus max_new_tokens, and
+// the positions' device buffer, wired into the model.
+void Generator::open_cache(const std::vector<std::vector<int>>& prompts, int max_new_tokens) {
   size_t longest = 0;
   for (const auto& pr : prompts) longest = std::max(longest, pr.size());
-  RestoreContext restore(ctx_);
-  const int B = int(prompts.size());
-  max_tokens_ = int(longest) + p.max_new_tokens;
-  MemoryLayout layout = model_.kv_cache_layout(B, max_tokens_, ctx_.dtype());
-  layout.add("generate.positions", uint64_t(std::max<size_t>(longest, prompts.size())),
-             sizeof(int32_t), MemCategory::other);
+  max_tokens_ = int(longest) + max_new_tokens;
+  MemoryLayout layout = model_.kv_cache_layout(int(prompts.size()), max_tokens_, ctx_.dtype());
+  layout.add("generate.positions", uint64_t(std::max(longest, prompts.size())), sizeof(int32_t),
+             MemCategory::other);
   cache_ = LayoutBuffers(alloc_, layout);
   model_.wire_kv_cache(&cache_);
+}
 
-  const auto t0 = Clock::now();
-  GenerationResult r;
-  r.tokens.resize(size_t(B));
-  r.ttft_ms.resize(size_t(B));
-  std::vector<TokenSampler> samplers;
-  for (int b = 0; b < B; ++b) samplers.emplace_back(p.sampling, b);
-  const int V = m.vocab_size;
-  std::vector<bool> done(size_t(B), false);
-  const auto take = [&](int b, const float* logits) {
-    const int token = samplers[size_t(b)].next(logits, V);
-    r.tokens[size_t(b)].push_back(token);
-    done[size_t(b)] = int(r.tokens[size_t(b)].size()) == p.max_new_tokens ||
-                      std::count(p.stop_tokens.begin(), p.stop_tokens.end(), token) > 0;
-  };
-  for (int b = 0; b < B; ++b) {  // prefill, a prompt at a time
-    const auto& pr = prompts[size_t(b)];
+void Generator::close_cache() {
+  model_.wire_kv_cache(nullptr);
+  cache_ = LayoutBuffers();
+}
+
+// A prompt at a time: its first new token.
+void Generator::prefill(Rows& rows) {
+  for (int b = 0; b < rows.size(); ++b) {
+    const auto& pr = rows.prompts[size_t(b)];
     const std::vector<int32_t> tokens(pr.begin(), pr.end());
-    take(b, step(tokens.data(), {0}, b, int(pr.size())).data());
-    r.ttft_ms[size_t(b)] = ms_since(t0);
+    rows.take(b, step(tokens.data(), {0}, b, int(pr.size())).data());
+    rows.r.ttft_ms[size_t(b)] = ms_since(rows.t0);
   }
-  // Decode: every row steps together; a finished row runs on, unread (and a
-  // finished rank, while another one that gathers with it has rows left).
+}
+
+// Every row steps together; a finished row runs on, unread (and a finished
+// rank, while another one that gathers with it has rows left).
+void Generator::decode(Rows& rows) {
+  const int B = rows.size();
   std::vector<int32_t> last(static_cast<size_t>(B));
   std::vector<int> start(static_cast<size_t>(B));
   const auto running = [&] {
-    const bool mine = std::count(done.begin(), done.end(), false) > 0;
-    return hooks_.any_rank_running ? hooks_.any_rank_running(mine) : mine;
+    return hooks_.any_rank_running ? hooks_.any_rank_running(rows.any_left()) : rows.any_left();
   };
   while (running()) {
     const auto ts = Clock::now();
     for (int b = 0; b < B; ++b) {
-      last[size_t(b)] = r.tokens[size_t(b)].back();
-      start[size_t(b)] = int(prompts[size_t(b)].size() + r.tokens[size_t(b)].size()) - 1;
+      last[size_t(b)] = rows.r.tokens[size_t(b)].back();
+      start[size_t(b)] = int(rows.prompts[size_t(b)].size() + rows.r.tokens[size_t(b)].size()) - 1;
     }
     const auto& logits = step(last.data(), start, 0, 1);
     for (int b = 0; b < B; ++b)
-      if (!done[size_t(b)]) take(b, logits.data() + size_t(b) * V);
-    r.tpot_ms.push_back(ms_since(ts));
+      if (!rows.done[size_t(b)]) rows.take(b, logits.data() + size_t(b) * rows.V);
+    rows.r.tpot_ms.push_back(ms_since(ts));
   }
-  r.total_ms = ms_since(t0);
-  model_.wire_kv_cache(nullptr);
-  cache_ = LayoutBuffers();
-  return r;
+}
+
+GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompts,
+                                     const GenerationParams& p) {
+  check(prompts, p);
+  RestoreContext restore(ctx_);
+  open_cache(prompts, p.max_new_tokens);
+  struct Closer {  // the cache goes, exceptions included
+    Generator& g;
+    ~Closer() { g.close_cache(); }
+  } closer{*this};
+  Rows rows(prompts, p, model_.config().vocab_size);
+  prefill(rows);
+  decode(rows);
+  rows.r.total_ms = ms_since(rows.t0);
+  return std::move(rows.r);
 }
 
 }  // namespace hybrid::engine

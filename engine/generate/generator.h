@@ -62,6 +62,12 @@ class Generator {
   static bool fits(const CausalLM& model, const std::vector<std::vector<int>>& prompts);
 
  private:
+  struct Rows;
+  void check(const std::vector<std::vector<int>>& prompts, const GenerationParams& p) const;
+  void open_cache(const std::vector<std::vector<int>>& prompts, int max_new_tokens);
+  void close_cache();
+  void prefill(Rows& rows);
+  void decode(Rows& rows);
   // One generating forward over rows [first_row, first_row + B) of T tokens
   // each, at positions start[b]..; returns each row's last logits, fp32 [B, V].
   const std::vector<float>& step(const int32_t* tokens, const std::vector<int>& start,
