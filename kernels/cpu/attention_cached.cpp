@@ -5,7 +5,9 @@
 // positions 0..p, so the key tiles and the causal mask are those of a full
 // forward over the whole sequence: decode reads each cached head once, in place
 // (an fp32 cache), or converted once into fp32 scratch (16-bit caches).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -54,6 +56,41 @@ const float* cached_f32(const T* head, size_t n, int slot) {
   }
 }
 
+// Decode (one new token a row): the query's scores over the n cached keys,
+// their softmax and the weighted values in plain vector loops. The tile
+// routine's small GEMM calls cost more than the arithmetic at one row.
+template <class T>
+void decode_query_heads(T* out, const T* row, const float* k, const float* v, int n, int b, int g,
+                        const QkvLayout& L) {
+  const int hs = L.hs;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  float* q = cpu::thread_scratch(0, size_t(hs));
+  float* o = cpu::thread_scratch(3, size_t(hs));
+  float* p = cpu::thread_scratch(5, size_t(n));
+  for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
+    cpu::to_f32(q, row + size_t(h) * hs, size_t(hs));
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < n; ++j) {
+      const float* kj = k + size_t(j) * hs;
+      float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+      for (int c = 0; c < hs; ++c) dot += q[c] * kj[c];
+      p[j] = dot * scale;
+      mx = std::max(mx, p[j]);
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) sum += p[j] = cpu::fast_exp(p[j] - mx);
+    std::fill(o, o + hs, 0.0f);
+    for (int j = 0; j < n; ++j) {
+      const float w = p[j] / sum;
+      const float* vj = v + size_t(j) * hs;
+#pragma omp simd
+      for (int c = 0; c < hs; ++c) o[c] += w * vj[c];
+    }
+    cpu::from_f32(out + size_t(b) * L.C + size_t(h) * hs, o, size_t(hs));
+  }
+}
+
 template <class T>
 void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, int B, int T_,
                           const QkvLayout& L, int max_tokens) {
@@ -65,8 +102,11 @@ void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, 
     const size_t seen = size_t(start[b] + T_) * size_t(L.hs);  // the last query's keys
     const float* k = cached_f32(cache_head(kc, b, g, L, max_tokens), seen, 1);
     const float* v = cached_f32(cache_head(vc, b, g, L, max_tokens), seen, 2);
-    cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld, k, v,
-                            start[b], T_, b, g, L);
+    if (T_ == 1)
+      decode_query_heads(out, qkv + size_t(b) * ld, k, v, start[b] + 1, b, g, L);
+    else
+      cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld, k, v,
+                              start[b], T_, b, g, L);
   }
 }
 
