@@ -28,6 +28,17 @@ std::string refusal_of_all(Engine& e, std::string mine, size_t prompts) {
   return "";
 }
 
+// hybrid_engine.max_out_tokens: DeepSpeed's bound on a sequence, prompt included.
+std::string past_max_out_tokens(const std::vector<std::vector<int>>& prompts, int max_new_tokens,
+                                int max_out_tokens) {
+  for (size_t i = 0; i < prompts.size(); ++i)
+    if (int64_t(prompts[i].size()) + max_new_tokens > max_out_tokens)
+      return fmt::format(
+          "prompt {}: {} tokens plus max_new_tokens {} exceed hybrid_engine.max_out_tokens {}", i,
+          prompts[i].size(), max_new_tokens, max_out_tokens);
+  return "";
+}
+
 }  // namespace
 
 GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
@@ -36,6 +47,9 @@ GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
     throw std::logic_error("generate: between optimizer steps, not inside an accumulation");
   const bool together = cfg_.zero.stage == 3 && world_size() > 1;
   std::string refused = generation_error(prompts, params, cfg_.model);
+  if (refused.empty() && cfg_.hybrid_engine.enabled)
+    refused =
+        past_max_out_tokens(prompts, params.max_new_tokens, cfg_.hybrid_engine.max_out_tokens);
   if (together) refused = refusal_of_all(*this, refused, prompts.size());
   if (!refused.empty()) throw std::invalid_argument(refused);
   const int B = cfg_.train_micro_batch_size_per_gpu, T = cfg_.seq_len();

@@ -304,6 +304,7 @@ Config parse_config(const json& j, int world_size) {
   if (const json* a = top.object("aio")) parse_aio(*a, c);
   if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
   if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
+  if (const json* h = top.object("hybrid_engine")) config_detail::parse_hybrid_engine(*h, c);
   const json* checkpointing = top.object("activation_checkpointing");
   if (checkpointing) config_detail::parse_activation_checkpointing(*checkpointing, c);
   // DeepSpeed turns the step timers on whenever the flops profiler is on.

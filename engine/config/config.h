@@ -193,6 +193,19 @@ struct ProfilerConfig {      // hybrid.profiler
   std::string chrome_trace;  // write a Chrome trace JSON here at the end
 };
 
+// DeepSpeed's hybrid_engine block: generation between training steps on the
+// same weights (Engine::generate, docs/generation.md).
+struct HybridEngineConfig {
+  bool enabled = false;
+  int max_out_tokens = 512;   // enabled: a sequence's prompt plus new tokens at most
+  int inference_tp_size = 1;  // 1 only: generation under tensor parallelism is not here yet
+  // Read, no effect (warned): the cache is allocated per call and released after
+  // it; ZeRO-3 gathers a module's parameters at a time; there is no inference tp.
+  bool release_inference_cache = false;
+  bool pin_parameters = true;
+  int tp_gather_partition_size = 8;
+};
+
 // 3D parallelism (docs/parallelism.md): tensor_model_parallel_size and the
 // pipeline block. world = pp × dp × tp; the batch triad counts dp ranks.
 struct ParallelConfig {
@@ -227,6 +240,7 @@ struct Config {
   CommsLoggerConfig comms_logger;
   ActivationCheckpointingConfig activation_checkpointing;
   ParallelConfig parallel;
+  HybridEngineConfig hybrid_engine;
 
   // "hybrid" block
   ModelConfig model;

@@ -89,6 +89,9 @@ void parse_scheduler(const nlohmann::json& block, Config& c);
 // The "hybrid" block (config_hybrid.cpp).
 void parse_hybrid_block(const nlohmann::json& block, Config& c);
 
+// DeepSpeed's hybrid_engine block (config_hybrid_engine.cpp).
+void parse_hybrid_engine(const nlohmann::json& block, Config& c);
+
 // Activation checkpointing (config_checkpointing.cpp): DeepSpeed's block, ours
 // (hybrid.activation_checkpointing), and the policy resolved once the model
 // depth is known (after the hybrid block).

@@ -205,6 +205,15 @@ TEST(Generation, BadPromptsAndParametersAreNamedErrors) {
   p = greedy(4);
   p.stop_tokens = {99};
   EXPECT_NE(error({{1}}, p).find("stop token 99"), std::string::npos);
+  // DeepSpeed's hybrid_engine block bounds a sequence, prompt included.
+  auto bounded =
+      engine_for("gpt2", 2, {{"hybrid_engine", {{"enabled", true}, {"max_out_tokens", 20}}}});
+  EXPECT_NE(
+      test::error_of<std::invalid_argument>([&] {
+        bounded->generate({{1, 2, 3, 4, 5}}, greedy(16));
+      }).find("prompt 0: 5 tokens plus max_new_tokens 16 exceed hybrid_engine.max_out_tokens 20"),
+      std::string::npos);
+  EXPECT_EQ(bounded->generate({{1, 2, 3, 4, 5}}, greedy(15)).tokens[0].size(), 15u);
   // Nothing was disturbed: it still trains and generates.
   EXPECT_EQ(e->generate({{1, 2}}, greedy(3)).tokens[0].size(), 3u);
   EXPECT_EQ(learn_the_rule(*e, 1).size(), 1u);
