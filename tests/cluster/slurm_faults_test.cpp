@@ -27,27 +27,22 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
   hybrid::test::TestSlurm slurm;
   HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
-  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
   // Stage 0 gets 40 MiB and holds its memory after step 1 until Slurm's sampling
   // kills it; stage 1 holds still (its node goes down); stage 2 runs as it is.
-  const std::string launch = dir / "launch.sh";
-  std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
-                           "case \"$key\" in\n"
-                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" "
-                           "--hold-after-step 1 ;;\n"
-                           "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
-                           "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
-                           "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
-                           "esac\n";
-  hybrid::test::CommandResult result;
-  std::thread sweep([&] {
-    result = hybrid::test::run_command(hybrid::test::slurm_sweep(
-        slurm, dir,
-        fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
-                    dir / "space.json", launch),
-        hybrid::test::kMemoryHungrySteps));
-  });
+  const std::string launch = hybrid::test::write_sweep_files(
+      dir, hybrid::test::memory_hungry_config(), R"({"mbs": [1], "stage": [0, 1, 2]})",
+      "key=$1; shift\n"
+      "case \"$key\" in\n"
+      "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" --hold-after-step 1 ;;\n"
+      "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
+      "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
+      "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
+      "esac\n");
+  hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
+      slurm, dir,
+      fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
+                  dir / "space.json", launch),
+      hybrid::test::kMemoryHungrySteps));
   const std::string node = host_name();
   const bool held = slurm.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);
   if (held) {
@@ -56,7 +51,7 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
     std::this_thread::sleep_for(std::chrono::seconds(3));
     slurm.run(fmt::format("scontrol update nodename={} state=resume", node));
   }
-  sweep.join();
+  const auto& result = sweep.result();
   ASSERT_TRUE(held) << "the stage=1 trial never ran\n" << result.output;
   ASSERT_EQ(result.exit_code, 0) << result.output;
 

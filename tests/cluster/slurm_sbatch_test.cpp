@@ -22,18 +22,15 @@ TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
   hybrid::test::TestSlurm slurm;
   HYBRID_REQUIRE_SLURM(slurm);
   test::TempDir dir;
-  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [1]})"));
   // The tuner quotes the command into the --wrap line ({cmd} inside a word);
   // the script gives mbs=2's job 40 MiB, held after step 1 until Slurm's memory
   // sampling kills it.
-  const std::string launch = dir / "launch.sh";
-  std::ofstream(launch)
-      << "#!/bin/sh\nkey=$1; dir=$2; wrap=$3; mem=\n"
-         "case \"$key\" in mbs=2*) mem=--mem=40M wrap=\"$wrap --hold-after-step 1\" ;; "
-         "esac\n"
-         "exec sbatch --wait -n 1 -t 5 $mem --job-name=\"hyb-$key\" "
-         "-o \"$dir/slurm-%j.out\" --wrap \"$wrap\"\n";
+  const std::string launch = hybrid::test::write_sweep_files(
+      dir, hybrid::test::memory_hungry_config(), R"({"mbs": [1, 2], "stage": [1]})",
+      "key=$1; dir=$2; wrap=$3; mem=\n"
+      "case \"$key\" in mbs=2*) mem=--mem=40M wrap=\"$wrap --hold-after-step 1\" ;; esac\n"
+      "exec sbatch --wait -n 1 -t 5 $mem --job-name=\"hyb-$key\" -o \"$dir/slurm-%j.out\" "
+      "--wrap \"$wrap\"\n");
   const auto result = hybrid::test::run_command(hybrid::test::slurm_sweep(
       slurm, dir,
       fmt::format(
