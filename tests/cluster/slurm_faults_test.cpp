@@ -14,8 +14,8 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmFaults = hybrid::test::SlurmTest;
 
 std::string host_name() {
   char name[256] = {};
@@ -23,21 +23,18 @@ std::string host_name() {
   return name;
 }
 
-TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesOn) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesOn) {
   // Stage 0 gets 40 MiB and holds its memory after step 1 until Slurm's sampling
   // kills it; stage 1 holds still (its node goes down); stage 2 runs as it is.
   const std::string launch = hybrid::test::write_sweep_files(
       dir, hybrid::test::memory_hungry_config(), R"({"mbs": [1], "stage": [0, 1, 2]})",
-      "key=$1; shift\n"
-      "case \"$key\" in\n"
-      "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" --hold-after-step 1 ;;\n"
-      "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
-      "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
-      "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
-      "esac\n");
+      R"(key=$1; shift
+case "$key" in
+  *stage=0) exec srun -n 1 --mem=40M -J "hyb-$key" -t 5 "$@" --hold-after-step 1 ;;
+  *stage=1) exec srun -n 1 -J "hyb-$key" -t 5 sh -c 'sleep 1000; exec "$@"' hold "$@" ;;
+  *) exec srun -n 1 -J "hyb-$key" -t 5 "$@" ;;
+esac
+)");
   hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
       slurm, dir,
       fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",

@@ -12,8 +12,8 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmQueue = hybrid::test::SlurmTest;
 
 // The tuner's --trial-timeout: what the trial that never starts waits out, and
 // the time the released one has, from its srun to its end (the queue, a tiny
@@ -28,10 +28,7 @@ bool wait_for_text(const std::string& path, const std::string& text, double seco
   return false;
 }
 
-TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
   // All of the node's memory held: every trial's job waits behind this one.
   ASSERT_EQ(slurm.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
   ASSERT_TRUE(slurm.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm.queue();

@@ -15,22 +15,19 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmSbatch = hybrid::test::SlurmTest;
 
-TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
   // The tuner quotes the command into the --wrap line ({cmd} inside a word);
   // the script gives mbs=2's job 40 MiB, held after step 1 until Slurm's memory
   // sampling kills it.
   const std::string launch = hybrid::test::write_sweep_files(
       dir, hybrid::test::memory_hungry_config(), R"({"mbs": [1, 2], "stage": [1]})",
-      "key=$1; dir=$2; wrap=$3; mem=\n"
-      "case \"$key\" in mbs=2*) mem=--mem=40M wrap=\"$wrap --hold-after-step 1\" ;; esac\n"
-      "exec sbatch --wait -n 1 -t 5 $mem --job-name=\"hyb-$key\" -o \"$dir/slurm-%j.out\" "
-      "--wrap \"$wrap\"\n");
+      R"(key=$1; dir=$2; wrap=$3; mem=
+case "$key" in mbs=2*) mem=--mem=40M wrap="$wrap --hold-after-step 1" ;; esac
+exec sbatch --wait -n 1 -t 5 $mem --job-name="hyb-$key" -o "$dir/slurm-%j.out" --wrap "$wrap"
+)");
   const auto result = hybrid::test::run_command(hybrid::test::slurm_sweep(
       slurm, dir,
       fmt::format(

@@ -15,23 +15,20 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmSweep = hybrid::test::SlurmTest;
 
-TEST(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
   // The launcher routes by trial key: mbs=2 and mbs=4 hold still before
   // training (the first for scancel, the second past its 1-minute limit).
-  const std::string launch = hybrid::test::write_sweep_files(
-      dir, test::tiny_config(), R"({"mbs": [1, 2, 4], "stage": [1]})",
-      "key=$1; shift\n"
-      "case \"$key\" in\n"
-      "  mbs=1*) exec srun -n 1 --job-name=\"hyb-$key\" -t 5 \"$@\" ;;\n"
-      "  *) exec srun -n 1 --job-name=\"hyb-$key\" -t 1 "
-      "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
-      "esac\n");
+  const std::string launch = hybrid::test::write_sweep_files(dir, test::tiny_config(),
+                                                             R"({"mbs": [1, 2, 4], "stage": [1]})",
+                                                             R"(key=$1; shift
+case "$key" in
+  mbs=1*) exec srun -n 1 --job-name="hyb-$key" -t 5 "$@" ;;
+  *) exec srun -n 1 --job-name="hyb-$key" -t 1 sh -c 'sleep 1000; exec "$@"' hold "$@" ;;
+esac
+)");
   const std::string db = dir / "tune.db";
   hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
       slurm, dir,

@@ -130,3 +130,17 @@ inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::Tem
     if ((slurm).unavailable_) GTEST_SKIP() << "no Slurm here: " << (slurm).why_; \
     ASSERT_TRUE((slurm).up_) << (slurm).why_;                                    \
   } while (0)
+
+namespace hybrid::test {
+
+// The Slurm tests' fixture: a Slurm of the test's own for its life (the test
+// skips, saying why, where there is none) and a temporary directory.
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { HYBRID_REQUIRE_SLURM(slurm); }
+
+  TestSlurm slurm;
+  TempDir dir;
+};
+
+}  // namespace hybrid::test
