@@ -30,23 +30,23 @@ bool wait_for_text(const std::string& path, const std::string& text, double seco
 
 TEST_F(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
   // All of the node's memory held: every trial's job waits behind this one.
-  ASSERT_EQ(slurm.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
-  ASSERT_TRUE(slurm.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm.queue();
-  hybrid::test::write_sweep_files(dir, test::tiny_config(), R"({"mbs": [1, 2], "stage": [1]})");
-  const std::string out = dir / "sweep.out";
+  ASSERT_EQ(slurm_.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
+  ASSERT_TRUE(slurm_.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm_.queue();
+  hybrid::test::write_sweep_files(dir_, test::tiny_config(), R"({"mbs": [1, 2], "stage": [1]})");
+  const std::string out = dir_ / "sweep.out";
   // The grid runs mbs=1 (held until its timeout), then mbs=2 (released below).
   hybrid::test::InBackground sweep(
       hybrid::test::slurm_sweep(
-          slurm, dir,
+          slurm_, dir_,
           fmt::format("--space {} --trial-timeout {:g} --launcher 'srun -n {{nprocs}} -t 5 "
                       "--job-name=hyb-{{key}} {{cmd}}'",
-                      dir / "space.json", kTrialTimeout)) +
+                      dir_ / "space.json", kTrialTimeout)) +
       " > " + out + " 2>&1");
   // Shown while it waits: the line is there before the blocker goes.
   const bool pending_shown =
       wait_for_text(out, "trial mbs=2,gas=1,stage=1: pending in the scheduler's queue", 60);
-  const std::string queue_then = slurm.queue();
-  slurm.run("scancel --name=hyb-blocker");
+  const std::string queue_then = slurm_.queue();
+  slurm_.run("scancel --name=hyb-blocker");
   const auto& result = sweep.result();
   const std::string printed = test::read_text(out);
   ASSERT_TRUE(pending_shown) << printed;
@@ -56,7 +56,7 @@ TEST_F(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingT
       << "the timed-out trial's job stayed in the queue:\n"
       << queue_then;
 
-  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
+  auto trials = hybrid::test::trials_by_mbs(dir_ / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << printed;
   const auto& never = trials["mbs=1"];
   EXPECT_EQ(never.status, TrialStatus::timeout) << never.reason;
@@ -77,7 +77,7 @@ TEST_F(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingT
   ASSERT_NE(started, std::string::npos) << printed;
   EXPECT_LT(pending, started) << printed;
   EXPECT_NE(printed.find("s in the queue", started), std::string::npos) << printed;
-  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+  EXPECT_EQ(slurm_.queue(), "") << "a job outlived the sweep";
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ using SlurmSweep = hybrid::test::SlurmTest;
 TEST_F(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
   // The launcher routes by trial key: mbs=2 and mbs=4 hold still before
   // training (the first for scancel, the second past its 1-minute limit).
-  const std::string launch = hybrid::test::write_sweep_files(dir, test::tiny_config(),
+  const std::string launch = hybrid::test::write_sweep_files(dir_, test::tiny_config(),
                                                              R"({"mbs": [1, 2, 4], "stage": [1]})",
                                                              R"(key=$1; shift
 case "$key" in
@@ -29,20 +29,20 @@ case "$key" in
   *) exec srun -n 1 --job-name="hyb-$key" -t 1 sh -c 'sleep 1000; exec "$@"' hold "$@" ;;
 esac
 )");
-  const std::string db = dir / "tune.db";
+  const std::string db = dir_ / "tune.db";
   hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
-      slurm, dir,
+      slurm_, dir_,
       fmt::format("--space {} --launcher 'sh {} {{key}} {{cmd}}' --trial-timeout 300",
-                  dir / "space.json", launch)));
+                  dir_ / "space.json", launch)));
   // Cancel the mbs=2 trial's job once Slurm runs it.
-  const std::string squeue = "env " + slurm.env_ + " squeue -h -o %j";
+  const std::string squeue = "env " + slurm_.env_ + " squeue -h -o %j";
   bool cancelled = false;
   for (int i = 0; i < 1200 && !cancelled; ++i) {
     const auto q = hybrid::test::run_command(squeue);
     if (q.output.find("hyb-mbs=2") != std::string::npos) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       const std::string name = q.output.substr(q.output.find("hyb-mbs=2"));
-      hybrid::test::run_command("env " + slurm.env_ +
+      hybrid::test::run_command("env " + slurm_.env_ +
                                 " scancel --name=" + name.substr(0, name.find('\n')));
       cancelled = true;
     }

@@ -137,10 +137,10 @@ namespace hybrid::test {
 // skips, saying why, where there is none) and a temporary directory.
 class SlurmTest : public ::testing::Test {
  protected:
-  void SetUp() override { HYBRID_REQUIRE_SLURM(slurm); }
+  void SetUp() override { HYBRID_REQUIRE_SLURM(slurm_); }
 
-  TestSlurm slurm;
-  TempDir dir;
+  TestSlurm slurm_;
+  TempDir dir_;
 };
 
 }  // namespace hybrid::test
