@@ -98,9 +98,10 @@ KillWait=5
 # A job's time limit is its limit: no grace minutes.
 OverTimeLimit=0
 InactiveLimit=0
-# Ended jobs are forgotten after 8 s, which also caps sbatch --wait's polling
-# interval at 4 s (it doubles up to MinJobAge / 2), instead of 32 s.
-MinJobAge=8
+# Ended jobs are forgotten after 4 s at the earliest, which also keeps sbatch
+# --wait's polling interval at 2 s (it grows up to MinJobAge / 2), instead of
+# up to 32 s: the job's end is seen within 2 s.
+MinJobAge=4
 MessageTimeout=10
 NodeName=$host CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
