@@ -30,22 +30,18 @@ json bucket_config() {
 const json kSpace = json::parse(R"({"rbs": [1, 100000000]})");
 
 TEST(BucketFlipAcrossHosts, LatencyOnTheLinksFlipsTheBestBucketSizeAsTheCostModelPredicts) {
-  test::TempDir dir;
-  FlipCase unshaped, shaped;
-  std::string all;
+  FlipCases c;
   // Returns from the test where the helper skipped or failed it.
-  ASSERT_NO_FATAL_FAILURE(run_flip_cases(dir, bucket_config(), kSpace, "--rate 1gbit --delay 1ms",
-                                         unshaped, shaped, all));
+  ASSERT_NO_FATAL_FAILURE(run_flip_cases(bucket_config(), kSpace, "--rate 1gbit --delay 1ms", c));
   if (IsSkipped()) return;
-  expect_the_pick_follows_the_numbers("unshaped", unshaped);
-  expect_the_pick_follows_the_numbers("shaped", shaped);
+  expect_the_picks_follow_the_numbers(c);
   // The flip, as the cost model predicts it from each probe's recorded rates:
   // small buckets unshaped, one bucket shaped. The measured edges are printed
   // above (quiet runs: one bucket wins by about 2x shaped, docs/cluster.md);
   // the load on the shared cores decides them, so they are figures, not verdicts.
   const std::string small = "mbs=4,gas=1,stage=0,rbs=1", one = "mbs=4,gas=1,stage=0,rbs=100000000";
-  EXPECT_EQ(unshaped.predicted_best, small) << all;
-  EXPECT_EQ(shaped.predicted_best, one) << all;
+  EXPECT_EQ(c.unshaped.predicted_best, small) << c.all;
+  EXPECT_EQ(c.shaped.predicted_best, one) << c.all;
 }
 
 }  // namespace

@@ -32,26 +32,22 @@ json flip_config() {
 const json kSpace = json::parse(R"({"pp": [1, 2]})");
 
 TEST(LayoutFlipAcrossHosts, ShapedLinksFlipTheBestLayoutAsTheCostModelPredicts) {
-  test::TempDir dir;
-  FlipCase unshaped, shaped;
-  std::string all;
+  FlipCases c;
   // Returns from the test where the helper skipped or failed it.
-  ASSERT_NO_FATAL_FAILURE(
-      run_flip_cases(dir, flip_config(), kSpace, "--rate 500mbit", unshaped, shaped, all));
+  ASSERT_NO_FATAL_FAILURE(run_flip_cases(flip_config(), kSpace, "--rate 500mbit", c));
   if (IsSkipped()) return;
-  expect_the_pick_follows_the_numbers("unshaped", unshaped);
-  expect_the_pick_follows_the_numbers("shaped", shaped);
+  expect_the_picks_follow_the_numbers(c);
   // The flip, as the cost model predicts it from each probe's recorded rates:
   // pp 1 unshaped, pp 2 shaped. The measured edges are printed above (quiet
   // runs: docs/cluster.md); the load on the shared cores decides them, so they
   // are figures, not verdicts.
   const std::string pp1 = "mbs=1,gas=1,stage=0,pp=1", pp2 = "mbs=1,gas=1,stage=0,pp=2";
-  EXPECT_EQ(unshaped.predicted_best, pp1) << all;
-  EXPECT_EQ(shaped.predicted_best, pp2) << all;
+  EXPECT_EQ(c.unshaped.predicted_best, pp1) << c.all;
+  EXPECT_EQ(c.shaped.predicted_best, pp2) << c.all;
   // Shaping moves the prediction towards pp 2 by the bytes that cross the link.
-  EXPECT_GT(shaped.predicted.at(pp2) / shaped.predicted.at(pp1),
-            unshaped.predicted.at(pp2) / unshaped.predicted.at(pp1))
-      << all;
+  EXPECT_GT(c.shaped.predicted.at(pp2) / c.shaped.predicted.at(pp1),
+            c.unshaped.predicted.at(pp2) / c.unshaped.predicted.at(pp1))
+      << c.all;
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmFaults = hybrid::test::SlurmTest;
 
 std::string host_name() {
   char name[256] = {};
@@ -23,44 +23,36 @@ std::string host_name() {
   return name;
 }
 
-TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesOn) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
-  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1], "stage": [0, 1, 2]})"));
+TEST_F(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesOn) {
   // Stage 0 gets 40 MiB and holds its memory after step 1 until Slurm's sampling
   // kills it; stage 1 holds still (its node goes down); stage 2 runs as it is.
-  const std::string launch = dir / "launch.sh";
-  std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
-                           "case \"$key\" in\n"
-                           "  *stage=0) exec srun -n 1 --mem=40M -J \"hyb-$key\" -t 5 \"$@\" "
-                           "--hold-after-step 1 ;;\n"
-                           "  *stage=1) exec srun -n 1 -J \"hyb-$key\" -t 5 "
-                           "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
-                           "  *) exec srun -n 1 -J \"hyb-$key\" -t 5 \"$@\" ;;\n"
-                           "esac\n";
-  hybrid::test::CommandResult result;
-  std::thread sweep([&] {
-    result = hybrid::test::run_command(hybrid::test::slurm_sweep(
-        slurm, dir,
-        fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
-                    dir / "space.json", launch),
-        hybrid::test::kMemoryHungrySteps));
-  });
+  const std::string launch = hybrid::test::write_sweep_files(
+      dir_, hybrid::test::memory_hungry_config(), R"({"mbs": [1], "stage": [0, 1, 2]})",
+      R"(key=$1; shift
+case "$key" in
+  *stage=0) exec srun -n 1 --mem=40M -J "hyb-$key" -t 5 "$@" --hold-after-step 1 ;;
+  *stage=1) exec srun -n 1 -J "hyb-$key" -t 5 sh -c 'sleep 1000; exec "$@"' hold "$@" ;;
+  *) exec srun -n 1 -J "hyb-$key" -t 5 "$@" ;;
+esac
+)");
+  hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
+      slurm_, dir_,
+      fmt::format("--space {} --trial-timeout 120 --launcher 'sh {} {{key}} {{cmd}}'",
+                  dir_ / "space.json", launch),
+      hybrid::test::kMemoryHungrySteps));
   const std::string node = host_name();
-  const bool held = slurm.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);
+  const bool held = slurm_.wait_for_job("hyb-mbs=1,gas=1,stage=1", "RUNNING", 120);
   if (held) {
-    slurm.run(fmt::format("scontrol update nodename={} state=down reason=hybrid-test", node));
+    slurm_.run(fmt::format("scontrol update nodename={} state=down reason=hybrid-test", node));
     // ReturnToService=2 brings it back when slurmd registers again; resume it if not.
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    slurm.run(fmt::format("scontrol update nodename={} state=resume", node));
+    slurm_.run(fmt::format("scontrol update nodename={} state=resume", node));
   }
-  sweep.join();
+  const auto& result = sweep.result();
   ASSERT_TRUE(held) << "the stage=1 trial never ran\n" << result.output;
   ASSERT_EQ(result.exit_code, 0) << result.output;
 
-  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db", true);
+  auto trials = hybrid::test::trials_by_mbs(dir_ / "tune.db", true);
   ASSERT_EQ(trials.size(), 3u) << result.output;
   const auto& oom = trials["mbs=1,gas=1,stage=0"];
   EXPECT_EQ(oom.status, TrialStatus::oom) << oom.reason << "\n" << oom.output_tail;
@@ -71,11 +63,11 @@ TEST(SlurmFaults, AMemoryLimitKillIsOomANodeSetDownIsNodeFailureAndTheSweepGoesO
   const auto& ok = trials["mbs=1,gas=1,stage=2"];
   EXPECT_EQ(ok.status, TrialStatus::ok) << ok.reason << "\n" << ok.output_tail;
 
-  profiler::RunStore store(dir / "tune.db", profiler::OpenMode::read_only);
+  profiler::RunStore store(dir_ / "tune.db", profiler::OpenMode::read_only);
   for (const auto& run : store.list_runs())
     EXPECT_NE(run.status, profiler::RunStatus::running)
         << "run " << run.id << " (" << run.name << ") left running";
-  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+  EXPECT_EQ(slurm_.queue(), "") << "a job outlived the sweep";
 }
 
 }  // namespace

@@ -12,8 +12,13 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmQueue = hybrid::test::SlurmTest;
+
+// The tuner's --trial-timeout: what the trial that never starts waits out, and
+// the time the released one has, from its srun to its end (the queue, a tiny
+// training of a second or two), several times over.
+constexpr double kTrialTimeout = 10;
 
 bool wait_for_text(const std::string& path, const std::string& text, double seconds) {
   for (auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -23,33 +28,26 @@ bool wait_for_text(const std::string& path, const std::string& text, double seco
   return false;
 }
 
-TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingTheQueue) {
   // All of the node's memory held: every trial's job waits behind this one.
-  ASSERT_EQ(slurm.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
-  ASSERT_TRUE(slurm.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm.queue();
-  test::write_json(dir / "cfg.json", test::tiny_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [1]})"));
-  const std::string out = dir / "sweep.out";
-  hybrid::test::CommandResult result;
+  ASSERT_EQ(slurm_.run("sbatch --mem=0 --job-name=hyb-blocker --wrap 'sleep 600'").exit_code, 0);
+  ASSERT_TRUE(slurm_.wait_for_job("hyb-blocker", "RUNNING", 30)) << slurm_.queue();
+  hybrid::test::write_sweep_files(dir_, test::tiny_config(), R"({"mbs": [1, 2], "stage": [1]})");
+  const std::string out = dir_ / "sweep.out";
   // The grid runs mbs=1 (held until its timeout), then mbs=2 (released below).
-  std::thread sweep([&] {
-    result = hybrid::test::run_command(
-        hybrid::test::slurm_sweep(
-            slurm, dir,
-            fmt::format("--space {} --trial-timeout 15 --launcher 'srun -n {{nprocs}} -t 5 "
-                        "--job-name=hyb-{{key}} {{cmd}}'",
-                        dir / "space.json")) +
-        " > " + out + " 2>&1");
-  });
+  hybrid::test::InBackground sweep(
+      hybrid::test::slurm_sweep(
+          slurm_, dir_,
+          fmt::format("--space {} --trial-timeout {:g} --launcher 'srun -n {{nprocs}} -t 5 "
+                      "--job-name=hyb-{{key}} {{cmd}}'",
+                      dir_ / "space.json", kTrialTimeout)) +
+      " > " + out + " 2>&1");
   // Shown while it waits: the line is there before the blocker goes.
   const bool pending_shown =
       wait_for_text(out, "trial mbs=2,gas=1,stage=1: pending in the scheduler's queue", 60);
-  const std::string queue_then = slurm.queue();
-  slurm.run("scancel --name=hyb-blocker");
-  sweep.join();
+  const std::string queue_then = slurm_.queue();
+  slurm_.run("scancel --name=hyb-blocker");
+  const auto& result = sweep.result();
   const std::string printed = test::read_text(out);
   ASSERT_TRUE(pending_shown) << printed;
   ASSERT_EQ(result.exit_code, 0) << printed;
@@ -58,14 +56,14 @@ TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingThe
       << "the timed-out trial's job stayed in the queue:\n"
       << queue_then;
 
-  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
+  auto trials = hybrid::test::trials_by_mbs(dir_ / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << printed;
   const auto& never = trials["mbs=1"];
   EXPECT_EQ(never.status, TrialStatus::timeout) << never.reason;
   EXPECT_NE(never.reason.find("pending in the scheduler's queue (Slurm job "), std::string::npos)
       << never.reason;
   EXPECT_NE(never.reason.find("never started"), std::string::npos) << never.reason;
-  EXPECT_LT(never.wall_s.value_or(1e9), 30) << "ended at the tuner's 15 s timeout";
+  EXPECT_LT(never.wall_s.value_or(1e9), 3 * kTrialTimeout) << "ended at the tuner's timeout";
   const auto& late = trials["mbs=2"];
   EXPECT_EQ(late.status, TrialStatus::ok) << late.reason << "\n" << late.output_tail;
 
@@ -79,7 +77,7 @@ TEST(SlurmQueue, PendingTrialsAreShownLiveAndOneThatNeverStartsTimesOutNamingThe
   ASSERT_NE(started, std::string::npos) << printed;
   EXPECT_LT(pending, started) << printed;
   EXPECT_NE(printed.find("s in the queue", started), std::string::npos) << printed;
-  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+  EXPECT_EQ(slurm_.queue(), "") << "a job outlived the sweep";
 }
 
 }  // namespace

@@ -15,33 +15,27 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmSbatch = hybrid::test::SlurmTest;
 
-TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
-  test::write_json(dir / "cfg.json", hybrid::test::memory_hungry_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2], "stage": [1]})"));
+TEST_F(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
   // The tuner quotes the command into the --wrap line ({cmd} inside a word);
   // the script gives mbs=2's job 40 MiB, held after step 1 until Slurm's memory
   // sampling kills it.
-  const std::string launch = dir / "launch.sh";
-  std::ofstream(launch)
-      << "#!/bin/sh\nkey=$1; dir=$2; wrap=$3; mem=\n"
-         "case \"$key\" in mbs=2*) mem=--mem=40M wrap=\"$wrap --hold-after-step 1\" ;; "
-         "esac\n"
-         "exec sbatch --wait -n 1 -t 5 $mem --job-name=\"hyb-$key\" "
-         "-o \"$dir/slurm-%j.out\" --wrap \"$wrap\"\n";
+  const std::string launch = hybrid::test::write_sweep_files(
+      dir_, hybrid::test::memory_hungry_config(), R"({"mbs": [1, 2], "stage": [1]})",
+      R"(key=$1; dir=$2; wrap=$3; mem=
+case "$key" in mbs=2*) mem=--mem=40M wrap="$wrap --hold-after-step 1" ;; esac
+exec sbatch --wait -n 1 -t 5 $mem --job-name="hyb-$key" -o "$dir/slurm-%j.out" --wrap "$wrap"
+)");
   const auto result = hybrid::test::run_command(hybrid::test::slurm_sweep(
-      slurm, dir,
+      slurm_, dir_,
       fmt::format(
           "--space {} --trial-timeout 300 --launcher \"sh {} {{key}} {{dir}} 'srun {{cmd}}'\"",
-          dir / "space.json", launch),
+          dir_ / "space.json", launch),
       hybrid::test::kMemoryHungrySteps));
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  auto trials = hybrid::test::trials_by_mbs(dir / "tune.db");
+  auto trials = hybrid::test::trials_by_mbs(dir_ / "tune.db");
   ASSERT_EQ(trials.size(), 2u) << result.output;
 
   const auto& ok = trials["mbs=1"];
@@ -52,7 +46,7 @@ TEST(SlurmSbatch, OkAndMemoryKilledTrialsAreClassifiedFromTheJobsOutputFile) {
   EXPECT_NE(killed.reason.find("memory limit"), std::string::npos) << killed.reason;
   EXPECT_NE(killed.output_tail.find("the Slurm job's output, slurm-"), std::string::npos)
       << killed.output_tail;
-  EXPECT_EQ(slurm.queue(), "") << "a job outlived the sweep";
+  EXPECT_EQ(slurm_.queue(), "") << "a job outlived the sweep";
 }
 
 }  // namespace

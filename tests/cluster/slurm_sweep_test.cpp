@@ -15,48 +15,40 @@
 namespace hybrid::autotune {
 namespace {
 
-using nlohmann::json;
 using profiler::TrialStatus;
+using SlurmSweep = hybrid::test::SlurmTest;
 
-TEST(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
-  hybrid::test::TestSlurm slurm;
-  HYBRID_REQUIRE_SLURM(slurm);
-  test::TempDir dir;
+TEST_F(SlurmSweep, TrialsUnderSrunAreClassifiedIncludingScancelAndTheTimeLimit) {
   // The launcher routes by trial key: mbs=2 and mbs=4 hold still before
   // training (the first for scancel, the second past its 1-minute limit).
-  const std::string launch = dir / "launch.sh";
-  std::ofstream(launch) << "#!/bin/sh\nkey=$1; shift\n"
-                           "case \"$key\" in\n"
-                           "  mbs=1*) exec srun -n 1 --job-name=\"hyb-$key\" -t 5 \"$@\" ;;\n"
-                           "  *) exec srun -n 1 --job-name=\"hyb-$key\" -t 1 "
-                           "sh -c 'sleep 1000; exec \"$@\"' hold \"$@\" ;;\n"
-                           "esac\n";
-  test::write_json(dir / "cfg.json", test::tiny_config());
-  test::write_json(dir / "space.json", json::parse(R"({"mbs": [1, 2, 4], "stage": [1]})"));
-  const std::string db = dir / "tune.db";
-  hybrid::test::CommandResult result;
-  std::thread sweep([&] {
-    result = hybrid::test::run_command(
-        fmt::format("env {} {} --config {} --space {} --launcher 'sh {} {{key}} {{cmd}}' --steps 6 "
-                    "--start-step 2 --early-stop 0 --no-probe --trial-timeout 300 --db {} --out {}",
-                    slurm.env_, test::tune_bin(), dir / "cfg.json", dir / "space.json", launch, db,
-                    dir / "best.json"));
-  });
+  const std::string launch = hybrid::test::write_sweep_files(dir_, test::tiny_config(),
+                                                             R"({"mbs": [1, 2, 4], "stage": [1]})",
+                                                             R"(key=$1; shift
+case "$key" in
+  mbs=1*) exec srun -n 1 --job-name="hyb-$key" -t 5 "$@" ;;
+  *) exec srun -n 1 --job-name="hyb-$key" -t 1 sh -c 'sleep 1000; exec "$@"' hold "$@" ;;
+esac
+)");
+  const std::string db = dir_ / "tune.db";
+  hybrid::test::InBackground sweep(hybrid::test::slurm_sweep(
+      slurm_, dir_,
+      fmt::format("--space {} --launcher 'sh {} {{key}} {{cmd}}' --trial-timeout 300",
+                  dir_ / "space.json", launch)));
   // Cancel the mbs=2 trial's job once Slurm runs it.
-  const std::string squeue = "env " + slurm.env_ + " squeue -h -o %j";
+  const std::string squeue = "env " + slurm_.env_ + " squeue -h -o %j";
   bool cancelled = false;
   for (int i = 0; i < 1200 && !cancelled; ++i) {
     const auto q = hybrid::test::run_command(squeue);
     if (q.output.find("hyb-mbs=2") != std::string::npos) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       const std::string name = q.output.substr(q.output.find("hyb-mbs=2"));
-      hybrid::test::run_command("env " + slurm.env_ +
+      hybrid::test::run_command("env " + slurm_.env_ +
                                 " scancel --name=" + name.substr(0, name.find('\n')));
       cancelled = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  sweep.join();
+  const auto& result = sweep.result();
   ASSERT_TRUE(cancelled) << "the mbs=2 trial never ran\n" << result.output;
   ASSERT_EQ(result.exit_code, 0) << result.output;
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -79,6 +80,38 @@ inline nlohmann::json memory_hungry_config() {
 }
 constexpr int kMemoryHungrySteps = 8;
 
+// A sweep's files in `dir`: cfg.json (`config`), space.json (`space`, JSON
+// text) and the launcher script launch.sh (`launcher`: a shell script that
+// routes each trial by its key, its first argument). Returns launch.sh's path.
+inline std::string write_sweep_files(const autotune::test::TempDir& dir,
+                                     const nlohmann::json& config, const char* space,
+                                     const std::string& launcher = "") {
+  autotune::test::write_json(dir / "cfg.json", config);
+  autotune::test::write_json(dir / "space.json", nlohmann::json::parse(space));
+  const std::string launch = dir / "launch.sh";
+  if (!launcher.empty()) std::ofstream(launch) << "#!/bin/sh\n" << launcher;
+  return launch;
+}
+
+// A command (a sweep) run on a thread of its own while the test acts on what
+// it started; result() waits for it to end.
+class InBackground {
+ public:
+  explicit InBackground(const std::string& command)
+      : thread_([this, command] { result_ = run_command(command); }) {}
+  ~InBackground() { result(); }
+  InBackground(const InBackground&) = delete;
+  InBackground& operator=(const InBackground&) = delete;
+  const CommandResult& result() {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
+
+ private:
+  CommandResult result_;
+  std::thread thread_;  // after result_: it starts writing to it at once
+};
+
 // "hybrid-tune ... " over `dir`/cfg.json for `steps` steps, with the options
 // every Slurm test shares and `extra` (the launcher, the space).
 inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::TempDir& dir,
@@ -97,3 +130,17 @@ inline std::string slurm_sweep(const TestSlurm& slurm, const autotune::test::Tem
     if ((slurm).unavailable_) GTEST_SKIP() << "no Slurm here: " << (slurm).why_; \
     ASSERT_TRUE((slurm).up_) << (slurm).why_;                                    \
   } while (0)
+
+namespace hybrid::test {
+
+// The Slurm tests' fixture: a Slurm of the test's own for its life (the test
+// skips, saying why, where there is none) and a temporary directory.
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { HYBRID_REQUIRE_SLURM(slurm_); }
+
+  TestSlurm slurm_;
+  TempDir dir_;
+};
+
+}  // namespace hybrid::test

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,26 +123,32 @@ inline int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+// The tuner's test pauses in the tune storms (HYBRID_TUNE_TEST_PAUSE_S): they
+// hold short moments (between two trials, best.json's write) open for a kill.
+constexpr double kStormPauseS = 0.2;
+
 // A kill storm's set-up: its kill count (HYBRID_KILL_STORM_KILLS, else
-// `default_kills`) and seed (HYBRID_KILL_STORM_SEED, else 14); this process made
-// the reaper of the killed tuners' launchers; cfg.json (the tiny GPT-2) and
-// space.json (`space`) in `dir`; the tuner's test pauses of `pause_s` seconds
-// (HYBRID_TUNE_TEST_PAUSE_S) that hold short moments open for a kill.
+// `default_kills`), seed (HYBRID_KILL_STORM_SEED, else 14) and the random
+// numbers drawn from it; this process made the reaper of the killed tuners'
+// launchers; cfg.json (the tiny GPT-2) and space.json (`space`) in `dir`; the
+// tuner's test pauses of kStormPauseS.
 struct Storm {
   int kills = 0;
   unsigned seed = 0;
   bool reaper = false;  // whether this process became the subreaper
+  std::mt19937 rng;     // seeded with `seed`
 };
 
 inline Storm set_up_storm(const autotune::test::TempDir& dir, int default_kills,
-                          const std::string& space, double pause_s) {
+                          const std::string& space) {
   Storm s;
   s.kills = env_int("HYBRID_KILL_STORM_KILLS", default_kills);
   s.seed = unsigned(env_int("HYBRID_KILL_STORM_SEED", 14));
+  s.rng.seed(s.seed);
   s.reaper = become_subreaper();
   autotune::test::write_json(dir / "cfg.json", autotune::test::tiny_config());
   autotune::test::write_json(dir / "space.json", nlohmann::json::parse(space));
-  ::setenv("HYBRID_TUNE_TEST_PAUSE_S", std::to_string(pause_s).c_str(), 1);
+  ::setenv("HYBRID_TUNE_TEST_PAUSE_S", std::to_string(kStormPauseS).c_str(), 1);
   return s;
 }
 

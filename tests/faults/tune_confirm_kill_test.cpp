@@ -41,8 +41,7 @@ using profiler::TieBreak;
 using profiler::TrialRow;
 using profiler::TrialStatus;
 
-constexpr double kPauseS = 0.2;  // HYBRID_TUNE_TEST_PAUSE_S
-constexpr int kRounds = 3;       // --confirm-rounds
+constexpr int kRounds = 3;  // --confirm-rounds
 const std::vector<std::string> kKeys = {"mbs=1,gas=1,stage=0", "mbs=2,gas=1,stage=0",
                                         "mbs=4,gas=1,stage=0"};
 
@@ -178,7 +177,7 @@ bool kill_once(const Sweep& sw, Aim aim, std::mt19937& rng, bool group) {
       return read_text(sw.log).find("test-pause: best-config", log_size) != std::string::npos ||
              !tuner.running();
     });
-    std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * kPauseS * frac(rng)));
+    std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * kStormPauseS * frac(rng)));
   }
   if (!tuner.running()) {
     tuner.wait();
@@ -212,10 +211,9 @@ std::vector<Start> check_invocation_starts(const std::vector<Start>& starts,
 
 TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
   autotune::test::TempDir dir;
-  const Storm storm = set_up_storm(dir, 6, R"({"mbs": [1, 2, 4], "stage": [0]})", kPauseS);
+  Storm storm = set_up_storm(dir, 6, R"({"mbs": [1, 2, 4], "stage": [0]})");
   const int kills = storm.kills;
-  const unsigned seed = storm.seed;
-  std::mt19937 rng(seed);
+  std::mt19937& rng = storm.rng;
   ASSERT_TRUE(storm.reaper);  // a killed tuner's launchers are reaped here
   std::ofstream(dir / "spec.txt") << scripted_spec();
 
@@ -315,8 +313,8 @@ TEST(KillStorm, TuneConfirmationRunSurvivesKillsAndEndsAsAnUninterruptedOne) {
   std::printf(
       "confirmation kill storm: %d kills (%d during the confirmation, %d after it was stored) "
       "over %d sweeps (%d with the confirmation redone), seed %u: %d/%d resumes correct\n",
-      done, hit["during the confirmation"], hit["after it was stored"], sweeps, redone, seed, done,
-      done);
+      done, hit["during the confirmation"], hit["after it was stored"], sweeps, redone, storm.seed,
+      done, done);
   EXPECT_GT(hit["during the confirmation"], 0);
   EXPECT_GT(hit["after it was stored"], 0);
 }

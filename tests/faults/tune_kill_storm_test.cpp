@@ -38,8 +38,7 @@ using autotune::test::read_text;
 using profiler::TrialRow;
 using profiler::TrialStatus;
 
-constexpr double kPauseS = 0.2;  // HYBRID_TUNE_TEST_PAUSE_S
-constexpr int kTrials = 6;       // mbs 1,2,4 x stage 0,1
+constexpr int kTrials = 6;  // mbs 1,2,4 x stage 0,1
 
 enum class Moment { trial, between, best };
 const char* moment_name(Moment m) {
@@ -169,7 +168,7 @@ std::optional<KillResult> kill_once(StormSweep& sw, Moment aim, std::mt19937& rn
         aim == Moment::between ? "test-pause: between-trials" : "test-pause: best-config";
     const size_t want = aim == Moment::between ? 1 + rng() % 3 : 1;
     wait_until([&] { return count_lines(since_start(), line) >= want || !tuner.running(); });
-    std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * kPauseS * frac(rng)));
+    std::this_thread::sleep_for(std::chrono::duration<double>(0.5 * kStormPauseS * frac(rng)));
   }
   if (!tuner.running()) {
     tuner.wait();
@@ -215,10 +214,9 @@ void check_finished(const StormSweep& sw, const std::string& log) {
 
 TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
   autotune::test::TempDir dir;
-  const Storm storm = set_up_storm(dir, 12, R"({"mbs": [1, 2, 4], "stage": [0, 1]})", kPauseS);
+  Storm storm = set_up_storm(dir, 12, R"({"mbs": [1, 2, 4], "stage": [0, 1]})");
   const int kills = storm.kills;
-  const unsigned seed = storm.seed;
-  std::mt19937 rng(seed);
+  std::mt19937& rng = storm.rng;
   ASSERT_TRUE(storm.reaper);  // a killed tuner's launchers are reaped here
   const std::string db = dir / "tune.db";
 
@@ -271,7 +269,8 @@ TEST(KillStorm, TuneResumesAfterEveryKillWithNothingRerunOrLost) {
   std::printf(
       "kill storm: %d kills (%d during a trial, %d between trials, %d in best.json) over "
       "%d sweeps, seed %u: %d/%d resumes correct\n",
-      done, hit[Moment::trial], hit[Moment::between], hit[Moment::best], sweeps, seed, done, done);
+      done, hit[Moment::trial], hit[Moment::between], hit[Moment::best], sweeps, storm.seed, done,
+      done);
   EXPECT_GT(hit[Moment::trial], 0);
   EXPECT_GT(hit[Moment::between], 0);
   EXPECT_GT(hit[Moment::best], 0);
