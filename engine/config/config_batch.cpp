@@ -32,9 +32,11 @@ BatchSizes derive_batch(ObjectReader& top, int64_t w) {
   // The one size missing beside t: t // x // y, in that order, and how it came about.
   const auto divided = [&](const char* what, const char* x_name, int64_t x, const char* y_name,
                            int64_t y) {
-    how = fmt::format("{} derived as train_batch_size {} // {} {} // {} {}", what, t, x_name, x,
-                      y_name, y);
-    return t / x / y;
+    // b's members, not the bindings: lambdas capture structured bindings only
+    // from C++20 and the fuzz build's clang does not yet.
+    b.how = fmt::format("{} derived as train_batch_size {} // {} {} // {} {}", what, b.t, x_name, x,
+                        y_name, y);
+    return b.t / x / y;
   };
   if (tb && mb && gas) {
     t = *tb, m = *mb, g = *gas;
