@@ -28,18 +28,10 @@ struct RestoreContext {
 
 // Row values of any dtype → fp32.
 void to_floats(float* dst, const char* src, kernels::DType dt, size_t n) {
-  using namespace kernels;
-  for (size_t i = 0; i < n; ++i) switch (dt) {
-      case DType::f32:
-        dst[i] = reinterpret_cast<const float*>(src)[i];
-        break;
-      case DType::bf16:
-        dst[i] = load(reinterpret_cast<const bf16_t*>(src)[i]);
-        break;
-      case DType::f16:
-        dst[i] = load(reinterpret_cast<const f16_t*>(src)[i]);
-        break;
-    }
+  kernels::dispatch_dtype(dt, [&](auto tag) {
+    const auto* values = reinterpret_cast<const decltype(tag)*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = kernels::load(values[i]);
+  });
 }
 
 }  // namespace

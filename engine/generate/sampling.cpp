@@ -33,10 +33,11 @@ int TokenSampler::next(const float* logits, int V) {
   if (p_.top_k > 0 && size_t(p_.top_k) < n) {
     n = size_t(p_.top_k);
     std::partial_sort(kept_.begin(), kept_.begin() + long(n), kept_.end(), before);
-  } else {
+  } else if (p_.top_p < 1.0f) {
     std::sort(kept_.begin(), kept_.end(), before);
-  }
-  const float mx = kept_[0].first;
+  }  // else no cut: the draw walks the vocabulary in id order, unsorted
+  float mx = kept_[0].first;
+  for (size_t i = 1; i < n; ++i) mx = std::max(mx, kept_[i].first);
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += kept_[i].first = std::exp(kept_[i].first - mx);
   if (p_.top_p < 1.0f) {  // keep while the mass before a token is under top_p
