@@ -3,12 +3,12 @@
 // seeded draws within 0.01 of the renormalised softmax (about 4 standard
 // deviations at these probabilities), greedy's lowest id on a tie, and the
 // named refusals of bad parameters.
+#include "engine/generate/sampling.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "engine/generate/sampling.h"
 
 namespace hybrid::engine {
 namespace {
@@ -18,7 +18,8 @@ std::vector<double> frequencies(const SamplingParams& p, const std::vector<float
                                 int draws = 40000) {
   TokenSampler s(p, 0);
   std::vector<double> f(logits.size(), 0.0);
-  for (int i = 0; i < draws; ++i) f[size_t(s.next(logits.data(), int(logits.size())))] += 1.0 / draws;
+  for (int i = 0; i < draws; ++i)
+    f[size_t(s.next(logits.data(), int(logits.size())))] += 1.0 / draws;
   return f;
 }
 
