@@ -173,8 +173,15 @@ class Engine {
   // engine): between optimizer steps, each rank its own prompts; training goes
   // on after it with the same weights. Bad prompts or parameters:
   // std::invalid_argument naming what is wrong (engine/generate/generator.h).
+  // Under ZeRO-3 with hybrid_engine enabled and pin_parameters, every layer's
+  // parameters are gathered at once for the call. The result's gather_ms is the
+  // communication tracer's all-gather time during the call.
   engine::GenerationResult generate(const std::vector<std::vector<int>>& prompts,
                                     const engine::GenerationParams& params);
+  // Why generate would refuse these prompts on this rank ("" when it would not):
+  // generation_error's reasons and hybrid_engine.max_out_tokens.
+  std::string generation_refusal(const std::vector<std::vector<int>>& prompts,
+                                 const engine::GenerationParams& params) const;
 
   // Every parameter in fp32, the whole model's (collective: all ranks must call).
   std::vector<float> gather_parameters() { return checkpoint_->gather_parameters(); }
@@ -204,6 +211,11 @@ class Engine {
   // The model's activations for micro-batch [B, T] (the training shape, or a
   // larger one while generating) and the context's inputs in them.
   void bind_activations(int B, int T);
+  // generate once its prompts are accepted: the model bound for them, ZeRO-3's
+  // parameters pinned when asked, the generator run.
+  engine::GenerationResult generate_on_bound_model(const std::vector<std::vector<int>>& prompts,
+                                                   const engine::GenerationParams& params,
+                                                   bool together);
   void describe_offload();
   void describe_optimizer_offload();
   void describe_param_offload();

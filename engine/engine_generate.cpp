@@ -2,9 +2,11 @@
 // model, context and parameters, between optimizer steps.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "engine/engine.h"
+#include "profiler/comm_tracer.h"
 
 namespace hybrid {
 
@@ -12,9 +14,9 @@ using namespace engine;
 
 namespace {
 
-// ZeRO-3's ranks gather every module's parameters together, so they run every
-// forward together: they refuse a call together (one rank's refusal is every
-// rank's) and need as many prompts each.
+// ZeRO-3's ranks gather every module's parameters together (and tensor-parallel
+// ones reduce every layer's outputs together), so they run every forward together: they refuse a
+// call together (one rank's refusal is every rank's) and need as many prompts each.
 std::string refusal_of_all(Engine& e, std::string mine, size_t prompts) {
   if (e.mean_over_ranks(mine.empty() ? 0.0 : 1.0) > 0 && mine.empty())
     return "generate under ZeRO-3: another rank's prompts or parameters were refused";
@@ -39,19 +41,58 @@ std::string past_max_out_tokens(const std::vector<std::vector<int>>& prompts, in
   return "";
 }
 
+// The communication tracer's all-gather time so far (its comms-logger totals).
+double all_gather_ms(const profiler::CommTracer& tracer) {
+  int64_t ns = 0;
+  for (const auto& s : tracer.stats())
+    if (s.kind == profiler::CollectiveKind::all_gather) ns += s.total_ns;
+  return double(ns) / 1e6;
+}
+
+// hybrid_engine.pin_parameters under ZeRO-3: every layer gathered at once for
+// the whole call (DeepSpeed's gather_all_layers), released however it ends.
+struct PinnedParameters {
+  ParamGatherer* gatherer;
+  explicit PinnedParameters(ParamGatherer* g) : gatherer(g) {
+    if (gatherer) gatherer->pin_all();
+  }
+  ~PinnedParameters() {
+    if (gatherer) gatherer->unpin_all();
+  }
+};
+
 }  // namespace
+
+std::string Engine::generation_refusal(const std::vector<std::vector<int>>& prompts,
+                                       const GenerationParams& params) const {
+  std::string refused = generation_error(prompts, params, cfg_.model);
+  if (refused.empty() && cfg_.hybrid_engine.enabled)
+    refused =
+        past_max_out_tokens(prompts, params.max_new_tokens, cfg_.hybrid_engine.max_out_tokens);
+  return refused;
+}
 
 GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
                                   const GenerationParams& params) {
   if (micro_step_ != 0)
     throw std::logic_error("generate: between optimizer steps, not inside an accumulation");
-  const bool together = cfg_.zero.stage == 3 && world_size() > 1;
-  std::string refused = generation_error(prompts, params, cfg_.model);
-  if (refused.empty() && cfg_.hybrid_engine.enabled)
-    refused =
-        past_max_out_tokens(prompts, params.max_new_tokens, cfg_.hybrid_engine.max_out_tokens);
+  // Tensor-parallel peers run every forward's collectives together too (and
+  // get the same prompts, as they get the same batch in training).
+  const bool together = (cfg_.zero.stage == 3 || cfg_.parallel.tensor > 1) && world_size() > 1;
+  std::string refused = generation_refusal(prompts, params);
   if (together) refused = refusal_of_all(*this, refused, prompts.size());
   if (!refused.empty()) throw std::invalid_argument(refused);
+  const auto t0 = std::chrono::steady_clock::now();
+  const double gathered_before = all_gather_ms(comm_tracer());
+  GenerationResult r = generate_on_bound_model(prompts, params, together);
+  r.total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.gather_ms = all_gather_ms(comm_tracer()) - gathered_before;
+  return r;
+}
+
+GenerationResult Engine::generate_on_bound_model(const std::vector<std::vector<int>>& prompts,
+                                                 const GenerationParams& params, bool together) {
   const int B = cfg_.train_micro_batch_size_per_gpu, T = cfg_.seq_len();
   // Prompts the training buffers cannot hold get buffers of their own meanwhile.
   const bool rebind = !Generator::fits(*model_, prompts);
@@ -60,6 +101,8 @@ GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
     bind_activations(rows, tokens);
   }
   try {
+    const bool pin = cfg_.hybrid_engine.enabled && cfg_.hybrid_engine.pin_parameters;
+    PinnedParameters pinned(pin ? zero_->gatherer() : nullptr);
     GenerationHooks hooks;
     hooks.after_forward = [this] { zero_->end_forward(); };
     if (together)

@@ -123,6 +123,7 @@ nlohmann::json TrainSummary::to_json() const {
                                      comm.to_json(), pipeline.to_json(), data.to_json()})
     j.update(part);
   if (!gemm.is_null()) j["gemm"] = gemm;
+  if (!rollouts.empty()) j["rollouts"] = rollouts;
   if (run_id) j["run_id"] = run_id;
   if (status != RunStatus::ok) j["error"] = {{"kind", error_kind}, {"message", error}};
   return j;

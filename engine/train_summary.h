@@ -113,6 +113,7 @@ struct TrainSummary {
   int world_size = 1;
   nlohmann::json gemm;  // the CPU GEMM providers (engine/cpu_gemm.h); null on a GPU
   int rank = 0;         // who produced it: only rank 0 writes the result file
+  nlohmann::json rollouts = nlohmann::json::array();  // hybrid.rollout's breakdowns (rollout.h)
 
   nlohmann::json to_json() const;
 };

@@ -20,6 +20,7 @@
 #include "engine/divergence.h"
 #include "engine/engine.h"
 #include "engine/profile_window.h"
+#include "engine/rollout.h"
 #include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
 #include "engine/step_record.h"
@@ -248,17 +249,31 @@ void finish_step(Loop& l, TrainSummary& out, const StepRecord& r) {
   if (l.opts.after_step) l.opts.after_step(r.step);
 }
 
-void run_loop(Loop& l, TrainSummary& out) {
+// hybrid.rollout after a step that is due: generation on the weights it left,
+// and DeepSpeed's breakdown line.
+void rollout_after(Loop& l, Rollouts& rollouts, TrainSummary& out, int64_t step) {
+  if (!rollouts.due(step)) return;
+  const RolloutBreakdown b = rollouts.run(step);
+  l.say(fmt::format("rollout after step {}: {} new tokens for {} prompts", step, b.new_tokens,
+                    b.samples));
+  l.say(b.line());
+  out.rollouts.push_back(b.to_json());
+}
+
+void run_loop(Loop& l, Rollouts& rollouts, TrainSummary& out) {
   auto& tracer = l.engine.tracer();
   l.step_name = tracer.intern("step");
   l.data_name = tracer.intern("data");
+  rollouts.start();
   for (int64_t s = l.first; s < l.first + l.steps; ++s) {
     l.window.begin_step(tracer, s + 1);
     const auto t0 = std::chrono::steady_clock::now();
     const double loss = run_step(l, s);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rollouts.add_training(ms);
     finish_step(l, out, step_record(l, s + 1, loss, ms));
+    rollout_after(l, rollouts, out, s + 1);
   }
 }
 
@@ -309,13 +324,14 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   const Say say(engine->rank() == 0 && !opts.quiet);
   announce(cfg, *engine, say);
   load_weights(cfg, opts, *engine, say);
+  Rollouts rollouts(cfg, *engine);  // its prompts checked before any step runs
   Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
   l.flops_per_step = out.throughput.flops_per_step =
       model_flops_per_step(cfg, engine->model().matmul_params(), engine->data_parallel_size());
   recorder.attach(*engine, l.window);
   const CommMeter comm(*engine);
-  run_loop(l, out);
+  run_loop(l, rollouts, out);
   out.memory = measure_memory(*engine);  // training's peaks, before any export
   out.comm = comm.report(*engine, l.records);
   save_outputs(l, out.training.losses.back());

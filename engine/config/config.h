@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/config/devices.h"
+#include "engine/generate/sampling.h"
 #include "kernels/dtype.h"
 
 namespace hybrid::engine {
@@ -201,9 +202,24 @@ struct HybridEngineConfig {
   int inference_tp_size = 1;  // 1 only: generation under tensor parallelism is not here yet
   // Read, no effect (warned): the cache is allocated per call and released after
   // it; ZeRO-3 gathers a module's parameters at a time; there is no inference tp.
-  bool release_inference_cache = false;
+  // Enabled under ZeRO-3: generate gathers every layer's parameters at once and
+  // keeps them for the call (pinned), else a module at a time around its forward.
   bool pin_parameters = true;
+  // Read, no effect (warned): the cache is allocated per call and released
+  // after it; there is no inference tp.
+  bool release_inference_cache = false;
   int tp_gather_partition_size = 8;
+};
+
+// hybrid.rollout: generation inside hybrid-train's loop, after every `every`-th
+// step, on the weights being trained (docs/generation.md): each data-parallel
+// rank generates from its share of the prompts file (prompt i goes to rank
+// i mod ranks) and the step prints DeepSpeed's hybrid-engine breakdown.
+struct RolloutConfig {
+  int every = 0;        // 0: no rollouts
+  std::string prompts;  // JSON lines, {"tokens": [...]} a line (engine/generate/prompts.h)
+  int max_new_tokens = 16;
+  SamplingParams sampling;
 };
 
 // 3D parallelism (docs/parallelism.md): tensor_model_parallel_size and the
@@ -255,6 +271,7 @@ struct Config {
   std::string gemm = "auto";
   CheckpointConfig checkpoint;
   ProfilerConfig profiler;
+  RolloutConfig rollout;
 
   std::vector<std::string> ignored_keys;  // dotted paths of keys we do not implement
   // Keys that are accepted but have no effect here (docs/config.md, "Keys accepted

@@ -210,6 +210,7 @@ void parse_hybrid_block(const json& block, Config& c) {
   if (const json* k = h.object("checkpoint")) parse_checkpoint(*k, c);
   if (const json* p = h.object("profiler")) parse_profiler(*p, c);
   if (const json* a = h.object("activation_checkpointing")) parse_hybrid_checkpointing(*a, c);
+  if (const json* o = h.object("rollout")) parse_rollout(*o, c);
   h.finish();
   // The training length defaults to the block size and cannot exceed it (wpe rows).
   if (c.data.seq_len == 0) c.data.seq_len = c.model.seq_len;

@@ -1,10 +1,13 @@
-// DeepSpeed's hybrid_engine block, with DeepSpeed's defaults. What runs is
-// Engine::generate (docs/generation.md): max_out_tokens bounds a sequence when
-// the block is enabled; inference tensor parallelism is refused by name; the
-// keys that shape DeepSpeed's own inference containers are read and warned.
+// DeepSpeed's hybrid_engine block, with DeepSpeed's defaults, and our
+// hybrid.rollout block. What runs is Engine::generate (docs/generation.md):
+// max_out_tokens bounds a sequence and pin_parameters gathers ZeRO-3's layers
+// at once when the block is enabled; inference tensor parallelism is refused
+// by name; the keys that shape DeepSpeed's own inference containers are read
+// and warned.
 #include <fmt/format.h>
 
 #include <climits>
+#include <cstdint>
 
 #include "engine/config/config_reader.h"
 
@@ -31,18 +34,34 @@ void parse_hybrid_engine(const nlohmann::json& block, Config& c) {
         "hybrid_engine.release_inference_cache: no effect, the key/value cache is allocated for "
         "each generate call and released after it");
   }
-  if (auto v = r.boolean("pin_parameters")) {
-    h.pin_parameters = *v;
-    c.warnings.push_back(
-        "hybrid_engine.pin_parameters: no effect, ZeRO-3 gathers each module's parameters around "
-        "its forward while generating, as while training");
-  }
+  if (auto v = r.boolean("pin_parameters")) h.pin_parameters = *v;
   if (auto v = r.integer("tp_gather_partition_size", 1, kIntMax)) {
     h.tp_gather_partition_size = int(*v);
     c.warnings.push_back(
         "hybrid_engine.tp_gather_partition_size: no effect without inference tensor parallelism");
   }
   r.finish();
+}
+
+void parse_rollout(const nlohmann::json& block, Config& c) {
+  ObjectReader r(block, "hybrid.rollout", c.ignored_keys);
+  RolloutConfig& o = c.rollout;
+  if (auto v = r.integer("every", 0, kIntMax, "a non-negative integer (0: no rollouts)"))
+    o.every = int(*v);
+  if (auto v = r.string("prompts")) o.prompts = *v;
+  if (auto v = r.integer("max_new_tokens", 1, kIntMax)) o.max_new_tokens = int(*v);
+  if (auto v = r.number("temperature", 0.0, 1e30, false, "a number >= 0 (0: greedy)"))
+    o.sampling.temperature = float(*v);
+  if (auto v = r.integer("top_k", 0, kIntMax, "a non-negative integer (0: no cut)"))
+    o.sampling.top_k = int(*v);
+  if (auto v = r.number("top_p", 0.0, 1.0, true, "a number in (0, 1]"))
+    o.sampling.top_p = float(*v);
+  if (auto v = r.integer("seed", 0, INT64_MAX, "a non-negative integer"))
+    o.sampling.seed = uint64_t(*v);
+  r.finish();
+  if (o.every > 0 && o.prompts.empty())
+    throw ConfigError("config: hybrid.rollout.every is " + std::to_string(o.every) +
+                      ": hybrid.rollout.prompts must name the prompts file");
 }
 
 }  // namespace hybrid::engine::config_detail

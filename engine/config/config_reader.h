@@ -91,6 +91,7 @@ void parse_hybrid_block(const nlohmann::json& block, Config& c);
 
 // DeepSpeed's hybrid_engine block (config_hybrid_engine.cpp).
 void parse_hybrid_engine(const nlohmann::json& block, Config& c);
+void parse_rollout(const nlohmann::json& block, Config& c);  // hybrid.rollout
 
 // Activation checkpointing (config_checkpointing.cpp): DeepSpeed's block, ours
 // (hybrid.activation_checkpointing), and the policy resolved once the model

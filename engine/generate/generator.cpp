@@ -104,12 +104,31 @@ const std::vector<float>& Generator::step(const int32_t* tokens, const std::vect
   const int Vp = model_.padded_vocab(), V = model_.config().vocab_size;
   const size_t row = size_t(Vp) * kernels::dtype_size(ctx_.dtype());
   raw_logits_.resize(size_t(B) * row);
-  be.copy_to_host(raw_logits_.data(), model_.generated_logits(), raw_logits_.size());
+  be.copy_to_host(raw_logits_.data(), whole_logits(B), raw_logits_.size());
   logits_.resize(size_t(B) * size_t(V));
   for (int b = 0; b < B; ++b)
     to_floats(logits_.data() + size_t(b) * V, raw_logits_.data() + size_t(b) * row, ctx_.dtype(),
               size_t(V));
   return logits_;
+}
+
+// Under tensor parallelism the head gives each rank its slice of the
+// vocabulary: the slices go to their columns of a zeroed [B, Vp] buffer summed
+// over the group (adding zeros is exact in any dtype), so every rank of the
+// group samples from the same whole logits.
+const void* Generator::whole_logits(int B) {
+  const TensorSlice tp = model_.tensor_slice();
+  if (tp.parts == 1) return model_.generated_logits();
+  kernels::Backend& be = ctx_.backend();
+  const size_t es = kernels::dtype_size(ctx_.dtype()), Vp = size_t(model_.padded_vocab());
+  const size_t part = Vp / size_t(tp.parts);
+  char* whole = static_cast<char*>(cache_.data("generate.logits"));
+  const char* mine = static_cast<const char*>(model_.generated_logits());
+  be.zero(whole, size_t(B) * Vp * es);
+  for (size_t b = 0; b < size_t(B); ++b)
+    be.copy(whole + (b * Vp + size_t(tp.index) * part) * es, mine + b * part * es, part * es);
+  ctx_.tp_all_reduce(whole, size_t(B) * Vp);
+  return whole;
 }
 
 // The rows of one generate call: their prompts, samplers, what they produced
@@ -145,10 +164,10 @@ void Generator::check(const std::vector<std::vector<int>>& prompts,
                       const GenerationParams& p) const {
   if (std::string e = generation_error(prompts, p, model_.config()); !e.empty())
     throw std::invalid_argument(e);
-  if (model_.tensor_slice().parts > 1 || !model_.first_stage() || !model_.last_stage())
+  if (!model_.first_stage() || !model_.last_stage())
     throw std::invalid_argument(
-        "generation runs on one rank's whole model: tensor and pipeline parallelism are not "
-        "supported yet");
+        "generation runs the whole model on each rank: pipeline parallelism is not supported "
+        "yet");
   if (!fits(model_, prompts))
     throw std::invalid_argument(fmt::format(
         "generation of {} prompts needs activations for [{}, {}] tokens; the model is bound for "
@@ -166,6 +185,9 @@ void Generator::open_cache(const std::vector<std::vector<int>>& prompts, int max
   MemoryLayout layout = model_.kv_cache_layout(int(prompts.size()), max_tokens_, ctx_.dtype());
   layout.add("generate.positions", uint64_t(std::max(longest, prompts.size())), sizeof(int32_t),
              MemCategory::other);
+  if (model_.tensor_slice().parts > 1)  // whole_logits
+    layout.add("generate.logits", uint64_t(prompts.size()) * uint64_t(model_.padded_vocab()),
+               kernels::dtype_size(ctx_.dtype()), MemCategory::other);
   cache_ = LayoutBuffers(alloc_, layout);
   model_.wire_kv_cache(&cache_);
 }

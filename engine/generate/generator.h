@@ -30,6 +30,7 @@ struct GenerationResult {
   std::vector<double> ttft_ms;           // per prompt: from the call's start to its first token
   std::vector<double> tpot_ms;           // per decode step: its time (every row got a token)
   double total_ms = 0;
+  double gather_ms = 0;  // Engine::generate: parameter all-gathers (ZeRO-3) during the call
   int64_t new_tokens() const;
 };
 
@@ -72,6 +73,8 @@ class Generator {
   // each, at positions start[b]..; returns each row's last logits, fp32 [B, V].
   const std::vector<float>& step(const int32_t* tokens, const std::vector<int>& start,
                                  int first_row, int T);
+  // The head's logits [B, Vp] on the device, whole under tensor parallelism.
+  const void* whole_logits(int B);
 
   CausalLM& model_;
   ExecutionContext& ctx_;

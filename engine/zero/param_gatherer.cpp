@@ -121,7 +121,7 @@ void ParamGatherer::ensure_live(Unit& u) {
 }
 
 void ParamGatherer::release(Unit& u) {
-  if (u.persistent || u.refs > 0 || !u.data) return;
+  if (u.persistent || u.refs > 0 || !u.data || pinned_) return;
   issue_through(u);                  // its all-gather still goes out, in order
   if (u.pending) u.pending->wait();  // a prefetch nobody used: let it land first
   u.pending.reset();
@@ -201,6 +201,19 @@ void ParamGatherer::release_all() {
     if (u.refs != 0) throw std::logic_error("ZeRO-3: unbalanced gather/release");
     release(u);
   }
+}
+
+void ParamGatherer::pin_all() {
+  // Every all-gather goes out before the first wait, so they run back to back.
+  for (auto& u : units_)
+    if (!u.data) start_gather(u);
+  for (auto& u : units_) ensure_live(u);
+  pinned_ = true;
+}
+
+void ParamGatherer::unpin_all() {
+  pinned_ = false;
+  for (auto& u : units_) release(u);
 }
 
 }  // namespace hybrid::engine

@@ -53,6 +53,10 @@ class ParamGatherer {
   void refresh_persistent();
   // Releases everything not persistent (end of a pass) and checks nothing leaked.
   void release_all();
+  // Generation with hybrid_engine.pin_parameters: every unit gathered now, all
+  // at once, and kept through the passes until unpin_all releases them.
+  void pin_all();
+  void unpin_all();
 
   int64_t live_elements() const { return live_elems_; }
   int64_t persistent_elements() const;
@@ -97,6 +101,7 @@ class ParamGatherer {
   std::vector<int> unit_of_module_;             // module id → unit index (-1)
   std::vector<std::vector<int>> module_units_;  // module id → units it uses
   int64_t live_elems_ = 0;
+  bool pinned_ = false;  // pin_all: nothing is released until unpin_all
 
   // Recorded order of modules that use parameters, per direction, and where
   // the current pass is in it.

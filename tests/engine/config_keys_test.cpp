@@ -174,7 +174,7 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid_engine.max_out_tokens", R"({"hybrid_engine": {"max_out_tokens": 64}})", FIELD(hybrid_engine.max_out_tokens)},
     {"hybrid_engine.inference_tp_size", R"({"hybrid_engine": {"inference_tp_size": 2}})", ONLY_DEFAULT},
     {"hybrid_engine.release_inference_cache", R"({"hybrid_engine": {"release_inference_cache": true}})", WARNS},
-    {"hybrid_engine.pin_parameters", R"({"hybrid_engine": {"pin_parameters": false}})", WARNS},
+    {"hybrid_engine.pin_parameters", R"({"hybrid_engine": {"pin_parameters": false}})", FIELD(hybrid_engine.pin_parameters)},
     {"hybrid_engine.tp_gather_partition_size", R"({"hybrid_engine": {"tp_gather_partition_size": 4}})", WARNS},
     {"comms_logger.verbose", R"({"comms_logger": {"enabled": true, "verbose": true}})", FIELD(comms_logger.verbose)},
     {"comms_logger.prof_all", R"({"comms_logger": {"enabled": true, "prof_all": false}})", FIELD(comms_logger.prof_all)},
@@ -223,6 +223,13 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid.profiler.trace", R"({"hybrid": {"profiler": {"trace": true}}})", FIELD(profiler.trace)},
     {"hybrid.profiler.trace_steps", R"({"hybrid": {"profiler": {"trace_steps": 5}}})", FIELD(profiler.trace_steps)},
     {"hybrid.profiler.chrome_trace", R"({"hybrid": {"profiler": {"chrome_trace": "t.json"}}})", FIELD(profiler.chrome_trace)},
+    {"hybrid.rollout.every", R"({"hybrid": {"rollout": {"every": 2, "prompts": "p.jsonl"}}})", FIELD(rollout.every)},
+    {"hybrid.rollout.prompts", R"({"hybrid": {"rollout": {"prompts": "p.jsonl"}}})", FIELD(rollout.prompts)},
+    {"hybrid.rollout.max_new_tokens", R"({"hybrid": {"rollout": {"max_new_tokens": 3}}})", FIELD(rollout.max_new_tokens)},
+    {"hybrid.rollout.temperature", R"({"hybrid": {"rollout": {"temperature": 0.7}}})", FIELD(rollout.sampling.temperature)},
+    {"hybrid.rollout.top_k", R"({"hybrid": {"rollout": {"top_k": 5}}})", FIELD(rollout.sampling.top_k)},
+    {"hybrid.rollout.top_p", R"({"hybrid": {"rollout": {"top_p": 0.9}}})", FIELD(rollout.sampling.top_p)},
+    {"hybrid.rollout.seed", R"({"hybrid": {"rollout": {"seed": 3}}})", FIELD(rollout.sampling.seed)},
 };
 // clang-format on
 

@@ -2,7 +2,8 @@
 // greedy tokens equal the argmax of a full training-path forward (no cache) at
 // every length, for a batch of prompts of different lengths; training before
 // and after a generation trains as if it had not happened; a seed repeats its
-// samples; ZeRO-3 generates what ZeRO-0 does; bad prompts and parameters are
+// samples; ZeRO-3 (its parameters pinned or gathered per module) generates what
+// ZeRO-0 does, its gather time the communication tracer's; bad prompts and parameters are
 // named errors.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/model/decoder_stack.h"
 #include "engine_test_util.h"
+#include "profiler/comm_tracer.h"
 #include "tests/common/error_of.h"
 
 namespace hybrid {
@@ -80,6 +82,14 @@ std::vector<int> argmax_after_each_prefix(Engine& ref, const std::vector<int>& p
 const std::vector<std::vector<int>> kPrompts = {
     {5, 9, 1, 33, 12}, {7}, {60, 2, 2, 2, 2, 2, 2, 2, 40}, {0, 1, 2}};
 
+// The communication tracer's all-gather time so far (its comms-logger rows).
+double all_gather_ms(Engine& e) {
+  int64_t ns = 0;
+  for (const auto& s : e.comm_tracer().stats())
+    if (s.kind == profiler::CollectiveKind::all_gather) ns += s.total_ns;
+  return double(ns) / 1e6;
+}
+
 GenerationParams greedy(int n) {
   GenerationParams p;
   p.max_new_tokens = n;
@@ -140,12 +150,26 @@ TEST(Generation, ZeroStagesOffloadAndCheckpointingGenerateWhatThePlainRunDoes) {
          {"offload_optimizer", {{"device", "cpu"}}},
          {"offload_param", {{"device", "cpu"}}}}}},
       {{"activation_checkpointing", {{"cpu_checkpointing", true}}}},
+      // hybrid_engine.pin_parameters: every layer gathered once for the call.
+      {{"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}},
+       {"hybrid_engine", {{"enabled", true}}}},
+      {{"zero_optimization", {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}},
+       {"hybrid_engine", {{"enabled", true}}}},
   };
   for (const auto& v : variants) {
     SCOPED_TRACE(v.dump());
     auto e = engine_for("gpt2", 2, v);
     e->set_parameters(plain->gather_parameters());
-    EXPECT_EQ(e->generate(kPrompts, greedy(16)).tokens, want.tokens);
+    const double traced_before = all_gather_ms(*e);
+    const auto got = e->generate(kPrompts, greedy(16));
+    EXPECT_EQ(got.tokens, want.tokens);
+    // The call's gather time is the communication tracer's all-gather time during it.
+    EXPECT_DOUBLE_EQ(got.gather_ms, all_gather_ms(*e) - traced_before);
+    // (On one rank, offload_param's gathers are in place: nothing moves.)
+    if (v.contains("zero_optimization") && !v["zero_optimization"].contains("offload_param")) {
+      EXPECT_GT(got.gather_ms, 0.0);
+    }
+    EXPECT_LT(got.gather_ms, got.total_ms);
   }
 }
 

@@ -12,7 +12,9 @@
 // get) and train as with one communicator. Generation under ZeRO-3 on the two
 // ranks (each module's parameters gathered by both for every forward): the
 // tokens of ZeRO-0 on the same weights, greedy and sampled with a seed, each
-// rank its own prompts and stop tokens; a refusal on one rank is every rank's.
+// rank its own prompts and stop tokens; a refusal on one rank is every rank's;
+// hybrid_engine.pin_parameters gathers every layer once per call, not once per
+// forward; tensor parallelism over the two ranks generates the whole model's tokens.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -281,6 +283,84 @@ TEST_F(MpiTest, ZeroStage3GeneratesWhatZeroStage0DoesEachRankItsOwnPrompts) {
   EXPECT_NE(counts.find("every rank needs as many prompts"), std::string::npos) << counts;
   // Nothing was left half done: both still generate together.
   EXPECT_EQ(z3.engine->generate(prompts, p).tokens, sampled.tokens);
+}
+
+TEST_F(MpiTest, ZeroStage3PinnedParametersGatherOncePerCallAndGenerateTheSame) {
+  const nlohmann::json zero = {{"stage", 3}, {"stage3_param_persistence_threshold", 100}};
+  auto pinned = make_engine({{"zero_optimization", zero}, {"hybrid_engine", {{"enabled", true}}}});
+  auto per_layer = make_engine({{"zero_optimization", zero},
+                                {"hybrid_engine", {{"enabled", true}, {"pin_parameters", false}}}});
+  train(*pinned.engine, 2);
+  train(*per_layer.engine, 2);
+  const std::vector<std::vector<int>> prompts = {{1 + rank(), 2, 3}, {7}};
+  // The device communicator's all-gathers for a call of n new tokens.
+  const auto gathers = [&](Wired& w, int n, std::vector<std::vector<int>>* tokens = nullptr) {
+    engine::GenerationParams p;
+    p.max_new_tokens = n;
+    const uint64_t before = w.device->calls(profiler::CollectiveKind::all_gather);
+    const auto r = w.engine->generate(prompts, p);
+    if (tokens) *tokens = r.tokens;
+    return w.device->calls(profiler::CollectiveKind::all_gather) - before;
+  };
+  std::vector<std::vector<int>> a, b;
+  const uint64_t pinned_short = gathers(pinned, 2), pinned_long = gathers(pinned, 6, &a);
+  const uint64_t layer_short = gathers(per_layer, 2), layer_long = gathers(per_layer, 6, &b);
+  EXPECT_EQ(a, b);
+  // Pinned: one all-gather per unit, whatever the forwards; per layer: every
+  // forward gathers again (two prefills and n - 1 decode steps).
+  EXPECT_GT(pinned_short, 0u);
+  EXPECT_EQ(pinned_short, pinned_long);
+  EXPECT_GT(layer_long, layer_short);
+  EXPECT_EQ((layer_long - layer_short) % 4, 0u);
+  EXPECT_EQ(layer_short % 3, 0u);
+  // Each forward gathers at least every unit the pin gathers once (a tied
+  // embedding twice: before the embedding and before the head).
+  EXPECT_GE(layer_short / 3, pinned_short);
+  // Training goes on after the pin is released, as it does after per-layer gathering.
+  train(*pinned.engine, 1);
+  train(*per_layer.engine, 1);
+  EXPECT_TRUE(pinned.engine->gather_parameters() == per_layer.engine->gather_parameters());
+}
+
+TEST_F(MpiTest, TensorParallelTwoGeneratesTheTokensOfTheWholeModelOnOneRank) {
+  for (const char* family : {"gpt2", "llama"}) {
+    SCOPED_TRACE(family);
+    nlohmann::json model = tiny_gpt2_model();
+    if (std::string(family) == "llama")
+      model = {{"type", "llama"},  {"n_layer", 2},   {"n_embd", 32},
+               {"n_head", 4},      {"n_kv_head", 2}, {"intermediate_size", 48},
+               {"vocab_size", 64}, {"seq_len", 16},  {"tie_embeddings", false}};
+    const nlohmann::json family_patch = {{"hybrid", {{"model", model}}}};
+    nlohmann::json tp_patch = family_patch;
+    tp_patch["tensor_model_parallel_size"] = 2;
+    auto tp = make_engine(tp_patch);
+    // The same model on this process alone (world 1): tp 2's steps take the
+    // same batches, so both hold the same weights up to the order of sums.
+    auto one_cfg = tiny_config(family_patch);
+    one_cfg = engine::parse_config(one_cfg.raw, 1);
+    EngineOptions one;
+    one.quiet = true;
+    one.communicator = engine::comm::make_single_communicator();
+    auto whole = initialize(one_cfg, make_model(one_cfg), std::move(one));
+    train_batches(*tp.engine, 3);
+    train_batches(*whole, 3);
+    // Both ranks of the tensor-parallel group generate the same rows.
+    const std::vector<std::vector<int>> prompts = {{1, 2, 3}, {7}, {4, 5, 6, 7, 8}, {9, 9}};
+    engine::GenerationParams p;
+    p.max_new_tokens = 8;
+    EXPECT_EQ(tp.engine->generate(prompts, p).tokens, whole->generate(prompts, p).tokens);
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = 11;
+    EXPECT_EQ(tp.engine->generate(prompts, p).tokens, whole->generate(prompts, p).tokens);
+    // Training goes on after generating as the single-rank layout's does.
+    train_batches(*tp.engine, 1);
+    train_batches(*whole, 1);
+    const auto a = tp.engine->gather_parameters(), b = whole->gather_parameters();
+    ASSERT_EQ(a.size(), b.size());
+    float worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    EXPECT_LT(worst, 1e-5f);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+#include "engine/rollout.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "engine/data/data_file_error.h"
+#include "engine/engine.h"
+#include "engine/generate/prompts.h"
+
+namespace hybrid {
+
+using engine::ConfigError;
+
+namespace {
+
+double seconds(double ms) { return ms / 1e3; }
+double percent(double part, double whole) { return whole > 0 ? part / whole * 100.0 : 0.0; }
+
+engine::GenerationParams params_of(const engine::RolloutConfig& c) {
+  engine::GenerationParams p;
+  p.max_new_tokens = c.max_new_tokens;
+  p.sampling = c.sampling;
+  return p;
+}
+
+// The prompts file's prompts i with i mod ranks == rank; every rank as many,
+// since data-parallel ranks generate together (ZeRO-3 gathers collectively).
+std::vector<std::vector<int>> share_of(const std::vector<std::vector<int>>& all, int rank,
+                                       int ranks, const std::string& path) {
+  if (all.size() % size_t(ranks) != 0)
+    throw ConfigError(
+        fmt::format("config: hybrid.rollout.prompts {}: {} prompts do not share out evenly over {} "
+                    "data-parallel ranks (give a multiple of {})",
+                    path, all.size(), ranks, ranks));
+  std::vector<std::vector<int>> mine;
+  for (size_t i = size_t(rank); i < all.size(); i += size_t(ranks)) mine.push_back(all[i]);
+  return mine;
+}
+
+}  // namespace
+
+std::string RolloutBreakdown::line() const {
+  return fmt::format(
+      "|E2E latency={:.2f}s |Gather latency={:.2f}s ({:.2f}%) |Generate time={:.2f}s ({:.2f}%) "
+      "|Training time={:.2f}s ({:.2f}%) |Others={:.2f} ({:.2f}%)|CurSamplesPerSec={:.2f} "
+      "|AvgSamplesPerSec={:.2f}",
+      seconds(e2e_ms), seconds(gather_ms), percent(gather_ms, e2e_ms), seconds(generate_ms),
+      percent(generate_ms, e2e_ms), seconds(train_ms), percent(train_ms, e2e_ms), seconds(other_ms),
+      percent(other_ms, e2e_ms), samples_per_s, avg_samples_per_s);
+}
+
+nlohmann::json RolloutBreakdown::to_json() const {
+  return {{"step", step},
+          {"samples", samples},
+          {"new_tokens", new_tokens},
+          {"e2e_ms", e2e_ms},
+          {"gather_ms", gather_ms},
+          {"generate_ms", generate_ms},
+          {"train_ms", train_ms},
+          {"other_ms", other_ms},
+          {"samples_per_s", samples_per_s},
+          {"avg_samples_per_s", avg_samples_per_s},
+          {"tokens", tokens}};
+}
+
+Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), engine_(e) {
+  if (!enabled()) return;
+  if (cfg.parallel.pipeline_stages > 1)
+    throw ConfigError(
+        "config: hybrid.rollout: generation under pipeline parallelism is not supported yet");
+  std::vector<std::vector<int>> all;
+  try {
+    all = engine::read_prompts_file(cfg_.prompts);
+  } catch (const engine::DataFileError& err) {
+    throw ConfigError(fmt::format("config: hybrid.rollout.prompts: {}", err.what()));
+  }
+  // Every prompt is checked on every rank, so that all refuse alike.
+  if (std::string why = e.generation_refusal(all, params_of(cfg_)); !why.empty())
+    throw ConfigError(fmt::format("config: hybrid.rollout.prompts {}: {}", cfg_.prompts, why));
+  prompts_ = share_of(all, e.data_parallel_rank(), e.data_parallel_size(), cfg_.prompts);
+}
+
+void Rollouts::start() {
+  iteration_start_ = Clock::now();
+  train_ms_ = 0;
+}
+
+RolloutBreakdown Rollouts::run(int64_t step) {
+  const engine::GenerationResult g = engine_.generate(prompts_, params_of(cfg_));
+  RolloutBreakdown b;
+  b.step = step;
+  // Tensor-parallel peers generate the same rows: count each data-parallel rank once.
+  const double ranks = double(engine_.data_parallel_size());
+  b.samples = int64_t(prompts_.size()) * int64_t(ranks);
+  b.new_tokens = std::llround(engine_.mean_over_ranks(double(g.new_tokens())) * ranks);
+  b.e2e_ms = std::chrono::duration<double, std::milli>(Clock::now() - iteration_start_).count();
+  b.gather_ms = g.gather_ms;
+  b.generate_ms = g.total_ms - g.gather_ms;
+  b.train_ms = train_ms_;
+  b.other_ms = b.e2e_ms - b.gather_ms - b.generate_ms - b.train_ms;
+  ++iterations_;
+  total_e2e_ms_ += b.e2e_ms;
+  b.samples_per_s = double(b.samples) / seconds(b.e2e_ms);
+  b.avg_samples_per_s = double(b.samples) * double(iterations_) / seconds(total_e2e_ms_);
+  if (engine_.rank() == 0) b.tokens = g.tokens;
+  start();
+  return b;
+}
+
+}  // namespace hybrid

@@ -1,0 +1,120 @@
+// hybrid.rollout in hybrid-train, the real binary under mpirun: ZeRO-3 on two
+// ranks generates every N steps on the weights being trained, prints
+// DeepSpeed's hybrid-engine breakdown and reports it, its parts summing to the
+// iteration; the tokens are what hybrid-generate gives on the exported final
+// weights; bad rollout input is refused before any step runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "engine_test_util.h"
+
+namespace hybrid {
+namespace {
+
+const std::vector<std::vector<int>> kPrompts = {{1, 2, 3}, {7}, {4, 5, 6, 7, 8}, {9, 9}};
+
+std::string write_prompts(const test::TempDir& dir, const std::vector<std::vector<int>>& prompts,
+                          const std::string& extra_line = "") {
+  const std::string path = dir / "prompts.jsonl";
+  std::ofstream f(path);
+  for (const auto& p : prompts) f << nlohmann::json{{"tokens", p}}.dump() << "\n";
+  f << extra_line;
+  return path;
+}
+
+nlohmann::json rollout_patch(const std::string& prompts, int every = 2) {
+  return {
+      {"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}},
+      {"hybrid_engine", {{"enabled", true}}},
+      {"hybrid", {{"rollout", {{"every", every}, {"prompts", prompts}, {"max_new_tokens", 6}}}}}};
+}
+
+TEST(Rollout, ZeroStage3OnTwoRanksPrintsAndReportsTheBreakdownEveryNSteps) {
+  test::TempDir dir;
+  const auto run = test::run_hybrid_train(dir, "rl", 2, rollout_patch(write_prompts(dir, kPrompts)),
+                                          "--steps 4");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::regex line(
+      R"(\|E2E latency=(\d+\.\d\d)s \|Gather latency=(\d+\.\d\d)s \((\d+\.\d\d)%\) )"
+      R"(\|Generate time=(\d+\.\d\d)s \((\d+\.\d\d)%\) \|Training time=(\d+\.\d\d)s )"
+      R"(\((\d+\.\d\d)%\) \|Others=(-?\d+\.\d\d) \((-?\d+\.\d\d)%\)\|CurSamplesPerSec=(\d+\.\d\d) )"
+      R"(\|AvgSamplesPerSec=(\d+\.\d\d))");
+  std::vector<std::smatch> printed;
+  for (auto it = std::sregex_iterator(run.output.begin(), run.output.end(), line);
+       it != std::sregex_iterator(); ++it)
+    printed.push_back(*it);
+  const auto& rollouts = run.result.at("rollouts");
+  ASSERT_EQ(rollouts.size(), 2u) << run.output;
+  ASSERT_EQ(printed.size(), 2u) << "rank 0 prints one line a rollout:\n" << run.output;
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& r = rollouts[i];
+    SCOPED_TRACE(r.dump());
+    EXPECT_EQ(r.at("step"), 2 * int(i + 1));
+    EXPECT_EQ(r.at("samples"), 4);
+    EXPECT_EQ(r.at("new_tokens"), 4 * 6) << "no stop tokens: max_new_tokens each";
+    const double e2e = r.at("e2e_ms"), gather = r.at("gather_ms"), gen = r.at("generate_ms"),
+                 train = r.at("train_ms"), other = r.at("other_ms");
+    EXPECT_GT(gather, 0.0) << "ZeRO-3 gathers the parameters to generate";
+    EXPECT_GT(gen, 0.0);
+    EXPECT_GT(train, 0.0);
+    EXPECT_NEAR(gather + gen + train + other, e2e, 1e-6 * e2e);
+    EXPECT_NEAR(double(r.at("samples_per_s")), 4 / (e2e / 1e3),
+                1e-9 * double(r.at("samples_per_s")));
+    // The printed line says what the report holds, in seconds and percent of E2E.
+    const auto& m = printed[i];
+    const double fields[] = {e2e,   gather,           gather / e2e * 1e5, gen, gen / e2e * 1e5,
+                             train, train / e2e * 1e5};
+    for (size_t f = 0; f < 7; ++f)
+      EXPECT_NEAR(std::stod(m[int(f) + 1]), fields[f] / 1e3, 0.0051) << "field " << f + 1;
+    EXPECT_NEAR(std::stod(m[10]), double(r.at("samples_per_s")), 0.0051);
+  }
+  // Rank 0 generated from prompts 0 and 2 (prompt i goes to rank i mod 2): at
+  // step 4, the exported final weights' tokens.
+  const auto tokens = rollouts[1].at("tokens").get<std::vector<std::vector<int>>>();
+  ASSERT_EQ(tokens.size(), 2u);
+  const std::string out = dir / "generated.json";
+  const auto g = test::run_command(test::tool("hybrid-generate") + " --model " + (dir / "rl.bin") +
+                                   " --prompt-tokens 1,2,3 --prompt-tokens "
+                                   "4,5,6,7,8 --max-new-tokens 6 --json " +
+                                   out);
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  const auto seqs = test::read_json(out).at("sequences");
+  ASSERT_EQ(seqs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(seqs[i].at("tokens").get<std::vector<int>>(), tokens[i]) << "prompt " << 2 * i;
+}
+
+TEST(Rollout, BadRolloutInputIsAConfigErrorBeforeAnyStep) {
+  test::TempDir dir;
+  const auto refused = [&](const nlohmann::json& patch, const std::string& says, int ranks = 1) {
+    SCOPED_TRACE(says);
+    const auto r = test::run_hybrid_train(dir, "bad", ranks, patch,
+                                          "--steps 4 --save " + std::string(dir / "ckpt"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    ASSERT_FALSE(r.result.is_null());
+    EXPECT_EQ(r.result.at("status"), "config_error");
+    EXPECT_EQ(r.result.value("losses", nlohmann::json::array()).size(), 0u) << "no step ran";
+    EXPECT_FALSE(std::filesystem::exists(dir / "ckpt"));
+  };
+  const std::string file = dir / "prompts.jsonl";
+  refused(rollout_patch(write_prompts(dir, kPrompts, "{\"tokens\": [1, \"x\"]}\n")),
+          "prompts.jsonl:5: token \"x\" is not an integer");
+  refused(rollout_patch(write_prompts(dir, {{1, 2}, {3, 64}})),
+          "prompt 1: token 64 at position 1 is outside the vocabulary [0, 64)");
+  refused(rollout_patch(write_prompts(dir, {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}})),
+          "prompt 0: 11 tokens plus max_new_tokens 6 exceed the block size 16");
+  refused(rollout_patch(write_prompts(dir, {})), "prompts.jsonl: no prompts in the file");
+  refused(rollout_patch(dir / "missing.jsonl"), "missing.jsonl");
+  refused({{"hybrid", {{"rollout", {{"every", 2}}}}}}, "hybrid.rollout.prompts must name");
+  refused({{"hybrid", {{"rollout", {{"every", 2}, {"prompts", file}, {"top_p", 0}}}}}},
+          "hybrid.rollout.top_p");
+  refused(rollout_patch(write_prompts(dir, {{1}, {2}, {3}})),
+          "3 prompts do not share out evenly over 2 data-parallel ranks", 2);
+}
+
+}  // namespace
+}  // namespace hybrid
