@@ -9,6 +9,7 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/cpu_gemm.h"
+#include "engine/inference_replica.h"
 #include "engine/memory_model.h"
 #include "engine/model/registry.h"
 

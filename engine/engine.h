@@ -67,6 +67,8 @@ struct EngineOptions {
 // and checkpoint I/O (checkpoints and the whole model's weights); it owns the
 // model, ZeRO, the optimizer, the loss scaler and the LR schedule itself, and
 // runs the step: micro_forward / micro_backward, then take_optimizer_step.
+class InferenceReplica;  // engine/inference_replica.h
+
 class Engine {
  public:
   Engine(const Config& cfg, std::unique_ptr<engine::CausalLM> model, EngineOptions opts);
@@ -260,6 +262,10 @@ class Engine {
   engine::StepTimes last_times_;
   engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
+  // hybrid_engine.inference_tp_size > 1: the resharded replica generate runs on,
+  // built at the first call; destroyed first (its groups split this engine's
+  // communicator).
+  std::unique_ptr<InferenceReplica> inference_;
 };
 
 // Builds the model the config describes (hybrid.model.type: engine/model/registry.h).

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/engine.h"
+#include "engine/inference_replica.h"
 #include "profiler/comm_tracer.h"
 
 namespace hybrid {
@@ -77,14 +78,19 @@ GenerationResult Engine::generate(const std::vector<std::vector<int>>& prompts,
   if (micro_step_ != 0)
     throw std::logic_error("generate: between optimizer steps, not inside an accumulation");
   // Tensor-parallel peers run every forward's collectives together too (and
-  // get the same prompts, as they get the same batch in training).
-  const bool together = (cfg_.zero.stage == 3 || cfg_.parallel.tensor > 1) && world_size() > 1;
+  // get the same prompts, as they get the same batch in training); so do the
+  // ranks of a resharded replica (hybrid_engine.inference_tp_size).
+  const bool reshard = cfg_.hybrid_engine.enabled && cfg_.hybrid_engine.inference_tp_size > 1;
+  const bool together =
+      (cfg_.zero.stage == 3 || cfg_.parallel.tensor > 1 || reshard) && world_size() > 1;
   std::string refused = generation_refusal(prompts, params);
   if (together) refused = refusal_of_all(*this, refused, prompts.size());
   if (!refused.empty()) throw std::invalid_argument(refused);
   const auto t0 = std::chrono::steady_clock::now();
   const double gathered_before = all_gather_ms(comm_tracer());
-  GenerationResult r = generate_on_bound_model(prompts, params, together);
+  if (reshard && !inference_) inference_ = std::make_unique<InferenceReplica>(*this);
+  GenerationResult r = reshard ? inference_->generate(prompts, params)
+                               : generate_on_bound_model(prompts, params, together);
   r.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.gather_ms = all_gather_ms(comm_tracer()) - gathered_before;

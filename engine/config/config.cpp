@@ -239,26 +239,11 @@ void check_pipeline_with_zero(const Config& c) {
         pp, c.zero.stage));
 }
 
-// After the model: Megatron's split gives each tensor-parallel rank whole
-// heads and an equal share of the padded vocabulary; Lamb's
-// per-tensor trust ratio would see only a rank's piece.
+// After the model: Lamb's per-tensor trust ratio would see only a rank's piece.
 void check_tensor_parallel(const Config& c) {
   const int tp = c.parallel.tensor;
   if (tp == 1) return;
-  auto divides = [&](int n, const std::string& what) {
-    if (n % tp != 0)
-      throw ConfigError(fmt::format(
-          "config: tensor_model_parallel_size {} does not divide {} {} (each rank holds an equal "
-          "share)",
-          tp, what, n));
-  };
-  divides(c.model.n_head, "hybrid.model.n_head");  // n_embd then too: heads split it evenly
-  // Grouped-query attention: each rank keeps whole key/value heads beside its
-  // query heads.
-  divides(c.model.kv_heads(), "hybrid.model.n_kv_head (key/value heads)");
-  if (c.model.intermediate_size > 0)
-    divides(c.model.intermediate_size, "hybrid.model.intermediate_size");
-  divides(c.padded_vocab(), "the padded vocabulary (hybrid.model.padded_vocab_size)");
+  config_detail::check_tensor_split(c, tp, "tensor_model_parallel_size");
   if (c.optimizer.type == "Lamb")
     throw ConfigError(fmt::format(
         "config: optimizer {} with tensor_model_parallel_size {}: Lamb's per-tensor trust ratio "
@@ -267,6 +252,28 @@ void check_tensor_parallel(const Config& c) {
 }
 
 }  // namespace
+
+namespace config_detail {
+
+// Megatron's split gives each tensor-parallel rank whole heads and an equal
+// share of the padded vocabulary.
+void check_tensor_split(const Config& c, int tp, std::string_view key) {
+  auto divides = [&](int n, const std::string& what) {
+    if (n % tp != 0)
+      throw ConfigError(
+          fmt::format("config: {} {} does not divide {} {} (each rank holds an equal share)", key,
+                      tp, what, n));
+  };
+  divides(c.model.n_head, "hybrid.model.n_head");  // n_embd then too: heads split it evenly
+  // Grouped-query attention: each rank keeps whole key/value heads beside its
+  // query heads.
+  divides(c.model.kv_heads(), "hybrid.model.n_kv_head (key/value heads)");
+  if (c.model.intermediate_size > 0)
+    divides(c.model.intermediate_size, "hybrid.model.intermediate_size");
+  divides(c.padded_vocab(), "the padded vocabulary (hybrid.model.padded_vocab_size)");
+}
+
+}  // namespace config_detail
 
 Config parse_config(const json& j, int world_size) {
   if (world_size < 1)
@@ -314,6 +321,7 @@ Config parse_config(const json& j, int world_size) {
   if (const json* h = top.object("hybrid")) config_detail::parse_hybrid_block(*h, c);
   config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   check_tensor_parallel(c);
+  config_detail::check_inference_tp(c, world_size);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

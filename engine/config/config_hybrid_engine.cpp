@@ -23,11 +23,6 @@ void parse_hybrid_engine(const nlohmann::json& block, Config& c) {
   if (auto v = r.boolean("enabled")) h.enabled = *v;
   if (auto v = r.integer("max_out_tokens", 1, kIntMax)) h.max_out_tokens = int(*v);
   if (auto v = r.integer("inference_tp_size", 1, kIntMax)) h.inference_tp_size = int(*v);
-  if (h.inference_tp_size != 1)
-    throw ConfigError(fmt::format(
-        "config: hybrid_engine.inference_tp_size is {}: generation under tensor parallelism is "
-        "not supported yet (1 only)",
-        h.inference_tp_size));
   if (auto v = r.boolean("release_inference_cache")) {
     h.release_inference_cache = *v;
     c.warnings.push_back(
@@ -41,6 +36,22 @@ void parse_hybrid_engine(const nlohmann::json& block, Config& c) {
         "hybrid_engine.tp_gather_partition_size: no effect without inference tensor parallelism");
   }
   r.finish();
+}
+
+void check_inference_tp(const Config& c, int world_size) {
+  const int k = c.hybrid_engine.inference_tp_size;
+  if (k == 1) return;
+  if (world_size % k != 0)
+    throw ConfigError(fmt::format(
+        "config: hybrid_engine.inference_tp_size {} does not divide the world of {} rank(s)", k,
+        world_size));
+  if (c.parallel.tensor > 1 || c.parallel.pipeline_stages > 1)
+    throw ConfigError(fmt::format(
+        "config: hybrid_engine.inference_tp_size {} reshards a data-parallel run's weights for "
+        "generation; with tensor_model_parallel_size {} and pipeline.stages {} give 1 (generation "
+        "uses the training tensor parallelism as it is)",
+        k, c.parallel.tensor, c.parallel.pipeline_stages));
+  check_tensor_split(c, k, "hybrid_engine.inference_tp_size");
 }
 
 void parse_rollout(const nlohmann::json& block, Config& c) {

@@ -92,6 +92,11 @@ void parse_hybrid_block(const nlohmann::json& block, Config& c);
 // DeepSpeed's hybrid_engine block (config_hybrid_engine.cpp).
 void parse_hybrid_engine(const nlohmann::json& block, Config& c);
 void parse_rollout(const nlohmann::json& block, Config& c);  // hybrid.rollout
+// Once the model is known: hybrid_engine.inference_tp_size against the world
+// and the model's shapes.
+void check_inference_tp(const Config& c, int world_size);
+// `tp` (the value of `key`) splits the model's heads, MLP and padded vocabulary evenly.
+void check_tensor_split(const Config& c, int tp, std::string_view key);
 
 // Activation checkpointing (config_checkpointing.cpp): DeepSpeed's block, ours
 // (hybrid.activation_checkpointing), and the policy resolved once the model

@@ -61,6 +61,8 @@ std::string generation_error(const std::vector<std::vector<int>>& prompts,
           "(hybrid.model.seq_len)",
           i, pr.size(), p.max_new_tokens, model.seq_len);
   }
+  if (!p.sequence_ids.empty() && p.sequence_ids.size() != prompts.size())
+    return fmt::format("sequence_ids: {} for {} prompts", p.sequence_ids.size(), prompts.size());
   for (int s : p.stop_tokens)
     if (s < 0 || s >= model.vocab_size)
       return fmt::format("stop token {} is outside the vocabulary [0, {})", s, model.vocab_size);
@@ -144,7 +146,8 @@ struct Generator::Rows {
 
   Rows(const std::vector<std::vector<int>>& prompts_, const GenerationParams& p_, int vocab)
       : prompts(prompts_), p(p_), V(vocab), done(prompts_.size(), false) {
-    for (size_t b = 0; b < prompts.size(); ++b) samplers.emplace_back(p.sampling, int(b));
+    for (size_t b = 0; b < prompts.size(); ++b)
+      samplers.emplace_back(p.sampling, p.sequence_ids.empty() ? int(b) : p.sequence_ids[b]);
     r.tokens.resize(prompts.size());
     r.ttft_ms.resize(prompts.size());
   }

@@ -23,6 +23,9 @@ struct GenerationParams {
   int max_new_tokens = 16;
   SamplingParams sampling;
   std::vector<int> stop_tokens;  // a row ends after it produces one (kept in its tokens)
+  // Per prompt: the index its sampler is seeded from (TokenSampler); empty: its
+  // index in the call. Keeps a prompt's draws when prompts are batched anew.
+  std::vector<int> sequence_ids;
 };
 
 struct GenerationResult {

@@ -127,6 +127,16 @@ void clear_gemm_routes() {
   routes().forced.reset();
 }
 
+GemmRoutes gemm_routes() {
+  std::shared_lock lock(routes().mutex);
+  return {routes().forced, routes().routes};
+}
+
+void restore_gemm_routes(const GemmRoutes& r) {
+  force_gemm_provider(r.forced);
+  for (const auto& [shape, p] : r.routes) route_gemm(shape, p);
+}
+
 GemmProvider gemm_route(const GemmShape& shape) {
   std::shared_lock lock(routes().mutex);
   if (routes().forced) return *routes().forced;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/dtype.h"
@@ -51,6 +52,15 @@ std::optional<GemmProvider> forced_gemm_provider();
 void route_gemm(const GemmShape& shape, GemmProvider p);
 void clear_gemm_routes();  // and the forced provider
 GemmProvider gemm_route(const GemmShape& shape);
+// The routes as they stand, to put back once another engine beside this one
+// (the generation replica) has set up its own: restoring makes the snapshot's
+// forced provider and routes win and keeps the newer routes of other shapes.
+struct GemmRoutes {
+  std::optional<GemmProvider> forced;
+  std::vector<std::pair<GemmShape, GemmProvider>> routes;
+};
+GemmRoutes gemm_routes();
+void restore_gemm_routes(const GemmRoutes& r);
 
 // GEMM calls each provider has run in this process (what tests and reports check).
 uint64_t gemm_calls(GemmProvider p);

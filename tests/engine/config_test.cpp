@@ -584,6 +584,32 @@ TEST(ConfigHybrid, Errors) {
             "config: hybrid.profiler.trace must be true or false, got 1");
 }
 
+// hybrid_engine.inference_tp_size reshards a data-parallel run: it divides the
+// world and the model's heads, and never meets training's own splits.
+TEST(ConfigHybridEngine, InferenceTpSizeErrors) {
+  auto err = [](json patch, int world) {
+    json j = base();
+    j.merge_patch(patch);
+    return error_of(j, world);
+  };
+  const json tp2 = {{"hybrid_engine", {{"inference_tp_size", 2}}}};
+  EXPECT_EQ(err(tp2, 2), "");
+  EXPECT_EQ(err(tp2, 3),
+            "config: hybrid_engine.inference_tp_size 2 does not divide the world of 3 rank(s)");
+  json with_tp = tp2;
+  with_tp["tensor_model_parallel_size"] = 2;
+  EXPECT_THAT(
+      err(with_tp, 4),
+      HasSubstr("hybrid_engine.inference_tp_size 2 reshards a data-parallel run's weights"));
+  const json tp3 = {{"hybrid_engine", {{"inference_tp_size", 3}}},
+                    {"hybrid", {{"model", {{"n_layer", 2}, {"n_embd", 64}, {"n_head", 4}}}}}};
+  EXPECT_THAT(
+      err(tp3, 3),
+      HasSubstr("config: hybrid_engine.inference_tp_size 3 does not divide hybrid.model.n_head"));
+  EXPECT_THAT(err({{"hybrid", {{"rollout", {{"every", -1}}}}}}, 1),
+              HasSubstr("hybrid.rollout.every"));
+}
+
 // Devices and offload targets are enums spelled in JSON as DeepSpeed spells them.
 TEST(ConfigHybrid, DeviceChoicesRoundTripThroughTheirSpelling) {
   for (Device d : hybrid::engine::kDevices)

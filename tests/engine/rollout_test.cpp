@@ -85,6 +85,14 @@ TEST(Rollout, ZeroStage3OnTwoRanksPrintsAndReportsTheBreakdownEveryNSteps) {
   ASSERT_EQ(seqs.size(), 2u);
   for (size_t i = 0; i < 2; ++i)
     EXPECT_EQ(seqs[i].at("tokens").get<std::vector<int>>(), tokens[i]) << "prompt " << 2 * i;
+  // hybrid_engine.inference_tp_size 2: the same weights resharded over both
+  // ranks generate the same tokens.
+  nlohmann::json resharded = rollout_patch(dir / "prompts.jsonl");
+  resharded["hybrid_engine"]["inference_tp_size"] = 2;
+  const auto tp = test::run_hybrid_train(dir, "tp", 2, resharded, "--quiet --steps 4");
+  ASSERT_EQ(tp.exit_code, 0) << tp.output;
+  EXPECT_EQ(tp.result.at("rollouts")[1].at("tokens"), rollouts[1].at("tokens"));
+  EXPECT_EQ(tp.weights, run.weights) << "generating never touches the trained weights";
 }
 
 TEST(Rollout, BadRolloutInputIsAConfigErrorBeforeAnyStep) {

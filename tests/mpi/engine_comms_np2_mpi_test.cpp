@@ -14,7 +14,9 @@
 // tokens of ZeRO-0 on the same weights, greedy and sampled with a seed, each
 // rank its own prompts and stop tokens; a refusal on one rank is every rank's;
 // hybrid_engine.pin_parameters gathers every layer once per call, not once per
-// forward; tensor parallelism over the two ranks generates the whole model's tokens.
+// forward; hybrid_engine.inference_tp_size 2 reshards a ZeRO-3 run over both
+// ranks and gives each rank the tokens it gets alone; tensor parallelism over the two ranks
+// generates the whole model's tokens.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -322,14 +324,16 @@ TEST_F(MpiTest, ZeroStage3PinnedParametersGatherOncePerCallAndGenerateTheSame) {
   EXPECT_TRUE(pinned.engine->gather_parameters() == per_layer.engine->gather_parameters());
 }
 
+nlohmann::json llama_model() {
+  return {{"type", "llama"},  {"n_layer", 2},   {"n_embd", 32},
+          {"n_head", 4},      {"n_kv_head", 2}, {"intermediate_size", 48},
+          {"vocab_size", 64}, {"seq_len", 16},  {"tie_embeddings", false}};
+}
+
 TEST_F(MpiTest, TensorParallelTwoGeneratesTheTokensOfTheWholeModelOnOneRank) {
   for (const char* family : {"gpt2", "llama"}) {
     SCOPED_TRACE(family);
-    nlohmann::json model = tiny_gpt2_model();
-    if (std::string(family) == "llama")
-      model = {{"type", "llama"},  {"n_layer", 2},   {"n_embd", 32},
-               {"n_head", 4},      {"n_kv_head", 2}, {"intermediate_size", 48},
-               {"vocab_size", 64}, {"seq_len", 16},  {"tie_embeddings", false}};
+    const nlohmann::json model = std::string(family) == "llama" ? llama_model() : tiny_gpt2_model();
     const nlohmann::json family_patch = {{"hybrid", {{"model", model}}}};
     nlohmann::json tp_patch = family_patch;
     tp_patch["tensor_model_parallel_size"] = 2;
@@ -360,6 +364,45 @@ TEST_F(MpiTest, TensorParallelTwoGeneratesTheTokensOfTheWholeModelOnOneRank) {
     float worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
     EXPECT_LT(worst, 1e-5f);
+  }
+}
+
+TEST_F(MpiTest, InferenceTpSizeTwoReshardsAZeroStage3RunAndGeneratesWhatEachRankDoesAlone) {
+  for (const bool llama : {false, true}) {
+    SCOPED_TRACE(llama ? "llama" : "gpt2");
+    nlohmann::json patch = {
+        {"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}},
+        {"hybrid", {{"model", llama ? llama_model() : tiny_gpt2_model()}}}};
+    auto alone = make_engine(patch);
+    patch["hybrid_engine"] = {{"enabled", true}, {"inference_tp_size", 2}};
+    auto resharded = make_engine(patch);
+    train(*alone.engine, 3);
+    train(*resharded.engine, 3);
+    // Each rank its own prompts, of different counts of tokens.
+    const std::vector<std::vector<int>> prompts =
+        rank() == 0 ? std::vector<std::vector<int>>{{1, 2, 3}, {7}}
+                    : std::vector<std::vector<int>>{{4, 5, 6, 7, 8}, {9, 9}};
+    engine::GenerationParams p;
+    p.max_new_tokens = 8;
+    const auto greedy = alone.engine->generate(prompts, p);
+    EXPECT_EQ(resharded.engine->generate(prompts, p).tokens, greedy.tokens);
+    p.sampling.temperature = 1.0f;
+    p.sampling.top_k = 20;
+    p.sampling.seed = 3;
+    p.stop_tokens = {17, 40};  // the same on every rank of a group
+    const auto sampled = resharded.engine->generate(prompts, p);
+    EXPECT_EQ(sampled.tokens, alone.engine->generate(prompts, p).tokens);
+    EXPECT_EQ(sampled.tokens, resharded.engine->generate(prompts, p).tokens) << "run after run";
+    // The group batches its rows: different stop tokens are refused on both ranks.
+    p.stop_tokens = {rank()};
+    const std::string why =
+        error_of<std::invalid_argument>([&] { resharded.engine->generate(prompts, p); });
+    EXPECT_NE(why.find("need the same max_new_tokens, sampling and stop tokens"), std::string::npos)
+        << why;
+    // Generating never touched the trainer's weights.
+    train(*alone.engine, 1);
+    train(*resharded.engine, 1);
+    EXPECT_TRUE(alone.engine->gather_parameters() == resharded.engine->gather_parameters());
   }
 }
 
