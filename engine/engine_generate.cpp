@@ -111,6 +111,7 @@ GenerationResult Engine::generate_on_bound_model(const std::vector<std::vector<i
     PinnedParameters pinned(pin ? zero_->gatherer() : nullptr);
     GenerationHooks hooks;
     hooks.after_forward = [this] { zero_->end_forward(); };
+    hooks.tracer = &tracer();
     if (together)
       hooks.any_rank_running = [this](bool mine) { return mean_over_ranks(mine ? 1 : 0) > 0; };
     Generator gen(*model_, *ctx_, allocator(), std::move(hooks));

@@ -19,8 +19,10 @@ enum class Category : uint8_t {
   memcpy = 7,     // a GPU memcpy/memset (CUPTI)
   other = 8,
   recompute = 9,  // a module's forward run again in backward (activation checkpointing)
+  prefill = 10,   // generation: one prompt's forward over its tokens
+  decode = 11,    // generation: one step of every row's next token
 };
-constexpr int kCategoryCount = 10;
+constexpr int kCategoryCount = 12;
 
 std::string_view category_name(Category c);
 Category parse_category(std::string_view name);  // throws std::invalid_argument

@@ -14,10 +14,10 @@ namespace hybrid::profiler {
 namespace {
 
 // ARGB by category, in the enum's order: step, forward, backward, optimizer,
-// comm, data, kernel, memcpy, other, recompute.
+// comm, data, kernel, memcpy, other, recompute, prefill, decode.
 constexpr uint32_t kCategoryColor[kCategoryCount] = {
-    0xff808080u, 0xff4e79a7u, 0xfff28e2bu, 0xff59a14fu, 0xffe15759u,
-    0xff76b7b2u, 0xffedc948u, 0xffb07aa1u, 0xffbab0acu, 0xff9c755fu};
+    0xff808080u, 0xff4e79a7u, 0xfff28e2bu, 0xff59a14fu, 0xffe15759u, 0xff76b7b2u,
+    0xffedc948u, 0xffb07aa1u, 0xffbab0acu, 0xff9c755fu, 0xffff9da7u, 0xff86bcb6u};
 
 class NvtxListener final : public RangeListener {
  public:

@@ -32,6 +32,10 @@ std::string_view category_name(Category c) {
       return "other";
     case Category::recompute:
       return "recompute";
+    case Category::prefill:
+      return "prefill";
+    case Category::decode:
+      return "decode";
   }
   return "other";
 }

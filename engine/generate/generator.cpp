@@ -202,7 +202,9 @@ void Generator::close_cache() {
 
 // A prompt at a time: its first new token.
 void Generator::prefill(Rows& rows) {
+  const uint32_t name = hooks_.tracer ? hooks_.tracer->intern("prefill") : 0;
   for (int b = 0; b < rows.size(); ++b) {
+    profiler::Scope phase(hooks_.tracer, name, profiler::Category::prefill);
     const auto& pr = rows.prompts[size_t(b)];
     const std::vector<int32_t> tokens(pr.begin(), pr.end());
     rows.take(b, step(tokens.data(), {0}, b, int(pr.size())).data());
@@ -219,7 +221,9 @@ void Generator::decode(Rows& rows) {
   const auto running = [&] {
     return hooks_.any_rank_running ? hooks_.any_rank_running(rows.any_left()) : rows.any_left();
   };
+  const uint32_t name = hooks_.tracer ? hooks_.tracer->intern("decode") : 0;
   while (running()) {
+    profiler::Scope phase(hooks_.tracer, name, profiler::Category::decode);
     const auto ts = Clock::now();
     for (int b = 0; b < B; ++b) {
       last[size_t(b)] = rows.r.tokens[size_t(b)].back();

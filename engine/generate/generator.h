@@ -16,6 +16,7 @@
 #include "engine/memory/layout_buffers.h"
 #include "engine/model/causal_lm.h"
 #include "engine/model/execution_context.h"
+#include "profiler/tracer.h"
 
 namespace hybrid::engine {
 
@@ -49,6 +50,9 @@ struct GenerationHooks {
   // Ranks that gather parameters together (ZeRO-3) run every forward together:
   // given whether this rank has rows left to decode, whether any rank has.
   std::function<bool(bool)> any_rank_running;
+  // Where each prefill and decode step is recorded as a phase (Category
+  // prefill/decode), around the modules' own events, when it is enabled.
+  profiler::Tracer* tracer = nullptr;
 };
 
 class Generator {

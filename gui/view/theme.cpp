@@ -55,6 +55,10 @@ ImU32 category_color(profiler::Category c) {
       return IM_COL32(186, 176, 172, 255);
     case Category::recompute:
       return colors::kRecompute;
+    case Category::prefill:
+      return IM_COL32(89, 161, 79, 255);
+    case Category::decode:
+      return IM_COL32(134, 188, 182, 255);
   }
   return colors::kOther;
 }

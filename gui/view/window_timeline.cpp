@@ -86,7 +86,9 @@ void draw_legend() {
                          {profiler::Category::comm, "collective"},
                          {profiler::Category::data, "data"},
                          {profiler::Category::kernel, "GPU kernel"},
-                         {profiler::Category::memcpy, "GPU memcpy/memset"}}) {
+                         {profiler::Category::memcpy, "GPU memcpy/memset"},
+                         {profiler::Category::prefill, "prefill"},
+                         {profiler::Category::decode, "decode step"}}) {
     ImGui::TextColored(to_vec4(category_color(c)), "■ %s", name);
     ImGui::SameLine();
   }

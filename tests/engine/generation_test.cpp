@@ -193,6 +193,40 @@ TEST(Generation, ASeedRepeatsItsSamplesAndTopKOfOneIsGreedy) {
   EXPECT_EQ(e->generate(kPrompts, p).tokens, e->generate(kPrompts, greedy(12)).tokens);
 }
 
+// A traced generate: one prefill phase per prompt and one decode phase per
+// step on the profiler's timeline, each holding its forward's module events.
+TEST(Generation, PrefillAndDecodeArePhasesAroundTheirForwards) {
+  auto e = engine_for("llama", 2);
+  learn_the_rule(*e, 2);
+  e->tracer().drain();
+  e->tracer().set_enabled(true);
+  const auto r = e->generate({{1, 2, 3}, {4}}, greedy(4));
+  e->tracer().set_enabled(false);
+  using profiler::Category;
+  std::vector<profiler::Event> phases, forwards;
+  for (const auto& ev : e->tracer().drain()) {
+    if (ev.category == Category::prefill || ev.category == Category::decode) phases.push_back(ev);
+    if (ev.category == Category::forward) forwards.push_back(ev);
+  }
+  ASSERT_EQ(phases.size(), 2u + 3u) << "a prefill per prompt, then steps for tokens 2 to 4";
+  std::sort(phases.begin(), phases.end(),
+            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  for (size_t i = 0; i < phases.size(); ++i)
+    EXPECT_EQ(phases[i].category, i < 2 ? Category::prefill : Category::decode) << i;
+  EXPECT_EQ(r.tpot_ms.size(), 3u);
+  // Every module forward lies inside exactly one phase, and every phase holds some.
+  std::vector<int> held(phases.size(), 0);
+  for (const auto& f : forwards) {
+    int inside = 0;
+    for (size_t i = 0; i < phases.size(); ++i)
+      if (f.start_ns >= phases[i].start_ns &&
+          f.start_ns + f.dur_ns <= phases[i].start_ns + phases[i].dur_ns)
+        ++inside, ++held[i];
+    EXPECT_EQ(inside, 1) << "module " << f.module_id;
+  }
+  for (size_t i = 0; i < phases.size(); ++i) EXPECT_GT(held[i], 0) << "phase " << i;
+}
+
 TEST(Generation, StopTokensEndARowAndStayInItsTokens) {
   auto e = engine_for("gpt2", 2);
   learn_the_rule(*e, 30);
