@@ -3,7 +3,8 @@
 // allocator's kv_cache peak during the call (GPT-2, Llama with grouped-query
 // attention; each cache dtype), and an fp32 model keeping a bf16 cache gives
 // logits close to the fp32 cache's and the same greedy tokens, in the engine
-// and through hybrid-generate --cache-dtype.
+// and through hybrid-generate --cache-dtype; reports list the cache only where
+// a run held one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,6 +165,19 @@ TEST(GenerationCache, TheToolKeepsTheCacheInTheAskedDtype) {
   ASSERT_EQ(j["sequences"].size(), 2u);
   EXPECT_EQ(j["sequences"][0]["tokens"].get<std::vector<int>>(), want.tokens[0]);
   EXPECT_EQ(j["sequences"][1]["tokens"].get<std::vector<int>>(), want.tokens[1]);
+}
+
+// Training runs hold no cache: their predictions' JSON (stored with each run)
+// and lines list no kv_cache, as before the category existed.
+TEST(GenerationCache, ReportsListTheCacheOnlyWhereThereIsOne) {
+  engine::MemoryPrediction p;
+  p.bytes[size_t(MemCategory::params)] = 1024;
+  EXPECT_FALSE(p.to_json().contains("kv_cache")) << p.to_json().dump();
+  EXPECT_TRUE(p.to_json().contains("other")) << "training's categories stay listed at zero";
+  EXPECT_EQ(p.to_string().find("kv_cache"), std::string::npos);
+  p.bytes[size_t(MemCategory::kv_cache)] = 2048;
+  EXPECT_EQ(p.to_json()["kv_cache"], 2048);
+  EXPECT_NE(p.to_string().find("kv_cache 2.00 KiB"), std::string::npos) << p.to_string();
 }
 
 }  // namespace
