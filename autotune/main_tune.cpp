@@ -3,6 +3,8 @@
 //   hybrid-tune probe [--nprocs N] [--launcher T] [--hostfile F] [--db DB]
 //   hybrid-tune predict --config ds.json --world N [--hosts H] [--db DB]
 //   hybrid-tune probe-worker --out F   (what `probe` runs under the launcher)
+//   hybrid-tune generate --spec gen.json [--out best.json] [--dry-run]
+//                       (hybrid-generate's batch size and cache dtype)
 // Exit status: 0 a best config was written (or --dry-run / probe done), 1 an
 // error (message names the input at fault), 3 no trial succeeded, 130 interrupted.
 #include <CLI/CLI.hpp>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "autotune/generate_sweep.h"
 #include "autotune/launcher.h"
 #include "autotune/predict.h"
 #include "autotune/probe.h"
@@ -18,8 +21,11 @@
 #include "autotune/sweep_plan.h"
 #include "autotune/trial_runner.h"
 #include "autotune/tune_error.h"
+#include "base/atomic_file.h"
 #include "base/cli_checks.h"
 #include "base/host.h"
+#include "base/units.h"
+#include "engine/generate/prompts.h"
 #include "profiler/store/run_store.h"
 
 using namespace hybrid::autotune;
@@ -216,6 +222,53 @@ CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
   return worker;
 }
 
+// `hybrid-tune generate`: hybrid-generate's batch size and cache dtype.
+struct GenerateCommand {
+  std::string spec, dir = "tune/generate", out, generate_bin;
+  bool dry_run = false;
+};
+
+CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
+  auto* gen = app.add_subcommand(
+      "generate", "tune hybrid-generate's batch size and cache dtype for tokens/s or p99 latency");
+  gen->add_option("--spec", c.spec, "the generation spec JSON (docs/generation.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gen->add_option("--dir", c.dir, "trial directories go here")->capture_default_str();
+  gen->add_option("--out", c.out, "the result JSON (default: DIR/best.json)");
+  gen->add_option("--generate-bin", c.generate_bin,
+                  "hybrid-generate executable (default: beside hybrid-tune)");
+  gen->add_flag("--dry-run", c.dry_run, "list candidates with predicted memory; run nothing");
+  return gen;
+}
+
+int run_generate_command(const GenerateCommand& c) {
+  const GenerateSpec s = load_generate_spec(c.spec);
+  const auto prompts = hybrid::engine::read_prompts_file(s.prompts);
+  const auto candidates = generate_candidates(s, generate_target(s), prompts);
+  if (c.dry_run) {
+    for (const auto& k : candidates)
+      std::cout << k.key() << ": predicted " << hybrid::base::format_bytes(k.predicted_bytes)
+                << " (kv_cache " << hybrid::base::format_bytes(k.predicted_cache) << ")"
+                << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
+    return 0;
+  }
+  GenerateSweepOptions o;
+  o.generate_bin = c.generate_bin.empty() ? find_tool_binary(self_executable(), "hybrid-generate")
+                                          : c.generate_bin;
+  o.dir = c.dir;
+  o.cancel = &g_cancel;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto r = run_generate_sweep(s, candidates, o, std::cout);
+  const std::string out = c.out.empty() ? c.dir + "/best.json" : c.out;
+  std::filesystem::create_directories(std::filesystem::absolute(out).parent_path());
+  hybrid::base::write_file_atomic(out, generate_sweep_json(s, r, o.generate_bin).dump(2) + "\n");
+  std::cout << "results: " << out << "\n";
+  if (r.interrupted) return 130;
+  return r.best ? 0 : 3;
+}
+
 int run_tune(const TuneOptions& o) {
   if (o.config.empty()) {
     std::fprintf(stderr, "hybrid-tune: --config is required (see --help)\n");
@@ -249,6 +302,8 @@ int main(int argc, char** argv) {
   auto* worker = add_worker_command(app, worker_cmd);
   PredictOptions predict_opts;
   auto* predict_cmd = add_predict_command(app, predict_opts);
+  GenerateCommand generate_cmd;
+  auto* generate = add_generate_command(app, generate_cmd);
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
 
   try {
@@ -257,6 +312,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*probe) return run_probe_command(probe_cmd);
+    if (*generate) return run_generate_command(generate_cmd);
     if (*predict_cmd) {
       print_prediction(predict(predict_opts), std::cout, predict_opts.top);
       return 0;

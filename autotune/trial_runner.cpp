@@ -23,11 +23,15 @@ std::string self_executable() {
   return ec ? std::string("hybrid-tune") : p.string();
 }
 
-std::string find_train_binary(const std::string& self_exe) {
+std::string find_tool_binary(const std::string& self_exe, const std::string& name) {
   const fs::path dir = fs::path(self_exe).parent_path();
-  for (const fs::path& p : {dir / "hybrid-train", dir / ".." / "engine" / "hybrid-train"})
+  for (const fs::path& p : {dir / name, dir / ".." / "engine" / name})
     if (::access(p.c_str(), X_OK) == 0) return fs::weakly_canonical(p).string();
-  return "hybrid-train";
+  return name;
+}
+
+std::string find_train_binary(const std::string& self_exe) {
+  return find_tool_binary(self_exe, "hybrid-train");
 }
 
 namespace {

@@ -68,6 +68,8 @@ SteadyTrial run_trial_steady(const Candidate& c, const TrialSpec& spec, profiler
 // hybrid-train beside the running executable (same directory, or the build
 // tree's engine/ next to autotune/), else "hybrid-train" from PATH.
 std::string find_train_binary(const std::string& self_exe);
+// The engine tool `name` (hybrid-generate, ...) found the same way.
+std::string find_tool_binary(const std::string& self_exe, const std::string& name);
 std::string self_executable();  // /proc/self/exe
 
 }  // namespace hybrid::autotune

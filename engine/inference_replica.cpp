@@ -38,7 +38,7 @@ int32_t bits_of(float f) {
 }
 
 // What a group generates with, which its ranks must agree on: the rows of one
-// batch share max_new_tokens, sampling and stop tokens.
+// batch share max_new_tokens, sampling, stop tokens and the cache's dtype.
 std::vector<int32_t> fingerprint(const GenerationParams& p) {
   uint32_t stops = 2166136261u;  // FNV-1a over the stop tokens
   for (int s : p.stop_tokens) stops = (stops ^ uint32_t(s)) * 16777619u;
@@ -48,7 +48,8 @@ std::vector<int32_t> fingerprint(const GenerationParams& p) {
           bits_of(p.sampling.top_p),
           int32_t(uint32_t(p.sampling.seed)),
           int32_t(uint32_t(p.sampling.seed >> 32)),
-          int32_t(stops)};
+          int32_t(stops),
+          p.cache_dtype ? int32_t(*p.cache_dtype) : -1};
 }
 
 // The group's prompts and each one's sampler index; *mine_from: where this
@@ -125,7 +126,8 @@ GenerationResult InferenceReplica::generate(const Prompts& prompts,
   if (trainer_.mean_over_ranks(same ? 0.0 : 1.0) > 0)
     throw std::invalid_argument(
         "generate with hybrid_engine.inference_tp_size: the ranks of an inference group batch "
-        "their prompts together, so they need the same max_new_tokens, sampling and stop tokens");
+        "their prompts together, so they need the same max_new_tokens, sampling, stop tokens and "
+        "cache dtype");
   size_t mine_from = 0;
   GenerationParams p = params;
   const Prompts all = group_prompts(*group_, prompts, params, p.sequence_ids, &mine_from);

@@ -26,7 +26,7 @@ class InferenceReplica {
   explicit InferenceReplica(Engine& trainer);
   ~InferenceReplica();
   // Collective; `prompts` are this rank's. Every rank of a group must give the
-  // same max_new_tokens, sampling and stop tokens (std::invalid_argument on
+  // same max_new_tokens, sampling, stop tokens and cache dtype (std::invalid_argument on
   // every rank otherwise).
   engine::GenerationResult generate(const std::vector<std::vector<int>>& prompts,
                                     const engine::GenerationParams& params);

@@ -42,13 +42,15 @@ uint64_t MemoryPrediction::nvme_total() const {
 nlohmann::json MemoryPrediction::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (int c = 0; c < kMemCategoryCount; ++c)
-    j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
+    if (listed_category(MemCategory(c), bytes[size_t(c)]))
+      j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
   j["total"] = total();
   auto space = [&](const char* name, const std::array<uint64_t, kMemCategoryCount>& b, uint64_t t) {
     if (!t) return;
     nlohmann::json h = nlohmann::json::object();
     for (int c = 0; c < kMemCategoryCount; ++c)
-      h[std::string(mem_category_name(MemCategory(c)))] = b[size_t(c)];
+      if (listed_category(MemCategory(c), b[size_t(c)]))
+        h[std::string(mem_category_name(MemCategory(c)))] = b[size_t(c)];
     h["total"] = t;
     j[name] = h;
   };
@@ -283,6 +285,13 @@ void check_memory_budget(const Config& cfg, int world_size, int stage,
                   mem_category_name(MemCategory(largest)),
                   base::format_bytes(p.bytes[size_t(largest)]), p.to_string()),
       MemCategory(largest), p.total());
+}
+
+uint64_t predict_kv_cache(const ModelConfig& model, const GenerationShape& shape) {
+  const uint64_t heads = uint64_t(model.kv_heads() / std::max(1, shape.tensor_parallel));
+  const uint64_t head_size = uint64_t(model.n_embd / model.n_head);
+  return uint64_t(model.n_layer) * 2 * uint64_t(shape.rows) * heads * uint64_t(shape.max_tokens) *
+         head_size * dtype_size(shape.cache_dtype);
 }
 
 }  // namespace hybrid::engine

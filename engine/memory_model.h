@@ -82,4 +82,20 @@ void check_memory_budget(const Config& cfg, int world_size, int stage,
                          const kernels::Backend& backend);
 MemoryPrediction predict_memory(const Config& cfg, int world_size, const kernels::Backend& backend);
 
+// A generate call's shape: its prompts (rows), each row's cache positions (the
+// longest prompt plus max_new_tokens), the cache's dtype, and the tensor
+// parallel ranks the key/value heads split over.
+struct GenerationShape {
+  int rows = 1;
+  int max_tokens = 1;
+  kernels::DType cache_dtype = kernels::DType::f32;
+  int tensor_parallel = 1;
+};
+
+// The key/value cache's bytes (MemCategory::kv_cache) for a generate call of
+// `shape` on `model`, by its own formula: layers × 2 (keys and values) × rows ×
+// kv heads / tp × max_tokens × head size × the dtype's bytes; tests hold it to
+// the tracking allocator's kv_cache peak during the call, exactly.
+uint64_t predict_kv_cache(const ModelConfig& model, const GenerationShape& shape);
+
 }  // namespace hybrid::engine

@@ -253,6 +253,9 @@ std::vector<profiler::MemoryRow> RunRecorder::memory_rows(const MemoryReport& m)
   for (int c = 0; c < kMemCategoryCount; ++c) {
     const std::string name(mem_category_name(MemCategory(c)));
     const size_t i = size_t(c);
+    const uint64_t any = m.device.peak[i] | m.predicted_device[i] | m.host.peak[i] |
+                         m.predicted_host[i] | m.nvme[i] | m.predicted_nvme[i];
+    if (!listed_category(MemCategory(c), any)) continue;
     mem.push_back({rank_, name, m.device.current[i], m.device.peak[i], m.predicted_device[i]});
     if (m.host.total_peak > 0)
       mem.push_back(

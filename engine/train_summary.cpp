@@ -19,7 +19,8 @@ namespace {
 nlohmann::json by_category(const CategoryBytes& bytes) {
   nlohmann::json j = nlohmann::json::object();
   for (int c = 0; c < kMemCategoryCount; ++c)
-    j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
+    if (listed_category(MemCategory(c), bytes[size_t(c)]))
+      j[std::string(mem_category_name(MemCategory(c)))] = bytes[size_t(c)];
   return j;
 }
 

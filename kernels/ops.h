@@ -216,15 +216,16 @@ class Backend {
                                   int NKV) = 0;
 
   // Generation: attention over a key/value cache. k_cache and v_cache are
-  // [B, NKV, max_tokens, hs] in dt (a head's positions contiguous). Row b's T
-  // new tokens stand at positions start[b] .. start[b] + T − 1 (start: host,
-  // B values; start[b] + T <= max_tokens): their key and value heads (qkv as
-  // attention_forward's, rotated already where the family rotates) are written
-  // to the cache there, then each query attends causally over the cache's
-  // positions 0 .. its own. out [B, T, C]. Keeps nothing for backward.
-  virtual void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache,
-                                        void* v_cache, const int* start, int B, int T, int C,
-                                        int NH, int NKV, int max_tokens) = 0;
+  // [B, NKV, max_tokens, hs] in cache_dt (a head's positions contiguous; any
+  // dtype, independent of dt). Row b's T new tokens stand at positions
+  // start[b] .. start[b] + T − 1 (start: host, B values; start[b] + T <=
+  // max_tokens): their key and value heads (qkv as attention_forward's, in dt,
+  // rotated already where the family rotates) are converted to cache_dt and
+  // written to the cache there, then each query attends causally over the
+  // cache's positions 0 .. its own. out [B, T, C] in dt. Keeps nothing for backward.
+  virtual void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt,
+                                        void* k_cache, void* v_cache, const int* start, int B,
+                                        int T, int C, int NH, int NKV, int max_tokens) = 0;
 
   // out = a + b, n elements.
   virtual void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) = 0;

@@ -98,7 +98,7 @@ const std::vector<float>& Generator::step(const int32_t* tokens, const std::vect
   be.copy_from_host(model_.tokens_buffer(), tokens, n * sizeof(int32_t));
   be.copy_from_host(cache_.data("generate.positions"), positions_.data(), n * sizeof(int32_t));
   const Decoding d{start.data(), static_cast<const int32_t*>(cache_.data("generate.positions")),
-                   first_row, max_tokens_};
+                   first_row, max_tokens_, cache_dtype_};
   ctx_.set_shape(B, T);
   ctx_.set_decoding(&d);
   ctx_.forward(model_);
@@ -179,13 +179,15 @@ void Generator::check(const std::vector<std::vector<int>>& prompts,
         model_.bound_T()));
 }
 
-// The cache of every row up to its longest prompt plus max_new_tokens, and
-// the positions' device buffer, wired into the model.
-void Generator::open_cache(const std::vector<std::vector<int>>& prompts, int max_new_tokens) {
+// The cache of every row up to its longest prompt plus max_new_tokens, in
+// p.cache_dtype, and the positions' device buffer, wired into the model.
+void Generator::open_cache(const std::vector<std::vector<int>>& prompts,
+                           const GenerationParams& p) {
   size_t longest = 0;
   for (const auto& pr : prompts) longest = std::max(longest, pr.size());
-  max_tokens_ = int(longest) + max_new_tokens;
-  MemoryLayout layout = model_.kv_cache_layout(int(prompts.size()), max_tokens_, ctx_.dtype());
+  max_tokens_ = int(longest) + p.max_new_tokens;
+  cache_dtype_ = p.cache_dtype.value_or(ctx_.dtype());
+  MemoryLayout layout = model_.kv_cache_layout(int(prompts.size()), max_tokens_, cache_dtype_);
   layout.add("generate.positions", uint64_t(std::max(longest, prompts.size())), sizeof(int32_t),
              MemCategory::other);
   if (model_.tensor_slice().parts > 1)  // whole_logits
@@ -240,7 +242,7 @@ GenerationResult Generator::generate(const std::vector<std::vector<int>>& prompt
                                      const GenerationParams& p) {
   check(prompts, p);
   RestoreContext restore(ctx_);
-  open_cache(prompts, p.max_new_tokens);
+  open_cache(prompts, p);
   struct Closer {  // the cache goes, exceptions included
     Generator& g;
     ~Closer() { g.close_cache(); }

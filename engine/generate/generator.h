@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,9 @@ struct GenerationParams {
   // Per prompt: the index its sampler is seeded from (TokenSampler); empty: its
   // index in the call. Keeps a prompt's draws when prompts are batched anew.
   std::vector<int> sequence_ids;
+  // The key/value cache's dtype; unset: the compute dtype. Any pairing works
+  // (an fp32 model with a bf16 cache halves the cache's bytes).
+  std::optional<kernels::DType> cache_dtype;
 };
 
 struct GenerationResult {
@@ -72,7 +76,7 @@ class Generator {
  private:
   struct Rows;
   void check(const std::vector<std::vector<int>>& prompts, const GenerationParams& p) const;
-  void open_cache(const std::vector<std::vector<int>>& prompts, int max_new_tokens);
+  void open_cache(const std::vector<std::vector<int>>& prompts, const GenerationParams& p);
   void close_cache();
   void prefill(Rows& rows);
   void decode(Rows& rows);
@@ -89,6 +93,7 @@ class Generator {
   GenerationHooks hooks_;
   LayoutBuffers cache_;
   int max_tokens_ = 0;
+  kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<int32_t> positions_;
   std::vector<float> logits_;
   std::vector<char> raw_logits_;

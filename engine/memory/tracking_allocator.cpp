@@ -24,6 +24,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "comm";
     case MemCategory::other:
       return "other";
+    case MemCategory::kv_cache:
+      return "kv_cache";
   }
   return "other";
 }

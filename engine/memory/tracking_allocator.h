@@ -31,9 +31,16 @@ enum class MemCategory : uint8_t {
   activations = 4,  // activations saved for backward and their gradients
   comm = 5,         // communication buckets and staging buffers
   other = 6,
+  kv_cache = 7,  // generation's key/value cache (engine/generate/generator.h)
 };
-constexpr int kMemCategoryCount = 7;
+constexpr int kMemCategoryCount = 8;
 std::string_view mem_category_name(MemCategory c);
+// Whether a report lists category c holding `bytes`: training's categories
+// always, the key/value cache only when a run held one, so training runs'
+// stored rows and summaries stay those from before the cache had a category.
+constexpr bool listed_category(MemCategory c, uint64_t bytes) {
+  return bytes > 0 || c != MemCategory::kv_cache;
+}
 
 class OutOfMemoryError : public std::runtime_error {
  public:

@@ -46,7 +46,7 @@ MemoryLayout DecoderStack::kv_cache_layout(int batch, int max_tokens, DType dt) 
   for (int layer = stage_begin_; layer < end_block(); ++layer) {
     const std::string& h = blocks_[size_t(layer)]->name();
     for (const char* side : {".cache.k", ".cache.v"})
-      l.add(h + side, per_side, kernels::dtype_size(dt), MemCategory::other, false,
+      l.add(h + side, per_side, kernels::dtype_size(dt), MemCategory::kv_cache, false,
             Residency::resident, h);
   }
   return l;

@@ -42,10 +42,11 @@ class ModuleHooks {
 // keys and values to the cache and reads the earlier ones from it, and the
 // head computes only each row's last logits.
 struct Decoding {
-  const int* start = nullptr;          // host, [B]
-  const int32_t* positions = nullptr;  // device, [B·T]: start[b] + t
-  int first_row = 0;                   // the cache row of this call's row 0
-  int max_tokens = 0;                  // the cache's positions per row
+  const int* start = nullptr;                        // host, [B]
+  const int32_t* positions = nullptr;                // device, [B·T]: start[b] + t
+  int first_row = 0;                                 // the cache row of this call's row 0
+  int max_tokens = 0;                                // the cache's positions per row
+  kernels::DType cache_dtype = kernels::DType::f32;  // the cache's (any compute dtype's)
 };
 
 class ExecutionContext {

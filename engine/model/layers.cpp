@@ -193,10 +193,11 @@ void AttentionCore::forward(ExecutionContext& ctx) {
   if (const Decoding* d = ctx.decoding()) {
     // This call's rows start at cache row first_row.
     const size_t row = size_t(NKV_) * size_t(d->max_tokens) * size_t(C_ / NH_) *
-                       kernels::dtype_size(ctx.dtype()) * size_t(d->first_row);
-    return ctx.backend().attention_cached_forward(
-        ctx.dtype(), out, qkv, static_cast<char*>(k_cache) + row, static_cast<char*>(v_cache) + row,
-        d->start, ctx.B(), ctx.T(), C_, NH_, NKV_, d->max_tokens);
+                       kernels::dtype_size(d->cache_dtype) * size_t(d->first_row);
+    return ctx.backend().attention_cached_forward(ctx.dtype(), out, qkv, d->cache_dtype,
+                                                  static_cast<char*>(k_cache) + row,
+                                                  static_cast<char*>(v_cache) + row, d->start,
+                                                  ctx.B(), ctx.T(), C_, NH_, NKV_, d->max_tokens);
   }
   ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_, NKV_);
 }

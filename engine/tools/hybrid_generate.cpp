@@ -2,7 +2,7 @@
 //   hybrid-generate --model PATH (--prompt-tokens 1,2,3 ... | --prompts FILE.jsonl)
 //                   [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //                   [--seed S] [--stop-tokens 50256,...] [--batch N] [--dtype fp32|bf16|fp16]
-//                   [--json OUT]
+//                   [--cache-dtype fp32|bf16|fp16] [--json OUT]
 // PATH: an llm.c checkpoint file or a Hugging Face directory (GPT2LMHeadModel,
 // LlamaForCausalLM). A prompts file has one {"tokens": [...]} object a line.
 // Exit status: 0 ok, 2 a bad argument or input (named, nothing written), 1 any
@@ -29,6 +29,7 @@ namespace {
 
 struct Options {
   std::string model, prompts_file, json_out, dtype = "fp32";
+  std::string cache_dtype;  // "": the weights' dtype
   std::vector<std::string> prompt_tokens;
   std::string stop_tokens;
   int batch = 0;  // 0: every prompt in one batch
@@ -68,6 +69,7 @@ int run(const Options& o) {
     for (auto& p : read_prompts_file(o.prompts_file)) prompts.push_back(std::move(p));
   GenerationParams gen = o.gen;
   if (!o.stop_tokens.empty()) gen.stop_tokens = parse_token_list(o.stop_tokens);
+  if (!o.cache_dtype.empty()) gen.cache_dtype = kernels::parse_dtype(o.cache_dtype);
   if (!o.json_out.empty())
     if (std::string why = base::why_not_writable_file(o.json_out); !why.empty())
       throw std::invalid_argument(fmt::format("--json {}: {}", o.json_out, why));
@@ -134,6 +136,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "prompts generated together (default: all)")
       ->check(base::at_least(1));
   app.add_option("--dtype", o.dtype, "the weights' and activations' type")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--cache-dtype", o.cache_dtype, "the key/value cache's type (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--json", o.json_out, "write the sequences and latency percentiles here");
   if (auto status = base::parse_command_line(app, argc, argv, 2)) return *status;

@@ -4,7 +4,9 @@
 // cache as the key and value matrices. A query at position p sees the cache's
 // positions 0..p, so the key tiles and the causal mask are those of a full
 // forward over the whole sequence: decode reads each cached head once, in place
-// (an fp32 cache), or converted once into fp32 scratch (16-bit caches).
+// (an fp32 cache), or converted once into fp32 scratch (16-bit caches). The
+// cache's dtype is its own: new keys and values are converted to it on the way
+// in (an fp32 model may keep a bf16 cache, a bf16 model an fp32 one).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,18 +30,28 @@ T* cache_head(T* cache, int b, int g, const QkvLayout& L, int max_tokens) {
   return cache + (size_t(b) * L.NKV + size_t(g)) * size_t(max_tokens) * size_t(L.hs);
 }
 
-template <class T>
-void append_to_cache(T* kc, T* vc, const T* qkv, const int* start, int B, int T_,
+// n values of the compute type T as the cache's type K (rounded to nearest).
+template <class K, class T>
+void to_cache_type(K* dst, const T* src, size_t n) {
+  if constexpr (std::is_same_v<K, T>) {
+    std::copy(src, src + n, dst);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = store<K>(load(src[i]));
+  }
+}
+
+template <class T, class K>
+void append_to_cache(K* kc, K* vc, const T* qkv, const int* start, int B, int T_,
                      const QkvLayout& L, int max_tokens) {
   const size_t ld = L.ld(), hs = size_t(L.hs);
   for (int b = 0; b < B; ++b)
     for (int g = 0; g < L.NKV; ++g) {
-      T* k = cache_head(kc, b, g, L, max_tokens) + size_t(start[b]) * hs;
-      T* v = cache_head(vc, b, g, L, max_tokens) + size_t(start[b]) * hs;
+      K* k = cache_head(kc, b, g, L, max_tokens) + size_t(start[b]) * hs;
+      K* v = cache_head(vc, b, g, L, max_tokens) + size_t(start[b]) * hs;
       for (int t = 0; t < T_; ++t) {
         const T* row = qkv + (size_t(b) * T_ + size_t(t)) * ld;
-        std::copy(row + L.k(g), row + L.k(g) + hs, k + size_t(t) * hs);
-        std::copy(row + L.v(g), row + L.v(g) + hs, v + size_t(t) * hs);
+        to_cache_type(k + size_t(t) * hs, row + L.k(g), hs);
+        to_cache_type(v + size_t(t) * hs, row + L.v(g), hs);
       }
     }
 }
@@ -91,8 +103,8 @@ void decode_query_heads(T* out, const T* row, const float* k, const float* v, in
   }
 }
 
-template <class T>
-void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, int B, int T_,
+template <class T, class K>
+void attention_cached_fwd(T* out, const T* qkv, K* kc, K* vc, const int* start, int B, int T_,
                           const QkvLayout& L, int max_tokens) {
   append_to_cache(kc, vc, qkv, start, B, T_, L, max_tokens);
   const size_t ld = L.ld();
@@ -112,9 +124,9 @@ void attention_cached_fwd(T* out, const T* qkv, T* kc, T* vc, const int* start, 
 
 }  // namespace
 
-void CpuBackend::attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache,
-                                          void* v_cache, const int* start, int B, int T, int C,
-                                          int NH, int NKV, int max_tokens) {
+void CpuBackend::attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt,
+                                          void* k_cache, void* v_cache, const int* start, int B,
+                                          int T, int C, int NH, int NKV, int max_tokens) {
   cpu::check_attention_shape(B, T, C, NH, NKV, "attention_cached_forward");
   for (int b = 0; b < B; ++b)
     if (start[b] < 0 || start[b] + T > max_tokens)
@@ -125,8 +137,12 @@ void CpuBackend::attention_cached_forward(DType dt, void* out, const void* qkv, 
   const QkvLayout L{C, NH, NKV, C / NH};
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    attention_cached_fwd(static_cast<S*>(out), static_cast<const S*>(qkv), static_cast<S*>(k_cache),
-                         static_cast<S*>(v_cache), start, B, T, L, max_tokens);
+    dispatch_dtype(cache_dt, [&](auto cache_tag) {
+      using K = decltype(cache_tag);
+      attention_cached_fwd(static_cast<S*>(out), static_cast<const S*>(qkv),
+                           static_cast<K*>(k_cache), static_cast<K*>(v_cache), start, B, T, L,
+                           max_tokens);
+    });
   });
 }
 

@@ -63,9 +63,9 @@ class CpuBackend final : public Backend {
                          int NH, int NKV) override;
   void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
                           const void* saved, int B, int T, int C, int NH, int NKV) override;
-  void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache, void* v_cache,
-                                const int* start, int B, int T, int C, int NH, int NKV,
-                                int max_tokens) override;
+  void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,
+                                void* v_cache, const int* start, int B, int T, int C, int NH,
+                                int NKV, int max_tokens) override;
 
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override;
 

@@ -2,7 +2,9 @@
 // tokens' key and value heads are copied into the cache, then one warp per
 // query scores the cache's visible positions into shared memory (fp32), takes
 // the causal softmax there and sums the values. Decode is memory-bound: each
-// query reads its key/value head's cached rows once.
+// query reads its key/value head's cached rows once. The cache has its own
+// dtype (C), the computation's is E: keys and values convert through fp32 on
+// the way in and out.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -26,8 +28,8 @@ struct CacheShape {
 };
 
 // Element i of the new keys (and values) [B, T, NKV, hs] → its cache slot.
-template <class T>
-__global__ void append_kernel(T* kc, T* vc, const T* qkv, const int* start, CacheShape s) {
+template <class T, class C>
+__global__ void append_kernel(C* kc, C* vc, const T* qkv, const int* start, CacheShape s) {
   const size_t n = size_t(s.B) * s.T * s.NKV * s.hs;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -36,22 +38,22 @@ __global__ void append_kernel(T* kc, T* vc, const T* qkv, const int* start, Cach
               b = int(i / (size_t(s.hs) * s.NKV * s.T));
     const T* row = qkv + (size_t(b) * s.T + t) * s.ld();
     const size_t slot = s.head(b, g) + size_t(start[b] + t) * s.hs + d;
-    kc[slot] = row[size_t(s.NH + g) * s.hs + d];
-    vc[slot] = row[size_t(s.NH + s.NKV + g) * s.hs + d];
+    kc[slot] = from_f32<C>(to_f32(row[size_t(s.NH + g) * s.hs + d]));
+    vc[slot] = from_f32<C>(to_f32(row[size_t(s.NH + s.NKV + g) * s.hs + d]));
   }
 }
 
 // One warp per query (b, h, t); shared memory holds its start[b] + t + 1 scores.
-template <class T>
-__global__ void cached_query_kernel(T* out, const T* qkv, const T* kc, const T* vc,
+template <class T, class C>
+__global__ void cached_query_kernel(T* out, const T* qkv, const C* kc, const C* vc,
                                     const int* start, CacheShape s, float scale) {
   extern __shared__ float scores[];
   const int q = blockIdx.x, lane = threadIdx.x;
   const int t = q % s.T, h = (q / s.T) % s.NH, b = q / (s.T * s.NH);
   const int g = h / (s.NH / s.NKV), n = start[b] + t + 1;
   const T* qrow = qkv + (size_t(b) * s.T + t) * s.ld() + size_t(h) * s.hs;
-  const T* k = kc + s.head(b, g);
-  const T* v = vc + s.head(b, g);
+  const C* k = kc + s.head(b, g);
+  const C* v = vc + s.head(b, g);
   float mx = -INFINITY;
   for (int j = lane; j < n; j += 32) {
     float dot = 0.0f;
@@ -77,8 +79,8 @@ __global__ void cached_query_kernel(T* out, const T* qkv, const T* kc, const T* 
 
 }  // namespace
 
-void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache, void* v_cache,
-                              const int* start, int B, int T, int C, int NH, int NKV,
+void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,
+                              void* v_cache, const int* start, int B, int T, int C, int NH, int NKV,
                               int max_tokens, CachingAllocator& alloc, cudaStream_t st) {
   if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || C % NH != 0 || NH % NKV != 0)
     throw std::invalid_argument("attention_cached_forward: bad shape");
@@ -97,14 +99,16 @@ void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cach
       cudaMemcpyAsync(starts.get(), start, size_t(B) * sizeof(int), cudaMemcpyHostToDevice, st));
   const LaunchConfig ew = launch_config(size_t(B) * T * NKV * s.hs, 256, 8192);
   dispatch_device_dtype(dt, [&]<class E>(TypeTag<E>) {
-    append_kernel<E><<<ew.grid, ew.block, 0, st>>>(static_cast<E*>(k_cache),
-                                                   static_cast<E*>(v_cache),
-                                                   static_cast<const E*>(qkv), starts.as<int>(), s);
-    HYBRID_CUDA_CHECK_LAUNCH();
-    cached_query_kernel<E><<<B * NH * T, 32, shared, st>>>(
-        static_cast<E*>(out), static_cast<const E*>(qkv), static_cast<const E*>(k_cache),
-        static_cast<const E*>(v_cache), starts.as<int>(), s, 1.0f / std::sqrt(float(s.hs)));
-    HYBRID_CUDA_CHECK_LAUNCH();
+    dispatch_device_dtype(cache_dt, [&]<class K>(TypeTag<K>) {
+      append_kernel<E, K>
+          <<<ew.grid, ew.block, 0, st>>>(static_cast<K*>(k_cache), static_cast<K*>(v_cache),
+                                         static_cast<const E*>(qkv), starts.as<int>(), s);
+      HYBRID_CUDA_CHECK_LAUNCH();
+      cached_query_kernel<E, K><<<B * NH * T, 32, shared, st>>>(
+          static_cast<E*>(out), static_cast<const E*>(qkv), static_cast<const K*>(k_cache),
+          static_cast<const K*>(v_cache), starts.as<int>(), s, 1.0f / std::sqrt(float(s.hs)));
+      HYBRID_CUDA_CHECK_LAUNCH();
+    });
   });
 }
 

@@ -213,10 +213,10 @@ void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, con
                                      int NKV) {
   cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
 }
-void CudaBackend::attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache,
-                                           void* v_cache, const int* start, int B, int T, int C,
-                                           int NH, int NKV, int max_tokens) {
-  cuda::attention_cached_forward(dt, out, qkv, k_cache, v_cache, start, B, T, C, NH, NKV,
+void CudaBackend::attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt,
+                                           void* k_cache, void* v_cache, const int* start, int B,
+                                           int T, int C, int NH, int NKV, int max_tokens) {
+  cuda::attention_cached_forward(dt, out, qkv, cache_dt, k_cache, v_cache, start, B, T, C, NH, NKV,
                                  max_tokens, *alloc_, compute_);
 }
 void CudaBackend::residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) {

@@ -94,9 +94,9 @@ class CudaBackend final : public Backend {
                          int NH, int NKV) override;
   void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
                           const void* saved, int B, int T, int C, int NH, int NKV) override;
-  void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache, void* v_cache,
-                                const int* start, int B, int T, int C, int NH, int NKV,
-                                int max_tokens) override;
+  void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,
+                                void* v_cache, const int* start, int B, int T, int C, int NH,
+                                int NKV, int max_tokens) override;
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override;
   void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
                              const int32_t* targets, int N, int V, int Vp) override;

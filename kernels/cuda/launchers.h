@@ -103,8 +103,8 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                         cudaStream_t s);
 
 // attention_cached.cu (a warp per query over the cache; generation)
-void attention_cached_forward(DType dt, void* out, const void* qkv, void* k_cache, void* v_cache,
-                              const int* start, int B, int T, int C, int NH, int NKV,
+void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,
+                              void* v_cache, const int* start, int B, int T, int C, int NH, int NKV,
                               int max_tokens, CachingAllocator& alloc, cudaStream_t s);
 
 // grad_stats.cu: one pass; the result is copied to the host (synchronises s).

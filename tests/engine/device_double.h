@@ -151,11 +151,12 @@ class DeviceDouble final : public kernels::Backend {
                           int NKV) override {
     cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH, NKV);
   }
-  void attention_cached_forward(kernels::DType dt, void* out, const void* qkv, void* k_cache,
-                                void* v_cache, const int* start, int B, int T, int C, int NH,
-                                int NKV, int max_tokens) override {
-    cpu_->attention_cached_forward(dt, out, qkv, k_cache, v_cache, start, B, T, C, NH, NKV,
-                                   max_tokens);
+  void attention_cached_forward(kernels::DType dt, void* out, const void* qkv,
+                                kernels::DType cache_dt, void* k_cache, void* v_cache,
+                                const int* start, int B, int T, int C, int NH, int NKV,
+                                int max_tokens) override {
+    cpu_->attention_cached_forward(dt, out, qkv, cache_dt, k_cache, v_cache, start, B, T, C, NH,
+                                   NKV, max_tokens);
   }
   void residual_forward(kernels::DType dt, void* out, const void* a, const void* b,
                         size_t n) override {

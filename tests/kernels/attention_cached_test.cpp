@@ -39,7 +39,7 @@ void expect_cache_matches_full(DType dt, float tol) {
     Buf in(dt, rows_of(qkv, b, 0, prefill[b], ld)), out(dt, size_t(prefill[b]) * C);
     const int start = 0;
     be->attention_cached_forward(
-        dt, out.data(), in.data(), static_cast<char*>(k.data()) + b * per_row,
+        dt, out.data(), in.data(), dt, static_cast<char*>(k.data()) + b * per_row,
         static_cast<char*>(v.data()) + b * per_row, &start, 1, prefill[b], C, NH, NKV, kMax);
     EXPECT_LT(test::rel_err(out.get(), rows_of(full, b, 0, prefill[b], C)), tol);
   }
@@ -54,8 +54,8 @@ void expect_cache_matches_full(DType dt, float tol) {
       want.insert(want.end(), w.begin(), w.end());
     }
     Buf bin(dt, in), out(dt, size_t(B) * C);
-    be->attention_cached_forward(dt, out.data(), bin.data(), k.data(), v.data(), start, B, 1, C, NH,
-                                 NKV, kMax);
+    be->attention_cached_forward(dt, out.data(), bin.data(), dt, k.data(), v.data(), start, B, 1, C,
+                                 NH, NKV, kMax);
     EXPECT_LT(test::rel_err(out.get(), want), tol);
   }
 }
@@ -76,8 +76,8 @@ TEST(AttentionCached, AWritePastTheCacheIsRefusedNamingTheRow) {
   Buf k(DType::f32, size_t(2) * NKV * 8 * hs), v(DType::f32, size_t(2) * NKV * 8 * hs);
   const int start[2] = {0, 6};
   const auto e = hybrid::test::error_of<std::invalid_argument>([&] {
-    be->attention_cached_forward(DType::f32, out.data(), qkv.data(), k.data(), v.data(), start, 2,
-                                 3, C, NH, NKV, 8);
+    be->attention_cached_forward(DType::f32, out.data(), qkv.data(), DType::f32, k.data(), v.data(),
+                                 start, 2, 3, C, NH, NKV, 8);
   });
   EXPECT_NE(e.find("row 1 writes positions 6..8 of a cache of 8"), std::string::npos) << e;
 }

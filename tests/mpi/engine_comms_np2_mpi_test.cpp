@@ -397,7 +397,8 @@ TEST_F(MpiTest, InferenceTpSizeTwoReshardsAZeroStage3RunAndGeneratesWhatEachRank
     p.stop_tokens = {rank()};
     const std::string why =
         error_of<std::invalid_argument>([&] { resharded.engine->generate(prompts, p); });
-    EXPECT_NE(why.find("need the same max_new_tokens, sampling and stop tokens"), std::string::npos)
+    EXPECT_NE(why.find("need the same max_new_tokens, sampling, stop tokens and"),
+              std::string::npos)
         << why;
     // Generating never touched the trainer's weights.
     train(*alone.engine, 1);

@@ -1,0 +1,142 @@
+#include "autotune/generate_sweep.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autotune/process.h"
+#include "base/subprocess.h"
+#include "base/units.h"
+
+namespace hybrid::autotune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> generate_trial_argv(const GenerateSpec& s, const GenerateCandidate& c,
+                                             const std::string& bin,
+                                             const std::string& result_path) {
+  return {bin,
+          "--model",
+          s.model,
+          "--prompts",
+          s.prompts,
+          "--max-new-tokens",
+          std::to_string(s.max_new_tokens),
+          "--dtype",
+          s.dtype,
+          "--batch",
+          std::to_string(c.batch),
+          "--cache-dtype",
+          std::string(kernels::dtype_name(c.cache_dtype)),
+          "--json",
+          result_path};
+}
+
+namespace {
+
+// The metric from hybrid-generate's result file; the reason when it has none.
+std::string read_measurement(GenerateTrial& t, const std::string& path, Metric m) {
+  std::ifstream in(path);
+  if (!in) return "no result file";
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("tokens_per_s") || !j["tokens_per_s"].is_number())
+    return "a result file without tokens_per_s";
+  t.tokens_per_s = j["tokens_per_s"].get<double>();
+  const json tpot = j.value("tpot_ms", json());
+  const bool timed = tpot.is_object() && tpot.contains("p99") && tpot["p99"].is_number();
+  if (timed) t.tpot_p99_ms = tpot["p99"].get<double>();
+  if (m == Metric::latency && !timed) return "no decode step was timed (tpot_ms.p99 missing)";
+  t.value = m == Metric::latency ? t.tpot_p99_ms : t.tokens_per_s;
+  return "";
+}
+
+}  // namespace
+
+GenerateTrial run_generate_trial(const GenerateSpec& s, const GenerateCandidate& c,
+                                 const GenerateSweepOptions& o) {
+  GenerateTrial t;
+  t.candidate = c;
+  const fs::path dir = fs::path(o.dir) / c.key();
+  fs::create_directories(dir);
+  const std::string result = (dir / "result.json").string(), log = (dir / "output.log").string();
+  fs::remove(result);
+  fs::remove(log);
+  ProcessOptions po;
+  po.timeout_s = s.trial_timeout_s;
+  po.log_path = log;
+  po.cancel = o.cancel;
+  const ProcessResult pr = run_process(generate_trial_argv(s, c, o.generate_bin, result), po);
+  if (pr.cancelled) {
+    t.status = "cancelled";
+  } else if (pr.exit.timed_out) {
+    t.status = "timeout";
+    t.reason = fmt::format("killed at the trial timeout of {:g} s", s.trial_timeout_s);
+  } else if (!pr.exit.started || pr.exit.signal || pr.exit.exit_code != 0) {
+    t.status = "failed";
+    t.reason = pr.exit.started ? fmt::format("exit status {}, signal {}: {}", pr.exit.exit_code,
+                                             pr.exit.signal, base::read_tail(log, 3))
+                               : pr.exit.start_error;
+  } else if (std::string why = read_measurement(t, result, s.metric); !why.empty()) {
+    t.status = "failed";
+    t.reason = why;
+  } else {
+    t.status = "ok";
+  }
+  return t;
+}
+
+GenerateSweepResult run_generate_sweep(const GenerateSpec& s,
+                                       const std::vector<GenerateCandidate>& candidates,
+                                       const GenerateSweepOptions& o, std::ostream& log) {
+  GenerateSweepResult r;
+  for (const auto& c : candidates) {
+    GenerateTrial t;
+    t.candidate = c;
+    t.reason = c.pruned;
+    if (r.interrupted) t.status = "cancelled";
+    if (c.pruned.empty() && !r.interrupted) t = run_generate_trial(s, c, o);
+    r.interrupted = r.interrupted || t.status == "cancelled";
+    log << fmt::format("{:<10} predicted {:>10} (cache {:>10})  {}", c.key(),
+                       base::format_bytes(c.predicted_bytes), base::format_bytes(c.predicted_cache),
+                       t.status);
+    if (t.status == "ok")
+      log << fmt::format(": {:.1f} tokens/s, tpot p99 {:.2f} ms", t.tokens_per_s, t.tpot_p99_ms);
+    else if (!t.reason.empty())
+      log << ": " << t.reason;
+    log << "\n";
+    const bool better_than_best =
+        t.status == "ok" && (!r.best || better(s.metric, t.value, r.trials[*r.best].value));
+    if (better_than_best) r.best = r.trials.size();
+    r.trials.push_back(std::move(t));
+  }
+  return r;
+}
+
+json generate_sweep_json(const GenerateSpec& s, const GenerateSweepResult& r,
+                         const std::string& bin) {
+  json trials = json::array();
+  for (const auto& t : r.trials)
+    trials.push_back({{"key", t.candidate.key()},
+                      {"batch", t.candidate.batch},
+                      {"cache_dtype", kernels::dtype_name(t.candidate.cache_dtype)},
+                      {"predicted_bytes", t.candidate.predicted_bytes},
+                      {"predicted_kv_cache_bytes", t.candidate.predicted_cache},
+                      {"status", t.status},
+                      {"reason", t.reason},
+                      {"tokens_per_s", t.tokens_per_s},
+                      {"tpot_p99_ms", t.tpot_p99_ms}});
+  json out = {{"metric", generate_metric_name(s.metric)}, {"trials", trials}};
+  if (r.best) {
+    const GenerateTrial& b = r.trials[*r.best];
+    out["value"] = b.value;
+    out["batch"] = b.candidate.batch;
+    out["cache_dtype"] = kernels::dtype_name(b.candidate.cache_dtype);
+    out["command"] =
+        fmt::format("{}", fmt::join(generate_trial_argv(s, b.candidate, bin, "OUT"), " "));
+  }
+  return out;
+}
+
+}  // namespace hybrid::autotune

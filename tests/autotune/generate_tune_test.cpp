@@ -1,0 +1,159 @@
+// `hybrid-tune generate`: a spec's errors name the key; each candidate's
+// memory is the engine hybrid-generate builds plus its largest call's key/value
+// cache by the memory model; a candidate over the budget is pruned and never
+// runs; the others run the real hybrid-generate, and the best by tokens/s (or
+// by the lowest p99 time per output token) is the one the result names.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autotune/generate_space.h"
+#include "autotune/tune_error.h"
+#include "engine/engine.h"
+#include "engine/generate/prompts.h"
+#include "engine/memory_model.h"
+#include "tune_test_util.h"
+
+namespace hybrid::autotune {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+std::string spec_error(const json& j) {
+  try {
+    parse_generate_spec(j);
+  } catch (const TuneError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GenerateTune, SpecErrorsNameTheKey) {
+  const json ok = {{"model", "m.bin"}, {"prompts", "p.jsonl"}};
+  EXPECT_EQ(spec_error(ok), "");
+  auto with = [&](const json& patch) {
+    json j = ok;
+    j.merge_patch(patch);
+    return spec_error(j);
+  };
+  EXPECT_THAT(with({{"batches", {1}}}), HasSubstr("batches: unknown key"));
+  EXPECT_THAT(with({{"batch", {1, 0}}}), HasSubstr("batch: 0 is not a positive integer"));
+  EXPECT_THAT(with({{"cache_dtype", "fp8"}}), HasSubstr("cache_dtype: \"fp8\" is not one of"));
+  EXPECT_THAT(with({{"metric", "latency"}}),
+              HasSubstr("metric: \"latency\" is not tokens_per_s or latency_p99"));
+  EXPECT_THAT(with({{"metric", "latency_p99"}, {"max_new_tokens", 1}}),
+              HasSubstr("max_new_tokens: latency_p99 times decode steps"));
+  EXPECT_THAT(spec_error({{"prompts", "p.jsonl"}}), HasSubstr("both are required"));
+  const auto s = parse_generate_spec(json{{"model", "m"},
+                                          {"prompts", "p"},
+                                          {"dtype", "bf16"},
+                                          {"batch", {1, 4}},
+                                          {"memory_budget", "1MB"},
+                                          {"metric", "latency_p99"}});
+  EXPECT_EQ(s.batches, (std::vector<int>{1, 4}));
+  EXPECT_EQ(s.cache_dtypes, std::vector<kernels::DType>{kernels::DType::bf16});  // the dtype's
+  EXPECT_EQ(s.metric, Metric::latency);
+  EXPECT_GT(s.memory_budget, 0u);
+}
+
+// A tiny GPT-2 (block of 16) as an llm.c file, and 4 prompts of 1–5 tokens.
+struct Files {
+  test::TempDir dir;
+  std::string model = dir / "model.bin", prompts = dir / "prompts.jsonl";
+  Files() {
+    const auto cfg = engine::parse_config(test::tiny_config());
+    EngineOptions quiet;
+    quiet.quiet = true;
+    auto e = initialize(cfg, make_model(cfg), std::move(quiet));
+    e->model().write_weights(e->module_tree(), e->gather_parameters(), {model, ""});
+    std::ofstream(prompts) << "{\"tokens\": [1, 2, 3, 4, 5]}\n{\"tokens\": [7]}\n"
+                           << "{\"tokens\": [9, 9]}\n{\"tokens\": [3, 1, 4]}\n";
+  }
+};
+
+TEST(GenerateTune, CandidatesPredictTheEngineAndTheLargestCallsCache) {
+  Files f;
+  GenerateSpec s = parse_generate_spec(json{{"model", f.model},
+                                            {"prompts", f.prompts},
+                                            {"max_new_tokens", 6},
+                                            {"batch", {1, 2, 8}},
+                                            {"cache_dtype", {"fp32", "bf16"}}});
+  const auto target = generate_target(s);
+  const auto prompts = engine::read_prompts_file(f.prompts);
+  auto c = generate_candidates(s, target, prompts);
+  ASSERT_EQ(c.size(), 6u);  // batch 8 is the 4 prompts' batch
+  EXPECT_EQ(c[4].key(), "b4-fp32");
+  // Batch 2: calls {5, 1} and {2, 3} tokens; the first is the larger, 11 positions.
+  // Layers 2 × keys and values × 2 rows × 2 heads × 11 × head size 16 × 4 bytes.
+  EXPECT_EQ(c[2].predicted_cache, 2u * 2 * 2 * 2 * 11 * 16 * 4);
+  EXPECT_EQ(c[3].predicted_cache, c[2].predicted_cache / 2);  // bf16
+  // Its positions: max(longest prompt, rows) int32s.
+  EXPECT_EQ(c[2].predicted_bytes, target.engine_bytes + c[2].predicted_cache + 5 * 4);
+  for (const auto& k : c) EXPECT_EQ(k.pruned, "") << k.key();
+  // A budget that holds the batch of 4 in bf16 but not in fp32.
+  s.memory_budget = c[5].predicted_bytes;
+  c = generate_candidates(s, target, prompts);
+  EXPECT_THAT(c[4].pruned, HasSubstr("> memory budget"));
+  EXPECT_EQ(c[5].pruned, "");
+  EXPECT_EQ(c[3].pruned, "");
+}
+
+TEST(GenerateTune, TheSweepRunsWhatFitsAndNamesTheBest) {
+  Files f;
+  for (const std::string metric : {"tokens_per_s", "latency_p99"}) {
+    SCOPED_TRACE(metric);
+    json spec = {{"model", f.model},
+                 {"prompts", f.prompts},
+                 {"max_new_tokens", 6},
+                 {"batch", {1, 4}},
+                 {"metric", metric},
+                 {"trial_timeout", 120},
+                 {"cache_dtype", {"fp32", "bf16"}}};
+    GenerateSpec s = parse_generate_spec(spec);
+    spec["memory_budget"] = generate_candidates(s, generate_target(s),
+                                                engine::read_prompts_file(f.prompts))[3]
+                                .predicted_bytes;  // b4-bf16 fits, b4-fp32 does not
+    test::write_json(f.dir / "spec.json", spec);
+    const std::string dir = f.dir / ("tune-" + metric), out = dir + "/best.json";
+    const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
+                                     " --dir " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = test::read_json(out);
+    EXPECT_EQ(j["metric"], metric);
+    ASSERT_EQ(j["trials"].size(), 4u);
+    std::map<std::string, json> by_key;
+    for (const auto& t : j["trials"]) by_key[t["key"].get<std::string>()] = t;
+    EXPECT_EQ(by_key["b4-fp32"]["status"], "pruned");
+    EXPECT_FALSE(std::filesystem::exists(dir + "/b4-fp32")) << "a pruned candidate ran";
+    const bool higher = metric == "tokens_per_s";
+    double best = higher ? 0 : 1e300;
+    for (const std::string key : {"b1-fp32", "b1-bf16", "b4-bf16"}) {
+      ASSERT_EQ(by_key[key]["status"], "ok") << key << ": " << by_key[key]["reason"];
+      const double v = by_key[key][higher ? "tokens_per_s" : "tpot_p99_ms"].get<double>();
+      EXPECT_GT(v, 0.0) << key;
+      best = higher ? std::max(best, v) : std::min(best, v);
+    }
+    EXPECT_EQ(j["value"].get<double>(), best);
+    const std::string winner =
+        fmt::format("b{}-{}", j["batch"].get<int>(), j["cache_dtype"].get<std::string>());
+    EXPECT_EQ(by_key[winner][higher ? "tokens_per_s" : "tpot_p99_ms"].get<double>(), best);
+    EXPECT_THAT(r.output, HasSubstr("b4-fp32"));
+  }
+}
+
+TEST(GenerateTune, ABadSpecExitsOneNamingItAndRunsNothing) {
+  test::TempDir dir;
+  test::write_json(dir / "spec.json",
+                   json{{"model", dir / "none.bin"}, {"prompts", "p.jsonl"}, {"batch", {1, -2}}});
+  const auto r = test::run_command(test::tune_bin() + " generate --spec " + dir / "spec.json" +
+                                   " --dir " + dir / "tune");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("batch: -2 is not a positive integer"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "tune"));
+}
+
+}  // namespace
+}  // namespace hybrid::autotune
