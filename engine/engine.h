@@ -266,6 +266,9 @@ class Engine {
   // built at the first call; destroyed first (its groups split this engine's
   // communicator).
   std::unique_ptr<InferenceReplica> inference_;
+  // hybrid_engine enabled without release_inference_cache: the cache generate
+  // keeps between calls.
+  engine::KeptCache kept_cache_;
 };
 
 // Builds the model the config describes (hybrid.model.type: engine/model/registry.h).

@@ -114,7 +114,9 @@ GenerationResult Engine::generate_on_bound_model(const std::vector<std::vector<i
     hooks.tracer = &tracer();
     if (together)
       hooks.any_rank_running = [this](bool mine) { return mean_over_ranks(mine ? 1 : 0) > 0; };
-    Generator gen(*model_, *ctx_, allocator(), std::move(hooks));
+    const auto& he = cfg_.hybrid_engine;
+    Generator gen(*model_, *ctx_, allocator(), std::move(hooks),
+                  he.enabled && !he.release_inference_cache ? &kept_cache_ : nullptr);
     GenerationResult r = gen.generate(prompts, params);
     if (rebind) bind_activations(B, T);
     return r;

@@ -199,15 +199,18 @@ struct ProfilerConfig {      // hybrid.profiler
 struct HybridEngineConfig {
   bool enabled = false;
   int max_out_tokens = 512;   // enabled: a sequence's prompt plus new tokens at most
-  int inference_tp_size = 1;  // 1 only: generation under tensor parallelism is not here yet
+  int inference_tp_size = 1;  // enabled, > 1: generate on a replica resharded this many ways
   // Read, no effect (warned): the cache is allocated per call and released after
   // it; ZeRO-3 gathers a module's parameters at a time; there is no inference tp.
   // Enabled under ZeRO-3: generate gathers every layer's parameters at once and
   // keeps them for the call (pinned), else a module at a time around its forward.
   bool pin_parameters = true;
-  // Read, no effect (warned): the cache is allocated per call and released
-  // after it; there is no inference tp.
+  // Enabled: false keeps the key/value cache between generate calls (grown
+  // when a call needs more), true releases it after each; without the block
+  // it is always released.
   bool release_inference_cache = false;
+  // Read, no effect (warned): the replica's weights come whole from
+  // gather_parameters, not in partitions.
   int tp_gather_partition_size = 8;
 };
 

@@ -1,7 +1,8 @@
 // DeepSpeed's hybrid_engine block, with DeepSpeed's defaults, and our
 // hybrid.rollout block. What runs is Engine::generate (docs/generation.md):
-// max_out_tokens bounds a sequence and pin_parameters gathers ZeRO-3's layers
-// at once when the block is enabled; inference tensor parallelism is refused
+// max_out_tokens bounds a sequence, pin_parameters gathers ZeRO-3's layers at
+// once and release_inference_cache says whether the cache outlives a call,
+// when the block is enabled; inference tensor parallelism is refused
 // by name; the keys that shape DeepSpeed's own inference containers are read
 // and warned.
 #include <fmt/format.h>
@@ -23,17 +24,13 @@ void parse_hybrid_engine(const nlohmann::json& block, Config& c) {
   if (auto v = r.boolean("enabled")) h.enabled = *v;
   if (auto v = r.integer("max_out_tokens", 1, kIntMax)) h.max_out_tokens = int(*v);
   if (auto v = r.integer("inference_tp_size", 1, kIntMax)) h.inference_tp_size = int(*v);
-  if (auto v = r.boolean("release_inference_cache")) {
-    h.release_inference_cache = *v;
-    c.warnings.push_back(
-        "hybrid_engine.release_inference_cache: no effect, the key/value cache is allocated for "
-        "each generate call and released after it");
-  }
+  if (auto v = r.boolean("release_inference_cache")) h.release_inference_cache = *v;
   if (auto v = r.boolean("pin_parameters")) h.pin_parameters = *v;
   if (auto v = r.integer("tp_gather_partition_size", 1, kIntMax)) {
     h.tp_gather_partition_size = int(*v);
     c.warnings.push_back(
-        "hybrid_engine.tp_gather_partition_size: no effect without inference tensor parallelism");
+        "hybrid_engine.tp_gather_partition_size: no effect, the inference_tp_size replica takes "
+        "the whole model from gather_parameters at once");
   }
   r.finish();
 }

@@ -84,8 +84,8 @@ bool Generator::fits(const CausalLM& model, const std::vector<std::vector<int>>&
 }
 
 Generator::Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
-                     GenerationHooks hooks)
-    : model_(model), ctx_(ctx), alloc_(alloc), hooks_(std::move(hooks)) {}
+                     GenerationHooks hooks, KeptCache* kept)
+    : model_(model), ctx_(ctx), alloc_(alloc), hooks_(std::move(hooks)), kept_(kept) {}
 
 const std::vector<float>& Generator::step(const int32_t* tokens, const std::vector<int>& start,
                                           int first_row, int T) {
@@ -96,8 +96,8 @@ const std::vector<float>& Generator::step(const int32_t* tokens, const std::vect
     for (int t = 0; t < T; ++t) positions_.push_back(start[size_t(b)] + t);
   const size_t n = positions_.size();
   be.copy_from_host(model_.tokens_buffer(), tokens, n * sizeof(int32_t));
-  be.copy_from_host(cache_.data("generate.positions"), positions_.data(), n * sizeof(int32_t));
-  const Decoding d{start.data(), static_cast<const int32_t*>(cache_.data("generate.positions")),
+  be.copy_from_host(cache_->data("generate.positions"), positions_.data(), n * sizeof(int32_t));
+  const Decoding d{start.data(), static_cast<const int32_t*>(cache_->data("generate.positions")),
                    first_row, max_tokens_, cache_dtype_};
   ctx_.set_shape(B, T);
   ctx_.set_decoding(&d);
@@ -124,7 +124,7 @@ const void* Generator::whole_logits(int B) {
   kernels::Backend& be = ctx_.backend();
   const size_t es = kernels::dtype_size(ctx_.dtype()), Vp = size_t(model_.padded_vocab());
   const size_t part = Vp / size_t(tp.parts);
-  char* whole = static_cast<char*>(cache_.data("generate.logits"));
+  char* whole = static_cast<char*>(cache_->data("generate.logits"));
   const char* mine = static_cast<const char*>(model_.generated_logits());
   be.zero(whole, size_t(B) * Vp * es);
   for (size_t b = 0; b < size_t(B); ++b)
@@ -181,25 +181,49 @@ void Generator::check(const std::vector<std::vector<int>>& prompts,
 
 // The cache of every row up to its longest prompt plus max_new_tokens, in
 // p.cache_dtype, and the positions' device buffer, wired into the model.
+MemoryLayout Generator::cache_layout(int rows, int max_tokens, size_t positions,
+                                     kernels::DType dt) const {
+  MemoryLayout layout = model_.kv_cache_layout(rows, max_tokens, dt);
+  layout.add("generate.positions", uint64_t(positions), sizeof(int32_t), MemCategory::other);
+  if (model_.tensor_slice().parts > 1)  // whole_logits
+    layout.add("generate.logits", uint64_t(rows) * uint64_t(model_.padded_vocab()),
+               kernels::dtype_size(ctx_.dtype()), MemCategory::other);
+  return layout;
+}
+
 void Generator::open_cache(const std::vector<std::vector<int>>& prompts,
                            const GenerationParams& p) {
   size_t longest = 0;
   for (const auto& pr : prompts) longest = std::max(longest, pr.size());
-  max_tokens_ = int(longest) + p.max_new_tokens;
+  const int rows = int(prompts.size()), need = int(longest) + p.max_new_tokens;
   cache_dtype_ = p.cache_dtype.value_or(ctx_.dtype());
-  MemoryLayout layout = model_.kv_cache_layout(int(prompts.size()), max_tokens_, cache_dtype_);
-  layout.add("generate.positions", uint64_t(std::max(longest, prompts.size())), sizeof(int32_t),
-             MemCategory::other);
-  if (model_.tensor_slice().parts > 1)  // whole_logits
-    layout.add("generate.logits", uint64_t(prompts.size()) * uint64_t(model_.padded_vocab()),
-               kernels::dtype_size(ctx_.dtype()), MemCategory::other);
-  cache_ = LayoutBuffers(alloc_, layout);
-  model_.wire_kv_cache(&cache_);
+  if (!kept_) {
+    max_tokens_ = need;
+    own_cache_ = LayoutBuffers(
+        alloc_, cache_layout(rows, need, std::max(longest, prompts.size()), cache_dtype_));
+    cache_ = &own_cache_;
+  } else {
+    KeptCache& k = *kept_;
+    if (k.rows < rows || k.max_tokens < need || k.dtype != cache_dtype_) {
+      const bool same_dtype = k.dtype == cache_dtype_;  // grows what it holds
+      k.rows = same_dtype ? std::max(k.rows, rows) : rows;
+      k.max_tokens = same_dtype ? std::max(k.max_tokens, need) : need;
+      k.dtype = cache_dtype_;
+      k.buffers = LayoutBuffers();  // the old cache goes before the new one comes
+      k.buffers = LayoutBuffers(
+          alloc_,
+          cache_layout(k.rows, k.max_tokens, size_t(std::max(k.rows, k.max_tokens)), k.dtype));
+    }
+    max_tokens_ = k.max_tokens;  // each row's stride in the cache
+    cache_ = &k.buffers;
+  }
+  model_.wire_kv_cache(cache_);
 }
 
 void Generator::close_cache() {
   model_.wire_kv_cache(nullptr);
-  cache_ = LayoutBuffers();
+  own_cache_ = LayoutBuffers();
+  cache_ = nullptr;
 }
 
 // A prompt at a time: its first new token.

@@ -59,12 +59,23 @@ struct GenerationHooks {
   profiler::Tracer* tracer = nullptr;
 };
 
+// A key/value cache kept from one generate call to the next (DeepSpeed's
+// hybrid_engine.release_inference_cache false): reused while it holds a call's
+// rows and tokens in its dtype, replaced by one holding both otherwise.
+struct KeptCache {
+  LayoutBuffers buffers;
+  int rows = 0, max_tokens = 0;
+  kernels::DType dtype = kernels::DType::f32;
+};
+
 class Generator {
  public:
   // ctx: the model's context (its parameter access and hooks); its shape and
   // decoding are restored when generate returns. alloc: where the cache goes.
+  // kept: the cache to reuse and leave allocated; null: one per call, released
+  // when the call returns.
   Generator(CausalLM& model, ExecutionContext& ctx, TrackingAllocator& alloc,
-            GenerationHooks hooks = {});
+            GenerationHooks hooks = {}, KeptCache* kept = nullptr);
   // Throws std::invalid_argument with generation_error's text.
   GenerationResult generate(const std::vector<std::vector<int>>& prompts,
                             const GenerationParams& p);
@@ -78,6 +89,8 @@ class Generator {
   void check(const std::vector<std::vector<int>>& prompts, const GenerationParams& p) const;
   void open_cache(const std::vector<std::vector<int>>& prompts, const GenerationParams& p);
   void close_cache();
+  // The cache of `rows` rows of `max_tokens`, positions for `positions` tokens.
+  MemoryLayout cache_layout(int rows, int max_tokens, size_t positions, kernels::DType dt) const;
   void prefill(Rows& rows);
   void decode(Rows& rows);
   // One generating forward over rows [first_row, first_row + B) of T tokens
@@ -91,7 +104,9 @@ class Generator {
   ExecutionContext& ctx_;
   TrackingAllocator& alloc_;
   GenerationHooks hooks_;
-  LayoutBuffers cache_;
+  KeptCache* kept_;
+  LayoutBuffers own_cache_;
+  LayoutBuffers* cache_ = nullptr;  // own_cache_ or kept_->buffers
   int max_tokens_ = 0;
   kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<int32_t> positions_;

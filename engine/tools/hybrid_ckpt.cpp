@@ -11,32 +11,13 @@
 
 #include "base/cli_checks.h"
 #include "engine/checkpoint/checkpoint.h"
-#include "engine/checkpoint/whole_model.h"
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/data/data_file_error.h"
 #include "engine/model/registry.h"
 
 using namespace hybrid::engine;
 
 namespace {
-
-ModelConfig model_of(const nlohmann::json& meta) {
-  const auto& m = meta.at("model");
-  ModelConfig c;
-  c.type = m.at("type").get<std::string>();
-  c.n_layer = m.at("n_layer").get<int>();
-  c.n_embd = m.at("n_embd").get<int>();
-  c.n_head = m.at("n_head").get<int>();
-  c.vocab_size = m.at("vocab_size").get<int>();
-  c.padded_vocab_size = m.at("padded_vocab_size").get<int>();
-  c.seq_len = m.at("seq_len").get<int>();
-  // Absent from checkpoints written before the Llama fields: the defaults.
-  c.n_kv_head = m.value("n_kv_head", c.n_kv_head);
-  c.intermediate_size = m.value("intermediate_size", c.intermediate_size);
-  c.rope_theta = m.value("rope_theta", c.rope_theta);
-  c.norm_eps = m.value("norm_eps", c.norm_eps);
-  c.tie_embeddings = m.value("tie_embeddings", c.tie_embeddings);
-  return c;
-}
 
 // An llm.c file or a Hugging Face directory to the other form.
 int convert(const std::string& in, const std::string& out, const std::string& out_hf) {
@@ -92,16 +73,11 @@ int main(int argc, char** argv) {
       std::printf("%s\n", meta.dump(2).c_str());
       return 0;
     }
-    const int padded_vocab = meta.at("model").at("padded_vocab_size").get<int>();
-    const auto model = make_model(model_of(meta), padded_vocab);
+    const CheckpointModel ckpt{dir, resolved, meta, model_of_checkpoint(meta)};
+    const auto model = make_model(ckpt.model, ckpt.model.padded_vocab_size);
     ModuleTree tree(*model);
     const int64_t n = tree.param_count();
-    if (n != meta.at("param_count").get<int64_t>())
-      throw CheckpointError(
-          fmt::format("checkpoint {}/{}: {} parameters recorded, the model has {}", dir, resolved,
-                      meta.at("param_count").get<int64_t>(), n));
-    // Tensor-parallel pieces are put back into whole tensors.
-    const auto flat = read_whole_model(dir, resolved, meta, model_of(meta), padded_vocab, 0);
+    const auto flat = read_checkpoint_weights(ckpt, n);
     model->write_weights(tree, flat, {out, out_hf});
     std::printf("consolidated %s/%s (step %lld, %d partitions) into %s (%lld fp32 parameters)\n",
                 dir.c_str(), resolved.c_str(), (long long)meta.at("global_step").get<int64_t>(),

@@ -173,7 +173,7 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid_engine.enabled", R"({"hybrid_engine": {"enabled": true}})", FIELD(hybrid_engine.enabled)},
     {"hybrid_engine.max_out_tokens", R"({"hybrid_engine": {"max_out_tokens": 64}})", FIELD(hybrid_engine.max_out_tokens)},
     {"hybrid_engine.inference_tp_size", R"({"hybrid_engine": {"inference_tp_size": 2}})", FIELD(hybrid_engine.inference_tp_size), 2},
-    {"hybrid_engine.release_inference_cache", R"({"hybrid_engine": {"release_inference_cache": true}})", WARNS},
+    {"hybrid_engine.release_inference_cache", R"({"hybrid_engine": {"release_inference_cache": true}})", FIELD(hybrid_engine.release_inference_cache)},
     {"hybrid_engine.pin_parameters", R"({"hybrid_engine": {"pin_parameters": false}})", FIELD(hybrid_engine.pin_parameters)},
     {"hybrid_engine.tp_gather_partition_size", R"({"hybrid_engine": {"tp_gather_partition_size": 4}})", WARNS},
     {"comms_logger.verbose", R"({"comms_logger": {"enabled": true, "verbose": true}})", FIELD(comms_logger.verbose)},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -60,6 +61,36 @@ TEST(GenerateTool, WritesWhatTheEngineGeneratesForAnLlmcFileAndAnHfDirectory) {
   }
 }
 
+// hybrid-generate --model on our checkpoint directory: a run saved by two
+// ranks with tensor parallelism generates what its exported llm.c file does,
+// from the directory (its latest tag) or one tag's folder.
+TEST(GenerateTool, ReadsOurCheckpointWhateverLayoutSavedIt) {
+  test::TempDir dir;
+  const std::string ckpt = dir / "ckpt";
+  const auto run = test::run_hybrid_train(dir, "tp", 2, {{"tensor_model_parallel_size", 2}},
+                                          "--quiet --steps 3 --save " + ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto tokens = [&](const std::string& model) {
+    const std::string out = dir / "out.json";
+    const auto r = test::run_command(test::tool("hybrid-generate") + " --model " + model +
+                                     " --prompt-tokens 1,2,3 --prompt-tokens 9 "
+                                     "--max-new-tokens 8 --json " +
+                                     out);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::vector<std::vector<int>> t;
+    if (r.exit_code == 0)
+      for (const auto& s : test::read_json(out).at("sequences"))
+        t.push_back(s.at("tokens").get<std::vector<int>>());
+    return t;
+  };
+  const auto want = tokens(dir / "tp.bin");
+  ASSERT_EQ(want.size(), 2u);
+  EXPECT_EQ(tokens(ckpt), want);
+  std::string tag;
+  std::ifstream(ckpt + "/latest") >> tag;
+  EXPECT_EQ(tokens(ckpt + "/" + tag), want);
+}
+
 TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
   test::TempDir dir;
   const Model m = write_model(dir, test::tiny_gpt2_model(), false);
@@ -91,8 +122,14 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
     f << "\n{\"text\": \"Hello\"}\n";
   }
   refused("--prompts " + prompts, "prompts.jsonl:2: \"text\" prompts need a tokenizer");
-  refused("--prompt-tokens 1", "neither an llm.c checkpoint nor a Hugging Face directory",
+  refused("--prompt-tokens 1",
+          "neither an llm.c checkpoint, a Hugging Face directory nor a hybrid checkpoint",
           dir / "missing");
+  {
+    std::filesystem::create_directories(dir / "ckpt" / "step1");
+    std::ofstream(dir / "ckpt" / "step1" / "meta.json") << "{\"format\": 3}";
+  }
+  refused("--prompt-tokens 1", "meta.json", dir / "ckpt" / "step1");
 }
 
 }  // namespace

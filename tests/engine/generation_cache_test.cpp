@@ -99,6 +99,55 @@ TEST(GenerationCache, TheMemoryModelPredictsTheCacheExactly) {
     }
 }
 
+// hybrid_engine.release_inference_cache false (DeepSpeed's default): the cache
+// stays allocated after a call, the memory model's size for the largest call
+// so far; a call it holds reuses it, a larger one replaces it; true releases
+// it. The tokens are those of a cache per call.
+TEST(GenerationCache, TheHybridEngineBlockKeepsTheCacheBetweenCallsUnlessReleased) {
+  auto plain = engine_for("llama");
+  learn_the_rule(*plain, 4);
+  const auto weights = plain->gather_parameters();
+  const auto kept_engine = [&](bool release) {
+    nlohmann::json patch = {
+        {"train_micro_batch_size_per_gpu", 2},
+        {"hybrid", {{"model", model_of("llama")}}},
+        {"hybrid_engine", {{"enabled", true}, {"release_inference_cache", release}}}};
+    const auto cfg = test::tiny_config(patch);
+    auto e = initialize(cfg, make_model(cfg), test::quiet());
+    e->set_parameters(weights);
+    return e;
+  };
+  const auto held = [](Engine& e) {
+    return e.allocator().stats().current[size_t(MemCategory::kv_cache)];
+  };
+  const auto cache_of = [&](int rows, int max_tokens) {
+    engine::GenerationShape shape;
+    shape.rows = rows;
+    shape.max_tokens = max_tokens;
+    return engine::predict_kv_cache(plain->config().model, shape);
+  };
+  auto kept = kept_engine(false), released = kept_engine(true);
+  const std::vector<std::vector<int>> two = {kPrompts[0], kPrompts[1]};
+  EXPECT_EQ(kept->generate(kPrompts, greedy(8)).tokens,
+            plain->generate(kPrompts, greedy(8)).tokens);
+  EXPECT_EQ(held(*kept), cache_of(4, 9 + 8));
+  // A smaller call reuses it (rows of 17 positions, this call's 5 + 6 fit).
+  kept->allocator().reset_peaks();
+  EXPECT_EQ(kept->generate(two, greedy(6)).tokens, plain->generate(two, greedy(6)).tokens);
+  EXPECT_EQ(held(*kept), cache_of(4, 17));
+  EXPECT_EQ(kept->allocator().stats().peak[size_t(MemCategory::kv_cache)], cache_of(4, 17))
+      << "no second cache beside the kept one";
+  // A longer call replaces it with one holding both.
+  EXPECT_EQ(kept->generate(two, greedy(20)).tokens, plain->generate(two, greedy(20)).tokens);
+  EXPECT_EQ(held(*kept), cache_of(4, 5 + 20));
+  EXPECT_EQ(released->generate(kPrompts, greedy(8)).tokens,
+            plain->generate(kPrompts, greedy(8)).tokens);
+  EXPECT_EQ(held(*released), 0u);
+  // Training goes on beside the kept cache.
+  learn_the_rule(*kept, 1);
+  EXPECT_EQ(held(*kept), cache_of(4, 25));
+}
+
 // The last decode step's logits of every row, fp32 [rows, V].
 std::vector<float> last_logits(Engine& e, int rows) {
   auto& model = dynamic_cast<engine::DecoderStack&>(e.model());
