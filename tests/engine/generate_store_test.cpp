@@ -4,7 +4,8 @@
 // block size, and the rows it records; a generate run's stored latency
 // percentiles recomputed from the times it writes (NumPy's linear rule, written
 // out here); a bad --db (a folder, a store of a newer schema) or bad input
-// exits 2 naming it, with nothing written. No timing is asserted.
+// exits 2 naming it, with nothing written; weights that fail to load end the
+// run config_error. No timing is asserted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -201,6 +202,29 @@ TEST(GenerateStore, ABadDbOrBadInputExitsTwoAndWritesNothing) {
   refused("--bench --prompt-tokens 1 --db " + fresh, "--bench makes its own prompts");
   refused("--bench --repetitions 0", "--repetitions");
   EXPECT_FALSE(std::filesystem::exists(fresh));
+}
+
+// Weights found damaged only when they load (a Hugging Face directory's
+// safetensors, after its config.json passed): the run was created, and ends
+// config_error with the loader's message.
+TEST(GenerateStore, WeightsThatFailToLoadEndTheRunAsConfigError) {
+  test::TempDir dir;
+  const auto cfg = test::tiny_config();
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
+  const std::string hf = dir / "hf", db = dir / "runs.db";
+  e->model().write_weights(e->module_tree(), e->gather_parameters(), {"", hf});
+  for (const auto& f : std::filesystem::directory_iterator(hf))
+    if (f.path().extension() == ".safetensors") std::filesystem::resize_file(f.path(), 100);
+  const auto r =
+      generate_tool("--model " + hf + " --prompt-tokens 1 --max-new-tokens 2 --db " + db);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, profiler::RunStatus::config_error);
+  EXPECT_FALSE(runs[0].error.empty());
+  EXPECT_NE(r.output.find(runs[0].error), std::string::npos) << r.output;
+  EXPECT_TRUE(store.generations().empty());
 }
 
 }  // namespace
