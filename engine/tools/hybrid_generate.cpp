@@ -185,7 +185,8 @@ int run(const Options& o) {
   if (!o.json_out.empty())
     if (std::string why = base::why_not_writable_file(o.json_out); !why.empty())
       throw std::invalid_argument(fmt::format("--json {}: {}", o.json_out, why));
-  RunRecord record(o, stored);
+  const int batch = o.batch > 0 ? o.batch : o.bench ? 1 : int(prompts.size());
+  RunRecord record(o, stored, batch);
   try {
     auto engine = load_engine(o, stored);
     record.describe(*engine);

@@ -78,7 +78,8 @@ class RunRecord {
   // Opens the store (creating or migrating it) and creates the run. A store
   // that cannot be opened (a directory, not a run store, a newer schema)
   // throws std::invalid_argument naming --db, the store left as it was.
-  RunRecord(const Options& o, const engine::StoredModel& stored);
+  // `batch`: the rows generated together (the run's micro batch).
+  RunRecord(const Options& o, const engine::StoredModel& stored, int batch);
   ~RunRecord();
   void describe(Engine& e);  // device, backend, parameters
   void add(const profiler::GenerationRow& row);

@@ -31,14 +31,14 @@ nlohmann::json options_json(const Options& o, const engine::StoredModel& stored)
   return {{"hybrid-generate", j}, {"hybrid", {{"model", {{"type", stored.model.type}}}}}};
 }
 
-profiler::RunInfo run_info(const Options& o, const engine::StoredModel& stored) {
+profiler::RunInfo run_info(const Options& o, const engine::StoredModel& stored, int batch) {
   profiler::RunInfo info;
   info.name =
       !o.run_name.empty() ? o.run_name : (o.bench ? "hybrid-generate --bench" : "hybrid-generate");
   info.config_json = options_json(o, stored).dump();
   info.host = base::host_name();
   info.dtype = o.dtype;
-  info.micro_batch = o.batch;
+  info.micro_batch = batch;
   info.seq_len = stored.model.seq_len;
   info.hybrid_version = "0.1.0";
   return info;
@@ -46,14 +46,14 @@ profiler::RunInfo run_info(const Options& o, const engine::StoredModel& stored) 
 
 }  // namespace
 
-RunRecord::RunRecord(const Options& o, const engine::StoredModel& stored) {
+RunRecord::RunRecord(const Options& o, const engine::StoredModel& stored, int batch) {
   if (o.db.empty()) return;
   try {
     store_ = std::make_unique<profiler::RunStore>(o.db);
   } catch (const profiler::StoreError& e) {
     throw std::invalid_argument(fmt::format("--db {}: {}", o.db, e.what()));
   }
-  run_id_ = store_->create_run(run_info(o, stored));
+  run_id_ = store_->create_run(run_info(o, stored, batch));
 }
 
 RunRecord::~RunRecord() = default;

@@ -108,6 +108,7 @@ TEST(GenerateBench, MeanAndSdOfTheRepetitionsPrintedWrittenAndStored) {
   EXPECT_EQ(run.status, profiler::RunStatus::ok);
   EXPECT_EQ(run.name, "hybrid-generate --bench");
   EXPECT_EQ(run.backend, "cpu");
+  EXPECT_EQ(run.micro_batch, 2);
   EXPECT_GT(run.n_params, 0u);
 }
 
@@ -163,6 +164,7 @@ TEST(GenerateStore, AGenerateRunStoresThePercentilesOfItsTimes) {
   EXPECT_EQ(run.status, profiler::RunStatus::ok);
   EXPECT_EQ(run.dtype, "bf16");
   EXPECT_EQ(run.seq_len, 16);
+  EXPECT_EQ(run.micro_batch, 2);
   EXPECT_EQ(nlohmann::json::parse(run.summary_json)["new_tokens"], 27);
 }
 
