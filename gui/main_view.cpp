@@ -65,7 +65,8 @@ void add_options(CLI::App& cli, ViewArgs& a, std::optional<int64_t>& run,
       "render without interaction, write this PNG and exit (run under xvfb-run without a display)");
   cli.add_option(
       "--window", a.window,
-      "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, or all "
+      "window to screenshot: sweeps, overview, layers, timeline, collectives, gpu, compare, "
+      "generation, or all "
       "(one PNG each, named OUT_<window>.png)");
   cli.add_option("--frames", a.frames, "frames to render before the screenshot (default 4)")
       ->check(hybrid::base::between(1, 1000));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/cli_checks.h"
 #include "profiler/chrome_trace.h"
@@ -17,6 +18,7 @@
 #include "profiler/report_comm.h"
 #include "profiler/report_flops.h"
 #include "profiler/report_format.h"
+#include "profiler/report_generate.h"
 #include "profiler/report_gpu.h"
 #include "profiler/report_memory.h"
 #include "profiler/report_steps.h"
@@ -77,6 +79,19 @@ int print_report(const std::string& db, const std::string& kind, int64_t run,
   return 0;
 }
 
+// Every stored generation row, or one run's (which must exist).
+int print_generation_report(const std::string& db, std::optional<int64_t> run, bool json) {
+  RunStore store(db, OpenMode::read_only);
+  if (run) store.get_run(*run);
+  const auto rows = store.generations(run);
+  const auto runs = store.list_runs();
+  if (json)
+    std::cout << generation_report_json(runs, rows).dump(2) << "\n";
+  else
+    std::cout << generation_report(runs, rows);
+  return 0;
+}
+
 int export_trace(const std::string& db, int64_t run, const std::string& out,
                  const EventFilter& filter) {
   RunStore store(db, OpenMode::read_only);
@@ -126,12 +141,13 @@ struct Args {
 
 void add_report_command(CLI::App& app, Args& a) {
   a.report = app.add_subcommand("report", "print a report of one run");
-  a.report->add_option("kind", a.kind, "flops | comm | steps | memory | gpu")
+  a.report->add_option("kind", a.kind, "flops | comm | steps | memory | gpu | generate")
       ->required()
-      ->check(CLI::IsMember({"flops", "comm", "steps", "memory", "gpu"}));
-  a.report->add_flag("--json", a.json, "gpu: the per-rank breakdown as JSON");
+      ->check(CLI::IsMember({"flops", "comm", "steps", "memory", "gpu", "generate"}));
+  a.report->add_flag("--json", a.json, "gpu, generate: the figures as JSON");
   a.report->add_option("--db", a.db, "SQLite run store")->capture_default_str();
-  a.report->add_option("--run", a.run, "run id (see `hybrid-prof runs`)")->required();
+  a.report->add_option("--run", a.run,
+                       "run id (see `hybrid-prof runs`); generate: every run's rows without it");
   a.report
       ->add_option("--depth", a.flops.module_depth, "flops: deepest module level shown, -1 = all")
       ->capture_default_str();
@@ -193,6 +209,13 @@ int mark_stale(const std::string& db, double heartbeat) {
 int run(Args& a) {
   if (*a.runs) return list_runs(a.db);
   if (*a.report) {
+    const bool run_given = a.report->get_option("--run")->count() > 0;
+    if (a.kind == "generate")
+      return print_generation_report(a.db, run_given ? std::optional(a.run) : std::nullopt, a.json);
+    if (!run_given) {
+      std::cerr << "hybrid-prof: report " << a.kind << " needs --run ID (see hybrid-prof runs)\n";
+      return 1;
+    }
     if (a.step >= 0) a.flops.step = a.step;
     return print_report(a.db, a.kind, a.run, a.flops, a.json);
   }

@@ -1,10 +1,12 @@
-// The text names of run, sweep and trial statuses (as stored), both ways.
+// The text names of run, sweep and trial statuses and of generation kinds (as
+// stored), both ways.
 #include <fmt/format.h>
 
 #include <array>
 #include <stdexcept>
 #include <string>
 
+#include "profiler/generation_data.h"
 #include "profiler/profile_data.h"
 #include "profiler/sweep_data.h"
 
@@ -18,6 +20,7 @@ constexpr std::array<std::string_view, 4> kSweepStatus = {"running", "done", "fa
 constexpr std::array<std::string_view, 11> kTrialStatus = {
     "pending",      "running", "ok",           "oom",       "timeout", "crash",
     "config_error", "failed",  "node_failure", "cancelled", "diverged"};
+constexpr std::array<std::string_view, 3> kGenerationKind = {"generate", "bench", "rollout"};
 
 template <class Enum, size_t N>
 Enum parse(const std::array<std::string_view, N>& names, std::string_view s, const char* what) {
@@ -36,6 +39,7 @@ Enum parse(const std::array<std::string_view, N>& names, std::string_view s, con
 std::string_view to_string(RunStatus s) { return kRunStatus.at(size_t(s)); }
 std::string_view to_string(SweepStatus s) { return kSweepStatus.at(size_t(s)); }
 std::string_view to_string(TrialStatus s) { return kTrialStatus.at(size_t(s)); }
+std::string_view to_string(GenerationKind k) { return kGenerationKind.at(size_t(k)); }
 
 RunStatus parse_run_status(std::string_view s) {
   return parse<RunStatus>(kRunStatus, s, "run status");
@@ -45,6 +49,9 @@ SweepStatus parse_sweep_status(std::string_view s) {
 }
 TrialStatus parse_trial_status(std::string_view s) {
   return parse<TrialStatus>(kTrialStatus, s, "trial status");
+}
+GenerationKind parse_generation_kind(std::string_view s) {
+  return parse<GenerationKind>(kGenerationKind, s, "generation kind");
 }
 
 }  // namespace hybrid::profiler

@@ -51,7 +51,9 @@ bool Database::refresh(bool force) {
       trials.push_back(store_->trials(s.id));
       pruned.push_back(store_->pruned(s.id));
     }
+    auto generations = store_->generations();
     runs_ = std::move(runs);
+    generations_ = std::move(generations);
     sweeps_ = std::move(sweeps);
     trials_ = std::move(trials);
     pruned_ = std::move(pruned);

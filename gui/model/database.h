@@ -39,7 +39,7 @@ class Database {
   // Why the database could not be opened or read; empty when all is well.
   const std::string& error() const { return error_; }
 
-  // Re-reads the lists (runs, sweeps, trials, pruned candidates) when a writer
+  // Re-reads the lists (runs, sweeps, trials, pruned candidates, generation rows) when a writer
   // committed since the last refresh (SQLite's data_version: exact, where a
   // file's mtime and size can miss a commit within one clock tick), or always
   // when `force`. Returns true when the lists were re-read. A read error sets
@@ -52,6 +52,8 @@ class Database {
   const std::vector<profiler::TrialRow>& trials(int64_t sweep_id) const;
   const std::vector<profiler::PrunedCandidate>& pruned(int64_t sweep_id) const;
   const profiler::RunInfo* find_run(int64_t run_id) const;
+  // Every run's generation rows (profiler/generation_data.h), by run.
+  const std::vector<profiler::GenerationRow>& generations() const { return generations_; }
 
   // Reads one run; nullopt (and error() set) when it cannot be read.
   std::optional<RunData> load_run(int64_t run_id, bool with_events = true);
@@ -68,6 +70,7 @@ class Database {
   std::vector<profiler::SweepInfo> sweeps_;
   std::vector<std::vector<profiler::TrialRow>> trials_;  // parallel to sweeps_
   std::vector<std::vector<profiler::PrunedCandidate>> pruned_;
+  std::vector<profiler::GenerationRow> generations_;
 };
 
 }  // namespace hybrid::gui

@@ -29,6 +29,8 @@ std::string_view window_name(WindowId w) {
       return "gpu";
     case WindowId::compare:
       return "compare";
+    case WindowId::generation:
+      return "generation";
   }
   return "?";
 }
@@ -38,7 +40,7 @@ WindowId parse_window(std::string_view name) {
     if (window_name(w) == name) return w;
   throw std::invalid_argument(fmt::format(
       "--window: unknown window '{}' (one of sweeps, overview, layers, timeline, collectives, "
-      "gpu, compare, all)",
+      "gpu, compare, generation, all)",
       name));
 }
 
@@ -225,6 +227,35 @@ void App::draw_error_panel() {
       "hybrid-tune) read-only and never modifies them. Enter another path above.");
 }
 
+void App::draw_window(WindowId w) {
+  switch (w) {
+    case WindowId::sweeps:
+      sweeps_->draw(*this);
+      break;
+    case WindowId::overview:
+      draw_overview_window(*this);
+      break;
+    case WindowId::layers:
+      layers_->draw(*this);
+      break;
+    case WindowId::timeline:
+      timeline_->draw(*this);
+      break;
+    case WindowId::collectives:
+      draw_collectives_window(*this);
+      break;
+    case WindowId::gpu:
+      gpu_->draw(*this);
+      break;
+    case WindowId::compare:
+      draw_compare_window(*this);
+      break;
+    case WindowId::generation:
+      draw_generation_window(*this);
+      break;
+  }
+}
+
 void App::frame() {
   poll();
   const ImGuiViewport* vp = ImGui::GetMainViewport();
@@ -247,34 +278,12 @@ void App::frame() {
     for (WindowId w : kAllWindows) {
       static const char* titles[] = {"Sweeps & trials", "Run overview", "Layer breakdown",
                                      "Step timeline",   "Collectives",  "GPU",
-                                     "Compare"};
+                                     "Compare",         "Generation"};
       ImGuiTabItemFlags flags = 0;
       if (pending_window_ == w) flags |= ImGuiTabItemFlags_SetSelected;
       if (!ImGui::BeginTabItem(titles[int(w)], nullptr, flags)) continue;
       ImGui::BeginChild("##content", ImVec2(0, 0), false);
-      switch (w) {
-        case WindowId::sweeps:
-          sweeps_->draw(*this);
-          break;
-        case WindowId::overview:
-          draw_overview_window(*this);
-          break;
-        case WindowId::layers:
-          layers_->draw(*this);
-          break;
-        case WindowId::timeline:
-          timeline_->draw(*this);
-          break;
-        case WindowId::collectives:
-          draw_collectives_window(*this);
-          break;
-        case WindowId::gpu:
-          gpu_->draw(*this);
-          break;
-        case WindowId::compare:
-          draw_compare_window(*this);
-          break;
-      }
+      draw_window(w);
       ImGui::EndChild();
       ImGui::EndTabItem();
     }

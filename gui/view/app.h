@@ -23,10 +23,10 @@
 
 namespace hybrid::gui {
 
-enum class WindowId { sweeps, overview, layers, timeline, collectives, gpu, compare };
+enum class WindowId { sweeps, overview, layers, timeline, collectives, gpu, compare, generation };
 inline constexpr WindowId kAllWindows[] = {
-    WindowId::sweeps,      WindowId::overview, WindowId::layers, WindowId::timeline,
-    WindowId::collectives, WindowId::gpu,      WindowId::compare};
+    WindowId::sweeps,      WindowId::overview, WindowId::layers,  WindowId::timeline,
+    WindowId::collectives, WindowId::gpu,      WindowId::compare, WindowId::generation};
 std::string_view window_name(WindowId w);  // "layers", ...
 // Accepts the names above; throws std::invalid_argument listing them otherwise.
 WindowId parse_window(std::string_view name);
@@ -87,6 +87,7 @@ class App {
   void poll();
   void draw_top_bar();
   void draw_error_panel();
+  void draw_window(WindowId w);  // one tab's content
   std::unique_ptr<RunView> load(int64_t run_id);
   bool find_or_report(int64_t run_id);  // false, with the error, for a run not in the store
   std::optional<int64_t> default_run() const;
@@ -110,5 +111,6 @@ class App {
 void draw_overview_window(App& app);
 void draw_collectives_window(App& app);
 void draw_compare_window(App& app);
+void draw_generation_window(App& app);
 
 }  // namespace hybrid::gui

@@ -15,17 +15,19 @@
 
 #include "profiler/columns.h"
 #include "profiler/event.h"
+#include "profiler/generation_columns.h"
 #include "profiler/profile_columns.h"
 #include "profiler/store/connection.h"
 #include "profiler/sweep_columns.h"
 
 namespace hybrid::profiler::store {
 
-// Status enums are kept as their names; every other value as it is (a
+// Status enums and generation kinds are kept as their names; every other value as it is (a
 // Category as its number).
 inline std::string_view sql_value(RunStatus s) { return to_string(s); }
 inline std::string_view sql_value(SweepStatus s) { return to_string(s); }
 inline std::string_view sql_value(TrialStatus s) { return to_string(s); }
+inline std::string_view sql_value(GenerationKind k) { return to_string(k); }
 template <class T>
 const T& sql_value(const T& v) {
   return v;
@@ -58,6 +60,8 @@ T read_value(const Statement& st, int col) {
     return parse_sweep_status(st.text(col));
   } else if constexpr (std::is_same_v<T, TrialStatus>) {
     return parse_trial_status(st.text(col));
+  } else if constexpr (std::is_same_v<T, GenerationKind>) {
+    return parse_generation_kind(st.text(col));
   } else if constexpr (std::is_unsigned_v<T>) {
     return T(st.u64(col));
   } else {

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/generation_data.h"
 #include "profiler/profile_data.h"
 #include "profiler/store/store_error.h"
 #include "profiler/sweep_data.h"
@@ -128,6 +129,14 @@ class RunStore {
   int64_t event_count(int64_t run_id);
   // All of the above but events, from one snapshot; throws when the run is missing.
   RunProfile load_profile(int64_t run_id);
+
+  // --- generation runs (profiler/generation_data.h) -------------------------
+  // Stores `row` (its id and run_id ignored) under run `run_id`, which must
+  // exist, and counts as a heartbeat; returns the row's id. A row that
+  // generation_row_error refuses throws std::invalid_argument with its text.
+  int64_t add_generation(int64_t run_id, const GenerationRow& row);
+  // Run `run_id`'s rows, or every run's when it is empty: by run, then as added.
+  std::vector<GenerationRow> generations(std::optional<int64_t> run_id = std::nullopt);
 
   // --- autotuner ----------------------------------------------------------
   int64_t create_sweep(const SweepInfo& info);

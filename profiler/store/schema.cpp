@@ -27,6 +27,7 @@ const std::array<Migration, kSchemaVersion>& all_migrations() {
       {8, "collective statistics per communicator group; pipeline stage per rank; bubble per step",
        kSchemaV8},
       {9, "run status diverged", schema_v9()},
+      {10, "generation runs: latency percentiles, tokens/s, rollout breakdown", kSchemaV10},
   }};
   return kMigrations;
 }

@@ -11,7 +11,7 @@ namespace hybrid::profiler::store {
 
 class Connection;
 
-constexpr int kSchemaVersion = 9;
+constexpr int kSchemaVersion = 10;
 constexpr int32_t kApplicationId = 0x48594252;  // "HYBR": PRAGMA application_id of our files
 
 struct Migration {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "tests/gui/generation_db.h"
 #include "tests/gui/imported_db.h"
 #include "tests/gui/sweep_db.h"
 #include "tests/gui/xvfb_display.h"
@@ -28,8 +29,8 @@ const std::string kViewer = std::string(HYBRID_BINARY_DIR) + "/gui/hybrid-view";
 std::string on_display(const std::string& command) {
   return test::xvfb_display().env_prefix() + command;
 }
-const char* kWindows[] = {"sweeps",      "overview", "layers", "timeline",
-                          "collectives", "gpu",      "compare"};
+const char* kWindows[] = {"sweeps",      "overview", "layers",  "timeline",
+                          "collectives", "gpu",      "compare", "generation"};
 
 struct Image {
   int w = 0, h = 0;
@@ -74,6 +75,29 @@ size_t count_pixels(const std::filesystem::path& p, Match match) {
 
 size_t count_colour(const std::filesystem::path& p, int r, int g, int b) {
   return count_pixels(p, [&](int x, int y, int z) { return x == r && y == g && z == b; });
+}
+
+// The bars of colour (r, g, b), top to bottom: each the widest run of that
+// colour over the pixel rows it spans.
+std::vector<int> bar_lengths(const std::filesystem::path& p, int r, int g, int b) {
+  int w = 0, h = 0, n = 0;
+  unsigned char* px = stbi_load(p.c_str(), &w, &h, &n, 3);
+  if (!px) return {};
+  std::vector<int> bars;
+  bool in_bar = false;
+  for (int y = 0; y < h; ++y) {
+    int widest = 0, run = 0;
+    for (int x = 0; x < w; ++x) {
+      const unsigned char* c = px + 3 * (size_t(y) * size_t(w) + size_t(x));
+      run = c[0] == r && c[1] == g && c[2] == b ? run + 1 : 0;
+      widest = std::max(widest, run);
+    }
+    if (widest > 3 && !in_bar) bars.push_back(0);
+    if (widest > 3) bars.back() = std::max(bars.back(), widest);
+    in_bar = widest > 3;
+  }
+  stbi_image_free(px);
+  return bars;
 }
 
 void keep(const std::filesystem::path& png) {
@@ -181,6 +205,44 @@ TEST_F(Screenshots, ImportedPyTorchTrace) {
       });
   EXPECT_GT(kernels, 2000u);
   EXPECT_EQ(test::file_checksum(imported.path), before);
+}
+
+// The Generation window of a store with generation rows: its tpot p50 bars
+// (gui/view/window_generation.cpp's colour) in proportion to the stored
+// figures, none where the store has no rows; the file unchanged.
+TEST_F(Screenshots, GenerationWindowDrawsTheStoredRowsAsBars) {
+  TempDir out;
+  const auto db = out / "gen.db";
+  const auto ids = test::write_generation_db(db);
+  profiler::test::exec_sql(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  const uint64_t before = test::file_checksum(db);
+  const auto png = out / "generation.png";
+  const auto r =
+      run_command(on_display(kViewer) + " " + db + " --run " + std::to_string(ids.rollout_run) +
+                  " --screenshot " + png + " --window generation --size 1280x800");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Image img = load_png(png);
+  EXPECT_EQ(img.w, 1280);
+  EXPECT_GT(img.luma_stddev, kMinStddev);
+  keep(png);
+  // Six rows, five with a decode step: their p50 bars (20, 10, 30, 35 and 40 ms,
+  // tests/gui/generation_db.h) in proportion, on one scale.
+  const std::vector<int> bars = bar_lengths(png, 76, 139, 214);
+  ASSERT_EQ(bars.size(), 5u);
+  const double tpot_p50[] = {20, 10, 30, 35, 40};
+  for (size_t i = 0; i < bars.size(); ++i)
+    EXPECT_NEAR(double(bars[i]) / bars[4], tpot_p50[i] / tpot_p50[4], 0.01) << i;
+  EXPECT_GT(bars[4], 200);
+  const size_t p50 = count_colour(png, 76, 139, 214);
+  EXPECT_EQ(test::file_checksum(db), before);
+
+  const auto empty = out / "empty.db";
+  { profiler::RunStore store(empty); }
+  const auto none_png = out / "generation_none.png";
+  const auto none = run_command(on_display(kViewer) + " " + empty + " --screenshot " + none_png +
+                                " --window generation");
+  ASSERT_EQ(none.status, 0) << none.output;
+  EXPECT_LT(count_colour(none_png, 76, 139, 214), p50 / 10);
 }
 
 TEST_F(Screenshots, OneWindowAtAnotherSize) {

@@ -107,6 +107,80 @@ TEST_F(HybridProf, ReportsCarryTheStoredNumbers) {
   EXPECT_NE(memory.out.find("3.10 GiB"), std::string::npos) << memory.out;
 }
 
+// report generate: every run's generation rows, or one run's, as text and as
+// JSON, with the rollout breakdown as its own table only when a row has one.
+TEST_F(HybridProf, GenerateReportListsTheStoredRows) {
+  const Result none = prof("report generate --db " + db_);
+  EXPECT_EQ(none.rc, 0) << none.out;
+  EXPECT_NE(none.out.find("no generation rows recorded"), std::string::npos) << none.out;
+  int64_t bench_run = 0, rollout_run = 0;
+  {
+    RunStore store(db_);
+    RunInfo info;
+    info.name = "hybrid-generate --bench";
+    bench_run = store.create_run(info);
+    GenerationRow b;
+    b.kind = GenerationKind::bench;
+    b.test = "tg128";
+    b.model = "gpt2 124.44 M";
+    b.dtype = "bf16";
+    b.prompts = 1;
+    b.prompt_tokens = 1;
+    b.new_tokens = 129;
+    b.repetitions = 5;
+    b.ttft_ms = LatencyPercentiles{4.25, 4.5, 4.75};
+    b.tpot_ms = LatencyPercentiles{21.125, 22.5, 30.0};
+    b.tokens_per_s = 46.75;
+    b.tokens_per_s_sd = 1.25;
+    store.add_generation(bench_run, b);
+    info.name = "rollout";
+    rollout_run = store.create_run(info);
+    GenerationRow r;
+    r.kind = GenerationKind::rollout;
+    r.batch = 8;
+    r.prompts = 8;
+    r.new_tokens = 512;
+    r.tokens_per_s = 300.5;
+    r.step = 7;
+    r.e2e_ms = 2000.5;
+    r.gather_ms = 12.25;
+    r.generate_ms = 1700;
+    r.train_ms = 250;
+    r.other_ms = 38.25;
+    r.samples_per_s = 4.0;
+    store.add_generation(rollout_run, r);
+  }
+  const Result all = prof("report generate --db " + db_);
+  EXPECT_EQ(all.rc, 0) << all.out;
+  for (const char* cell :
+       {"hybrid-generate --bench", "tg128", "gpt2 124.44 M", "21.125", "30.000", "46.75 ± 1.25",
+        "rollout", "300.50", "rollout breakdown", "2000.500", "12.250", "38.250", "4.00"})
+    EXPECT_NE(all.out.find(cell), std::string::npos) << cell << "\n" << all.out;
+  const Result one = prof("report generate --db " + db_ + " --run " + std::to_string(bench_run));
+  EXPECT_EQ(one.rc, 0) << one.out;
+  EXPECT_NE(one.out.find("tg128"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("rollout"), std::string::npos) << "only run " << bench_run << one.out;
+  const Result json = prof("report generate --json --db " + db_);
+  ASSERT_EQ(json.rc, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out).at("generations");
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["run_id"], bench_run);
+  EXPECT_EQ(j[0]["test"], "tg128");
+  EXPECT_EQ(j[0]["tpot_ms"]["p50"], 21.125);
+  EXPECT_EQ(j[0]["tokens_per_s_sd"], 1.25);
+  EXPECT_TRUE(j[0]["e2e_ms"].is_null());
+  EXPECT_EQ(j[1]["kind"], "rollout");
+  EXPECT_EQ(j[1]["step"], 7);
+  EXPECT_EQ(j[1]["other_ms"], 38.25);
+  EXPECT_TRUE(j[1]["ttft_ms"].is_null());
+  const Result missing = prof("report generate --db " + db_ + " --run 999");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(missing.out.find("run 999 not found"), std::string::npos) << missing.out;
+  const Result no_run = prof("report steps --db " + db_);
+  EXPECT_EQ(no_run.rc, 1);
+  EXPECT_NE(no_run.out.find("report steps needs --run"), std::string::npos) << no_run.out;
+}
+
 TEST_F(HybridProf, ExportsAParsableTrace) {
   const auto out = dir_ / "trace.json";
   const Result r = prof("export-trace " + run_args() + " -o " + out);

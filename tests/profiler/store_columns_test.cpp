@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "profiler/generation_columns.h"
 #include "profiler/profile_columns.h"
 #include "profiler/store/run_store.h"
 #include "profiler/sweep_columns.h"
@@ -30,7 +31,8 @@ std::string sql_type() {
   if constexpr (is_optional<T>)
     return sql_type<typename T::value_type>();
   else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, RunStatus> ||
-                     std::is_same_v<T, SweepStatus> || std::is_same_v<T, TrialStatus>)
+                     std::is_same_v<T, SweepStatus> || std::is_same_v<T, TrialStatus> ||
+                     std::is_same_v<T, GenerationKind>)
     return "TEXT";
   else if constexpr (std::is_floating_point_v<T>)
     return "REAL";
@@ -104,6 +106,7 @@ TEST(StoreColumns, EveryTableDescribesItsStoredColumnsExactly) {
   expect_table_matches_store<PrunedCandidate>(db, {"sweep_id"});
   expect_table_matches_store<ProbeResult>(db, {"id"});
   expect_table_matches_store<BandwidthSample>(db, {"probe_id"});
+  expect_table_matches_store<GenerationRow>(db, {"id", "run_id"});
 }
 
 // Every table the store holds is one of the above (event names aside: the
@@ -116,7 +119,7 @@ TEST(StoreColumns, EveryStoredTableHasAColumnTable) {
   const auto add = [&]<class... Row>() { (described.insert(columns::Table<Row>::name), ...); };
   add.operator()<RunInfo, RankInfo, StepRow, StepRankRow, StepTimerRow, ModuleInfo, LayerStat,
                  CommStatRow, MemoryRow, GpuRankTimeline, Event, SweepInfo, TrialRow, TieBreak,
-                 PrunedCandidate, ProbeResult, BandwidthSample>();
+                 PrunedCandidate, ProbeResult, BandwidthSample, GenerationRow>();
   described.insert("event_names");
   std::istringstream names(test::query_sql(
       db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"));

@@ -53,15 +53,15 @@ TEST(StoreSchema, FreshDatabaseIsCurrentWalWithOurApplicationId) {
   const auto db = dir / "sub/dir/fresh.db";  // directories are created
   RunStore store(db);
   EXPECT_EQ(store.opened_schema_version(), 0);
-  EXPECT_EQ(RunStore::schema_version(), 9);
-  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RunStore::schema_version(), 10);
+  EXPECT_EQ(query_sql(db, "PRAGMA user_version"), "10");
   EXPECT_EQ(query_sql(db, "PRAGMA application_id"), std::to_string(0x48594252));
   EXPECT_EQ(query_sql(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(store.integrity_check(), "ok");
   // Reopening changes nothing.
   const std::string before = schema_of(db);
   RunStore again(db);
-  EXPECT_EQ(again.opened_schema_version(), 9);
+  EXPECT_EQ(again.opened_schema_version(), 10);
   EXPECT_EQ(schema_of(db), before);
 }
 
@@ -352,6 +352,54 @@ TEST(StoreSchema, V8RunsMigrateToV9WithEveryRowPointingAtThemAndTakeStatusDiverg
   EXPECT_THROW(exec_sql(db, "UPDATE trials SET status = 'exploded'"), std::exception);
   // Foreign keys are on again: a step of a run that does not exist is refused.
   EXPECT_THROW(store.add_steps(999, store.steps(4)), std::exception);
+}
+
+// v9 -> v10 adds the generations table: a v9 file's runs (a training run with
+// its steps, a trial pointing at it) keep every row, and a generation row can
+// then be stored under an old run and read back; the table's CHECKs hold.
+TEST(StoreSchema, V9RunsMigrateToV10AndTakeGenerationRows) {
+  TempDir dir;
+  const auto db = old_store(
+      dir, 9,
+      run_4_of_two_ranks("v9 run", "diverged") +
+          "INSERT INTO steps VALUES (4, 0, 10.5, 0.001, 1.0, 0, 2.0, 100.0, 5000.0, 1e12);"
+          "INSERT INTO sweeps (id, name, metric, status, created_at) "
+          "VALUES (2, 'sweep', 'latency_ms', 'done', 1700000000.0);"
+          "INSERT INTO trials (sweep_id, key, status, run_id, created_at, updated_at) "
+          "VALUES (2, 'mbs=1', 'diverged', 4, 1700000000.0, 1700000002.0);");
+  EXPECT_EQ(query_sql(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'generations'"), "0");
+  RunStore store(db);
+  EXPECT_EQ(store.opened_schema_version(), 9);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_EQ(store.get_run(4).status, RunStatus::diverged);
+  EXPECT_EQ(store.get_run(4).name, "v9 run");
+  EXPECT_EQ(store.ranks(4).size(), 1u);
+  ASSERT_EQ(store.steps(4).size(), 1u);
+  EXPECT_EQ(store.steps(4)[0].loss, 10.5);
+  EXPECT_EQ(store.find_trial(2, "mbs=1")->run_id, 4);
+  EXPECT_TRUE(store.generations().empty());
+
+  GenerationRow row;
+  row.kind = GenerationKind::rollout;
+  row.model = "gpt2 124.44 M";
+  row.dtype = "bf16";
+  row.batch = 8;
+  row.prompts = 8;
+  row.prompt_tokens = 64;
+  row.new_tokens = 512;
+  row.tpot_ms = LatencyPercentiles{20.0, 25.0, 31.0};
+  row.tokens_per_s = 390.5;
+  row.e2e_ms = 2000;
+  row.step = 3;
+  row.id = store.add_generation(4, row);
+  row.run_id = 4;
+  const auto got = store.generations(4);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], row);
+  EXPECT_THROW(exec_sql(db, "UPDATE generations SET kind = 'train'"), std::exception);
+  EXPECT_THROW(exec_sql(db, "UPDATE generations SET batch = 0"), std::exception);
+  EXPECT_THROW(exec_sql(db, "UPDATE generations SET test = 'pp512'"), std::exception);
+  EXPECT_EQ(store.generations(4).at(0), row);
 }
 
 TEST(StoreSchema, ReadOnlyRefusesAnOlderVersionInsteadOfMigrating) {
