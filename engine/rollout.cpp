@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/data/data_file_error.h"
@@ -64,6 +65,27 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"tokens", tokens}};
 }
 
+profiler::GenerationRow RolloutBreakdown::row(const std::string& model,
+                                              const std::string& dtype) const {
+  profiler::GenerationRow r;
+  r.kind = profiler::GenerationKind::rollout;
+  r.model = model;
+  r.dtype = dtype;
+  r.batch = std::max(batch, 1);
+  r.prompts = int(samples);
+  r.prompt_tokens = prompt_tokens;
+  r.new_tokens = new_tokens;
+  r.ttft_ms = profiler::latency_percentiles(ttft_ms);
+  r.tpot_ms = profiler::latency_percentiles(tpot_ms);
+  const double generating_s = seconds(gather_ms + generate_ms);
+  r.tokens_per_s = generating_s > 0 ? double(new_tokens) / generating_s : 0.0;
+  r.e2e_ms = e2e_ms, r.gather_ms = gather_ms, r.generate_ms = generate_ms;
+  r.train_ms = train_ms, r.other_ms = other_ms;
+  r.samples_per_s = samples_per_s;
+  r.step = step;
+  return r;
+}
+
 Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), engine_(e) {
   if (!enabled()) return;
   if (cfg.parallel.pipeline_stages > 1)
@@ -79,6 +101,7 @@ Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), en
   if (std::string why = e.generation_refusal(all, params_of(cfg_)); !why.empty())
     throw ConfigError(fmt::format("config: hybrid.rollout.prompts {}: {}", cfg_.prompts, why));
   prompts_ = share_of(all, e.data_parallel_rank(), e.data_parallel_size(), cfg_.prompts);
+  for (const auto& p : all) prompt_tokens_ += int64_t(p.size());
 }
 
 void Rollouts::start() {
@@ -103,7 +126,9 @@ RolloutBreakdown Rollouts::run(int64_t step) {
   total_e2e_ms_ += b.e2e_ms;
   b.samples_per_s = double(b.samples) / seconds(b.e2e_ms);
   b.avg_samples_per_s = double(b.samples) * double(iterations_) / seconds(total_e2e_ms_);
-  if (engine_.rank() == 0) b.tokens = g.tokens;
+  b.batch = int(prompts_.size());
+  b.prompt_tokens = prompt_tokens_;
+  if (engine_.rank() == 0) b.tokens = g.tokens, b.ttft_ms = g.ttft_ms, b.tpot_ms = g.tpot_ms;
   start();
   return b;
 }

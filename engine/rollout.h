@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/config/config.h"
+#include "profiler/generation_data.h"
 
 namespace hybrid {
 
@@ -26,6 +27,9 @@ struct RolloutBreakdown {
   double samples_per_s = 0;              // this iteration's
   double avg_samples_per_s = 0;          // over the iterations so far
   std::vector<std::vector<int>> tokens;  // rank 0's: its prompts' new tokens
+  int batch = 0;                         // rows each rank decodes together
+  int64_t prompt_tokens = 0;             // over all ranks' prompts
+  std::vector<double> ttft_ms, tpot_ms;  // rank 0's (GenerationResult)
 
   // DeepSpeed's hybrid-engine line: |E2E latency=4.78s |Gather latency=0.00s (0.00%)
   // |Generate time=1.74s (36.47%) |Training time=2.82s (59.05%) |Others=0.21 (4.48%)
@@ -33,6 +37,9 @@ struct RolloutBreakdown {
   // E2E latency (DeepSpeed's Others also holds the gather).
   std::string line() const;
   nlohmann::json to_json() const;
+  // Its `rollout` row of the run store's generations table; `model` labels the
+  // model ("gpt2 124.44 M"), `dtype` the compute dtype.
+  profiler::GenerationRow row(const std::string& model, const std::string& dtype) const;
 };
 
 class Rollouts {
@@ -55,6 +62,7 @@ class Rollouts {
   const engine::RolloutConfig& cfg_;
   Engine& engine_;
   std::vector<std::vector<int>> prompts_;  // this rank's
+  int64_t prompt_tokens_ = 0;              // over the whole file
   Clock::time_point iteration_start_;
   double train_ms_ = 0, total_e2e_ms_ = 0;
   int64_t iterations_ = 0;

@@ -163,6 +163,10 @@ void RunRecorder::on_step(const StepRecord& s) {
   if (store_ && rows_.step_ranks.size() >= 10) flush_steps();
 }
 
+void RunRecorder::on_rollout(const profiler::GenerationRow& row) {
+  if (store_ && rank_ == 0) store_->add_generation(run_id_, row);
+}
+
 void RunRecorder::flush_steps() {
   if (!store_) return;
   if (!steps_.empty()) store_->add_steps(run_id_, steps_);

@@ -17,6 +17,7 @@
 #include "engine/profile_window.h"
 #include "engine/step_record.h"
 #include "engine/train_summary.h"
+#include "profiler/generation_data.h"
 #include "profiler/profile_data.h"
 #include "profiler/rank_rows.h"
 
@@ -38,6 +39,8 @@ class RunRecorder {
   // Collective: shares the run id, registers this rank, writes the module tree.
   void attach(Engine& engine, const ProfileWindow& window);
   void on_step(const StepRecord& step);
+  // A hybrid.rollout's row (rank 0 writes it).
+  void on_rollout(const profiler::GenerationRow& row);
   // Collective: layer stats, events, comm stats, memory; reports; finishes the run.
   void finish(const TrainSummary& summary);
   // After a failure (not collective): marks the run with the summary's status.

@@ -258,6 +258,10 @@ void rollout_after(Loop& l, Rollouts& rollouts, TrainSummary& out, int64_t step)
                     b.samples));
   l.say(b.line());
   out.rollouts.push_back(b.to_json());
+  const auto& m = l.cfg.model;
+  l.recorder.on_rollout(
+      b.row(fmt::format("{} {}", m.type, base::format_count(double(l.engine.param_count()))),
+            std::string(kernels::dtype_name(l.cfg.param_dtype()))));
 }
 
 void run_loop(Loop& l, Rollouts& rollouts, TrainSummary& out) {

@@ -78,9 +78,10 @@ TEST(GenerateTool, ReadsOurCheckpointWhateverLayoutSavedIt) {
                                      out);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     std::vector<std::vector<int>> t;
-    if (r.exit_code == 0)
-      for (const auto& s : test::read_json(out).at("sequences"))
-        t.push_back(s.at("tokens").get<std::vector<int>>());
+    if (r.exit_code != 0) return t;
+    const nlohmann::json written = test::read_json(out);
+    for (const auto& s : written.at("sequences"))
+      t.push_back(s.at("tokens").get<std::vector<int>>());
     return t;
   };
   const auto want = tokens(dir / "tp.bin");
@@ -125,11 +126,10 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
   refused("--prompt-tokens 1",
           "neither an llm.c checkpoint, a Hugging Face directory nor a hybrid checkpoint",
           dir / "missing");
-  {
-    std::filesystem::create_directories(dir / "ckpt" / "step1");
-    std::ofstream(dir / "ckpt" / "step1" / "meta.json") << "{\"format\": 3}";
-  }
-  refused("--prompt-tokens 1", "meta.json", dir / "ckpt" / "step1");
+  const std::string tag_folder = dir / "ckpt/step1";
+  std::filesystem::create_directories(tag_folder);
+  std::ofstream(tag_folder + "/meta.json") << "{\"format\": 3}";
+  refused("--prompt-tokens 1", "meta.json", tag_folder);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "engine_test_util.h"
+#include "profiler/store/run_store.h"
 
 namespace hybrid {
 namespace {
@@ -34,8 +35,9 @@ nlohmann::json rollout_patch(const std::string& prompts, int every = 2) {
 
 TEST(Rollout, ZeroStage3OnTwoRanksPrintsAndReportsTheBreakdownEveryNSteps) {
   test::TempDir dir;
+  const std::string db = dir / "runs.db";
   const auto run = test::run_hybrid_train(dir, "rl", 2, rollout_patch(write_prompts(dir, kPrompts)),
-                                          "--steps 4");
+                                          "--steps 4 --db " + db);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::regex line(
       R"(\|E2E latency=(\d+\.\d\d)s \|Gather latency=(\d+\.\d\d)s \((\d+\.\d\d)%\) )"
@@ -70,6 +72,32 @@ TEST(Rollout, ZeroStage3OnTwoRanksPrintsAndReportsTheBreakdownEveryNSteps) {
     for (size_t f = 0; f < 7; ++f)
       EXPECT_NEAR(std::stod(m[int(f) + 1]), fields[f] / 1e3, 0.0051) << "field " << f + 1;
     EXPECT_NEAR(std::stod(m[10]), double(r.at("samples_per_s")), 0.0051);
+  }
+  // The run store holds each rollout's row: the figures the result reports.
+  profiler::RunStore store(db);
+  const auto rows = store.generations(run.result.at("run_id").get<int64_t>());
+  ASSERT_EQ(rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& r = rows[i];
+    const auto& want = rollouts[i];
+    EXPECT_EQ(r.kind, profiler::GenerationKind::rollout);
+    EXPECT_EQ(r.step, want.at("step").get<int64_t>());
+    EXPECT_EQ(r.prompts, 4);
+    EXPECT_EQ(r.batch, 2) << "two prompts a rank";
+    EXPECT_EQ(r.prompt_tokens, 3 + 1 + 5 + 2);
+    EXPECT_EQ(r.new_tokens, 24);
+    using Row = profiler::GenerationRow;
+    const std::pair<const char*, std::optional<double> Row::*> times[] = {
+        {"e2e_ms", &Row::e2e_ms},           {"gather_ms", &Row::gather_ms},
+        {"generate_ms", &Row::generate_ms}, {"train_ms", &Row::train_ms},
+        {"other_ms", &Row::other_ms},       {"samples_per_s", &Row::samples_per_s}};
+    for (const auto& [key, field] : times) {
+      ASSERT_TRUE((r.*field).has_value()) << key;
+      EXPECT_DOUBLE_EQ(*(r.*field), want.at(key).get<double>()) << key;
+    }
+    ASSERT_TRUE(r.tpot_ms.has_value());
+    EXPECT_LE(r.tpot_ms->p50, r.tpot_ms->p99);
+    EXPECT_EQ(r.model.rfind("gpt2 ", 0), 0u) << r.model;
   }
   // Rank 0 generated from prompts 0 and 2 (prompt i goes to rank i mod 2): at
   // step 4, the exported final weights' tokens.
