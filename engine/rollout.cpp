@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/units.h"
 #include "engine/data/data_file_error.h"
 #include "engine/engine.h"
 #include "engine/generate/prompts.h"
@@ -65,24 +66,29 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"tokens", tokens}};
 }
 
-profiler::GenerationRow RolloutBreakdown::row(const std::string& model,
-                                              const std::string& dtype) const {
+std::vector<std::string> RolloutBreakdown::lines() const {
+  return {
+      fmt::format("rollout after step {}: {} new tokens for {} prompts", step, new_tokens, samples),
+      line()};
+}
+
+profiler::GenerationRow Rollouts::row(const RolloutBreakdown& b) const {
   profiler::GenerationRow r;
   r.kind = profiler::GenerationKind::rollout;
-  r.model = model;
-  r.dtype = dtype;
-  r.batch = std::max(batch, 1);
-  r.prompts = int(samples);
-  r.prompt_tokens = prompt_tokens;
-  r.new_tokens = new_tokens;
-  r.ttft_ms = profiler::latency_percentiles(ttft_ms);
-  r.tpot_ms = profiler::latency_percentiles(tpot_ms);
-  const double generating_s = seconds(gather_ms + generate_ms);
-  r.tokens_per_s = generating_s > 0 ? double(new_tokens) / generating_s : 0.0;
-  r.e2e_ms = e2e_ms, r.gather_ms = gather_ms, r.generate_ms = generate_ms;
-  r.train_ms = train_ms, r.other_ms = other_ms;
-  r.samples_per_s = samples_per_s;
-  r.step = step;
+  r.model = model_label_;
+  r.dtype = dtype_;
+  r.batch = std::max(b.batch, 1);
+  r.prompts = int(b.samples);
+  r.prompt_tokens = b.prompt_tokens;
+  r.new_tokens = b.new_tokens;
+  r.ttft_ms = profiler::latency_percentiles(b.ttft_ms);
+  r.tpot_ms = profiler::latency_percentiles(b.tpot_ms);
+  const double generating_s = seconds(b.gather_ms + b.generate_ms);
+  r.tokens_per_s = generating_s > 0 ? double(b.new_tokens) / generating_s : 0.0;
+  r.e2e_ms = b.e2e_ms, r.gather_ms = b.gather_ms, r.generate_ms = b.generate_ms;
+  r.train_ms = b.train_ms, r.other_ms = b.other_ms;
+  r.samples_per_s = b.samples_per_s;
+  r.step = b.step;
   return r;
 }
 
@@ -102,6 +108,8 @@ Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), en
     throw ConfigError(fmt::format("config: hybrid.rollout.prompts {}: {}", cfg_.prompts, why));
   prompts_ = share_of(all, e.data_parallel_rank(), e.data_parallel_size(), cfg_.prompts);
   for (const auto& p : all) prompt_tokens_ += int64_t(p.size());
+  model_label_ = fmt::format("{} {}", cfg.model.type, base::format_count(double(e.param_count())));
+  dtype_ = std::string(kernels::dtype_name(cfg.param_dtype()));
 }
 
 void Rollouts::start() {

@@ -36,10 +36,9 @@ struct RolloutBreakdown {
   // |CurSamplesPerSec=0.84 |AvgSamplesPerSec=1.03. Here the four parts sum to the
   // E2E latency (DeepSpeed's Others also holds the gather).
   std::string line() const;
+  // What hybrid-train prints: a line naming the rollout, then line().
+  std::vector<std::string> lines() const;
   nlohmann::json to_json() const;
-  // Its `rollout` row of the run store's generations table; `model` labels the
-  // model ("gpt2 124.44 M"), `dtype` the compute dtype.
-  profiler::GenerationRow row(const std::string& model, const std::string& dtype) const;
 };
 
 class Rollouts {
@@ -56,6 +55,8 @@ class Rollouts {
   void add_training(double ms) { train_ms_ += ms; }
   // Generates (collective over the ranks) and closes the iteration.
   RolloutBreakdown run(int64_t step);
+  // b's `rollout` row of the run store's generations table.
+  profiler::GenerationRow row(const RolloutBreakdown& b) const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -63,6 +64,7 @@ class Rollouts {
   Engine& engine_;
   std::vector<std::vector<int>> prompts_;  // this rank's
   int64_t prompt_tokens_ = 0;              // over the whole file
+  std::string model_label_, dtype_;        // "gpt2 124.44 M", "fp32"
   Clock::time_point iteration_start_;
   double train_ms_ = 0, total_e2e_ms_ = 0;
   int64_t iterations_ = 0;

@@ -254,14 +254,9 @@ void finish_step(Loop& l, TrainSummary& out, const StepRecord& r) {
 void rollout_after(Loop& l, Rollouts& rollouts, TrainSummary& out, int64_t step) {
   if (!rollouts.due(step)) return;
   const RolloutBreakdown b = rollouts.run(step);
-  l.say(fmt::format("rollout after step {}: {} new tokens for {} prompts", step, b.new_tokens,
-                    b.samples));
-  l.say(b.line());
+  for (const auto& line : b.lines()) l.say(line);
   out.rollouts.push_back(b.to_json());
-  const auto& m = l.cfg.model;
-  l.recorder.on_rollout(
-      b.row(fmt::format("{} {}", m.type, base::format_count(double(l.engine.param_count()))),
-            std::string(kernels::dtype_name(l.cfg.param_dtype()))));
+  l.recorder.on_rollout(rollouts.row(b));
 }
 
 void run_loop(Loop& l, Rollouts& rollouts, TrainSummary& out) {
