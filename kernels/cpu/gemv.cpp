@@ -55,9 +55,9 @@ void run_blocks(BlockFn fn, const void* x, T* out, const T* weight, const T* bia
 #pragma omp parallel for schedule(static) if (size_t(N) * K > kParallelMin)
   for (int blk = 0; blk < blocks; ++blk) {
     float sums[kGemvMaxRows * kGemvCols];
-    const int j = blk * kGemvCols;
-    fn(x, weight + size_t(j) * K, K, M, std::min(kGemvCols, N - j), sums);
-    store_block(out, bias, sums, M, N, j, std::min(kGemvCols, N - j));
+    const int j = blk * kGemvCols, cols = std::min(kGemvCols, N - j);
+    fn(x, weight + size_t(j) * K, K, M, cols, sums);
+    store_block(out, bias, sums, M, N, j, cols);
   }
 }
 

@@ -34,13 +34,15 @@ HYBRID_AVX2_TARGET inline __m128 sum4(const __m256* a) {
 }
 
 template <int MB, class T>
-HYBRID_AVX2_TARGET void rows_block(const float* x, const T* const* w, int K, float* sums) {
+HYBRID_AVX2_TARGET void rows_block(const float* x, const T* const* w, const T* next, int K,
+                                   float* sums) {
   __m256 acc[MB][kGemvCols];
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m)
     for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm256_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
+    prefetch_next(next, size_t(k) * kGemvCols * sizeof(T), kGemvCols * 8 * sizeof(T));
     __m256 wv[kGemvCols];
 #pragma GCC unroll 4
     for (int c = 0; c < kGemvCols; ++c) wv[c] = load8(w[c] + k);
@@ -66,8 +68,10 @@ HYBRID_AVX2_TARGET void block(const void* x, const void* w, int K, int rows, int
     wr[c] = static_cast<const T*>(w) + size_t(c < cols ? c : 0) * K;
   const auto* xf = static_cast<const float*>(x);
   int m = 0;
-  for (; m + 2 <= rows; m += 2) rows_block<2>(xf + size_t(m) * K, wr, K, sums + m * kGemvCols);
-  if (m < rows) rows_block<1>(xf + size_t(m) * K, wr, K, sums + m * kGemvCols);
+  const T* next = wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K;
+  for (; m + 2 <= rows; m += 2)
+    rows_block<2>(xf + size_t(m) * K, wr, next, K, sums + m * kGemvCols);
+  if (m < rows) rows_block<1>(xf + size_t(m) * K, wr, next, K, sums + m * kGemvCols);
 }
 
 }  // namespace

@@ -51,13 +51,15 @@ HYBRID_AVX512_TARGET inline __m128 sum4(const __m512* a) {
 }
 
 template <int MB, class T>
-HYBRID_AVX512_TARGET void rows_block(const float* x, const T* const* w, int K, float* sums) {
+HYBRID_AVX512_TARGET void rows_block(const float* x, const T* const* w, const T* next, int K,
+                                     float* sums) {
   __m512 acc[MB][kGemvCols];
 #pragma GCC unroll 16
   for (int m = 0; m < MB; ++m)
     for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm512_setzero_ps();
   for (int k = 0; k < K; k += 16) {
     const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+    prefetch_next(next, size_t(k) * kGemvCols * sizeof(T), kGemvCols * 16 * sizeof(T));
     __m512 wv[kGemvCols];
 #pragma GCC unroll 4
     for (int c = 0; c < kGemvCols; ++c) wv[c] = load16(w[c] + k, mask);
@@ -82,19 +84,22 @@ HYBRID_AVX512_TARGET void block(const void* x, const void* w, int K, int rows, i
   constexpr decltype(&rows_block<1, T>) kRows[] = {&rows_block<1, T>, &rows_block<2, T>,
                                                    &rows_block<3, T>, &rows_block<4, T>};
   for (int m = 0; m < rows; m += 4)
-    kRows[std::min(rows - m, 4) - 1](xf + size_t(m) * K, wr, K, sums + m * kGemvCols);
+    kRows[std::min(rows - m, 4) - 1](xf + size_t(m) * K, wr,
+                                     wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K, K,
+                                     sums + m * kGemvCols);
 }
 
 // The bf16 pairs of x and w: one VDPBF16PS per input row and weight row covers 32 k.
 template <int MB>
-HYBRID_AVX512BF16_TARGET void bf16_rows_block(const uint16_t* x, const uint16_t* const* w, int K,
-                                              float* sums) {
+HYBRID_AVX512BF16_TARGET void bf16_rows_block(const uint16_t* x, const uint16_t* const* w,
+                                              const uint16_t* next, int K, float* sums) {
   __m512 acc[MB][kGemvCols];
 #pragma GCC unroll 16
   for (int m = 0; m < MB; ++m)
     for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm512_setzero_ps();
   for (int k = 0; k < K; k += 32) {
     const __mmask32 mask = K - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (K - k)) - 1);
+    prefetch_next(next, size_t(k) * kGemvCols * 2, kGemvCols * 64);
     __m512bh wv[kGemvCols];
 #pragma GCC unroll 4
     for (int c = 0; c < kGemvCols; ++c) wv[c] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w[c] + k);
@@ -117,7 +122,9 @@ HYBRID_AVX512BF16_TARGET void bf16_block(const void* x, const void* w, int K, in
   constexpr decltype(&bf16_rows_block<1>) kRows[] = {&bf16_rows_block<1>, &bf16_rows_block<2>,
                                                      &bf16_rows_block<3>, &bf16_rows_block<4>};
   for (int m = 0; m < rows; m += 4)
-    kRows[std::min(rows - m, 4) - 1](xb + size_t(m) * K, wr, K, sums + m * kGemvCols);
+    kRows[std::min(rows - m, 4) - 1](xb + size_t(m) * K, wr,
+                                     wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K, K,
+                                     sums + m * kGemvCols);
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 // that the block is read from memory once whatever the number of rows.
 #pragma once
 
+#include <xmmintrin.h>
+
+#include <cstddef>
+
 #include "kernels/dtype.h"
 
 namespace hybrid::kernels::cpu::gemv_detail {
@@ -10,6 +14,17 @@ namespace hybrid::kernels::cpu::gemv_detail {
 // Weight rows (output columns) per block: four rows stream side by side, which
 // keeps each loaded input vector in use for four FMAs.
 inline constexpr int kGemvCols = 4;
+
+// The next block's weights (the kGemvCols rows after this block's, contiguous)
+// are prefetched at the pace this block's are read: reading element k of each
+// row, the same share of the next block (offset k · kGemvCols · element size).
+// Four rows of K = 768 bf16 are short streams that the hardware prefetchers
+// hardly learn before they end.
+inline constexpr int kPrefetchBlocks = 4;
+inline void prefetch_next(const void* next_block, size_t offset, size_t bytes) {
+  const char* p = static_cast<const char*>(next_block) + offset;
+  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+}
 
 // sums[m · kGemvCols + c] = Σ_k x[m·K + k] · w[c·K + k] for m < rows (≤ kGemvMaxRows)
 // and c < kGemvCols; weight rows c ≥ cols (the matrix's last block) repeat row 0
