@@ -178,8 +178,12 @@ int main(int argc, char** argv) {
          {std::pair{DType::f32, 1}, std::pair{DType::bf16, 1}, std::pair{DType::f32, 8}}) {
       const std::string name = std::string("decode/") + size + "/" +
                                (dt == DType::f32 ? "fp32" : "bf16") + "/b" + std::to_string(batch);
-      benchmark::RegisterBenchmark(
-          name.c_str(), [=](benchmark::State& st) { decode(st, name, shape, dt, batch); })
+      // Copies: clang 14 (the fuzz build's) does not capture structured bindings.
+      const Shape sh = shape;
+      const DType d = dt;
+      const int b = batch;
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& st) { decode(st, name, sh, d, b); })
           ->Iterations(3)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
