@@ -27,9 +27,10 @@ HYBRID_AVX2_TARGET inline __m256 load8(const T* p) {
   }
 }
 
-// The four horizontal sums [Σa[0], Σa[1], Σa[2], Σa[3]].
-HYBRID_AVX2_TARGET inline __m128 sum4(const __m256* a) {
-  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+// The four horizontal sums [Σa, Σb, Σc, Σd]; by value, so the accumulators
+// stay in registers through the loop.
+HYBRID_AVX2_TARGET inline __m128 sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
@@ -53,7 +54,8 @@ HYBRID_AVX2_TARGET void rows_block(const float* x, const T* const* w, const T* n
       for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm256_fmadd_ps(wv[c], xv, acc[m][c]);
     }
   }
-  for (int m = 0; m < MB; ++m) _mm_storeu_ps(sums + m * kGemvCols, sum4(acc[m]));
+  for (int m = 0; m < MB; ++m)
+    _mm_storeu_ps(sums + m * kGemvCols, sum4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
   for (; k < K; ++k)
     for (int m = 0; m < MB; ++m)
       for (int c = 0; c < kGemvCols; ++c)
