@@ -1,7 +1,8 @@
 // Linear layers (PyTorch layout: weight [out=N, in=K]) on top of cpu::gemm.
 //
 // forward:  out = inp · weightᵀ + bias — the bias is fused into the oneDNN
-//           primitive, so out is written once.
+//           primitive, so out is written once. At a few rows (a decode step)
+//           it runs on cpu::gemv instead, which streams the weight once.
 // backward: dinp += dout · weight and dweight += doutᵀ · inp are GEMMs with
 //           beta = 1 (the "+=" contract costs nothing extra); dbias += Σ_rows dout
 //           is a column reduction split across threads by column ranges so no
@@ -12,6 +13,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/simd.h"
 
 namespace hybrid::kernels {
@@ -43,6 +45,9 @@ void bias_backward(T* dbias, const T* dout, int M, int N) {
 
 void CpuBackend::matmul_forward(DType dt, void* out, const void* inp, const void* weight,
                                 const void* bias, int M, int K, int N) {
+  cpu::GemvIsa isa;
+  if (M >= 1 && M <= cpu::kGemvMaxRows && cpu::gemv_isa_for(dt, &isa))
+    return cpu::gemv_on(isa, dt, out, inp, weight, bias, M, K, N);
   cpu::gemm(dt, false, true, M, N, K, 1.0f, inp, K, weight, K, 0.0f, out, N, bias);
 }
 
