@@ -66,6 +66,10 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"tokens", tokens}};
 }
 
+std::string generation_model_label(const engine::ModelConfig& m, int64_t params) {
+  return fmt::format("{} {}", m.type, base::format_count(double(params)));
+}
+
 std::vector<std::string> RolloutBreakdown::lines() const {
   return {
       fmt::format("rollout after step {}: {} new tokens for {} prompts", step, new_tokens, samples),
@@ -108,7 +112,7 @@ Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), en
     throw ConfigError(fmt::format("config: hybrid.rollout.prompts {}: {}", cfg_.prompts, why));
   prompts_ = share_of(all, e.data_parallel_rank(), e.data_parallel_size(), cfg_.prompts);
   for (const auto& p : all) prompt_tokens_ += int64_t(p.size());
-  model_label_ = fmt::format("{} {}", cfg.model.type, base::format_count(double(e.param_count())));
+  model_label_ = generation_model_label(cfg.model, e.param_count());
   dtype_ = std::string(kernels::dtype_name(cfg.param_dtype()));
 }
 

@@ -41,6 +41,10 @@ struct RolloutBreakdown {
   nlohmann::json to_json() const;
 };
 
+// The model as the run store's generation rows name it: "gpt2 124.44 M"
+// (hybrid-generate's rows and the rollouts' alike).
+std::string generation_model_label(const engine::ModelConfig& m, int64_t params);
+
 class Rollouts {
  public:
   // Reads this rank's share of the prompts (prompt i goes to data-parallel rank

@@ -37,12 +37,10 @@ std::optional<CheckpointModel> checkpoint_model_in(const std::string& path) {
     c.dir = path;
     c.tag = resolve_checkpoint_tag(path, "");
   } else if (fs::is_regular_file(fs::path(path) / "meta.json", ec)) {
-    const fs::path folder = fs::path(path).lexically_normal();
-    const fs::path tag =
-        folder.has_filename() ? folder.filename() : folder.parent_path().filename();
-    c.dir = (folder.has_filename() ? folder.parent_path() : folder.parent_path().parent_path())
-                .string();
-    c.tag = tag.string();
+    fs::path folder = fs::path(path).lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();  // "DIR/TAG/"
+    c.dir = folder.parent_path().string();
+    c.tag = folder.filename().string();
   } else {
     return std::nullopt;
   }

@@ -31,6 +31,7 @@
 #include "engine/data/data_file_error.h"
 #include "engine/engine.h"
 #include "engine/generate/prompts.h"
+#include "engine/rollout.h"
 
 using namespace hybrid;
 using namespace hybrid::engine;
@@ -54,10 +55,6 @@ std::unique_ptr<Engine> load_engine(const Options& o, const StoredModel& stored)
   else
     e->set_parameters(e->model().read_weights(o.model, e->module_tree()));
   return e;
-}
-
-std::string model_label(const ModelConfig& m, int64_t params) {
-  return fmt::format("{} {}", m.type, base::format_count(double(params)));
 }
 
 }  // namespace hybrid::generate_tool
@@ -155,8 +152,8 @@ nlohmann::json generate(Engine& e, const Options& o, const std::vector<std::vect
                         const GenerationParams& gen, RunRecord& record) {
   const size_t batch = o.batch > 0 ? size_t(o.batch) : prompts.size();
   const Generated g = generate_batches(e, prompts, gen, batch);
-  const auto row =
-      generate_row(g, model_label(e.config().model, e.param_count()), o.dtype, batch, prompts);
+  const auto row = generate_row(g, generation_model_label(e.config().model, e.param_count()),
+                                o.dtype, batch, prompts);
   std::printf("%lld new tokens in %.1f ms: %.1f tokens/s (%s)\n",
               static_cast<long long>(g.new_tokens), g.total_ms, row.tokens_per_s,
               e.backend().name().c_str());
@@ -172,7 +169,7 @@ nlohmann::json generate(Engine& e, const Options& o, const std::vector<std::vect
 
 nlohmann::json bench(Engine& e, const Options& o, const std::vector<BenchTest>& tests,
                      RunRecord& record) {
-  const std::string model = model_label(e.config().model, e.param_count());
+  const std::string model = generation_model_label(e.config().model, e.param_count());
   const auto results = run_bench(e, o, tests, model);
   const int threads = omp_get_max_threads();
   std::printf("%s", bench_table(results, e.backend().name(), threads).c_str());

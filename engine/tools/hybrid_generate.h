@@ -38,9 +38,6 @@ inline constexpr const char* kCheckpointFormat = "hybrid checkpoint";
 // An engine holding `stored` (read from o.model) at o.dtype, its weights read.
 std::unique_ptr<Engine> load_engine(const Options& o, const engine::StoredModel& stored);
 
-// "gpt2 124.44 M": the family and its parameter count.
-std::string model_label(const engine::ModelConfig& m, int64_t params);
-
 // --- --bench (hybrid_generate_bench.cpp) -----------------------------------
 
 // One llama-bench test: pp N prefills a prompt of N tokens; tg N decodes N

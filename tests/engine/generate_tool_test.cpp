@@ -90,6 +90,7 @@ TEST(GenerateTool, ReadsOurCheckpointWhateverLayoutSavedIt) {
   std::string tag;
   std::ifstream(ckpt + "/latest") >> tag;
   EXPECT_EQ(tokens(ckpt + "/" + tag), want);
+  EXPECT_EQ(tokens(ckpt + "/" + tag + "/"), want) << "a tag folder named with a trailing slash";
 }
 
 TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
