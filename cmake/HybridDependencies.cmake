@@ -27,6 +27,10 @@ endif()
 # liburing: the io_uring engine of the NVMe offload's file I/O (engine/io); the
 # pread/pwrite engine needs nothing.
 pkg_check_modules(LIBURING IMPORTED_TARGET liburing)
+# Tokenizers (engine/data/tokenizer): PCRE2 matches byte-level BPE's Unicode split
+# pattern (std::regex has no \p{L}); SentencePiece reads and trains .model files.
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 
 # --- CUDA -------------------------------------------------------------------
 set(HYBRID_HAVE_CUDA OFF)

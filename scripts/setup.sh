@@ -9,6 +9,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   zlib1g-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libbenchmark-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev libdnnl-dev libopenblas-dev liburing-dev
+  # Tokenizers: PCRE2 for byte-level BPE's Unicode split pattern, SentencePiece for .model files;
+  # the fortune cookies (English and German) are the real text the examples and tests train on.
+  libpcre2-dev libsentencepiece-dev fortunes fortunes-de
   clang-format clang-tidy python3
   clang libclang-rt-dev llvm
   iproute2 util-linux
