@@ -63,7 +63,8 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"other_ms", other_ms},
           {"samples_per_s", samples_per_s},
           {"avg_samples_per_s", avg_samples_per_s},
-          {"tokens", tokens}};
+          {"tokens", tokens},
+          {"texts", texts}};
 }
 
 std::string generation_model_label(const engine::ModelConfig& m, int64_t params) {
@@ -103,7 +104,15 @@ Rollouts::Rollouts(const engine::Config& cfg, Engine& e) : cfg_(cfg.rollout), en
         "config: hybrid.rollout: generation under pipeline parallelism is not supported yet");
   std::vector<std::vector<int>> all;
   try {
-    all = engine::read_prompts_file(cfg_.prompts);
+    if (!cfg_.tokenizer.empty())
+      tokenizer_ = engine::open_tokenizer(cfg_.tokenizer);
+    else if (!cfg.init_from.empty() && engine::folder_holds_tokenizer(cfg.init_from))
+      tokenizer_ = engine::open_tokenizer(cfg.init_from);
+  } catch (const engine::DataFileError& err) {
+    throw ConfigError(fmt::format("config: hybrid.rollout.tokenizer: {}", err.what()));
+  }
+  try {
+    all = engine::read_prompts_file(cfg_.prompts, tokenizer_.get());
   } catch (const engine::DataFileError& err) {
     throw ConfigError(fmt::format("config: hybrid.rollout.prompts: {}", err.what()));
   }
@@ -140,7 +149,11 @@ RolloutBreakdown Rollouts::run(int64_t step) {
   b.avg_samples_per_s = double(b.samples) * double(iterations_) / seconds(total_e2e_ms_);
   b.batch = int(prompts_.size());
   b.prompt_tokens = prompt_tokens_;
-  if (engine_.rank() == 0) b.tokens = g.tokens, b.ttft_ms = g.ttft_ms, b.tpot_ms = g.tpot_ms;
+  if (engine_.rank() == 0) {
+    b.tokens = g.tokens, b.ttft_ms = g.ttft_ms, b.tpot_ms = g.tpot_ms;
+    if (tokenizer_)
+      for (const auto& t : b.tokens) b.texts.push_back(tokenizer_->decode(t));
+  }
   start();
   return b;
 }

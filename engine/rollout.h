@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/config/config.h"
+#include "engine/data/tokenizer/tokenizer.h"
 #include "profiler/generation_data.h"
 
 namespace hybrid {
@@ -27,6 +28,7 @@ struct RolloutBreakdown {
   double samples_per_s = 0;              // this iteration's
   double avg_samples_per_s = 0;          // over the iterations so far
   std::vector<std::vector<int>> tokens;  // rank 0's: its prompts' new tokens
+  std::vector<std::string> texts;        // those tokens decoded, with a tokenizer
   int batch = 0;                         // rows each rank decodes together
   int64_t prompt_tokens = 0;             // over all ranks' prompts
   std::vector<double> ttft_ms, tpot_ms;  // rank 0's (GenerationResult)
@@ -48,8 +50,9 @@ std::string generation_model_label(const engine::ModelConfig& m, int64_t params)
 class Rollouts {
  public:
   // Reads this rank's share of the prompts (prompt i goes to data-parallel rank
-  // i mod ranks) and checks them against the engine's model before any step
-  // runs: engine::ConfigError naming the file, line or prompt otherwise.
+  // i mod ranks; text ones encoded by hybrid.rollout.tokenizer, or by
+  // hybrid.init_from's folder's tokenizer) and checks them against the engine's model before any
+  // step runs: engine::ConfigError naming the file, line or prompt otherwise.
   Rollouts(const engine::Config& cfg, Engine& e);
 
   bool enabled() const { return cfg_.every > 0; }
@@ -66,9 +69,10 @@ class Rollouts {
   using Clock = std::chrono::steady_clock;
   const engine::RolloutConfig& cfg_;
   Engine& engine_;
-  std::vector<std::vector<int>> prompts_;  // this rank's
-  int64_t prompt_tokens_ = 0;              // over the whole file
-  std::string model_label_, dtype_;        // "gpt2 124.44 M", "fp32"
+  std::unique_ptr<engine::Tokenizer> tokenizer_;  // for text prompts and texts; may be null
+  std::vector<std::vector<int>> prompts_;         // this rank's
+  int64_t prompt_tokens_ = 0;                     // over the whole file
+  std::string model_label_, dtype_;               // "gpt2 124.44 M", "fp32"
   Clock::time_point iteration_start_;
   double train_ms_ = 0, total_e2e_ms_ = 0;
   int64_t iterations_ = 0;

@@ -219,8 +219,10 @@ struct HybridEngineConfig {
 // rank generates from its share of the prompts file (prompt i goes to rank
 // i mod ranks) and the step prints DeepSpeed's hybrid-engine breakdown.
 struct RolloutConfig {
-  int every = 0;        // 0: no rollouts
-  std::string prompts;  // JSON lines, {"tokens": [...]} a line (engine/generate/prompts.h)
+  int every = 0;  // 0: no rollouts
+  std::string
+      prompts;  // JSON lines, {"tokens": [...]} or {"text": ...} a line (engine/generate/prompts.h)
+  std::string tokenizer;  // for text prompts; "": hybrid.init_from's folder's, if it holds one
   int max_new_tokens = 16;
   SamplingParams sampling;
 };

@@ -57,6 +57,7 @@ void parse_rollout(const nlohmann::json& block, Config& c) {
   if (auto v = r.integer("every", 0, kIntMax, "a non-negative integer (0: no rollouts)"))
     o.every = int(*v);
   if (auto v = r.string("prompts")) o.prompts = *v;
+  if (auto v = r.string("tokenizer")) o.tokenizer = *v;
   if (auto v = r.integer("max_new_tokens", 1, kIntMax)) o.max_new_tokens = int(*v);
   if (auto v = r.number("temperature", 0.0, 1e30, false, "a number >= 0 (0: greedy)"))
     o.sampling.temperature = float(*v);

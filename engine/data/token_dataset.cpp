@@ -36,7 +36,7 @@ TokenDataset TokenDataset::open(const std::string& pattern, int vocab_size) {
   for (const auto& file : glob_files(pattern)) {
     auto shard = std::make_shared<const MappedTokenShard>(file);
     shard->check_vocab(vocab_size);
-    d.segments_.push_back({shard->tokens(), shard->size()});
+    d.segments_.push_back({shard->data(), shard->token_bytes(), shard->size()});
     d.starts_.push_back(d.total_);
     d.total_ += shard->size();
     d.shards_.push_back(std::move(shard));
@@ -49,7 +49,7 @@ TokenDataset TokenDataset::from_tokens(std::vector<uint16_t> tokens, std::string
   d.name_ = std::move(name);
   auto mem = std::make_shared<const std::vector<uint16_t>>(std::move(tokens));
   if (!mem->empty()) {
-    d.segments_.push_back({mem->data(), int64_t(mem->size())});
+    d.segments_.push_back({mem->data(), 2, int64_t(mem->size())});
     d.starts_.push_back(0);
     d.total_ = int64_t(mem->size());
   }
@@ -68,11 +68,11 @@ size_t TokenDataset::segment_of(int64_t i) const {
   return size_t(std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin()) - 1;
 }
 
-uint16_t TokenDataset::at(int64_t i) const {
+uint32_t TokenDataset::at(int64_t i) const {
   if (i < 0 || i >= total_)
     throw std::out_of_range(fmt::format("{}: token index {} outside 0..{}", name_, i, total_ - 1));
   const size_t k = segment_of(i);
-  return segments_[k].data[i - starts_[k]];
+  return segments_[k].at(i - starts_[k]);
 }
 
 void TokenDataset::copy_wrapped(int64_t start, int64_t count, int32_t* out) const {
@@ -87,8 +87,10 @@ void TokenDataset::copy_wrapped(int64_t start, int64_t count, int32_t* out) cons
     const Segment& seg = segments_[k];
     const int64_t offset = pos - starts_[k];
     const int64_t n = std::min(count, seg.size - offset);
-    const uint16_t* src = seg.data + offset;
-    for (int64_t i = 0; i < n; ++i) out[i] = src[i];
+    if (seg.token_bytes == 2)
+      std::copy_n(static_cast<const uint16_t*>(seg.data) + offset, n, out);
+    else
+      std::copy_n(static_cast<const uint32_t*>(seg.data) + offset, n, out);
     out += n;
     count -= n;
     pos += n;

@@ -1,6 +1,6 @@
 // A read-only token stream: the concatenation of llm.c shards matched by a glob
-// (sorted by name, memory-mapped), or tokens held in memory (synthetic data).
-// Copies share the underlying maps.
+// (sorted by name, memory-mapped; 16- and 32-bit shards may mix), or tokens held in memory
+// (synthetic data). Copies share the underlying maps.
 #pragma once
 
 #include <cstdint>
@@ -28,15 +28,20 @@ class TokenDataset {
   const std::string& name() const { return name_; }
   std::vector<std::string> files() const;  // empty for in-memory data
 
-  uint16_t at(int64_t i) const;  // 0 <= i < size()
+  uint32_t at(int64_t i) const;  // 0 <= i < size()
   // Writes tokens [start, start + count) to out, wrapping past the end of the
   // stream back to its start; start may be any non-negative position.
   void copy_wrapped(int64_t start, int64_t count, int32_t* out) const;
 
  private:
   struct Segment {
-    const uint16_t* data;
+    const void* data;  // uint16 or uint32 tokens
+    int token_bytes;
     int64_t size;
+    uint32_t at(int64_t i) const {
+      return token_bytes == 2 ? static_cast<const uint16_t*>(data)[i]
+                              : static_cast<const uint32_t*>(data)[i];
+    }
   };
   size_t segment_of(int64_t i) const;
 

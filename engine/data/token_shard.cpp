@@ -15,7 +15,10 @@
 
 namespace hybrid::engine {
 
-void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
+namespace {
+
+template <typename Token>
+void write_shard(const std::string& path, std::span<const Token> tokens, int32_t version) {
   if (tokens.empty())
     throw DataFileError(fmt::format("{}: refusing to write an empty token shard", path));
   if (tokens.size() > size_t(INT32_MAX))
@@ -23,12 +26,22 @@ void write_token_shard(const std::string& path, std::span<const uint16_t> tokens
         "{}: {} tokens do not fit one shard (the header's count is int32)", path, tokens.size()));
   std::array<int32_t, kTokenShardHeaderInts> header{};
   header[0] = kTokenShardMagic;
-  header[1] = kTokenShardVersion;
+  header[1] = version;
   header[2] = int32_t(tokens.size());
   base::AtomicFileWriter out(path);
   out.write(header.data(), sizeof(header));
   out.write(tokens.data(), tokens.size_bytes());
   out.commit();
+}
+
+}  // namespace
+
+void write_token_shard(const std::string& path, std::span<const uint16_t> tokens) {
+  write_shard(path, tokens, kTokenShardVersion16);
+}
+
+void write_token_shard(const std::string& path, std::span<const uint32_t> tokens) {
+  write_shard(path, tokens, kTokenShardVersion32);
 }
 
 namespace {
@@ -60,15 +73,17 @@ MappedTokenShard::MappedTokenShard(const std::string& path) : path_(path) {
   if (header[0] != kTokenShardMagic)
     throw DataFileError(fmt::format("{}: bad magic {} (an llm.c token shard starts with {})", path,
                                     header[0], kTokenShardMagic));
-  if (header[1] != kTokenShardVersion)
-    throw DataFileError(fmt::format("{}: unsupported token shard version {} (supported: {})", path,
-                                    header[1], kTokenShardVersion));
+  if (header[1] != kTokenShardVersion16 && header[1] != kTokenShardVersion32)
+    throw DataFileError(fmt::format(
+        "{}: unsupported token shard version {} (supported: {} for uint16 tokens, {} for uint32)",
+        path, header[1], kTokenShardVersion16, kTokenShardVersion32));
+  token_bytes_ = header[1] == kTokenShardVersion16 ? 2 : 4;
   const int64_t declared = header[2];
   if (declared <= 0)
     throw DataFileError(fmt::format("{}: header declares {} tokens; a shard must hold at least one",
                                     path, declared));
   const uint64_t payload = file_bytes - kTokenShardHeaderBytes;
-  const uint64_t expected = uint64_t(declared) * sizeof(uint16_t);
+  const uint64_t expected = uint64_t(declared) * uint64_t(token_bytes_);
   if (payload < expected)
     throw DataFileError(fmt::format(
         "{}: truncated: the header declares {} tokens ({} bytes) but only {} bytes follow it", path,
@@ -83,8 +98,7 @@ MappedTokenShard::MappedTokenShard(const std::string& path) : path_(path) {
     map_ = nullptr;
     throw DataFileError(fmt::format("{}: cannot map the shard: {}", path, std::strerror(errno)));
   }
-  tokens_ =
-      reinterpret_cast<const uint16_t*>(static_cast<const char*>(map_) + kTokenShardHeaderBytes);
+  tokens_ = static_cast<const char*>(map_) + kTokenShardHeaderBytes;
   count_ = declared;
 }
 
@@ -92,22 +106,36 @@ MappedTokenShard::~MappedTokenShard() {
   if (map_) ::munmap(map_, map_bytes_);
 }
 
-void MappedTokenShard::check_vocab(int vocab_size) const {
-  if (vocab_size <= 0) return;
+namespace {
+
+template <typename Token>
+void check_tokens(const std::string& path, const Token* tokens, int64_t count, int vocab_size) {
   // A branch-free max vectorises; the slow search runs only when something is wrong.
-  uint16_t max_token = 0;
-  for (int64_t i = 0; i < count_; ++i) max_token = tokens_[i] > max_token ? tokens_[i] : max_token;
-  if (max_token < vocab_size) return;
-  for (int64_t i = 0; i < count_; ++i) {
-    if (tokens_[i] >= vocab_size)
+  Token max_token = 0;
+  for (int64_t i = 0; i < count; ++i) max_token = tokens[i] > max_token ? tokens[i] : max_token;
+  if (int64_t(max_token) < vocab_size) return;
+  for (int64_t i = 0; i < count; ++i) {
+    if (int64_t(tokens[i]) >= vocab_size)
       throw DataFileError(fmt::format("{}: token {} at index {} is out of range for vocab_size {}",
-                                      path_, tokens_[i], i, vocab_size));
+                                      path, tokens[i], i, vocab_size));
   }
 }
 
-std::vector<uint16_t> read_token_shard(const std::string& path) {
+}  // namespace
+
+void MappedTokenShard::check_vocab(int vocab_size) const {
+  if (vocab_size <= 0) return;
+  if (token_bytes_ == 2)
+    check_tokens(path_, static_cast<const uint16_t*>(tokens_), count_, vocab_size);
+  else
+    check_tokens(path_, static_cast<const uint32_t*>(tokens_), count_, vocab_size);
+}
+
+std::vector<uint32_t> read_token_shard(const std::string& path) {
   MappedTokenShard shard(path);
-  return std::vector<uint16_t>(shard.tokens(), shard.tokens() + shard.size());
+  std::vector<uint32_t> tokens(size_t(shard.size()));
+  for (int64_t i = 0; i < shard.size(); ++i) tokens[size_t(i)] = shard.at(i);
+  return tokens;
 }
 
 }  // namespace hybrid::engine

@@ -1,5 +1,6 @@
-// llm.c token shards: a header of 256 int32 — [0] magic 20240520, [1] version 1,
-// [2] number of tokens — then that many uint16 tokens (GPT-2 vocabulary).
+// llm.c token shards: a header of 256 int32 — [0] magic 20240520, [1] version,
+// [2] number of tokens — then that many tokens: uint16 in version 1 (GPT-2's
+// vocabulary), uint32 in version 2 (llm.c's Llama 3 shards, any vocabulary).
 // Little-endian, as llm.c writes them.
 #pragma once
 
@@ -11,13 +12,19 @@
 namespace hybrid::engine {
 
 inline constexpr int32_t kTokenShardMagic = 20240520;
-inline constexpr int32_t kTokenShardVersion = 1;
+inline constexpr int32_t kTokenShardVersion16 = 1;  // uint16 tokens
+inline constexpr int32_t kTokenShardVersion32 = 2;  // uint32 tokens
 inline constexpr size_t kTokenShardHeaderInts = 256;
 inline constexpr size_t kTokenShardHeaderBytes = kTokenShardHeaderInts * sizeof(int32_t);
 
-// Writes a shard atomically (temporary file, fsync, rename). Throws
-// DataFileError naming the path; tokens must not be empty.
+// The bytes per token a vocabulary needs: 2 while every id fits 16 bits.
+inline int token_bytes_for_vocab(int64_t vocab_size) { return vocab_size <= 65536 ? 2 : 4; }
+
+// Writes a shard atomically (temporary file, fsync, rename): version 1 from
+// uint16 tokens, version 2 from uint32 ones. Throws DataFileError naming the
+// path; tokens must not be empty.
 void write_token_shard(const std::string& path, std::span<const uint16_t> tokens);
+void write_token_shard(const std::string& path, std::span<const uint32_t> tokens);
 
 // A validated, read-only memory map of one shard. The constructor checks the
 // magic, the version, that the header declares at least one token and that the
@@ -29,7 +36,13 @@ class MappedTokenShard {
   MappedTokenShard(const MappedTokenShard&) = delete;
   MappedTokenShard& operator=(const MappedTokenShard&) = delete;
 
-  const uint16_t* tokens() const { return tokens_; }
+  // The token payload: uint16 (token_bytes() == 2) or uint32 (4) values.
+  const void* data() const { return tokens_; }
+  int token_bytes() const { return token_bytes_; }
+  uint32_t at(int64_t i) const {
+    return token_bytes_ == 2 ? static_cast<const uint16_t*>(tokens_)[i]
+                             : static_cast<const uint32_t*>(tokens_)[i];
+  }
   int64_t size() const { return count_; }
   const std::string& path() const { return path_; }
 
@@ -41,11 +54,12 @@ class MappedTokenShard {
   std::string path_;
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
-  const uint16_t* tokens_ = nullptr;
+  const void* tokens_ = nullptr;
+  int token_bytes_ = 2;
   int64_t count_ = 0;
 };
 
-// Reads a whole shard into memory (validated as above).
-std::vector<uint16_t> read_token_shard(const std::string& path);
+// Reads a whole shard of either version into memory (validated as above).
+std::vector<uint32_t> read_token_shard(const std::string& path);
 
 }  // namespace hybrid::engine

@@ -28,17 +28,32 @@ std::vector<int> parse_token_list(const std::string& text) {
   return tokens;
 }
 
+std::vector<int> encode_prompt(const Tokenizer& tokenizer, const std::string& text) {
+  std::vector<int> ids;
+  if (const auto bos = tokenizer.bos_id()) ids.push_back(*bos);
+  const std::vector<int> encoded = tokenizer.encode(text);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  return ids;
+}
+
 namespace {
 
-std::vector<int> prompt_of_line(const std::string& line) {
+std::vector<int> prompt_of_line(const std::string& line, const Tokenizer* tokenizer) {
   const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("not a JSON object");
-  if (j.contains("text") && !j.contains("tokens"))
-    throw std::invalid_argument(
-        "\"text\" prompts need a tokenizer, which hybrid does not have yet: give \"tokens\"");
+  if (j.contains("text") && j.contains("tokens"))
+    throw std::invalid_argument("give \"tokens\" or \"text\", not both");
+  if (const auto text = j.find("text"); text != j.end()) {
+    if (!text->is_string()) throw std::invalid_argument("\"text\" is not a string");
+    if (!tokenizer)
+      throw std::invalid_argument(
+          "a \"text\" prompt needs a tokenizer (tokenizer.json or tokenizer.model), and none "
+          "was given");
+    return encode_prompt(*tokenizer, text->get<std::string>());
+  }
   const auto it = j.find("tokens");
   if (it == j.end() || !it->is_array())
-    throw std::invalid_argument("needs \"tokens\": an array of token ids");
+    throw std::invalid_argument("needs \"tokens\" (an array of token ids) or \"text\"");
   std::vector<int> tokens;
   for (const auto& t : *it) {
     if (!t.is_number_integer())
@@ -50,7 +65,8 @@ std::vector<int> prompt_of_line(const std::string& line) {
 
 }  // namespace
 
-std::vector<std::vector<int>> read_prompts_file(const std::string& path) {
+std::vector<std::vector<int>> read_prompts_file(const std::string& path,
+                                                const Tokenizer* tokenizer) {
   std::ifstream in(path);
   if (!in) throw DataFileError(fmt::format("{}: cannot read the prompts file", path));
   std::vector<std::vector<int>> prompts;
@@ -58,7 +74,7 @@ std::vector<std::vector<int>> read_prompts_file(const std::string& path) {
   for (int number = 1; std::getline(in, line); ++number) {
     if (base::trim(line).empty()) continue;
     try {
-      prompts.push_back(prompt_of_line(line));
+      prompts.push_back(prompt_of_line(line, tokenizer));
     } catch (const std::invalid_argument& e) {
       throw DataFileError(fmt::format("{}:{}: {}", path, number, e.what()));
     }

@@ -4,6 +4,10 @@
 //       with learnable structure, and prints its entropies.
 //   hybrid-data info FILE...
 //       validates token shards and llm.c checkpoints and prints what they hold.
+//   hybrid-data tokenize --tokenizer FILE|DIR --out DIR [--val-fraction F] FILES...
+//       turns text into token shards (tools/hybrid_data_tokenize.cpp).
+#include "engine/tools/hybrid_data.h"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -86,11 +90,12 @@ int run_info(const std::vector<std::string>& files) {
       } else {
         // Anything else is read as a token shard, whose checks name what is wrong.
         const MappedTokenShard shard(file);
-        uint16_t max_token = 0;
-        for (int64_t i = 0; i < shard.size(); ++i)
-          max_token = std::max(max_token, shard.tokens()[i]);
-        fmt::print("{}: llm.c token shard, {} tokens, largest token {}\n", file,
-                   format_count(double(shard.size())), max_token);
+        uint32_t max_token = 0;
+        for (int64_t i = 0; i < shard.size(); ++i) max_token = std::max(max_token, shard.at(i));
+        fmt::print(
+            "{}: llm.c token shard (version {}, {}-bit tokens), {} tokens, largest token {}\n",
+            file, shard.token_bytes() == 2 ? kTokenShardVersion16 : kTokenShardVersion32,
+            8 * shard.token_bytes(), format_count(double(shard.size())), max_token);
       }
     } catch (const std::exception& e) {
       fmt::print(stderr, "hybrid-data: {}\n", e.what());
@@ -103,7 +108,8 @@ int run_info(const std::vector<std::string>& files) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hybrid-data: write and inspect llm.c-format token shards and checkpoints"};
+  CLI::App app{
+      "hybrid-data: write and inspect llm.c-format token shards and checkpoints; tokenize text"};
   app.require_subcommand(1);
 
   SynthOptions so;
@@ -135,10 +141,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
   info->add_option("files", info_files, "Files to inspect")->required();
 
+  hybrid::tools::TokenizeCommand tc;
+  CLI::App* tokenize = hybrid::tools::add_tokenize_command(app, tc);
+
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
   try {
     if (*synth) return run_synth(so);
     if (*info) return run_info(info_files);
+    if (*tokenize) return hybrid::tools::run_tokenize(tc);
   } catch (const std::exception& e) {
     fmt::print(stderr, "hybrid-data: {}\n", e.what());
     return 1;

@@ -1,5 +1,7 @@
 // hybrid-generate: generates tokens from a model with a key/value cache.
-//   hybrid-generate --model PATH (--prompt-tokens 1,2,3 ... | --prompts FILE.jsonl)
+//   hybrid-generate --model PATH (--prompt-tokens 1,2,3 ... | --prompt TEXT ... | --prompts
+//   FILE.jsonl)
+//                   [--tokenizer FILE|DIR]
 //                   [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //                   [--seed S] [--stop-tokens 50256,...] [--batch N] [--dtype fp32|bf16|fp16]
 //                   [--cache-dtype fp32|bf16|fp16] [--json OUT] [--db FILE [--name NAME]]
@@ -7,7 +9,8 @@
 //                   [--repetitions R] [--batch N] [--dtype ...] [--json OUT] [--db FILE]
 // PATH: an llm.c checkpoint file, a Hugging Face directory (GPT2LMHeadModel,
 // LlamaForCausalLM) or a hybrid checkpoint (its directory or a tag's folder). A prompts file has
-// one {"tokens": [...]} object a line.
+// one {"tokens": [...]} or {"text": "..."} object a line. Text needs a tokenizer: --tokenizer, or
+// the model folder's tokenizer.json / tokenizer.model; with one, the output has the new text too.
 // --bench measures like llama-bench (pp N: prefill, tg N: decode; tokens/s,
 // mean ± sd over the repetitions); --db records the run and its generation rows
 // in the run store (hybrid-prof report generate, hybrid-view).
@@ -29,6 +32,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/checkpoint_model.h"
 #include "engine/data/data_file_error.h"
+#include "engine/data/tokenizer/tokenizer.h"
 #include "engine/engine.h"
 #include "engine/generate/prompts.h"
 #include "engine/rollout.h"
@@ -87,14 +91,27 @@ nlohmann::json percentiles(const std::vector<double>& v) {
   return {{"p50", p->p50}, {"p90", p->p90}, {"p99", p->p99}, {"samples", v}};
 }
 
+// --tokenizer's, else the model folder's when it holds one, else none.
+std::unique_ptr<Tokenizer> prompt_tokenizer(const Options& o) {
+  if (!o.tokenizer.empty()) return open_tokenizer(o.tokenizer);
+  if (folder_holds_tokenizer(o.model)) return open_tokenizer(o.model);
+  if (!o.prompt_texts.empty())
+    throw std::invalid_argument(
+        "--prompt needs a tokenizer: give --tokenizer, or a model folder holding tokenizer.json "
+        "or tokenizer.model");
+  return nullptr;
+}
+
 // Every prompt of the command line, checked against the model before anything
 // loads or is written: a bad prompt costs nothing.
 std::vector<std::vector<int>> checked_prompts(const Options& o, GenerationParams& gen,
-                                              const ModelConfig& model) {
+                                              const ModelConfig& model,
+                                              const Tokenizer* tokenizer) {
   std::vector<std::vector<int>> prompts;
   for (const auto& p : o.prompt_tokens) prompts.push_back(parse_token_list(p));
+  for (const auto& text : o.prompt_texts) prompts.push_back(encode_prompt(*tokenizer, text));
   if (!o.prompts_file.empty())
-    for (auto& p : read_prompts_file(o.prompts_file)) prompts.push_back(std::move(p));
+    for (auto& p : read_prompts_file(o.prompts_file, tokenizer)) prompts.push_back(std::move(p));
   if (!o.stop_tokens.empty()) gen.stop_tokens = parse_token_list(o.stop_tokens);
   if (!o.cache_dtype.empty()) gen.cache_dtype = kernels::parse_dtype(o.cache_dtype);
   if (std::string e = generation_error(prompts, gen, model); !e.empty())
@@ -111,7 +128,7 @@ struct Generated {
 };
 
 Generated generate_batches(Engine& e, const std::vector<std::vector<int>>& prompts,
-                           const GenerationParams& gen, size_t batch) {
+                           const GenerationParams& gen, size_t batch, const Tokenizer* tokenizer) {
   Generated g;
   for (size_t first = 0; first < prompts.size(); first += batch) {
     const std::vector<std::vector<int>> part(
@@ -119,8 +136,13 @@ Generated generate_batches(Engine& e, const std::vector<std::vector<int>>& promp
         prompts.begin() + long(std::min(first + batch, prompts.size())));
     const GenerationResult r = e.generate(part, gen);
     for (size_t i = 0; i < part.size(); ++i) {
-      g.sequences.push_back({{"prompt_tokens", part[i]}, {"tokens", r.tokens[i]}});
+      nlohmann::json seq = {{"prompt_tokens", part[i]}, {"tokens", r.tokens[i]}};
       std::printf("%zu: %s\n", first + i, fmt::format("{}", fmt::join(r.tokens[i], ",")).c_str());
+      if (tokenizer) {
+        seq["text"] = tokenizer->decode(r.tokens[i]);
+        std::printf("%zu: %s\n", first + i, seq["text"].get<std::string>().c_str());
+      }
+      g.sequences.push_back(std::move(seq));
     }
     g.ttft.insert(g.ttft.end(), r.ttft_ms.begin(), r.ttft_ms.end());
     g.tpot.insert(g.tpot.end(), r.tpot_ms.begin(), r.tpot_ms.end());
@@ -149,9 +171,10 @@ profiler::GenerationRow generate_row(const Generated& g, const std::string& mode
 
 // The generation itself; the run is already recorded as running.
 nlohmann::json generate(Engine& e, const Options& o, const std::vector<std::vector<int>>& prompts,
-                        const GenerationParams& gen, RunRecord& record) {
+                        const GenerationParams& gen, const Tokenizer* tokenizer,
+                        RunRecord& record) {
   const size_t batch = o.batch > 0 ? size_t(o.batch) : prompts.size();
-  const Generated g = generate_batches(e, prompts, gen, batch);
+  const Generated g = generate_batches(e, prompts, gen, batch, tokenizer);
   const auto row = generate_row(g, generation_model_label(e.config().model, e.param_count()),
                                 o.dtype, batch, prompts);
   std::printf("%lld new tokens in %.1f ms: %.1f tokens/s (%s)\n",
@@ -187,10 +210,13 @@ int run(const Options& o) {
   GenerationParams gen = o.gen;
   std::vector<std::vector<int>> prompts;
   std::vector<BenchTest> tests;
-  if (o.bench)
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (o.bench) {
     tests = bench_tests(o, stored.model.seq_len);
-  else
-    prompts = checked_prompts(o, gen, stored.model);
+  } else {
+    tokenizer = prompt_tokenizer(o);
+    prompts = checked_prompts(o, gen, stored.model, tokenizer.get());
+  }
   if (!o.json_out.empty())
     if (std::string why = base::why_not_writable_file(o.json_out); !why.empty())
       throw std::invalid_argument(fmt::format("--json {}: {}", o.json_out, why));
@@ -199,8 +225,8 @@ int run(const Options& o) {
   try {
     auto engine = load_engine(o, stored);
     record.describe(*engine);
-    nlohmann::json out =
-        o.bench ? bench(*engine, o, tests, record) : generate(*engine, o, prompts, gen, record);
+    nlohmann::json out = o.bench ? bench(*engine, o, tests, record)
+                                 : generate(*engine, o, prompts, gen, tokenizer.get(), record);
     if (!o.db.empty()) {
       nlohmann::json summary = out;
       summary.erase("sequences");
@@ -264,18 +290,25 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model, "an llm.c checkpoint file or a Hugging Face directory")
       ->required();
   app.add_option("--prompt-tokens", o.prompt_tokens, "a prompt as token ids: 1,2,3 (repeatable)");
-  app.add_option("--prompts", o.prompts_file, "a JSON-lines file: {\"tokens\": [...]} a line")
+  app.add_option("--prompt", o.prompt_texts, "a prompt as text (repeatable; needs a tokenizer)");
+  app.add_option("--prompts", o.prompts_file,
+                 "a JSON-lines file: {\"tokens\": [...]} or {\"text\": \"...\"} a line")
       ->check(CLI::ExistingFile);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "tokenizer.json, a SentencePiece .model, or a folder holding one (default: the "
+                 "model folder's, if any)");
   add_generation_options(app, o);
   add_bench_and_store_options(app, o);
   if (auto status = base::parse_command_line(app, argc, argv, 2)) return *status;
-  if (!o.bench && o.prompt_tokens.empty() && o.prompts_file.empty()) {
-    std::fprintf(stderr, "hybrid-generate: give prompts: --prompt-tokens or --prompts\n");
+  const bool prompted =
+      !o.prompt_tokens.empty() || !o.prompt_texts.empty() || !o.prompts_file.empty();
+  if (!o.bench && !prompted) {
+    std::fprintf(stderr, "hybrid-generate: give prompts: --prompt-tokens, --prompt or --prompts\n");
     return 2;
   }
-  if (o.bench && (!o.prompt_tokens.empty() || !o.prompts_file.empty())) {
+  if (o.bench && prompted) {
     std::fprintf(stderr,
-                 "hybrid-generate: --bench makes its own prompts: drop --prompt-tokens "
+                 "hybrid-generate: --bench makes its own prompts: drop --prompt-tokens, --prompt "
                  "and --prompts\n");
     return 2;
   }

@@ -21,8 +21,9 @@ namespace hybrid::generate_tool {
 
 struct Options {
   std::string model, prompts_file, json_out, dtype = "fp32";
-  std::string cache_dtype;  // "": the weights' dtype
-  std::vector<std::string> prompt_tokens;
+  std::string cache_dtype;                               // "": the weights' dtype
+  std::vector<std::string> prompt_tokens, prompt_texts;  // --prompt-tokens, --prompt
+  std::string tokenizer;  // "": the model folder's tokenizer.json or tokenizer.model, if any
   std::string stop_tokens;
   int batch = 0;  // 0: every prompt in one batch (--bench: 1)
   engine::GenerationParams gen;

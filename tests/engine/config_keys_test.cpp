@@ -225,6 +225,7 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid.profiler.chrome_trace", R"({"hybrid": {"profiler": {"chrome_trace": "t.json"}}})", FIELD(profiler.chrome_trace)},
     {"hybrid.rollout.every", R"({"hybrid": {"rollout": {"every": 2, "prompts": "p.jsonl"}}})", FIELD(rollout.every)},
     {"hybrid.rollout.prompts", R"({"hybrid": {"rollout": {"prompts": "p.jsonl"}}})", FIELD(rollout.prompts)},
+    {"hybrid.rollout.tokenizer", R"({"hybrid": {"rollout": {"tokenizer": "tokenizer.json"}}})", FIELD(rollout.tokenizer)},
     {"hybrid.rollout.max_new_tokens", R"({"hybrid": {"rollout": {"max_new_tokens": 3}}})", FIELD(rollout.max_new_tokens)},
     {"hybrid.rollout.temperature", R"({"hybrid": {"rollout": {"temperature": 0.7}}})", FIELD(rollout.sampling.temperature)},
     {"hybrid.rollout.top_k", R"({"hybrid": {"rollout": {"top_k": 5}}})", FIELD(rollout.sampling.top_k)},

@@ -85,6 +85,8 @@ std::vector<uint16_t> iota_tokens(size_t n, uint16_t start, uint16_t mod = 60000
   return v;
 }
 
+std::vector<uint32_t> widened(const std::vector<uint16_t>& v) { return {v.begin(), v.end()}; }
+
 // ---- shards ----------------------------------------------------------------
 
 TEST_F(DataTest, ShardRoundTripAndLayout) {
@@ -100,8 +102,50 @@ TEST_F(DataTest, ShardRoundTripAndLayout) {
   EXPECT_EQ(header[1], 1);
   EXPECT_EQ(header[2], 1000);
   for (size_t i = 3; i < 256; ++i) ASSERT_EQ(header[i], 0) << i;
-  EXPECT_EQ(read_token_shard(p), tokens);
+  EXPECT_EQ(read_token_shard(p), widened(tokens));
   EXPECT_EQ(listing(), std::vector<std::string>{"s.bin"});  // no temporary file left
+}
+
+TEST_F(DataTest, WideShardsHoldTokensPast65535) {
+  // llm.c's version 2: uint32 tokens (Llama 3's 128,256-token vocabulary).
+  EXPECT_EQ(token_bytes_for_vocab(65536), 2);
+  EXPECT_EQ(token_bytes_for_vocab(65537), 4);
+  EXPECT_EQ(token_bytes_for_vocab(128256), 4);
+  const std::vector<uint32_t> tokens = {0, 65535, 65536, 128255, 7};
+  const std::string p = path("wide.bin");
+  write_token_shard(p, tokens);
+  EXPECT_EQ(fs::file_size(p), 1024u + 4u * tokens.size());
+  std::ifstream in(p, std::ios::binary);
+  std::array<int32_t, 256> header{};
+  in.read(reinterpret_cast<char*>(header.data()), sizeof(header));
+  EXPECT_EQ(header[0], 20240520);
+  EXPECT_EQ(header[1], 2);
+  EXPECT_EQ(header[2], 5);
+  std::array<uint32_t, 5> payload{};
+  in.read(reinterpret_cast<char*>(payload.data()), sizeof(payload));
+  EXPECT_TRUE(std::equal(payload.begin(), payload.end(), tokens.begin()));
+  EXPECT_EQ(read_token_shard(p), tokens);
+  EXPECT_EQ(open_error(p, 128255),
+            p + ": token 128255 at index 3 is out of range for vocab_size 128255");
+}
+
+TEST_F(DataTest, DatasetMixesNarrowAndWideShards) {
+  const auto a = iota_tokens(7, 100);
+  const std::vector<uint32_t> b = {70000, 70001, 70002};
+  write_token_shard(path("train_000000.bin"), a);
+  write_token_shard(path("train_000001.bin"), b);
+  const TokenDataset d = TokenDataset::open(path("train_*.bin"), 70003);
+  std::vector<uint32_t> expected = widened(a);
+  expected.insert(expected.end(), b.begin(), b.end());
+  ASSERT_EQ(d.size(), 10);
+  for (int64_t i = 0; i < d.size(); ++i) ASSERT_EQ(d.at(i), expected[size_t(i)]) << i;
+  std::vector<int32_t> out(25, -1);
+  d.copy_wrapped(4, int64_t(out.size()), out.data());
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(uint32_t(out[i]), expected[(4 + i) % 10]) << i;
+  // A wide shard is sized by 4-byte tokens: 10 declared tokens need 40 bytes.
+  const std::string t = raw_shard("train_000002.bin", {20240520, 2, 10}, 20);
+  EXPECT_THAT(open_error(t), HasSubstr(t + ": truncated: the header declares 10 tokens (40 bytes) "
+                                           "but only 20 bytes follow it"));
 }
 
 TEST_F(DataTest, ShardWriteFailuresLeaveNothingBehind) {
@@ -114,14 +158,14 @@ TEST_F(DataTest, ShardWriteFailuresLeaveNothingBehind) {
   } catch (const DataFileError& e) {
     EXPECT_THAT(e.what(), HasSubstr(p));
   }
-  EXPECT_THROW(write_token_shard(path("empty.bin"), {}), DataFileError);
+  EXPECT_THROW(write_token_shard(path("empty.bin"), std::span<const uint16_t>{}), DataFileError);
   EXPECT_EQ(listing(), std::vector<std::string>{"blocker"});
 }
 
 TEST_F(DataTest, ShardWriteCreatesMissingFolders) {
   const std::string p = path("new/dir/s.bin");
   write_token_shard(p, iota_tokens(10, 0));
-  EXPECT_EQ(read_token_shard(p), iota_tokens(10, 0));
+  EXPECT_EQ(read_token_shard(p), widened(iota_tokens(10, 0)));
   EXPECT_EQ(listing(), std::vector<std::string>{"new"});
 }
 
@@ -134,7 +178,10 @@ TEST_F(DataTest, CorruptShardsAreRejectedWithTheReason) {
   };
   const std::vector<Case> cases = {
       {"magic.bin", {20240326, 1, 10}, 20, "bad magic 20240326"},
-      {"version.bin", {20240520, 2, 10}, 20, "unsupported token shard version 2 (supported: 1)"},
+      {"version.bin",
+       {20240520, 3, 10},
+       20,
+       "unsupported token shard version 3 (supported: 1 for uint16 tokens, 2 for uint32)"},
       {"empty.bin",
        {20240520, 1, 0},
        0,
@@ -486,7 +533,8 @@ TEST_F(DataTest, HybridDataSynthWritesShardsAndPrintsEntropies) {
 
   const RunResult info = run(tool + " info " + out + "/val_000000.bin");
   EXPECT_EQ(info.status, 0) << info.output;
-  EXPECT_THAT(info.output, HasSubstr("llm.c token shard, 5.00 K tokens"));
+  EXPECT_THAT(info.output,
+              HasSubstr("llm.c token shard (version 1, 16-bit tokens), 5.00 K tokens"));
 
   const RunResult bad = run(tool + " synth --out " + out + " --tokens 100 --vocab 300 --noise 0");
   EXPECT_NE(bad.status, 0);

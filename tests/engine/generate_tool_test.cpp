@@ -123,7 +123,7 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
     std::ofstream f(prompts);
     f << "\n{\"text\": \"Hello\"}\n";
   }
-  refused("--prompts " + prompts, "prompts.jsonl:2: \"text\" prompts need a tokenizer");
+  refused("--prompts " + prompts, "prompts.jsonl:2: a \"text\" prompt needs a tokenizer");
   refused("--prompt-tokens 1",
           "neither an llm.c checkpoint, a Hugging Face directory nor a hybrid checkpoint",
           dir / "missing");

@@ -42,5 +42,8 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_file);
 // A tokenizer.json, a SentencePiece .model, or a directory holding one of them
 // (a Hugging Face model directory: tokenizer.json first, then tokenizer.model).
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path);
+// Whether `path` is a folder that open_tokenizer finds a tokenizer in (a
+// Hugging Face model directory brings its tokenizer along).
+bool folder_holds_tokenizer(const std::string& path);
 
 }  // namespace hybrid::engine
