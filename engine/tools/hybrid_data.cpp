@@ -4,6 +4,11 @@
 //       with learnable structure, and prints its entropies.
 //   hybrid-data info FILE...
 //       validates token shards and llm.c checkpoints and prints what they hold.
+//   hybrid-data train-tokenizer --type unigram|bpe --vocab N --out PATH [--threads N] [--verbose]
+//   FILES...
+//       trains a SentencePiece model (identity normalization, byte fallback, <unk> <s> </s>)
+//       on plain text files (one document each) and JSONL files ("text" a line), writes PATH
+//       (and PATH's .vocab) atomically, prints one summary line (docs/text.md).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +28,7 @@
 #include "engine/data/synthetic.h"
 #include "engine/data/token_shard.h"
 #include "engine/model/registry.h"
+#include "engine/tools/hybrid_data_train_tokenizer.h"
 
 namespace {
 
@@ -103,7 +109,8 @@ int run_info(const std::vector<std::string>& files) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hybrid-data: write and inspect llm.c-format token shards and checkpoints"};
+  CLI::App app{
+      "hybrid-data: write and inspect llm.c-format token shards and checkpoints, train tokenizers"};
   app.require_subcommand(1);
 
   SynthOptions so;
@@ -135,8 +142,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
   info->add_option("files", info_files, "Files to inspect")->required();
 
+  hybrid::data_tool::TrainTokenizerCommand train_tokenizer(app);
+
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
   try {
+    if (train_tokenizer.chosen()) return train_tokenizer.run();
     if (*synth) return run_synth(so);
     if (*info) return run_info(info_files);
   } catch (const std::exception& e) {
