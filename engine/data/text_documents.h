@@ -39,8 +39,8 @@ class TextDocumentReader {
 // Whether `path` is read as JSONL (its name ends in ".jsonl").
 bool is_jsonl_file(const std::string& path);
 
-// The bytes of a file. Throws DataFileError naming it when it is missing, not a
-// regular file or cannot be read.
+// The bytes of a file. Throws DataFileError naming it when it is missing, a
+// directory or cannot be read.
 std::string read_whole_file(const std::string& path);
 
 }  // namespace hybrid::engine

@@ -3,10 +3,13 @@
 // build, not Debian's libsentencepiece 0.1.97 that hybrid links), on the fortune
 // cookies (tests/engine/data/sentencepiece/make_reference.py wrote the reference);
 // round trips; special tokens; the invalid-UTF-8 policy; load errors.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>

@@ -4,9 +4,11 @@
 // nothing at the output path.
 #include "engine/data/tokenizer/sentencepiece_training.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
