@@ -4,11 +4,11 @@
 //       with learnable structure, and prints its entropies.
 //   hybrid-data info FILE...
 //       validates token shards and llm.c checkpoints and prints what they hold.
-//   hybrid-data train-tokenizer --type unigram|bpe --vocab N --out PATH [--threads N] [--verbose]
-//   FILES...
+//   hybrid-data train-tokenizer --type unigram|bpe --vocab N --out PATH [--threads N] FILES...
 //       trains a SentencePiece model (identity normalization, byte fallback, <unk> <s> </s>)
 //       on plain text files (one document each) and JSONL files ("text" a line), writes PATH
-//       (and PATH's .vocab) atomically, prints one summary line (docs/text.md).
+//       (and PATH's .vocab) atomically, prints one summary line (docs/text.md); --verbose
+//       shows the library's own log.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

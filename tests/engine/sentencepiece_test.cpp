@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/data/data_file_error.h"
@@ -109,6 +110,23 @@ TEST(SentencePieceTest, DecodeInvertsEncodeOnTheCorpusAndCraftedText) {
       EXPECT_THAT(ids, ::testing::Not(::testing::Contains(*tok->token_id("<unk>")))) << text;
     }
   }
+}
+
+// The interface promises thread-safe encode: threads encoding the same documents
+// at once get the ids of one thread alone.
+TEST(SentencePieceTest, EncodeFromManyThreadsEqualsOneThread) {
+  const auto tok = load_sentencepiece(kReferenceDir + "/" + kUnigram);
+  const auto docs = test::fortune_documents(test::kFortunesDir + "/wisdom");
+  std::vector<std::vector<int>> alone;
+  for (const auto& d : docs) alone.push_back(tok->encode(d));
+  std::vector<std::vector<std::vector<int>>> got(4, std::vector<std::vector<int>>(docs.size()));
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t d = 0; d < docs.size(); ++d) got[t][d] = tok->encode(docs[d]);
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) EXPECT_EQ(g, alone);
 }
 
 // The one valid character that does not come back: U+2581 "▁", SentencePiece's
