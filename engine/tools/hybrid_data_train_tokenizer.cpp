@@ -35,10 +35,10 @@ int TrainTokenizerCommand::run() const {
   const engine::SentencePieceTrainingSummary s = engine::train_sentencepiece(files_, out_, o);
   fmt::print(
       "wrote {}: SentencePiece {}, {} tokens ({} learned, {} bytes, {} special) from {} "
-      "documents ({}, {} lines) in {}\n",
+      "document{} ({}, {} lines) in {}\n",
       out_, engine::sentencepiece_type_name(o.type), s.vocab_size, s.learned_pieces, s.byte_pieces,
-      s.special_pieces, s.documents, base::format_bytes(uint64_t(s.bytes)), s.sentences,
-      base::format_duration(s.seconds));
+      s.special_pieces, s.documents, s.documents == 1 ? "" : "s",
+      base::format_bytes(uint64_t(s.bytes)), s.sentences, base::format_duration(s.seconds));
   return 0;
 }
 

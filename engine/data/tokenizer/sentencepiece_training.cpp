@@ -4,6 +4,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
