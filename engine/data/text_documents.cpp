@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "base/json_read.h"
+#include "base/text.h"
 #include "engine/data/data_file_error.h"
 
 namespace hybrid::engine {
@@ -15,7 +19,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_jsonl(const std::string& path) { return fs::path(path).extension() == ".jsonl"; }
+void check_readable_file(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st))
+    throw DataFileError(fmt::format("{}: cannot read: no such file or folder", path));
+  if (fs::is_directory(st))
+    throw DataFileError(fmt::format("{}: is a directory, not a file", path));
+}
 
 bool hidden(const fs::path& p) {
   const std::string name = p.filename().string();
@@ -24,15 +35,11 @@ bool hidden(const fs::path& p) {
 
 void add_input(const std::string& input, std::vector<std::string>& files) {
   std::error_code ec;
-  const auto status = fs::status(input, ec);
-  if (ec || !fs::exists(status))
-    throw DataFileError(fmt::format("{}: no such file or folder", input));
-  if (fs::is_regular_file(status)) {
+  if (!fs::is_directory(input, ec)) {
+    check_readable_file(input);
     files.push_back(input);
     return;
   }
-  if (!fs::is_directory(status))
-    throw DataFileError(fmt::format("{}: neither a file nor a folder", input));
   std::vector<std::string> found;
   for (auto it = fs::recursive_directory_iterator(input, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
@@ -47,66 +54,91 @@ void add_input(const std::string& input, std::vector<std::string>& files) {
   files.insert(files.end(), found.begin(), found.end());
 }
 
-std::string text_of_line(const std::string& line) {
-  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("not a JSON object");
-  const auto it = j.find("text");
-  if (it == j.end()) throw std::invalid_argument("no \"text\" field");
-  if (!it->is_string()) throw std::invalid_argument("\"text\" is not a string");
-  return it->get<std::string>();
+// The "text" of one JSONL line; DataFileError naming `where` (file:line) otherwise.
+std::string text_of_line(const std::string& line, const std::string& where) {
+  nlohmann::json record;
+  try {
+    record = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataFileError(fmt::format("{}: not JSON: {}", where, base::json_error_text(e)));
+  }
+  if (!record.is_object())
+    throw DataFileError(
+        fmt::format("{}: a JSONL document must be an object with a \"text\" field, got {}", where,
+                    base::describe_json(record)));
+  const auto field = record.find("text");
+  if (field == record.end())
+    throw DataFileError(
+        fmt::format("{}: no \"text\" field in {}", where, base::describe_json(record)));
+  if (!field->is_string())
+    throw DataFileError(
+        fmt::format("{}: \"text\" must be a string, got {}", where, base::describe_json(*field)));
+  return field->get<std::string>();
 }
 
 }  // namespace
 
+std::string read_whole_file(const std::string& path) {
+  check_readable_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataFileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) throw DataFileError(fmt::format("{}: read failed", path));
+  return std::move(content).str();
+}
+
+bool is_jsonl_file(const std::string& path) { return fs::path(path).extension() == ".jsonl"; }
+
 TextDocuments::TextDocuments(const std::vector<std::string>& inputs) {
   for (const auto& input : inputs) add_input(input, files_);
   if (files_.empty()) throw DataFileError("the corpus holds no file (empty folders only)");
-  for (const auto& f : files_) total_bytes_ += fs::file_size(f);
+  std::error_code ec;
+  for (const auto& f : files_) total_bytes_ += std::max<uintmax_t>(fs::file_size(f, ec), 0);
 }
 
-void TextDocuments::open_next_file() {
-  file_.close();
-  path_ = files_[next_file_++];
-  line_ = 0;
-  file_.open(path_, std::ios::binary);
-  if (!file_) throw DataFileError(fmt::format("{}: cannot read the file", path_));
+bool TextDocuments::next_jsonl_document(std::string& doc) {
+  std::string line;
+  while (std::getline(jsonl_, line)) {
+    ++line_;
+    bytes_read_ += line.size() + 1;
+    if (base::trim(line).empty()) continue;
+    doc = text_of_line(line, fmt::format("{}:{}", jsonl_path_, line_));
+    return true;
+  }
+  if (jsonl_.bad()) throw DataFileError(fmt::format("{}: read failed", jsonl_path_));
+  return false;
 }
 
-bool TextDocuments::next_document(std::string& doc) {
+bool TextDocuments::next(std::string& doc) {
   for (;;) {
-    if (file_.is_open() && is_jsonl(path_)) {
-      std::string line;
-      while (std::getline(file_, line)) {
-        ++line_;
-        bytes_read_ += line.size() + 1;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        try {
-          doc = text_of_line(line);
-        } catch (const std::invalid_argument& e) {
-          throw DataFileError(fmt::format("{}:{}: {}", path_, line_, e.what()));
-        }
-        return true;
-      }
-      if (file_.bad()) throw DataFileError(fmt::format("{}: read error", path_));
-      file_.close();
+    if (jsonl_.is_open()) {
+      if (next_jsonl_document(doc)) break;
+      jsonl_.close();
     }
     if (next_file_ == files_.size()) return false;
-    open_next_file();
-    if (!is_jsonl(path_)) {  // a plain text file: the whole file is one document
-      doc.assign(std::istreambuf_iterator<char>(file_), std::istreambuf_iterator<char>());
-      if (file_.bad()) throw DataFileError(fmt::format("{}: read error", path_));
+    const std::string& path = files_[next_file_++];
+    if (!is_jsonl_file(path)) {
+      doc = read_whole_file(path);
       bytes_read_ += doc.size();
-      file_.close();
-      return true;
+      break;
     }
+    check_readable_file(path);
+    jsonl_.open(path, std::ios::binary);
+    if (!jsonl_)
+      throw DataFileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    jsonl_path_ = path;
+    line_ = 0;
   }
+  ++documents_;
+  return true;
 }
 
 bool TextDocuments::next_batch(std::vector<std::string>& out, uint64_t max_bytes) {
   uint64_t bytes = 0;
   bool any = false;
   std::string doc;
-  while (bytes < max_bytes && next_document(doc)) {
+  while (bytes < max_bytes && next(doc)) {
     bytes += doc.size();
     out.push_back(std::move(doc));
     any = true;

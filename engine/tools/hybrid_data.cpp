@@ -4,10 +4,14 @@
 //       with learnable structure, and prints its entropies.
 //   hybrid-data info FILE...
 //       validates token shards and llm.c checkpoints and prints what they hold.
-//   hybrid-data tokenize --tokenizer FILE|DIR --out DIR [--val-fraction F] FILES...
-//       turns text into token shards (tools/hybrid_data_tokenize.cpp).
-#include "engine/tools/hybrid_data.h"
-
+//   hybrid-data train-tokenizer --type unigram|bpe --vocab N --out PATH [--threads N] FILES...
+//       trains a SentencePiece model (identity normalization, byte fallback, <unk> <s> </s>)
+//       on plain text files (one document each) and JSONL files ("text" a line), writes PATH
+//       (and PATH's .vocab) atomically, prints one summary line (docs/text.md); --verbose
+//       shows the library's own log.
+//   hybrid-data tokenize --tokenizer FILE|DIR --out DIR [--val-fraction F] [--threads N] FILES...
+//       text files, JSONL files and folders into token shards, each document after the
+//       end-of-text token; a progress bar on stderr (docs/text.md).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +31,8 @@
 #include "engine/data/synthetic.h"
 #include "engine/data/token_shard.h"
 #include "engine/model/registry.h"
+#include "engine/tools/hybrid_data_tokenize.h"
+#include "engine/tools/hybrid_data_train_tokenizer.h"
 
 namespace {
 
@@ -109,7 +115,8 @@ int run_info(const std::vector<std::string>& files) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "hybrid-data: write and inspect llm.c-format token shards and checkpoints; tokenize text"};
+      "hybrid-data: write and inspect llm.c-format token shards and checkpoints, train "
+      "tokenizers, tokenize text"};
   app.require_subcommand(1);
 
   SynthOptions so;
@@ -141,14 +148,15 @@ int main(int argc, char** argv) {
       app.add_subcommand("info", "Validate token shards and checkpoints, print what they hold");
   info->add_option("files", info_files, "Files to inspect")->required();
 
-  hybrid::tools::TokenizeCommand tc;
-  CLI::App* tokenize = hybrid::tools::add_tokenize_command(app, tc);
+  hybrid::data_tool::TrainTokenizerCommand train_tokenizer(app);
+  hybrid::data_tool::TokenizeCommand tokenize(app);
 
   if (auto status = hybrid::base::parse_command_line(app, argc, argv, 1)) return *status;
   try {
+    if (train_tokenizer.chosen()) return train_tokenizer.run();
     if (*synth) return run_synth(so);
     if (*info) return run_info(info_files);
-    if (*tokenize) return hybrid::tools::run_tokenize(tc);
+    if (tokenize.chosen()) return tokenize.run();
   } catch (const std::exception& e) {
     fmt::print(stderr, "hybrid-data: {}\n", e.what());
     return 1;

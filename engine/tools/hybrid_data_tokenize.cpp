@@ -10,38 +10,37 @@
 #include "base/cli_checks.h"
 #include "base/units.h"
 #include "engine/data/tokenizer/tokenizer.h"
-#include "engine/tools/hybrid_data.h"
+#include "engine/tools/hybrid_data_tokenize.h"
 
-namespace hybrid::tools {
+namespace hybrid::data_tool {
 
 using base::format_bytes;
 using base::format_count;
 using base::format_duration;
 
-CLI::App* add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
-  CLI::App* cmd = app.add_subcommand(
+TokenizeCommand::TokenizeCommand(CLI::App& app) {
+  CLI::App* cmd = command_ = app.add_subcommand(
       "tokenize",
       "Tokenize text files (one document each), JSONL files (a \"text\" field a line) and "
       "folders into llm.c token shards, each document after the end-of-text token");
-  cmd->add_option("--tokenizer", c.tokenizer,
+  cmd->add_option("--tokenizer", tokenizer_,
                   "tokenizer.json, a SentencePiece .model, or a folder holding one")
       ->required();
-  cmd->add_option("--out", c.options.out_dir, "Output folder (must not exist, or be empty)")
+  cmd->add_option("--out", options_.out_dir, "Output folder (must not exist, or be empty)")
       ->required();
-  cmd->add_option("--val-fraction", c.options.val_fraction,
+  cmd->add_option("--val-fraction", options_.val_fraction,
                   "Fraction of the documents for val_*.bin, spread evenly (0: all to train)")
       ->capture_default_str();
-  cmd->add_option("--threads", c.options.threads, "Encoding threads (default: every core)")
+  cmd->add_option("--threads", options_.threads, "Encoding threads (default: every core)")
       ->check(base::at_least(1));
-  cmd->add_option("--shard-tokens", c.options.shard_tokens, "Tokens per shard file")
+  cmd->add_option("--shard-tokens", options_.shard_tokens, "Tokens per shard file")
       ->capture_default_str()
       ->check(base::between(1, INT32_MAX));
-  cmd->add_option("--token-bytes", c.options.token_bytes,
+  cmd->add_option("--token-bytes", options_.token_bytes,
                   "2 (uint16, llm.c version 1) or 4 (uint32, version 2); default: what the "
                   "vocabulary needs")
       ->check(CLI::IsMember({2, 4}));
-  cmd->add_option("files", c.inputs, "Text files, .jsonl files and folders")->required();
-  return cmd;
+  cmd->add_option("files", inputs_, "Text files, .jsonl files and folders")->required();
 }
 
 namespace {
@@ -62,11 +61,11 @@ void print_progress(const engine::TokenizeProgress& p, bool tty) {
 
 }  // namespace
 
-int run_tokenize(const TokenizeCommand& c) {
-  const auto tokenizer = engine::open_tokenizer(c.tokenizer);
+int TokenizeCommand::run() const {
+  const auto tokenizer = engine::open_tokenizer(tokenizer_);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   double last = -1;
-  const auto s = engine::tokenize_corpus(*tokenizer, c.inputs, c.options,
+  const auto s = engine::tokenize_corpus(*tokenizer, inputs_, options_,
                                          [&](const engine::TokenizeProgress& p) {
                                            // A few updates a second on a terminal, one a few
                                            // seconds in a log.
@@ -82,8 +81,8 @@ int run_tokenize(const TokenizeCommand& c) {
              format_bytes(uint64_t(s.seconds > 0 ? double(s.text_bytes) / s.seconds : 0)));
   fmt::print("train: {} documents, {} tokens; val: {} documents, {} tokens ({}-bit tokens)\n",
              s.train_documents, s.train_tokens, s.val_documents, s.val_tokens, 8 * s.token_bytes);
-  fmt::print("wrote {} shards to {}\n", s.files.size(), c.options.out_dir);
+  fmt::print("wrote {} shards to {}\n", s.files.size(), options_.out_dir);
   return 0;
 }
 
-}  // namespace hybrid::tools
+}  // namespace hybrid::data_tool

@@ -222,12 +222,13 @@ TEST_F(TokenizeCorpus, BadInputIsNamedAndLeavesNothing) {
   const std::string empty = file("empty.txt", "");
   EXPECT_THAT(error(bytes, {empty}), HasSubstr(empty + ": the corpus holds no document with text"));
   const std::string bad = file("bad.jsonl", "{\"text\": \"ok\"}\n{\"txt\": \"typo\"}\n");
-  EXPECT_EQ(error(bytes, {bad}), bad + ":2: no \"text\" field");
+  EXPECT_THAT(error(bytes, {bad}), HasSubstr(bad + ":2: no \"text\" field"));
   const std::string nonjson = file("nonjson.jsonl", "{\"text\": \"ok\"}\n\nplain words\n");
-  EXPECT_EQ(error(bytes, {nonjson}), nonjson + ":3: not a JSON object");
+  EXPECT_THAT(error(bytes, {nonjson}), HasSubstr(nonjson + ":3: not JSON"));
   const std::string number = file("number.jsonl", "{\"text\": 5}\n");
-  EXPECT_EQ(error(bytes, {number}), number + ":1: \"text\" is not a string");
-  EXPECT_EQ(error(bytes, {out("absent.txt")}), out("absent.txt") + ": no such file or folder");
+  EXPECT_THAT(error(bytes, {number}), HasSubstr(number + ":1: \"text\" must be a string, got 5"));
+  EXPECT_EQ(error(bytes, {out("absent.txt")}),
+            out("absent.txt") + ": cannot read: no such file or folder");
   EXPECT_THAT(error(ByteTokenizer(0, false), {file("a.txt", "x")}),
               HasSubstr("the tokenizer (bytes) has no end-of-text token"));
   o.val_fraction = 1;
