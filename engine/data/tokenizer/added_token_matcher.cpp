@@ -81,7 +81,8 @@ void AddedTokenMatcher::find_matches(const Pass& pass, std::string_view piece, u
     out.push_back({uint32_t(base + begin), uint32_t(base + end), hit->id});
     done = end;
   }
-  if (done < piece.size()) out.push_back({uint32_t(base + done), uint32_t(base + piece.size()), -1});
+  if (done < piece.size())
+    out.push_back({uint32_t(base + done), uint32_t(base + piece.size()), -1});
 }
 
 void AddedTokenMatcher::split(std::string_view text, std::vector<TextSegment>& out) const {

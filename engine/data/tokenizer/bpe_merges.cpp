@@ -14,9 +14,7 @@ struct Symbol {
 struct Candidate {
   int32_t rank, pos, merged;
   // std::push_heap keeps the largest on top: the lowest rank, then the leftmost.
-  bool operator<(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
+  bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
 };
 
 // Per-thread scratch, so that a word costs no allocation once warm.

@@ -53,7 +53,8 @@ void read_split(const json& j, ByteLevelBpeSpec& spec, const std::string& path,
   const std::string behavior = j.value("behavior", "");
   if (behavior != "Isolated")
     fail(path, key + ".behavior \"" + behavior + "\" is not supported (only \"Isolated\")");
-  if (flag(j, "invert", false, path + ": " + key)) fail(path, key + ".invert true is not supported");
+  if (flag(j, "invert", false, path + ": " + key))
+    fail(path, key + ".invert true is not supported");
   const json* regex = base::at_path(j, {"pattern", "Regex"});
   const json* literal = base::at_path(j, {"pattern", "String"});
   const json* pattern = regex != nullptr ? regex : literal;
@@ -70,8 +71,9 @@ void read_pre_tokenizer(const json& root, ByteLevelBpeSpec& spec, const std::str
   const std::string type = type_of(*pre);
   if (type == "ByteLevel") return read_byte_level(*pre, false, spec, path, "pre_tokenizer");
   if (type != "Sequence")
-    fail(path, "pre_tokenizer.type " + type + " is not supported (ByteLevel, or a Sequence of "
-                                              "Split and ByteLevel)");
+    fail(path, "pre_tokenizer.type " + type +
+                   " is not supported (ByteLevel, or a Sequence of "
+                   "Split and ByteLevel)");
   const json& steps = pre->value("pretokenizers", json::array());
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string key = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "]";
@@ -81,8 +83,8 @@ void read_pre_tokenizer(const json& root, ByteLevelBpeSpec& spec, const std::str
     } else if (step == "ByteLevel" && i + 1 == steps.size()) {
       read_byte_level(steps[i], i > 0, spec, path, key);
     } else {
-      fail(path, key + ".type " + step +
-                     " is not supported here (Splits, then one ByteLevel last)");
+      fail(path,
+           key + ".type " + step + " is not supported here (Splits, then one ByteLevel last)");
     }
   }
   if (steps.empty() || type_of(steps.back()) != "ByteLevel")
@@ -100,12 +102,12 @@ void check_supported(const json& root, const std::string& path) {
                    " is not supported (ByteLevel)");
   const json& model = root.at("model");
   const std::string type = type_of(model);
-  if (type != "BPE")
-    fail(path, "model.type " + type + " is not supported (only BPE, byte-level)");
+  if (type != "BPE") fail(path, "model.type " + type + " is not supported (only BPE, byte-level)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const auto it = model.find(key);
     if (it != model.end() && !it->is_null() && *it != "")
-      fail(path, std::string("model.") + key + " " + base::describe_json(*it) + " is not supported");
+      fail(path,
+           std::string("model.") + key + " " + base::describe_json(*it) + " is not supported");
   }
   if (const auto it = model.find("dropout"); it != model.end() && !it->is_null())
     fail(path, "model.dropout " + base::describe_json(*it) + " is not supported (deterministic)");
@@ -164,7 +166,8 @@ void read_model(const json& model, ByteLevelBpeSpec& spec, const std::string& pa
   }
   spec.byte_ids.fill(-1);
   for (int b = 0; b < 256; ++b)
-    if (const auto it = vocab.find(byte_level_char(static_cast<unsigned char>(b))); it != vocab.end())
+    if (const auto it = vocab.find(byte_level_char(static_cast<unsigned char>(b)));
+        it != vocab.end())
       spec.byte_ids[size_t(b)] = it->second;
   if (const auto it = model.find("unk_token"); it != model.end() && !it->is_null()) {
     const auto u = vocab.find(base::json_string(*it, path, "model.unk_token"));

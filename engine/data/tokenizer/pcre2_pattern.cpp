@@ -80,11 +80,11 @@ int Pcre2Pattern::match(std::string_view text, size_t from, unsigned options, si
   const auto* code = static_cast<const pcre2_code*>(code_);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   // The text was checked (repaired) once before any pattern sees it.
-  const int rc = jit_ && options == 0
-                     ? pcre2_jit_match(code, subject, text.size(), from, 0, state.data,
-                                       state.context)
-                     : pcre2_match(code, subject, text.size(), from, options | PCRE2_NO_UTF_CHECK,
-                                   state.data, state.context);
+  const int rc =
+      jit_ && options == 0
+          ? pcre2_jit_match(code, subject, text.size(), from, 0, state.data, state.context)
+          : pcre2_match(code, subject, text.size(), from, options | PCRE2_NO_UTF_CHECK, state.data,
+                        state.context);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
   if (rc < 0) throw std::runtime_error("PCRE2 match failed: " + pcre2_message(rc));
   const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);

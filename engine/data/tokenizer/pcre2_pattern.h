@@ -36,8 +36,7 @@ class Pcre2Pattern {
                       std::vector<std::pair<uint32_t, uint32_t>>& pieces) const;
 
  private:
-  int match(std::string_view text, size_t from, unsigned options, size_t& begin,
-            size_t& end) const;
+  int match(std::string_view text, size_t from, unsigned options, size_t& begin, size_t& end) const;
   void* code_ = nullptr;  // pcre2_code_8
   bool jit_ = false;
 };
