@@ -162,8 +162,9 @@ TEST(ByteLevelBpe, HardCasesEqualHuggingFace) {
       const Tokenizer& tok = name == "gpt2_prefix_space" ? gpt2_prefix_space() : tokenizer(name);
       const auto ids = tok.encode(text);
       EXPECT_EQ(ids, ids_of(c.at(name))) << name << ": " << c.at("text").dump();
-      EXPECT_EQ(tok.decode(ids), c.at(name + "_decoded").get<std::string>()) << name;
-      const auto pieces = c.at(name + "_pieces").get<std::vector<std::string>>();
+      // (The long generated runs keep their ids only.)
+      EXPECT_EQ(tok.decode(ids), c.value(name + "_decoded", tok.decode(ids))) << name;
+      const auto pieces = c.value(name + "_pieces", std::vector<std::string>{});
       for (size_t i = 0; i < std::min(ids.size(), pieces.size()); ++i)
         EXPECT_EQ(tok.decode(std::vector<int>{ids[i]}), pieces[i]) << name << " piece " << i;
       // Round trip, but where <mask> (lstrip) takes the spaces before it, as in Hugging Face.
