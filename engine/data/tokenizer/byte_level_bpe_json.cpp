@@ -147,8 +147,11 @@ void read_merges(const json& model, const std::unordered_map<std::string, int32_
       fail(path, key + " must be \"a b\" or [\"a\", \"b\"]");
     }
     const auto l = vocab.find(left), r = vocab.find(right), merged = vocab.find(left + right);
-    for (const auto& [it, token] : {std::pair{l, left}, {r, right}, {merged, left + right}})
-      if (it == vocab.end()) fail(path, key + ": token \"" + token + "\" is not in model.vocab");
+    const std::pair<decltype(l), std::string> parts[] = {
+        {l, left}, {r, right}, {merged, left + right}};
+    for (const auto& part : parts)
+      if (part.first == vocab.end())
+        fail(path, key + ": token \"" + part.second + "\" is not in model.vocab");
     spec.merges->add(l->second, r->second, int32_t(rank), merged->second);
   }
 }
