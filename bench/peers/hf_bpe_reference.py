@@ -7,8 +7,9 @@ hand-written hard cases (hard_cases.json).
 
 Writes, into the folder given:
   gpt2_style.json    GPT-2's kind: ByteLevel pre-tokenizer (GPT-2's split pattern),
-                     <|endoftext|>, plus added tokens with lstrip / single_word /
-                     normalized set, to exercise the added-token matcher;
+                     <|endoftext|>, plus added tokens with lstrip / rstrip /
+                     single_word / normalized set and overlapping ones, to
+                     exercise the added-token matcher;
   llama3_style.json  Llama 3's kind: Sequence[Split(Llama 3's pattern, Isolated),
                      ByteLevel(use_regex=false)], <|begin_of_text|>, <|end_of_text|>;
   bpe_reference.json for each corpus file its size and FNV-1a 64 hash, and per
@@ -104,6 +105,9 @@ def main():
     # RoBERTa's <mask> (lstrip), a non-special token (normalized) and a whole-word one.
     gpt2.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
     gpt2.add_tokens([AddedToken("<sep>"), AddedToken("xyzzy", single_word=True)])
+    # rstrip; leftmost-longest among overlapping tokens; a token of multi-byte characters.
+    gpt2.add_special_tokens([AddedToken("<rs>", rstrip=True, special=True)])
+    gpt2.add_tokens([AddedToken("<sep>x"), AddedToken("Ωμ", lstrip=True, rstrip=True)])
     llama3 = train(
         pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
