@@ -26,6 +26,7 @@ text between lines that hold only "%".
 """
 import json
 import os
+import random
 import struct
 import sys
 
@@ -36,6 +37,10 @@ CORPUS_DIRS = ["/usr/share/games/fortunes", "/usr/share/games/fortunes/de"]
 VOCAB = 8000
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                   r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+RANDOM_PIECES = [" ", "  ", "\t", "\n", "\r\n", "\r", "a", "Z", "word", "é", "ß", "日本", "😀", "\u200d",
+                 "\u0301", "1", "234", "'s", "'S", "'ll", "'", "!", "?!", "...", "-", "_", "\u00a0",
+                 "\u0085", "\u3000", "\u2028", "٣", "½", "<|endoftext|>", "<mask>", "<sep>", "<sep>x",
+                 "<rs>", "xyzzy", "Ωμ", "<|begin_of_text|>", "<|end_of_text|>", "<", "|"]
 FNV_OFFSET, FNV_PRIME, MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
 
 
@@ -150,6 +155,13 @@ def main():
             # Each id on its own: partial UTF-8 sequences decode to U+FFFD.
             entry[name + "_pieces"] = [tok.decode([i], skip_special_tokens=False) for i in ids]
         ref["hard_cases"].append(entry)
+    # Random strings of the pieces where the two sides could differ, seeded.
+    rng = random.Random(1234)
+    ref["random"] = []
+    for _ in range(300):
+        text = "".join(rng.choice(RANDOM_PIECES) for _ in range(rng.randint(1, 24)))
+        ref["random"].append({"text": text, **{name: tok.encode(text, add_special_tokens=False).ids
+                                               for name, tok in tokenizers_by_name.items()}})
     ref["invalid_utf8"] = []
     for hexes in cases["invalid_utf8"]:
         text = bytes.fromhex(hexes).decode("utf-8", errors="replace")

@@ -178,6 +178,15 @@ TEST(ByteLevelBpe, HardCasesEqualHuggingFace) {
   }
 }
 
+// 300 random strings of whitespace kinds, letters, digits, contractions, marks,
+// emoji, Unicode spaces and (pieces of) added tokens: ids equal Hugging Face's.
+TEST(ByteLevelBpe, RandomStringsEqualHuggingFace) {
+  for (const json& c : reference().at("random"))
+    for (const std::string name : {"gpt2_style", "llama3_style"})
+      EXPECT_EQ(tokenizer(name).encode(c.at("text").get<std::string>()), ids_of(c.at(name)))
+          << name << ": " << c.at("text").dump();
+}
+
 // Invalid UTF-8: each maximal ill-formed subpart becomes U+FFFD (Python's
 // errors="replace"), then the text encodes as Hugging Face encodes the repair.
 TEST(ByteLevelBpe, InvalidUtf8IsReplacedAsPythonDoes) {
