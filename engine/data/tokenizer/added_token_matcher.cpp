@@ -93,8 +93,9 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<TextSegment>& o
     find_matches(raw_, text, 0, out);
   }
   if (normalized_.empty()) return;
-  std::vector<TextSegment> first;
+  thread_local std::vector<TextSegment> first;  // kept: no allocation per text once warm
   first.swap(out);
+  out.clear();
   for (const TextSegment& s : first) {
     if (s.id >= 0)
       out.push_back(s);

@@ -38,6 +38,11 @@ std::vector<int> ByteLevelBpe::encode(std::string_view input) const {
   thread_local std::string repaired;
   thread_local std::vector<TextSegment> segments;
   const std::string_view text = repair_utf8(input, repaired);
+  // Offsets within a text are 32-bit: a document of 4 GiB is refused, not cut.
+  if (text.size() >= (size_t(1) << 32) - 4)
+    throw std::length_error(
+        "byte-level BPE: a text of " + std::to_string(text.size()) +
+        " bytes (UTF-8 repaired) is too long to encode at once (4 GiB at most)");
   added_.split(text, segments);
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
