@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "engine/data/fortune_corpus.h"
@@ -200,6 +201,57 @@ TEST(ByteLevelBpe, InvalidUtf8IsReplacedAsPythonDoes) {
       const auto ids = tokenizer(name).encode(bytes);
       EXPECT_EQ(ids, ids_of(c.at(name))) << name << " " << c.at("hex");
       EXPECT_EQ(tokenizer(name).decode(ids), replaced) << name;
+    }
+  }
+}
+
+// Random bytes — valid and invalid UTF-8, whitespace, added tokens without
+// strips — encode to ids inside the vocabulary that decode to the text as
+// Python's errors="replace" repairs it (the documented policy), on both kinds.
+TEST(ByteLevelBpe, RandomBytesRoundTripThroughTheRepair) {
+  const std::vector<std::string> pieces = {" ",
+                                           "   ",
+                                           "\t",
+                                           "\n",
+                                           "\r\n",
+                                           "a",
+                                           "Zq",
+                                           "é",
+                                           "日本",
+                                           "😀",
+                                           "\xCC\x81",
+                                           "12",
+                                           "'s",
+                                           "!?",
+                                           "<|endoftext|>",
+                                           "<|end_of_text|>",
+                                           "<sep>",
+                                           "xyzzy",
+                                           "<|",
+                                           "\xC3",
+                                           "\xE2\x82",
+                                           "\xF0\x9F",
+                                           "\xFF",
+                                           "\x80",
+                                           "\xED\xA0\x80",
+                                           "\xC0\xAF"};
+  std::mt19937 rng(42);
+  for (int n = 0; n < 2000; ++n) {
+    std::string text;
+    const int count = int(rng() % 30);
+    for (int k = 0; k < count; ++k) {
+      if (rng() % 4 == 0)
+        text += char(rng() % 256);  // any byte at all
+      else
+        text += pieces[rng() % pieces.size()];
+    }
+    std::string repaired;
+    const std::string expected(repair_utf8(text, repaired));
+    for (const std::string name : {"gpt2_style", "llama3_style"}) {
+      const Tokenizer& tok = tokenizer(name);
+      const auto ids = tok.encode(text);
+      for (const int id : ids) ASSERT_TRUE(id >= 0 && id < tok.vocab_size()) << id;
+      ASSERT_EQ(tok.decode(ids), expected) << name << ": " << json(expected).dump();
     }
   }
 }
