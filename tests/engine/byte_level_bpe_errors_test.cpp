@@ -98,6 +98,24 @@ TEST(ByteLevelBpeErrors, UnsupportedSettingsAreNamed) {
       std::string::npos);
 }
 
+// Values of the wrong type or far out of range: named, never a JSON library
+// exception or a table of two billion entries.
+TEST(ByteLevelBpeErrors, WrongTypesAndSparseIdsAreNamed) {
+  std::string msg = refusal([](json& j) { j["model"]["vocab"]["e"] = 2000000000; });
+  EXPECT_NE(msg.find("model.vocab[\"e\"]"), std::string::npos) << msg;
+  msg = refusal([](json& j) { j["added_tokens"][0]["id"] = 99999999; });
+  EXPECT_NE(msg.find("added_tokens[0].id"), std::string::npos) << msg;
+  msg = refusal([](json& j) { j["model"]["merges"] = {{"a", "b"}}; });
+  EXPECT_NE(msg.find("model.merges must be an array"), std::string::npos) << msg;
+  msg = refusal([](json& j) { j["added_tokens"] = 5; });
+  EXPECT_NE(msg.find("added_tokens must be an array"), std::string::npos) << msg;
+  msg = refusal([](json& j) { j["model"]["vocab"] = json::array(); });
+  EXPECT_NE(msg.find("model.vocab must be a non-empty object"), std::string::npos) << msg;
+  msg = refusal([](json& j) { j["added_tokens"][0]["lstrip"] = "yes"; });
+  EXPECT_NE(msg.find("added_tokens[0]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lstrip"), std::string::npos) << msg;
+}
+
 TEST(ByteLevelBpeErrors, MissingFileAndMalformedJson) {
   hybrid::test::TempDir dir;
   const std::string missing = dir / "absent.json";

@@ -4,7 +4,6 @@
 // (another model type, a normalizer, dropout, word prefixes or suffixes,
 // another split behaviour) is a DataFileError naming the key and its value.
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 #include "base/json_read.h"
@@ -37,6 +36,15 @@ bool flag(const json& object, const char* key, bool fallback, const std::string&
   return base::json_boolean(*it, where, key);
 }
 
+const json& array_at(const json& object, const char* key, const std::string& path,
+                     const std::string& where) {
+  static const json empty = json::array();
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return empty;
+  if (!it->is_array()) fail(path, where + " must be an array, got " + base::describe_json(*it));
+  return *it;
+}
+
 void read_byte_level(const json& j, bool after_split, ByteLevelBpeSpec& spec,
                      const std::string& path, const std::string& key) {
   spec.add_prefix_space = flag(j, "add_prefix_space", true, path + ": " + key);
@@ -50,7 +58,8 @@ void read_byte_level(const json& j, bool after_split, ByteLevelBpeSpec& spec,
 
 void read_split(const json& j, ByteLevelBpeSpec& spec, const std::string& path,
                 const std::string& key) {
-  const std::string behavior = j.value("behavior", "");
+  const json* b = base::at_path(j, {"behavior"});
+  const std::string behavior = b != nullptr && b->is_string() ? b->get<std::string>() : "";
   if (behavior != "Isolated")
     fail(path, key + ".behavior \"" + behavior + "\" is not supported (only \"Isolated\")");
   if (flag(j, "invert", false, path + ": " + key))
@@ -74,7 +83,7 @@ void read_pre_tokenizer(const json& root, ByteLevelBpeSpec& spec, const std::str
     fail(path, "pre_tokenizer.type " + type +
                    " is not supported (ByteLevel, or a Sequence of "
                    "Split and ByteLevel)");
-  const json& steps = pre->value("pretokenizers", json::array());
+  const json& steps = array_at(*pre, "pretokenizers", path, "pre_tokenizer.pretokenizers");
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string key = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "]";
     const std::string step = type_of(steps[i]);
@@ -115,6 +124,15 @@ void check_supported(const json& root, const std::string& path) {
     fail(path, "model.byte_fallback true is not supported (byte-level BPE needs none)");
 }
 
+// Ids are dense in every real file (GPT-2: 0..50256, Llama 3: 0..128255); an id
+// far beyond the number of tokens is a broken file, and would cost a table
+// entry per id below it.
+int32_t read_id(const json& id, size_t tokens, const std::string& path, const std::string& key) {
+  const int64_t limit = 2 * int64_t(tokens) + 256;
+  return int32_t(base::json_integer(id, path, key + " (ids are below twice the number of tokens)",
+                                    0, limit - 1));
+}
+
 void set_token(ByteLevelBpeSpec& spec, int32_t id, const std::string& text) {
   if (size_t(id) >= spec.token_bytes.size()) {
     spec.token_bytes.resize(size_t(id) + 1);
@@ -128,7 +146,7 @@ void set_token(ByteLevelBpeSpec& spec, int32_t id, const std::string& text) {
 
 void read_merges(const json& model, const std::unordered_map<std::string, int32_t>& vocab,
                  ByteLevelBpeSpec& spec, const std::string& path) {
-  const json& merges = model.value("merges", json::array());
+  const json& merges = array_at(model, "merges", path, "model.merges");
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const json& m = merges[rank];
     const std::string key = "model.merges[" + std::to_string(rank) + "] " + base::describe_json(m);
@@ -156,13 +174,14 @@ void read_merges(const json& model, const std::unordered_map<std::string, int32_
   }
 }
 
-void read_model(const json& model, ByteLevelBpeSpec& spec, const std::string& path) {
+void read_model(const json& model, size_t tokens, ByteLevelBpeSpec& spec, const std::string& path) {
   std::unordered_map<std::string, int32_t> vocab;
-  const json& v = model.value("vocab", json::object());
-  if (!v.is_object() || v.empty()) fail(path, "model.vocab must be a non-empty object");
+  const auto vit = model.find("vocab");
+  if (vit == model.end() || !vit->is_object() || vit->empty())
+    fail(path, "model.vocab must be a non-empty object");
+  const json& v = *vit;
   for (const auto& [token, id] : v.items()) {
-    const auto n = int32_t(base::json_integer(id, path, "model.vocab[\"" + token + "\"]", 0,
-                                              std::numeric_limits<int32_t>::max() - 1));
+    const int32_t n = read_id(id, tokens, path, "model.vocab[\"" + token + "\"]");
     vocab.emplace(token, n);
     set_token(spec, n, token);
     if (spec.ignore_merges) spec.word_ids.emplace(spec.token_bytes[size_t(n)], n);
@@ -183,16 +202,17 @@ void read_model(const json& model, ByteLevelBpeSpec& spec, const std::string& pa
   spec.token_ids = std::move(vocab);
 }
 
-void read_added_tokens(const json& root, ByteLevelBpeSpec& spec, const std::string& path) {
-  const json& added = root.value("added_tokens", json::array());
+void read_added_tokens(const json& root, size_t tokens, ByteLevelBpeSpec& spec,
+                       const std::string& path) {
+  const json& added = array_at(root, "added_tokens", path, "added_tokens");
   for (size_t i = 0; i < added.size(); ++i) {
     const std::string key = "added_tokens[" + std::to_string(i) + "]";
     const json& a = added[i];
     if (!a.is_object()) fail(path, key + " must be an object");
     AddedToken t;
-    t.id = int32_t(base::json_integer(a.value("id", json()), path, key + ".id", 0,
-                                      std::numeric_limits<int32_t>::max() - 1));
-    t.content = base::json_string(a.value("content", json()), path, key + ".content");
+    t.id = read_id(a.contains("id") ? a.at("id") : json(), tokens, path, key + ".id");
+    t.content =
+        base::json_string(a.contains("content") ? a.at("content") : json(), path, key + ".content");
     t.special = flag(a, "special", false, path + ": " + key);
     t.single_word = flag(a, "single_word", false, path + ": " + key);
     t.lstrip = flag(a, "lstrip", false, path + ": " + key);
@@ -228,10 +248,16 @@ std::unique_ptr<Tokenizer> load_byte_level_bpe(const std::string& tokenizer_json
     check_supported(root, path);
     read_pre_tokenizer(root, spec, path);
     spec.ignore_merges = flag(root.at("model"), "ignore_merges", false, path + ": model");
-    read_model(root.at("model"), spec, path);
-    read_added_tokens(root, spec, path);
+    const json& model = root.at("model");
+    const json& added = array_at(root, "added_tokens", path, "added_tokens");
+    const size_t tokens = (model.contains("vocab") ? model.at("vocab").size() : 0) + added.size();
+    read_model(model, tokens, spec, path);
+    read_added_tokens(root, tokens, spec, path);
   } catch (const base::JsonReadError& e) {
     throw DataFileError(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A value of an unexpected type somewhere not checked above.
+    fail(path, "unexpected JSON: " + base::json_error_text(e));
   }
   try {
     return std::make_unique<ByteLevelBpe>(std::move(spec));
