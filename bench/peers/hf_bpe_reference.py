@@ -16,7 +16,9 @@ Writes, into the folder given:
                      tokenizer its documents' token count and the FNV-1a 64 hash
                      of their ids; full ids for the hard cases.
 With --dump FILE (a corpus file's path), prints that file's documents' ids
-instead (to find the document a failing test points at).
+instead (to find the document a failing test points at). With --fuzz-seeds,
+writes two small tokenizers (300 tokens) into the folder given instead: the
+seeds of fuzz/fuzz_tokenizer_json.cpp (fuzz/corpus/tokenizer_json).
 
 Peers only (never run by the suite): tokenizers 0.15.2, the version that
 transformers 4.36.2 brings. The corpus is read exactly as
@@ -93,8 +95,32 @@ def ids_hash(encodings):
     return h
 
 
+def write_fuzz_seeds(out):
+    """fuzz/corpus/tokenizer_json/: the two kinds again, 300 tokens, on 50 documents."""
+    docs = documents(corpus_files()[0])[:50]
+
+    def small(pre, specials):
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer, tok.decoder = pre, decoders.ByteLevel()
+        tok.train_from_iterator(docs, trainers.BpeTrainer(
+            vocab_size=300, special_tokens=specials, show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        return tok
+    gpt2 = small(pre_tokenizers.ByteLevel(add_prefix_space=False), ["<|endoftext|>"])
+    gpt2.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
+    gpt2.add_tokens([AddedToken("<sep>"), AddedToken("xyzzy", single_word=True)])
+    gpt2.save(os.path.join(out, "gpt2_style.json"), pretty=False)
+    llama3 = small(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        ["<|begin_of_text|>", "<|end_of_text|>"])
+    llama3.save(os.path.join(out, "llama3_style.json"), pretty=False)
+
+
 def main():
     out = sys.argv[1]
+    if "--fuzz-seeds" in sys.argv:
+        return write_fuzz_seeds(out)
     files = corpus_files()
     per_file = {p: documents(p) for p in files}
     all_docs = [d for p in files for d in per_file[p]]
