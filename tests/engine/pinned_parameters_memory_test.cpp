@@ -16,7 +16,12 @@ namespace {
 using engine::MemCategory;
 
 nlohmann::json zero3_with_pin(bool pin) {
-  return {{"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 100}}},
+  // At most 1000 elements live when gathering a module at a time: no prefetch
+  // past the module, so an unpinned call never holds them all.
+  return {{"zero_optimization",
+           {{"stage", 3},
+            {"stage3_param_persistence_threshold", 100},
+            {"stage3_max_live_parameters", 1000}}},
           {"hybrid_engine", {{"enabled", true}, {"pin_parameters", pin}}}};
 }
 

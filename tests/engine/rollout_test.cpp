@@ -172,7 +172,8 @@ TEST(Rollout, BatchSplitsTheCallsAndCacheDtypeSetsTheCache) {
     p["hybrid"]["rollout"].merge_patch(rollout);
     return p;
   };
-  const auto whole = test::run_hybrid_train(dir, "whole", 1, patch_with({}), "--quiet --steps 1");
+  const auto whole = test::run_hybrid_train(dir, "whole", 1, patch_with(nlohmann::json::object()),
+                                            "--quiet --steps 1");
   const auto split = test::run_hybrid_train(
       dir, "split", 1, patch_with({{"batch", 1}, {"cache_dtype", "bf16"}}), "--quiet --steps 1");
   const auto split32 =
