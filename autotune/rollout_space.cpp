@@ -8,6 +8,7 @@
 #include <set>
 
 #include "autotune/candidate.h"
+#include "autotune/generate_space.h"
 #include "autotune/tune_error.h"
 #include "base/units.h"
 #include "engine/inference_replica.h"
@@ -88,7 +89,9 @@ void parse_axes(const json& j, RolloutSpec& s) {
 
 bool is_rollout_spec(const json& j) { return j.is_object() && j.contains("config"); }
 
-RolloutSpec parse_rollout_spec(const json& j) {
+namespace {
+
+void check_keys(const json& j) {
   static const std::set<std::string> kKeys = {"config",
                                               "nprocs",
                                               "steps",
@@ -110,14 +113,10 @@ RolloutSpec parse_rollout_spec(const json& j) {
              "precision: leave it out");
     if (!kKeys.count(item.key())) refuse(item.key(), "unknown key");
   }
-  RolloutSpec s;
-  s.config_path = path_at(j, "config");
-  s.base = read_config(s.config_path);
-  if (j.contains("nprocs")) s.nprocs = positive_int(j["nprocs"], "nprocs");
-  if (j.contains("steps")) s.steps = positive_int(j["steps"], "steps");
-  if (j.contains("every")) s.every = positive_int(j["every"], "every");
-  if (s.every > s.steps)
-    refuse("every", fmt::format("{} is past steps {}: no rollout would run", s.every, s.steps));
+}
+
+// What each rollout generates, the spec's values over the config's rollout's.
+void parse_generation(const json& j, RolloutSpec& s) {
   const json rollout = base_rollout(s.base);
   s.prompts = path_at(j, "prompts");
   if (s.prompts.empty() && rollout.contains("prompts") && rollout["prompts"].is_string())
@@ -129,16 +128,36 @@ RolloutSpec parse_rollout_spec(const json& j) {
         positive_int(rollout["max_new_tokens"], "config's hybrid.rollout.max_new_tokens");
   if (j.contains("max_new_tokens"))
     s.max_new_tokens = positive_int(j["max_new_tokens"], "max_new_tokens");
-  if (j.contains("metric")) {
-    if (j["metric"] == "tokens_per_s")
-      s.metric = Metric::tokens;
-    else if (j["metric"] == "latency_p99")
-      s.metric = Metric::latency;
-    else
-      refuse("metric", fmt::format("{} is not tokens_per_s or latency_p99", j["metric"].dump()));
-  }
+  if (j.contains("metric")) s.metric = parse_generate_metric(j["metric"]);
   if (s.metric == Metric::latency && s.max_new_tokens < 2)
     refuse("max_new_tokens", "latency_p99 times decode steps: give at least 2");
+}
+
+// The base config as the engine reads it on nprocs ranks: its compute dtype
+// (the default cache dtype) and data-parallel ranks (the prompts' share).
+void check_base(RolloutSpec& s) {
+  try {
+    const auto base = engine::parse_config(without_autotuning(s.base), s.nprocs);
+    if (s.cache_dtypes.empty()) s.cache_dtypes.push_back(base.param_dtype());
+    s.data_parallel = base.parallel.data_parallel;
+  } catch (const engine::ConfigError& e) {
+    refuse("config", fmt::format("{} on {} rank(s): {}", s.config_path, s.nprocs, e.what()));
+  }
+}
+
+}  // namespace
+
+RolloutSpec parse_rollout_spec(const json& j) {
+  check_keys(j);
+  RolloutSpec s;
+  s.config_path = path_at(j, "config");
+  s.base = read_config(s.config_path);
+  if (j.contains("nprocs")) s.nprocs = positive_int(j["nprocs"], "nprocs");
+  if (j.contains("steps")) s.steps = positive_int(j["steps"], "steps");
+  if (j.contains("every")) s.every = positive_int(j["every"], "every");
+  if (s.every > s.steps)
+    refuse("every", fmt::format("{} is past steps {}: no rollout would run", s.every, s.steps));
+  parse_generation(j, s);
   if (j.contains("memory_budget"))
     s.memory_budget = engine::parse_byte_size(j["memory_budget"], "generate spec: memory_budget");
   if (j.contains("trial_timeout"))
@@ -148,13 +167,7 @@ RolloutSpec parse_rollout_spec(const json& j) {
     s.launcher = j["launcher"].get<std::string>();
   }
   parse_axes(j, s);
-  try {
-    const auto base = engine::parse_config(without_autotuning(s.base), s.nprocs);
-    if (s.cache_dtypes.empty()) s.cache_dtypes.push_back(base.param_dtype());
-    s.data_parallel = base.parallel.data_parallel;
-  } catch (const engine::ConfigError& e) {
-    refuse("config", fmt::format("{} on {} rank(s): {}", s.config_path, s.nprocs, e.what()));
-  }
+  check_base(s);
   return s;
 }
 
