@@ -251,5 +251,15 @@ TEST(RolloutTune, ASweepOnTwoRanksRunsTheRolloutsAndNamesTheBest) {
   EXPECT_THAT(r.output, HasSubstr("tokens/s"));
 }
 
+TEST(RolloutTune, ABadRolloutSpecExitsOneNamingItAndRunsNothing) {
+  Files f;
+  test::write_json(f.dir / "spec.json", f.spec({{"inference_tp_size", {1, 3}}}));
+  const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
+                                   " --dir " + f.dir / "tune");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("generate spec: inference_tp_size: 3 does not divide nprocs 2"));
+  EXPECT_FALSE(std::filesystem::exists(f.dir / "tune"));
+}
+
 }  // namespace
 }  // namespace hybrid::autotune
