@@ -49,13 +49,13 @@ kernels::DType dtype_at(const json& v, const std::string& key) {
   return kernels::parse_dtype(v.get<std::string>());
 }
 
-Metric generate_metric(const json& v) {
+}  // namespace
+
+Metric parse_generate_metric(const json& v) {
   if (v == "tokens_per_s") return Metric::tokens;
   if (v == "latency_p99") return Metric::latency;
   refuse("metric", fmt::format("{} is not tokens_per_s or latency_p99", v.dump()));
 }
-
-}  // namespace
 
 std::string_view generate_metric_name(Metric m) {
   return m == Metric::latency ? "latency_p99" : "tokens_per_s";
@@ -75,7 +75,7 @@ GenerateSpec parse_generate_spec(const json& j) {
   if (j.contains("max_new_tokens"))
     s.max_new_tokens = positive_int(j["max_new_tokens"], "max_new_tokens");
   if (j.contains("dtype")) s.dtype = kernels::dtype_name(dtype_at(j["dtype"], "dtype"));
-  if (j.contains("metric")) s.metric = generate_metric(j["metric"]);
+  if (j.contains("metric")) s.metric = parse_generate_metric(j["metric"]);
   if (j.contains("memory_budget"))
     s.memory_budget = engine::parse_byte_size(j["memory_budget"], "generate spec: memory_budget");
   if (j.contains("trial_timeout"))

@@ -41,6 +41,8 @@ GenerateSpec parse_generate_spec(const nlohmann::json& j);
 GenerateSpec load_generate_spec(const std::string& path);
 // "tokens_per_s" | "latency_p99".
 std::string_view generate_metric_name(Metric m);
+// The spec's "metric": TuneError "generate spec: metric: ..." for any other value.
+Metric parse_generate_metric(const nlohmann::json& v);
 
 struct GenerateCandidate {
   int batch = 1;

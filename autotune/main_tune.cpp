@@ -4,7 +4,8 @@
 //   hybrid-tune predict --config ds.json --world N [--hosts H] [--db DB]
 //   hybrid-tune probe-worker --out F   (what `probe` runs under the launcher)
 //   hybrid-tune generate --spec gen.json [--out best.json] [--dry-run]
-//                       (hybrid-generate's batch size and cache dtype)
+//                       (hybrid-generate's batch size and cache dtype; with "config" in the
+//                       spec: hybrid-train's rollouts, inference_tp_size and pin_parameters too)
 // Exit status: 0 a best config was written (or --dry-run / probe done), 1 an
 // error (message names the input at fault), 3 no trial succeeded, 130 interrupted.
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "autotune/launcher.h"
 #include "autotune/predict.h"
 #include "autotune/probe.h"
+#include "autotune/rollout_sweep.h"
 #include "autotune/sweep.h"
 #include "autotune/sweep_plan.h"
 #include "autotune/trial_runner.h"
@@ -224,13 +226,16 @@ CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
 
 // `hybrid-tune generate`: hybrid-generate's batch size and cache dtype.
 struct GenerateCommand {
-  std::string spec, dir = "tune/generate", out, generate_bin;
+  std::string spec, dir = "tune/generate", out, generate_bin, train_bin;
   bool dry_run = false;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
   auto* gen = app.add_subcommand(
-      "generate", "tune hybrid-generate's batch size and cache dtype for tokens/s or p99 latency");
+      "generate",
+      "tune hybrid-generate's batch size and cache dtype for tokens/s or p99 latency; a spec with "
+      "\"config\": hybrid-train's rollouts over inference_tp_size, pin_parameters, batch and "
+      "cache dtype on the spec's nprocs ranks");
   gen->add_option("--spec", c.spec, "the generation spec JSON (docs/generation.md)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -238,11 +243,43 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
   gen->add_option("--out", c.out, "the result JSON (default: DIR/best.json)");
   gen->add_option("--generate-bin", c.generate_bin,
                   "hybrid-generate executable (default: beside hybrid-tune)");
+  gen->add_option(
+      "--train-bin", c.train_bin,
+      "hybrid-train executable of a rollout spec's trials (default: beside hybrid-tune)");
   gen->add_flag("--dry-run", c.dry_run, "list candidates with predicted memory; run nothing");
   return gen;
 }
 
+void write_result(const std::string& out, const nlohmann::json& j) {
+  std::filesystem::create_directories(std::filesystem::absolute(out).parent_path());
+  hybrid::base::write_file_atomic(out, j.dump(2) + "\n");
+  std::cout << "results: " << out << "\n";
+}
+
+// A spec naming a training config: hybrid-train's rollouts (autotune/rollout_space.h).
+int run_rollout_command(const GenerateCommand& c, const RolloutSpec& s) {
+  const auto candidates = rollout_candidates(s, hybrid::engine::read_prompts_file(s.prompts));
+  if (c.dry_run) {
+    for (const auto& k : candidates)
+      std::cout << k.key() << ": predicted " << hybrid::base::format_bytes(k.predicted_bytes)
+                << " (kv_cache " << hybrid::base::format_bytes(k.predicted_cache) << ")"
+                << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
+    return 0;
+  }
+  RolloutSweepOptions o;
+  o.train_bin = c.train_bin.empty() ? find_train_binary(self_executable()) : c.train_bin;
+  o.dir = c.dir;
+  o.cancel = &g_cancel;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto r = run_rollout_sweep(s, candidates, o, std::cout);
+  write_result(c.out.empty() ? c.dir + "/best.json" : c.out, rollout_sweep_json(s, r));
+  if (r.interrupted) return 130;
+  return r.best ? 0 : 3;
+}
+
 int run_generate_command(const GenerateCommand& c) {
+  if (const auto rollout = load_rollout_spec(c.spec)) return run_rollout_command(c, *rollout);
   const GenerateSpec s = load_generate_spec(c.spec);
   const auto prompts = hybrid::engine::read_prompts_file(s.prompts);
   const auto candidates = generate_candidates(s, generate_target(s), prompts);
@@ -261,10 +298,8 @@ int run_generate_command(const GenerateCommand& c) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const auto r = run_generate_sweep(s, candidates, o, std::cout);
-  const std::string out = c.out.empty() ? c.dir + "/best.json" : c.out;
-  std::filesystem::create_directories(std::filesystem::absolute(out).parent_path());
-  hybrid::base::write_file_atomic(out, generate_sweep_json(s, r, o.generate_bin).dump(2) + "\n");
-  std::cout << "results: " << out << "\n";
+  write_result(c.out.empty() ? c.dir + "/best.json" : c.out,
+               generate_sweep_json(s, r, o.generate_bin));
   if (r.interrupted) return 130;
   return r.best ? 0 : 3;
 }

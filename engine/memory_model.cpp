@@ -294,4 +294,18 @@ uint64_t predict_kv_cache(const ModelConfig& model, const GenerationShape& shape
          head_size * dtype_size(shape.cache_dtype);
 }
 
+uint64_t predict_pinned_parameters(const Config& cfg) {
+  const auto& he = cfg.hybrid_engine;
+  if (cfg.zero.stage != 3 || !he.enabled || !he.pin_parameters || he.inference_tp_size > 1)
+    return 0;
+  const auto model =
+      make_model(cfg.model, cfg.padded_vocab(), {std::max(1, cfg.parallel.tensor), 0});
+  ModuleTree tree(*model);
+  const MemoryLayout units = ParamGatherer::layout(zero_setup(cfg), tree);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < units.size(); ++i)
+    if (units[i].residency == Residency::on_demand) bytes += units[i].bytes();
+  return bytes;
+}
+
 }  // namespace hybrid::engine

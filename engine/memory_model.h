@@ -98,4 +98,14 @@ struct GenerationShape {
 // the tracking allocator's kv_cache peak during the call, exactly.
 uint64_t predict_kv_cache(const ModelConfig& model, const GenerationShape& shape);
 
+// hybrid_engine.pin_parameters under ZeRO-3 (generation on the training
+// engine, inference_tp_size 1): every module's parameters gathered at once and
+// held for the whole generate call. The bytes this adds to the params category
+// over what training keeps resident: every non-persistent unit of ZeRO-3's
+// gatherer (the persistent ones are resident already); 0 when nothing is
+// pinned (another stage, the block disabled, pin_parameters false, or a
+// resharded replica). Tests hold it to the tracking allocator's params peak
+// during a pinned call, exactly.
+uint64_t predict_pinned_parameters(const Config& cfg);
+
 }  // namespace hybrid::engine

@@ -23,7 +23,37 @@ engine::GenerationParams params_of(const engine::RolloutConfig& c) {
   engine::GenerationParams p;
   p.max_new_tokens = c.max_new_tokens;
   p.sampling = c.sampling;
+  p.cache_dtype = c.cache_dtype;
   return p;
+}
+
+// hybrid.rollout.batch: a rank's prompts in calls of `batch` rows (every rank
+// makes as many calls, their shares being equal), each prompt keeping its
+// sampler index; the calls' tokens, latencies and times, as one.
+engine::GenerationResult generate_in_calls(Engine& e, const std::vector<std::vector<int>>& prompts,
+                                           engine::GenerationParams p, int batch) {
+  const size_t rows = batch > 0 ? size_t(batch) : prompts.size();
+  engine::GenerationResult all;
+  for (size_t first = 0; first < prompts.size(); first += rows) {
+    const size_t last = std::min(first + rows, prompts.size());
+    const std::vector<std::vector<int>> part(prompts.begin() + long(first),
+                                             prompts.begin() + long(last));
+    p.sequence_ids.resize(part.size());
+    for (size_t i = 0; i < part.size(); ++i) p.sequence_ids[i] = int(first + i);
+    engine::GenerationResult r = e.generate(part, p);
+    all.tokens.insert(all.tokens.end(), r.tokens.begin(), r.tokens.end());
+    all.ttft_ms.insert(all.ttft_ms.end(), r.ttft_ms.begin(), r.ttft_ms.end());
+    all.tpot_ms.insert(all.tpot_ms.end(), r.tpot_ms.begin(), r.tpot_ms.end());
+    all.total_ms += r.total_ms;
+    all.gather_ms += r.gather_ms;
+  }
+  return all;
+}
+
+nlohmann::json percentiles_json(const std::vector<double>& v) {
+  const auto p = profiler::latency_percentiles(v);
+  if (!p) return nullptr;
+  return {{"p50", p->p50}, {"p90", p->p90}, {"p99", p->p99}, {"samples", v}};
 }
 
 // The prompts file's prompts i with i mod ranks == rank; every rank as many,
@@ -63,8 +93,17 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"other_ms", other_ms},
           {"samples_per_s", samples_per_s},
           {"avg_samples_per_s", avg_samples_per_s},
+          {"batch", batch},
+          {"tokens_per_s", tokens_per_s()},
+          {"ttft_ms", percentiles_json(ttft_ms)},
+          {"tpot_ms", percentiles_json(tpot_ms)},
           {"tokens", tokens},
           {"texts", texts}};
+}
+
+double RolloutBreakdown::tokens_per_s() const {
+  const double generating_s = seconds(gather_ms + generate_ms);
+  return generating_s > 0 ? double(new_tokens) / generating_s : 0.0;
 }
 
 std::string generation_model_label(const engine::ModelConfig& m, int64_t params) {
@@ -88,8 +127,7 @@ profiler::GenerationRow Rollouts::row(const RolloutBreakdown& b) const {
   r.new_tokens = b.new_tokens;
   r.ttft_ms = profiler::latency_percentiles(b.ttft_ms);
   r.tpot_ms = profiler::latency_percentiles(b.tpot_ms);
-  const double generating_s = seconds(b.gather_ms + b.generate_ms);
-  r.tokens_per_s = generating_s > 0 ? double(b.new_tokens) / generating_s : 0.0;
+  r.tokens_per_s = b.tokens_per_s();
   r.e2e_ms = b.e2e_ms, r.gather_ms = b.gather_ms, r.generate_ms = b.generate_ms;
   r.train_ms = b.train_ms, r.other_ms = b.other_ms;
   r.samples_per_s = b.samples_per_s;
@@ -131,7 +169,8 @@ void Rollouts::start() {
 }
 
 RolloutBreakdown Rollouts::run(int64_t step) {
-  const engine::GenerationResult g = engine_.generate(prompts_, params_of(cfg_));
+  const engine::GenerationResult g =
+      generate_in_calls(engine_, prompts_, params_of(cfg_), cfg_.batch);
   RolloutBreakdown b;
   b.step = step;
   // Tensor-parallel peers generate the same rows: count each data-parallel rank once.
@@ -147,7 +186,7 @@ RolloutBreakdown Rollouts::run(int64_t step) {
   total_e2e_ms_ += b.e2e_ms;
   b.samples_per_s = double(b.samples) / seconds(b.e2e_ms);
   b.avg_samples_per_s = double(b.samples) * double(iterations_) / seconds(total_e2e_ms_);
-  b.batch = int(prompts_.size());
+  b.batch = cfg_.batch > 0 ? std::min(cfg_.batch, int(prompts_.size())) : int(prompts_.size());
   b.prompt_tokens = prompt_tokens_;
   if (engine_.rank() == 0) {
     b.tokens = g.tokens, b.ttft_ms = g.ttft_ms, b.tpot_ms = g.tpot_ms;

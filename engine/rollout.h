@@ -29,7 +29,7 @@ struct RolloutBreakdown {
   double avg_samples_per_s = 0;          // over the iterations so far
   std::vector<std::vector<int>> tokens;  // rank 0's: its prompts' new tokens
   std::vector<std::string> texts;        // those tokens decoded, with a tokenizer
-  int batch = 0;                         // rows each rank decodes together
+  int batch = 0;                         // rows each rank decodes together (a call's)
   int64_t prompt_tokens = 0;             // over all ranks' prompts
   std::vector<double> ttft_ms, tpot_ms;  // rank 0's (GenerationResult)
 
@@ -40,6 +40,10 @@ struct RolloutBreakdown {
   std::string line() const;
   // What hybrid-train prints: a line naming the rollout, then line().
   std::vector<std::string> lines() const;
+  // New tokens over the time spent gathering and generating (the run store's row's).
+  double tokens_per_s() const;
+  // With the batch, tokens_per_s and rank 0's ttft_ms and tpot_ms as
+  // {p50, p90, p99, samples} (null without samples).
   nlohmann::json to_json() const;
 };
 

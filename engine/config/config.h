@@ -200,8 +200,6 @@ struct HybridEngineConfig {
   bool enabled = false;
   int max_out_tokens = 512;   // enabled: a sequence's prompt plus new tokens at most
   int inference_tp_size = 1;  // enabled, > 1: generate on a replica resharded this many ways
-  // Read, no effect (warned): the cache is allocated per call and released after
-  // it; ZeRO-3 gathers a module's parameters at a time; there is no inference tp.
   // Enabled under ZeRO-3: generate gathers every layer's parameters at once and
   // keeps them for the call (pinned), else a module at a time around its forward.
   bool pin_parameters = true;
@@ -225,6 +223,8 @@ struct RolloutConfig {
   std::string tokenizer;  // for text prompts; "": hybrid.init_from's folder's, if it holds one
   int max_new_tokens = 16;
   SamplingParams sampling;
+  int batch = 0;  // rows each rank decodes together (its share in calls of this many); 0: all
+  std::optional<kernels::DType> cache_dtype;  // the key/value cache's; unset: the compute dtype
 };
 
 // 3D parallelism (docs/parallelism.md): tensor_model_parallel_size and the

@@ -67,6 +67,11 @@ void parse_rollout(const nlohmann::json& block, Config& c) {
     o.sampling.top_p = float(*v);
   if (auto v = r.integer("seed", 0, INT64_MAX, "a non-negative integer"))
     o.sampling.seed = uint64_t(*v);
+  if (auto v =
+          r.integer("batch", 0, kIntMax, "a non-negative integer (0: all of a rank's prompts)"))
+    o.batch = int(*v);
+  if (auto v = r.choice("cache_dtype", {"fp32", "bf16", "fp16"}))
+    o.cache_dtype = kernels::parse_dtype(*v);
   r.finish();
   if (o.every > 0 && o.prompts.empty())
     throw ConfigError("config: hybrid.rollout.every is " + std::to_string(o.every) +

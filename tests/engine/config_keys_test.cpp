@@ -231,6 +231,8 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid.rollout.top_k", R"({"hybrid": {"rollout": {"top_k": 5}}})", FIELD(rollout.sampling.top_k)},
     {"hybrid.rollout.top_p", R"({"hybrid": {"rollout": {"top_p": 0.9}}})", FIELD(rollout.sampling.top_p)},
     {"hybrid.rollout.seed", R"({"hybrid": {"rollout": {"seed": 3}}})", FIELD(rollout.sampling.seed)},
+    {"hybrid.rollout.batch", R"({"hybrid": {"rollout": {"batch": 2}}})", FIELD(rollout.batch)},
+    {"hybrid.rollout.cache_dtype", R"({"hybrid": {"rollout": {"cache_dtype": "bf16"}}})", FIELD(rollout.cache_dtype.value_or(kernels::DType::f32))},
 };
 // clang-format on
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 
+#include "engine/memory_model.h"
 #include "engine_test_util.h"
 #include "profiler/store/run_store.h"
 
@@ -150,6 +151,67 @@ TEST(Rollout, BadRolloutInputIsAConfigErrorBeforeAnyStep) {
           "hybrid.rollout.top_p");
   refused(rollout_patch(write_prompts(dir, {{1}, {2}, {3}})),
           "3 prompts do not share out evenly over 2 data-parallel ranks", 2);
+  refused({{"hybrid", {{"rollout", {{"every", 2}, {"prompts", file}, {"cache_dtype", "fp8"}}}}}},
+          "hybrid.rollout.cache_dtype");
+  refused({{"hybrid", {{"rollout", {{"every", 2}, {"prompts", file}, {"batch", -1}}}}}},
+          "hybrid.rollout.batch");
+}
+
+// hybrid.rollout.batch splits a rank's prompts into calls of that many rows
+// (greedy: the same tokens as one call, every call's decode steps timed), and
+// hybrid.rollout.cache_dtype is the cache's: its kv_cache peak is the memory
+// model's cache of the largest call in that dtype. The result reports each
+// rollout's batch, tokens/s and latency percentiles.
+TEST(Rollout, BatchSplitsTheCallsAndCacheDtypeSetsTheCache) {
+  test::TempDir dir;
+  const std::string prompts = write_prompts(dir, kPrompts);
+  auto patch_with = [&](const nlohmann::json& rollout) {
+    nlohmann::json p = {
+        {"hybrid_engine", {{"enabled", true}, {"release_inference_cache", true}}},
+        {"hybrid", {{"rollout", {{"every", 1}, {"prompts", prompts}, {"max_new_tokens", 6}}}}}};
+    p["hybrid"]["rollout"].merge_patch(rollout);
+    return p;
+  };
+  const auto whole = test::run_hybrid_train(dir, "whole", 1, patch_with(nlohmann::json::object()),
+                                            "--quiet --steps 1");
+  const auto split = test::run_hybrid_train(
+      dir, "split", 1, patch_with({{"batch", 1}, {"cache_dtype", "bf16"}}), "--quiet --steps 1");
+  const auto split32 =
+      test::run_hybrid_train(dir, "split32", 1, patch_with({{"batch", 1}}), "--quiet --steps 1");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  ASSERT_EQ(split32.exit_code, 0) << split32.output;
+  const auto& w = whole.result.at("rollouts").at(0);
+  const auto& s = split.result.at("rollouts").at(0);
+  const auto& s32 = split32.result.at("rollouts").at(0);
+  EXPECT_EQ(w.at("batch"), 4);
+  EXPECT_EQ(s.at("batch"), 1);
+  EXPECT_EQ(s32.at("tokens"), w.at("tokens")) << "greedy: calls of one row give the same tokens";
+  // 6 new tokens: a prefill and 5 decode steps a call; one call against four.
+  EXPECT_EQ(w.at("tpot_ms").at("samples").size(), 5u);
+  EXPECT_EQ(s.at("tpot_ms").at("samples").size(), 20u);
+  EXPECT_EQ(s.at("ttft_ms").at("samples").size(), 4u);
+  for (const auto* r : {&w, &s}) {
+    EXPECT_GT(r->at("tokens_per_s").get<double>(), 0.0);
+    EXPECT_NEAR(r->at("tokens_per_s").get<double>(),
+                r->at("new_tokens").get<double>() /
+                    ((r->at("gather_ms").get<double>() + r->at("generate_ms").get<double>()) / 1e3),
+                1e-9 * r->at("tokens_per_s").get<double>());
+    EXPECT_LE(r->at("tpot_ms").at("p50").get<double>(), r->at("tpot_ms").at("p99").get<double>());
+  }
+  // The cache: the largest call is the 5-token prompt, 11 positions, in each dtype.
+  const auto model = engine::parse_config(test::tiny_config_json({})).model;
+  auto cache = [&](int rows, int tokens, kernels::DType dt) {
+    engine::GenerationShape shape;
+    shape.rows = rows, shape.max_tokens = tokens, shape.cache_dtype = dt;
+    return engine::predict_kv_cache(model, shape);
+  };
+  EXPECT_EQ(split.result.at("peak_memory_bytes").at("kv_cache").get<uint64_t>(),
+            cache(1, 11, kernels::DType::bf16));
+  EXPECT_EQ(split32.result.at("peak_memory_bytes").at("kv_cache").get<uint64_t>(),
+            cache(1, 11, kernels::DType::f32));
+  EXPECT_EQ(whole.result.at("peak_memory_bytes").at("kv_cache").get<uint64_t>(),
+            cache(4, 11, kernels::DType::f32));
 }
 
 }  // namespace
