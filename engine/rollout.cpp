@@ -50,12 +50,6 @@ engine::GenerationResult generate_in_calls(Engine& e, const std::vector<std::vec
   return all;
 }
 
-nlohmann::json percentiles_json(const std::vector<double>& v) {
-  const auto p = profiler::latency_percentiles(v);
-  if (!p) return nullptr;
-  return {{"p50", p->p50}, {"p90", p->p90}, {"p99", p->p99}, {"samples", v}};
-}
-
 // The prompts file's prompts i with i mod ranks == rank; every rank as many,
 // since data-parallel ranks generate together (ZeRO-3 gathers collectively).
 std::vector<std::vector<int>> share_of(const std::vector<std::vector<int>>& all, int rank,
@@ -95,8 +89,8 @@ nlohmann::json RolloutBreakdown::to_json() const {
           {"avg_samples_per_s", avg_samples_per_s},
           {"batch", batch},
           {"tokens_per_s", tokens_per_s()},
-          {"ttft_ms", percentiles_json(ttft_ms)},
-          {"tpot_ms", percentiles_json(tpot_ms)},
+          {"ttft_ms", latency_samples_json(ttft_ms)},
+          {"tpot_ms", latency_samples_json(tpot_ms)},
           {"tokens", tokens},
           {"texts", texts}};
 }
@@ -104,6 +98,12 @@ nlohmann::json RolloutBreakdown::to_json() const {
 double RolloutBreakdown::tokens_per_s() const {
   const double generating_s = seconds(gather_ms + generate_ms);
   return generating_s > 0 ? double(new_tokens) / generating_s : 0.0;
+}
+
+nlohmann::json latency_samples_json(const std::vector<double>& ms) {
+  const auto p = profiler::latency_percentiles(ms);
+  if (!p) return nullptr;
+  return {{"p50", p->p50}, {"p90", p->p90}, {"p99", p->p99}, {"samples", ms}};
 }
 
 std::string generation_model_label(const engine::ModelConfig& m, int64_t params) {

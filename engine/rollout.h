@@ -50,6 +50,9 @@ struct RolloutBreakdown {
 // The model as the run store's generation rows name it: "gpt2 124.44 M"
 // (hybrid-generate's rows and the rollouts' alike).
 std::string generation_model_label(const engine::ModelConfig& m, int64_t params);
+// Latencies (ms) as hybrid-generate's --json and the rollouts' --result write
+// them: {p50, p90, p99, samples}, or null when there are none.
+nlohmann::json latency_samples_json(const std::vector<double>& ms);
 
 class Rollouts {
  public:

@@ -67,9 +67,11 @@ int TokenizeCommand::run() const {
   double last = -1;
   const auto s = engine::tokenize_corpus(*tokenizer, inputs_, options_,
                                          [&](const engine::TokenizeProgress& p) {
-                                           // A few updates a second on a terminal, one a few
-                                           // seconds in a log.
-                                           if (p.seconds - last < (tty ? 0.2 : 5.0)) return;
+                                           // A few updates a second on a terminal, one every few
+                                           // seconds in a log; the first and the last always.
+                                           const bool end = p.bytes_read >= p.bytes_total;
+                                           if (last >= 0 && !end && p.seconds - last < (tty ? 0.2 : 5.0))
+                                             return;
                                            last = p.seconds;
                                            print_progress(p, tty);
                                          });

@@ -85,12 +85,6 @@ StoredModel stored_model(const Options& o) {
   return *stored;
 }
 
-nlohmann::json percentiles(const std::vector<double>& v) {
-  const auto p = profiler::latency_percentiles(v);
-  if (!p) return nullptr;
-  return {{"p50", p->p50}, {"p90", p->p90}, {"p99", p->p99}, {"samples", v}};
-}
-
 // --tokenizer's, else the model folder's when it holds one, else none.
 std::unique_ptr<Tokenizer> prompt_tokenizer(const Options& o) {
   if (!o.tokenizer.empty()) return open_tokenizer(o.tokenizer);
@@ -182,8 +176,8 @@ nlohmann::json generate(Engine& e, const Options& o, const std::vector<std::vect
               e.backend().name().c_str());
   record.add(row);
   return {{"sequences", g.sequences},
-          {"ttft_ms", percentiles(g.ttft)},
-          {"tpot_ms", percentiles(g.tpot)},
+          {"ttft_ms", latency_samples_json(g.ttft)},
+          {"tpot_ms", latency_samples_json(g.tpot)},
           {"tokens_per_s", row.tokens_per_s},
           {"new_tokens", g.new_tokens},
           {"dtype", o.dtype},

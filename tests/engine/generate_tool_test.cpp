@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/data/tokenizer/tokenizer.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 
@@ -131,6 +132,60 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
   std::filesystem::create_directories(tag_folder);
   std::ofstream(tag_folder + "/meta.json") << "{\"format\": 3}";
   refused("--prompt-tokens 1", "meta.json", tag_folder);
+}
+
+
+// Text prompts: a Hugging Face GPT-2 directory brings its tokenizer.json (the
+// byte-level BPE the tokenizer tests prove equal to Hugging Face's), so
+// --prompt and {"text": ...} lines are encoded as Hugging Face encodes them and
+// the output carries the new text; without a tokenizer, text is refused by name.
+TEST(GenerateTool, TextPromptsAreEncodedByTheModelFoldersTokenizer) {
+  test::TempDir dir;
+  const std::string tokenizer_json =
+      std::string(HYBRID_SOURCE_DIR) + "/tests/engine/data/tokenizer/gpt2_style.json";
+  nlohmann::json model = test::tiny_gpt2_model();
+  model["vocab_size"] = 8006;  // gpt2_style.json's tokens, added ones included
+  const Model m = write_model(dir, model, /*hf=*/true);
+  std::filesystem::copy_file(tokenizer_json, m.path + "/tokenizer.json");
+  // "Hello world" as tokenizers 0.15.2 encodes it (tests/engine/data/tokenizer/bpe_reference.json).
+  const std::vector<int> hello = {40, 584, 79, 1085};
+  engine::GenerationParams p;
+  p.max_new_tokens = 5;
+  const auto want = m.engine->generate({hello, {7}}, p);
+  const auto tokenizer = engine::load_byte_level_bpe(tokenizer_json);
+  const std::string prompts = dir / "prompts.jsonl";
+  std::ofstream(prompts) << "{\"tokens\": [7]}\n";
+  const std::string out = dir / "out.json";
+  const auto r =
+      test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
+                        " --prompt 'Hello world' --prompts " + prompts +
+                        " --max-new-tokens 5 --json " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = test::read_json(out);
+  ASSERT_EQ(j["sequences"].size(), 2u);
+  EXPECT_EQ(j["sequences"][0]["prompt_tokens"].get<std::vector<int>>(), hello);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& seq = j["sequences"][i];
+    EXPECT_EQ(seq["tokens"].get<std::vector<int>>(), want.tokens[i]);
+    EXPECT_EQ(seq["text"].get<std::string>(), tokenizer->decode(want.tokens[i]));
+  }
+  // The same text from a prompts file, the tokenizer named explicitly.
+  std::ofstream(prompts) << "{\"text\": \"Hello world\"}\n";
+  const auto f = test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
+                                   " --tokenizer " + tokenizer_json + " --prompts " + prompts +
+                                   " --max-new-tokens 5 --json " + out);
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(test::read_json(out)["sequences"][0]["tokens"].get<std::vector<int>>(),
+            want.tokens[0]);
+  // An llm.c file has no tokenizer: text is refused before anything runs.
+  const Model bare = write_model(dir, model, /*hf=*/false);
+  std::filesystem::remove(out);
+  const auto refused = test::run_command(test::tool("hybrid-generate") + " --model " + bare.path +
+                                         " --prompt 'Hello world' --json " + out);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--prompt needs a tokenizer"), std::string::npos)
+      << refused.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

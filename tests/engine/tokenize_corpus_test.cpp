@@ -5,6 +5,7 @@
 // encodes each byte as its own id, so the expected shards follow from the text
 // alone; the real tokenizers are proven in their own tests.
 #include "engine/data/tokenize_corpus.h"
+#include "engine_test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -268,6 +269,49 @@ TEST_F(TokenizeCorpus, AKilledRunLeavesNoShardInTheOutputFolder) {
   const std::string staging = ".out.partial-" + std::to_string(child);
   EXPECT_EQ(listing(), (std::vector<std::string>{staging, "in"}));
   EXPECT_FALSE(fs::is_empty(dir_ / staging));
+}
+
+// The command line, with the two real tokenizers whose own tests prove them
+// equal to their reference libraries: shards hold what each encodes, after its
+// end-of-text token; the progress bar and the summary are printed.
+TEST_F(TokenizeCorpus, HybridDataTokenizeWritesWhatTheTokenizerEncodes) {
+  const std::string data = std::string(HYBRID_SOURCE_DIR) + "/tests/engine/data/";
+  const std::string a = file("a.txt", "Hello world\n  twice  spaced\t\n");
+  const std::string b = file("b.jsonl", "{\"text\": \"Gr\\u00fc\\u00dfe 123\"}\n{\"text\": \"second\"}\n");
+  const std::vector<std::string> docs = {"Hello world\n  twice  spaced\t\n", "Gr\xc3\xbc\xc3\x9f" "e 123",
+                                         "second"};
+  int k = 0;
+  for (const std::string& tok : {data + "tokenizer/gpt2_style.json",
+                                data + "sentencepiece/fortunes_bpe_1000.model"}) {
+    SCOPED_TRACE(tok);
+    const auto tokenizer = open_tokenizer(tok);
+    const std::string dir = out(fmt::format("out{}", k++));
+    const auto r = hybrid::test::run_command(hybrid::test::tool("hybrid-data") +
+                                             " tokenize --tokenizer " + tok + " --out " + dir +
+                                             " --val-fraction 0.5 --threads 2 " + a + " " + b);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("tokenize [########################] 100.0%"));
+    EXPECT_THAT(r.output, HasSubstr("train: 2 documents"));
+    // Document 1 of 3 goes to validation (floor(2 * 0.5) > floor(1 * 0.5)).
+    auto expected = [&](std::vector<size_t> which) {
+      std::vector<uint32_t> s;
+      for (size_t i : which) {
+        s.push_back(uint32_t(*tokenizer->eos_id()));
+        for (int id : tokenizer->encode(docs[i])) s.push_back(uint32_t(id));
+      }
+      return s;
+    };
+    EXPECT_EQ(read_split(dir + "/train_*.bin"), expected({0, 2}));
+    EXPECT_EQ(read_split(dir + "/val_*.bin"), expected({1}));
+  }
+  // A bad line: exit 1, the file and line named, no output folder.
+  const std::string bad = file("bad.jsonl", "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n");
+  const auto r = hybrid::test::run_command(
+      hybrid::test::tool("hybrid-data") + " tokenize --tokenizer " + data +
+      "tokenizer/gpt2_style.json --out " + out("bad") + " " + bad);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(bad + ":2: no \"text\" field"));
+  EXPECT_FALSE(fs::exists(out("bad")));
 }
 
 }  // namespace

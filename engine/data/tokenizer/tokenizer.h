@@ -17,9 +17,11 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // The ids of `text`, as the reference library encodes it without adding
-  // special tokens (Hugging Face: add_special_tokens=False): special and added
-  // tokens written in the text are matched as themselves. Text that is not
-  // valid UTF-8 follows the policy in docs/text.md. Thread-safe.
+  // special tokens (Hugging Face: add_special_tokens=False). Byte-level BPE
+  // matches special and added tokens written in the text as themselves, as
+  // Hugging Face does; SentencePiece, like its library, never does ("</s>" in
+  // text is plain text). Text that is not valid UTF-8 follows the policy in
+  // docs/text.md. Thread-safe.
   virtual std::vector<int> encode(std::string_view text) const = 0;
   // The text of `ids`; decode(encode(x)) == x for valid UTF-8 x. Throws
   // std::out_of_range naming the id when one is outside the vocabulary.
