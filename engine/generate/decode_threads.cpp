@@ -16,17 +16,19 @@ double DecodeThreads::median(const std::vector<double>& v) {
 void DecodeThreads::record(double ms) {
   if (most_ == 1) return;
   if (trying_other_) {
+    tried_.push_back(ms);
+    if (int(tried_.size()) < kTrySteps) return;
     trying_other_ = false;
-    // One step against the chosen count's recent median: the other wins only
-    // by being faster than that (a lucky step may switch; the next try, soon
-    // after a switch, switches back if it was luck).
-    if (ms < median(recent_)) {
+    // The tries' median against the chosen count's recent one: a single
+    // step of a busy machine's spin-waits or time slices decides nothing.
+    if (median(tried_) < median(recent_)) {
       chosen_ = other();
-      recent_.assign(1, ms);
+      recent_ = tried_;
       interval_ = kFirstRetry;
     } else {
       interval_ = std::min(2 * interval_, kLongestRetry);
     }
+    tried_.clear();
     until_retry_ = interval_;
     return;
   }
