@@ -1,10 +1,13 @@
 #include "engine/generate/generator.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+
+#include "engine/generate/decode_threads.h"
 
 namespace hybrid::engine {
 
@@ -248,8 +251,17 @@ void Generator::decode(Rows& rows) {
     return hooks_.any_rank_running ? hooks_.any_rank_running(rows.any_left()) : rows.any_left();
   };
   const uint32_t name = hooks_.tracer ? hooks_.tracer->intern("decode") : 0;
+  // The CPU's steps on all of the rank's threads or on one, the faster
+  // (decode_threads.h); the rank's count comes back, exceptions included.
+  struct ThreadsBack {
+    int n = omp_get_max_threads();
+    ~ThreadsBack() { omp_set_num_threads(n); }
+  } back;
+  const bool cpu = ctx_.backend().kind() == kernels::BackendKind::cpu;
+  DecodeThreads threads(cpu ? back.n : 1);
   while (running()) {
     profiler::Scope phase(hooks_.tracer, name, profiler::Category::decode);
+    if (cpu) omp_set_num_threads(threads.next());
     const auto ts = Clock::now();
     for (int b = 0; b < B; ++b) {
       last[size_t(b)] = rows.r.tokens[size_t(b)].back();
@@ -259,6 +271,7 @@ void Generator::decode(Rows& rows) {
     for (int b = 0; b < B; ++b)
       if (!rows.done[size_t(b)]) rows.take(b, logits.data() + size_t(b) * rows.V);
     rows.r.tpot_ms.push_back(ms_since(ts));
+    threads.record(rows.r.tpot_ms.back());
   }
 }
 

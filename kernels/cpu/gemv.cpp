@@ -3,8 +3,8 @@
 //
 // The columns go to the threads in equal contiguous ranges (a static
 // schedule): each thread then streams one stretch of the weight, which the
-// hardware prefetchers follow; the inner loops (gemv_kernels.h) read a block of
-// four weight rows once for all the input rows.
+// hardware prefetchers follow; the inner loops (gemv_kernels.h) read each
+// weight row of a block of four once for all the input rows.
 #include "kernels/cpu/gemv.h"
 
 #include <omp.h>

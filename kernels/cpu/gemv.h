@@ -5,8 +5,8 @@
 // rows that packing is a second pass over a weight that is read only once, so
 // a decode step ran at ~70 % of the read bandwidth (issue 29). Here each
 // output column is a dot product of one weight row with the input rows, read
-// straight from the weight's [N, K] layout, four weight rows at a time, the
-// columns split across the threads.
+// straight from the weight's [N, K] layout in memory order (one linear stream
+// a thread, gemv_kernels.h), the columns split across the threads.
 #pragma once
 
 #include <string_view>

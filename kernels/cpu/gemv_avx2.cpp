@@ -1,7 +1,8 @@
-// gemv's AVX2 loops (gemv_kernels.h): 8 fp32 lanes, FMA, F16C. Two input rows
-// at a time: 2 × 4 accumulators, 4 weight vectors and one input vector fill 13
-// of the 16 ymm registers. fp16/bf16 weights are widened in registers (bf16 is
-// the top half of an fp32); the input is fp32 already. K's tail (< 8) is scalar.
+// gemv's AVX2 loops (gemv_kernels.h): 8 fp32 lanes, FMA, F16C. One weight row
+// against up to two input rows at a time: 2 × 4 accumulators, 4 weight vectors
+// and one input vector fill 13 of the 16 ymm registers. fp16/bf16 weights are
+// widened in registers (bf16 is the top half of an fp32); the input is fp32
+// already. K's tail (< 8) is scalar, added to lane 0.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,46 +35,66 @@ HYBRID_AVX2_TARGET inline __m128 sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+// One weight row against MB input rows: each input row's dot product as one
+// vector of partial sums in dots[m].
 template <int MB, class T>
-HYBRID_AVX2_TARGET void rows_block(const float* x, const T* const* w, const T* next, int K,
-                                   float* sums) {
-  __m256 acc[MB][kGemvCols];
+HYBRID_AVX2_TARGET void row_dots(const float* x, const T* w, int K, __m256* dots) {
+  __m256 acc[MB][kSteps];
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m)
-    for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm256_setzero_ps();
+    for (int u = 0; u < kSteps; ++u) acc[m][u] = _mm256_setzero_ps();
   int k = 0;
-  for (; k + 8 <= K; k += 8) {
-    prefetch_next(next, size_t(k) * kGemvCols * sizeof(T), kGemvCols * 8 * sizeof(T));
-    __m256 wv[kGemvCols];
+  for (; k + 8 * kSteps <= K; k += 8 * kSteps) {
+    prefetch_ahead(w + k, kSteps * 8 * sizeof(T));
+    __m256 wv[kSteps];
 #pragma GCC unroll 4
-    for (int c = 0; c < kGemvCols; ++c) wv[c] = load8(w[c] + k);
+    for (int u = 0; u < kSteps; ++u) wv[u] = load8(w + k + 8 * u);
 #pragma GCC unroll 2
-    for (int m = 0; m < MB; ++m) {
-      const __m256 xv = _mm256_loadu_ps(x + size_t(m) * K + k);
-#pragma GCC unroll 4
-      for (int c = 0; c < kGemvCols; ++c) acc[m][c] = _mm256_fmadd_ps(wv[c], xv, acc[m][c]);
-    }
-  }
-  for (int m = 0; m < MB; ++m)
-    _mm_storeu_ps(sums + m * kGemvCols, sum4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
-  for (; k < K; ++k)
     for (int m = 0; m < MB; ++m)
-      for (int c = 0; c < kGemvCols; ++c)
-        sums[m * kGemvCols + c] += x[size_t(m) * K + k] * load(w[c][k]);
+#pragma GCC unroll 4
+      for (int u = 0; u < kSteps; ++u)
+        acc[m][u] =
+            _mm256_fmadd_ps(wv[u], _mm256_loadu_ps(x + size_t(m) * K + k + 8 * u), acc[m][u]);
+  }
+  for (; k + 8 <= K; k += 8) {
+    const __m256 wv = load8(w + k);
+#pragma GCC unroll 2
+    for (int m = 0; m < MB; ++m)
+      acc[m][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + size_t(m) * K + k), acc[m][0]);
+  }
+  for (int m = 0; m < MB; ++m) {
+    float tail = 0.0f;
+    for (int kk = k; kk < K; ++kk) tail += x[size_t(m) * K + kk] * load(w[kk]);
+    dots[m] = _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(acc[m][0], acc[m][1]), _mm256_add_ps(acc[m][2], acc[m][3])),
+        _mm256_setr_ps(tail, 0, 0, 0, 0, 0, 0, 0));
+  }
 }
 
 template <class T>
 HYBRID_AVX2_TARGET void block(const void* x, const void* w, int K, int rows, int cols,
                               float* sums) {
-  const T* wr[kGemvCols];
-  for (int c = 0; c < kGemvCols; ++c)
-    wr[c] = static_cast<const T*>(w) + size_t(c < cols ? c : 0) * K;
   const auto* xf = static_cast<const float*>(x);
-  int m = 0;
-  const T* next = wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K;
-  for (; m + 2 <= rows; m += 2)
-    rows_block<2>(xf + size_t(m) * K, wr, next, K, sums + m * kGemvCols);
-  if (m < rows) rows_block<1>(xf + size_t(m) * K, wr, next, K, sums + m * kGemvCols);
+  // dots[m][c]: input row m against weight row c; rows past cols stay zero.
+  __m256 dots[kGemvMaxRows][kGemvCols];
+  for (int m = 0; m < rows; ++m)
+    for (int c = 0; c < kGemvCols; ++c) dots[m][c] = _mm256_setzero_ps();
+  __m256 d[2];
+  for (int c = 0; c < cols; ++c) {  // the block's rows in memory order: one linear stream
+    const T* wc = static_cast<const T*>(w) + size_t(c) * K;
+    int m = 0;
+    for (; m + 2 <= rows; m += 2) {
+      row_dots<2>(xf + size_t(m) * K, wc, K, d);
+      dots[m][c] = d[0];
+      dots[m + 1][c] = d[1];
+    }
+    if (m < rows) {
+      row_dots<1>(xf + size_t(m) * K, wc, K, d);
+      dots[m][c] = d[0];
+    }
+  }
+  for (int m = 0; m < rows; ++m)
+    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // gemv's AVX-512 loops (gemv_kernels.h), compiled for their targets with
 // attributes and chosen at run time (gemv.cpp), whatever -march says.
-// - avx512: 16 fp32 lanes; up to four input rows at a time (4 × 4
-//   accumulators, 4 weight vectors, one input vector: 21 of 32 zmm registers);
-//   fp16/bf16 weights widened in registers, the input fp32.
+// - avx512: 16 fp32 lanes; one weight row against up to four input rows at a
+//   time (4 × 4 accumulators, 4 weight vectors, one input vector: 21 of 32 zmm
+//   registers); fp16/bf16 weights widened in registers, the input fp32.
 // - avx512bf16: bf16 input and weights as they are, 32 per vector;
 //   VDPBF16PS adds the two products of each bf16 pair into one fp32 lane.
 // K's tail is read under a mask (zeros past the end), so there is no scalar loop.
@@ -53,100 +53,121 @@ HYBRID_AVX512_TARGET inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) 
   return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-// acc[c] += w[c] · x for the four weight rows.
-HYBRID_AVX512_TARGET inline void fma4(__m512* acc, const __m512* w, __m512 x) {
-  acc[0] = _mm512_fmadd_ps(w[0], x, acc[0]);
-  acc[1] = _mm512_fmadd_ps(w[1], x, acc[1]);
-  acc[2] = _mm512_fmadd_ps(w[2], x, acc[2]);
-  acc[3] = _mm512_fmadd_ps(w[3], x, acc[3]);
+// acc[u] += w[u] · x[u·16 ...] for the kSteps vectors of one step.
+HYBRID_AVX512_TARGET inline void fma_step(__m512* acc, const __m512* w, const float* x) {
+#pragma GCC unroll 4
+  for (int u = 0; u < kSteps; ++u)
+    acc[u] = _mm512_fmadd_ps(w[u], _mm512_loadu_ps(x + 16 * u), acc[u]);
 }
 
-// Input rows M... (a pack expansion, so every accumulator index is a constant
-// and GCC keeps them in registers; loops over the rows kept the [4][4] array
-// in memory, stored on every step).
+// One weight row against input rows M... (a pack expansion, so every
+// accumulator index is a constant and GCC keeps them in registers; loops over
+// the rows kept the array in memory, stored on every step): each input row's
+// dot product as one vector of partial sums in dots[M].
 template <class T, int... M>
-HYBRID_AVX512_TARGET void rows_block(const float* x, const T* const* w, const T* next, int K,
-                                     float* sums, std::integer_sequence<int, M...>) {
-  __m512 acc[sizeof...(M)][kGemvCols] = {};
-  for (int k = 0; k < K; k += 16) {
-    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
-    prefetch_next(next, size_t(k) * kGemvCols * sizeof(T), kGemvCols * 16 * sizeof(T));
-    const __m512 wv[kGemvCols] = {load16(w[0] + k, mask), load16(w[1] + k, mask),
-                                  load16(w[2] + k, mask), load16(w[3] + k, mask)};
-    (fma4(acc[M], wv, _mm512_maskz_loadu_ps(mask, x + size_t(M) * K + k)), ...);
+HYBRID_AVX512_TARGET void row_dots(const float* x, const T* w, int K, __m512* dots,
+                                   std::integer_sequence<int, M...>) {
+  __m512 acc[sizeof...(M)][kSteps] = {};
+  int k = 0;
+  for (; k + 16 * kSteps <= K; k += 16 * kSteps) {
+    prefetch_ahead(w + k, kSteps * 16 * sizeof(T));
+    __m512 wv[kSteps];
+#pragma GCC unroll 4
+    for (int u = 0; u < kSteps; ++u) wv[u] = load16(w + k + 16 * u, __mmask16(0xffff));
+    (fma_step(acc[M], wv, x + size_t(M) * K + k), ...);
   }
-  (_mm_storeu_ps(sums + M * kGemvCols, sum4(acc[M][0], acc[M][1], acc[M][2], acc[M][3])), ...);
+  for (; k < K; k += 16) {
+    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+    const __m512 wv = load16(w + k, mask);
+    ((acc[M][0] =
+          _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mask, x + size_t(M) * K + k), acc[M][0])),
+     ...);
+  }
+  ((dots[M] =
+        _mm512_add_ps(_mm512_add_ps(acc[M][0], acc[M][1]), _mm512_add_ps(acc[M][2], acc[M][3]))),
+   ...);
 }
 
 template <int MB, class T>
-HYBRID_AVX512_TARGET void rows_of(const float* x, const T* const* w, const T* next, int K,
-                                  float* sums) {
-  rows_block(x, w, next, K, sums, std::make_integer_sequence<int, MB>{});
+HYBRID_AVX512_TARGET void dots_of(const float* x, const T* w, int K, __m512* dots) {
+  row_dots(x, w, K, dots, std::make_integer_sequence<int, MB>{});
 }
 
 template <class T>
 HYBRID_AVX512_TARGET void block(const void* x, const void* w, int K, int rows, int cols,
                                 float* sums) {
-  const T* wr[kGemvCols];
-  for (int c = 0; c < kGemvCols; ++c)
-    wr[c] = static_cast<const T*>(w) + size_t(c < cols ? c : 0) * K;
   const auto* xf = static_cast<const float*>(x);
-  // Four input rows at a time, then the rest.
-  constexpr decltype(&rows_of<1, T>) kRows[] = {&rows_of<1, T>, &rows_of<2, T>, &rows_of<3, T>,
-                                                &rows_of<4, T>};
-  for (int m = 0; m < rows; m += 4)
-    kRows[std::min(rows - m, 4) - 1](xf + size_t(m) * K, wr,
-                                     wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K, K,
-                                     sums + m * kGemvCols);
+  constexpr decltype(&dots_of<1, T>) kDots[] = {&dots_of<1, T>, &dots_of<2, T>, &dots_of<3, T>,
+                                                &dots_of<4, T>};
+  // dots[m][c]: input row m against weight row c; rows past cols stay zero.
+  __m512 dots[kGemvMaxRows][kGemvCols] = {};
+  __m512 d[4];
+  for (int c = 0; c < cols; ++c)  // the block's rows in memory order: one linear stream
+    for (int m = 0; m < rows; m += 4) {
+      const int mb = std::min(rows - m, 4);
+      kDots[mb - 1](xf + size_t(m) * K, static_cast<const T*>(w) + size_t(c) * K, K, d);
+      for (int i = 0; i < mb; ++i) dots[m + i][c] = d[i];
+    }
+  for (int m = 0; m < rows; ++m)
+    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
 }
 
-// acc[c] += the bf16 pair products of w[c] and x, for the four weight rows.
-HYBRID_AVX512BF16_TARGET inline void dot4(__m512* acc, const __m512bh* w, __m512bh x) {
-  acc[0] = _mm512_dpbf16_ps(acc[0], x, w[0]);
-  acc[1] = _mm512_dpbf16_ps(acc[1], x, w[1]);
-  acc[2] = _mm512_dpbf16_ps(acc[2], x, w[2]);
-  acc[3] = _mm512_dpbf16_ps(acc[3], x, w[3]);
+// acc[u] += the bf16 pair products of w[u] and x[u·32 ...].
+HYBRID_AVX512BF16_TARGET inline void dot_step(__m512* acc, const __m512bh* w, const uint16_t* x) {
+#pragma GCC unroll 4
+  for (int u = 0; u < kSteps; ++u)
+    acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(x + 32 * u), w[u]);
 }
 
 HYBRID_AVX512BF16_TARGET inline __m512bh load32(const uint16_t* p, __mmask32 mask) {
   return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
 }
 
-// The bf16 pairs of x and w: one VDPBF16PS per input row and weight row covers
-// 32 k. Input rows M... as in rows_block.
+// row_dots on bf16 pairs: one VDPBF16PS per input row and weight vector
+// covers 32 k.
 template <int... M>
-HYBRID_AVX512BF16_TARGET void bf16_rows_block(const uint16_t* x, const uint16_t* const* w,
-                                              const uint16_t* next, int K, float* sums,
-                                              std::integer_sequence<int, M...>) {
-  __m512 acc[sizeof...(M)][kGemvCols] = {};
-  for (int k = 0; k < K; k += 32) {
-    const __mmask32 mask = K - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (K - k)) - 1);
-    prefetch_next(next, size_t(k) * kGemvCols * 2, kGemvCols * 64);
-    const __m512bh wv[kGemvCols] = {load32(w[0] + k, mask), load32(w[1] + k, mask),
-                                    load32(w[2] + k, mask), load32(w[3] + k, mask)};
-    (dot4(acc[M], wv, load32(x + size_t(M) * K + k, mask)), ...);
+HYBRID_AVX512BF16_TARGET void bf16_row_dots(const uint16_t* x, const uint16_t* w, int K,
+                                            __m512* dots, std::integer_sequence<int, M...>) {
+  __m512 acc[sizeof...(M)][kSteps] = {};
+  int k = 0;
+  for (; k + 32 * kSteps <= K; k += 32 * kSteps) {
+    prefetch_ahead(w + k, kSteps * 64);
+    __m512bh wv[kSteps];
+#pragma GCC unroll 4
+    for (int u = 0; u < kSteps; ++u) wv[u] = load32(w + k + 32 * u, __mmask32(~0u));
+    (dot_step(acc[M], wv, x + size_t(M) * K + k), ...);
   }
-  (_mm_storeu_ps(sums + M * kGemvCols, sum4(acc[M][0], acc[M][1], acc[M][2], acc[M][3])), ...);
+  for (; k < K; k += 32) {
+    const __mmask32 mask = K - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (K - k)) - 1);
+    const __m512bh wv = load32(w + k, mask);
+    ((acc[M][0] = _mm512_dpbf16_ps(acc[M][0], load32(x + size_t(M) * K + k, mask), wv)), ...);
+  }
+  ((dots[M] =
+        _mm512_add_ps(_mm512_add_ps(acc[M][0], acc[M][1]), _mm512_add_ps(acc[M][2], acc[M][3]))),
+   ...);
 }
 
 template <int MB>
-HYBRID_AVX512BF16_TARGET void bf16_rows_of(const uint16_t* x, const uint16_t* const* w,
-                                           const uint16_t* next, int K, float* sums) {
-  bf16_rows_block(x, w, next, K, sums, std::make_integer_sequence<int, MB>{});
+HYBRID_AVX512BF16_TARGET void bf16_dots_of(const uint16_t* x, const uint16_t* w, int K,
+                                           __m512* dots) {
+  bf16_row_dots(x, w, K, dots, std::make_integer_sequence<int, MB>{});
 }
 
 HYBRID_AVX512BF16_TARGET void bf16_block(const void* x, const void* w, int K, int rows, int cols,
                                          float* sums) {
-  const uint16_t* wr[kGemvCols];
-  for (int c = 0; c < kGemvCols; ++c)
-    wr[c] = static_cast<const uint16_t*>(w) + size_t(c < cols ? c : 0) * K;
   const auto* xb = static_cast<const uint16_t*>(x);
-  constexpr decltype(&bf16_rows_of<1>) kRows[] = {&bf16_rows_of<1>, &bf16_rows_of<2>,
-                                                  &bf16_rows_of<3>, &bf16_rows_of<4>};
-  for (int m = 0; m < rows; m += 4)
-    kRows[std::min(rows - m, 4) - 1](xb + size_t(m) * K, wr,
-                                     wr[0] + size_t(kPrefetchBlocks * kGemvCols) * K, K,
-                                     sums + m * kGemvCols);
+  constexpr decltype(&bf16_dots_of<1>) kDots[] = {&bf16_dots_of<1>, &bf16_dots_of<2>,
+                                                  &bf16_dots_of<3>, &bf16_dots_of<4>};
+  __m512 dots[kGemvMaxRows][kGemvCols] = {};
+  __m512 d[4];
+  for (int c = 0; c < cols; ++c)
+    for (int m = 0; m < rows; m += 4) {
+      const int mb = std::min(rows - m, 4);
+      kDots[mb - 1](xb + size_t(m) * K, static_cast<const uint16_t*>(w) + size_t(c) * K, K, d);
+      for (int i = 0; i < mb; ++i) dots[m + i][c] = d[i];
+    }
+  for (int m = 0; m < rows; ++m)
+    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
 }
 
 }  // namespace

@@ -1,37 +1,51 @@
 // The inner loops of gemv (gemv.h), one set per instruction set: each computes
-// the dot products of a block of kGemvCols weight rows with every input row, so
-// that the block is read from memory once whatever the number of rows.
+// the dot products of a block of kGemvCols weight rows with every input row.
+//
+// A block's rows lie one after another in the weight's [N, K] layout, and the
+// loops read them in that order, each row once against up to four input rows
+// (rows 5..8 read it again, from L1 or L2): every thread streams one linear
+// region, prefetched 4 KiB ahead into L2. Measured on GPT-2 124M's weights in
+// one flat buffer (AMD EPYC Zen 4, a shared machine; medians of 20 interleaved
+// rounds of a throwaway benchmark), against the loops before, which read the four
+// rows side by side (four short streams of K elements) with the next blocks
+// prefetched: bf16 +13 % on one thread (22.0 -> 25.6 GB/s at best), +7 % on
+// two; fp32 +3 % and -1 % (noise). The same loops without the prefetch gained
+// nothing; prefetching 2 or 8 KiB ahead, or into L1, less. A copy of the
+// weights repacked so that the four rows interleave (one linear stream too)
+// read no faster than the rows in order (bf16 +13 %, fp32 +2 %), and would be
+// a second copy of the weights, counted and refreshed after every training
+// step: there is none.
 #pragma once
 
 #include <xmmintrin.h>
 
 #include <cstddef>
 
+#include "kernels/cpu/gemv.h"
 #include "kernels/dtype.h"
 
 namespace hybrid::kernels::cpu::gemv_detail {
 
-// Weight rows (output columns) per block: four rows stream side by side, which
-// keeps each loaded input vector in use for four FMAs.
+// Weight rows (output columns) per block: one horizontal reduction (sum4)
+// gives the four dot products of an input row.
 inline constexpr int kGemvCols = 4;
 
-// The weights kPrefetchBlocks blocks ahead (blocks of kGemvCols rows are
-// contiguous) are prefetched into L2 at the pace this block's are read: reading
-// element k of each row, the same share of that block (offset k · kGemvCols ·
-// element size). Four rows of K = 768 are short streams (1.5 KiB in bf16) that
-// the hardware prefetchers hardly learn before they end: one thread read
-// GPT-2's weights at 11 GB/s without it, 19 with it (bf16; fp32 15 -> 21).
-// Into L1 (T0) was slower; one, two and four blocks ahead alike within the
-// noise of a shared machine (the README's figures ran with four).
-inline constexpr int kPrefetchBlocks = 4;
-inline void prefetch_next(const void* next_block, size_t offset, size_t bytes) {
-  const char* p = static_cast<const char*>(next_block) + offset;
-  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+// Vectors of a weight row read per step of the loop, each into its own
+// accumulator: independent FMA chains, so the loop waits on loads only.
+inline constexpr int kSteps = 4;
+
+// Software prefetch this many bytes ahead of the weight read, into L2 (T1).
+inline constexpr size_t kPrefetchAhead = 4096;
+inline void prefetch_ahead(const void* at, size_t bytes) {
+  if constexpr (kPrefetchAhead > 0) {
+    const char* p = static_cast<const char*>(at) + kPrefetchAhead;
+    for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+  }
 }
 
 // sums[m · kGemvCols + c] = Σ_k x[m·K + k] · w[c·K + k] for m < rows (≤ kGemvMaxRows)
-// and c < kGemvCols; weight rows c ≥ cols (the matrix's last block) repeat row 0
-// and their sums are not read. x is fp32, except for avx512bf16 (bf16).
+// and c < cols (≤ kGemvCols); sums of c ≥ cols are left unspecified. x is
+// fp32, except for avx512bf16 (bf16).
 using BlockFn = void (*)(const void* x, const void* w, int K, int rows, int cols, float* sums);
 
 // The weights' dtype chooses the loads: fp32 as they are, fp16/bf16 widened in

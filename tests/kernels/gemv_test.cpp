@@ -1,7 +1,7 @@
 // cpu::gemv (the decode step's linear layer) on every instruction set this CPU
 // has, against the naive double matmul of the same dt-rounded inputs: fp32,
-// fp16 and bf16 weights, 1..8 rows, odd K and N (tails of the vector loops and
-// of the four-column blocks), with and without a bias, the weight in the
+// fp16 and bf16 weights, 1..8 rows, odd K and N (tails of the unrolled and
+// vector loops, and of the four-column blocks), with and without a bias, the weight in the
 // model's [N, K] layout; calls from inside a parallel region; the routing of
 // matmul_forward (gemv at <= 8 rows, the GEMM above); the ISA caps; bad sizes.
 #include "kernels/cpu/gemv.h"
@@ -62,8 +62,12 @@ std::vector<GemvIsa> isas_for(DType dt) {
   return out;
 }
 
-const std::pair<int, int> kSizes[] = {{1, 1},   {7, 5},    {16, 4},   {17, 13},
-                                      {33, 31}, {100, 37}, {773, 67}, {300, 1001}};
+// {K, N}: K below, at and past one step of the unrolled loops (32 k on AVX2,
+// 64 on AVX-512 fp32, 128 on AVX512_BF16) and with tails of every length class
+// (masked or scalar); N with every count of columns in the last block of four.
+const std::pair<int, int> kSizes[] = {{1, 1},    {7, 5},    {16, 4},    {17, 13}, {32, 2},
+                                      {33, 31},  {64, 9},   {100, 37},  {128, 6}, {129, 3},
+                                      {257, 14}, {773, 67}, {300, 1001}};
 
 class Gemv : public ::testing::TestWithParam<DType> {};
 
