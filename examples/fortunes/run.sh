@@ -9,7 +9,7 @@
 # OUT_DIR must not exist or be empty; it ends up holding fortunes.jsonl, the
 # tokenizer (fortunes.model), the shards (data/), the checkpoint (ckpt/),
 # train.log, result.json (val_losses among its keys) and sample.txt.
-# FORTUNES_DIR (default /usr/share/games/fortunes) and STEPS (default 300) override.
+# FORTUNES_DIR (default /usr/share/games/fortunes) and STEPS (default 300, the schedule's length) override.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-build}" && pwd)
@@ -31,4 +31,4 @@ python3 "$here/fortunes_to_jsonl.py" "$fortunes" >fortunes.jsonl
 "$build/engine/hybrid-train" --config "$here/ds_config.json" --steps "$steps" --save ckpt \
   --result result.json | tee train.log
 "$build/engine/hybrid-generate" --model ckpt --tokenizer fortunes.model --prompt "A man" \
-  --max-new-tokens 64 --temperature 0.8 --top-k 40 --seed 1 | tee sample.txt
+  --max-new-tokens 48 --temperature 0.8 --top-k 40 --seed 1 | tee sample.txt
