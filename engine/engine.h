@@ -99,6 +99,12 @@ class Engine {
   double train_batch(const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets);
 
+  // Validation: the forward of one micro-batch ([micro_batch, T] host arrays)
+  // without backward, between optimizer steps; returns this rank's mean token
+  // loss. Leaves no trace in training: no gradient, optimizer or loss-scaler
+  // state, micro-step, step timer or traced event (engine_evaluate.cpp).
+  double evaluate(const int32_t* inputs, const int32_t* targets);
+
   // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
   std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
                               const CheckpointSaveOptions& options = {});

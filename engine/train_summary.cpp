@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "base/atomic_file.h"
 #include "base/units.h"
 
 namespace hybrid {
@@ -125,9 +126,15 @@ nlohmann::json TrainSummary::to_json() const {
     j.update(part);
   if (!gemm.is_null()) j["gemm"] = gemm;
   if (!rollouts.empty()) j["rollouts"] = rollouts;
+  if (!val_losses.empty()) j["val_losses"] = val_losses;
   if (run_id) j["run_id"] = run_id;
   if (status != RunStatus::ok) j["error"] = {{"kind", error_kind}, {"message", error}};
   return j;
+}
+
+void write_train_result(const std::string& path, const TrainSummary& s) {
+  if (path.empty()) return;
+  base::write_file_atomic(path, s.to_json().dump(2) + "\n");
 }
 
 std::vector<std::string> summary_lines(const TrainSummary& s) {

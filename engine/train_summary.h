@@ -114,9 +114,14 @@ struct TrainSummary {
   nlohmann::json gemm;  // the CPU GEMM providers (engine/cpu_gemm.h); null on a GPU
   int rank = 0;         // who produced it: only rank 0 writes the result file
   nlohmann::json rollouts = nlohmann::json::array();  // hybrid.rollout's breakdowns (rollout.h)
+  // hybrid.data.val_every: [{"step", "loss"}], the validation loss after those steps.
+  nlohmann::json val_losses = nlohmann::json::array();
 
   nlohmann::json to_json() const;
 };
+
+// Writes the summary atomically (the --result file; nothing for an empty path).
+void write_train_result(const std::string& path, const TrainSummary& s);
 
 // The closing lines of a run: steps, rates, loss, and the peak memory.
 std::vector<std::string> summary_lines(const TrainSummary& s);

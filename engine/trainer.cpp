@@ -10,7 +10,6 @@
 #include <optional>
 #include <thread>
 
-#include "base/atomic_file.h"
 #include "base/launcher_env.h"
 #include "base/units.h"
 #include "engine/checkpoint/checkpoint.h"
@@ -25,6 +24,7 @@
 #include "engine/run_recorder.h"
 #include "engine/step_record.h"
 #include "engine/train_reports.h"
+#include "engine/validation.h"
 #include "profiler/flops.h"
 
 namespace hybrid {
@@ -80,9 +80,12 @@ void load_weights(const Config& cfg, const TrainOptions& opts, Engine& engine, c
   if (!opts.load_dir.empty()) engine.load_checkpoint(opts.load_dir, opts.load_tag);
 }
 
-DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& out) {
+// The training stream's loader; the validation stream goes to `val`.
+DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& out,
+                       TokenDataset& val) {
   auto data = open_data_sources(cfg);
   if (data.synthetic) out.data = {data.unigram_entropy, data.entropy_rate};
+  val = std::move(data.val);
   return DataLoader(
       std::move(data.train),
       BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), cfg.gradient_accumulation_steps,
@@ -259,7 +262,7 @@ void rollout_after(Loop& l, Rollouts& rollouts, TrainSummary& out, int64_t step)
   l.recorder.on_rollout(rollouts.row(b));
 }
 
-void run_loop(Loop& l, Rollouts& rollouts, TrainSummary& out) {
+void run_loop(Loop& l, Rollouts& rollouts, Validation& validation, TrainSummary& out) {
   auto& tracer = l.engine.tracer();
   l.step_name = tracer.intern("step");
   l.data_name = tracer.intern("data");
@@ -273,6 +276,7 @@ void run_loop(Loop& l, Rollouts& rollouts, TrainSummary& out) {
     rollouts.add_training(ms);
     finish_step(l, out, step_record(l, s + 1, loss, ms));
     rollout_after(l, rollouts, out, s + 1);
+    validation.after_step(s + 1, s + 1 == l.first + l.steps, out, l.say);
   }
 }
 
@@ -324,13 +328,15 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   announce(cfg, *engine, say);
   load_weights(cfg, opts, *engine, say);
   Rollouts rollouts(cfg, *engine);  // its prompts checked before any step runs
-  Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out), say);
+  TokenDataset val;
+  Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out, val), say);
+  Validation validation(cfg, *engine, std::move(val));
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
   l.flops_per_step = out.throughput.flops_per_step =
       model_flops_per_step(cfg, engine->model().matmul_params(), engine->data_parallel_size());
   recorder.attach(*engine, l.window);
   const CommMeter comm(*engine);
-  run_loop(l, rollouts, out);
+  run_loop(l, rollouts, validation, out);
   out.memory = measure_memory(*engine);  // training's peaks, before any export
   out.comm = comm.report(*engine, l.records);
   save_outputs(l, out.training.losses.back());
@@ -347,11 +353,6 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
 }
 
 }  // namespace
-
-void write_train_result(const std::string& path, const TrainSummary& s) {
-  if (path.empty()) return;
-  base::write_file_atomic(path, s.to_json().dump(2) + "\n");
-}
 
 TrainSummary run_training(const Config& cfg, const TrainOptions& opts) {
   TrainSummary s;

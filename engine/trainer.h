@@ -38,9 +38,6 @@ struct TrainOptions {
 // summary), only for programming errors.
 TrainSummary run_training(const engine::Config& cfg, const TrainOptions& opts);
 
-// Writes the summary atomically (the --result file).
-void write_train_result(const std::string& path, const TrainSummary& s);
-
 // Model FLOPs of one optimizer step over the global batch, as the issue's
 // benchmarks count them: (6·N + 6·L·C·T) per token, N the parameters that
 // multiply activations (CausalLM::matmul_params).

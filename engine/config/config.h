@@ -56,6 +56,11 @@ struct DataConfig {
   int64_t synthetic_val_tokens = int64_t(1) << 17;  // validation stream length
   int synthetic_branching = 4;                      // likely successors per token
   float synthetic_noise = 0.05f;                    // probability of a uniform random token
+  // Validation (engine/validation.h): a forward-only pass over the val stream
+  // every val_every optimizer steps and after the last (0: never), of
+  // val_batches micro-batches per data-parallel rank (llm.c's val_max_steps).
+  int64_t val_every = 0;
+  int val_batches = 20;
 };
 
 struct OptimizerConfig {

@@ -109,6 +109,24 @@ void parse_synthetic(const json& block, Config& c) {
   r.finish();
 }
 
+// hybrid.data.val_every needs a validation stream, and a forward the whole
+// model runs on one rank: a pipeline's stages run theirs only inside 1F1B.
+void check_validation(const Config& c) {
+  const DataConfig& d = c.data;
+  if (d.val_every == 0) return;
+  if (c.parallel.pipeline_stages > 1)
+    throw ConfigError(fmt::format(
+        "config: hybrid.data.val_every {} with pipeline.stages {}: validation runs the whole "
+        "model's forward outside the pipeline schedule, which pipeline stages do not support; "
+        "set val_every to 0",
+        d.val_every, c.parallel.pipeline_stages));
+  if (d.synthetic ? d.synthetic_val_tokens == 0 : d.val.empty())
+    throw ConfigError(fmt::format(
+        "config: hybrid.data.val_every {} needs a validation stream: hybrid.data.val (a glob of "
+        "token shards) or hybrid.data.synthetic.val_tokens above 0",
+        d.val_every));
+}
+
 void parse_data(const json& v, Config& c) {
   DataConfig& d = c.data;
   const char* what = "\"synthetic\" or an object {\"train\": glob, \"val\": glob}";
@@ -120,6 +138,9 @@ void parse_data(const json& v, Config& c) {
   if (!v.is_object()) fail("hybrid.data", what, v);
   ObjectReader r(v, "hybrid.data", c.ignored_keys);
   if (auto t = r.integer("seq_len", 1, kIntMax)) d.seq_len = int(*t);
+  if (auto v = r.integer("val_every", 0, INT64_MAX, "a non-negative integer (0: never)"))
+    d.val_every = *v;
+  if (auto v = r.integer("val_batches", 1, kIntMax)) d.val_batches = int(*v);
   const auto train = r.string("train");
   const auto val = r.string("val");
   const json* synth = r.get("synthetic");
@@ -145,6 +166,7 @@ void parse_data(const json& v, Config& c) {
     d.val = val.value_or("");
   }
   r.finish();
+  check_validation(c);
 }
 
 void parse_checkpoint(const json& block, Config& c) {

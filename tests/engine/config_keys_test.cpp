@@ -209,6 +209,8 @@ const KeyCheck kKeyChecks[] = {
     {"hybrid.data.synthetic.val_tokens", R"({"hybrid": {"data": {"synthetic": {"val_tokens": 0}}}})", FIELD(data.synthetic_val_tokens)},
     {"hybrid.data.synthetic.branching", R"({"hybrid": {"data": {"synthetic": {"branching": 2}}}})", FIELD(data.synthetic_branching)},
     {"hybrid.data.synthetic.noise", R"({"hybrid": {"data": {"synthetic": {"noise": 0.5}}}})", FIELD(data.synthetic_noise)},
+    {"hybrid.data.val_every", R"({"hybrid": {"data": {"synthetic": true, "val_every": 5}}})", FIELD(data.val_every)},
+    {"hybrid.data.val_batches", R"({"hybrid": {"data": {"synthetic": true, "val_batches": 3}}})", FIELD(data.val_batches)},
     {"hybrid.data.seq_len", R"({"hybrid": {"model": {"seq_len": 64}, "data": {"synthetic": {"tokens": 100000}, "seq_len": 16}}})", FIELD(seq_len())},
     {"hybrid.checkpoint.dir", R"({"hybrid": {"checkpoint": {"dir": "ckpt"}}})", FIELD(checkpoint.dir)},
     {"hybrid.checkpoint.interval", R"({"hybrid": {"checkpoint": {"interval": 5}}})", FIELD(checkpoint.interval)},
