@@ -2,6 +2,8 @@
 //     [--threads N] [--shard-tokens M] [--token-bytes 2|4] FILES...
 // Text files, JSONL files and folders into llm.c token shards
 // (engine/data/tokenize_corpus.h), with a progress bar on stderr.
+#include "engine/tools/hybrid_data_tokenize.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,7 +12,6 @@
 #include "base/cli_checks.h"
 #include "base/units.h"
 #include "engine/data/tokenizer/tokenizer.h"
-#include "engine/tools/hybrid_data_tokenize.h"
 
 namespace hybrid::data_tool {
 
@@ -65,16 +66,15 @@ int TokenizeCommand::run() const {
   const auto tokenizer = engine::open_tokenizer(tokenizer_);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   double last = -1;
-  const auto s = engine::tokenize_corpus(*tokenizer, inputs_, options_,
-                                         [&](const engine::TokenizeProgress& p) {
-                                           // A few updates a second on a terminal, one every few
-                                           // seconds in a log; the first and the last always.
-                                           const bool end = p.bytes_read >= p.bytes_total;
-                                           if (last >= 0 && !end && p.seconds - last < (tty ? 0.2 : 5.0))
-                                             return;
-                                           last = p.seconds;
-                                           print_progress(p, tty);
-                                         });
+  const auto s = engine::tokenize_corpus(
+      *tokenizer, inputs_, options_, [&](const engine::TokenizeProgress& p) {
+        // A few updates a second on a terminal, one every few
+        // seconds in a log; the first and the last always.
+        const bool end = p.bytes_read >= p.bytes_total;
+        if (last >= 0 && !end && p.seconds - last < (tty ? 0.2 : 5.0)) return;
+        last = p.seconds;
+        print_progress(p, tty);
+      });
   if (tty && last >= 0) fmt::print(stderr, "\n");
   fmt::print("tokenizer: {}\n", tokenizer->describe());
   fmt::print("{} documents ({} of text, {} empty skipped) in {}: {}/s\n",

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "engine/data/fortune_corpus.h"
-#include "tests/engine/fortune_corpus.h"
 #include "engine/data/tokenizer/tokenizer.h"
 #include "engine/data/tokenizer/utf8_repair.h"
 #include "tests/common/temp_dir.h"
+#include "tests/engine/fortune_corpus.h"
 
 namespace {
 

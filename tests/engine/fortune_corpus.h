@@ -34,7 +34,8 @@ inline uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 0xCBF29CE484222
 inline uint64_t fnv1a64(std::span<const int> ids, uint64_t h = 0xCBF29CE484222325ull) {
   for (const int id : ids) {
     const auto u = static_cast<uint32_t>(id);
-    const unsigned char bytes[4] = {uint8_t(u), uint8_t(u >> 8), uint8_t(u >> 16), uint8_t(u >> 24)};
+    const unsigned char bytes[4] = {uint8_t(u), uint8_t(u >> 8), uint8_t(u >> 16),
+                                    uint8_t(u >> 24)};
     h = fnv1a64(bytes, 4, h);
   }
   return h;

@@ -134,7 +134,6 @@ TEST(GenerateTool, BadInputExitsTwoNamingItAndWritesNothing) {
   refused("--prompt-tokens 1", "meta.json", tag_folder);
 }
 
-
 // Text prompts: a Hugging Face GPT-2 directory brings its tokenizer.json (the
 // byte-level BPE the tokenizer tests prove equal to Hugging Face's), so
 // --prompt and {"text": ...} lines are encoded as Hugging Face encodes them and
@@ -156,10 +155,9 @@ TEST(GenerateTool, TextPromptsAreEncodedByTheModelFoldersTokenizer) {
   const std::string prompts = dir / "prompts.jsonl";
   std::ofstream(prompts) << "{\"tokens\": [7]}\n";
   const std::string out = dir / "out.json";
-  const auto r =
-      test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
-                        " --prompt 'Hello world' --prompts " + prompts +
-                        " --max-new-tokens 5 --json " + out);
+  const auto r = test::run_command(test::tool("hybrid-generate") + " --model " + m.path +
+                                   " --prompt 'Hello world' --prompts " + prompts +
+                                   " --max-new-tokens 5 --json " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = test::read_json(out);
   ASSERT_EQ(j["sequences"].size(), 2u);
@@ -175,16 +173,14 @@ TEST(GenerateTool, TextPromptsAreEncodedByTheModelFoldersTokenizer) {
                                    " --tokenizer " + tokenizer_json + " --prompts " + prompts +
                                    " --max-new-tokens 5 --json " + out);
   ASSERT_EQ(f.exit_code, 0) << f.output;
-  EXPECT_EQ(test::read_json(out)["sequences"][0]["tokens"].get<std::vector<int>>(),
-            want.tokens[0]);
+  EXPECT_EQ(test::read_json(out)["sequences"][0]["tokens"].get<std::vector<int>>(), want.tokens[0]);
   // An llm.c file has no tokenizer: text is refused before anything runs.
   const Model bare = write_model(dir, model, /*hf=*/false);
   std::filesystem::remove(out);
   const auto refused = test::run_command(test::tool("hybrid-generate") + " --model " + bare.path +
                                          " --prompt 'Hello world' --json " + out);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find("--prompt needs a tokenizer"), std::string::npos)
-      << refused.output;
+  EXPECT_NE(refused.output.find("--prompt needs a tokenizer"), std::string::npos) << refused.output;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

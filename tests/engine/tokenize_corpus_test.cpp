@@ -5,7 +5,6 @@
 // encodes each byte as its own id, so the expected shards follow from the text
 // alone; the real tokenizers are proven in their own tests.
 #include "engine/data/tokenize_corpus.h"
-#include "engine_test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,6 +20,7 @@
 #include "engine/data/data_file_error.h"
 #include "engine/data/token_dataset.h"
 #include "engine/data/token_shard.h"
+#include "engine_test_util.h"
 
 namespace {
 
@@ -277,12 +277,15 @@ TEST_F(TokenizeCorpus, AKilledRunLeavesNoShardInTheOutputFolder) {
 TEST_F(TokenizeCorpus, HybridDataTokenizeWritesWhatTheTokenizerEncodes) {
   const std::string data = std::string(HYBRID_SOURCE_DIR) + "/tests/engine/data/";
   const std::string a = file("a.txt", "Hello world\n  twice  spaced\t\n");
-  const std::string b = file("b.jsonl", "{\"text\": \"Gr\\u00fc\\u00dfe 123\"}\n{\"text\": \"second\"}\n");
-  const std::vector<std::string> docs = {"Hello world\n  twice  spaced\t\n", "Gr\xc3\xbc\xc3\x9f" "e 123",
+  const std::string b =
+      file("b.jsonl", "{\"text\": \"Gr\\u00fc\\u00dfe 123\"}\n{\"text\": \"second\"}\n");
+  const std::vector<std::string> docs = {"Hello world\n  twice  spaced\t\n",
+                                         "Gr\xc3\xbc\xc3\x9f"
+                                         "e 123",
                                          "second"};
   int k = 0;
-  for (const std::string& tok : {data + "tokenizer/gpt2_style.json",
-                                data + "sentencepiece/fortunes_bpe_1000.model"}) {
+  for (const std::string& tok :
+       {data + "tokenizer/gpt2_style.json", data + "sentencepiece/fortunes_bpe_1000.model"}) {
     SCOPED_TRACE(tok);
     const auto tokenizer = open_tokenizer(tok);
     const std::string dir = out(fmt::format("out{}", k++));
@@ -306,9 +309,9 @@ TEST_F(TokenizeCorpus, HybridDataTokenizeWritesWhatTheTokenizerEncodes) {
   }
   // A bad line: exit 1, the file and line named, no output folder.
   const std::string bad = file("bad.jsonl", "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n");
-  const auto r = hybrid::test::run_command(
-      hybrid::test::tool("hybrid-data") + " tokenize --tokenizer " + data +
-      "tokenizer/gpt2_style.json --out " + out("bad") + " " + bad);
+  const auto r =
+      hybrid::test::run_command(hybrid::test::tool("hybrid-data") + " tokenize --tokenizer " +
+                                data + "tokenizer/gpt2_style.json --out " + out("bad") + " " + bad);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr(bad + ":2: no \"text\" field"));
   EXPECT_FALSE(fs::exists(out("bad")));

@@ -26,9 +26,7 @@ namespace {
 // and train_sentencepiece rethrows the error itself.
 class CorpusSentences final : public sentencepiece::SentenceIterator {
  public:
-  explicit CorpusSentences(const std::vector<std::string>& files) : reader_(files) {
-    advance();
-  }
+  explicit CorpusSentences(const std::vector<std::string>& files) : reader_(files) { advance(); }
   bool done() const override { return done_; }
   void Next() override { advance(); }
   const std::string& value() const override { return sentence_; }
