@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "autotune/generate_spec_reading.h"
 #include "autotune/tune_error.h"
 #include "base/units.h"
 #include "engine/memory_model.h"
@@ -15,32 +16,12 @@
 namespace hybrid::autotune {
 
 using nlohmann::json;
+using spec::positive_int;
+using spec::refuse;
+using spec::text_at;
+using spec::values_at;
 
 namespace {
-
-[[noreturn]] void refuse(const std::string& key, const std::string& why) {
-  throw TuneError(fmt::format("generate spec: {}: {}", key, why));
-}
-
-std::string text_at(const json& j, const char* key, std::string fallback) {
-  if (!j.contains(key)) return fallback;
-  if (!j[key].is_string() || j[key].get<std::string>().empty()) refuse(key, "must be a path");
-  return j[key].get<std::string>();
-}
-
-int positive_int(const json& v, const std::string& key) {
-  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX)
-    refuse(key, fmt::format("{} is not a positive integer", v.dump()));
-  return v.get<int>();
-}
-
-// A value or a list of them.
-std::vector<json> values_at(const json& j, const char* key) {
-  if (!j.contains(key)) return {};
-  const json& v = j[key];
-  if (v.is_array() && v.empty()) refuse(key, "give at least one value");
-  return v.is_array() ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
-}
 
 kernels::DType dtype_at(const json& v, const std::string& key) {
   static const std::set<std::string> kNames = {"fp32", "bf16", "fp16"};

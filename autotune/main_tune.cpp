@@ -256,14 +256,20 @@ void write_result(const std::string& out, const nlohmann::json& j) {
   std::cout << "results: " << out << "\n";
 }
 
+// --dry-run: each candidate's predicted memory, and why it would not run.
+template <class Candidate>
+void print_predictions(const std::vector<Candidate>& candidates) {
+  for (const auto& k : candidates)
+    std::cout << k.key() << ": predicted " << hybrid::base::format_bytes(k.predicted_bytes)
+              << " (kv_cache " << hybrid::base::format_bytes(k.predicted_cache) << ")"
+              << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
+}
+
 // A spec naming a training config: hybrid-train's rollouts (autotune/rollout_space.h).
 int run_rollout_command(const GenerateCommand& c, const RolloutSpec& s) {
   const auto candidates = rollout_candidates(s, hybrid::engine::read_prompts_file(s.prompts));
   if (c.dry_run) {
-    for (const auto& k : candidates)
-      std::cout << k.key() << ": predicted " << hybrid::base::format_bytes(k.predicted_bytes)
-                << " (kv_cache " << hybrid::base::format_bytes(k.predicted_cache) << ")"
-                << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
+    print_predictions(candidates);
     return 0;
   }
   RolloutSweepOptions o;
@@ -284,10 +290,7 @@ int run_generate_command(const GenerateCommand& c) {
   const auto prompts = hybrid::engine::read_prompts_file(s.prompts);
   const auto candidates = generate_candidates(s, generate_target(s), prompts);
   if (c.dry_run) {
-    for (const auto& k : candidates)
-      std::cout << k.key() << ": predicted " << hybrid::base::format_bytes(k.predicted_bytes)
-                << " (kv_cache " << hybrid::base::format_bytes(k.predicted_cache) << ")"
-                << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
+    print_predictions(candidates);
     return 0;
   }
   GenerateSweepOptions o;

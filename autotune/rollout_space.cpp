@@ -9,6 +9,7 @@
 
 #include "autotune/candidate.h"
 #include "autotune/generate_space.h"
+#include "autotune/generate_spec_reading.h"
 #include "autotune/tune_error.h"
 #include "base/units.h"
 #include "engine/inference_replica.h"
@@ -18,32 +19,12 @@
 namespace hybrid::autotune {
 
 using nlohmann::json;
+using spec::positive_int;
+using spec::refuse;
+using spec::text_at;
+using spec::values_at;
 
 namespace {
-
-[[noreturn]] void refuse(const std::string& key, const std::string& why) {
-  throw TuneError(fmt::format("generate spec: {}: {}", key, why));
-}
-
-int positive_int(const json& v, const std::string& key) {
-  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX)
-    refuse(key, fmt::format("{} is not a positive integer", v.dump()));
-  return v.get<int>();
-}
-
-// A value or a list of them; empty when absent.
-std::vector<json> values_at(const json& j, const char* key) {
-  if (!j.contains(key)) return {};
-  const json& v = j[key];
-  if (v.is_array() && v.empty()) refuse(key, "give at least one value");
-  return v.is_array() ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
-}
-
-std::string path_at(const json& j, const char* key) {
-  if (!j.contains(key)) return "";
-  if (!j[key].is_string() || j[key].get<std::string>().empty()) refuse(key, "must be a path");
-  return j[key].get<std::string>();
-}
 
 json read_config(const std::string& path) {
   std::ifstream in(path);
@@ -118,7 +99,7 @@ void check_keys(const json& j) {
 // What each rollout generates, the spec's values over the config's rollout's.
 void parse_generation(const json& j, RolloutSpec& s) {
   const json rollout = base_rollout(s.base);
-  s.prompts = path_at(j, "prompts");
+  s.prompts = text_at(j, "prompts");
   if (s.prompts.empty() && rollout.contains("prompts") && rollout["prompts"].is_string())
     s.prompts = rollout["prompts"].get<std::string>();
   if (s.prompts.empty())
@@ -150,7 +131,7 @@ void check_base(RolloutSpec& s) {
 RolloutSpec parse_rollout_spec(const json& j) {
   check_keys(j);
   RolloutSpec s;
-  s.config_path = path_at(j, "config");
+  s.config_path = text_at(j, "config");
   s.base = read_config(s.config_path);
   if (j.contains("nprocs")) s.nprocs = positive_int(j["nprocs"], "nprocs");
   if (j.contains("steps")) s.steps = positive_int(j["steps"], "steps");
