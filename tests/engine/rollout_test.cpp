@@ -9,6 +9,8 @@
 #include <fstream>
 #include <regex>
 
+#include "engine/data/tokenizer/tokenizer.h"
+#include "engine/generate/prompts.h"
 #include "engine/memory_model.h"
 #include "engine_test_util.h"
 #include "profiler/store/run_store.h"
@@ -212,6 +214,51 @@ TEST(Rollout, BatchSplitsTheCallsAndCacheDtypeSetsTheCache) {
             cache(1, 11, kernels::DType::f32));
   EXPECT_EQ(whole.result.at("peak_memory_bytes").at("kv_cache").get<uint64_t>(),
             cache(4, 11, kernels::DType::f32));
+}
+
+// Text prompts: hybrid.rollout.tokenizer encodes {"text": ...} lines (after the
+// beginning-of-sequence token) and decodes each rollout's new tokens into
+// `texts`; the tokens are those of the same prompts given as ids. Without a
+// tokenizer a text line is refused before any step.
+TEST(Rollout, TextPromptsAreEncodedAndTheNewTokensDecoded) {
+  test::TempDir dir;
+  const std::string model_file =
+      std::string(HYBRID_SOURCE_DIR) + "/tests/engine/data/sentencepiece/fortunes_bpe_1000.model";
+  const auto tokenizer = engine::open_tokenizer(model_file);
+  const std::vector<std::string> texts = {"Hello", "The cat"};
+  const std::string text_prompts = dir / "text.jsonl", id_prompts = dir / "ids.jsonl";
+  {
+    std::ofstream t(text_prompts), i(id_prompts);
+    for (const auto& text : texts) {
+      t << nlohmann::json{{"text", text}}.dump() << "\n";
+      i << nlohmann::json{{"tokens", engine::encode_prompt(*tokenizer, text)}}.dump() << "\n";
+    }
+  }
+  auto patch = [&](const std::string& prompts, bool with_tokenizer) {
+    nlohmann::json p = {
+        {"hybrid",
+         {{"model", {{"vocab_size", 1000}}},
+          {"rollout", {{"every", 1}, {"prompts", prompts}, {"max_new_tokens", 4}}}}}};
+    if (with_tokenizer) p["hybrid"]["rollout"]["tokenizer"] = model_file;
+    return p;
+  };
+  const auto text = test::run_hybrid_train(dir, "text", 1, patch(text_prompts, true), "--steps 1");
+  const auto ids = test::run_hybrid_train(dir, "ids", 1, patch(id_prompts, false), "--steps 1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  const auto& r = text.result.at("rollouts").at(0);
+  EXPECT_EQ(r.at("tokens"), ids.result.at("rollouts").at(0).at("tokens"));
+  ASSERT_EQ(r.at("texts").size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(r.at("texts")[i].get<std::string>(),
+              tokenizer->decode(r.at("tokens")[i].get<std::vector<int>>()));
+  EXPECT_TRUE(ids.result.at("rollouts").at(0).at("texts").empty()) << "no tokenizer, no texts";
+  const auto refused =
+      test::run_hybrid_train(dir, "bare", 1, patch(text_prompts, false), "--steps 1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("text.jsonl:1: a \"text\" prompt needs a tokenizer"),
+            std::string::npos)
+      << refused.output;
 }
 
 }  // namespace
