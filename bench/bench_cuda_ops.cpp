@@ -111,7 +111,7 @@ void BM_attention(benchmark::State& st) {
   const size_t n = size_t(B) * kT * kC;
   DevBuf qkv(3 * n * 2), out(n * 2, false), dout(n * 2), dqkv(3 * n * 2, false),
       saved(g_env->b->attention_saved_bytes(dt, B, kT, kC, kNH), false);
-  g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH, kNH);
+  g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, nullptr, B, kT, kC, kNH, kNH);
   const int M = B * kT;
   DevBuf gi(size_t(M) * kC * 2), gw(size_t(3 * kC) * kC * 2), go(size_t(M) * 3 * kC * 2, false);
   auto ref = [&] { g_env->b->matmul_forward(dt, go.p, gi.p, gw.p, nullptr, M, kC, 3 * kC); };
@@ -126,13 +126,13 @@ void BM_attention(benchmark::State& st) {
     measure(
         st,
         [&] {
-          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, B, kT, kC, kNH,
+          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, nullptr, B, kT, kC, kNH,
                                        kNH);
         },
         ref, flops, 0);
   else
     measure(
-        st, [&] { g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, B, kT, kC, kNH, kNH); },
+        st, [&] { g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, nullptr, B, kT, kC, kNH, kNH); },
         ref, flops, 0);
   st.counters["ref_ratio"].value *= scale(flops);
   st.SetLabel("bf16 causal FLOPs; ref=dense GEMM 8192x2304x768 FLOP/s");
@@ -219,8 +219,8 @@ void BM_encoder(benchmark::State& st) {
   g_env->b->copy_from_host(tok.p, tokens.data(), tokens.size() * 4);
   const double bytes = double(n) * 2 * 3;
   measure_memory_bound(
-      st, [&] { g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), wte.p, wpe.p, B, kT, kC); },
-      [&] { g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), B, kT, kC); },
+      st, [&] { g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), nullptr, wte.p, wpe.p, B, kT, kC); },
+      [&] { g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), nullptr, B, kT, kC); },
       bytes);
   st.SetLabel("bf16 ref=memcpy same bytes");
 }

@@ -66,7 +66,7 @@ void encoder_forward(benchmark::State& s, DType dt) {
   Buffer out(dt, size_t(BT) * C), wte(dt, size_t(Vp) * C), wpe(dt, size_t(T) * C);
   const auto tok = tokens(BT, V);
   for (auto _ : loop(s, __func__, dt))
-    backend().encoder_forward(dt, out.get(), tok.data(), wte.get(), wpe.get(), B, T, C);
+    backend().encoder_forward(dt, out.get(), tok.data(), nullptr, wte.get(), wpe.get(), B, T, C);
   counters(s, double(BT) * C, es(dt) * 3.0 * BT * C);
 }
 
@@ -75,7 +75,7 @@ void encoder_backward(benchmark::State& s, DType dt) {
   Buffer dout(dt, size_t(BT) * C), dwte(dt, size_t(Vp) * C, 0, 0), dwpe(dt, size_t(T) * C, 0, 0);
   const auto tok = tokens(BT, V);
   for (auto _ : loop(s, __func__, dt))
-    backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), B, T, C);
+    backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), nullptr, B, T, C);
   counters(s, 2.0 * BT * C, es(dt) * 5.0 * BT * C);
 }
 
@@ -123,7 +123,7 @@ void attention_forward(benchmark::State& s, DType dt) {
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
   for (auto _ : loop(s, __func__, dt))
-    backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH, NH);
+    backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), nullptr, B, T, C, NH, NH);
   counters(s, 4.0 * B * T * double(T) * C, es(dt) * 4.0 * BT * C + double(saved_bytes));
 }
 
@@ -133,9 +133,9 @@ void attention_backward(benchmark::State& s, DType dt) {
   Buffer dqkv(dt, size_t(BT) * 3 * C, 0, 0);
   const size_t saved_bytes = backend().attention_saved_bytes(dt, B, T, C, NH);
   std::vector<float> saved(saved_bytes / sizeof(float));
-  backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), B, T, C, NH, NH);
+  backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), nullptr, B, T, C, NH, NH);
   for (auto _ : loop(s, __func__, dt))
-    backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), B,
+    backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), nullptr, B,
                                  T, C, NH, NH);
   counters(s, 8.0 * B * T * double(T) * C, es(dt) * 10.0 * BT * C + double(saved_bytes));
 }

@@ -143,15 +143,16 @@ void Engine::begin_step() {
   timers_.reset();
 }
 
-float Engine::forward(const int32_t* inputs, const int32_t* targets) {
+float Engine::forward(const int32_t* inputs, const int32_t* targets, const int32_t* positions) {
   if (pipeline_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
   if (micro_step_ == 0) begin_step();
-  return float(micro_forward(inputs, targets));
+  forwarded_ = MicroBatch{inputs, targets, positions};
+  return float(micro_forward(forwarded_));
 }
 
 void Engine::backward() {
   if (pipeline_) throw std::logic_error("engine: with pipeline stages, use train_batch()");
-  micro_backward(micro_step_ == cfg_.gradient_accumulation_steps - 1);
+  micro_backward(forwarded_, micro_step_ == cfg_.gradient_accumulation_steps - 1);
 }
 
 bool Engine::step() {
@@ -163,15 +164,24 @@ bool Engine::step() {
 
 double Engine::train_batch(const std::vector<const int32_t*>& inputs,
                            const std::vector<const int32_t*>& targets) {
+  if (inputs.size() != targets.size())
+    throw std::invalid_argument(fmt::format("train_batch: {} inputs and {} targets", inputs.size(),
+                                            targets.size()));
+  std::vector<MicroBatch> batches;
+  for (size_t k = 0; k < inputs.size(); ++k) batches.push_back({inputs[k], targets[k], nullptr});
+  return train_batch(batches);
+}
+
+double Engine::train_batch(const std::vector<MicroBatch>& batches) {
   const int gas = cfg_.gradient_accumulation_steps;
-  if (int(inputs.size()) != gas || int(targets.size()) != gas)
-    throw std::invalid_argument(fmt::format(
-        "train_batch: {} inputs and {} targets for {} micro-batches (gradient_accumulation_steps)",
-        inputs.size(), targets.size(), gas));
+  if (int(batches.size()) != gas)
+    throw std::invalid_argument(
+        fmt::format("train_batch: {} micro-batches for gradient_accumulation_steps {}",
+                    batches.size(), gas));
   if (!pipeline_) {
     double loss = 0.0;
-    for (int k = 0; k < gas; ++k) {
-      loss += forward(inputs[size_t(k)], targets[size_t(k)]);
+    for (const MicroBatch& b : batches) {
+      loss += forward(b.inputs, b.targets, b.positions);
       backward();
       step();
     }
@@ -179,35 +189,45 @@ double Engine::train_batch(const std::vector<const int32_t*>& inputs,
   }
   begin_step();
   const PipelineRunner::MicroSteps micro{
-      [this](const int32_t* in, const int32_t* tg) { return micro_forward(in, tg); },
-      [this](bool boundary) { micro_backward(boundary); }};
-  const double loss = pipeline_->run(inputs, targets, *ctx_, micro);
+      [this](const MicroBatch& b) { return micro_forward(b); },
+      [this](const MicroBatch& b, bool boundary) { micro_backward(b, boundary); }};
+  const double loss = pipeline_->run(batches, *ctx_, micro);
   optimizer_step();
   return loss;
 }
 
-double Engine::micro_forward(const int32_t* inputs, const int32_t* targets) {
-  const auto timer = timers_.time(StepTimer::forward);
+size_t Engine::copy_in(const MicroBatch& batch) {
   const size_t n = size_t(ctx_->B()) * size_t(ctx_->T());
   kernels::Backend& be = backend();
   if (model_->first_stage())
-    be.copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
+    be.copy_from_host(model_->tokens_buffer(), batch.inputs, n * sizeof(int32_t));
   if (model_->last_stage())
-    be.copy_from_host(model_->targets_buffer(), targets, n * sizeof(int32_t));
+    be.copy_from_host(model_->targets_buffer(), batch.targets, n * sizeof(int32_t));
+  if (batch.positions)  // every stage's attention reads them
+    be.copy_from_host(model_->positions_buffer(), batch.positions, n * sizeof(int32_t));
+  ctx_->set_batch(model_->tokens_buffer(), model_->targets_buffer(),
+                  batch.positions ? model_->positions_buffer() : nullptr);
+  return n;
+}
+
+double Engine::micro_forward(const MicroBatch& batch) {
+  const auto timer = timers_.time(StepTimer::forward);
+  const size_t n = copy_in(batch);
   ctx_->forward(*model_);
   zero_->end_forward();
   if (!model_->last_stage()) return 0.0;
   host_losses_.resize(n);
-  be.copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
-  double sum = 0.0;
+  backend().copy_to_host(host_losses_.data(), model_->losses(), n * sizeof(float));
+  double sum = 0.0;  // padding's losses are 0
   for (float l : host_losses_) sum += l;
-  return sum / double(n);
+  return sum / double(real_targets(batch.targets, int64_t(n)));
 }
 
-void Engine::micro_backward(bool boundary) {
+void Engine::micro_backward(const MicroBatch& batch, bool boundary) {
   const auto timer = timers_.time(StepTimer::backward);
   const int gas = cfg_.gradient_accumulation_steps;
-  const double tokens = double(ctx_->B()) * ctx_->T();
+  const int64_t n = int64_t(ctx_->B()) * ctx_->T();
+  const double tokens = double(real_targets(batch.targets, n));
   ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
   {
     const auto inner = timers_.time(StepTimer::backward_inner);

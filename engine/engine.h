@@ -27,6 +27,7 @@
 #include "engine/precision/loss_scaler.h"
 #include "engine/runtime/checkpoint_io.h"
 #include "engine/runtime/device_runtime.h"
+#include "engine/runtime/micro_batch.h"
 #include "engine/runtime/pipeline_runner.h"
 #include "engine/step_timers.h"
 #include "engine/zero/zero_runtime.h"
@@ -77,9 +78,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // One micro-batch: inputs and targets are host arrays of [micro_batch, T], T the
-  // training sequence length (config.seq_len(), at most the model's block size).
-  // Returns this rank's mean token loss of the micro-batch.
-  float forward(const int32_t* inputs, const int32_t* targets);
+  // training sequence length (config.seq_len(), at most the model's block size);
+  // positions (packed documents) as engine::MicroBatch's. Returns this rank's
+  // mean token loss of the micro-batch (over its real targets).
+  float forward(const int32_t* inputs, const int32_t* targets,
+                const int32_t* positions = nullptr);
   float forward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) {
     return forward(inputs.data(), targets.data());
   }
@@ -96,6 +99,7 @@ class Engine {
   // pipeline.stages > 1: this stage's 1F1B schedule
   // (engine/runtime/pipeline_runner.h). Returns the micro-batches' mean loss
   // (the last stage's, on every stage).
+  double train_batch(const std::vector<engine::MicroBatch>& batches);
   double train_batch(const std::vector<const int32_t*>& inputs,
                      const std::vector<const int32_t*>& targets);
 
@@ -103,7 +107,8 @@ class Engine {
   // without backward, between optimizer steps; returns this rank's mean token
   // loss. Leaves no trace in training: no gradient, optimizer or loss-scaler
   // state, micro-step, step timer or traced event (engine_evaluate.cpp).
-  double evaluate(const int32_t* inputs, const int32_t* targets);
+  double evaluate(const int32_t* inputs, const int32_t* targets,
+                  const int32_t* positions = nullptr);
 
   // tag "": DeepSpeed's default, "global_step<N>". Returns the tag saved.
   std::string save_checkpoint(const std::string& dir, const std::string& tag = "",
@@ -238,8 +243,11 @@ class Engine {
   // targets (last stage) and returns the mean token loss on the last stage (0
   // elsewhere); micro_backward's `boundary` is the step's last micro-batch,
   // whose gradient reductions it waits for.
-  double micro_forward(const int32_t* inputs, const int32_t* targets);
-  void micro_backward(bool boundary);
+  double micro_forward(const engine::MicroBatch& batch);
+  void micro_backward(const engine::MicroBatch& batch, bool boundary);
+  // Copies a micro-batch's arrays into the wired activation slot and points the
+  // context at them; returns its element count B·T.
+  size_t copy_in(const engine::MicroBatch& batch);
   void optimizer_step();       // timed take_optimizer_step, then the step's times
   void take_optimizer_step();  // at the accumulation boundary
   void apply_update(const engine::GradSummary& g, float scale);
@@ -268,6 +276,7 @@ class Engine {
   engine::StepTimes last_times_;
   engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
+  engine::MicroBatch forwarded_;  // forward()'s micro-batch, for backward()
   // hybrid_engine.inference_tp_size > 1: the resharded replica generate runs on,
   // built at the first call; destroyed first (its groups split this engine's
   // communicator).

@@ -33,27 +33,24 @@ class OutsideTrainingSteps {
 
 }  // namespace
 
-double Engine::evaluate(const int32_t* inputs, const int32_t* targets) {
+double Engine::evaluate(const int32_t* inputs, const int32_t* targets, const int32_t* positions) {
   if (pipeline_)
     throw std::logic_error(
         "evaluate: not with pipeline stages (a stage runs its forward only inside the schedule)");
   if (micro_step_ != 0)
     throw std::logic_error("evaluate: between optimizer steps, not inside an accumulation");
   const OutsideTrainingSteps outside(tracer(), comm_tracer());
-  const size_t n = size_t(ctx_->B()) * size_t(ctx_->T());
-  kernels::Backend& be = backend();
-  be.copy_from_host(model_->tokens_buffer(), inputs, n * sizeof(int32_t));
-  be.copy_from_host(model_->targets_buffer(), targets, n * sizeof(int32_t));
+  const size_t n = copy_in({inputs, targets, positions});
   ctx_->forward(*model_);
   zero_->end_forward();
   // activation_checkpointing.profile counts the checkpointed blocks' time since
   // the last optimizer step: the evaluation's is not the next step's.
   (void)model_->take_checkpoint_times();
   std::vector<float> losses(n);
-  be.copy_to_host(losses.data(), model_->losses(), n * sizeof(float));
-  double sum = 0.0;
+  backend().copy_to_host(losses.data(), model_->losses(), n * sizeof(float));
+  double sum = 0.0;  // padding's losses are 0
   for (float l : losses) sum += l;
-  return sum / double(n);
+  return sum / double(engine::real_targets(targets, int64_t(n)));
 }
 
 }  // namespace hybrid

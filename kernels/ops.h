@@ -157,11 +157,14 @@ class Backend {
                                const void* inp, const void* weight, int M, int K, int N) = 0;
 
   // ---- transformer ops -----------------------------------------------------
-  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
-  virtual void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                               const void* wpe, int B, int T, int C) = 0;
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[p,:], p = positions[b·T + t] when
+  // positions is non-null (packed documents, generation), else t.
+  virtual void encoder_forward(DType dt, void* out, const int32_t* tokens,
+                               const int32_t* positions, const void* wte, const void* wpe, int B,
+                               int T, int C) = 0;
   virtual void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                const int32_t* tokens, int B, int T, int C) = 0;
+                                const int32_t* tokens, const int32_t* positions, int B, int T,
+                                int C) = 0;
 
   // N rows of C channels; mean and rstd are fp32 [N], saved for backward.
   virtual void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
@@ -208,12 +211,17 @@ class Backend {
   // the value heads (GPT-2's c_attn layout when NKV = NH); out [B, T, C]. What
   // forward keeps for backward is the backend's choice: it writes
   // attention_saved_bytes() bytes to `saved` (independent of NKV).
+  // Packed documents: with positions ([B·T], each token's position in its
+  // document, 0 at a document's first token), token t of a row attends only to
+  // tokens t − positions[t] .. t of its row, its own document's; null: a row is
+  // one document (positions[t] = t). 0 <= positions[t] <= t.
   virtual size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const = 0;
-  virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                 int C, int NH, int NKV) = 0;
+  virtual void attention_forward(DType dt, void* out, void* saved, const void* qkv,
+                                 const int32_t* positions, int B, int T, int C, int NH,
+                                 int NKV) = 0;
   virtual void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                  const void* out, const void* saved, int B, int T, int C, int NH,
-                                  int NKV) = 0;
+                                  const void* out, const void* saved, const int32_t* positions,
+                                  int B, int T, int C, int NH, int NKV) = 0;
 
   // Generation: attention over a key/value cache. k_cache and v_cache are
   // [B, NKV, max_tokens, hs] in cache_dt (a head's positions contiguous; any
@@ -232,6 +240,8 @@ class Backend {
 
   // Fused softmax + cross-entropy over the first V of Vp logits per row (N rows).
   // losses[i] = logsumexp(logits[i]) - logits[i, targets[i]]; lse (fp32 [N]) is saved.
+  // A negative target is no target (padding, a packed row's unused tail): its
+  // loss is 0 and its row's gradient 0, here and in the shard ops below.
   virtual void cross_entropy_forward(DType dt, float* losses, float* lse, const void* logits,
                                      const int32_t* targets, int N, int V, int Vp) = 0;
   // dlogits[i,:] = dloss · (softmax(logits[i]) - onehot(targets[i])); padded columns
@@ -246,15 +256,16 @@ class Backend {
   // outside the shard belong to other ranks: they are skipped, not rejected.
   //
   // out[b,t,:] = (wte[tokens[b,t] - begin, :] if begin <= tokens[b,t] < begin + rows, else 0)
-  //            + (wpe[t, :] if wpe is non-null, else 0)
+  //            + (wpe[p, :] if wpe is non-null, else 0), p as in encoder_forward
   // Summed over the shards (wpe on one of them) this is encoder_forward.
-  virtual void encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                                     const void* wpe, int B, int T, int C, int begin, int rows) = 0;
+  virtual void encoder_shard_forward(DType dt, void* out, const int32_t* tokens,
+                                     const int32_t* positions, const void* wte, const void* wpe,
+                                     int B, int T, int C, int begin, int rows) = 0;
   // dwte[tokens[b,t] - begin, :] += dout[b,t,:] for tokens in the shard (others skipped);
   // dwpe (when non-null) += as encoder_backward. Deterministic like encoder_backward.
   virtual void encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                      const int32_t* tokens, int B, int T, int C, int begin,
-                                      int rows) = 0;
+                                      const int32_t* tokens, const int32_t* positions, int B,
+                                      int T, int C, int begin, int rows) = 0;
   // logits [N, Vs]: column j is vocabulary id begin + j; the first V columns are real
   // (0 <= V <= Vs). stats is fp32 [2N]: stats[i] = logsumexp of row i's V real
   // columns (-inf when V == 0), stats[N + i] = logits[i, targets[i] - begin] when
@@ -264,9 +275,9 @@ class Backend {
                                            int Vs) = 0;
   // gathered: every shard's stats, [shards][2N] fp32 (device memory). Writes
   // lse[i] = log Σ_s exp(stats_s[i]) (max-shifted; shards with -inf contribute 0)
-  // and losses[i] = lse[i] - Σ_s stats_s[N + i].
+  // and losses[i] = lse[i] - Σ_s stats_s[N + i] (0 where targets[i] < 0).
   virtual void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
-                                            int shards, int N) = 0;
+                                            const int32_t* targets, int shards, int N) = 0;
   // dlogits[i, j] = dloss · (exp(logits[i, j] - lse[i]) - [begin + j == targets[i]]) for
   // j < V, 0 for V <= j < Vs. Overwrites; dlogits may alias logits (as
   // cross_entropy_backward).

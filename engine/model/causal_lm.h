@@ -100,6 +100,9 @@ class CausalLM : public Module {
   virtual int bound_T() const = 0;
   virtual int32_t* tokens_buffer() const = 0;   // [B·T] device, filled by the engine
   virtual int32_t* targets_buffer() const = 0;  // [B·T] device
+  // [B·T] device: each token's position in its document, for micro-batches
+  // that pack several documents into a row (ExecutionContext::positions).
+  virtual int32_t* positions_buffer() const = 0;
   virtual const float* losses() const = 0;      // [B·T] after forward (device; last stage)
 
   // ---- pipeline stages ------------------------------------------------------------

@@ -141,6 +141,7 @@ void DecoderStack::wire() {
   const auto& a = acts();
   tokens_ = a.view("tokens").as<int32_t>();
   targets_ = a.view("targets").as<int32_t>();
+  positions_ = a.view("positions").as<int32_t>();
   head_grad_scratch_.clear();
   wire_ends(a);
   for (int l = stage_begin_; l < end_block(); ++l) wire_block(*blocks_[size_t(l)], l);
@@ -283,9 +284,11 @@ MemoryLayout DecoderStack::activation_layout(int B, int T, DType dt, uint64_t at
     l.add(std::move(name), elements, size, MemCategory::activations, false, Residency::resident,
           std::move(owner));
   };
-  // Inputs first: the engine copies tokens/targets here (see Engine::forward).
+  // Inputs first: the engine copies tokens, targets and (packed documents)
+  // positions here (see Engine::micro_forward).
   add("tokens", N, 4, "");
   add("targets", N, 4, "");
+  add("positions", N, 4, "");
   // A block's input is the previous block's output (the embedding's for block 0)
   // unless it waits in host memory: then it passes through a device slot.
   auto keeps_input = [&](int layer) {

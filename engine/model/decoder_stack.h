@@ -43,6 +43,7 @@ class DecoderStack : public CausalLM {
   int bound_T() const override { return T_; }
   int32_t* tokens_buffer() const override { return tokens_; }
   int32_t* targets_buffer() const override { return targets_; }
+  int32_t* positions_buffer() const override { return positions_; }
   const float* losses() const override { return loss_->losses; }
 
   // Blocks [begin, end), the embedding when first, the head when last; the
@@ -156,6 +157,7 @@ class DecoderStack : public CausalLM {
   std::vector<std::pair<void*, size_t>> head_grad_scratch_;  // zeroed before backward
   int32_t* tokens_ = nullptr;
   int32_t* targets_ = nullptr;
+  int32_t* positions_ = nullptr;
 };
 
 // Sets every module's activation_bytes (children included) from the entries it owns.

@@ -65,14 +65,22 @@ class ExecutionContext {
   const Decoding* decoding() const { return decoding_; }
   void set_decoding(const Decoding* d) { decoding_ = d; }
 
-  // Device copies of this micro-batch's tokens and targets ([B,T] int32).
+  // Device copies of this micro-batch's tokens and targets ([B,T] int32; a
+  // negative target is none: padding), and its positions: each token's in its
+  // document when rows pack several (the attention stays inside a document),
+  // null when every row is one document (positions 0..T-1). A generating
+  // forward's positions are its Decoding's.
   const int32_t* tokens() const { return tokens_; }
   const int32_t* targets() const { return targets_; }
-  void set_batch(const int32_t* tokens, const int32_t* targets) {
+  const int32_t* positions() const { return decoding_ ? decoding_->positions : positions_; }
+  void set_batch(const int32_t* tokens, const int32_t* targets,
+                 const int32_t* positions = nullptr) {
     tokens_ = tokens;
     targets_ = targets;
+    positions_ = positions;
   }
-  // d(loss)/d(per-token loss) for this micro-step: loss_scale / (B·T·accumulation).
+  // d(loss)/d(per-token loss) for this micro-step: loss_scale / (targets·accumulation),
+  // targets: the micro-batch's real (non-negative) ones.
   float dloss() const { return dloss_; }
   void set_dloss(float d) { dloss_ = d; }
 
@@ -112,6 +120,7 @@ class ExecutionContext {
   int B_, T_;
   const int32_t* tokens_ = nullptr;
   const int32_t* targets_ = nullptr;
+  const int32_t* positions_ = nullptr;
   float dloss_ = 1.0f;
   const Decoding* decoding_ = nullptr;
   bool recomputing_ = false;

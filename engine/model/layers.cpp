@@ -17,46 +17,28 @@ Embedding::Embedding(std::string name, int padded_vocab, int max_seq, int C, Ten
   vocab_begin_ = tp.index * vocab_rows_;
 }
 
+// Positions: the context's (packed documents, a generating forward's rows), else t.
 void Embedding::forward(ExecutionContext& ctx) {
-  if (ctx.decoding() && wpe_) return forward_from_positions(ctx);
   if (tp_.parts == 1 && wpe_)
-    return ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
-                                         ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
+    return ctx.backend().encoder_forward(ctx.dtype(), out, ctx.tokens(), ctx.positions(),
+                                         ctx.param(*wte_), ctx.param(*wpe_), ctx.B(), ctx.T(), C_);
   // Every token's row is on one rank; wpe is added once, before the sum.
-  ctx.backend().encoder_shard_forward(ctx.dtype(), out, ctx.tokens(), ctx.param(*wte_),
+  ctx.backend().encoder_shard_forward(ctx.dtype(), out, ctx.tokens(), ctx.positions(),
+                                      ctx.param(*wte_),
                                       wpe_ && tp_.index == 0 ? ctx.param(*wpe_) : nullptr, ctx.B(),
                                       ctx.T(), C_, vocab_begin_, vocab_rows_);
   if (tp_.parts > 1) ctx.tp_all_reduce(out, size_t(ctx.B()) * size_t(ctx.T()) * size_t(C_));
-}
-
-// A generating forward: row b's learned positions start at start[b].
-void Embedding::forward_from_positions(ExecutionContext& ctx) {
-  const int B = ctx.B(), T = ctx.T();
-  const size_t row = size_t(T) * size_t(C_) * kernels::dtype_size(ctx.dtype());
-  const auto* wpe = static_cast<const char*>(ctx.param(*wpe_));
-  for (int b = 0; b < B; ++b) {
-    const char* from =
-        wpe + size_t(ctx.decoding()->start[b]) * size_t(C_) * kernels::dtype_size(ctx.dtype());
-    void* o = static_cast<char*>(out) + size_t(b) * row;
-    if (tp_.parts == 1)
-      ctx.backend().encoder_forward(ctx.dtype(), o, ctx.tokens() + size_t(b) * T, ctx.param(*wte_),
-                                    from, 1, T, C_);
-    else
-      ctx.backend().encoder_shard_forward(ctx.dtype(), o, ctx.tokens() + size_t(b) * T,
-                                          ctx.param(*wte_), tp_.index == 0 ? from : nullptr, 1, T,
-                                          C_, vocab_begin_, vocab_rows_);
-  }
-  if (tp_.parts > 1) ctx.tp_all_reduce(out, size_t(B) * size_t(T) * size_t(C_));
 }
 
 // dout is whole on every rank: each updates its own rows, and all of wpe alike.
 void Embedding::backward(ExecutionContext& ctx) {
   if (tp_.parts == 1 && wpe_)
     return ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
-                                          ctx.tokens(), ctx.B(), ctx.T(), C_);
+                                          ctx.tokens(), ctx.positions(), ctx.B(), ctx.T(), C_);
   ctx.backend().encoder_shard_backward(ctx.dtype(), ctx.grad(*wte_),
                                        wpe_ ? ctx.grad(*wpe_) : nullptr, dout, ctx.tokens(),
-                                       ctx.B(), ctx.T(), C_, vocab_begin_, vocab_rows_);
+                                       ctx.positions(), ctx.B(), ctx.T(), C_, vocab_begin_,
+                                       vocab_rows_);
 }
 
 LayerNorm::LayerNorm(std::string name, int C) : Norm(std::move(name), "LayerNorm"), C_(C) {
@@ -104,13 +86,12 @@ uint64_t RMSNorm::backward_flops(int B, int T) const {
 }
 
 void Rope::forward(ExecutionContext& ctx) {
-  const int32_t* positions = ctx.decoding() ? ctx.decoding()->positions : nullptr;
-  ctx.backend().rope_forward(ctx.dtype(), qkv, positions, ctx.B() * ctx.T(), ctx.T(), stride_,
-                             heads_, head_dim_, theta_);
+  ctx.backend().rope_forward(ctx.dtype(), qkv, ctx.positions(), ctx.B() * ctx.T(), ctx.T(),
+                             stride_, heads_, head_dim_, theta_);
 }
 void Rope::backward(ExecutionContext& ctx) {
-  ctx.backend().rope_backward(ctx.dtype(), dqkv, nullptr, ctx.B() * ctx.T(), ctx.T(), stride_,
-                              heads_, head_dim_, theta_);
+  ctx.backend().rope_backward(ctx.dtype(), dqkv, ctx.positions(), ctx.B() * ctx.T(), ctx.T(),
+                              stride_, heads_, head_dim_, theta_);
 }
 uint64_t Rope::forward_flops(int B, int T) const {
   return fl::rope(int64_t(B) * T * heads_ * head_dim_);
@@ -199,11 +180,12 @@ void AttentionCore::forward(ExecutionContext& ctx) {
                                                   static_cast<char*>(v_cache) + row, d->start,
                                                   ctx.B(), ctx.T(), C_, NH_, NKV_, d->max_tokens);
   }
-  ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.B(), ctx.T(), C_, NH_, NKV_);
+  ctx.backend().attention_forward(ctx.dtype(), out, saved, qkv, ctx.positions(), ctx.B(), ctx.T(),
+                                  C_, NH_, NKV_);
 }
 void AttentionCore::backward(ExecutionContext& ctx) {
-  ctx.backend().attention_backward(ctx.dtype(), dqkv, dout, qkv, out, saved, ctx.B(), ctx.T(), C_,
-                                   NH_, NKV_);
+  ctx.backend().attention_backward(ctx.dtype(), dqkv, dout, qkv, out, saved, ctx.positions(),
+                                   ctx.B(), ctx.T(), C_, NH_, NKV_);
 }
 uint64_t AttentionCore::forward_flops(int B, int T) const {
   return fl::attention_forward(B, T, C_, NH_, /*causal=*/true);
@@ -229,7 +211,7 @@ void CrossEntropyLoss::forward(ExecutionContext& ctx) {
   be.cross_entropy_shard_forward(ctx.dtype(), shard_stats, logits, ctx.targets(), N, vocab_begin_,
                                  vocab_real_, vocab_rows_);
   ctx.tp_all_gather(shard_stats, gathered_stats, 2 * size_t(N));
-  be.cross_entropy_combine_shards(losses, lse, gathered_stats, tp_.parts, N);
+  be.cross_entropy_combine_shards(losses, lse, gathered_stats, ctx.targets(), tp_.parts, N);
 }
 
 void CrossEntropyLoss::backward(ExecutionContext& ctx) {

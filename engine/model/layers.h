@@ -33,7 +33,8 @@ class Norm : public Module, public LayerIo {
   using Module::Module;
 };
 
-// Token + position embedding: out = wte[tokens] + wpe[0..T); max_seq 0: no
+// Token + position embedding: out = wte[tokens] + wpe[positions] (the
+// context's, else 0..T-1 in every row); max_seq 0: no
 // learned positions (wpe null; rotary families), out = wte[tokens]. Tensor parallel:
 // each rank holds padded_vocab/parts rows of wte (a vocabulary shard); its
 // tokens' rows, summed over the group, make the embedding.
@@ -50,7 +51,6 @@ class Embedding final : public Module {
   const void* dout = nullptr;
 
  private:
-  void forward_from_positions(ExecutionContext& ctx);
   ParamSpec* wte_;
   ParamSpec* wpe_ = nullptr;
   int C_;
@@ -154,8 +154,9 @@ class RMSNorm final : public Norm {
 // Rotary position embedding (rotate-half) of the query and key heads of a
 // packed qkv [B, T, (n_head + 2·n_kv_head)·head_dim], in place: forward turns
 // qkv after its projection, backward turns the gradient dqkv back before the
-// projection's backward reads it. Positions are 0..T-1 in every row; in a
-// generating forward, the context's (each row from its start in the cache).
+// projection's backward reads it. Positions are the context's (packed
+// documents; a generating forward's, each row from its start in the cache),
+// else 0..T-1 in every row.
 class Rope final : public Module {
  public:
   Rope(std::string name, int n_head, int n_kv_head, int head_dim, float theta)

@@ -34,8 +34,7 @@ PipelineRunner::PipelineRunner(const Config& cfg, DeviceRuntime& runtime, Causal
   }()));
 }
 
-double PipelineRunner::run(const std::vector<const int32_t*>& inputs,
-                           const std::vector<const int32_t*>& targets, ExecutionContext& ctx,
+double PipelineRunner::run(const std::vector<MicroBatch>& batches, ExecutionContext& ctx,
                            const MicroSteps& steps) {
   const int gas = cfg_.gradient_accumulation_steps;
   double loss_sum = 0.0;
@@ -43,7 +42,7 @@ double PipelineRunner::run(const std::vector<const int32_t*>& inputs,
   profiler::Tracer& tracer = runtime_.tracer();
   const int64_t t0 = tracer.now_ns();
   for (const PipeStep& st : one_f_one_b(stage_, stages_, gas))
-    run_step(st, inputs, targets, ctx, steps, loss_sum);
+    run_step(st, batches, ctx, steps, loss_sum);
   times_.schedule_ms = double(tracer.now_ns() - t0) / 1e6;
   float loss = float(loss_sum / gas);
   // The last stage computed it; a host value, over the host communicator's pp group.
@@ -51,17 +50,18 @@ double PipelineRunner::run(const std::vector<const int32_t*>& inputs,
   return loss;
 }
 
-void PipelineRunner::run_step(const PipeStep& st, const std::vector<const int32_t*>& inputs,
-                              const std::vector<const int32_t*>& targets, ExecutionContext& ctx,
-                              const MicroSteps& steps, double& loss_sum) {
+void PipelineRunner::run_step(const PipeStep& st, const std::vector<MicroBatch>& batches,
+                              ExecutionContext& ctx, const MicroSteps& steps, double& loss_sum) {
   const int gas = cfg_.gradient_accumulation_steps;
   if (st.kind != PipeStep::forward && st.kind != PipeStep::backward) return transfer(st);
+  const MicroBatch& batch = batches[size_t(st.micro)];
   model_.use_slot(st.micro % model_.slots());
-  ctx.set_batch(model_.tokens_buffer(), model_.targets_buffer());
+  ctx.set_batch(model_.tokens_buffer(), model_.targets_buffer(),
+                batch.positions ? model_.positions_buffer() : nullptr);
   if (st.kind == PipeStep::forward)
-    loss_sum += steps.forward(inputs[size_t(st.micro)], targets[size_t(st.micro)]);
+    loss_sum += steps.forward(batch);
   else
-    steps.backward(st.micro == gas - 1);  // 1F1B runs backwards in order
+    steps.backward(batch, st.micro == gas - 1);  // 1F1B runs backwards in order
 }
 
 // Activations go forward from stage_output() into the next stage's

@@ -18,6 +18,7 @@
 #include "engine/model/causal_lm.h"
 #include "engine/parallel/pipeline_schedule.h"
 #include "engine/runtime/device_runtime.h"
+#include "engine/runtime/micro_batch.h"
 #include "engine/zero/zero_runtime.h"
 
 namespace hybrid::engine {
@@ -36,17 +37,17 @@ class PipelineRunner {
   // 0 elsewhere) and backward (`boundary`: the step's last micro-batch) that
   // the schedule runs, on the activation slot it selected.
   struct MicroSteps {
-    std::function<double(const int32_t* inputs, const int32_t* targets)> forward;
-    std::function<void(bool boundary)> backward;
+    std::function<double(const MicroBatch& batch)> forward;
+    std::function<void(const MicroBatch& batch, bool boundary)> backward;
   };
 
   // Cuts the model to this stage's blocks (before its ModuleTree is built).
   PipelineRunner(const Config& cfg, DeviceRuntime& runtime, CausalLM& model);
 
-  // This stage's schedule over the batch (inputs[k], targets[k]: micro-batch
-  // k). Returns the micro-batches' mean loss: the last stage's, on every stage.
-  double run(const std::vector<const int32_t*>& inputs, const std::vector<const int32_t*>& targets,
-             ExecutionContext& ctx, const MicroSteps& steps);
+  // This stage's schedule over the batch (batches[k]: micro-batch k). Returns
+  // the micro-batches' mean loss: the last stage's, on every stage.
+  double run(const std::vector<MicroBatch>& batches, ExecutionContext& ctx,
+             const MicroSteps& steps);
   // Sums the tied embedding's gradients of the first and the last stage; in the
   // norm they count on the first stage only (a weight 0 elsewhere).
   void reduce_tied_gradients(ZeroRuntime& zero, std::vector<WeightedRange>& weights);
@@ -55,9 +56,8 @@ class PipelineRunner {
   const PipelineTimes& times() const { return times_; }
 
  private:
-  void run_step(const PipeStep& step, const std::vector<const int32_t*>& inputs,
-                const std::vector<const int32_t*>& targets, ExecutionContext& ctx,
-                const MicroSteps& steps, double& loss_sum);
+  void run_step(const PipeStep& step, const std::vector<MicroBatch>& batches,
+                ExecutionContext& ctx, const MicroSteps& steps, double& loss_sum);
   void transfer(const PipeStep& step);
 
   const Config& cfg_;

@@ -17,10 +17,17 @@
 //   backward: D = rowsum(dout ⊙ out), then per tile P = exp(S − lse) recomputed,
 //             dv += Pᵀ·dout, dP = dout·vᵀ, dS = P ⊙ (dP − D),
 //             dq += dS·k/√hs, dk += dSᵀ·q/√hs; added (+=) into dqkv at the end.
+// Packed documents (positions given): query t sees keys t − positions[t] .. t
+// only; each query's first key bounds its tiles' spans (KeySpan) and the key
+// tiles before a query block's first key are skipped, so the work is the sum of
+// the documents' own triangles.
 // Tile products go through cpu::gemm (oneDNN, single-threaded inside the
 // parallel region; see docs/kernels.md for why one head per thread).
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "kernels/cpu/attention_heads.h"
 #include "kernels/cpu/attention_tiles.h"
@@ -37,10 +44,29 @@ using cpu::kKeyBlock;
 using cpu::kQueryBlock;
 using cpu::QkvLayout;
 using cpu::scatter_add_head;
-using cpu::visible_keys;
+using cpu::KeySpan;
+
+// Each query's first visible key, t − positions[t], per row ([B·T]); empty
+// without positions (every query from key 0). Throws for a position outside 0..t.
+std::vector<int> first_keys(const int32_t* positions, int B, int T_, const char* op) {
+  std::vector<int> first;
+  if (!positions) return first;
+  first.resize(size_t(B) * T_);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T_; ++t) {
+      const int32_t p = positions[size_t(b) * T_ + t];
+      if (p < 0 || p > t)
+        throw std::out_of_range(std::string(op) + ": positions[" + std::to_string(b) + ", " +
+                                std::to_string(t) + "] = " + std::to_string(p) +
+                                " is outside 0.." + std::to_string(t));
+      first[size_t(b) * T_ + t] = t - p;
+    }
+  return first;
+}
 
 template <class T>
-void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, const QkvLayout& L) {
+void attention_fwd(T* out, float* lse, const T* qkv, const std::vector<int>& first, int B, int T_,
+                   const QkvLayout& L) {
   const size_t ld = L.ld(), head = size_t(T_) * size_t(L.hs);
 #pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
   for (int bg = 0; bg < B * L.NKV; ++bg) {
@@ -50,7 +76,8 @@ void attention_fwd(T* out, float* lse, const T* qkv, int B, int T_, const QkvLay
     float* v = cpu::thread_scratch(2, head);
     gather_head(k, rows + L.k(g), T_, L.hs, ld);
     gather_head(v, rows + L.v(g), T_, L.hs, ld);
-    cpu::attend_query_heads(out, lse, rows, k, v, 0, T_, b, g, L);
+    cpu::attend_query_heads(out, lse, rows, k, v, 0, T_, b, g, L,
+                            first.empty() ? nullptr : first.data() + size_t(b) * T_);
   }
 }
 
@@ -70,6 +97,7 @@ void row_dots(float* D, const float* g, const T* out, int T_, int hs, size_t ld,
 struct HeadGrads {
   const float *q, *k, *v, *g, *lse, *D;  // g = dout of this head
   float *dq, *dk, *dv;
+  const int* first_key;  // [T] or null (see first_keys)
 };
 
 // Adds the contributions of query block [r0, r0 + rows) to dq, dk, dv. P and dS
@@ -78,17 +106,19 @@ void backward_query_block(const HeadGrads& a, int r0, int rows, int hs, float sc
                           float* dS) {
   const size_t qoff = size_t(r0) * hs;
   const int r1 = r0 + rows;
-  for (int c0 = 0; c0 < r1; c0 += kKeyBlock) {
+  for (int c0 = cpu::first_key_tile(a.first_key, r0, rows, kKeyBlock); c0 < r1; c0 += kKeyBlock) {
     const int cols = std::min(kKeyBlock, r1 - c0);
     const size_t koff = size_t(c0) * hs;
     cpu::gemm(DType::f32, false, true, rows, cols, hs, scale, a.q + qoff, hs, a.k + koff, hs, 0.0f,
               P, kKeyBlock);
     for (int i = 0; i < rows; ++i) {
       float* p = P + size_t(i) * kKeyBlock;
-      const int n = visible_keys(r0 + i, c0, cols);
+      const KeySpan span(r0 + i, a.first_key ? a.first_key[r0 + i] : 0, c0, cols);
+      const int lo = std::min(span.lo, span.n), n = span.n;
       const float lse = a.lse[r0 + i];
 #pragma omp simd
-      for (int j = 0; j < n; ++j) p[j] = cpu::fast_exp(p[j] - lse);
+      for (int j = lo; j < n; ++j) p[j] = cpu::fast_exp(p[j] - lse);
+      std::fill(p, p + lo, 0.0f);
       std::fill(p + n, p + cols, 0.0f);
     }
     // dv[c0:c1] += Pᵀ · dout[r0:r1]
@@ -112,8 +142,8 @@ void backward_query_block(const HeadGrads& a, int r0, int rows, int hs, float sc
 }
 
 template <class T>
-void attention_bwd(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse, int B,
-                   int T_, const QkvLayout& L) {
+void attention_bwd(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
+                   const std::vector<int>& first, int B, int T_, const QkvLayout& L) {
   const int hs = L.hs;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t ld = L.ld(), C = size_t(L.C);
@@ -148,7 +178,8 @@ void attention_bwd(T* dqkv, const T* dout, const T* qkv, const T* out, const flo
                         D,
                         grads,
                         grads + head,
-                        grads + 2 * head};
+                        grads + 2 * head,
+                        first.empty() ? nullptr : first.data() + size_t(b) * T_};
       for (int r0 = 0; r0 < T_; r0 += kQueryBlock)
         backward_query_block(a, r0, std::min(kQueryBlock, T_ - r0), hs, scale, tiles, tiles + tile);
       scatter_add_head(drows + size_t(h) * hs, a.dq, T_, hs, ld);
@@ -164,26 +195,28 @@ size_t CpuBackend::attention_saved_bytes(DType, int B, int T, int, int NH) const
   return size_t(B) * NH * T * sizeof(float);  // lse per row
 }
 
-void CpuBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                   int C, int NH, int NKV) {
+void CpuBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv,
+                                   const int32_t* positions, int B, int T, int C, int NH, int NKV) {
   cpu::check_attention_shape(B, T, C, NH, NKV, "attention_forward");
   const QkvLayout L{C, NH, NKV, C / NH};
+  const auto first = first_keys(positions, B, T, "attention_forward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    attention_fwd(static_cast<S*>(out), static_cast<float*>(saved), static_cast<const S*>(qkv), B,
-                  T, L);
+    attention_fwd(static_cast<S*>(out), static_cast<float*>(saved), static_cast<const S*>(qkv),
+                  first, B, T, L);
   });
 }
 
 void CpuBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                    const void* out, const void* saved, int B, int T, int C, int NH,
-                                    int NKV) {
+                                    const void* out, const void* saved, const int32_t* positions,
+                                    int B, int T, int C, int NH, int NKV) {
   cpu::check_attention_shape(B, T, C, NH, NKV, "attention_backward");
   const QkvLayout L{C, NH, NKV, C / NH};
+  const auto first = first_keys(positions, B, T, "attention_backward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     attention_bwd(static_cast<S*>(dqkv), static_cast<const S*>(dout), static_cast<const S*>(qkv),
-                  static_cast<const S*>(out), static_cast<const float*>(saved), B, T, L);
+                  static_cast<const S*>(out), static_cast<const float*>(saved), first, B, T, L);
   });
 }
 

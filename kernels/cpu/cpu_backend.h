@@ -32,10 +32,10 @@ class CpuBackend final : public Backend {
   void matmul_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
                        const void* inp, const void* weight, int M, int K, int N) override;
 
-  void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
-                       int B, int T, int C) override;
+  void encoder_forward(DType dt, void* out, const int32_t* tokens, const int32_t* positions,
+                       const void* wte, const void* wpe, int B, int T, int C) override;
   void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                        int B, int T, int C) override;
+                        const int32_t* positions, int B, int T, int C) override;
 
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                          const void* weight, const void* bias, int N, int C) override;
@@ -59,10 +59,11 @@ class CpuBackend final : public Backend {
                        int I) override;
 
   size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) const override;
-  void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                         int NH, int NKV) override;
+  void attention_forward(DType dt, void* out, void* saved, const void* qkv,
+                         const int32_t* positions, int B, int T, int C, int NH, int NKV) override;
   void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* out,
-                          const void* saved, int B, int T, int C, int NH, int NKV) override;
+                          const void* saved, const int32_t* positions, int B, int T, int C, int NH,
+                          int NKV) override;
   void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,
                                 void* v_cache, const int* start, int B, int T, int C, int NH,
                                 int NKV, int max_tokens) override;
@@ -74,16 +75,17 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
                               const int32_t* targets, float dloss, int N, int V, int Vp) override;
 
-  void encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                             const void* wpe, int B, int T, int C, int begin, int rows) override;
+  void encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const int32_t* positions,
+                             const void* wte, const void* wpe, int B, int T, int C, int begin,
+                             int rows) override;
   void encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                              const int32_t* tokens, int B, int T, int C, int begin,
-                              int rows) override;
+                              const int32_t* tokens, const int32_t* positions, int B, int T, int C,
+                              int begin, int rows) override;
   void cross_entropy_shard_forward(DType dt, float* stats, const void* logits,
                                    const int32_t* targets, int N, int begin, int V,
                                    int Vs) override;
-  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
-                                    int N) override;
+  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                    const int32_t* targets, int shards, int N) override;
   void cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits, const float* lse,
                                     const int32_t* targets, float dloss, int N, int begin, int V,
                                     int Vs) override;

@@ -26,10 +26,11 @@ namespace hybrid::kernels {
 
 namespace {
 
-// Throws for the first target outside [0, V) (checked before any work).
+// Throws for the first target at or past V (checked before any work); a
+// negative one is no target (ignored).
 void check_targets(const int32_t* targets, int N, int V, const char* op) {
   for (int i = 0; i < N; ++i)
-    if (targets[i] < 0 || targets[i] >= V)
+    if (targets[i] >= V)
       throw std::out_of_range(std::string(op) + ": targets[" + std::to_string(i) +
                               "] = " + std::to_string(targets[i]) +
                               " is outside [0, V = " + std::to_string(V) + ")");
@@ -66,10 +67,10 @@ void ce_fwd(float* losses, float* lse_out, float* target_logit, const T* logits,
     }
     const float lse = mx + float(std::log(total));
     const int64_t t = int64_t(targets[i]) - begin;
-    const float x_t = t >= 0 && t < V ? load(row[t]) : 0.0f;
+    const float x_t = targets[i] >= 0 && t >= 0 && t < V ? load(row[t]) : 0.0f;
     if (lse_out) lse_out[i] = lse;
     if (target_logit) target_logit[i] = x_t;
-    if (losses) losses[i] = lse - x_t;
+    if (losses) losses[i] = targets[i] >= 0 ? lse - x_t : 0.0f;
   }
 }
 
@@ -81,6 +82,10 @@ void ce_bwd(T* dlogits, const T* logits, const float* lse, const int32_t* target
     const T* row = logits + size_t(i) * Vp;
     T* drow = dlogits + size_t(i) * Vp;
     const float l = lse[i];
+    if (targets[i] < 0) {  // no target: no gradient
+      std::fill(drow, drow + Vp, store<T>(0.0f));
+      continue;
+    }
     const int64_t target = int64_t(targets[i]) - begin;  // outside [0, V): no onehot here
     for (int c0 = 0; c0 < V; c0 += int(cpu::kChunk)) {
       const size_t len = std::min(cpu::kChunk, size_t(V - c0));
@@ -97,7 +102,8 @@ void ce_bwd(T* dlogits, const T* logits, const float* lse, const int32_t* target
 // Each row's logsumexp over the shards (max-shifted; a shard without real columns
 // has -inf and adds 0) and its loss: lse minus the target logit, which exactly one
 // shard holds (the others wrote 0).
-void combine(float* losses, float* lse, const float* gathered, int shards, int N) {
+void combine(float* losses, float* lse, const float* gathered, const int32_t* targets, int shards,
+             int N) {
 #pragma omp parallel for schedule(static) if (size_t(N) * shards > cpu::kParallelMin)
   for (int i = 0; i < N; ++i) {
     float mx = -std::numeric_limits<float>::infinity();
@@ -110,7 +116,7 @@ void combine(float* losses, float* lse, const float* gathered, int shards, int N
     }
     const float l = mx + float(std::log(sum));
     if (lse) lse[i] = l;
-    if (losses) losses[i] = l - float(target);
+    if (losses) losses[i] = targets[i] >= 0 ? l - float(target) : 0.0f;
   }
 }
 
@@ -164,12 +170,12 @@ void CpuBackend::cross_entropy_shard_forward(DType dt, float* stats, const void*
 }
 
 void CpuBackend::cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
-                                              int shards, int N) {
+                                              const int32_t* targets, int shards, int N) {
   if (shards < 1 || N < 0)
     throw std::invalid_argument(
         "cross_entropy_combine_shards: need shards >= 1 and N >= 0, got shards = " +
         std::to_string(shards) + ", N = " + std::to_string(N));
-  combine(losses, lse, gathered, shards, N);
+  combine(losses, lse, gathered, targets, shards, N);
 }
 
 void CpuBackend::cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits,

@@ -2,11 +2,13 @@
 // parallelism: wte holds `rows` rows from id `begin`; the whole vocabulary is the
 // shard from 0 that holds every id).
 //
-// forward:  one pass per (b, t) row: out = wte[token] + wpe[t], rows in parallel;
-//           a token outside the shard contributes 0, as does a null wpe.
-// backward: dwte[token] += dout and dwpe[t] += Σ_b dout[b, t]. Tokens repeat, so a
-//           row-parallel scatter into dwte would race; instead each thread owns a
-//           range of channels and walks every row (no atomics, deterministic).
+// forward:  one pass per (b, t) row: out = wte[token] + wpe[p], p the token's
+//           position (positions[bt], or t), rows in parallel; a token outside the
+//           shard contributes 0, as does a null wpe.
+// backward: dwte[token] += dout and dwpe[p] += dout. Tokens (and packed
+//           documents' positions) repeat, so a row-parallel scatter would race;
+//           instead each thread owns a range of channels and walks every row (no
+//           atomics, deterministic). Without positions, dwpe[t] sums its B rows.
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -29,8 +31,8 @@ struct Shard {
 };
 
 template <class T>
-void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int T_, int C,
-                 Shard shard) {
+void encoder_fwd(T* out, const int32_t* tokens, const int32_t* positions, const T* wte, const T* wpe,
+                 int B, int T_, int C, Shard shard) {
 #pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
   for (int bt = 0; bt < B * T_; ++bt) {
     float* a = cpu::thread_scratch(0, size_t(C));
@@ -39,7 +41,8 @@ void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int 
     const float* e = shard.holds(token)
                          ? cpu::view_f32(wte + size_t(token - shard.begin) * C, a, size_t(C))
                          : nullptr;
-    const float* q = wpe ? cpu::view_f32(wpe + size_t(bt % T_) * C, p, size_t(C)) : nullptr;
+    const size_t pos = size_t(positions ? positions[bt] : bt % T_);
+    const float* q = wpe ? cpu::view_f32(wpe + pos * C, p, size_t(C)) : nullptr;
     float* o = cpu::thread_scratch(2, size_t(C));
     if (e && q)  // the whole-vocabulary case: one add, as always
       for (int c = 0; c < C; ++c) o[c] = e[c] + q[c];
@@ -51,27 +54,33 @@ void encoder_fwd(T* out, const int32_t* tokens, const T* wte, const T* wpe, int 
   }
 }
 
+// table[rows[bt] - shard.begin] += dout[bt] for the rows the shard holds, each
+// thread owning a block of channels.
 template <class T>
-void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int T_, int C,
-                 Shard shard) {
+void scatter_rows(T* table, const T* dout, const int32_t* rows, int BT, int C, Shard shard) {
   constexpr int kCols = 64;
   const int blocks = (C + kCols - 1) / kCols;
-  if (dwte) {
-#pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
-    for (int blk = 0; blk < blocks; ++blk) {
-      const int c0 = blk * kCols, nc = std::min(kCols, C - c0);
-      float g[kCols], w[kCols];
-      for (int bt = 0; bt < B * T_; ++bt) {
-        if (!shard.holds(tokens[bt])) continue;
-        T* dst = dwte + size_t(tokens[bt] - shard.begin) * C + c0;
-        const float* d = cpu::view_f32(dout + size_t(bt) * C + c0, g, size_t(nc));
-        cpu::to_f32(w, dst, size_t(nc));
-        for (int c = 0; c < nc; ++c) w[c] += d[c];
-        cpu::from_f32(dst, w, size_t(nc));
-      }
+#pragma omp parallel for schedule(static) if (size_t(BT) * C > cpu::kParallelMin)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int c0 = blk * kCols, nc = std::min(kCols, C - c0);
+    float g[kCols], w[kCols];
+    for (int bt = 0; bt < BT; ++bt) {
+      if (!shard.holds(rows[bt])) continue;
+      T* dst = table + size_t(rows[bt] - shard.begin) * C + c0;
+      const float* d = cpu::view_f32(dout + size_t(bt) * C + c0, g, size_t(nc));
+      cpu::to_f32(w, dst, size_t(nc));
+      for (int c = 0; c < nc; ++c) w[c] += d[c];
+      cpu::from_f32(dst, w, size_t(nc));
     }
   }
-  if (dwpe) {
+}
+
+template <class T>
+void encoder_bwd(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, const int32_t* positions,
+                 int B, int T_, int C, Shard shard) {
+  if (dwte) scatter_rows(dwte, dout, tokens, B * T_, C, shard);
+  if (dwpe && positions) scatter_rows(dwpe, dout, positions, B * T_, C, Shard{});
+  if (dwpe && !positions) {
 #pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
     for (int t = 0; t < T_; ++t) {
       float* acc = cpu::thread_scratch(0, size_t(C));
@@ -94,42 +103,45 @@ void check_shard(int begin, int rows, const char* op) {
 
 }  // namespace
 
-void CpuBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                                 const void* wpe, int B, int T, int C) {
+void CpuBackend::encoder_forward(DType dt, void* out, const int32_t* tokens,
+                                 const int32_t* positions, const void* wte, const void* wpe, int B,
+                                 int T, int C) {
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    encoder_fwd(static_cast<S*>(out), tokens, static_cast<const S*>(wte),
+    encoder_fwd(static_cast<S*>(out), tokens, positions, static_cast<const S*>(wte),
                 static_cast<const S*>(wpe), B, T, C, Shard{});
   });
 }
 
 void CpuBackend::encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                  const int32_t* tokens, int B, int T, int C) {
+                                  const int32_t* tokens, const int32_t* positions, int B, int T,
+                                  int C) {
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     encoder_bwd(static_cast<S*>(dwte), static_cast<S*>(dwpe), static_cast<const S*>(dout), tokens,
-                B, T, C, Shard{});
+                positions, B, T, C, Shard{});
   });
 }
 
-void CpuBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                                       const void* wpe, int B, int T, int C, int begin, int rows) {
+void CpuBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens,
+                                       const int32_t* positions, const void* wte, const void* wpe,
+                                       int B, int T, int C, int begin, int rows) {
   check_shard(begin, rows, "encoder_shard_forward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    encoder_fwd(static_cast<S*>(out), tokens, static_cast<const S*>(wte),
+    encoder_fwd(static_cast<S*>(out), tokens, positions, static_cast<const S*>(wte),
                 static_cast<const S*>(wpe), B, T, C, Shard{begin, rows});
   });
 }
 
 void CpuBackend::encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                        const int32_t* tokens, int B, int T, int C, int begin,
-                                        int rows) {
+                                        const int32_t* tokens, const int32_t* positions, int B,
+                                        int T, int C, int begin, int rows) {
   check_shard(begin, rows, "encoder_shard_backward");
   dispatch_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     encoder_bwd(static_cast<S*>(dwte), static_cast<S*>(dwpe), static_cast<const S*>(dout), tokens,
-                B, T, C, Shard{begin, rows});
+                positions, B, T, C, Shard{begin, rows});
   });
 }
 

@@ -7,6 +7,8 @@
 // Grouped key/value heads are repeated to every query head of their group on
 // the way in (as Hugging Face's repeat_kv), and their gradients summed over the
 // group on the way out.
+// Packed documents (positions given): the softmax also masks the columns before
+// a query's document, t − positions[t].
 // The causal upper triangle is computed by the GEMMs and zeroed by the softmax
 // (2× the minimal FLOPs; a flash-attention kernel saving only the logsumexp is
 // the planned replacement, and attention_saved_bytes lets it change the layout).
@@ -110,39 +112,50 @@ __global__ void accumulate_dkv_kernel(T* dqkv, const T* dk, const T* dv, int B, 
   }
 }
 
-// In place over rows of [rows, T]: row r is query t = r % T; columns > t are
-// masked (written as 0).
-template <class T>
-__global__ void causal_softmax_forward_kernel(T* att, size_t rows, int T_) {
-  const size_t row = blockIdx.x * size_t(blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  const int t = int(row % T_);
-  T* x = att + row * T_;
-  float m = -INFINITY;
-  for (int j = lane; j <= t; j += 32) m = fmaxf(m, to_f32(x[j]));
-  m = warp_max(m);
-  float sum = 0.0f;
-  for (int j = lane; j <= t; j += 32) sum += expf(to_f32(x[j]) - m);
-  const float inv = 1.0f / warp_sum(sum);
-  for (int j = lane; j < T_; j += 32)
-    x[j] = from_f32<T>(j <= t ? expf(to_f32(x[j]) - m) * inv : 0.0f);
+// The first column query row `row` of [B, NH, T] rows sees: its document's
+// first token (packed documents), else 0.
+__device__ __forceinline__ int first_visible(const int32_t* positions, size_t row, int T_, int NH) {
+  if (!positions) return 0;
+  const size_t t = row % T_, b = row / (size_t(T_) * NH);
+  return int(t) - positions[b * T_ + t];
 }
 
-// In place over datt: dpre[j] = att[j]·(datt[j] − Σ_k att[k]·datt[k]) for j ≤ t.
+// In place over rows of [B·NH·T, T]: row r is query t = r % T; columns outside
+// [first_visible, t] are masked (written as 0).
 template <class T>
-__global__ void causal_softmax_backward_kernel(T* datt, const T* att, size_t rows, int T_) {
+__global__ void causal_softmax_forward_kernel(T* att, const int32_t* positions, size_t rows,
+                                              int T_, int NH) {
   const size_t row = blockIdx.x * size_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const int t = int(row % T_);
+  const int t = int(row % T_), lo = first_visible(positions, row, T_, NH);
+  T* x = att + row * T_;
+  float m = -INFINITY;
+  for (int j = lo + lane; j <= t; j += 32) m = fmaxf(m, to_f32(x[j]));
+  m = warp_max(m);
+  float sum = 0.0f;
+  for (int j = lo + lane; j <= t; j += 32) sum += expf(to_f32(x[j]) - m);
+  const float inv = 1.0f / warp_sum(sum);
+  for (int j = lane; j < T_; j += 32)
+    x[j] = from_f32<T>(j >= lo && j <= t ? expf(to_f32(x[j]) - m) * inv : 0.0f);
+}
+
+// In place over datt: dpre[j] = att[j]·(datt[j] − Σ_k att[k]·datt[k]) for the
+// visible j (att is 0 at the others).
+template <class T>
+__global__ void causal_softmax_backward_kernel(T* datt, const T* att, const int32_t* positions,
+                                               size_t rows, int T_, int NH) {
+  const size_t row = blockIdx.x * size_t(blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = int(row % T_), lo = first_visible(positions, row, T_, NH);
   T* d = datt + row * T_;
   const T* a = att + row * T_;
   float dot = 0.0f;
-  for (int j = lane; j <= t; j += 32) dot += to_f32(a[j]) * to_f32(d[j]);
+  for (int j = lo + lane; j <= t; j += 32) dot += to_f32(a[j]) * to_f32(d[j]);
   dot = warp_sum(dot);
   for (int j = lane; j < T_; j += 32)
-    d[j] = from_f32<T>(j <= t ? to_f32(a[j]) * (to_f32(d[j]) - dot) : 0.0f);
+    d[j] = from_f32<T>(j >= lo && j <= t ? to_f32(a[j]) * (to_f32(d[j]) - dot) : 0.0f);
 }
 
 void check_shape(int B, int T, int C, int NH, int NKV) {
@@ -215,8 +228,9 @@ size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH) {
   return size_t(B) * NH * size_t(T) * T * dtype_size(dt);
 }
 
-void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                       int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s) {
+void attention_forward(DType dt, void* out, void* saved, const void* qkv, const int32_t* positions,
+                       int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
+                       cudaStream_t s) {
   const Heads h(dt, B, T, C, NH, NKV, alloc);
   const int hs = h.hs, BH = h.BH;
   const int64_t s_head = h.s_head, s_att = h.s_att;
@@ -227,8 +241,8 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
              batched(false, true, T, T, hs, h.scale, h.q, hs, s_head, h.k, hs, s_head, saved, T,
                      s_att, BH),
              s);
-    causal_softmax_forward_kernel<E>
-        <<<h.rows.grid, h.rows.block, 0, s>>>(static_cast<E*>(saved), size_t(BH) * T, T);
+    causal_softmax_forward_kernel<E><<<h.rows.grid, h.rows.block, 0, s>>>(
+        static_cast<E*>(saved), positions, size_t(BH) * T, T, NH);
     HYBRID_CUDA_CHECK_LAUNCH();
     gemm.run(dt,
              batched(false, false, T, hs, T, 1.0f, saved, T, s_att, h.v, hs, s_head, outh.get(), hs,
@@ -241,8 +255,8 @@ void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B,
 }
 
 void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
-                        int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
-                        cudaStream_t s) {
+                        const int32_t* positions, int B, int T, int C, int NH, int NKV,
+                        LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s) {
   const Heads h(dt, B, T, C, NH, NKV, alloc);
   const int hs = h.hs, BH = h.BH;
   const int64_t s_head = h.s_head, s_att = h.s_att;
@@ -269,7 +283,7 @@ void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                      s_head, BH),
              s);
     causal_softmax_backward_kernel<E><<<h.rows.grid, h.rows.block, 0, s>>>(
-        datt.as<E>(), static_cast<const E*>(saved), size_t(BH) * T, T);
+        datt.as<E>(), static_cast<const E*>(saved), positions, size_t(BH) * T, T, NH);
     HYBRID_CUDA_CHECK_LAUNCH();
     // dq = scale · dpre · k ; dk = scale · dpreᵀ · q
     gemm.run(dt,

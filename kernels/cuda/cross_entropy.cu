@@ -11,7 +11,8 @@
 // probabilities are never stored.
 // Backward: one block per row recomputes exp(logit - lse); each element is read
 // and written by the same thread, so dlogits may alias logits (in place). The
-// padded columns V..Vp-1 get 0. A target outside [0, V) yields a NaN loss.
+// padded columns V..Vp-1 get 0. A negative target is no target: loss 0 and a
+// zero gradient row. A target at or past V yields a NaN loss.
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/launch_config.h"
@@ -62,11 +63,13 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse_out, floa
     merge_max_sum_in_warp(m, sum);
     if (lane == 0) {
       const float lse = m + logf(sum);  // -inf when V == 0
+      const bool ignored = targets[row] < 0;
       const int64_t t = int64_t(targets[row]) - begin;
-      const bool valid = t >= 0 && t < V;
+      const bool valid = !ignored && t >= 0 && t < V;
       if (lse_out) lse_out[row] = lse;
       if (target_logit) target_logit[row] = valid ? to_f32(x[t]) : 0.0f;
-      if (losses) losses[row] = valid ? lse - to_f32(x[t]) : __int_as_float(0x7fc00000);
+      if (losses)
+        losses[row] = ignored ? 0.0f : valid ? lse - to_f32(x[t]) : __int_as_float(0x7fc00000);
     }
   }
 }
@@ -80,15 +83,16 @@ __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const
   T* dx = dlogits + row * size_t(Vp);
   const float l = lse[row];
   const int64_t t = int64_t(targets[row]) - begin;
+  const bool ignored = targets[row] < 0;
   for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
     float g = 0.0f;
-    if (j < V) g = dloss * (expf(to_f32(x[j]) - l) - (j == t ? 1.0f : 0.0f));
+    if (j < V && !ignored) g = dloss * (expf(to_f32(x[j]) - l) - (j == t ? 1.0f : 0.0f));
     dx[j] = from_f32<T>(g);
   }
 }
 
 __global__ void cross_entropy_combine_kernel(float* losses, float* lse, const float* gathered,
-                                             int shards, int N) {
+                                             const int32_t* targets, int shards, int N) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N) return;
   float m = -INFINITY;
@@ -101,7 +105,7 @@ __global__ void cross_entropy_combine_kernel(float* losses, float* lse, const fl
   }
   const float l = m + float(log(sum));
   if (lse) lse[i] = l;
-  if (losses) losses[i] = l - float(target);
+  if (losses) losses[i] = targets[i] < 0 ? 0.0f : l - float(target);
 }
 
 }  // namespace
@@ -118,11 +122,11 @@ void cross_entropy_forward(DType dt, float* losses, float* lse, float* target_lo
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
-void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
-                                  int N, cudaStream_t s) {
+void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                  const int32_t* targets, int shards, int N, cudaStream_t s) {
   if (N <= 0) return;
   cross_entropy_combine_kernel<<<unsigned(ceil_div(size_t(N), 256)), 256, 0, s>>>(
-      losses, lse, gathered, shards, N);
+      losses, lse, gathered, targets, shards, N);
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 

@@ -151,14 +151,17 @@ void CudaBackend::matmul_backward(DType dt, void* dinp, void* dweight, void* dbi
 
 // ---- transformer ops ---------------------------------------------------------
 
-void CudaBackend::encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                                  const void* wpe, int B, int T, int C) {
-  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, 0, kWholeVocabulary, compute_);
+void CudaBackend::encoder_forward(DType dt, void* out, const int32_t* tokens,
+                                  const int32_t* positions, const void* wte, const void* wpe, int B,
+                                  int T, int C) {
+  cuda::encoder_forward(dt, out, tokens, positions, wte, wpe, B, T, C, 0, kWholeVocabulary,
+                        compute_);
 }
 void CudaBackend::encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                   const int32_t* tokens, int B, int T, int C) {
-  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, 0, kWholeVocabulary, *alloc_,
-                         compute_);
+                                   const int32_t* tokens, const int32_t* positions, int B, int T,
+                                   int C) {
+  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, positions, B, T, C, 0, kWholeVocabulary,
+                         *alloc_, compute_);
 }
 void CudaBackend::layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                                     const void* weight, const void* bias, int N, int C) {
@@ -204,14 +207,17 @@ void CudaBackend::gelu_backward(DType dt, void* dinp, const void* inp, const voi
 size_t CudaBackend::attention_saved_bytes(DType dt, int B, int T, int C, int NH) const {
   return cuda::attention_saved_bytes(dt, B, T, C, NH);
 }
-void CudaBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                                    int C, int NH, int NKV) {
-  cuda::attention_forward(dt, out, saved, qkv, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
+void CudaBackend::attention_forward(DType dt, void* out, void* saved, const void* qkv,
+                                    const int32_t* positions, int B, int T, int C, int NH,
+                                    int NKV) {
+  cuda::attention_forward(dt, out, saved, qkv, positions, B, T, C, NH, NKV, *gemm_, *alloc_,
+                          compute_);
 }
 void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
-                                     const void*, const void* saved, int B, int T, int C, int NH,
-                                     int NKV) {
-  cuda::attention_backward(dt, dqkv, dout, qkv, saved, B, T, C, NH, NKV, *gemm_, *alloc_, compute_);
+                                     const void*, const void* saved, const int32_t* positions,
+                                     int B, int T, int C, int NH, int NKV) {
+  cuda::attention_backward(dt, dqkv, dout, qkv, saved, positions, B, T, C, NH, NKV, *gemm_,
+                           *alloc_, compute_);
 }
 void CudaBackend::attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt,
                                            void* k_cache, void* v_cache, const int* start, int B,
@@ -234,14 +240,16 @@ void CudaBackend::cross_entropy_backward(DType dt, void* dlogits, const void* lo
 
 // ---- tensor parallelism: vocabulary shards -----------------------------------
 
-void CudaBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
-                                        const void* wpe, int B, int T, int C, int begin, int rows) {
-  cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, begin, rows, compute_);
+void CudaBackend::encoder_shard_forward(DType dt, void* out, const int32_t* tokens,
+                                        const int32_t* positions, const void* wte, const void* wpe,
+                                        int B, int T, int C, int begin, int rows) {
+  cuda::encoder_forward(dt, out, tokens, positions, wte, wpe, B, T, C, begin, rows, compute_);
 }
 void CudaBackend::encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                         const int32_t* tokens, int B, int T, int C, int begin,
-                                         int rows) {
-  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, B, T, C, begin, rows, *alloc_, compute_);
+                                         const int32_t* tokens, const int32_t* positions, int B,
+                                         int T, int C, int begin, int rows) {
+  cuda::encoder_backward(dt, dwte, dwpe, dout, tokens, positions, B, T, C, begin, rows, *alloc_,
+                         compute_);
 }
 void CudaBackend::cross_entropy_shard_forward(DType dt, float* stats, const void* logits,
                                               const int32_t* targets, int N, int begin, int V,
@@ -250,8 +258,8 @@ void CudaBackend::cross_entropy_shard_forward(DType dt, float* stats, const void
                               compute_);
 }
 void CudaBackend::cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
-                                               int shards, int N) {
-  cuda::cross_entropy_combine_shards(losses, lse, gathered, shards, N, compute_);
+                                               const int32_t* targets, int shards, int N) {
+  cuda::cross_entropy_combine_shards(losses, lse, gathered, targets, shards, N, compute_);
 }
 void CudaBackend::cross_entropy_shard_backward(DType dt, void* dlogits, const void* logits,
                                                const float* lse, const int32_t* targets,

@@ -75,11 +75,12 @@ void swiglu_backward(DType dt, void* dgate_up, const void* dout, const void* gat
 // encoder.cu (backward is deterministic: tokens sorted, one pass per distinct token).
 // wte holds the vocabulary ids [begin, begin + rows) (the whole vocabulary: 0 and
 // INT_MAX); other tokens add nothing. A null wpe / dwpe is skipped.
-void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
-                     int B, int T, int C, int begin, int rows, cudaStream_t s);
+void encoder_forward(DType dt, void* out, const int32_t* tokens, const int32_t* positions,
+                     const void* wte, const void* wpe, int B, int T, int C, int begin, int rows,
+                     cudaStream_t s);
 void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                      int B, int T, int C, int begin, int rows, CachingAllocator& alloc,
-                      cudaStream_t s);
+                      const int32_t* positions, int B, int T, int C, int begin, int rows,
+                      CachingAllocator& alloc, cudaStream_t s);
 
 // cross_entropy.cu. Column j is vocabulary id begin + j (whole vocabulary: begin 0).
 // Forward writes each non-null output: losses, lse, target_logit (0 when the
@@ -87,8 +88,8 @@ void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const 
 void cross_entropy_forward(DType dt, float* losses, float* lse, float* target_logit,
                            const void* logits, const int32_t* targets, int N, int begin, int V,
                            int Vp, cudaStream_t s);
-void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
-                                  int N, cudaStream_t s);
+void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                  const int32_t* targets, int shards, int N, cudaStream_t s);
 void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const float* lse,
                             const int32_t* targets, float dloss, int N, int begin, int V, int Vp,
                             cudaStream_t s);
@@ -96,11 +97,12 @@ void cross_entropy_backward(DType dt, void* dlogits, const void* logits, const f
 // attention.cu (cuBLASLt batched GEMMs + fused causal softmax; saves the
 // attention matrix [B, NH, T, T] in dt)
 size_t attention_saved_bytes(DType dt, int B, int T, int C, int NH);
-void attention_forward(DType dt, void* out, void* saved, const void* qkv, int B, int T, int C,
-                       int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s);
+void attention_forward(DType dt, void* out, void* saved, const void* qkv, const int32_t* positions,
+                       int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
+                       cudaStream_t s);
 void attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv, const void* saved,
-                        int B, int T, int C, int NH, int NKV, LtGemm& gemm, CachingAllocator& alloc,
-                        cudaStream_t s);
+                        const int32_t* positions, int B, int T, int C, int NH, int NKV,
+                        LtGemm& gemm, CachingAllocator& alloc, cudaStream_t s);
 
 // attention_cached.cu (a warp per query over the cache; generation)
 void attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt, void* k_cache,

@@ -91,13 +91,13 @@ class DeviceDouble final : public kernels::Backend {
                        const void* inp, const void* w, int M, int K, int N) override {
     cpu_->matmul_backward(dt, dinp, dw, db, dout, inp, w, M, K, N);
   }
-  void encoder_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte,
-                       const void* wpe, int B, int T, int C) override {
-    cpu_->encoder_forward(dt, out, tok, wte, wpe, B, T, C);
+  void encoder_forward(kernels::DType dt, void* out, const int32_t* tok, const int32_t* pos,
+                       const void* wte, const void* wpe, int B, int T, int C) override {
+    cpu_->encoder_forward(dt, out, tok, pos, wte, wpe, B, T, C);
   }
   void encoder_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout,
-                        const int32_t* tok, int B, int T, int C) override {
-    cpu_->encoder_backward(dt, dwte, dwpe, dout, tok, B, T, C);
+                        const int32_t* tok, const int32_t* pos, int B, int T, int C) override {
+    cpu_->encoder_backward(dt, dwte, dwpe, dout, tok, pos, B, T, C);
   }
   void layernorm_forward(kernels::DType dt, void* out, float* mean, float* rstd, const void* inp,
                          const void* w, const void* b, int N, int C) override {
@@ -142,14 +142,14 @@ class DeviceDouble final : public kernels::Backend {
   size_t attention_saved_bytes(kernels::DType dt, int B, int T, int C, int NH) const override {
     return cpu_->attention_saved_bytes(dt, B, T, C, NH);
   }
-  void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv, int B, int T,
-                         int C, int NH, int NKV) override {
-    cpu_->attention_forward(dt, out, saved, qkv, B, T, C, NH, NKV);
+  void attention_forward(kernels::DType dt, void* out, void* saved, const void* qkv,
+                         const int32_t* pos, int B, int T, int C, int NH, int NKV) override {
+    cpu_->attention_forward(dt, out, saved, qkv, pos, B, T, C, NH, NKV);
   }
   void attention_backward(kernels::DType dt, void* dqkv, const void* dout, const void* qkv,
-                          const void* out, const void* saved, int B, int T, int C, int NH,
-                          int NKV) override {
-    cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, B, T, C, NH, NKV);
+                          const void* out, const void* saved, const int32_t* pos, int B, int T,
+                          int C, int NH, int NKV) override {
+    cpu_->attention_backward(dt, dqkv, dout, qkv, out, saved, pos, B, T, C, NH, NKV);
   }
   void attention_cached_forward(kernels::DType dt, void* out, const void* qkv,
                                 kernels::DType cache_dt, void* k_cache, void* v_cache,
@@ -171,22 +171,23 @@ class DeviceDouble final : public kernels::Backend {
                               int Vp) override {
     cpu_->cross_entropy_backward(dt, dlogits, logits, lse, t, dloss, N, V, Vp);
   }
-  void encoder_shard_forward(kernels::DType dt, void* out, const int32_t* tok, const void* wte,
-                             const void* wpe, int B, int T, int C, int begin, int rows) override {
-    cpu_->encoder_shard_forward(dt, out, tok, wte, wpe, B, T, C, begin, rows);
+  void encoder_shard_forward(kernels::DType dt, void* out, const int32_t* tok, const int32_t* pos,
+                             const void* wte, const void* wpe, int B, int T, int C, int begin,
+                             int rows) override {
+    cpu_->encoder_shard_forward(dt, out, tok, pos, wte, wpe, B, T, C, begin, rows);
   }
   void encoder_shard_backward(kernels::DType dt, void* dwte, void* dwpe, const void* dout,
-                              const int32_t* tok, int B, int T, int C, int begin,
-                              int rows) override {
-    cpu_->encoder_shard_backward(dt, dwte, dwpe, dout, tok, B, T, C, begin, rows);
+                              const int32_t* tok, const int32_t* pos, int B, int T, int C,
+                              int begin, int rows) override {
+    cpu_->encoder_shard_backward(dt, dwte, dwpe, dout, tok, pos, B, T, C, begin, rows);
   }
   void cross_entropy_shard_forward(kernels::DType dt, float* stats, const void* logits,
                                    const int32_t* t, int N, int begin, int V, int Vs) override {
     cpu_->cross_entropy_shard_forward(dt, stats, logits, t, N, begin, V, Vs);
   }
-  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered, int shards,
-                                    int N) override {
-    cpu_->cross_entropy_combine_shards(losses, lse, gathered, shards, N);
+  void cross_entropy_combine_shards(float* losses, float* lse, const float* gathered,
+                                    const int32_t* t, int shards, int N) override {
+    cpu_->cross_entropy_combine_shards(losses, lse, gathered, t, shards, N);
   }
   void cross_entropy_shard_backward(kernels::DType dt, void* dlogits, const void* logits,
                                     const float* lse, const int32_t* t, float dloss, int N,

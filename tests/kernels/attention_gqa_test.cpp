@@ -30,8 +30,8 @@ Outputs run(DType dt, int B, int T, int C, int NH, int NKV, const std::vector<fl
   auto be = make_cpu_backend();
   Buf bqkv(dt, qkv), bdout(dt, dout), bdqkv(dt, dqkv0), bout(dt, std::vector<float>(dout.size()));
   std::vector<float> saved(be->attention_saved_bytes(dt, B, T, C, NH) / sizeof(float));
-  be->attention_forward(dt, bout.data(), saved.data(), bqkv.data(), B, T, C, NH, NKV);
-  be->attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(), B,
+  be->attention_forward(dt, bout.data(), saved.data(), bqkv.data(), nullptr, B, T, C, NH, NKV);
+  be->attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(), nullptr, B,
                          T, C, NH, NKV);
   return {bout.get(), saved, bdqkv.get()};
 }
@@ -116,7 +116,7 @@ TEST(GroupedQueryAttention, KeyValueHeadsThatDoNotDivideTheHeadsAreRefusedNaming
   auto be = make_cpu_backend();
   std::vector<float> buf(4096);
   try {
-    be->attention_forward(DType::f32, buf.data(), buf.data(), buf.data(), 1, 4, 12, 6, 4);
+    be->attention_forward(DType::f32, buf.data(), buf.data(), buf.data(), nullptr, 1, 4, 12, 6, 4);
     FAIL() << "6 heads over 4 key/value heads ran";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("NH = 6, NKV = 4"), std::string::npos) << e.what();

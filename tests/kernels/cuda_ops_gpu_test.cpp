@@ -104,19 +104,19 @@ TEST_P(CudaOps, EncoderForwardBackward) {
   auto wte = pair_rand(size_t(V) * C, 15);
   auto wpe = pair_rand(size_t(T) * C, 16);
   auto out = pair(std::vector<float>(size_t(B) * T * C));
-  cpu_->encoder_forward(dt(), out.c(), tok.c(), wte.c(), wpe.c(), B, T, C);
-  gpu_->encoder_forward(dt(), out.g(), tok.g(), wte.g(), wpe.g(), B, T, C);
+  cpu_->encoder_forward(dt(), out.c(), tok.c(), nullptr, wte.c(), wpe.c(), B, T, C);
+  gpu_->encoder_forward(dt(), out.g(), tok.g(), nullptr, wte.g(), wpe.g(), B, T, C);
   EXPECT_LT(out.err(), tol());
   auto dout = pair_rand(size_t(B) * T * C, 17);
   auto dwte = pair_rand(size_t(V) * C, 18);
   auto dwpe = pair_rand(size_t(T) * C, 19);
-  cpu_->encoder_backward(dt(), dwte.c(), dwpe.c(), dout.c(), tok.c(), B, T, C);
-  gpu_->encoder_backward(dt(), dwte.g(), dwpe.g(), dout.g(), tok.g(), B, T, C);
+  cpu_->encoder_backward(dt(), dwte.c(), dwpe.c(), dout.c(), tok.c(), nullptr, B, T, C);
+  gpu_->encoder_backward(dt(), dwte.g(), dwpe.g(), dout.g(), tok.g(), nullptr, B, T, C);
   EXPECT_LT(dwte.err(), tol());
   EXPECT_LT(dwpe.err(), tol());
   // Deterministic: a second run on fresh copies gives identical bits.
   auto dwte2 = pair_rand(size_t(V) * C, 18);
-  gpu_->encoder_backward(dt(), dwte2.g(), nullptr, dout.g(), tok.g(), B, T, C);
+  gpu_->encoder_backward(dt(), dwte2.g(), nullptr, dout.g(), tok.g(), nullptr, B, T, C);
   EXPECT_EQ(dwte2.gpu_values(), dwte.gpu_values());
 }
 
@@ -175,13 +175,13 @@ TEST_P(CudaOps, AttentionForwardBackward) {
     EXPECT_EQ(gs, size_t(B) * NH * T * T * dtype_size(dt()));
     void* csaved = cpu_->allocate(cs ? cs : 1);
     void* gsaved = gpu_->allocate(gs);
-    cpu_->attention_forward(dt(), out.c(), csaved, qkv.c(), B, T, C, NH, NKV);
-    gpu_->attention_forward(dt(), out.g(), gsaved, qkv.g(), B, T, C, NH, NKV);
+    cpu_->attention_forward(dt(), out.c(), csaved, qkv.c(), nullptr, B, T, C, NH, NKV);
+    gpu_->attention_forward(dt(), out.g(), gsaved, qkv.g(), nullptr, B, T, C, NH, NKV);
     EXPECT_LT(out.err(), 2 * tol()) << "NKV " << NKV;
     auto dout = pair_rand(size_t(B) * T * C, 31);
     auto dqkv = pair_rand(size_t(B) * T * row, 32);
-    cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, B, T, C, NH, NKV);
-    gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, B, T, C, NH, NKV);
+    cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, nullptr, B, T, C, NH, NKV);
+    gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, nullptr, B, T, C, NH, NKV);
     EXPECT_LT(dqkv.err(), 4 * tol()) << "NKV " << NKV;
     cpu_->deallocate(csaved, cs ? cs : 1);
     gpu_->deallocate(gsaved, gs);
@@ -263,16 +263,16 @@ TEST_P(CudaOps, VocabShardEncoderForwardBackward) {
       const int begin = s * rows;
       const size_t first = size_t(begin) * C;
       auto out = pair(std::vector<float>(size_t(B) * T * C, 5.0f));
-      cpu_->encoder_shard_forward(dt(), out.c(), tok.c(), element(wte.c(), first, dt()),
+      cpu_->encoder_shard_forward(dt(), out.c(), tok.c(), nullptr, element(wte.c(), first, dt()),
                                   s == 0 ? wpe.c() : nullptr, B, T, C, begin, rows);
-      gpu_->encoder_shard_forward(dt(), out.g(), tok.g(), element(wte.g(), first, dt()),
+      gpu_->encoder_shard_forward(dt(), out.g(), tok.g(), nullptr, element(wte.g(), first, dt()),
                                   s == 0 ? wpe.g() : nullptr, B, T, C, begin, rows);
       EXPECT_LT(out.err(), tol()) << "V = " << sp.V << ", shard " << s;
       cpu_->encoder_shard_backward(dt(), element(dwte.c(), first, dt()),
-                                   s == 0 ? dwpe.c() : nullptr, dout.c(), tok.c(), B, T, C, begin,
+                                   s == 0 ? dwpe.c() : nullptr, dout.c(), tok.c(), nullptr, B, T, C, begin,
                                    rows);
       gpu_->encoder_shard_backward(dt(), element(dwte.g(), first, dt()),
-                                   s == 0 ? dwpe.g() : nullptr, dout.g(), tok.g(), B, T, C, begin,
+                                   s == 0 ? dwpe.g() : nullptr, dout.g(), tok.g(), nullptr, B, T, C, begin,
                                    rows);
     }
     EXPECT_LT(dwte.err(), tol()) << "V = " << sp.V;
@@ -308,8 +308,8 @@ TEST_P(CudaOps, VocabShardCrossEntropyStatsCombineAndBackwardInPlace) {
     }
     RawPair<float> losses(*cpu_, *gpu_, std::vector<float>(N)),
         lse(*cpu_, *gpu_, std::vector<float>(N));
-    cpu_->cross_entropy_combine_shards(losses.c(), lse.c(), stats.c(), sp.shards, N);
-    gpu_->cross_entropy_combine_shards(losses.g(), lse.g(), stats.g(), sp.shards, N);
+    cpu_->cross_entropy_combine_shards(losses.c(), lse.c(), stats.c(), targets.c(), sp.shards, N);
+    gpu_->cross_entropy_combine_shards(losses.g(), lse.g(), stats.g(), targets.g(), sp.shards, N);
     EXPECT_LT(rel_err(losses.gpu_values(), losses.cpu_values()), 1e-5) << "V = " << sp.V;
     EXPECT_LT(rel_err(lse.gpu_values(), lse.cpu_values()), 1e-5) << "V = " << sp.V;
     for (int s = 0; s < sp.shards; ++s) {
