@@ -132,7 +132,9 @@ const Engine::PipelineTimes& Engine::last_pipeline_times() const {
   return pipeline_ ? pipeline_->times() : none;
 }
 
-float Engine::current_lr() const { return schedule_->lr_for_update(progress_.applied_steps); }
+float Engine::current_lr() const {
+  return float(double(schedule_->lr_for_update(progress_.applied_steps)) * lr_scale_);
+}
 
 // Steps are numbered from 1 everywhere (logs, store, traces): the step being run.
 void Engine::begin_step() {

@@ -144,7 +144,15 @@ class Engine {
   // Pipeline stages: the last train_batch's schedule and its waiting (zero without stages).
   using PipelineTimes = engine::PipelineTimes;
   const PipelineTimes& last_pipeline_times() const;
-  float current_lr() const;
+  float current_lr() const;  // the schedule's, times lr_scale
+  // Dynamic batching: the next optimizer step's learning rate is the schedule's
+  // times this factor (DeepSpeed's VariableBatchSizeLR); 1 by default.
+  void set_lr_scale(double scale) { lr_scale_ = scale; }
+  double lr_scale() const { return lr_scale_; }
+  // Where the data loader stands (documents as units), saved with every
+  // checkpoint and restored by load_checkpoint (null when none was saved).
+  void set_data_position(nlohmann::json position) { progress_.data_position = std::move(position); }
+  const nlohmann::json& data_position() const { return progress_.data_position; }
 
   engine::CausalLM& model() { return *model_; }
   const engine::ModuleTree& module_tree() const { return *tree_; }
@@ -277,6 +285,7 @@ class Engine {
   engine::CheckpointTimes checkpoint_times_;
   std::vector<float> host_losses_;
   engine::MicroBatch forwarded_;  // forward()'s micro-batch, for backward()
+  double lr_scale_ = 1.0;
   // hybrid_engine.inference_tp_size > 1: the resharded replica generate runs on,
   // built at the first call; destroyed first (its groups split this engine's
   // communicator).

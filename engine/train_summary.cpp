@@ -127,6 +127,7 @@ nlohmann::json TrainSummary::to_json() const {
   if (!gemm.is_null()) j["gemm"] = gemm;
   if (!rollouts.empty()) j["rollouts"] = rollouts;
   if (!val_losses.empty()) j["val_losses"] = val_losses;
+  if (!batches.empty()) j["batches"] = batches;
   if (run_id) j["run_id"] = run_id;
   if (status != RunStatus::ok) j["error"] = {{"kind", error_kind}, {"message", error}};
   return j;

@@ -116,6 +116,9 @@ struct TrainSummary {
   nlohmann::json rollouts = nlohmann::json::array();  // hybrid.rollout's breakdowns (rollout.h)
   // hybrid.data.val_every: [{"step", "loss"}], the validation loss after those steps.
   nlohmann::json val_losses = nlohmann::json::array();
+  // Documents as units: per step {"step", "lr", "sequences", "tokens",
+  // "padding"} (documents, real and padding tokens over every rank).
+  nlohmann::json batches = nlohmann::json::array();
 
   nlohmann::json to_json() const;
 };

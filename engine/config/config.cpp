@@ -312,6 +312,7 @@ Config parse_config(const json& j, int world_size) {
   if (const json* f = top.object("flops_profiler")) parse_flops_profiler(*f, c);
   if (const json* l = top.object("comms_logger")) parse_comms_logger(*l, c);
   if (const json* h = top.object("hybrid_engine")) config_detail::parse_hybrid_engine(*h, c);
+  if (const json* e = top.object("data_efficiency")) config_detail::parse_data_efficiency(*e, c);
   const json* checkpointing = top.object("activation_checkpointing");
   if (checkpointing) config_detail::parse_activation_checkpointing(*checkpointing, c);
   // DeepSpeed turns the step timers on whenever the flops profiler is on.
@@ -322,6 +323,7 @@ Config parse_config(const json& j, int world_size) {
   config_detail::resolve_activation_checkpointing(checkpointing != nullptr, c);
   check_tensor_parallel(c);
   config_detail::check_inference_tp(c, world_size);
+  config_detail::check_documents(c);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

@@ -43,6 +43,18 @@ struct ModelConfig {
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 };
 
+// DeepSpeed's variable batch size (data_efficiency.data_sampling.dynamic_batching;
+// hybrid.data.dynamic_batching): a micro-batch is as many documents as fit a
+// token budget, and each step's learning rate is scaled by its batch size.
+struct DynamicBatching {
+  bool enabled = false;
+  int64_t max_tokens = 0;  // real tokens per micro-batch; 0: micro_batch × seq_len
+  int min_batch = 1;       // documents per micro-batch, at least
+  int max_batch = 0;       // at most (0: no limit)
+  // "none" | "linear" | "sqrt": lr × f(documents in the step / train_batch_size)
+  std::string lr_scaling = "linear";
+};
+
 struct DataConfig {
   bool synthetic = true;  // "synthetic": generated in memory, learnable structure
   // Training sequence length T (hybrid.data.seq_len): at most the block size
@@ -61,6 +73,15 @@ struct DataConfig {
   // val_batches micro-batches per data-parallel rank (llm.c's val_max_steps).
   int64_t val_every = 0;
   int val_batches = 20;
+  // Documents as units (engine/data/document_loader.h): rows pack whole
+  // documents, attention stays inside each, positions restart per document and
+  // padding has no loss. Implied by dynamic_batching.enabled.
+  bool packing = false;
+  int64_t separator = -1;  // the token before every document; -1: the stream's first
+  bool shuffle = true;     // documents in a new order each epoch
+  std::optional<uint64_t> shuffle_seed;  // hybrid.data.seed; default hybrid.seed
+  DynamicBatching dynamic_batching;
+  bool documents() const { return packing || dynamic_batching.enabled; }
 };
 
 struct OptimizerConfig {

@@ -141,6 +141,7 @@ void parse_data(const json& v, Config& c) {
   if (auto v = r.integer("val_every", 0, INT64_MAX, "a non-negative integer (0: never)"))
     d.val_every = *v;
   if (auto v = r.integer("val_batches", 1, kIntMax)) d.val_batches = int(*v);
+  parse_documents(r, c);
   const auto train = r.string("train");
   const auto val = r.string("val");
   const json* synth = r.get("synthetic");

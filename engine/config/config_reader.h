@@ -89,6 +89,13 @@ void parse_scheduler(const nlohmann::json& block, Config& c);
 // The "hybrid" block (config_hybrid.cpp).
 void parse_hybrid_block(const nlohmann::json& block, Config& c);
 
+// Documents as units (config_documents.cpp): hybrid.data's packing keys, read
+// from its object; DeepSpeed's data_efficiency block; the checks once the
+// batch shape is known.
+void parse_documents(ObjectReader& data, Config& c);
+void parse_data_efficiency(const nlohmann::json& block, Config& c);
+void check_documents(const Config& c);
+
 // DeepSpeed's hybrid_engine block (config_hybrid_engine.cpp).
 void parse_hybrid_engine(const nlohmann::json& block, Config& c);
 void parse_rollout(const nlohmann::json& block, Config& c);  // hybrid.rollout

@@ -58,6 +58,8 @@ nlohmann::json CheckpointIO::meta(const std::string& tag, bool full,
                                   const TrainingProgress& progress,
                                   const LossScaler& scaler) const {
   const int64_t step = progress.global_step;
+  nlohmann::json data = {{"step", step}, {"samples", step * cfg_.train_batch_size}};
+  if (!progress.data_position.is_null()) data["documents"] = progress.data_position;
   return {
       {"format", "hybrid-checkpoint"},
       {"version", kMetaVersion},
@@ -67,7 +69,7 @@ nlohmann::json CheckpointIO::meta(const std::string& tag, bool full,
       {"applied_steps", progress.applied_steps},
       {"skipped_steps", progress.skipped_steps},
       {"loss_scaler", scaler.state()},
-      {"data_position", {{"step", step}, {"samples", step * cfg_.train_batch_size}}},
+      {"data_position", data},
       {"rng", {{"seed", cfg_.seed}}},
       {"world_size", runtime_.world_size()},
       {"pipeline_stages", runtime_.size(ParallelAxis::pp)},
@@ -148,6 +150,9 @@ std::string CheckpointIO::load(const std::string& dir, const std::string& want_t
   // A resumed run continues the checkpoint's lineage: keep_last rotates its tags.
   if (const auto it = meta.find("lineage"); it != meta.end())
     progress.lineage = it->get<std::string>();
+  progress.data_position = meta.contains("data_position")
+                               ? meta.at("data_position").value("documents", nlohmann::json())
+                               : nlohmann::json();
   if (cfg_.fp16.enabled && meta.at("loss_scaler").value("dynamic", false) == scaler.dynamic())
     scaler.load_state(meta.at("loss_scaler"));
   const int saved_world = meta.at("world_size").get<int>(), world = runtime_.world_size();

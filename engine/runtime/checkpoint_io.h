@@ -48,6 +48,9 @@ struct TrainingProgress {
   int64_t global_step = 0;
   int64_t applied_steps = 0;
   int64_t skipped_steps = 0;
+  // The data loader's position (documents as units; null otherwise): the
+  // trainer's, saved as the meta's "data_position".
+  nlohmann::json data_position;
   // A fresh run's own; a resumed run continues its checkpoint's (keep_last
   // rotates only this lineage's tags).
   std::string lineage = new_lineage();
