@@ -19,7 +19,7 @@
 
 namespace hybrid::engine {
 
-struct Unit {
+struct DocumentUnit {
   int64_t start = 0;     // stream position of its first token
   int64_t document = 0;  // the document it comes from (DocumentIndex's numbering)
   int32_t length = 0;    // tokens, 1..T
@@ -29,9 +29,11 @@ struct Unit {
 inline int64_t unit_count(int64_t length, int seq_len) { return (length + seq_len - 1) / seq_len; }
 
 // Appends document d's units to `out`, in stream order.
-void append_units(const DocumentIndex& index, int64_t d, int seq_len, std::vector<Unit>& out);
+void append_units(const DocumentIndex& index, int64_t d, int seq_len,
+                  std::vector<DocumentUnit>& out);
 
 // Writes the unit's inputs and targets (unit.length tokens each).
-void copy_unit(const TokenDataset& data, const Unit& unit, int32_t* inputs, int32_t* targets);
+void copy_unit(const TokenDataset& data, const DocumentUnit& unit, int32_t* inputs,
+               int32_t* targets);
 
 }  // namespace hybrid::engine

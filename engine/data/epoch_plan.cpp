@@ -8,7 +8,7 @@ EpochPlan plan_epoch(const DocumentIndex& index, const std::vector<int64_t>& ord
   plan.epoch = epoch;
   plan.units.reserve(order.size());
   for (int64_t d : order) append_units(index, d, limits.seq_len, plan.units);
-  const std::span<const Unit> all(plan.units);
+  const std::span<const DocumentUnit> all(plan.units);
   size_t at = 0;
   while (at < all.size()) {
     const size_t n = units_in_micro_batch(all.subspan(at), limits);

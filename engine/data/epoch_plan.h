@@ -18,14 +18,14 @@ namespace hybrid::engine {
 
 struct EpochPlan {
   int64_t epoch = 0;
-  std::vector<Unit> units;                 // every unit of the epoch, in reading order
+  std::vector<DocumentUnit> units;         // every unit of the epoch, in reading order
   std::vector<int64_t> batch_begin{0};     // M_m holds units [batch_begin[m], batch_begin[m+1])
   std::vector<int64_t> batch_real_tokens;  // real tokens of M_m
 
   int64_t micro_batches() const { return int64_t(batch_real_tokens.size()); }
-  std::span<const Unit> micro_batch(int64_t m) const {
+  std::span<const DocumentUnit> micro_batch(int64_t m) const {
     const auto b = size_t(batch_begin[size_t(m)]), e = size_t(batch_begin[size_t(m) + 1]);
-    return std::span<const Unit>(units).subspan(b, e - b);
+    return std::span<const DocumentUnit>(units).subspan(b, e - b);
   }
   int64_t sequences(int64_t m) const { return batch_begin[size_t(m) + 1] - batch_begin[size_t(m)]; }
 };

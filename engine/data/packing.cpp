@@ -37,7 +37,7 @@ class RowCursor {
   int row_ = 0, used_ = 0;
 };
 
-void check_unit(const Unit& u, int seq_len) {
+void check_unit(const DocumentUnit& u, int seq_len) {
   if (u.length <= 0 || u.length > seq_len)
     throw std::invalid_argument(
         fmt::format("packing: a unit of {} tokens at stream position {} (document {}) is outside "
@@ -56,11 +56,11 @@ void pad_row_tail(const MicroBatchArrays& out, int64_t row_begin, int used, int 
 
 }  // namespace
 
-size_t units_in_micro_batch(std::span<const Unit> units, const PackingLimits& limits) {
+size_t units_in_micro_batch(std::span<const DocumentUnit> units, const PackingLimits& limits) {
   RowCursor cursor(limits.rows, limits.seq_len);
   int64_t tokens = 0;
   size_t n = 0;
-  for (const Unit& u : units) {
+  for (const DocumentUnit& u : units) {
     check_unit(u, limits.seq_len);
     if (limits.max_units > 0 && int64_t(n) + 1 > limits.max_units) break;
     if (limits.max_tokens > 0 && tokens + u.length > limits.max_tokens) break;
@@ -71,14 +71,14 @@ size_t units_in_micro_batch(std::span<const Unit> units, const PackingLimits& li
   return n;
 }
 
-BatchCounts pack_micro_batch(const TokenDataset& data, std::span<const Unit> units,
+BatchCounts pack_micro_batch(const TokenDataset& data, std::span<const DocumentUnit> units,
                              const PackingLimits& limits, uint32_t separator,
                              const MicroBatchArrays& out) {
   const int T = limits.seq_len;
   RowCursor cursor(limits.rows, T);
   std::vector<int> used(size_t(limits.rows), 0);
   BatchCounts counts;
-  for (const Unit& u : units) {
+  for (const DocumentUnit& u : units) {
     check_unit(u, T);
     const std::optional<Slot> slot = cursor.place(u.length);
     if (!slot)

@@ -52,11 +52,11 @@ struct MicroBatchArrays {
 // How many of `units`, from the first, the next micro-batch takes: at least 1
 // when `units` is not empty. Throws std::invalid_argument for a unit of no
 // tokens or longer than T.
-size_t units_in_micro_batch(std::span<const Unit> units, const PackingLimits& limits);
+size_t units_in_micro_batch(std::span<const DocumentUnit> units, const PackingLimits& limits);
 
 // Packs exactly `units` (as units_in_micro_batch chose them; std::logic_error
 // if they do not fit the rows) and pads the rest. Writes B·T values to each array.
-BatchCounts pack_micro_batch(const TokenDataset& data, std::span<const Unit> units,
+BatchCounts pack_micro_batch(const TokenDataset& data, std::span<const DocumentUnit> units,
                              const PackingLimits& limits, uint32_t separator,
                              const MicroBatchArrays& out);
 

@@ -106,7 +106,7 @@ TEST_F(DocumentPackingTest, LongDocumentsAreCutIntoPiecesOfAtMostT) {
   const auto tokens = test_corpus::corpus_tokens({3, 10, 4});
   const TokenDataset d = TokenDataset::from_tokens(tokens);
   const DocumentIndex index(d, 0);
-  std::vector<Unit> units;
+  std::vector<DocumentUnit> units;
   for (int64_t doc = 0; doc < index.count(); ++doc) append_units(index, doc, 4, units);
   ASSERT_EQ(units.size(), 5u);
   const std::vector<std::array<int64_t, 3>> expected = {
@@ -187,9 +187,9 @@ TokenDataset small_stream() {
   return TokenDataset::from_tokens({0, 11, 12, 0, 21, 0, 31, 32, 33, 0, 41});
 }
 
-std::vector<Unit> units_of(const TokenDataset& d, int T) {
+std::vector<DocumentUnit> units_of(const TokenDataset& d, int T) {
   const DocumentIndex index(d, 0);
-  std::vector<Unit> units;
+  std::vector<DocumentUnit> units;
   for (int64_t doc = 0; doc < index.count(); ++doc) append_units(index, doc, T, units);
   return units;
 }
