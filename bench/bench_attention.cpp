@@ -66,8 +66,8 @@ struct Tensors {
 
 void run_flash(Tensors& x, std::vector<float>& saved, int B, int T, bool backward) {
   if (!backward)
-    backend().attention_forward(DType::f32, x.out.data(), saved.data(), x.qkv.data(), nullptr, B, T, C, NH,
-                                NH);
+    backend().attention_forward(DType::f32, x.out.data(), saved.data(), x.qkv.data(), nullptr, B, T,
+                                C, NH, NH);
   else
     backend().attention_backward(DType::f32, x.dqkv.data(), x.dout.data(), x.qkv.data(),
                                  x.out.data(), saved.data(), nullptr, B, T, C, NH, NH);

@@ -126,13 +126,16 @@ void BM_attention(benchmark::State& st) {
     measure(
         st,
         [&] {
-          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, nullptr, B, kT, kC, kNH,
-                                       kNH);
+          g_env->b->attention_backward(dt, dqkv.p, dout.p, qkv.p, out.p, saved.p, nullptr, B, kT,
+                                       kC, kNH, kNH);
         },
         ref, flops, 0);
   else
     measure(
-        st, [&] { g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, nullptr, B, kT, kC, kNH, kNH); },
+        st,
+        [&] {
+          g_env->b->attention_forward(dt, out.p, saved.p, qkv.p, nullptr, B, kT, kC, kNH, kNH);
+        },
         ref, flops, 0);
   st.counters["ref_ratio"].value *= scale(flops);
   st.SetLabel("bf16 causal FLOPs; ref=dense GEMM 8192x2304x768 FLOP/s");
@@ -219,8 +222,14 @@ void BM_encoder(benchmark::State& st) {
   g_env->b->copy_from_host(tok.p, tokens.data(), tokens.size() * 4);
   const double bytes = double(n) * 2 * 3;
   measure_memory_bound(
-      st, [&] { g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), nullptr, wte.p, wpe.p, B, kT, kC); },
-      [&] { g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), nullptr, B, kT, kC); },
+      st,
+      [&] {
+        g_env->b->encoder_forward(dt, out.p, tok.as<int32_t>(), nullptr, wte.p, wpe.p, B, kT, kC);
+      },
+      [&] {
+        g_env->b->encoder_backward(dt, dwte.p, dwpe.p, out.p, tok.as<int32_t>(), nullptr, B, kT,
+                                   kC);
+      },
       bytes);
   st.SetLabel("bf16 ref=memcpy same bytes");
 }

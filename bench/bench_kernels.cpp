@@ -75,7 +75,8 @@ void encoder_backward(benchmark::State& s, DType dt) {
   Buffer dout(dt, size_t(BT) * C), dwte(dt, size_t(Vp) * C, 0, 0), dwpe(dt, size_t(T) * C, 0, 0);
   const auto tok = tokens(BT, V);
   for (auto _ : loop(s, __func__, dt))
-    backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), nullptr, B, T, C);
+    backend().encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), tok.data(), nullptr, B, T,
+                               C);
   counters(s, 2.0 * BT * C, es(dt) * 5.0 * BT * C);
 }
 
@@ -135,8 +136,8 @@ void attention_backward(benchmark::State& s, DType dt) {
   std::vector<float> saved(saved_bytes / sizeof(float));
   backend().attention_forward(dt, out.get(), saved.data(), qkv.get(), nullptr, B, T, C, NH, NH);
   for (auto _ : loop(s, __func__, dt))
-    backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(), nullptr, B,
-                                 T, C, NH, NH);
+    backend().attention_backward(dt, dqkv.get(), dout.get(), qkv.get(), out.get(), saved.data(),
+                                 nullptr, B, T, C, NH, NH);
   counters(s, 8.0 * B * T * double(T) * C, es(dt) * 10.0 * BT * C + double(saved_bytes));
 }
 

@@ -167,8 +167,8 @@ bool Engine::step() {
 double Engine::train_batch(const std::vector<const int32_t*>& inputs,
                            const std::vector<const int32_t*>& targets) {
   if (inputs.size() != targets.size())
-    throw std::invalid_argument(fmt::format("train_batch: {} inputs and {} targets", inputs.size(),
-                                            targets.size()));
+    throw std::invalid_argument(
+        fmt::format("train_batch: {} inputs and {} targets", inputs.size(), targets.size()));
   std::vector<MicroBatch> batches;
   for (size_t k = 0; k < inputs.size(); ++k) batches.push_back({inputs[k], targets[k], nullptr});
   return train_batch(batches);
@@ -177,9 +177,8 @@ double Engine::train_batch(const std::vector<const int32_t*>& inputs,
 double Engine::train_batch(const std::vector<MicroBatch>& batches) {
   const int gas = cfg_.gradient_accumulation_steps;
   if (int(batches.size()) != gas)
-    throw std::invalid_argument(
-        fmt::format("train_batch: {} micro-batches for gradient_accumulation_steps {}",
-                    batches.size(), gas));
+    throw std::invalid_argument(fmt::format(
+        "train_batch: {} micro-batches for gradient_accumulation_steps {}", batches.size(), gas));
   if (!pipeline_) {
     double loss = 0.0;
     for (const MicroBatch& b : batches) {

@@ -81,8 +81,7 @@ class Engine {
   // training sequence length (config.seq_len(), at most the model's block size);
   // positions (packed documents) as engine::MicroBatch's. Returns this rank's
   // mean token loss of the micro-batch (over its real targets).
-  float forward(const int32_t* inputs, const int32_t* targets,
-                const int32_t* positions = nullptr);
+  float forward(const int32_t* inputs, const int32_t* targets, const int32_t* positions = nullptr);
   float forward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) {
     return forward(inputs.data(), targets.data());
   }

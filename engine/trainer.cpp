@@ -14,7 +14,6 @@
 #include "base/units.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/save_policy.h"
-#include "engine/data/data_loader.h"
 #include "engine/data/data_sources.h"
 #include "engine/divergence.h"
 #include "engine/engine.h"
@@ -22,6 +21,7 @@
 #include "engine/rollout.h"
 #include "engine/run_preflight.h"
 #include "engine/run_recorder.h"
+#include "engine/step_data.h"
 #include "engine/step_record.h"
 #include "engine/train_reports.h"
 #include "engine/validation.h"
@@ -80,33 +80,26 @@ void load_weights(const Config& cfg, const TrainOptions& opts, Engine& engine, c
   if (!opts.load_dir.empty()) engine.load_checkpoint(opts.load_dir, opts.load_tag);
 }
 
-// The training stream's loader; the validation stream goes to `val`.
-DataLoader open_loader(const Config& cfg, const Engine& engine, TrainSummary& out,
-                       TokenDataset& val) {
+// What the training steps read; the validation stream goes to `val`.
+StepData open_step_data(const Config& cfg, const Engine& engine, TrainSummary& out,
+                        TokenDataset& val) {
   auto data = open_data_sources(cfg);
   if (data.synthetic) out.data = {data.unigram_entropy, data.entropy_rate};
   val = std::move(data.val);
-  return DataLoader(
-      std::move(data.train),
-      BatchShape{cfg.train_micro_batch_size_per_gpu, cfg.seq_len(), cfg.gradient_accumulation_steps,
-                 engine.data_parallel_size(), engine.data_parallel_rank()});
+  return StepData(cfg, std::move(data.train), engine.data_parallel_size(),
+                  engine.data_parallel_rank());
 }
 
 // The loop's state: what one step needs, and what the steps have measured.
 struct Loop {
-  Loop(const Config& c, const TrainOptions& o, Engine& e, RunRecorder& r, DataLoader d,
-       const Say& s)
+  Loop(const Config& c, const TrainOptions& o, Engine& e, RunRecorder& r, StepData d, const Say& s)
       : cfg(c),
         opts(o),
         engine(e),
         recorder(r),
-        loader(std::move(d)),
+        data(std::move(d)),
         say(s),
         policy(c.checkpoint, o.save_dir, o.save_every) {
-    micro_tokens = size_t(c.train_micro_batch_size_per_gpu) * size_t(c.seq_len());
-    batch_inputs.resize(micro_tokens * size_t(c.gradient_accumulation_steps));
-    batch_targets.resize(batch_inputs.size());
-    tokens_per_step = double(loader.tokens_per_step());
     first = e.global_step();
     steps = o.steps > 0 ? o.steps : 20;
     window = ProfileWindow::for_run(c, !o.db.empty(), first, steps);
@@ -116,15 +109,13 @@ struct Loop {
   const TrainOptions& opts;
   Engine& engine;
   RunRecorder& recorder;
-  DataLoader loader;
+  StepData data;
   const Say& say;
   SavePolicy policy;
-  ProfileWindow window;                              // the steps traced
-  int64_t first = 0, steps = 0;                      // global step before the loop; steps to run
-  double tokens_per_step = 0.0;                      // over all ranks
-  double flops_per_step = 0.0;                       // model FLOPs over all ranks
-  size_t micro_tokens = 0;                           // B·T of one micro-batch
-  std::vector<int32_t> batch_inputs, batch_targets;  // a step's micro-batches, one after another
+  ProfileWindow window;          // the steps traced
+  int64_t first = 0, steps = 0;  // global step before the loop; steps to run
+  double tokens = 0.0;           // with a target, over all ranks and the steps run
+  double flops_per_step = 0.0;   // model FLOPs of a full step over all ranks
   uint32_t step_name = 0, data_name = 0;
   std::vector<StepRecord> records;  // one per step run
   // The kind of the last checkpoint saved whose keep_last rotation waits for the
@@ -137,23 +128,17 @@ struct Loop {
 // over micro-batches and ranks.
 double run_step(Loop& l, int64_t s) {
   auto& tracer = l.engine.tracer();
-  const int gas = l.cfg.gradient_accumulation_steps;
-  const size_t n = l.micro_tokens;
-  std::vector<const int32_t*> in, tg;
   double loss = 0.0;
   {
     profiler::Scope step_scope(&tracer, l.step_name, profiler::Category::step);
+    const std::vector<MicroBatch>* batches = nullptr;
     {
       profiler::Scope data_scope(&tracer, l.data_name, profiler::Category::data);
-      for (int k = 0; k < gas; ++k) {
-        int32_t* i = l.batch_inputs.data() + n * size_t(k);
-        int32_t* t = l.batch_targets.data() + n * size_t(k);
-        l.loader.fill(s, k, i, t);
-        in.push_back(i);
-        tg.push_back(t);
-      }
+      batches = &l.data.fill(s);
     }
-    loss = l.engine.train_batch(in, tg);
+    l.engine.set_lr_scale(l.data.lr_scale());
+    if (l.data.documents()) l.engine.set_data_position(l.data.position());
+    loss = l.engine.train_batch(*batches);
   }
   // On a GPU the step ends when its last kernel does, not when the host has
   // queued it: wait for the device before reading the clock (the next step's
@@ -176,8 +161,10 @@ StepRecord step_record(const Loop& l, int64_t step, double loss, double ms) {
   r.loss_scale = st.loss_scale;
   r.grad_norm = st.grad_norm;
   r.ms = ms;
-  r.tokens_per_s = l.tokens_per_step / (ms / 1e3);
-  r.flops_per_s = l.flops_per_step / (ms / 1e3);
+  // Tokens with a target: padding counts neither as tokens nor as FLOPs.
+  const double share = l.data.counts().real_tokens / l.data.step_capacity();
+  r.tokens_per_s = double(l.data.counts().real_tokens) / (ms / 1e3);
+  r.flops_per_s = l.flops_per_step * share / (ms / 1e3);
   const auto totals = l.engine.comm_tracer().step_totals(int32_t(step));
   r.comm_ms = double(totals.comm_ns) / 1e6;
   r.exposed_comm_ms = double(totals.exposed_ns) / 1e6;
@@ -234,6 +221,14 @@ void save_unless_diverging(Loop& l, SavePolicy::Kind kind, double loss) {
 void finish_step(Loop& l, TrainSummary& out, const StepRecord& r) {
   l.records.push_back(r);
   out.training.losses.push_back(r.loss);
+  const BatchCounts& n = l.data.counts();
+  l.tokens += double(n.real_tokens);
+  if (l.data.documents())
+    out.batches.push_back({{"step", r.step},
+                           {"lr", r.lr},
+                           {"sequences", n.sequences},
+                           {"tokens", n.real_tokens},
+                           {"padding", n.padded_tokens}});
   l.recorder.on_step(r);
   const int64_t done = r.step - l.first;
   const int every = l.cfg.steps_per_print;
@@ -309,7 +304,10 @@ void save_outputs(Loop& l, double last_loss) {
 
 // The summary's reports once the loop and the outputs are done.
 void summarize(const Loop& l, TrainSummary& out) {
-  summarize_steps(l.records, l.tokens_per_step, l.cfg.seq_len(), out);
+  const double steps = double(std::max<size_t>(1, l.records.size()));
+  // Documents: the FLOPs of the tokens with a target, as the steps' rates.
+  out.throughput.flops_per_step = l.flops_per_step * (l.tokens / steps) / l.data.step_capacity();
+  summarize_steps(l.records, l.tokens / steps, l.cfg.seq_len(), out);
   out.training.global_step = l.engine.global_step();
   out.training.skipped_steps = l.engine.skipped_steps();
   out.pipeline = pipeline_report(l.cfg, l.engine, l.records);  // collective
@@ -329,7 +327,9 @@ void train(const Config& cfg, const TrainOptions& opts, TrainSummary& out, RunRe
   load_weights(cfg, opts, *engine, say);
   Rollouts rollouts(cfg, *engine);  // its prompts checked before any step runs
   TokenDataset val;
-  Loop l(cfg, opts, *engine, recorder, open_loader(cfg, *engine, out, val), say);
+  Loop l(cfg, opts, *engine, recorder, open_step_data(cfg, *engine, out, val), say);
+  l.data.resume(engine->global_step(), engine->data_position());
+  if (const auto line = l.data.describe(); !line.empty()) say(line);
   Validation validation(cfg, *engine, std::move(val));
   if (const auto w = l.policy.warning(); !w.empty()) say(w);
   l.flops_per_step = out.throughput.flops_per_step =

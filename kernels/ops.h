@@ -159,9 +159,8 @@ class Backend {
   // ---- transformer ops -----------------------------------------------------
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[p,:], p = positions[b·T + t] when
   // positions is non-null (packed documents, generation), else t.
-  virtual void encoder_forward(DType dt, void* out, const int32_t* tokens,
-                               const int32_t* positions, const void* wte, const void* wpe, int B,
-                               int T, int C) = 0;
+  virtual void encoder_forward(DType dt, void* out, const int32_t* tokens, const int32_t* positions,
+                               const void* wte, const void* wpe, int B, int T, int C) = 0;
   virtual void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
                                 const int32_t* tokens, const int32_t* positions, int B, int T,
                                 int C) = 0;
@@ -264,8 +263,8 @@ class Backend {
   // dwte[tokens[b,t] - begin, :] += dout[b,t,:] for tokens in the shard (others skipped);
   // dwpe (when non-null) += as encoder_backward. Deterministic like encoder_backward.
   virtual void encoder_shard_backward(DType dt, void* dwte, void* dwpe, const void* dout,
-                                      const int32_t* tokens, const int32_t* positions, int B,
-                                      int T, int C, int begin, int rows) = 0;
+                                      const int32_t* tokens, const int32_t* positions, int B, int T,
+                                      int C, int begin, int rows) = 0;
   // logits [N, Vs]: column j is vocabulary id begin + j; the first V columns are real
   // (0 <= V <= Vs). stats is fp32 [2N]: stats[i] = logsumexp of row i's V real
   // columns (-inf when V == 0), stats[N + i] = logits[i, targets[i] - begin] when

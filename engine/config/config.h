@@ -77,8 +77,8 @@ struct DataConfig {
   // documents, attention stays inside each, positions restart per document and
   // padding has no loss. Implied by dynamic_batching.enabled.
   bool packing = false;
-  int64_t separator = -1;  // the token before every document; -1: the stream's first
-  bool shuffle = true;     // documents in a new order each epoch
+  int64_t separator = -1;                // the token before every document; -1: the stream's first
+  bool shuffle = true;                   // documents in a new order each epoch
   std::optional<uint64_t> shuffle_seed;  // hybrid.data.seed; default hybrid.seed
   DynamicBatching dynamic_batching;
   bool documents() const { return packing || dynamic_batching.enabled; }

@@ -89,13 +89,13 @@ void check_documents(const Config& c) {
   if (b.max_batch > 0 && b.min_batch > b.max_batch)
     throw bad("min_batch", b.min_batch, fmt::format("above max_batch {}", b.max_batch));
   if (b.min_batch > rows)
-    throw bad("min_batch", b.min_batch,
-              fmt::format("above the rows of a micro-batch (train_micro_batch_size_per_gpu {})",
-                          rows));
+    throw bad(
+        "min_batch", b.min_batch,
+        fmt::format("above the rows of a micro-batch (train_micro_batch_size_per_gpu {})", rows));
   if (int64_t(b.min_batch) * T > budget)
-    throw bad("min_batch", b.min_batch,
-              fmt::format("documents of up to seq_len {} tokens would not fit max_tokens {}", T,
-                          budget));
+    throw bad(
+        "min_batch", b.min_batch,
+        fmt::format("documents of up to seq_len {} tokens would not fit max_tokens {}", T, budget));
 }
 
 }  // namespace hybrid::engine::config_detail

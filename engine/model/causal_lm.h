@@ -103,7 +103,7 @@ class CausalLM : public Module {
   // [B·T] device: each token's position in its document, for micro-batches
   // that pack several documents into a row (ExecutionContext::positions).
   virtual int32_t* positions_buffer() const = 0;
-  virtual const float* losses() const = 0;      // [B·T] after forward (device; last stage)
+  virtual const float* losses() const = 0;  // [B·T] after forward (device; last stage)
 
   // ---- pipeline stages ------------------------------------------------------------
   // This rank runs stage `stage` of `stages`, the blocks partitioned by

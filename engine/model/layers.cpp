@@ -35,10 +35,9 @@ void Embedding::backward(ExecutionContext& ctx) {
   if (tp_.parts == 1 && wpe_)
     return ctx.backend().encoder_backward(ctx.dtype(), ctx.grad(*wte_), ctx.grad(*wpe_), dout,
                                           ctx.tokens(), ctx.positions(), ctx.B(), ctx.T(), C_);
-  ctx.backend().encoder_shard_backward(ctx.dtype(), ctx.grad(*wte_),
-                                       wpe_ ? ctx.grad(*wpe_) : nullptr, dout, ctx.tokens(),
-                                       ctx.positions(), ctx.B(), ctx.T(), C_, vocab_begin_,
-                                       vocab_rows_);
+  ctx.backend().encoder_shard_backward(
+      ctx.dtype(), ctx.grad(*wte_), wpe_ ? ctx.grad(*wpe_) : nullptr, dout, ctx.tokens(),
+      ctx.positions(), ctx.B(), ctx.T(), C_, vocab_begin_, vocab_rows_);
 }
 
 LayerNorm::LayerNorm(std::string name, int C) : Norm(std::move(name), "LayerNorm"), C_(C) {
@@ -86,8 +85,8 @@ uint64_t RMSNorm::backward_flops(int B, int T) const {
 }
 
 void Rope::forward(ExecutionContext& ctx) {
-  ctx.backend().rope_forward(ctx.dtype(), qkv, ctx.positions(), ctx.B() * ctx.T(), ctx.T(),
-                             stride_, heads_, head_dim_, theta_);
+  ctx.backend().rope_forward(ctx.dtype(), qkv, ctx.positions(), ctx.B() * ctx.T(), ctx.T(), stride_,
+                             heads_, head_dim_, theta_);
 }
 void Rope::backward(ExecutionContext& ctx) {
   ctx.backend().rope_backward(ctx.dtype(), dqkv, ctx.positions(), ctx.B() * ctx.T(), ctx.T(),

@@ -56,8 +56,8 @@ class PipelineRunner {
   const PipelineTimes& times() const { return times_; }
 
  private:
-  void run_step(const PipeStep& step, const std::vector<MicroBatch>& batches,
-                ExecutionContext& ctx, const MicroSteps& steps, double& loss_sum);
+  void run_step(const PipeStep& step, const std::vector<MicroBatch>& batches, ExecutionContext& ctx,
+                const MicroSteps& steps, double& loss_sum);
   void transfer(const PipeStep& step);
 
   const Config& cfg_;

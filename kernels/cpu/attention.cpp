@@ -40,11 +40,11 @@ namespace hybrid::kernels {
 namespace {
 
 using cpu::gather_head;
+using cpu::KeySpan;
 using cpu::kKeyBlock;
 using cpu::kQueryBlock;
 using cpu::QkvLayout;
 using cpu::scatter_add_head;
-using cpu::KeySpan;
 
 // Each query's first visible key, t − positions[t], per row ([B·T]); empty
 // without positions (every query from key 0). Throws for a position outside 0..t.
@@ -57,8 +57,8 @@ std::vector<int> first_keys(const int32_t* positions, int B, int T_, const char*
       const int32_t p = positions[size_t(b) * T_ + t];
       if (p < 0 || p > t)
         throw std::out_of_range(std::string(op) + ": positions[" + std::to_string(b) + ", " +
-                                std::to_string(t) + "] = " + std::to_string(p) +
-                                " is outside 0.." + std::to_string(t));
+                                std::to_string(t) + "] = " + std::to_string(p) + " is outside 0.." +
+                                std::to_string(t));
       first[size_t(b) * T_ + t] = t - p;
     }
   return first;

@@ -31,8 +31,8 @@ struct Shard {
 };
 
 template <class T>
-void encoder_fwd(T* out, const int32_t* tokens, const int32_t* positions, const T* wte, const T* wpe,
-                 int B, int T_, int C, Shard shard) {
+void encoder_fwd(T* out, const int32_t* tokens, const int32_t* positions, const T* wte,
+                 const T* wpe, int B, int T_, int C, Shard shard) {
 #pragma omp parallel for schedule(static) if (size_t(B) * T_ * C > cpu::kParallelMin)
   for (int bt = 0; bt < B * T_; ++bt) {
     float* a = cpu::thread_scratch(0, size_t(C));

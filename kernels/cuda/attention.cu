@@ -123,8 +123,8 @@ __device__ __forceinline__ int first_visible(const int32_t* positions, size_t ro
 // In place over rows of [B·NH·T, T]: row r is query t = r % T; columns outside
 // [first_visible, t] are masked (written as 0).
 template <class T>
-__global__ void causal_softmax_forward_kernel(T* att, const int32_t* positions, size_t rows,
-                                              int T_, int NH) {
+__global__ void causal_softmax_forward_kernel(T* att, const int32_t* positions, size_t rows, int T_,
+                                              int NH) {
   const size_t row = blockIdx.x * size_t(blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;

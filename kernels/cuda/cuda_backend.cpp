@@ -216,8 +216,8 @@ void CudaBackend::attention_forward(DType dt, void* out, void* saved, const void
 void CudaBackend::attention_backward(DType dt, void* dqkv, const void* dout, const void* qkv,
                                      const void*, const void* saved, const int32_t* positions,
                                      int B, int T, int C, int NH, int NKV) {
-  cuda::attention_backward(dt, dqkv, dout, qkv, saved, positions, B, T, C, NH, NKV, *gemm_,
-                           *alloc_, compute_);
+  cuda::attention_backward(dt, dqkv, dout, qkv, saved, positions, B, T, C, NH, NKV, *gemm_, *alloc_,
+                           compute_);
 }
 void CudaBackend::attention_cached_forward(DType dt, void* out, const void* qkv, DType cache_dt,
                                            void* k_cache, void* v_cache, const int* start, int B,

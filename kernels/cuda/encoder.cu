@@ -9,7 +9,6 @@
 // (t, c), or with positions is scattered as dwte is, sorted by position. Same
 // inputs give bit-identical gradients.
 #include <cub/device/device_radix_sort.cuh>
-
 #include <limits>
 
 #include "kernels/cuda/caching_allocator.h"

@@ -171,23 +171,30 @@ void expect_packed_equals_documents(const Config& cfg) {
 }
 
 TEST(PackedDocuments, Gpt2LogitsAndGradientsEqualEachDocumentRunAlone) {
-  const nlohmann::json model = {{"type", "gpt2"}, {"n_layer", 2},      {"n_embd", 32},
+  const nlohmann::json model = {{"type", "gpt2"}, {"n_layer", 2},     {"n_embd", 32},
                                 {"n_head", 2},    {"vocab_size", 64}, {"seq_len", 40}};
   expect_packed_equals_documents(test::tiny_config({{"hybrid", {{"model", model}}}}));
 }
 
 TEST(PackedDocuments, LlamaLogitsAndGradientsEqualEachDocumentRunAlone) {
-  const nlohmann::json model = {{"type", "llama"},       {"n_layer", 2},     {"n_embd", 64},
-                                {"n_head", 4},           {"n_kv_head", 2},   {"vocab_size", 96},
-                                {"intermediate_size", 96}, {"seq_len", 40},  {"rope_theta", 10000.0},
-                                {"norm_eps", 1e-5},      {"tie_embeddings", false}};
+  const nlohmann::json model = {{"type", "llama"},
+                                {"n_layer", 2},
+                                {"n_embd", 64},
+                                {"n_head", 4},
+                                {"n_kv_head", 2},
+                                {"vocab_size", 96},
+                                {"intermediate_size", 96},
+                                {"seq_len", 40},
+                                {"rope_theta", 10000.0},
+                                {"norm_eps", 1e-5},
+                                {"tie_embeddings", false}};
   expect_packed_equals_documents(test::tiny_config({{"hybrid", {{"model", model}}}}));
 }
 
 // Padding has no loss and no gradient: changing the padding tokens changes
 // neither the real rows' logits nor any gradient.
 TEST(PackedDocuments, PaddingChangesNothing) {
-  const nlohmann::json model = {{"type", "gpt2"}, {"n_layer", 1},      {"n_embd", 32},
+  const nlohmann::json model = {{"type", "gpt2"}, {"n_layer", 1},     {"n_embd", 32},
                                 {"n_head", 2},    {"vocab_size", 64}, {"seq_len", 24}};
   const Config cfg = test::tiny_config({{"hybrid", {{"model", model}}}});
   const auto docs = documents({9, 6}, 64, 5);

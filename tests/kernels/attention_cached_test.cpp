@@ -28,7 +28,8 @@ void expect_cache_matches_full(DType dt, float tol) {
   const auto qkv = test::random_floats(size_t(B) * T * ld, 7, -2.0f, 2.0f);
   Buf full_qkv(dt, qkv), full_out(dt, size_t(B) * T * C);
   std::vector<float> saved(be->attention_saved_bytes(dt, B, T, C, NH) / sizeof(float));
-  be->attention_forward(dt, full_out.data(), saved.data(), full_qkv.data(), nullptr, B, T, C, NH, NKV);
+  be->attention_forward(dt, full_out.data(), saved.data(), full_qkv.data(), nullptr, B, T, C, NH,
+                        NKV);
   const auto full = full_out.get();
 
   const size_t per_row = size_t(NKV) * kMax * hs * dtype_size(dt);

@@ -31,8 +31,8 @@ Outputs run(DType dt, int B, int T, int C, int NH, int NKV, const std::vector<fl
   Buf bqkv(dt, qkv), bdout(dt, dout), bdqkv(dt, dqkv0), bout(dt, std::vector<float>(dout.size()));
   std::vector<float> saved(be->attention_saved_bytes(dt, B, T, C, NH) / sizeof(float));
   be->attention_forward(dt, bout.data(), saved.data(), bqkv.data(), nullptr, B, T, C, NH, NKV);
-  be->attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(), nullptr, B,
-                         T, C, NH, NKV);
+  be->attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(),
+                         nullptr, B, T, C, NH, NKV);
   return {bout.get(), saved, bdqkv.get()};
 }
 

@@ -44,10 +44,11 @@ Result run(Backend& be, DType dt, const Shape& s, const std::vector<float>& qkv,
   Buf bqkv(dt, qkv), bout(dt, s.out()), bdout(dt, dout), bdqkv(dt, dqkv0);
   const size_t saved_bytes = be.attention_saved_bytes(dt, s.B, s.T, s.C, s.NH);
   std::vector<float> saved(saved_bytes / sizeof(float), -1.0f);
-  be.attention_forward(dt, bout.data(), saved.data(), bqkv.data(), nullptr, s.B, s.T, s.C, s.NH, s.NH);
+  be.attention_forward(dt, bout.data(), saved.data(), bqkv.data(), nullptr, s.B, s.T, s.C, s.NH,
+                       s.NH);
   for (int i = 0; i < backward_calls; ++i)
-    be.attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(), nullptr,
-                          s.B, s.T, s.C, s.NH, s.NH);
+    be.attention_backward(dt, bdqkv.data(), bdout.data(), bqkv.data(), bout.data(), saved.data(),
+                          nullptr, s.B, s.T, s.C, s.NH, s.NH);
   return {bout.get(), saved, bdqkv.get()};
 }
 
@@ -187,8 +188,8 @@ TEST(Attention, SavesOneFloatPerRow) {
   const size_t n = be->attention_saved_bytes(DType::f32, s.B, s.T, s.C, s.NH) / sizeof(float);
   std::vector<float> saved(n + 64, -7.0f);
   Buf out(DType::f32, s.out()), qkv(DType::f32, test::random_floats(s.qkv(), 63));
-  be->attention_forward(DType::f32, out.data(), saved.data(), qkv.data(), nullptr, s.B, s.T, s.C, s.NH,
-                        s.NH);
+  be->attention_forward(DType::f32, out.data(), saved.data(), qkv.data(), nullptr, s.B, s.T, s.C,
+                        s.NH, s.NH);
   for (size_t i = n; i < saved.size(); ++i) ASSERT_EQ(saved[i], -7.0f) << "written past the end";
 }
 
@@ -218,9 +219,9 @@ TEST(Attention, ConcurrentCallsGiveTheSerialBits) {
 TEST(Attention, RejectsHeadsNotDividingChannels) {
   auto be = make_cpu_backend();
   std::vector<float> buf(1024);
-  EXPECT_THROW(
-      be->attention_forward(DType::f32, buf.data(), buf.data(), buf.data(), nullptr, 1, 4, 10, 3, 3),
-      std::invalid_argument);
+  EXPECT_THROW(be->attention_forward(DType::f32, buf.data(), buf.data(), buf.data(), nullptr, 1, 4,
+                                     10, 3, 3),
+               std::invalid_argument);
 }
 
 }  // namespace

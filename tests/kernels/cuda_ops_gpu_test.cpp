@@ -180,8 +180,10 @@ TEST_P(CudaOps, AttentionForwardBackward) {
     EXPECT_LT(out.err(), 2 * tol()) << "NKV " << NKV;
     auto dout = pair_rand(size_t(B) * T * C, 31);
     auto dqkv = pair_rand(size_t(B) * T * row, 32);
-    cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, nullptr, B, T, C, NH, NKV);
-    gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, nullptr, B, T, C, NH, NKV);
+    cpu_->attention_backward(dt(), dqkv.c(), dout.c(), qkv.c(), out.c(), csaved, nullptr, B, T, C,
+                             NH, NKV);
+    gpu_->attention_backward(dt(), dqkv.g(), dout.g(), qkv.g(), out.g(), gsaved, nullptr, B, T, C,
+                             NH, NKV);
     EXPECT_LT(dqkv.err(), 4 * tol()) << "NKV " << NKV;
     cpu_->deallocate(csaved, cs ? cs : 1);
     gpu_->deallocate(gsaved, gs);
@@ -269,11 +271,11 @@ TEST_P(CudaOps, VocabShardEncoderForwardBackward) {
                                   s == 0 ? wpe.g() : nullptr, B, T, C, begin, rows);
       EXPECT_LT(out.err(), tol()) << "V = " << sp.V << ", shard " << s;
       cpu_->encoder_shard_backward(dt(), element(dwte.c(), first, dt()),
-                                   s == 0 ? dwpe.c() : nullptr, dout.c(), tok.c(), nullptr, B, T, C, begin,
-                                   rows);
+                                   s == 0 ? dwpe.c() : nullptr, dout.c(), tok.c(), nullptr, B, T, C,
+                                   begin, rows);
       gpu_->encoder_shard_backward(dt(), element(dwte.g(), first, dt()),
-                                   s == 0 ? dwpe.g() : nullptr, dout.g(), tok.g(), nullptr, B, T, C, begin,
-                                   rows);
+                                   s == 0 ? dwpe.g() : nullptr, dout.g(), tok.g(), nullptr, B, T, C,
+                                   begin, rows);
     }
     EXPECT_LT(dwte.err(), tol()) << "V = " << sp.V;
     EXPECT_LT(dwpe.err(), tol()) << "V = " << sp.V;

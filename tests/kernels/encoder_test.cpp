@@ -24,8 +24,8 @@ struct Data {
 TEST(Encoder, ForwardMatchesNaive) {
   Data d;
   std::vector<float> out(size_t(B) * T * C);
-  make_cpu_backend()->encoder_forward(DType::f32, out.data(), d.tokens.data(), nullptr, d.wte.data(),
-                                      d.wpe.data(), B, T, C);
+  make_cpu_backend()->encoder_forward(DType::f32, out.data(), d.tokens.data(), nullptr,
+                                      d.wte.data(), d.wpe.data(), B, T, C);
   EXPECT_LT(test::rel_err(out, test::encoder_fwd_ref(d.tokens, test::to_double(d.wte),
                                                      test::to_double(d.wpe), B, T, C)),
             kTolF32);
@@ -38,8 +38,8 @@ TEST(Encoder, BackwardMatchesNaiveFiniteDifferencesAndAccumulates) {
   const auto dwte0 = test::random_floats(size_t(V) * C, 25),
              dwpe0 = test::random_floats(size_t(T) * C, 26);
   std::vector<float> dwte = dwte0, dwpe = dwpe0;
-  be->encoder_backward(DType::f32, dwte.data(), dwpe.data(), d.dout.data(), d.tokens.data(), nullptr, B, T,
-                       C);
+  be->encoder_backward(DType::f32, dwte.data(), dwpe.data(), d.dout.data(), d.tokens.data(),
+                       nullptr, B, T, C);
   Vec rwte = test::to_double(dwte0), rwpe = test::to_double(dwpe0);
   test::encoder_bwd_ref(rwte, rwpe, test::to_double(d.dout), d.tokens, B, T, C);
   EXPECT_LT(test::rel_err(dwte, rwte), kTolF32);
@@ -47,8 +47,8 @@ TEST(Encoder, BackwardMatchesNaiveFiniteDifferencesAndAccumulates) {
 
   // Finite differences of L = Σ out ⊙ dout, gradient alone (from zero).
   std::vector<float> gwte(size_t(V) * C, 0.0f), gwpe(size_t(T) * C, 0.0f);
-  be->encoder_backward(DType::f32, gwte.data(), gwpe.data(), d.dout.data(), d.tokens.data(), nullptr, B, T,
-                       C);
+  be->encoder_backward(DType::f32, gwte.data(), gwpe.data(), d.dout.data(), d.tokens.data(),
+                       nullptr, B, T, C);
   Vec wte = test::to_double(d.wte), wpe = test::to_double(d.wpe);
   const Vec R = test::to_double(d.dout);
   auto loss = [&] { return test::dot(test::encoder_fwd_ref(d.tokens, wte, wpe, B, T, C), R); };
@@ -69,14 +69,15 @@ TEST(Encoder, LowPrecisionMatchesFp32) {
     const double tol = dt == DType::bf16 ? 1e-2 : 2e-3;
     std::vector<float> out32(size_t(B) * T * C), gwte32(size_t(V) * C, 0.0f),
         gwpe32(size_t(T) * C, 0.0f);
-    be->encoder_forward(DType::f32, out32.data(), d.tokens.data(), nullptr, d.wte.data(), d.wpe.data(), B, T,
-                        C);
-    be->encoder_backward(DType::f32, gwte32.data(), gwpe32.data(), d.dout.data(), d.tokens.data(), nullptr,
-                         B, T, C);
+    be->encoder_forward(DType::f32, out32.data(), d.tokens.data(), nullptr, d.wte.data(),
+                        d.wpe.data(), B, T, C);
+    be->encoder_backward(DType::f32, gwte32.data(), gwpe32.data(), d.dout.data(), d.tokens.data(),
+                         nullptr, B, T, C);
     Buf out(dt, out32.size()), wte(dt, d.wte), wpe(dt, d.wpe), dout(dt, d.dout);
     Buf gwte(dt, gwte32.size()), gwpe(dt, gwpe32.size());
     be->encoder_forward(dt, out.data(), d.tokens.data(), nullptr, wte.data(), wpe.data(), B, T, C);
-    be->encoder_backward(dt, gwte.data(), gwpe.data(), dout.data(), d.tokens.data(), nullptr, B, T, C);
+    be->encoder_backward(dt, gwte.data(), gwpe.data(), dout.data(), d.tokens.data(), nullptr, B, T,
+                         C);
     EXPECT_LT(test::rel_err(out.get(), out32), tol) << dtype_name(dt);
     EXPECT_LT(test::rel_err(gwte.get(), gwte32), tol) << dtype_name(dt);
     EXPECT_LT(test::rel_err(gwpe.get(), gwpe32), tol) << dtype_name(dt);

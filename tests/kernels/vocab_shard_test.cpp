@@ -70,7 +70,8 @@ TEST(VocabShard, EncoderForwardSummedOverShardsIsTheWholeVocabulary) {
     for (const Split& sp : kSplits) {
       const Embedding d(sp, dt);
       Buf wte(dt, d.wte), wpe(dt, d.wpe), whole(dt, n);
-      be->encoder_forward(dt, whole.data(), d.tokens.data(), nullptr, wte.data(), wpe.data(), B, T, C);
+      be->encoder_forward(dt, whole.data(), d.tokens.data(), nullptr, wte.data(), wpe.data(), B, T,
+                          C);
       std::vector<float> sum(n, 0.0f);
       for (int s = 0; s < sp.shards; ++s) {
         Buf out(dt, std::vector<float>(n, 7.0f));  // overwritten everywhere
@@ -102,14 +103,15 @@ TEST(VocabShard, EncoderBackwardShardsConcatenateToTheWholeGradient) {
       const auto dwte0 = test::round_to(dt, test::random_floats(size_t(sp.Vp) * C, 85));
       const auto dwpe0 = test::round_to(dt, test::random_floats(size_t(T) * C, 86));
       Buf dout(dt, d.dout), wdwte(dt, dwte0), wdwpe(dt, dwpe0);
-      be->encoder_backward(dt, wdwte.data(), wdwpe.data(), dout.data(), d.tokens.data(), nullptr, B, T, C);
+      be->encoder_backward(dt, wdwte.data(), wdwpe.data(), dout.data(), d.tokens.data(), nullptr, B,
+                           T, C);
       // Each shard writes its rows of one whole-vocabulary buffer: a write outside
       // its rows would land in another shard's and show up as a difference.
       Buf sdwte(dt, dwte0), sdwpe(dt, dwpe0);
       for (int s = 0; s < sp.shards; ++s)
         be->encoder_shard_backward(dt, at(sdwte, dt, size_t(sp.begin(s)) * C),
-                                   s == 0 ? sdwpe.data() : nullptr, dout.data(), d.tokens.data(), nullptr, B,
-                                   T, C, sp.begin(s), sp.rows());
+                                   s == 0 ? sdwpe.data() : nullptr, dout.data(), d.tokens.data(),
+                                   nullptr, B, T, C, sp.begin(s), sp.rows());
       EXPECT_EQ(sdwte.get(), wdwte.get()) << describe(sp, dt);
       EXPECT_EQ(sdwpe.get(), wdwpe.get()) << describe(sp, dt);
     }
@@ -154,8 +156,8 @@ void sharded_forward(Backend& be, DType dt, const Split& sp, const Logits& d,
   }
   losses.assign(N, 0.0f);
   lse.assign(N, 0.0f);
-  be.cross_entropy_combine_shards(losses.data(), lse.data(), gathered.data(), d.targets.data(), sp.shards,
-                                  N);
+  be.cross_entropy_combine_shards(losses.data(), lse.data(), gathered.data(), d.targets.data(),
+                                  sp.shards, N);
 }
 
 TEST(VocabShard, CrossEntropyCombinedShardsMatchTheWholeRowAndTheNaiveReference) {
@@ -264,8 +266,8 @@ TEST(VocabShard, RejectsInconsistentShardSizesNamingThem) {
   }
   std::vector<float> out(C, 0.0f), wte(C, 0.0f);
   try {
-    be->encoder_shard_forward(DType::f32, out.data(), targets.data(), nullptr, wte.data(), nullptr, 1, 1, C,
-                              -4, 1);
+    be->encoder_shard_forward(DType::f32, out.data(), targets.data(), nullptr, wte.data(), nullptr,
+                              1, 1, C, -4, 1);
     FAIL() << "begin = -4 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("begin = -4"), std::string::npos) << e.what();
