@@ -9,12 +9,14 @@
 //   identical bits;
 // - bf16 / f16 storage against fp32 on the same rounded inputs (1e-2 / 2e-3, as
 //   attention_test.cpp);
+// - the skipped key tiles are not read (NaNs there reach nothing);
 // - a position outside 0..t refused, naming the row and the token.
 // T = 200 spans three full 64-wide tiles and a partial one; the packings put
 // document starts inside tiles, on tile boundaries and single-token documents,
 // documents crossing every tile boundary, and a random packing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -246,6 +248,32 @@ TEST(PackedAttention, LowPrecisionMatchesFp32) {
     EXPECT_LT(test::rel_err(r.saved, r32.saved), tol) << dtype_name(dt);
     EXPECT_LT(e_d, tol) << dtype_name(dt);
   }
+}
+
+// The skipping itself, without a clock: rows of two 128-token documents whose
+// first 64 tokens (key tile 0, q, k and v) are NaN. The second document's query
+// blocks start at key tile 2, so they never read tile 0: their out, logsumexps
+// and every dqkv row of theirs keep the bits of a run without the NaNs (a tile
+// that was read, even masked, would spread them: 0 · NaN in P·v).
+TEST(PackedAttention, KeyTilesBeforeAQueryBlocksDocumentAreNotRead) {
+  const PackedShape s{1, 256, 4, 2, 8};
+  const auto pos = positions_of({128, 128});
+  const auto qkv = test::random_floats(s.qkv(), 380, -2.0f, 2.0f);
+  const auto dout = test::random_floats(s.out(), 381);
+  auto poisoned = qkv;
+  std::fill(poisoned.begin(), poisoned.begin() + std::ptrdiff_t(64 * s.ld()), std::nanf(""));
+  const std::vector<float> zeros(s.qkv(), 0.0f);
+  const PackedResult clean = run_packed(DType::f32, s, pos.data(), qkv, dout, zeros);
+  const PackedResult r = run_packed(DType::f32, s, pos.data(), poisoned, dout, zeros);
+  EXPECT_EQ(rows_of(r.out, size_t(s.C()), 0, s.T, 128, 128),
+            rows_of(clean.out, size_t(s.C()), 0, s.T, 128, 128));
+  EXPECT_EQ(rows_of(r.dqkv, s.ld(), 0, s.T, 128, 128),
+            rows_of(clean.dqkv, s.ld(), 0, s.T, 128, 128));
+  for (int h = 0; h < s.NH; ++h)
+    for (int t = 128; t < s.T; ++t)
+      ASSERT_EQ(r.saved[size_t(h) * s.T + t], clean.saved[size_t(h) * s.T + t])
+          << "head " << h << ", token " << t;
+  EXPECT_TRUE(std::isnan(r.out[0])) << "the poisoned document itself does see its NaNs";
 }
 
 // A position past its token's index (a document starting before the row) or
