@@ -11,13 +11,17 @@
 //   MiB and the ratio T×T/flash;
 // - attention_tile_products: the two forward tile products (S = q·kᵀ and O += P·v,
 //   64 × 64 × 64) through cpu::gemm and as plain vectorised loops, alternately:
-//   the GFLOP/s of each and the ratio gemm/loops, for the choice of cpu::gemm.
+//   the GFLOP/s of each and the ratio gemm/loops, for the choice of cpu::gemm;
+// - attention_packed_side_by_side/B/T/doc: forward + backward over rows packed
+//   with documents of `doc` tokens (positions) and over full causal rows,
+//   alternately: ms of each and the speed-up causal/packed.
 //
 //   build/bench/bench_attention
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,13 +68,15 @@ struct Tensors {
   std::vector<float> qkv, out, dout, dqkv;
 };
 
-void run_flash(Tensors& x, std::vector<float>& saved, int B, int T, bool backward) {
+// positions: packed documents (see attention_packed_side_by_side), null: one per row.
+void run_flash(Tensors& x, std::vector<float>& saved, int B, int T, bool backward,
+               const int32_t* positions = nullptr) {
   if (!backward)
-    backend().attention_forward(DType::f32, x.out.data(), saved.data(), x.qkv.data(), nullptr, B, T,
-                                C, NH, NH);
+    backend().attention_forward(DType::f32, x.out.data(), saved.data(), x.qkv.data(), positions, B,
+                                T, C, NH, NH);
   else
     backend().attention_backward(DType::f32, x.dqkv.data(), x.dout.data(), x.qkv.data(),
-                                 x.out.data(), saved.data(), nullptr, B, T, C, NH, NH);
+                                 x.out.data(), saved.data(), positions, B, T, C, NH, NH);
 }
 
 void run_txt(Tensors& x, std::vector<float>& saved, int B, int T, bool backward) {
@@ -110,6 +116,42 @@ void attention_side_by_side(benchmark::State& s) {
       "attention B %d T %d fp32: flash fwd %.2f ms bwd %.2f ms; T×T fwd %.2f ms bwd %.2f ms; "
       "speed-up fwd %.2f bwd %.2f\n",
       B, T, t[0] * ms, t[1] * ms, t[2] * ms, t[3] * ms, t[2] / t[0], t[3] / t[1]);
+}
+
+// Packed documents against full causal rows, alternately on the same buffers:
+// rows of T tokens packed with documents of `doc` tokens (positions given; the
+// key tiles before a query block's document are skipped) and the same rows as
+// one document each (positions null), forward and backward each timed on its
+// own (wall clock). Counters: ms per call of each, and the speed-ups
+// causal/packed of forward, backward and both together.
+void attention_packed_side_by_side(benchmark::State& s) {
+  const int B = int(s.range(0)), T = int(s.range(1)), doc = int(s.range(2));
+  Tensors x(B, T);
+  std::vector<float> lse(backend().attention_saved_bytes(DType::f32, B, T, C, NH) / 4);
+  std::vector<int32_t> positions(size_t(B) * T);
+  for (size_t bt = 0; bt < positions.size(); ++bt) positions[bt] = int32_t(bt % size_t(T)) % doc;
+  using clock = std::chrono::steady_clock;
+  double t[4] = {};  // packed fwd, packed bwd, causal fwd, causal bwd
+  for (auto _ : s) {
+    for (int i = 0; i < 4; ++i) {
+      const auto t0 = clock::now();
+      run_flash(x, lse, B, T, i % 2 == 1, i < 2 ? positions.data() : nullptr);
+      t[i] += std::chrono::duration<double>(clock::now() - t0).count();
+    }
+  }
+  const double ms = 1e3 / double(s.iterations());
+  s.counters["packed_fwd_ms"] = t[0] * ms;
+  s.counters["packed_bwd_ms"] = t[1] * ms;
+  s.counters["causal_fwd_ms"] = t[2] * ms;
+  s.counters["causal_bwd_ms"] = t[3] * ms;
+  s.counters["speedup_fwd"] = t[2] / t[0];
+  s.counters["speedup_bwd"] = t[3] / t[1];
+  s.counters["speedup"] = (t[2] + t[3]) / (t[0] + t[1]);
+  std::printf(
+      "attention B %d T %d fp32, documents of %d tokens vs one per row: fwd %.2f / %.2f ms, "
+      "bwd %.2f / %.2f ms; speed-up fwd %.2f bwd %.2f fwd+bwd %.2f\n",
+      B, T, doc, t[0] * ms, t[2] * ms, t[1] * ms, t[3] * ms, t[2] / t[0], t[3] / t[1],
+      (t[2] + t[3]) / (t[0] + t[1]));
 }
 
 double vm_hwm_bytes() {
@@ -215,6 +257,15 @@ void attention_tile_products(benchmark::State& s) {
 BENCHMARK(attention_side_by_side)
     ->Args({4, 256})
     ->Args({1, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+// Documents of 128 and 64 tokens start on key tiles; of 100, inside them; of 1024,
+// one per row through positions (what the positions path costs with nothing to skip).
+BENCHMARK(attention_packed_side_by_side)
+    ->Args({1, 1024, 128})
+    ->Args({1, 1024, 100})
+    ->Args({1, 1024, 64})
+    ->Args({1, 1024, 1024})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(attention_tile_products)->UseRealTime()->Unit(benchmark::kMillisecond);

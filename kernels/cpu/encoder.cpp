@@ -7,12 +7,17 @@
 //           shard contributes 0, as does a null wpe.
 // backward: dwte[token] += dout and dwpe[p] += dout. Tokens (and packed
 //           documents' positions) repeat, so a row-parallel scatter would race;
-//           instead each thread owns a range of channels and walks every row (no
-//           atomics, deterministic). Without positions, dwpe[t] sums its B rows.
+//           instead each thread owns a range of channels and walks the rows
+//           sorted by key (stable), summing each key's rows in fp32 and rounding
+//           once into the table, as the CUDA kernel does (no atomics,
+//           deterministic; a bf16 table rounded per row lost precision with every
+//           repeat: position 0 recurs in every packed document). Without
+//           positions, dwpe[t] sums its B rows.
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/simd.h"
@@ -54,22 +59,37 @@ void encoder_fwd(T* out, const int32_t* tokens, const int32_t* positions, const 
   }
 }
 
-// table[rows[bt] - shard.begin] += dout[bt] for the rows the shard holds, each
-// thread owning a block of channels.
+// The rows bt whose key the shard holds, ordered by key; stable, so a key's rows
+// keep their order (fp32 sums in the order of the rows).
+std::vector<int> rows_by_key(const int32_t* keys, int BT, Shard shard) {
+  std::vector<int> order;
+  order.reserve(size_t(BT));
+  for (int bt = 0; bt < BT; ++bt)
+    if (shard.holds(keys[bt])) order.push_back(bt);
+  std::stable_sort(order.begin(), order.end(), [keys](int a, int b) { return keys[a] < keys[b]; });
+  return order;
+}
+
+// table[keys[bt] - shard.begin] += dout[bt] for the rows the shard holds, each
+// thread owning a block of channels; a key's rows summed in fp32, rounded once.
 template <class T>
-void scatter_rows(T* table, const T* dout, const int32_t* rows, int BT, int C, Shard shard) {
+void scatter_rows(T* table, const T* dout, const int32_t* keys, int BT, int C, Shard shard) {
   constexpr int kCols = 64;
   const int blocks = (C + kCols - 1) / kCols;
+  const std::vector<int> order = rows_by_key(keys, BT, shard);
+  const size_t n = order.size();
 #pragma omp parallel for schedule(static) if (size_t(BT) * C > cpu::kParallelMin)
   for (int blk = 0; blk < blocks; ++blk) {
     const int c0 = blk * kCols, nc = std::min(kCols, C - c0);
     float g[kCols], w[kCols];
-    for (int bt = 0; bt < BT; ++bt) {
-      if (!shard.holds(rows[bt])) continue;
-      T* dst = table + size_t(rows[bt] - shard.begin) * C + c0;
-      const float* d = cpu::view_f32(dout + size_t(bt) * C + c0, g, size_t(nc));
+    for (size_t i = 0; i < n;) {
+      const int32_t key = keys[order[i]];
+      T* dst = table + size_t(key - shard.begin) * C + c0;
       cpu::to_f32(w, dst, size_t(nc));
-      for (int c = 0; c < nc; ++c) w[c] += d[c];
+      for (; i < n && keys[order[i]] == key; ++i) {
+        const float* d = cpu::view_f32(dout + size_t(order[i]) * C + c0, g, size_t(nc));
+        for (int c = 0; c < nc; ++c) w[c] += d[c];
+      }
       cpu::from_f32(dst, w, size_t(nc));
     }
   }

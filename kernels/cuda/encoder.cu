@@ -77,8 +77,6 @@ __global__ void encoder_wpe_backward_kernel(T* dwpe, const T* dout, int B, int T
   }
 }
 
-}  // namespace
-
 // table[keys[i] - begin] += dout[i] over the BT rows whose key is in [begin,
 // begin + rows), deterministically (sorted by key, one block per run).
 void scatter_rows(DType dt, void* table, const void* dout, const int32_t* keys, int BT, int C,
@@ -104,6 +102,8 @@ void scatter_rows(DType dt, void* table, const void* dout, const int32_t* keys, 
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }
+
+}  // namespace
 
 void encoder_forward(DType dt, void* out, const int32_t* tokens, const int32_t* positions,
                      const void* wte, const void* wpe, int B, int T, int C, int begin, int rows,

@@ -157,26 +157,30 @@ inline void matmul_bwd_ref(Vec& dinp, Vec& dw, Vec& db, const Vec& dout, const V
     }
 }
 
+// Token (b, t) takes wpe row pos[b·T + t] when pos is given (packed documents,
+// generation), else row t.
 inline Vec encoder_fwd_ref(const std::vector<int32_t>& tok, const Vec& wte, const Vec& wpe, int B,
-                           int T, int C) {
+                           int T, int C, const int32_t* pos = nullptr) {
   Vec out(size_t(B) * T * C);
   for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int c = 0; c < C; ++c)
-        out[(size_t(b) * T + t) * C + c] =
-            wte[size_t(tok[size_t(b) * T + t]) * C + c] + wpe[size_t(t) * C + c];
+    for (int t = 0; t < T; ++t) {
+      const size_t bt = size_t(b) * T + t, p = pos ? size_t(pos[bt]) : size_t(t);
+      for (int c = 0; c < C; ++c) out[bt * C + c] = wte[size_t(tok[bt]) * C + c] + wpe[p * C + c];
+    }
   return out;
 }
 
 inline void encoder_bwd_ref(Vec& dwte, Vec& dwpe, const Vec& dout, const std::vector<int32_t>& tok,
-                            int B, int T, int C) {
+                            int B, int T, int C, const int32_t* pos = nullptr) {
   for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
+    for (int t = 0; t < T; ++t) {
+      const size_t bt = size_t(b) * T + t, p = pos ? size_t(pos[bt]) : size_t(t);
       for (int c = 0; c < C; ++c) {
-        const double g = dout[(size_t(b) * T + t) * C + c];
-        dwte[size_t(tok[size_t(b) * T + t]) * C + c] += g;
-        dwpe[size_t(t) * C + c] += g;
+        const double g = dout[bt * C + c];
+        dwte[size_t(tok[bt]) * C + c] += g;
+        dwpe[p * C + c] += g;
       }
+    }
 }
 
 inline Vec layernorm_fwd_ref(const Vec& x, const Vec& w, const Vec& b, int N, int C,
@@ -301,6 +305,90 @@ inline void attention_bwd_ref(Vec& dqkv, const Vec& dout, const Vec& qkv, int B,
       }
 }
 
+// Attention over packed qkv rows [B, T, NH·hs + 2·NKV·hs] (query heads, then the
+// key and the value heads; query head h reads key/value head h / (NH / NKV)), with
+// each query t seeing keys t − pos[b·T + t] .. t of its row (packed documents;
+// pos empty: keys 0 .. t). out [B, T, NH·hs]; lse [B, NH, T] and the
+// probabilities P [B, NH, T, T] when asked.
+struct MaskedAttention {
+  int B, T, NH, NKV, hs;
+  const std::vector<int32_t>& pos;
+  int C() const { return NH * hs; }
+  size_t ld() const { return size_t(C()) + 2 * size_t(NKV) * hs; }
+  int first(int b, int t) const { return pos.empty() ? 0 : t - pos[size_t(b) * T + t]; }
+  // Index into qkv of channel c of query head h (part 0), or of the key (1) or
+  // value (2) head that query head h reads.
+  size_t at(int b, int t, int part, int h, int c) const {
+    const size_t g = size_t(h / (NH / NKV));
+    const size_t off =
+        part == 0 ? size_t(h) * hs : size_t(C()) + (part - 1) * size_t(NKV) * hs + g * hs;
+    return (size_t(b) * T + t) * ld() + off + size_t(c);
+  }
+};
+
+inline Vec masked_attention_fwd_ref(const MaskedAttention& a, const Vec& qkv, Vec* lse = nullptr,
+                                    Vec* P = nullptr) {
+  const double scale = 1.0 / std::sqrt(double(a.hs));
+  Vec out(size_t(a.B) * a.T * a.C(), 0.0);
+  if (lse) lse->assign(size_t(a.B) * a.NH * a.T, 0.0);
+  if (P) P->assign(size_t(a.B) * a.NH * a.T * a.T, 0.0);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.NH; ++h)
+      for (int t = 0; t < a.T; ++t) {
+        const int j0 = a.first(b, t);
+        Vec s(size_t(t) + 1, 0.0);
+        double mx = -1e300, sum = 0.0;
+        for (int j = j0; j <= t; ++j) {
+          for (int c = 0; c < a.hs; ++c)
+            s[j] += qkv[a.at(b, t, 0, h, c)] * qkv[a.at(b, j, 1, h, c)];
+          s[j] *= scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (int j = j0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        const size_t row = (size_t(b) * a.NH + h) * a.T + t;
+        if (lse) (*lse)[row] = mx + std::log(sum);
+        for (int j = j0; j <= t; ++j) {
+          s[j] /= sum;
+          if (P) (*P)[row * a.T + j] = s[j];
+          for (int c = 0; c < a.hs; ++c)
+            out[(size_t(b) * a.T + t) * a.C() + size_t(h) * a.hs + c] +=
+                s[j] * qkv[a.at(b, j, 2, h, c)];
+        }
+      }
+  return out;
+}
+
+// Its backward from the chain rule, added (+=) into dqkv.
+inline void masked_attention_bwd_ref(const MaskedAttention& a, Vec& dqkv, const Vec& dout,
+                                     const Vec& qkv) {
+  const double scale = 1.0 / std::sqrt(double(a.hs));
+  Vec P;
+  masked_attention_fwd_ref(a, qkv, nullptr, &P);
+  for (int b = 0; b < a.B; ++b)
+    for (int h = 0; h < a.NH; ++h)
+      for (int t = 0; t < a.T; ++t) {
+        const int j0 = a.first(b, t);
+        const double* p = &P[((size_t(b) * a.NH + h) * a.T + t) * a.T];
+        const double* g = &dout[(size_t(b) * a.T + t) * a.C() + size_t(h) * a.hs];
+        Vec dp(size_t(t) + 1, 0.0);
+        double dot_pdp = 0.0;
+        for (int j = j0; j <= t; ++j) {
+          for (int c = 0; c < a.hs; ++c) {
+            dp[j] += g[c] * qkv[a.at(b, j, 2, h, c)];
+            dqkv[a.at(b, j, 2, h, c)] += p[j] * g[c];
+          }
+          dot_pdp += p[j] * dp[j];
+        }
+        for (int j = j0; j <= t; ++j) {
+          const double ds = p[j] * (dp[j] - dot_pdp) * scale;
+          for (int c = 0; c < a.hs; ++c) {
+            dqkv[a.at(b, t, 0, h, c)] += ds * qkv[a.at(b, j, 1, h, c)];
+            dqkv[a.at(b, j, 1, h, c)] += ds * qkv[a.at(b, t, 0, h, c)];
+          }
+        }
+      }
+}
+
 inline void cross_entropy_ref(const Vec& logits, const std::vector<int32_t>& targets, int N, int V,
                               int Vp, Vec& losses, Vec& lse) {
   losses.assign(N, 0.0);
@@ -311,7 +399,7 @@ inline void cross_entropy_ref(const Vec& logits, const std::vector<int32_t>& tar
     for (int j = 0; j < V; ++j) mx = std::max(mx, r[j]);
     for (int j = 0; j < V; ++j) s += std::exp(r[j] - mx);
     lse[i] = mx + std::log(s);
-    losses[i] = lse[i] - r[targets[i]];
+    losses[i] = targets[i] < 0 ? 0.0 : lse[i] - r[targets[i]];  // negative: no target
   }
 }
 
