@@ -109,5 +109,30 @@ TEST(DocumentTraining, PackedRowsTrainAndAForeignPositionIsRefused) {
       << resumed.output;
 }
 
+// Validation packs its documents as training does: with the training stream as
+// the validation one, in stream order and with the learning rate 0, the
+// validation loss after step 1 is step 1's training loss, bit for bit.
+TEST(DocumentTraining, ValidationPacksDocumentsAsTrainingDoes) {
+  const TempDir dir;
+  const std::string shard = write_documents(dir, 50, 13);
+  const nlohmann::json patch = {
+      {"optimizer", {{"params", {{"lr", 0.0}}}}},
+      {"hybrid",
+       {{"data",
+         {{"train", shard},
+          {"val", shard},
+          {"packing", true},
+          {"shuffle", false},
+          {"val_every", 1},
+          {"val_batches", 1}}}}}};
+  const auto run = run_hybrid_train_alone(dir, "val", patch, "--quiet --steps 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto& val = run.result.at("val_losses");
+  ASSERT_EQ(val.size(), 2u);
+  const double first = losses(run)[0];
+  EXPECT_NEAR(val[0].at("loss").get<double>(), first, 1e-6 * first);
+  EXPECT_GT(std::abs(losses(run)[1] - first), 1e-4) << "step 2 reads other documents";
+}
+
 }  // namespace
 }  // namespace hybrid::test
