@@ -109,6 +109,32 @@ TEST(DocumentTraining, PackedRowsTrainAndAForeignPositionIsRefused) {
       << resumed.output;
 }
 
+// Packed documents under the other layouts: a 2-stage pipeline (positions on
+// every stage, the loss over the last stage's real targets) and tensor
+// parallelism (every tp rank the same rows) train as one process does.
+TEST(DocumentTraining, PipelineAndTensorParallelTrainAsOneProcess) {
+  const TempDir dir;
+  const std::string shard = write_documents(dir, 80, 17);
+  nlohmann::json base = dynamic_patch(shard, "sqrt", 2);
+  base.merge_patch(kAdamForComparedRuns);
+  base.merge_patch({{"hybrid", {{"model", {{"n_layer", 2}}}}}});
+  const auto one = run_hybrid_train(dir, "one", 1, base, "--quiet --steps 6");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  for (const nlohmann::json& layout :
+       {nlohmann::json{{"pipeline", {{"stages", 2}}}},
+        nlohmann::json{{"tensor_model_parallel_size", 2}}}) {
+    nlohmann::json patch = base;
+    patch.merge_patch(layout);
+    const auto two = run_hybrid_train(dir, "two", 2, patch, "--quiet --steps 6");
+    ASSERT_EQ(two.exit_code, 0) << layout << two.output;
+    EXPECT_EQ(two.result.at("world_size"), 2) << layout;
+    const auto a = losses(one), b = losses(two);
+    ASSERT_EQ(b.size(), a.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5) << layout << " step " << i + 1;
+    EXPECT_EQ(two.result.at("batches"), one.result.at("batches")) << layout;
+  }
+}
+
 // Validation packs its documents as training does: with the training stream as
 // the validation one, in stream order and with the learning rate 0, the
 // validation loss after step 1 is step 1's training loss, bit for bit.
