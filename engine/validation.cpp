@@ -55,8 +55,7 @@ void Validation::fill(int k) {
   const int64_t m = int64_t(k) * engine_.data_parallel_size() + engine_.data_parallel_rank();
   const EpochPlan& plan = documents_->plan(0);
   pack_micro_batch(documents_->dataset(), plan.micro_batch(m), documents_->limits(),
-                   documents_->separator(),
-                   {inputs_.data(), targets_.data(), positions_.data()});
+                   documents_->separator(), {inputs_.data(), targets_.data(), positions_.data()});
 }
 
 bool Validation::due(int64_t step, bool last) const {
@@ -67,8 +66,8 @@ double Validation::run() {
   double sum = 0.0;
   for (int k = 0; k < batches_; ++k) {
     fill(k);
-    sum += engine_.evaluate(inputs_.data(), targets_.data(),
-                            documents_ ? positions_.data() : nullptr);
+    sum +=
+        engine_.evaluate(inputs_.data(), targets_.data(), documents_ ? positions_.data() : nullptr);
   }
   return engine_.mean_over_ranks(sum / batches_);
 }

@@ -120,9 +120,8 @@ TEST(DocumentTraining, PipelineAndTensorParallelTrainAsOneProcess) {
   base.merge_patch({{"hybrid", {{"model", {{"n_layer", 2}}}}}});
   const auto one = run_hybrid_train(dir, "one", 1, base, "--quiet --steps 6");
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  for (const nlohmann::json& layout :
-       {nlohmann::json{{"pipeline", {{"stages", 2}}}},
-        nlohmann::json{{"tensor_model_parallel_size", 2}}}) {
+  for (const nlohmann::json& layout : {nlohmann::json{{"pipeline", {{"stages", 2}}}},
+                                       nlohmann::json{{"tensor_model_parallel_size", 2}}}) {
     nlohmann::json patch = base;
     patch.merge_patch(layout);
     const auto two = run_hybrid_train(dir, "two", 2, patch, "--quiet --steps 6");
@@ -130,7 +129,8 @@ TEST(DocumentTraining, PipelineAndTensorParallelTrainAsOneProcess) {
     EXPECT_EQ(two.result.at("world_size"), 2) << layout;
     const auto a = losses(one), b = losses(two);
     ASSERT_EQ(b.size(), a.size());
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5) << layout << " step " << i + 1;
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(b[i], a[i], 1e-5) << layout << " step " << i + 1;
     EXPECT_EQ(two.result.at("batches"), one.result.at("batches")) << layout;
   }
 }
@@ -141,16 +141,15 @@ TEST(DocumentTraining, PipelineAndTensorParallelTrainAsOneProcess) {
 TEST(DocumentTraining, ValidationPacksDocumentsAsTrainingDoes) {
   const TempDir dir;
   const std::string shard = write_documents(dir, 50, 13);
-  const nlohmann::json patch = {
-      {"optimizer", {{"params", {{"lr", 0.0}}}}},
-      {"hybrid",
-       {{"data",
-         {{"train", shard},
-          {"val", shard},
-          {"packing", true},
-          {"shuffle", false},
-          {"val_every", 1},
-          {"val_batches", 1}}}}}};
+  const nlohmann::json patch = {{"optimizer", {{"params", {{"lr", 0.0}}}}},
+                                {"hybrid",
+                                 {{"data",
+                                   {{"train", shard},
+                                    {"val", shard},
+                                    {"packing", true},
+                                    {"shuffle", false},
+                                    {"val_every", 1},
+                                    {"val_batches", 1}}}}}};
   const auto run = run_hybrid_train_alone(dir, "val", patch, "--quiet --steps 2");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto& val = run.result.at("val_losses");
