@@ -9,17 +9,20 @@
 
 namespace hybrid::engine {
 
+void check_batch_shape(const BatchShape& s, std::string_view who) {
+  if (s.micro_batch <= 0 || s.seq_len <= 0 || s.grad_accum <= 0 || s.world_size <= 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: micro_batch ({}), seq_len ({}), grad_accum ({}) and world_size ({}) must be positive",
+        who, s.micro_batch, s.seq_len, s.grad_accum, s.world_size));
+  if (s.rank < 0 || s.rank >= s.world_size)
+    throw std::invalid_argument(
+        fmt::format("{}: rank {} outside 0..{}", who, s.rank, s.world_size - 1));
+}
+
 DataLoader::DataLoader(TokenDataset data, BatchShape shape)
     : data_(std::move(data)), shape_(shape) {
   const BatchShape& s = shape_;
-  if (s.micro_batch <= 0 || s.seq_len <= 0 || s.grad_accum <= 0 || s.world_size <= 0)
-    throw std::invalid_argument(fmt::format(
-        "data loader: micro_batch ({}), seq_len ({}), grad_accum ({}) and world_size ({}) must be "
-        "positive",
-        s.micro_batch, s.seq_len, s.grad_accum, s.world_size));
-  if (s.rank < 0 || s.rank >= s.world_size)
-    throw std::invalid_argument(
-        fmt::format("data loader: rank {} outside 0..{}", s.rank, s.world_size - 1));
+  check_batch_shape(s, "data loader");
   if (data_.size() < int64_t(s.seq_len) + 1)
     throw DataFileError(fmt::format("{}: {} tokens, fewer than one sample of seq_len + 1 = {}",
                                     data_.name(), data_.size(), int64_t(s.seq_len) + 1));

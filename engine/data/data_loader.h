@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "engine/data/token_dataset.h"
 
@@ -22,6 +23,10 @@ struct BatchShape {
   int world_size = 1;   // W
   int rank = 0;         // r
 };
+
+// Throws std::invalid_argument, `who` first, for a non-positive size or a rank
+// outside 0..W-1.
+void check_batch_shape(const BatchShape& shape, std::string_view who);
 
 class DataLoader {
  public:

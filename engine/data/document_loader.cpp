@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/data/data_file_error.h"
+#include "engine/data/data_loader.h"
 #include "engine/data/document_order.h"
 
 namespace hybrid::engine {
@@ -12,14 +13,8 @@ namespace hybrid::engine {
 namespace {
 
 void check_shape(const DocumentLoaderOptions& o) {
-  if (o.micro_batch <= 0 || o.seq_len <= 0 || o.grad_accum <= 0 || o.world_size <= 0)
-    throw std::invalid_argument(fmt::format(
-        "document loader: micro_batch ({}), seq_len ({}), grad_accum ({}) and world_size ({}) "
-        "must be positive",
-        o.micro_batch, o.seq_len, o.grad_accum, o.world_size));
-  if (o.rank < 0 || o.rank >= o.world_size)
-    throw std::invalid_argument(
-        fmt::format("document loader: rank {} outside 0..{}", o.rank, o.world_size - 1));
+  check_batch_shape({o.micro_batch, o.seq_len, o.grad_accum, o.world_size, o.rank},
+                    "document loader");
   validate_dynamic_batching(o.dynamic, o.micro_batch, o.seq_len);
 }
 
