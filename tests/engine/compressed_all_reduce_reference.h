@@ -33,13 +33,17 @@ class CompressedAllReduceReference {
   size_t chunk() const { return chunk_; }
   const std::vector<double>& worker_error(int rank) const { return worker_[size_t(rank)]; }
   const std::vector<double>& server_error(int rank) const { return server_[size_t(rank)]; }
+  // The scales of the last call: rank r's worker scale, and that of chunk r's server.
+  double worker_scale(int rank) const { return scales_[size_t(rank)]; }
+  double server_scale(int rank) const { return server_scales_[size_t(rank)]; }
   // The smallest |value| / scale at any sign taken so far (exact zeros aside):
   // near 0, within fp32 rounding of a tie, fp32 code may take the other sign.
   double smallest_margin() const { return margin_; }
 
   // inputs[r]: rank r's n values. Returns the result every rank should hold.
   std::vector<double> call(const std::vector<std::vector<float>>& inputs) {
-    std::vector<double> scales(world_);
+    std::vector<double>& scales = scales_;
+    scales.assign(world_, 0.0);
     std::vector<std::vector<int>> signs(world_, std::vector<int>(padded_));
     for (size_t r = 0; r < world_; ++r) {
       std::vector<double> m(padded_);
@@ -48,7 +52,8 @@ class CompressedAllReduceReference {
       scales[r] = compress(m, signs[r]);
       worker_[r] = m;
     }
-    std::vector<double> server_scales(world_);
+    std::vector<double>& server_scales = server_scales_;
+    server_scales.assign(world_, 0.0);
     std::vector<int> server_signs(padded_);
     for (size_t j = 0; j < world_; ++j) {  // rank j serves chunk j
       std::vector<double> s(chunk_);
@@ -84,6 +89,7 @@ class CompressedAllReduceReference {
 
   size_t n_, world_, padded_ = 0, chunk_ = 0;
   std::vector<std::vector<double>> worker_, server_;
+  std::vector<double> scales_, server_scales_;
   double margin_ = std::numeric_limits<double>::infinity();
 };
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,15 +34,14 @@ using engine::comm::fp32_all_reduce_volume;
 using profiler::CollectiveKind;
 using profiler::CommRecord;
 
-// max |got − want| relative to max |want|: the tolerance below is on this.
-template <class A, class B>
-double relative_difference(const std::vector<A>& got, const std::vector<B>& want) {
-  double diff = 0.0, mag = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff = std::max(diff, std::abs(double(got[i]) - double(want[i])));
-    mag = std::max(mag, std::abs(double(want[i])));
-  }
-  return mag > 0.0 ? diff / mag : diff;
+// max |got − want| over `scale`, the unit of the values compared (a scale of
+// the compression that made them; an error may cancel to ~0).
+template <class A>
+double scaled_difference(const std::vector<A>& got, const std::vector<double>& want, double scale) {
+  double diff = 0.0;
+  for (size_t i = 0; i < want.size(); ++i)
+    diff = std::max(diff, std::abs(double(got[i]) - want[i]));
+  return diff / scale;
 }
 
 // fp32 with double norms against all-double: a few fp32 roundings per value,
@@ -122,9 +122,12 @@ TEST(CompressedAllReduce, OneRankMatchesTheReferenceOverSuccessiveCalls) {
       const std::vector<double> want = ref.call({buf});
       booked.records.clear();
       compressed_all_reduce(*comm, buf.data(), n, errors);
-      EXPECT_LE(relative_difference(buf, want), kTolerance) << "n " << n << " call " << call;
-      EXPECT_LE(relative_difference(errors.worker, ref.worker_error(0)), kTolerance);
-      EXPECT_LE(relative_difference(errors.server, ref.server_error(0)), kTolerance);
+      EXPECT_LE(scaled_difference(buf, want, ref.server_scale(0)), kTolerance)
+          << "n " << n << " call " << call;
+      EXPECT_LE(scaled_difference(errors.worker, ref.worker_error(0), ref.worker_scale(0)),
+                kTolerance);
+      EXPECT_LE(scaled_difference(errors.server, ref.server_error(0), ref.server_scale(0)),
+                kTolerance);
       // One rank: a two-valued tensor, ±server scale.
       for (float v : buf) EXPECT_EQ(std::abs(v), std::abs(buf[0]));
       ASSERT_EQ(booked.records.size(), 4u);
@@ -137,7 +140,8 @@ TEST(CompressedAllReduce, OneRankMatchesTheReferenceOverSuccessiveCalls) {
       }
       EXPECT_EQ(message, compressed_all_reduce_volume(n, 1).message);
     }
-    EXPECT_GT(ref.smallest_margin(), 1e-4) << "test data within rounding of a sign tie";
+    // Below this, fp32 and double could take different signs legitimately.
+    EXPECT_GT(ref.smallest_margin(), 5e-6) << "test data near a sign tie";
   }
 }
 
