@@ -104,7 +104,7 @@ CollectiveKind parse_collective(std::string_view name) {
   if (name == "bcast") return CollectiveKind::broadcast;
   if (name == "isend") return CollectiveKind::send;
   if (name == "irecv") return CollectiveKind::recv;
-  if (name == "all_to_all_single" || name == "alltoall") return CollectiveKind::all_to_all;
+  if (name == "all_to_all_single") return CollectiveKind::all_to_all;
   throw std::invalid_argument(fmt::format(
       "comms_logger.prof_ops: unknown collective '{}' (expected all_reduce, reduce_scatter, "
       "all_gather, broadcast, barrier, send, recv or all_to_all)",
