@@ -65,7 +65,7 @@ struct MemoryReport {
 };
 
 // Message bytes per collective kind (all_reduce, reduce_scatter, all_gather,
-// broadcast, barrier, send, recv).
+// broadcast, barrier, send, recv, all_to_all).
 using CollectiveBytes = std::array<double, profiler::kCollectiveKindCount>;
 
 struct CommunicationReport {

@@ -22,6 +22,8 @@ std::string_view collective_name(CollectiveKind k) {
       return "send";
     case CollectiveKind::recv:
       return "recv";
+    case CollectiveKind::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }

@@ -17,9 +17,11 @@ enum class CollectiveKind : uint8_t {
   broadcast,
   barrier,
   send,  // point-to-point (pipeline stages): one record per direction
-  recv
+  recv,
+  all_to_all  // block j of each rank's send buffer to rank j (compressed all-reduce)
 };
-constexpr int kCollectiveKindCount = 7;
+// Appended kinds keep the earlier ones' values; the store keeps names, not values.
+constexpr int kCollectiveKindCount = 8;
 std::string_view collective_name(CollectiveKind k);
 
 // What a collective's ranks are joined by: all on one host (shared memory), or
@@ -34,7 +36,7 @@ struct CommRecord {
   CollectiveKind kind = CollectiveKind::all_reduce;
   uint64_t bytes = 0;    // message size as nccl-tests defines it: all-reduce and broadcast
                          // the buffer; all-gather the gathered output; reduce-scatter the
-                         // input (world × shard)
+                         // input (world × shard); all-to-all the send buffer (world × block)
   int world_size = 1;    // ranks of the communicator (send/recv: 2, the pair)
   int64_t issue_ns = 0;  // compute thread issued it (tracer clock)
   int64_t start_ns = 0;  // communication thread started it

@@ -70,6 +70,7 @@ double bus_factor(CollectiveKind kind, int world_size) {
       return 2.0 * (n - 1.0) / n;
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::all_gather:
+    case CollectiveKind::all_to_all:  // each rank sends n − 1 of its n blocks
       return (n - 1.0) / n;
     case CollectiveKind::broadcast:
     case CollectiveKind::send:  // one link, one direction: busbw = algbw
@@ -103,9 +104,10 @@ CollectiveKind parse_collective(std::string_view name) {
   if (name == "bcast") return CollectiveKind::broadcast;
   if (name == "isend") return CollectiveKind::send;
   if (name == "irecv") return CollectiveKind::recv;
+  if (name == "all_to_all_single" || name == "alltoall") return CollectiveKind::all_to_all;
   throw std::invalid_argument(fmt::format(
       "comms_logger.prof_ops: unknown collective '{}' (expected all_reduce, reduce_scatter, "
-      "all_gather, broadcast, barrier, send or recv)",
+      "all_gather, broadcast, barrier, send, recv or all_to_all)",
       name));
 }
 

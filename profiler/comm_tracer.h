@@ -27,15 +27,16 @@ namespace hybrid::profiler {
 class Tracer;
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md there): all-reduce
-// 2(n−1)/n, all-gather and reduce-scatter (n−1)/n, broadcast 1; barrier moves
-// no bytes (0). n < 1 is an error.
+// 2(n−1)/n, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast 1;
+// barrier moves no bytes (0). n < 1 is an error. Message bytes × this factor is
+// what each rank sends on a ring (all-to-all: on any algorithm).
 double bus_factor(CollectiveKind kind, int world_size);
 // bytes / (end − start) in GB/s (1e9 bytes/s); 0 for a zero-length interval.
 double algbw_gbps(const CommRecord& r);
 double busbw_gbps(const CommRecord& r);  // algbw × bus_factor
 
 // Accepts our names and DeepSpeed's spellings ("all_reduce", "allreduce",
-// "all_gather_into_tensor", "reduce_scatter_tensor", ...); throws
+// "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single", ...); throws
 // std::invalid_argument naming the input otherwise.
 CollectiveKind parse_collective(std::string_view name);
 

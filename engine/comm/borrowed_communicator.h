@@ -37,6 +37,9 @@ class BorrowedCommunicator final : public Communicator {
     return inner_.broadcast_async(buf, bytes, root);
   }
   HandlePtr barrier_async() override { return inner_.barrier_async(); }
+  HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) override {
+    return inner_.all_to_all_async(send, recv, bytes_per_rank);
+  }
   HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
     return inner_.send_async(buf, bytes, peer);
   }

@@ -50,6 +50,15 @@ void check_not_self(std::string_view op, int peer, int rank) {
         op, peer, op, rank));
 }
 
+void check_all_to_all(const void* send, const void* recv, size_t bytes_per_rank, int world_size) {
+  const size_t total = bytes_per_rank * size_t(world_size);
+  check_buffer("all_to_all", "send", send, total);
+  check_buffer("all_to_all", "recv", recv, total);
+  if (ranges_overlap(send, total, recv, total))
+    throw std::invalid_argument(fmt::format(
+        "all_to_all: send and recv overlap ({} bytes each); they must be separate buffers", total));
+}
+
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn) {
   if (an == 0 || bn == 0) return false;
   const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);

@@ -31,6 +31,9 @@ void check_peer(std::string_view op, std::string_view what, int peer, int world_
 // could only be issued after it on the same rank (send_recv can do both).
 void check_not_self(std::string_view op, int peer, int rank);
 
+// all_to_all's buffers: both non-null when there are bytes, and apart.
+void check_all_to_all(const void* send, const void* recv, size_t bytes_per_rank, int world_size);
+
 // True when [a, a+an) and [b, b+bn) share a byte (empty ranges share none).
 bool ranges_overlap(const void* a, size_t an, const void* b, size_t bn);
 

@@ -62,6 +62,12 @@ class Communicator {
                                      const std::vector<size_t>& counts, DType dt) = 0;
   virtual HandlePtr broadcast_async(void* buf, size_t bytes, int root) = 0;
   virtual HandlePtr barrier_async() = 0;
+  // send: world_size() blocks of `bytes_per_rank` bytes, block j for rank j;
+  // recv: world_size() blocks, block i from rank i. Untyped (bytes), since what
+  // it carries need not be a DType: the compressed all-reduce's packed signs.
+  // send and recv must not overlap (std::invalid_argument). Booked as one
+  // `all_to_all` record of world × bytes_per_rank bytes (nccl-tests' size).
+  virtual HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) = 0;
 
   void all_reduce(void* buf, size_t count, DType dt, ReduceOp op) {
     all_reduce_async(buf, count, dt, op)->wait();
@@ -75,6 +81,9 @@ class Communicator {
   }
   void broadcast(void* buf, size_t bytes, int root) { broadcast_async(buf, bytes, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
+  void all_to_all(const void* send, void* recv, size_t bytes_per_rank) {
+    all_to_all_async(send, recv, bytes_per_rank)->wait();
+  }
 
   // Point-to-point (pipeline stages). `peer` is a rank of this communicator.
   // Each pair of ranks must issue matching calls in the same order (MPI's

@@ -28,6 +28,9 @@ class MpiCalls : public Communicator {
     return world().broadcast_in(group(), buf, bytes, root);
   }
   HandlePtr barrier_async() override { return world().barrier_in(group()); }
+  HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) override {
+    return world().all_to_all_in(group(), send, recv, bytes_per_rank);
+  }
   HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
     return world().send_in(group(), buf, bytes, peer);
   }

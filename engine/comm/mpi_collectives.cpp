@@ -112,4 +112,26 @@ void mpi_broadcast(const MpiContext& c, void* buf, size_t bytes, int root) {
 
 void mpi_barrier(const MpiContext& c) { check_mpi(MPI_Barrier(c.comm), "MPI_Barrier"); }
 
+void mpi_all_to_all(const MpiContext& c, const void* send, void* recv, size_t bytes_per_rank) {
+  if (bytes_per_rank <= c.chunk) {
+    check_mpi(MPI_Alltoall(send, int(bytes_per_rank), MPI_BYTE, recv, int(bytes_per_rank), MPI_BYTE,
+                           c.comm),
+              "MPI_Alltoall");
+    return;
+  }
+  // Piece [off, off + n) of every block, gathered into contiguous blocks of n.
+  const size_t world = size_t(c.world_size);
+  std::vector<std::byte> out(world * c.chunk), in(world * c.chunk);
+  for_each_piece(bytes_per_rank, c.chunk, [&](size_t off, int n) {
+    for (size_t r = 0; r < world; ++r)
+      std::memcpy(at(out.data(), r * size_t(n), 1), at(send, r * bytes_per_rank + off, 1),
+                  size_t(n));
+    check_mpi(MPI_Alltoall(out.data(), n, MPI_BYTE, in.data(), n, MPI_BYTE, c.comm),
+              "MPI_Alltoall (split all-to-all)");
+    for (size_t r = 0; r < world; ++r)
+      std::memcpy(at(recv, r * bytes_per_rank + off, 1), at(in.data(), r * size_t(n), 1),
+                  size_t(n));
+  });
+}
+
 }  // namespace hybrid::engine::comm

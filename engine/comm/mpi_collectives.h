@@ -3,7 +3,8 @@
 // v-variants, displacements) exceed `chunk` elements is split — all-reduce and
 // broadcast into consecutive pieces, reduce-scatter into one MPI_Reduce per
 // destination rank and piece, all-gather into one MPI_Bcast per source rank and
-// piece. Every rank computes the same split from the same arguments.
+// piece, all-to-all into one MPI_Alltoall per piece of every block. Every rank
+// computes the same split from the same arguments.
 #pragma once
 
 #include <mpi.h>
@@ -34,5 +35,8 @@ void mpi_all_gather(const MpiContext& c, const void* send, void* recv,
                     const std::vector<size_t>& counts, DType dt);
 void mpi_broadcast(const MpiContext& c, void* buf, size_t bytes, int root);
 void mpi_barrier(const MpiContext& c);
+// Blocks of `bytes_per_rank` bytes; past `chunk` bytes per block, one
+// MPI_Alltoall per piece through packed temporaries.
+void mpi_all_to_all(const MpiContext& c, const void* send, void* recv, size_t bytes_per_rank);
 
 }  // namespace hybrid::engine::comm

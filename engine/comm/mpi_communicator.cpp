@@ -276,6 +276,14 @@ HandlePtr MpiCommunicator::barrier_in(const Group& g) {
                     [](const MpiContext& c) { mpi_barrier(c); });
 }
 
+HandlePtr MpiCommunicator::all_to_all_in(const Group& g, const void* send, void* recv,
+                                         size_t bytes_per_rank) {
+  check_all_to_all(send, recv, bytes_per_rank, g.size);
+  return enqueue_in(
+      g, {make_record(CollectiveKind::all_to_all, bytes_per_rank * size_t(g.size), g.size, 1)},
+      [=](const MpiContext& c) { mpi_all_to_all(c, send, recv, bytes_per_rank); });
+}
+
 HandlePtr MpiCommunicator::send_in(const Group& g, const void* buf, size_t bytes, int peer) {
   check_peer("send", "peer", peer, g.size);
   check_not_self("send", peer, g.rank);

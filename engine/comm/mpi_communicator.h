@@ -63,6 +63,7 @@ class MpiCommunicator final : public MpiCalls<MpiCommunicator> {
                           const std::vector<size_t>& counts, DType dt);
   HandlePtr broadcast_in(const Group& g, void* buf, size_t bytes, int root);
   HandlePtr barrier_in(const Group& g);
+  HandlePtr all_to_all_in(const Group& g, const void* send, void* recv, size_t bytes_per_rank);
   // Point-to-point: peers are ranks of g (group ranks for a split group).
   HandlePtr send_in(const Group& g, const void* buf, size_t bytes, int peer);
   HandlePtr recv_in(const Group& g, void* buf, size_t bytes, int peer);

@@ -253,6 +253,23 @@ HandlePtr NcclCommunicator::barrier_async() {
   });
 }
 
+// NCCL has no all-to-all: one ncclSend and ncclRecv per peer in one group
+// (its documented recipe), this rank's own block a send to itself.
+HandlePtr NcclCommunicator::all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) {
+  check_all_to_all(send, recv, bytes_per_rank, world_);
+  auto rec = make_record(CollectiveKind::all_to_all, bytes_per_rank * size_t(world_), world_, 1);
+  return launch({rec}, "nccl:all_to_all", false, [&] {
+    if (!bytes_per_rank) return;
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < world_; ++r) {
+      const size_t off = size_t(r) * bytes_per_rank;
+      nccl_send(static_cast<const char*>(send) + off, bytes_per_rank, r);
+      nccl_recv(static_cast<char*>(recv) + off, bytes_per_rank, r);
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm_);
+  });
+}
+
 HandlePtr NcclCommunicator::send_async(const void* buf, size_t bytes, int peer) {
   check_peer("send", "peer", peer, world_);
   check_not_self("send", peer, rank_);

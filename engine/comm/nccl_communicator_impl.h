@@ -36,6 +36,7 @@ class NcclCommunicator final : public Communicator {
                              DType dt) override;
   HandlePtr broadcast_async(void* buf, size_t bytes, int root) override;
   HandlePtr barrier_async() override;
+  HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) override;
   HandlePtr send_async(const void* buf, size_t bytes, int peer) override;
   HandlePtr recv_async(void* buf, size_t bytes, int peer) override;
   HandlePtr send_recv_async(const void* send, size_t send_bytes, int dst, void* recv,

@@ -1,5 +1,6 @@
 // World size 1: all-reduce and barrier have nothing to do, reduce-scatter and
-// all-gather are one copy (none when input and output are the same memory).
+// all-gather are one copy (none when input and output are the same memory),
+// all-to-all one copy.
 // Point-to-point has only itself as peer: send_recv to itself is a copy, a lone
 // send or recv could never be matched and is refused. Every call still produces a CommRecord, so
 // counters and the tracer see a single-process run the way they see a distributed one.
@@ -74,6 +75,13 @@ class SingleCommunicator final : public Communicator {
 
   HandlePtr barrier_async() override {
     return run(CollectiveKind::barrier, 0, 1, [] {});
+  }
+
+  HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) override {
+    check_all_to_all(send, recv, bytes_per_rank, 1);
+    return run(CollectiveKind::all_to_all, bytes_per_rank, 1, [=] {
+      if (bytes_per_rank) std::memcpy(recv, send, bytes_per_rank);
+    });
   }
 
   HandlePtr send_async(const void*, size_t, int peer) override {

@@ -67,6 +67,12 @@ class CheckedCommunicator final : public engine::comm::Communicator {
     ++log_->calls[int(profiler::CollectiveKind::barrier)];
     return inner_.barrier_async();
   }
+  HandlePtr all_to_all_async(const void* send, void* recv, size_t bytes_per_rank) override {
+    check("all_to_all send", send, bytes_per_rank * size_t(world_size()));
+    check("all_to_all recv", recv, bytes_per_rank * size_t(world_size()));
+    ++log_->calls[int(profiler::CollectiveKind::all_to_all)];
+    return inner_.all_to_all_async(send, recv, bytes_per_rank);
+  }
   HandlePtr send_async(const void* buf, size_t bytes, int peer) override {
     check("send", buf, bytes);
     ++log_->calls[int(profiler::CollectiveKind::send)];

@@ -87,6 +87,7 @@ class CollectivesOnly final : public Communicator {
   }
   HandlePtr broadcast_async(void*, size_t, int) override { return nullptr; }
   HandlePtr barrier_async() override { return nullptr; }
+  HandlePtr all_to_all_async(const void*, void*, size_t) override { return nullptr; }
 };
 
 TEST(CommunicatorP2p, DefaultsThrowNamingTheCommunicator) {

@@ -212,6 +212,9 @@ TEST(TwoCommunicatorsCheck, DisagreeingCommunicatorsAreRefused) {
     }
     engine::comm::HandlePtr broadcast_async(void*, size_t, int) override { return nullptr; }
     engine::comm::HandlePtr barrier_async() override { return nullptr; }
+    engine::comm::HandlePtr all_to_all_async(const void*, void*, size_t) override {
+      return nullptr;
+    }
   };
   auto cfg = test::tiny_config();
   EngineOptions o;

@@ -1,0 +1,64 @@
+// DeepSpeed's 1-bit compressed all-reduce (1-bit Adam, 0/1 Adam, 1-bit LAMB:
+// deepspeed/runtime/comm/{nccl,mpi}.py `compressed_allreduce`), averaging one
+// tensor over the ranks of a communicator with error feedback. Per call, on W
+// ranks, for a tensor of n values padded with zeros to P =
+// compressed_padded_size(n, W) and cut into W chunks of P/W:
+//   1. m = padded buffer + worker error; worker scale = ‖m‖₂/√P; the worker
+//      error becomes m − scale·sign(m) (sign(0) = +1);
+//   2. sign(m) packed 8 per byte (sign_bits.h); chunk j goes to rank j
+//      (all_to_all), the W worker scales are all-gathered;
+//   3. rank j, the "server" of chunk j: s = (1/W)·Σ_r scale_r·sign_r + server
+//      error; server scale = ‖s‖₂/√(P/W); server error = s − scale·sign(s);
+//   4. the packed server signs go to every rank (an all_to_all of the same
+//      block to each: all_gather is typed and a block may be an odd number of
+//      bytes; the same bytes cross each link) and the server scales are
+//      all-gathered; chunk j of the result is server_scale_j·sign_j, cut back to n.
+// Every rank ends with the same result, bit for bit.
+//
+// Host float buffers only (the CPU backend). The CUDA backend's device buffers
+// (packing on the device, NCCL on device memory) are not done yet.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+
+namespace hybrid::engine::comm {
+
+// n rounded up to a multiple of W·lcm(W, 8) (DeepSpeed's `size * divider`,
+// divider = 8W/gcd(W, 8)), so that each of the W chunks packs into whole bytes.
+// 0 for n = 0; std::invalid_argument for world < 1.
+size_t compressed_padded_size(size_t n, int world);
+
+// One tensor's error-feedback state, kept across calls; zeros at first.
+struct CompressionErrors {
+  std::vector<float> worker;  // compressed_padded_size(n, W) values
+  std::vector<float> server;  // worker.size() / W values: this rank's chunk
+
+  CompressionErrors() = default;
+  CompressionErrors(size_t n, int world);
+  void reset();  // back to zeros (DeepSpeed resets them when a checkpoint loads)
+  size_t bytes() const { return (worker.size() + server.size()) * sizeof(float); }
+};
+
+// Averages buffer[0, n) over comm's ranks in place, compressed as above.
+// Collective: every rank calls it with the same n, errors made for (n, W).
+// Wrong error sizes are std::invalid_argument; n = 0 issues nothing.
+void compressed_all_reduce(Communicator& comm, float* buffer, size_t n, CompressionErrors& errors);
+
+// A call's communication as the tracer books it: `message` the sum of its
+// records' bytes (nccl-tests' message sizes), `sent` what this rank puts on
+// the wire (message × nccl-tests' bus factor, summed: profiler::bus_factor).
+struct CommVolume {
+  uint64_t message = 0;
+  double sent = 0.0;
+};
+// P/8 + 4W + P/8 + 4W message bytes (two all-to-alls of packed signs, two
+// all-gathers of one fp32 scale per rank); (W − 1)·(P/(4W) + 8) bytes sent.
+CommVolume compressed_all_reduce_volume(size_t n, int world);
+// The same n as an fp32 all_reduce: 4n message bytes, 2(W − 1)/W·4n sent.
+CommVolume fp32_all_reduce_volume(size_t n, int world);
+
+}  // namespace hybrid::engine::comm
