@@ -28,6 +28,28 @@ std::vector<int64_t> tensor_starts(const ModuleTree& tree) {
   return starts;
 }
 
+// The padded vocabulary's rows of every [padded_vocab, C] parameter (the
+// embedding, an untied output projection): no token or logit reaches them.
+ZeroGradientRanges padded_vocabulary_rows(const ModuleTree& tree, int vocab, int padded) {
+  ZeroGradientRanges ranges;
+  if (padded <= vocab) return ranges;
+  for (const ParamSpec* p : tree.params())
+    if (p->shape.size() == 2 && p->shape[0] == padded)
+      ranges.emplace_back(p->offset + int64_t(vocab) * p->shape[1],
+                          p->offset + int64_t(padded) * p->shape[1]);
+  return ranges;
+}
+
+std::unique_ptr<Optimizer> default_optimizer(const Config& cfg, const ModuleTree& tree,
+                                             DeviceRuntime& runtime) {
+  if (cfg.optimizer.onebit() && !runtime.on_cpu())
+    throw ConfigError(
+        "config: optimizer.type OneBitAdam runs on the CPU backend only so far: its compressed "
+        "all-reduce works on host buffers (hybrid.device \"cpu\")");
+  return make_optimizer(cfg.optimizer, tensor_starts(tree), &runtime.zero_comm(),
+                        padded_vocabulary_rows(tree, cfg.model.vocab_size, cfg.padded_vocab()));
+}
+
 }  // namespace
 
 std::unique_ptr<CausalLM> make_model(const Config& cfg) {
@@ -52,8 +74,8 @@ Engine::Engine(const Config& cfg, std::unique_ptr<CausalLM> model, EngineOptions
     for (const auto& note : gemm.notes) log(note);
     gemm_report_ = std::move(gemm.report);
   }
-  optimizer_ = opts.optimizer ? std::move(opts.optimizer)
-                              : make_optimizer(cfg.optimizer, tensor_starts(*tree_));
+  optimizer_ =
+      opts.optimizer ? std::move(opts.optimizer) : default_optimizer(cfg, *tree_, runtime_);
   setup_training();
   setup_context();
   checkpoint_ = std::make_unique<CheckpointIO>(cfg_, runtime_, *model_, *tree_, *optimizer_, *zero_,
@@ -119,6 +141,7 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
 
 std::string Engine::load_checkpoint(const std::string& dir, const std::string& tag) {
   const std::string loaded = checkpoint_->load(dir, tag, progress_, scaler_);
+  optimizer_->state_loaded();
   micro_step_ = 0;
   return loaded;
 }
@@ -232,7 +255,9 @@ void Engine::micro_backward(const MicroBatch& batch, bool boundary) {
   ctx_->set_dloss(float(double(scaler_.scale()) / (tokens * gas)));
   {
     const auto inner = timers_.time(StepTimer::backward_inner);
-    zero_->begin_backward(cfg_.zero.stage >= 2 || boundary);
+    // 1-bit Adam once frozen: no gradient reduction, the optimizer exchanges its momentum.
+    const bool reduce = optimizer_->reduces_gradients(progress_.applied_steps + 1);
+    zero_->begin_backward(reduce && (cfg_.zero.stage >= 2 || boundary));
     ctx_->backward(*model_);
   }
   const auto allreduce = timers_.time(StepTimer::backward_allreduce);
@@ -279,7 +304,9 @@ void Engine::take_optimizer_step() {
 // The norm, clipping and the update of this rank's partition, then the working
 // parameters gathered back.
 void Engine::apply_update(const GradSummary& g, float scale) {
-  const double ranks = double(runtime_.zero_comm().world_size());  // data-parallel ranks summed
+  // The data-parallel ranks the gradients were summed over (none: local ones).
+  const bool reduced = optimizer_->reduces_gradients(progress_.applied_steps + 1);
+  const double ranks = reduced ? double(runtime_.zero_comm().world_size()) : 1.0;
   const double norm = std::sqrt(g.sum_squares) / (ranks * scale);
   double combined = ranks * scale;  // divides out the loss scale and the rank sum
   if (cfg_.gradient_clipping > 0.0f) {

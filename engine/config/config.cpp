@@ -324,6 +324,7 @@ Config parse_config(const json& j, int world_size) {
   check_tensor_parallel(c);
   config_detail::check_inference_tp(c, world_size);
   config_detail::check_documents(c);
+  config_detail::check_onebit(c);
   top.finish();
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
   return c;

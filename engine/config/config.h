@@ -86,6 +86,7 @@ struct DataConfig {
 
 struct OptimizerConfig {
   // "Adam" | "AdamW" (DeepSpeed: Adam with adam_w_mode defaults to AdamW) | "Lamb" | "SGD"
+  // | "OneBitAdam"
   std::string type = "AdamW";
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.999f;
@@ -100,6 +101,13 @@ struct OptimizerConfig {
   // SGD (torch.optim.SGD, which DeepSpeed builds for "SGD").
   float momentum = 0.0f, dampening = 0.0f;
   bool nesterov = false;
+  // OneBitAdam (DeepSpeed's 1-bit Adam): Adam without bias correction for
+  // freeze_step steps, then the variance frozen and only the momentum
+  // exchanged, 1 bit a value (engine/optim/onebit_adam.cpp).
+  int64_t freeze_step = 100000;
+  bool cuda_aware = false;                  // MPI that reads device memory (read, not needed)
+  std::string comm_backend_name = "nccl";  // "nccl" | "mpi": the communicator the engine has
+  bool onebit() const { return type == "OneBitAdam"; }
 };
 
 struct SchedulerConfig {

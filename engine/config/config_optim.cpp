@@ -36,6 +36,9 @@ const std::map<std::string, std::set<std::string>>& optimizer_params() {
        {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff", "min_coeff",
         "eps_inside_sqrt"}},
       {"SGD", {"lr", "momentum", "dampening", "weight_decay", "nesterov"}},
+      {"OneBitAdam",
+       {"lr", "betas", "eps", "weight_decay", "bias_correction", "eps_inside_sqrt", "freeze_step",
+        "cuda_aware", "comm_backend_name"}},
   };
   return m;
 }
@@ -78,13 +81,13 @@ void refuse_foreign_params(const json& params, const std::string& path, const st
 }
 
 std::string optimizer_name(const json& type) {
-  const char* what = "one of Adam, AdamW, Lamb, SGD (the optimizers hybrid implements)";
+  const char* what = "one of Adam, AdamW, Lamb, SGD, OneBitAdam (the optimizers hybrid implements)";
   if (!type.is_string()) fail("optimizer.type", what, type);
   std::string lower = type.get<std::string>();
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char ch) { return std::tolower(ch); });
   // DeepSpeed lower-cases the names it knows (torch's SGD we accept in any case too).
-  for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD"}) {
+  for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD", "OneBitAdam"}) {
     std::string n = name;
     std::transform(n.begin(), n.end(), n.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
@@ -115,6 +118,16 @@ void parse_lamb(ObjectReader& p, OptimizerConfig& o) {
                     o.min_coeff, o.max_coeff));
 }
 
+// DeepSpeed's OnebitAdam arguments; its eps_inside_sqrt and bias_correction are
+// read and unused there, as here (1-bit Adam never corrects the bias).
+void parse_onebit(ObjectReader& p, OptimizerConfig& o) {
+  if (auto v = p.integer("freeze_step", 0, INT64_MAX, "a non-negative integer"))
+    o.freeze_step = *v;
+  if (auto v = p.boolean("cuda_aware")) o.cuda_aware = *v;
+  if (auto v = p.choice("comm_backend_name", {"nccl", "mpi"})) o.comm_backend_name = *v;
+  p.accept("eps_inside_sqrt");
+}
+
 void parse_sgd(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.number("momentum", 0.0)) o.momentum = float(*v);
   if (auto v = p.number("dampening", 0.0, 1.0)) o.dampening = float(*v);
@@ -134,7 +147,8 @@ void parse_optimizer(const json& block, Config& c) {
   const json* type = r.get("type");
   if (!type)
     throw ConfigError(
-        "config: optimizer.type must be given (\"Adam\", \"AdamW\", \"Lamb\" or \"SGD\")");
+        "config: optimizer.type must be given (\"Adam\", \"AdamW\", \"Lamb\", \"SGD\" or "
+        "\"OneBitAdam\")");
   OptimizerConfig& o = c.optimizer;
   o.type = optimizer_name(*type);
   bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
@@ -158,6 +172,7 @@ void parse_optimizer(const json& block, Config& c) {
             "config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
             "got true");
       if (o.type == "Lamb") parse_lamb(p, o);
+      if (o.onebit()) parse_onebit(p, o);
       if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;
     }
     p.finish();
@@ -256,6 +271,25 @@ void parse_scheduler(const json& block, Config& c) {
   }
   p.finish();
   r.finish();
+}
+
+// What 1-bit Adam cannot be combined with, each refused with its reason.
+void check_onebit(const Config& c) {
+  if (!c.optimizer.onebit()) return;
+  const auto refuse = [](const std::string& what, const std::string& why) {
+    return ConfigError(fmt::format("config: optimizer.type OneBitAdam with {}: {}", what, why));
+  };
+  if (c.zero.stage > 0)
+    throw refuse(fmt::format("zero_optimization.stage {}", c.zero.stage),
+                 "the momentum is exchanged whole (DeepSpeed refuses ZeRO with 1-bit optimizers; "
+                 "hybrid's compressed path runs under stage 0 only so far)");
+  if (c.gradient_clipping > 0.0f)
+    throw refuse(fmt::format("gradient_clipping {:g}", c.gradient_clipping),
+                 "once compressing, each rank holds only its local gradient, whose norm is not "
+                 "the batch's; set gradient_clipping to 0");
+  if (c.parallel.tensor > 1 || c.parallel.pipeline_stages > 1)
+    throw refuse("tensor or pipeline parallelism",
+                 "the compressed momentum exchange runs over plain data parallelism only so far");
 }
 
 }  // namespace hybrid::engine::config_detail

@@ -85,6 +85,8 @@ void resolve_batch(ObjectReader& top, int world_size, Config& c);
 // The optimizer and scheduler blocks (config_optim.cpp).
 void parse_optimizer(const nlohmann::json& block, Config& c);
 void parse_scheduler(const nlohmann::json& block, Config& c);
+// OneBitAdam's refusals, once the whole config is known.
+void check_onebit(const Config& c);
 
 // The "hybrid" block (config_hybrid.cpp).
 void parse_hybrid_block(const nlohmann::json& block, Config& c);

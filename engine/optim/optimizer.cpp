@@ -2,11 +2,20 @@
 // the step parameters the Adam-style ones share.
 #include "engine/optim/optimizer.h"
 
+#include <stdexcept>
+
 namespace hybrid::engine {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
-                                          std::vector<int64_t> tensor_starts) {
+                                          std::vector<int64_t> tensor_starts,
+                                          comm::Communicator* data_parallel,
+                                          ZeroGradientRanges masked) {
   if (cfg.type == "Lamb") return make_lamb(cfg, std::move(tensor_starts));
+  if (cfg.onebit()) {
+    if (!data_parallel)
+      throw std::invalid_argument("make_optimizer: OneBitAdam needs the data-parallel group");
+    return make_onebit_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
+  }
   if (cfg.type == "SGD") return make_sgd(cfg);
   return make_adam(cfg);
 }

@@ -17,8 +17,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/comm/communicator.h"
 #include "engine/config/config.h"
 #include "kernels/ops.h"
 
@@ -57,7 +59,24 @@ class Optimizer {
     (void)backend, (void)args, (void)stats;
   }
   virtual void step(kernels::Backend& backend, const OptimizerStepArgs& args) = 0;
+
+  // Whether the engine reduces the gradients over the data-parallel ranks for
+  // applied step `step` (1-based). An optimizer that exchanges its own state
+  // instead (1-bit Adam once its variance is frozen) says false: its step then
+  // receives each rank's local gradients (grad_scale unscales without averaging).
+  virtual bool reduces_gradients(int64_t step) const {
+    (void)step;
+    return true;
+  }
+  // After a checkpoint's state was loaded: drops what checkpoints do not keep
+  // (1-bit Adam's compression errors, as DeepSpeed resets them).
+  virtual void state_loaded() {}
 };
+
+// Flat ranges [begin, end) of the parameter space whose gradients are always
+// zero (the padded vocabulary's rows): 1-bit compression cannot represent an
+// exact zero, so their momentum is masked.
+using ZeroGradientRanges = std::vector<std::pair<int64_t, int64_t>>;
 
 // Adam / AdamW (DeepSpeed's "Adam" with adam_w_mode, or "AdamW").
 std::unique_ptr<Optimizer> make_adam(const OptimizerConfig& cfg);
@@ -69,9 +88,19 @@ std::unique_ptr<Optimizer> make_sgd(const OptimizerConfig& cfg);
 // own, left unchanged).
 std::unique_ptr<Optimizer> make_lamb(const OptimizerConfig& cfg,
                                      std::vector<int64_t> tensor_starts);
-// The optimizer cfg.type names (tensor_starts as for make_lamb).
+// DeepSpeed's OneBitAdam: its momentum averaged over `data_parallel` through
+// the 1-bit compressed all-reduce, tensor by tensor (tensor_starts as for
+// make_lamb); the momentum of `masked` kept at zero.
+std::unique_ptr<Optimizer> make_onebit_adam(const OptimizerConfig& cfg,
+                                            std::vector<int64_t> tensor_starts,
+                                            comm::Communicator& data_parallel,
+                                            ZeroGradientRanges masked);
+// The optimizer cfg.type names (tensor_starts as for make_lamb; data_parallel
+// and masked for the 1-bit ones).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
-                                          std::vector<int64_t> tensor_starts);
+                                          std::vector<int64_t> tensor_starts,
+                                          comm::Communicator* data_parallel = nullptr,
+                                          ZeroGradientRanges masked = {});
 // State floats per parameter of the optimizer cfg names (the memory model's figure).
 int optimizer_state_floats(const OptimizerConfig& cfg);
 // What Adam and Lamb step with: the configured moments, OneCycle's scheduled

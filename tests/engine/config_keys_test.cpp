@@ -93,6 +93,9 @@ const KeyCheck kKeyChecks[] = {
     {"optimizer.params.momentum", R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9}}})", FIELD(optimizer.momentum)},
     {"optimizer.params.dampening", R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9, "dampening": 0.1}}})", FIELD(optimizer.dampening)},
     {"optimizer.params.nesterov", R"({"optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9, "nesterov": true}}})", FIELD(optimizer.nesterov)},
+    {"optimizer.params.freeze_step", R"({"optimizer": {"type": "OneBitAdam", "params": {"freeze_step": 10}}})", FIELD(optimizer.freeze_step)},
+    {"optimizer.params.comm_backend_name", R"({"optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "mpi"}}})", FIELD(optimizer.comm_backend_name)},
+    {"optimizer.params.cuda_aware", R"({"optimizer": {"type": "OneBitAdam", "params": {"cuda_aware": true}}})", FIELD(optimizer.cuda_aware)},
     // ---- scheduler (scheduler.params)
     {"warmup_min_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0001}}})", FIELD(scheduler.warmup_min_lr)},
     {"warmup_max_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})", FIELD(scheduler.warmup_max_lr)},
