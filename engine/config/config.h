@@ -105,7 +105,7 @@ struct OptimizerConfig {
   // freeze_step steps, then the variance frozen and only the momentum
   // exchanged, 1 bit a value (engine/optim/onebit_adam.cpp).
   int64_t freeze_step = 100000;
-  bool cuda_aware = false;                  // MPI that reads device memory (read, not needed)
+  bool cuda_aware = false;                 // MPI that reads device memory (read, not needed)
   std::string comm_backend_name = "nccl";  // "nccl" | "mpi": the communicator the engine has
   bool onebit() const { return type == "OneBitAdam"; }
 };

@@ -121,8 +121,7 @@ void parse_lamb(ObjectReader& p, OptimizerConfig& o) {
 // DeepSpeed's OnebitAdam arguments; its eps_inside_sqrt and bias_correction are
 // read and unused there, as here (1-bit Adam never corrects the bias).
 void parse_onebit(ObjectReader& p, OptimizerConfig& o) {
-  if (auto v = p.integer("freeze_step", 0, INT64_MAX, "a non-negative integer"))
-    o.freeze_step = *v;
+  if (auto v = p.integer("freeze_step", 0, INT64_MAX, "a non-negative integer")) o.freeze_step = *v;
   if (auto v = p.boolean("cuda_aware")) o.cuda_aware = *v;
   if (auto v = p.choice("comm_backend_name", {"nccl", "mpi"})) o.comm_backend_name = *v;
   p.accept("eps_inside_sqrt");

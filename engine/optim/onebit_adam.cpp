@@ -65,7 +65,8 @@ class OneBitAdam final : public Optimizer {
       const float update = m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p;
       a.master[i] = p - mp.lr * update;
     }
-    if (a.param_out) backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
+    if (a.param_out)
+      backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
   }
 
   // The momentum of [first, first + n) averaged over the ranks, tensor by
@@ -77,8 +78,8 @@ class OneBitAdam final : public Optimizer {
     if (world > 1) {
       if (errors_.empty())  // the first compressed step, or the first after a load
         for (size_t t = 0; t < tensors; ++t)
-          errors_.emplace_back(size_t(std::max<int64_t>(
-                                   0, std::min(starts_[t + 1], last) - std::max(starts_[t], first))),
+          errors_.emplace_back(size_t(std::max<int64_t>(0, std::min(starts_[t + 1], last) -
+                                                               std::max(starts_[t], first))),
                                world);
       for (size_t t = 0; t < tensors; ++t) {
         const int64_t b = std::max(starts_[t], first), e = std::min(starts_[t + 1], last);
@@ -97,7 +98,8 @@ class OneBitAdam final : public Optimizer {
   std::vector<int64_t> starts_;
   comm::Communicator& comm_;
   ZeroGradientRanges masked_;
-  std::vector<comm::CompressionErrors> errors_;  // one per tensor, made at the first compressed step
+  std::vector<comm::CompressionErrors>
+      errors_;  // one per tensor, made at the first compressed step
 };
 
 }  // namespace
