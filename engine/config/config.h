@@ -107,7 +107,21 @@ struct OptimizerConfig {
   int64_t freeze_step = 100000;
   bool cuda_aware = false;                 // MPI that reads device memory (read, not needed)
   std::string comm_backend_name = "nccl";  // "nccl" | "mpi": the communicator the engine has
-  bool onebit() const { return type == "OneBitAdam"; }
+  // ZeroOneAdam (DeepSpeed's 0/1 Adam): the variance updated at exponentially
+  // spaced steps until var_freeze_step, local steps between synchronisations
+  // growing by local_step_scaler up to local_step_clipper.
+  int64_t var_freeze_step = 100000;
+  int64_t var_update_scaler = 16;
+  int64_t local_step_scaler = 32678;
+  int64_t local_step_clipper = 16;
+  // OneBitLamb (DeepSpeed's 1-bit LAMB): the frozen trust ratios' moving
+  // average and the bounds of their per-step factor.
+  float coeff_beta = 0.9f;
+  float factor_max = 4.0f, factor_min = 0.5f, factor_threshold = 0.1f;
+  // The optimizers that exchange compressed state instead of gradients.
+  bool onebit() const {
+    return type == "OneBitAdam" || type == "ZeroOneAdam" || type == "OneBitLamb";
+  }
 };
 
 struct SchedulerConfig {

@@ -118,8 +118,8 @@ void parse_lamb(ObjectReader& p, OptimizerConfig& o) {
                     o.min_coeff, o.max_coeff));
 }
 
-// DeepSpeed's OnebitAdam arguments; its eps_inside_sqrt and bias_correction are
-// read and unused there, as here (1-bit Adam never corrects the bias).
+// The 1-bit optimizers' shared arguments (DeepSpeed's OnebitAdam: its
+// eps_inside_sqrt and bias_correction are read and unused there, as here).
 void parse_onebit(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.integer("freeze_step", 0, INT64_MAX, "a non-negative integer")) o.freeze_step = *v;
   if (auto v = p.boolean("cuda_aware")) o.cuda_aware = *v;
@@ -272,11 +272,12 @@ void parse_scheduler(const json& block, Config& c) {
   r.finish();
 }
 
-// What 1-bit Adam cannot be combined with, each refused with its reason.
+// What the 1-bit optimizers cannot be combined with, each refused with its reason.
 void check_onebit(const Config& c) {
   if (!c.optimizer.onebit()) return;
-  const auto refuse = [](const std::string& what, const std::string& why) {
-    return ConfigError(fmt::format("config: optimizer.type OneBitAdam with {}: {}", what, why));
+  const auto refuse = [&c](const std::string& what, const std::string& why) {
+    return ConfigError(
+        fmt::format("config: optimizer.type {} with {}: {}", c.optimizer.type, what, why));
   };
   if (c.zero.stage > 0)
     throw refuse(fmt::format("zero_optimization.stage {}", c.zero.stage),

@@ -3,6 +3,7 @@
 #include "engine/optim/optimizer.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace hybrid::engine {
 
@@ -11,11 +12,10 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
                                           comm::Communicator* data_parallel,
                                           ZeroGradientRanges masked) {
   if (cfg.type == "Lamb") return make_lamb(cfg, std::move(tensor_starts));
-  if (cfg.onebit()) {
-    if (!data_parallel)
-      throw std::invalid_argument("make_optimizer: OneBitAdam needs the data-parallel group");
+  if (cfg.onebit() && !data_parallel)
+    throw std::invalid_argument("make_optimizer: " + cfg.type + " needs the data-parallel group");
+  if (cfg.type == "OneBitAdam")
     return make_onebit_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
-  }
   if (cfg.type == "SGD") return make_sgd(cfg);
   return make_adam(cfg);
 }
