@@ -5,6 +5,7 @@
 
 #include "autotune/pipeline_cost.h"
 #include "autotune/tensor_cost.h"
+#include "engine/comm/compressed_all_reduce.h"
 #include "engine/model/registry.h"
 #include "engine/trainer.h"
 #include "engine/zero/bucket_plan.h"
@@ -150,6 +151,23 @@ void add_zero_comm(StepFeatures& f, const engine::Config& cfg, const engine::Mod
   f.comm_bytes_per_step += reductions * P * d + bytes_gather;
 }
 
+// The 1-bit optimizers once compressing (the steady state after freeze_step):
+// no gradient reduction; in the optimizer step, per parameter tensor, the
+// compressed exchange of the momentum (engine/comm/compressed_all_reduce.h):
+// two all-to-alls of the packed signs and two all-gathers of one fp32 scale a
+// rank, nothing to hide it behind.
+void add_compressed_comm(StepFeatures& f, const engine::ModuleTree& tree, const ClusterRates& rates,
+                         int world) {
+  for (const engine::ParamSpec* p : tree.params()) {
+    const size_t padded = engine::comm::compressed_padded_size(size_t(p->numel), world);
+    const uint64_t signs = padded / 8, scales = 4 * uint64_t(world);
+    f.x[kCommExposed] += 2 * (rates.collective_s(CollectiveKind::all_to_all, signs, world) +
+                              rates.collective_s(CollectiveKind::all_gather, scales, world));
+    f.comm_bytes_per_step +=
+        double(engine::comm::compressed_all_reduce_volume(size_t(p->numel), world).message);
+  }
+}
+
 }  // namespace
 
 StepFeatures step_features(const engine::Config& cfg, int world_size, const ClusterRates& rates) {
@@ -192,7 +210,9 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s + pipe.slots * tens.per_micro_s + tens.per_step_s;
   f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes + tens.bytes_per_step;
 
-  if (world > 1)
+  if (world > 1 && cfg.optimizer.onebit())
+    add_compressed_comm(f, tree, rates, world);
+  else if (world > 1)
     add_zero_comm(f, cfg, tree, rates, world, space, P, rc.gather_s,
                   (2.0 / 3.0) * per_micro * pipe.stage_share / rates.rank_flops_per_s());
   return f;

@@ -91,6 +91,30 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
   EXPECT_EQ(f1.x[kCommExposed] + f1.x[kCommOverlapped], 0.0);
 }
 
+// OneBitAdam in its compressed phase: per tensor, n rounded up to 16 on 2
+// ranks (2·lcm(2, 8)), two all-to-alls of n/8 bytes of signs and two
+// all-gathers of 2 fp32 scales; no gradient all-reduce.
+TEST(CostModel, OneBitAdamPricesItsCompressedExchangeInsteadOfTheGradientAllReduce) {
+  ClusterRates r = linear_rates(2);
+  for (uint64_t b : {uint64_t(1), uint64_t(1) << 30})
+    r.bandwidth.push_back({"all_to_all", b, 1.0, 1.0});
+  const auto adamw = cfg(json::object(), 2);
+  const auto onebit = cfg({{"optimizer", {{"type", "OneBitAdam"}}}}, 2);
+  engine::GPT2 model(onebit.model, onebit.padded_vocab());
+  engine::ModuleTree tree(model);
+  double seconds = 0, bytes = 0;
+  for (const engine::ParamSpec* p : tree.params()) {
+    const double padded = std::ceil(double(p->numel) / 16.0) * 16.0;
+    seconds += 2 * (padded / 8 + 8) / 1e9;
+    bytes += 2 * (padded / 8 + 8);
+  }
+  const auto f = step_features(onebit, 2, r), g = step_features(adamw, 2, r);
+  EXPECT_NEAR(f.x[kCommExposed], seconds, 1e-12);
+  EXPECT_EQ(f.x[kCommOverlapped], 0.0);
+  EXPECT_DOUBLE_EQ(f.comm_bytes_per_step, bytes);
+  EXPECT_LT(f.comm_bytes_per_step, g.comm_bytes_per_step / 15) << "1/16 of the message bytes";
+}
+
 TEST(CostModel, ReduceScatterFalseReducesGradientsByAllReduceAtStagesOneAndTwo) {
   // All-reduce at half reduce-scatter's algorithm bandwidth, as its bus factor
   // 2(W-1)/W against (W-1)/W makes it on any link.
