@@ -24,7 +24,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
 
 int optimizer_state_floats(const OptimizerConfig& cfg) {
   if (cfg.type == "SGD") return cfg.momentum != 0.0f ? 1 : 0;
-  if (cfg.type == "ZeroOneAdam") return 3;  // m, v and the accumulated local updates
+  // 0/1 Adam: m, v and the accumulated local updates.
+  if (cfg.type == "ZeroOneAdam") return 3;
   return 2;  // Adam, AdamW, Lamb: m and v
 }
 

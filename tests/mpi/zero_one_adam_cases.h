@@ -2,7 +2,7 @@
 // implementation of DeepSpeed's ZeroOneAdam (scripts/peers/
 // zero_one_adam_reference.py, NumPy 2.4.6, its output in
 // tests/mpi/data/zero_one_adam_npW.json), on 1-bit Adam's problem
-// (onebit_adam_cases.h: three tensors, a masked range, per-rank gradients that
+// (onebit_problem.h: three tensors, a masked range, per-rank gradients that
 // depend on the parameters). 28 steps with var_freeze_step 8, var_update_scaler
 // 2, local_step_scaler 3, local_step_clipper 4 pass through the initialization
 // step, the variance phase (variance steps at growing intervals, compressed
@@ -13,7 +13,16 @@
 // few ulps).
 #pragma once
 
-#include "onebit_adam_cases.h"
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/optim/optimizer.h"
+#include "kernels/registry.h"
+#include "mpi_test_harness.h"
+#include "onebit_problem.h"
+#include "tests/common/json_file.h"
 
 namespace hybrid::test {
 namespace {
