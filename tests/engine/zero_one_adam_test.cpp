@@ -18,27 +18,29 @@ nlohmann::json zero_one_patch() {
             {"params",
              {{"lr", 1e-3},
               {"weight_decay", 0.01},
-              {"var_freeze_step", 4},
-              {"var_update_scaler", 1},
+              {"var_freeze_step", 8},
+              {"var_update_scaler", 6},
               {"local_step_scaler", 2},
               {"local_step_clipper", 2}}}}}};
 }
 
 TEST(ZeroOneAdam, TrainsOnTwoRanksReducingGradientsOnlyAtItsVarianceSteps) {
   const TempDir dir;
-  const std::string steps = "--quiet --steps 12";
+  const std::string steps = "--quiet --steps 16";
   const auto adamw = run_hybrid_train(dir, "adamw", 2, {}, steps);
   ASSERT_EQ(adamw.exit_code, 0) << adamw.output;
   const auto zero_one = run_hybrid_train(dir, "zero_one", 2, zero_one_patch(), steps);
   ASSERT_EQ(zero_one.exit_code, 0) << zero_one.output;
   const auto l = losses(zero_one);
   EXPECT_LT(l.back(), l.front() - 0.05) << zero_one.output;
-  // var_interval 1 then 2 then 4: steps 1, 2 and 4 reduce; 3 and 5 average
-  // compressed gradients; 6 to 12 are local steps.
+  // Steps 1 to 8 reduce (var_interval 1 for 6 variance steps, then 2); step
+  // 9 averages compressed gradients; 10 to 16 are local steps, synchronised at
+  // 10, 11, 12, 14 and 16. (With var_update_scaler 1 this model diverges: a
+  // compressed gradient at step 3 meets a variance made of one step.)
   const auto bytes = [](const TrainRun& r, const char* op) {
     return r.result.at("comm_bytes_per_step").at(op).get<double>();
   };
-  EXPECT_NEAR(bytes(zero_one, "all_reduce"), bytes(adamw, "all_reduce") * 3.0 / 12.0,
+  EXPECT_NEAR(bytes(zero_one, "all_reduce"), bytes(adamw, "all_reduce") * 8.0 / 16.0,
               bytes(adamw, "all_reduce") * 0.01);
   EXPECT_GT(bytes(zero_one, "all_to_all"), 0.0);
 }
