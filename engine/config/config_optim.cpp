@@ -39,6 +39,10 @@ const std::map<std::string, std::set<std::string>>& optimizer_params() {
       {"OneBitAdam",
        {"lr", "betas", "eps", "weight_decay", "bias_correction", "eps_inside_sqrt", "freeze_step",
         "cuda_aware", "comm_backend_name"}},
+      {"ZeroOneAdam",
+       {"lr", "betas", "eps", "weight_decay", "bias_correction", "eps_inside_sqrt",
+        "var_freeze_step", "var_update_scaler", "local_step_scaler", "local_step_clipper",
+        "cuda_aware", "comm_backend_name"}},
   };
   return m;
 }
@@ -81,13 +85,14 @@ void refuse_foreign_params(const json& params, const std::string& path, const st
 }
 
 std::string optimizer_name(const json& type) {
-  const char* what = "one of Adam, AdamW, Lamb, SGD, OneBitAdam (the optimizers hybrid implements)";
+  const char* what =
+      "one of Adam, AdamW, Lamb, SGD, OneBitAdam, ZeroOneAdam (the optimizers hybrid implements)";
   if (!type.is_string()) fail("optimizer.type", what, type);
   std::string lower = type.get<std::string>();
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char ch) { return std::tolower(ch); });
   // DeepSpeed lower-cases the names it knows (torch's SGD we accept in any case too).
-  for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD", "OneBitAdam"}) {
+  for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD", "OneBitAdam", "ZeroOneAdam"}) {
     std::string n = name;
     std::transform(n.begin(), n.end(), n.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
@@ -125,6 +130,16 @@ void parse_onebit(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.boolean("cuda_aware")) o.cuda_aware = *v;
   if (auto v = p.choice("comm_backend_name", {"nccl", "mpi"})) o.comm_backend_name = *v;
   p.accept("eps_inside_sqrt");
+}
+
+// DeepSpeed's ZeroOneAdam schedule (a scaler or clipper of 0 would never
+// double an interval, or take a step modulo 0 there).
+void parse_zero_one_adam(ObjectReader& p, OptimizerConfig& o) {
+  if (auto v = p.integer("var_freeze_step", 0, INT64_MAX, "a non-negative integer"))
+    o.var_freeze_step = *v;
+  if (auto v = p.integer("var_update_scaler", 1)) o.var_update_scaler = *v;
+  if (auto v = p.integer("local_step_scaler", 1)) o.local_step_scaler = *v;
+  if (auto v = p.integer("local_step_clipper", 1)) o.local_step_clipper = *v;
 }
 
 void parse_sgd(ObjectReader& p, OptimizerConfig& o) {
@@ -172,6 +187,7 @@ void parse_optimizer(const json& block, Config& c) {
             "got true");
       if (o.type == "Lamb") parse_lamb(p, o);
       if (o.onebit()) parse_onebit(p, o);
+      if (o.type == "ZeroOneAdam") parse_zero_one_adam(p, o);
       if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;
     }
     p.finish();

@@ -16,12 +16,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
     throw std::invalid_argument("make_optimizer: " + cfg.type + " needs the data-parallel group");
   if (cfg.type == "OneBitAdam")
     return make_onebit_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
+  if (cfg.type == "ZeroOneAdam")
+    return make_zero_one_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
   if (cfg.type == "SGD") return make_sgd(cfg);
   return make_adam(cfg);
 }
 
 int optimizer_state_floats(const OptimizerConfig& cfg) {
   if (cfg.type == "SGD") return cfg.momentum != 0.0f ? 1 : 0;
+  // 0/1 Adam: m, v and the accumulated local updates.
+  if (cfg.type == "ZeroOneAdam") return 3;
   return 2;  // Adam, AdamW, Lamb: m and v
 }
 

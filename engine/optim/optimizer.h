@@ -95,6 +95,14 @@ std::unique_ptr<Optimizer> make_onebit_adam(const OptimizerConfig& cfg,
                                             std::vector<int64_t> tensor_starts,
                                             comm::Communicator& data_parallel,
                                             ZeroGradientRanges masked);
+// DeepSpeed's ZeroOneAdam (0/1 Adam): the variance updated at growing
+// intervals, the gradients between them and, once the variance freezes, the
+// accumulated local updates averaged through the 1-bit compressed all-reduce
+// (arguments as for make_onebit_adam).
+std::unique_ptr<Optimizer> make_zero_one_adam(const OptimizerConfig& cfg,
+                                              std::vector<int64_t> tensor_starts,
+                                              comm::Communicator& data_parallel,
+                                              ZeroGradientRanges masked);
 // The optimizer cfg.type names (tensor_starts as for make_lamb; data_parallel
 // and masked for the 1-bit ones).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,

@@ -96,6 +96,10 @@ const KeyCheck kKeyChecks[] = {
     {"optimizer.params.freeze_step", R"({"optimizer": {"type": "OneBitAdam", "params": {"freeze_step": 10}}})", FIELD(optimizer.freeze_step)},
     {"optimizer.params.comm_backend_name", R"({"optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "mpi"}}})", FIELD(optimizer.comm_backend_name)},
     {"optimizer.params.cuda_aware", R"({"optimizer": {"type": "OneBitAdam", "params": {"cuda_aware": true}}})", FIELD(optimizer.cuda_aware)},
+    {"optimizer.params.var_freeze_step", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"var_freeze_step": 10}}})", FIELD(optimizer.var_freeze_step)},
+    {"optimizer.params.var_update_scaler", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"var_update_scaler": 4}}})", FIELD(optimizer.var_update_scaler)},
+    {"optimizer.params.local_step_scaler", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"local_step_scaler": 100}}})", FIELD(optimizer.local_step_scaler)},
+    {"optimizer.params.local_step_clipper", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"local_step_clipper": 8}}})", FIELD(optimizer.local_step_clipper)},
     // ---- scheduler (scheduler.params)
     {"warmup_min_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0001}}})", FIELD(scheduler.warmup_min_lr)},
     {"warmup_max_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})", FIELD(scheduler.warmup_max_lr)},

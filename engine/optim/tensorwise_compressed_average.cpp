@@ -1,0 +1,42 @@
+// See tensorwise_compressed_average.h.
+#include "engine/optim/tensorwise_compressed_average.h"
+
+#include <algorithm>
+
+namespace hybrid::engine {
+
+TensorwiseCompressedAverage::TensorwiseCompressedAverage(std::vector<int64_t> tensor_starts,
+                                                         comm::Communicator& comm,
+                                                         ZeroGradientRanges masked)
+    : starts_(std::move(tensor_starts)), comm_(comm), masked_(std::move(masked)) {}
+
+void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n) {
+  const int64_t last = first + int64_t(n);
+  const size_t tensors = starts_.size() - 1;
+  const int ranks = comm_.world_size();
+  // Tensor t's part of [first, last), empty where they do not meet.
+  const auto part = [&](size_t t) {
+    return std::pair{std::max(starts_[t], first), std::min(starts_[t + 1], last)};
+  };
+  if (ranks > 1) {
+    if (errors_.empty())  // the first call, or the first after a reset
+      for (size_t t = 0; t < tensors; ++t) {
+        const auto range = part(t);
+        errors_.emplace_back(size_t(std::max<int64_t>(0, range.second - range.first)), ranks);
+      }
+    for (size_t t = 0; t < tensors; ++t) {
+      const auto range = part(t);
+      if (range.first < range.second)
+        comm::compressed_all_reduce(comm_, values + (range.first - first),
+                                    size_t(range.second - range.first), errors_[t]);
+    }
+  }
+  const auto zero = [&](int64_t b, int64_t e) {
+    b = std::max(b, first), e = std::min(e, last);
+    if (b < e) std::fill(values + (b - first), values + (e - first), 0.0f);
+  };
+  for (const auto& range : masked_) zero(range.first, range.second);
+  zero(starts_.back(), last);
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,38 @@
+// The 1-bit compressed average of a flat range of the parameter space over the
+// data-parallel ranks, one compressed all-reduce per parameter tensor (DeepSpeed
+// compresses each parameter on its own), each tensor keeping its error feedback
+// across calls. The masked ranges (gradients always zero) and the padding past
+// the last tensor come out as 0, as DeepSpeed's exp_avg_mask makes them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/comm/compressed_all_reduce.h"
+#include "engine/optim/optimizer.h"
+
+namespace hybrid::engine {
+
+class TensorwiseCompressedAverage {
+ public:
+  // tensor_starts as for make_lamb: every tensor's flat offset, then the count.
+  TensorwiseCompressedAverage(std::vector<int64_t> tensor_starts, comm::Communicator& comm,
+                              ZeroGradientRanges masked);
+
+  // values = [first, first + n) of the parameter space, averaged in place. On
+  // one rank the average is the values themselves (only the mask applies).
+  // Collective: every rank calls it with the same range.
+  void average(float* values, int64_t first, size_t n);
+  // Errors back to zero (made again at the next call): DeepSpeed resets them
+  // when a checkpoint loads, and 0/1 Adam when its variance freezes.
+  void reset_errors() { errors_.clear(); }
+  int world() const { return comm_.world_size(); }
+
+ private:
+  std::vector<int64_t> starts_;
+  comm::Communicator& comm_;
+  ZeroGradientRanges masked_;
+  std::vector<comm::CompressionErrors> errors_;  // one per tensor, made at the first call
+};
+
+}  // namespace hybrid::engine
