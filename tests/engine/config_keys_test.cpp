@@ -96,6 +96,10 @@ const KeyCheck kKeyChecks[] = {
     {"optimizer.params.freeze_step", R"({"optimizer": {"type": "OneBitAdam", "params": {"freeze_step": 10}}})", FIELD(optimizer.freeze_step)},
     {"optimizer.params.comm_backend_name", R"({"optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "mpi"}}})", FIELD(optimizer.comm_backend_name)},
     {"optimizer.params.cuda_aware", R"({"optimizer": {"type": "OneBitAdam", "params": {"cuda_aware": true}}})", FIELD(optimizer.cuda_aware)},
+    {"optimizer.params.coeff_beta", R"({"optimizer": {"type": "OneBitLamb", "params": {"coeff_beta": 0.5}}})", FIELD(optimizer.coeff_beta)},
+    {"optimizer.params.factor_max", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_max": 2.0}}})", FIELD(optimizer.factor_max)},
+    {"optimizer.params.factor_min", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_min": 0.25}}})", FIELD(optimizer.factor_min)},
+    {"optimizer.params.factor_threshold", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_threshold": 0.2}}})", FIELD(optimizer.factor_threshold)},
     // ---- scheduler (scheduler.params)
     {"warmup_min_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0001}}})", FIELD(scheduler.warmup_min_lr)},
     {"warmup_max_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})", FIELD(scheduler.warmup_max_lr)},

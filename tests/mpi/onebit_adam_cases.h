@@ -18,26 +18,11 @@
 #include "engine/optim/optimizer.h"
 #include "kernels/registry.h"
 #include "mpi_test_harness.h"
+#include "onebit_problem.h"
 #include "tests/common/json_file.h"
 
 namespace hybrid::test {
 namespace {
-
-constexpr int kSizes[] = {37, 64, 130};
-constexpr int64_t kMaskBegin = 40, kMaskEnd = 48;
-
-// Rank r's gradient at step s (the reference's `gradient`).
-std::vector<float> onebit_gradient(const std::vector<float>& p, int r, int s) {
-  std::vector<float> g(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    const auto t = float(0.05 * std::cos(double(i) * (r + 1.0)));
-    const auto a = float(1.0 + double(i % 5) / 5.0);
-    const auto n = float(0.01 * std::sin(0.37 * double(i) + 1.3 * s + 2.1 * r));
-    g[i] = (p[i] - t) * a + n;
-    if (int64_t(i) >= kMaskBegin && int64_t(i) < kMaskEnd) g[i] = 0.0f;
-  }
-  return g;
-}
 
 TEST_F(MpiTest, OneBitAdamEqualsDeepSpeedsAlgorithmThroughWarmUpAndCompression) {
   engine::OptimizerConfig cfg;
