@@ -20,7 +20,7 @@ the momentum feeds a fresh variance, whose ratio to the frozen one gives the
 factor (clamped, limited to ±factor_threshold of the previous factor) that
 scales the frozen coefficient. lr 0.1, betas (0.9, 0.999), eps 1e-8, weight
 decay 0.01, freeze_step 6, max_coeff 10, min_coeff 0.01,
-coeff_beta 0.8 (1/(1 − coeff_beta) ≤ the warm-up, as DeepSpeed advises), factor_max 4, factor_min 0.5, factor_threshold 0.1, 20 steps.
+coeff_beta 0.8 (1/(1 − coeff_beta) ≤ the warm-up, as DeepSpeed advises), 20 steps, with three sets of the factor's bounds (BOUNDS).
 """
 import json
 import math
@@ -34,7 +34,8 @@ f32 = np.float32
 LR, B1, B2, EPS, WD = f32(0.1), f32(0.9), f32(0.999), f32(1e-8), f32(0.01)
 FREEZE, STEPS = 6, 20
 MAX_COEFF, MIN_COEFF = float(f32(10.0)), float(f32(0.01))
-COEFF_BETA, FACTOR_MAX, FACTOR_MIN, THRESHOLD = (float(f32(x)) for x in (0.8, 4.0, 0.5, 0.1))
+COEFF_BETA = float(f32(0.8))
+FACTOR_MIN, FACTOR_MAX, THRESHOLD = (float(f32(x)) for x in (0.5, 4.0, 0.1))
 
 
 def norm(x):  # ‖x‖₂ in double, then float32
@@ -58,6 +59,13 @@ def warmup_tensor(p, m, v, freeze):
     return apply(p, coeff, update), freeze
 
 
+# The factor's bounds (factor_min, factor_max, factor_threshold) per case: the
+# defaults, which none of them binds on this problem; a lower bound above the
+# factor, reached by steps of +5 %; an upper bound below it, reached by steps of −10 %.
+BOUNDS = {"params": (0.5, 4.0, 0.1), "params_min_up": (1.5, 4.0, 0.05),
+          "params_max_down": (0.5, 0.6, 0.1)}
+
+
 def compressed_tensor(p, m, last, v, fresh, freeze, last_factor):
     """One tensor's compressed-stage step after the exchange; returns p, fresh, factor."""
     rebuilt = ((m - last * B1) / (f32(1) - B1)).astype(f32)
@@ -74,8 +82,7 @@ def compressed_tensor(p, m, last, v, fresh, freeze, last_factor):
     return apply(p, freeze * factor, update), fresh, factor
 
 
-def main():
-    world = int(sys.argv[1])
+def run(world):
     total = sum(SIZES)
     spans = list(zip(np.cumsum([0] + SIZES)[:-1], np.cumsum(SIZES)))
     divider = world * 8 // math.gcd(world, 8)
@@ -124,8 +131,17 @@ def main():
         for t, (b, e) in enumerate(spans):
             p[b:e], fresh[b:e], last_factor[t] = compressed_tensor(
                 p[b:e], m[b:e], last[b:e], v[b:e], fresh[b:e], freeze[t], last_factor[t])
-    json.dump({"world": world, "numpy": np.__version__, "params": [float(x) for x in p],
-               "last_factors": last_factor, "coeff_freeze": freeze}, sys.stdout)
+    return [float(x) for x in p]
+
+
+def main():
+    global FACTOR_MIN, FACTOR_MAX, THRESHOLD
+    world = int(sys.argv[1])
+    out = {"world": world, "numpy": np.__version__}
+    for key, bounds in BOUNDS.items():
+        FACTOR_MIN, FACTOR_MAX, THRESHOLD = (float(f32(x)) for x in bounds)
+        out[key] = run(world)
+    json.dump(out, sys.stdout)
 
 
 if __name__ == "__main__":

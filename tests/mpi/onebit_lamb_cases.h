@@ -6,8 +6,9 @@
 // through the initialization step, the LAMB warm-up with its averaged trust
 // ratios (gradients averaged as the engine reduces them) and 14 compressed
 // steps (the scaled momenta as one padded buffer, the factor bounded and
-// limited per step). Every rank ends with the same parameters, equal to the
-// reference within 1e-6.
+// limited per step), in three cases of the factor's bounds (none reached, the
+// lower one, the upper one). Every rank ends with the same parameters, equal to
+// the reference within 1e-6.
 #pragma once
 
 #include <algorithm>
@@ -69,11 +70,28 @@ std::vector<int64_t> onebit_starts() {
   return starts;
 }
 
-TEST_F(MpiTest, OneBitLambEqualsDeepSpeedsAlgorithmThroughWarmUpAndCompression) {
+// The factor's bounds of the reference's cases (BOUNDS): the defaults, none
+// binding; factor_min above the factor, reached by +5 % steps; factor_max
+// below it, reached by −10 % steps.
+struct FactorBounds {
+  const char* key;
+  float min, max, threshold;
+};
+constexpr FactorBounds kBounds[] = {
+    {"params", 0.5f, 4.0f, 0.1f},
+    {"params_min_up", 1.5f, 4.0f, 0.05f},
+    {"params_max_down", 0.5f, 0.6f, 0.1f},
+};
+
+class OneBitLambBounds : public MpiTest, public ::testing::WithParamInterface<FactorBounds> {};
+
+TEST_P(OneBitLambBounds, EqualsDeepSpeedsAlgorithmThroughWarmUpAndCompression) {
+  const FactorBounds bounds = GetParam();
   const auto starts = onebit_starts();
   const size_t total = size_t(starts.back());
-  auto opt =
-      engine::make_optimizer(onebit_lamb_config(), starts, &comm(), {{kMaskBegin, kMaskEnd}});
+  engine::OptimizerConfig cfg = onebit_lamb_config();
+  cfg.factor_min = bounds.min, cfg.factor_max = bounds.max, cfg.factor_threshold = bounds.threshold;
+  auto opt = engine::make_optimizer(cfg, starts, &comm(), {{kMaskBegin, kMaskEnd}});
   ASSERT_EQ(opt->state_floats_per_param(), 3);
   std::vector<float> p = onebit_start(total), state(3 * total, 0.0f);
   EXPECT_EQ(run_onebit_lamb(*opt, p, state, 1, 20), 14) << "steps 7 to 20 compress";
@@ -84,13 +102,17 @@ TEST_F(MpiTest, OneBitLambEqualsDeepSpeedsAlgorithmThroughWarmUpAndCompression) 
       EXPECT_EQ(all[size_t(r) * total + i], p[i]) << "rank " << r << " index " << i;
   const std::string file = std::string(HYBRID_SOURCE_DIR) + "/tests/mpi/data/onebit_lamb_np" +
                            std::to_string(world()) + ".json";
-  const auto ref = read_json(file).at("params").get<std::vector<double>>();
+  const auto ref = read_json(file).at(bounds.key).get<std::vector<double>>();
   ASSERT_EQ(ref.size(), total);
   double worst = 0.0;
   for (size_t i = 0; i < total; ++i) worst = std::max(worst, std::abs(double(p[i]) - ref[i]));
   EXPECT_LT(worst, 1e-6) << "largest difference from the reference";
-  if (rank() == 0) std::printf("[onebit_lamb] %d ranks: largest difference %.3g\n", world(), worst);
+  if (rank() == 0)
+    std::printf("[onebit_lamb] %d ranks, %s: largest difference %.3g\n", world(), bounds.key,
+                worst);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, OneBitLambBounds, ::testing::ValuesIn(kBounds));
 
 // A load during the warm-up starts the coefficients' average over (DeepSpeed
 // resets lamb_coeff_freeze and last_factor): the run then differs from one
