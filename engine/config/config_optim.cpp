@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -43,6 +44,10 @@ const std::map<std::string, std::set<std::string>>& optimizer_params() {
        {"lr", "betas", "eps", "weight_decay", "bias_correction", "eps_inside_sqrt",
         "var_freeze_step", "var_update_scaler", "local_step_scaler", "local_step_clipper",
         "cuda_aware", "comm_backend_name"}},
+      {"OneBitLamb",
+       {"lr", "betas", "eps", "weight_decay", "bias_correction", "eps_inside_sqrt", "freeze_step",
+        "cuda_aware", "comm_backend_name", "max_coeff", "min_coeff", "coeff_beta", "factor_max",
+        "factor_min", "factor_threshold"}},
   };
   return m;
 }
@@ -86,13 +91,15 @@ void refuse_foreign_params(const json& params, const std::string& path, const st
 
 std::string optimizer_name(const json& type) {
   const char* what =
-      "one of Adam, AdamW, Lamb, SGD, OneBitAdam, ZeroOneAdam (the optimizers hybrid implements)";
+      "one of Adam, AdamW, Lamb, SGD, OneBitAdam, ZeroOneAdam, OneBitLamb (the optimizers "
+      "hybrid implements)";
   if (!type.is_string()) fail("optimizer.type", what, type);
   std::string lower = type.get<std::string>();
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char ch) { return std::tolower(ch); });
   // DeepSpeed lower-cases the names it knows (torch's SGD we accept in any case too).
-  for (const auto& name : {"Adam", "AdamW", "Lamb", "SGD", "OneBitAdam", "ZeroOneAdam"}) {
+  for (const auto& name :
+       {"Adam", "AdamW", "Lamb", "SGD", "OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
     std::string n = name;
     std::transform(n.begin(), n.end(), n.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
@@ -142,6 +149,21 @@ void parse_zero_one_adam(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.integer("local_step_clipper", 1)) o.local_step_clipper = *v;
 }
 
+// DeepSpeed's OnebitLamb: the frozen coefficients' average and the bounds of
+// the factor that scales them while compressing.
+void parse_onebit_lamb(ObjectReader& p, OptimizerConfig& o) {
+  if (auto v = p.number("coeff_beta", 0.0, std::nextafter(1.0, 0.0), false, "a number in [0, 1)"))
+    o.coeff_beta = float(*v);
+  if (auto v = p.number("factor_max", 0.0, kMaxDouble, true)) o.factor_max = float(*v);
+  if (auto v = p.number("factor_min", 0.0, kMaxDouble, true)) o.factor_min = float(*v);
+  if (auto v = p.number("factor_threshold", 0.0)) o.factor_threshold = float(*v);
+  if (o.factor_min > o.factor_max)
+    throw ConfigError(
+        fmt::format("config: optimizer.params.factor_min ({:g}) must not exceed "
+                    "optimizer.params.factor_max ({:g})",
+                    o.factor_min, o.factor_max));
+}
+
 void parse_sgd(ObjectReader& p, OptimizerConfig& o) {
   if (auto v = p.number("momentum", 0.0)) o.momentum = float(*v);
   if (auto v = p.number("dampening", 0.0, 1.0)) o.dampening = float(*v);
@@ -161,8 +183,8 @@ void parse_optimizer(const json& block, Config& c) {
   const json* type = r.get("type");
   if (!type)
     throw ConfigError(
-        "config: optimizer.type must be given (\"Adam\", \"AdamW\", \"Lamb\", \"SGD\" or "
-        "\"OneBitAdam\")");
+        "config: optimizer.type must be given (\"Adam\", \"AdamW\", \"Lamb\", \"SGD\", "
+        "\"OneBitAdam\", \"ZeroOneAdam\" or \"OneBitLamb\")");
   OptimizerConfig& o = c.optimizer;
   o.type = optimizer_name(*type);
   bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
@@ -185,7 +207,8 @@ void parse_optimizer(const json& block, Config& c) {
         throw ConfigError(
             "config: optimizer.params.amsgrad must be false (AMSGrad is not supported), "
             "got true");
-      if (o.type == "Lamb") parse_lamb(p, o);
+      if (o.type == "Lamb" || o.type == "OneBitLamb") parse_lamb(p, o);
+      if (o.type == "OneBitLamb") parse_onebit_lamb(p, o);
       if (o.onebit()) parse_onebit(p, o);
       if (o.type == "ZeroOneAdam") parse_zero_one_adam(p, o);
       if (auto v = p.boolean("adam_w_mode")) adam_w_mode = *v;

@@ -18,15 +18,18 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
     return make_onebit_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
   if (cfg.type == "ZeroOneAdam")
     return make_zero_one_adam(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
+  if (cfg.type == "OneBitLamb")
+    return make_onebit_lamb(cfg, std::move(tensor_starts), *data_parallel, std::move(masked));
   if (cfg.type == "SGD") return make_sgd(cfg);
   return make_adam(cfg);
 }
 
 int optimizer_state_floats(const OptimizerConfig& cfg) {
   if (cfg.type == "SGD") return cfg.momentum != 0.0f ? 1 : 0;
-  // 0/1 Adam: m, v and the accumulated local updates.
-  if (cfg.type == "ZeroOneAdam") return 3;
-  return 2;  // Adam, AdamW, Lamb: m and v
+  // 0/1 Adam: m, v and the accumulated local updates; OneBitLamb: m, v and the
+  // fresh variance of its compressed stage.
+  if (cfg.type == "ZeroOneAdam" || cfg.type == "OneBitLamb") return 3;
+  return 2;  // Adam, AdamW, Lamb, OneBitAdam: m and v
 }
 
 kernels::MomentParams moment_params(const OptimizerConfig& cfg, const OptimizerStepArgs& a) {

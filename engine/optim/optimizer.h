@@ -103,6 +103,14 @@ std::unique_ptr<Optimizer> make_zero_one_adam(const OptimizerConfig& cfg,
                                               std::vector<int64_t> tensor_starts,
                                               comm::Communicator& data_parallel,
                                               ZeroGradientRanges masked);
+// DeepSpeed's OnebitLamb: LAMB, then its frozen per-tensor coefficients scaled
+// by a bounded factor while the momentum of all tensors is averaged over
+// `data_parallel` by the 1-bit compressed all-reduce as one flat buffer; the
+// momentum of `masked` kept at zero. Each step covers every parameter (stage 0).
+std::unique_ptr<Optimizer> make_onebit_lamb(const OptimizerConfig& cfg,
+                                            std::vector<int64_t> tensor_starts,
+                                            comm::Communicator& data_parallel,
+                                            ZeroGradientRanges masked);
 // The optimizer cfg.type names (tensor_starts as for make_lamb; data_parallel
 // and masked for the 1-bit ones).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,

@@ -100,6 +100,10 @@ const KeyCheck kKeyChecks[] = {
     {"optimizer.params.var_update_scaler", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"var_update_scaler": 4}}})", FIELD(optimizer.var_update_scaler)},
     {"optimizer.params.local_step_scaler", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"local_step_scaler": 100}}})", FIELD(optimizer.local_step_scaler)},
     {"optimizer.params.local_step_clipper", R"({"optimizer": {"type": "ZeroOneAdam", "params": {"local_step_clipper": 8}}})", FIELD(optimizer.local_step_clipper)},
+    {"optimizer.params.coeff_beta", R"({"optimizer": {"type": "OneBitLamb", "params": {"coeff_beta": 0.5}}})", FIELD(optimizer.coeff_beta)},
+    {"optimizer.params.factor_max", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_max": 2.0}}})", FIELD(optimizer.factor_max)},
+    {"optimizer.params.factor_min", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_min": 0.25}}})", FIELD(optimizer.factor_min)},
+    {"optimizer.params.factor_threshold", R"({"optimizer": {"type": "OneBitLamb", "params": {"factor_threshold": 0.2}}})", FIELD(optimizer.factor_threshold)},
     // ---- scheduler (scheduler.params)
     {"warmup_min_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0001}}})", FIELD(scheduler.warmup_min_lr)},
     {"warmup_max_lr", R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})", FIELD(scheduler.warmup_max_lr)},

@@ -232,7 +232,7 @@ TEST(ConfigOptimizer, AdamWModeFollowsDeepSpeed) {
 TEST(ConfigOptimizer, RejectsWhatWeDoNotImplement) {
   EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adagrad"}})),
             "config: optimizer.type must be one of Adam, AdamW, Lamb, SGD, OneBitAdam, "
-            "ZeroOneAdam (the optimizers hybrid implements), got \"Adagrad\"");
+            "ZeroOneAdam, OneBitLamb (the optimizers hybrid implements), got \"Adagrad\"");
   EXPECT_THAT(error_of(with(base(), "optimizer", {{"params", {{"lr", 1e-3}}}})),
               HasSubstr("optimizer.type must be given"));
   EXPECT_EQ(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"betas", {0.9}}}}})),

@@ -1,7 +1,7 @@
-// The problem the 1-bit optimizers' MPI tests share with their NumPy
-// references (scripts/peers/onebit_adam_reference.py `gradient`): three
-// tensors whose sizes are no multiple of the compression's padding, a masked
-// range, per-rank gradients that depend on the parameters.
+// The 1-bit optimizers' test problem, shared with their NumPy references
+// (scripts/peers/onebit_adam_reference.py `gradient`): three tensors whose sizes
+// are no multiple of the compression's padding, a masked range, per-rank
+// gradients that depend on the parameters.
 #pragma once
 
 #include <cmath>
@@ -9,13 +9,12 @@
 #include <vector>
 
 namespace hybrid::test {
-namespace {
 
-constexpr int kSizes[] = {37, 64, 130};
-constexpr int64_t kMaskBegin = 40, kMaskEnd = 48;
+inline constexpr int kSizes[] = {37, 64, 130};
+inline constexpr int64_t kMaskBegin = 40, kMaskEnd = 48;
 
 // Rank r's gradient at step s (the reference's `gradient`).
-std::vector<float> onebit_gradient(const std::vector<float>& p, int r, int s) {
+inline std::vector<float> onebit_gradient(const std::vector<float>& p, int r, int s) {
   std::vector<float> g(p.size());
   for (size_t i = 0; i < p.size(); ++i) {
     const auto t = float(0.05 * std::cos(double(i) * (r + 1.0)));
@@ -27,5 +26,4 @@ std::vector<float> onebit_gradient(const std::vector<float>& p, int r, int s) {
   return g;
 }
 
-}  // namespace
 }  // namespace hybrid::test

@@ -1,0 +1,239 @@
+// DeepSpeed's OnebitLamb (deepspeed/runtime/fp16/onebit/lamb.py), step by step:
+//   step 1          its initialization step: counts, updates nothing;
+//   steps 2..F      LAMB without bias correction on the averaged gradients: per
+//                   tensor u = m/(√v + eps) + wd·p, coefficient ‖p‖/‖u‖ clamped
+//                   to [min_coeff, max_coeff] (1 when a norm is 0), p −= lr·c·u;
+//                   each tensor's c enters a moving average (coeff_beta) unless it
+//                   is exactly 1; at step freeze_step v is copied as the "fresh"
+//                   variance (F = max(freeze_step, 2), as 1-bit Adam);
+//   steps after F   v and the averaged coefficients frozen; the gradients are not
+//                   reduced. At the first such step each tensor gets a scaling
+//                   coefficient, the mean over tensors of ‖m‖/√n divided by its
+//                   own. Each rank's momentum takes its local gradient, is scaled,
+//                   and the momenta of all tensors, flat, with DeepSpeed's padding
+//                   (which keeps its value from step to step), cross the 1-bit
+//                   compressed all-reduce as one buffer; unscaled, masked, the
+//                   gradient rebuilt from it, (m − β1·m_prev)/(1 − β1), feeds the
+//                   fresh variance; the factor max(denominator frozen / fresh),
+//                   pulled towards 1 by the weight decay's share of the update,
+//                   clamped to [factor_min, factor_max] and to ±factor_threshold of
+//                   the previous step's, scales the frozen coefficient.
+// ZeRO stage 0 only (the config refuses others), so a call sees whole tensors and
+// the norms are taken in step() itself, without the two-pass statistics.
+// Checkpoints keep m, v and the fresh variance (3 floats a parameter). The
+// compression errors and the padding are dropped on load, as DeepSpeed does; the
+// per-tensor scalars (averaged coefficient, last factor, scaling) are not in the
+// checkpoint format yet: reset if the load is before the freeze, as DeepSpeed
+// does, and an error if the load resumes the compressed stage in a new process.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/comm/compressed_all_reduce.h"
+#include "engine/optim/optimizer.h"
+
+namespace hybrid::engine {
+
+namespace {
+
+float norm(const float* x, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+  return float(std::sqrt(s));
+}
+
+class OneBitLamb final : public Optimizer {
+ public:
+  OneBitLamb(const OptimizerConfig& cfg, std::vector<int64_t> tensor_starts,
+             comm::Communicator& comm, ZeroGradientRanges masked)
+      : cfg_(cfg), starts_(std::move(tensor_starts)), comm_(comm), masked_(std::move(masked)) {
+    if (starts_.size() < 2 || starts_.front() != 0 ||
+        !std::is_sorted(starts_.begin(), starts_.end()))
+      throw std::invalid_argument(
+          "OneBitLamb: tensor starts must begin at 0 and increase, ending with the parameter "
+          "count");
+    reset_scalars();
+  }
+
+  std::string name() const override { return "OneBitLamb"; }
+  int state_floats_per_param() const override { return 3; }  // m, v, the fresh variance
+  bool reduces_gradients(int64_t step) const override { return !compressing(step); }
+  void state_loaded() override {
+    errors_ = {};
+    padding_.clear();
+    scalars_lost_ = true;
+  }
+
+  void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
+    const auto count = size_t(starts_.back());
+    if (a.first != 0 || a.n < count)
+      throw std::logic_error(fmt::format(
+          "OneBitLamb: a step must cover all {} parameters (ZeRO stage 0), got [{}, {})", count,
+          a.first, a.first + int64_t(a.n)));
+    if (scalars_lost_) {
+      if (compressing(a.step))
+        throw std::runtime_error(
+            "OneBitLamb: resuming after freeze_step from a checkpoint is not supported yet (the "
+            "frozen per-tensor coefficients are not checkpointed)");
+      reset_scalars();  // DeepSpeed's load before the freeze: the warm-up starts over
+      scalars_lost_ = false;
+    }
+    if (a.step == 1) return;  // DeepSpeed's initialization step
+    std::vector<float> g(a.n);
+    backend.convert(kernels::DType::f32, g.data(), a.grad_dtype, a.grad, a.n);
+    for (float& x : g) x *= a.grad_scale;
+    if (compressing(a.step))
+      compressed_step(a, g);
+    else
+      warmup_step(a, g);
+    if (a.param_out)
+      backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
+  }
+
+ private:
+  bool compressing(int64_t step) const { return step > std::max<int64_t>(cfg_.freeze_step, 2); }
+  size_t tensors() const { return starts_.size() - 1; }
+
+  void reset_scalars() {
+    coeff_freeze_.assign(tensors(), 0.0);
+    last_factor_.assign(tensors(), 1.0);
+    scaling_.clear();
+  }
+
+  // p −= lr·c·u over [b, e): the scalar rounded to float once, as torch does.
+  static void apply(float* p, const float* u, size_t n, double lr, double c) {
+    const auto f = float(lr * c);
+    for (size_t i = 0; i < n; ++i) p[i] -= f * u[i];
+  }
+
+  void warmup_step(const OptimizerStepArgs& a, const std::vector<float>& g) {
+    const kernels::MomentParams mp = moment_params(cfg_, a);
+    float *m = a.state, *v = a.state + a.n, *fresh = a.state + 2 * a.n;
+    const auto count = size_t(starts_.back());
+    for (size_t i = 0; i < count; ++i) {
+      m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
+      v[i] = mp.beta2 * v[i] + (1.0f - mp.beta2) * g[i] * g[i];
+    }
+    if (a.step == cfg_.freeze_step) std::copy(v, v + count, fresh);
+    std::vector<float> u;
+    for (size_t t = 0; t < tensors(); ++t) {
+      const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
+      u.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        u[i] = m[b + i] / (std::sqrt(v[b + i]) + mp.eps);
+        if (mp.weight_decay > 0.0f) u[i] += mp.weight_decay * a.master[b + i];
+      }
+      const float wn = norm(a.master + b, n), un = norm(u.data(), n);
+      double c = 1.0;
+      if (wn != 0.0f && un != 0.0f)
+        c = std::clamp(double(wn / un), double(cfg_.min_coeff), double(cfg_.max_coeff));
+      const double beta = cfg_.coeff_beta;
+      if (c != 1.0) coeff_freeze_[t] = beta * coeff_freeze_[t] + (1.0 - beta) * c;
+      apply(a.master + b, u.data(), n, mp.lr, c);
+    }
+  }
+
+  // Each tensor's scaling: the mean of the momentum RMS over tensors, over its own.
+  void freeze_scaling(const float* m) {
+    std::vector<double> rms(tensors());
+    double sum = 0.0;
+    for (size_t t = 0; t < tensors(); ++t) {
+      const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
+      rms[t] = double(norm(m + b, n) / float(std::sqrt(double(n))));
+      sum += rms[t];
+    }
+    scaling_.resize(tensors());
+    for (size_t t = 0; t < tensors(); ++t) scaling_[t] = sum / double(tensors()) / rms[t];
+  }
+
+  // The scaled momenta of every rank averaged as one padded buffer, unscaled, masked.
+  void exchange_momentum(float* m, size_t count) {
+    const int world = comm_.world_size();
+    if (world > 1) {
+      const size_t padded = comm::compressed_padded_size(count, world);
+      if (errors_.worker.empty()) errors_ = comm::CompressionErrors(padded, world);
+      if (padding_.empty()) padding_.assign(padded - count, 0.0f);
+      std::vector<float> flat(padded);
+      std::copy(m, m + count, flat.begin());
+      std::copy(padding_.begin(), padding_.end(), flat.begin() + int64_t(count));
+      comm::compressed_all_reduce(comm_, flat.data(), padded, errors_);
+      std::copy(flat.begin(), flat.begin() + int64_t(count), m);
+      std::copy(flat.begin() + int64_t(count), flat.end(), padding_.begin());
+    }
+    for (size_t t = 0; t < tensors(); ++t) {
+      const auto s = float(scaling_[t]);
+      for (int64_t i = starts_[t]; i < starts_[t + 1]; ++i) m[i] /= s;
+    }
+    for (const auto& [b, e] : masked_)
+      std::fill(m + std::min<int64_t>(b, int64_t(count)), m + std::min<int64_t>(e, int64_t(count)),
+                0.0f);
+  }
+
+  void compressed_step(const OptimizerStepArgs& a, const std::vector<float>& g) {
+    const kernels::MomentParams mp = moment_params(cfg_, a);
+    float* m = a.state;
+    const auto count = size_t(starts_.back());
+    const std::vector<float> previous(m, m + count);
+    if (scaling_.empty()) freeze_scaling(m);
+    for (size_t t = 0; t < tensors(); ++t) {
+      const auto s = float(scaling_[t]);
+      for (int64_t i = starts_[t]; i < starts_[t + 1]; ++i)
+        m[i] = (mp.beta1 * m[i] + (1.0f - mp.beta1) * g[size_t(i)]) * s;
+    }
+    exchange_momentum(m, count);
+    for (size_t t = 0; t < tensors(); ++t) compressed_update(a, mp, previous.data(), t);
+  }
+
+  // One tensor's update from the exchanged momentum and the frozen variance.
+  void compressed_update(const OptimizerStepArgs& a, const kernels::MomentParams& mp,
+                         const float* previous, size_t t) {
+    const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
+    const float *m = a.state + b, *v = a.state + a.n + b;
+    float* fresh = a.state + 2 * a.n + b;
+    std::vector<float> prelim(n), u(n);
+    float factor_f = 0.0f;
+    for (size_t i = 0; i < n; ++i) {
+      const float rebuilt = (m[i] - previous[b + i] * mp.beta1) / (1.0f - mp.beta1);
+      fresh[i] = mp.beta2 * fresh[i] + (1.0f - mp.beta2) * rebuilt * rebuilt;
+      const float denom = std::sqrt(v[i]) + mp.eps;
+      prelim[i] = m[i] / denom;
+      u[i] = mp.weight_decay > 0.0f ? prelim[i] + mp.weight_decay * a.master[b + i] : prelim[i];
+      factor_f = std::max(factor_f, denom / (std::sqrt(fresh[i]) + mp.eps));
+    }
+    double factor = factor_f;
+    if (mp.weight_decay > 0.0f) {
+      const double ratio = std::min(1.0, double(norm(prelim.data(), n) / norm(u.data(), n)));
+      factor = factor * ratio + (1.0 - ratio);
+    }
+    factor = std::clamp(factor, double(cfg_.factor_min), double(cfg_.factor_max));
+    const double threshold = cfg_.factor_threshold;
+    factor = std::min(factor, last_factor_[t] * (1.0 + threshold));
+    factor = std::max(factor, last_factor_[t] * (1.0 - threshold));
+    last_factor_[t] = factor;
+    apply(a.master + b, u.data(), n, mp.lr, coeff_freeze_[t] * factor);
+  }
+
+  OptimizerConfig cfg_;
+  std::vector<int64_t> starts_;
+  comm::Communicator& comm_;
+  ZeroGradientRanges masked_;
+  comm::CompressionErrors errors_;  // the flat buffer's, made at the first compressed step
+  std::vector<float> padding_;      // DeepSpeed's padding of the flat momentum
+  std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
+  bool scalars_lost_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_onebit_lamb(const OptimizerConfig& cfg,
+                                            std::vector<int64_t> tensor_starts,
+                                            comm::Communicator& data_parallel,
+                                            ZeroGradientRanges masked) {
+  return std::make_unique<OneBitLamb>(cfg, std::move(tensor_starts), data_parallel,
+                                      std::move(masked));
+}
+
+}  // namespace hybrid::engine
