@@ -20,10 +20,11 @@
 // in forward and in backward + reduce-scatter Ψd (≈ 3Ψ), each split into the
 // configured buckets (one message per bucket or per module).
 //
-// The 1-bit optimizers (OneBitAdam) are priced in their compressed phase, the
-// steady state after freeze_step: no gradient reduction, and per parameter
-// tensor two all-to-alls of its packed signs and two all-gathers of one fp32
-// scale a rank, exposed.
+// The 1-bit optimizers are priced by OneBitAdam's compressed phase, the steady
+// state after freeze_step: no gradient reduction, and per parameter tensor two
+// all-to-alls of its packed signs and two all-gathers of one fp32 scale a
+// rank, exposed (an upper bound for 0/1 Adam, which synchronises only every
+// few steps; 1-bit LAMB sends the same bits as one flat buffer).
 //
 // With pipeline.stages P > 1 (autotune/pipeline_cost.h) ZeRO works over world / P
 // ranks, compute and micro_steps count the slowest stage's share in G + P − 1

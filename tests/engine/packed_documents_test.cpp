@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,8 @@ void expect_packed_equals_documents(const Config& cfg) {
     max_grad_diff = std::max(max_grad_diff, std::abs(summed[i] - double(packed.grads[i])));
   }
   ASSERT_GT(max_grad, 1e-3) << "a gradient to compare";
+  std::printf("[packed] %s: logits within %.3g, gradients within %.3g (largest %.3g)\n",
+              cfg.model.type.c_str(), max_logit_diff, max_grad_diff, max_grad);
   EXPECT_LT(max_grad_diff, 1e-6 * std::max(1.0, max_grad))
       << cfg.model.type << ": gradient of the packed rows vs the documents' sum (largest "
       << max_grad << ")";
