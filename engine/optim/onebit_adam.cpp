@@ -18,6 +18,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 #include "engine/optim/tensorwise_compressed_average.h"
 
@@ -55,18 +56,15 @@ class OneBitAdam final : public Optimizer {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
     const float* v = a.state + a.n;
-    std::vector<float> g(a.n);
-    backend.convert(kernels::DType::f32, g.data(), a.grad_dtype, a.grad, a.n);
-    for (size_t i = 0; i < a.n; ++i)
-      m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * (g[i] * a.grad_scale);
+    const std::vector<float> g = scaled_gradient(backend, a);
+    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
     average_.average(m, a.first, a.n);
     for (size_t i = 0; i < a.n; ++i) {
       const float p = a.master[i];
       const float update = m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p;
       a.master[i] = p - mp.lr * update;
     }
-    if (a.param_out)
-      backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
+    write_working_params(backend, a);
   }
 
   OptimizerConfig cfg_;

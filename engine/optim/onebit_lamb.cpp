@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "engine/comm/compressed_all_reduce.h"
+#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 
 namespace hybrid::engine {
@@ -82,15 +83,12 @@ class OneBitLamb final : public Optimizer {
       scalars_lost_ = false;
     }
     if (a.step == 1) return;  // DeepSpeed's initialization step
-    std::vector<float> g(a.n);
-    backend.convert(kernels::DType::f32, g.data(), a.grad_dtype, a.grad, a.n);
-    for (float& x : g) x *= a.grad_scale;
+    const std::vector<float> g = scaled_gradient(backend, a);
     if (compressing(a.step))
       compressed_step(a, g);
     else
       warmup_step(a, g);
-    if (a.param_out)
-      backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
+    write_working_params(backend, a);
   }
 
  private:

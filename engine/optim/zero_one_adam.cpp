@@ -31,6 +31,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 #include "engine/optim/tensorwise_compressed_average.h"
 
@@ -68,15 +69,12 @@ class ZeroOneAdam final : public Optimizer {
                     a.grad, a.grad_scale, a.param_dtype, a.param_out, a.n);
       return;
     }
-    std::vector<float> g(a.n);
-    backend.convert(kernels::DType::f32, g.data(), a.grad_dtype, a.grad, a.n);
-    for (float& x : g) x *= a.grad_scale;
+    std::vector<float> g = scaled_gradient(backend, a);
     if (frozen(a.step))
       local_step(a, g);
     else
       compressed_gradient_step(a, g);
-    if (a.param_out)
-      backend.convert(a.param_dtype, a.param_out, kernels::DType::f32, a.master, a.n);
+    write_working_params(backend, a);
   }
 
  private:
