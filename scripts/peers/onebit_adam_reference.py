@@ -44,11 +44,27 @@ def scale_of(x):  # ‖x‖₂ / √n, in double then float32
     return f32(math.sqrt(float(np.dot(x.astype(np.float64), x.astype(np.float64)))) / math.sqrt(x.size))
 
 
+def padded_size(n, world):  # n rounded up to a multiple of W·lcm(W, 8) (DeepSpeed's size·divider)
+    step = world * (world * 8 // math.gcd(world, 8))
+    return -(-n // step) * step
+
+
+def new_errors(world):  # each tensor's worker errors (one per rank) and server errors
+    return [([np.zeros(padded_size(n, world), f32) for _ in range(world)],
+             [np.zeros(padded_size(n, world) // world, f32) for _ in range(world)]) for n in SIZES]
+
+
+def averaged(grads, world):  # as the engine: summed over the ranks, then scaled by 1/W
+    g = grads[0].copy()
+    for r in range(1, world):
+        g = (g + grads[r]).astype(f32)
+    return (g * f32(1.0 / world)).astype(f32)
+
+
 def compressed_allreduce(ms, worker_errors, server_errors, world):
     """ms: each rank's tensor; returns the averaged tensor every rank ends with."""
     n = ms[0].size
-    divider = world * 8 // math.gcd(world, 8)
-    padded = n if n % (world * divider) == 0 else n + world * divider - n % (world * divider)
+    padded = padded_size(n, world)
     chunk = padded // world
     signs, scales = [], []
     for r in range(world):
@@ -88,20 +104,12 @@ def main():
         if s == 1:
             continue  # DeepSpeed's initialization step
         if s <= max(FREEZE, 2):
-            g = grads[0].copy()
-            for r in range(1, world):
-                g = (g + grads[r]).astype(f32)
-            g = (g * f32(1.0 / world)).astype(f32)
+            g = averaged(grads, world)
             m = (B1 * m + (1 - B1) * g).astype(f32)
             v = (B2 * v + (1 - B2) * g * g).astype(f32)
         else:
             if errors is None:
-                errors = []
-                for n in SIZES:
-                    div = world * 8 // math.gcd(world, 8)
-                    padded = n if n % (world * div) == 0 else n + world * div - n % (world * div)
-                    errors.append(([np.zeros(padded, f32) for _ in range(world)],
-                                   [np.zeros(padded // world, f32) for _ in range(world)]))
+                errors = new_errors(world)
             ms = [(B1 * m + (1 - B1) * grads[r]).astype(f32) for r in range(world)]
             for t, (b, e) in enumerate(zip(starts[:-1], starts[1:])):
                 m[b:e] = compressed_allreduce([x[b:e] for x in ms], errors[t][0], errors[t][1], world)

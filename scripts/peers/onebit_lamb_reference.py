@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from onebit_adam_reference import MASKED, SIZES, compressed_allreduce, gradient
+from onebit_adam_reference import MASKED, SIZES, averaged, compressed_allreduce, gradient, padded_size
 
 f32 = np.float32
 LR, B1, B2, EPS, WD = f32(0.1), f32(0.9), f32(0.999), f32(1e-8), f32(0.01)
@@ -85,8 +85,7 @@ def compressed_tensor(p, m, last, v, fresh, freeze, last_factor):
 def run(world):
     total = sum(SIZES)
     spans = list(zip(np.cumsum([0] + SIZES)[:-1], np.cumsum(SIZES)))
-    divider = world * 8 // math.gcd(world, 8)
-    padded = -(-total // (world * divider)) * (world * divider)
+    padded = padded_size(total, world)
     p = (0.1 * np.sin(np.arange(total) + 1.0)).astype(f32)
     m, v, fresh = (np.zeros(total, f32) for _ in range(3))
     freeze = [0.0] * len(SIZES)
@@ -100,10 +99,7 @@ def run(world):
         if s == 1:
             continue  # DeepSpeed's initialization step
         if s <= max(FREEZE, 2):
-            g = grads[0].copy()
-            for r in range(1, world):
-                g = (g + grads[r]).astype(f32)
-            g = (g * f32(1.0 / world)).astype(f32)
+            g = averaged(grads, world)
             m = (B1 * m + (f32(1) - B1) * g).astype(f32)
             v = (B2 * v + (f32(1) - B2) * g * g).astype(f32)
             if s == FREEZE:

@@ -16,28 +16,17 @@ step 1 initializes; steps 2..9 the variance phase (variance steps 2, 3, 4, 6,
 steps, synchronised at 10, 11, 12, 14, 16, 20, 24 and 28.
 """
 import json
-import math
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onebit_adam_reference import SIZES, MASKED, gradient, compressed_allreduce  # noqa: E402
+from onebit_adam_reference import SIZES, MASKED, averaged, compressed_allreduce, gradient, new_errors  # noqa: E402
 
 f32 = np.float32
 LR, B1, B2, EPS, WD = f32(1e-2), f32(0.9), f32(0.999), f32(1e-8), f32(0.01)
 VAR_FREEZE, VAR_SCALER, LOCAL_SCALER, LOCAL_CLIPPER, STEPS = 8, 2, 3, 4, 28
-
-
-def new_errors(world):
-    errors = []
-    for n in SIZES:
-        div = world * 8 // math.gcd(world, 8)
-        padded = n if n % (world * div) == 0 else n + world * div - n % (world * div)
-        errors.append(([np.zeros(padded, f32) for _ in range(world)],
-                       [np.zeros(padded // world, f32) for _ in range(world)]))
-    return errors
 
 
 def average(xs, errors, world):
@@ -66,10 +55,7 @@ def main():
             continue  # the initialization step: buffers made, nothing updated
         if not freeze_key:
             if s % var_interval == 0:  # the engine all-reduced (averaged) the gradients
-                g = grads[0].copy()
-                for r in range(1, world):
-                    g = (g + grads[r]).astype(f32)
-                g = (g * f32(1.0 / world)).astype(f32)
+                g = averaged(grads, world)
                 for r in range(world):
                     v[r] = (B2 * v[r] + (1 - B2) * g * g).astype(f32)
                     m[r] = (B1 * m[r] + (1 - B1) * g).astype(f32)
