@@ -21,12 +21,7 @@ DocumentLoaderOptions document_options(const Config& cfg, int dp_size, int dp_ra
   if (d.separator >= 0) o.separator = uint32_t(d.separator);
   o.seed = d.shuffle_seed.value_or(cfg.seed);
   o.shuffle = d.shuffle;
-  if (d.dynamic_batching.enabled) {  // the loader's max_tokens 0 is off
-    const auto& b = d.dynamic_batching;
-    o.dynamic.max_tokens = b.max_tokens > 0 ? b.max_tokens : int64_t(o.micro_batch) * o.seq_len;
-    o.dynamic.min_batch = b.min_batch;
-    o.dynamic.max_batch = b.max_batch;
-  }
+  o.dynamic = dynamic_batch_options(d.dynamic_batching, o.micro_batch, o.seq_len);
   return o;
 }
 
@@ -47,8 +42,9 @@ StepData::StepData(const Config& cfg, TokenDataset train, int dp_size, int dp_ra
   if (documents_) positions_.resize(inputs_.size());
   for (int k = 0; k < gas; ++k) {
     const size_t at = micro * size_t(k);
-    batches_.push_back(
+    arrays_.push_back(
         {inputs_.data() + at, targets_.data() + at, documents_ ? positions_.data() + at : nullptr});
+    batches_.push_back({arrays_.back().inputs, arrays_.back().targets, arrays_.back().positions});
   }
 }
 
@@ -57,17 +53,11 @@ double StepData::step_capacity() const { return double(cfg_.train_batch_size) * 
 const std::vector<MicroBatch>& StepData::fill(int64_t step) {
   if (windows_) {
     for (int k = 0; k < cfg_.gradient_accumulation_steps; ++k)
-      windows_->fill(step, k, const_cast<int32_t*>(batches_[size_t(k)].inputs),
-                     const_cast<int32_t*>(batches_[size_t(k)].targets));
+      windows_->fill(step, k, arrays_[size_t(k)].inputs, arrays_[size_t(k)].targets);
     counts_ = {cfg_.train_batch_size, int64_t(step_capacity()), 0};
     return batches_;
   }
-  std::vector<MicroBatchArrays> out;
-  const size_t micro = inputs_.size() / batches_.size();
-  for (size_t k = 0; k < batches_.size(); ++k)
-    out.push_back(
-        {inputs_.data() + micro * k, targets_.data() + micro * k, positions_.data() + micro * k});
-  counts_ = documents_->fill(position_, out).global;
+  counts_ = documents_->fill(position_, arrays_).global;
   const auto& dyn = cfg_.data.dynamic_batching;
   lr_scale_ = dyn.enabled
                   ? engine::lr_scale(dyn.lr_scaling, counts_.sequences, cfg_.train_batch_size)

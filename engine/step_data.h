@@ -55,7 +55,8 @@ class StepData {
   std::unique_ptr<DocumentLoader> documents_;
   DataPosition position_;
   std::vector<int32_t> inputs_, targets_, positions_;  // gas micro-batches, one after another
-  std::vector<MicroBatch> batches_;
+  std::vector<MicroBatchArrays> arrays_;               // micro-batch k's slices, to fill
+  std::vector<MicroBatch> batches_;                    // the same, as the engine reads them
   BatchCounts counts_;
   double lr_scale_ = 1.0;
 };

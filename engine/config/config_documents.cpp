@@ -6,8 +6,10 @@
 
 #include <climits>
 #include <cstdint>
+#include <stdexcept>
 
 #include "engine/config/config_reader.h"
+#include "engine/data/dynamic_batching.h"
 
 namespace hybrid::engine::config_detail {
 
@@ -73,29 +75,13 @@ void check_documents(const Config& c) {
     throw ConfigError(
         "config: hybrid.data.packing and dynamic batching need documents: token shards "
         "(hybrid.data.train), not synthetic data");
-  const DynamicBatching& b = d.dynamic_batching;
-  if (!b.enabled) return;
-  const int64_t rows = c.train_micro_batch_size_per_gpu, T = d.seq_len;
-  const int64_t budget = b.max_tokens > 0 ? b.max_tokens : rows * T;
-  const auto bad = [](const std::string& key, int64_t value, const std::string& rule) {
-    return ConfigError(
-        fmt::format("config: hybrid.data.dynamic_batching.{} {}: {}", key, value, rule));
-  };
-  if (budget > rows * T)
-    throw bad("max_tokens", budget,
-              fmt::format("more than a micro-batch's rows hold: train_micro_batch_size_per_gpu "
-                          "{} × seq_len {} = {}",
-                          rows, T, rows * T));
-  if (b.max_batch > 0 && b.min_batch > b.max_batch)
-    throw bad("min_batch", b.min_batch, fmt::format("above max_batch {}", b.max_batch));
-  if (b.min_batch > rows)
-    throw bad(
-        "min_batch", b.min_batch,
-        fmt::format("above the rows of a micro-batch (train_micro_batch_size_per_gpu {})", rows));
-  if (int64_t(b.min_batch) * T > budget)
-    throw bad(
-        "min_batch", b.min_batch,
-        fmt::format("documents of up to seq_len {} tokens would not fit max_tokens {}", T, budget));
+  // The loader's own checks (engine/data/dynamic_batching.h), as a ConfigError.
+  const int rows = c.train_micro_batch_size_per_gpu, T = d.seq_len;
+  try {
+    validate_dynamic_batching(dynamic_batch_options(d.dynamic_batching, rows, T), rows, T);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(fmt::format("config: {}", e.what()));
+  }
 }
 
 }  // namespace hybrid::engine::config_detail

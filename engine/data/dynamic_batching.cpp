@@ -17,6 +17,11 @@ namespace {
 
 }  // namespace
 
+DynamicBatchOptions dynamic_batch_options(const DynamicBatching& c, int rows, int seq_len) {
+  if (!c.enabled) return {};
+  return {c.max_tokens > 0 ? c.max_tokens : int64_t(rows) * seq_len, c.min_batch, c.max_batch};
+}
+
 void validate_dynamic_batching(const DynamicBatchOptions& o, int rows, int seq_len) {
   if (!o.enabled()) return;
   if (o.max_tokens < 0) refuse("max_tokens", "0 (off) or positive", o.max_tokens);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/config/config.h"
 #include "engine/data/packing.h"
 
 namespace hybrid::engine {
@@ -33,6 +34,10 @@ struct DynamicBatchOptions {
   int max_batch = 0;       // units per micro-batch, at most; 0: no limit
   bool enabled() const { return max_tokens != 0; }
 };
+
+// The loader's options for hybrid.data.dynamic_batching (off when not enabled;
+// max_tokens 0 there: the rows' rows·seq_len tokens).
+DynamicBatchOptions dynamic_batch_options(const DynamicBatching& config, int rows, int seq_len);
 
 // When enabled, checks min_batch >= 1, min_batch <= max_batch (max_batch > 0),
 // min_batch <= rows and min_batch·seq_len <= max_tokens <= rows·seq_len (and
