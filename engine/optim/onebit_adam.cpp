@@ -56,7 +56,7 @@ class OneBitAdam final : public Optimizer {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
     const float* v = a.state + a.n;
-    const std::vector<float> g = scaled_gradient(backend, a);
+    const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
     average_.average(m, a.first, a.n);
     for (size_t i = 0; i < a.n; ++i) {
@@ -69,6 +69,7 @@ class OneBitAdam final : public Optimizer {
 
   OptimizerConfig cfg_;
   TensorwiseCompressedAverage average_;  // the momentum's, tensor by tensor
+  std::vector<float> gradient_;          // scaled_gradient's, reused
 };
 
 }  // namespace
