@@ -25,6 +25,7 @@ void check_world(int world) {
 // fp32 rounding).
 float rms_scale(const float* x, size_t n) {
   double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
   for (size_t i = 0; i < n; ++i) sq += double(x[i]) * double(x[i]);
   return float(std::sqrt(sq) / std::sqrt(double(n)));
 }
@@ -60,14 +61,19 @@ float compress_worker(const CompressedTensor& t, std::vector<float>& worker, con
 float compress_server(const uint8_t* received, size_t block, const float* scales, size_t stride,
                       size_t world, std::vector<float>& server, uint8_t* signs) {
   const size_t chunk = server.size();
-  std::vector<float> sum(chunk, 0.0f), term(chunk);
-  for (size_t r = 0; r < world; ++r) {
-    // scale_r / W, as DeepSpeed multiplies before summing; ±weight is exact.
-    unpack_signs(received + r * block, chunk, scales[r * stride] * (1.0f / float(world)),
-                 term.data());
-    for (size_t i = 0; i < chunk; ++i) sum[i] += term[i];
+  constexpr size_t kTile = 512;  // values summed on the stack (chunk is a multiple of 8)
+  float sum[kTile], term[kTile];
+  for (size_t first = 0; first < chunk; first += kTile) {
+    const size_t n = std::min(kTile, chunk - first);
+    std::fill_n(sum, n, 0.0f);
+    for (size_t r = 0; r < world; ++r) {
+      // scale_r / W, as DeepSpeed multiplies before summing; ±weight is exact.
+      unpack_signs(received + r * block + first / 8, n, scales[r * stride] * (1.0f / float(world)),
+                   term);
+      for (size_t i = 0; i < n; ++i) sum[i] += term[i];
+    }
+    for (size_t i = 0; i < n; ++i) server[first + i] = sum[i] + server[first + i];
   }
-  for (size_t i = 0; i < chunk; ++i) server[i] = sum[i] + server[i];
   const float scale = rms_scale(server.data(), chunk);
   pack_signs(server.data(), chunk, signs);
   keep_residual(server.data(), chunk, scale);

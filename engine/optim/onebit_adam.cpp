@@ -57,8 +57,11 @@ class OneBitAdam final : public Optimizer {
     float* m = a.state;
     const float* v = a.state + a.n;
     const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
-    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
+    const float* gv = g.data();
+#pragma omp parallel for simd
+    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * gv[i];
     average_.average(m, a.first, a.n);
+#pragma omp parallel for simd
     for (size_t i = 0; i < a.n; ++i) {
       const float p = a.master[i];
       const float update = m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p;
