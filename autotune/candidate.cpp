@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "autotune/optimizer_axis.h"
 #include "autotune/tune_error.h"
 #include "profiler/tables/trial_config.h"
 
@@ -110,7 +111,10 @@ std::optional<std::string> apply_axes(json& cfg, const GridPoint& pt, int stage,
     if ((def.short_name == "offopt" || def.short_name == "offparam") && v != json("none") &&
         !opts.offload_supported)
       return std::nullopt;
-    set_path(cfg, def.name, v);
+    if (def.short_name == "opt")
+      switch_optimizer(cfg, v.get<std::string>());
+    else
+      set_path(cfg, def.name, v);
     // Single-valued axes are settings of the whole sweep, not part of the point.
     if (def.short_name != "stage" && pt.space.axes[a].values.size() > 1)
       extra += fmt::format(",{}={}", def.short_name, format_value(v));
@@ -293,6 +297,13 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
       c.parsed = engine::parse_config(cfg, W);
     } catch (const engine::ConfigError& err) {
       e.dropped.push_back({key, cfg, err.what()});
+      continue;
+    }
+    if (c.parsed.optimizer.onebit() && !opts.compressed_supported) {
+      e.dropped.push_back({key, cfg,
+                           fmt::format("optimizer.type {} runs on the CPU backend only so far: its "
+                                       "compressed all-reduce works on host buffers",
+                                       c.parsed.optimizer.type)});
       continue;
     }
     c.config = std::move(cfg);
