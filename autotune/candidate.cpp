@@ -246,6 +246,22 @@ void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts,
                                   stage_list(a.def->stages)));
 }
 
+// Parses the candidate's config as the engine will; why the engine would
+// refuse it, "" when it runs.
+std::string parse_candidate(Candidate& c, const json& cfg, const EnumerateOptions& opts) {
+  try {
+    c.parsed = engine::parse_config(cfg, c.world_size);
+  } catch (const engine::ConfigError& err) {
+    return err.what();
+  }
+  if (c.parsed.optimizer.onebit() && !opts.compressed_supported)
+    return fmt::format(
+        "optimizer.type {} runs on the CPU backend only so far: its compressed all-reduce works "
+        "on host buffers",
+        c.parsed.optimizer.type);
+  return {};
+}
+
 }  // namespace
 
 Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
@@ -293,17 +309,9 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
     Candidate c;
     c.key = key;
     c.world_size = W;
-    try {
-      c.parsed = engine::parse_config(cfg, W);
-    } catch (const engine::ConfigError& err) {
-      e.dropped.push_back({key, cfg, err.what()});
-      continue;
-    }
-    if (c.parsed.optimizer.onebit() && !opts.compressed_supported) {
-      e.dropped.push_back({key, cfg,
-                           fmt::format("optimizer.type {} runs on the CPU backend only so far: its "
-                                       "compressed all-reduce works on host buffers",
-                                       c.parsed.optimizer.type)});
+    const std::string refused = parse_candidate(c, cfg, opts);
+    if (!refused.empty()) {
+      e.dropped.push_back({key, cfg, refused});
       continue;
     }
     c.config = std::move(cfg);

@@ -50,7 +50,8 @@ const AxisType* find_type(const std::string& type) {
 }
 
 const AxisType* type_of(const json& cfg) {
-  if (!cfg.is_object() || !cfg.contains("optimizer") || !cfg["optimizer"].is_object()) return nullptr;
+  if (!cfg.is_object() || !cfg.contains("optimizer") || !cfg["optimizer"].is_object())
+    return nullptr;
   const json& t = cfg["optimizer"].value("type", json());
   return t.is_string() ? find_type(t.get<std::string>()) : nullptr;
 }
@@ -100,16 +101,17 @@ void switch_optimizer(json& cfg, const std::string& type) {
   if (!to) throw TuneError(fmt::format("space: optimizer.type: {} is not an axis value", type));
   json& opt = cfg["optimizer"];
   if (!opt.is_object()) opt = json::object();
-  json params = opt.contains("params") && opt["params"].is_object() ? opt["params"] : json::object();
+  json params =
+      opt.contains("params") && opt["params"].is_object() ? opt["params"] : json::object();
   const std::optional<int64_t> freeze = given_freeze_step(params);
   const auto& table = engine::optimizer_param_table();
   const auto& mine = table.at(to->name);
   json kept = json::object();
   for (auto it = params.begin(); it != params.end(); ++it) {
-    const bool foreign = !mine.contains(it.key()) &&
-                         std::any_of(table.begin(), table.end(), [&](const auto& entry) {
-                           return entry.second.contains(it.key());
-                         });
+    const bool foreign =
+        !mine.contains(it.key()) && std::any_of(table.begin(), table.end(), [&](const auto& entry) {
+          return entry.second.contains(it.key());
+        });
     if (!foreign) kept[it.key()] = it.value();
   }
   if (to->freeze_key && !kept.contains(to->freeze_key))

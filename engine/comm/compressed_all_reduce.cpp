@@ -36,7 +36,7 @@ void keep_residual(float* x, size_t n, float scale) {
 
 // Phase 1 on the worker side: errors.worker becomes m = padded buffer + error,
 // its signs go to `signs`, and it is left holding the new worker error.
-float compress_worker(const float* buffer, size_t n, std::vector<float>& worker,
+float compress_worker(const float* buffer, size_t n, std::span<float> worker,
                       std::vector<uint8_t>& signs) {
   float* m = worker.data();
   for (size_t i = 0; i < n; ++i) m[i] += buffer[i];  // the padding adds zeros
@@ -49,7 +49,7 @@ float compress_worker(const float* buffer, size_t n, std::vector<float>& worker,
 // Phase 1 on the server side: the average of the W ranks' compressed chunks
 // plus the server error, compressed again; `server` keeps the new error.
 float compress_server(const std::vector<uint8_t>& chunks, const std::vector<float>& scales,
-                      std::vector<float>& server, std::vector<uint8_t>& signs) {
+                      std::span<float> server, std::vector<uint8_t>& signs) {
   const size_t chunk = server.size(), chunk_bytes = chunk / 8, world = scales.size();
   std::vector<float> weight(world);  // scale_r / W, as DeepSpeed multiplies before summing
   for (size_t r = 0; r < world; ++r) weight[r] = scales[r] * (1.0f / float(world));
@@ -95,8 +95,23 @@ size_t compressed_padded_size(size_t n, int world) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
-CompressionErrors::CompressionErrors(size_t n, int world)
-    : worker(compressed_padded_size(n, world), 0.0f), server(worker.size() / size_t(world), 0.0f) {}
+size_t CompressionErrors::floats(size_t n, int world) {
+  const size_t padded = compressed_padded_size(n, world);
+  return padded + padded / size_t(world);
+}
+
+CompressionErrors::CompressionErrors(size_t n, int world) : owned_(floats(n, world), 0.0f) {
+  const size_t padded = compressed_padded_size(n, world);
+  worker = std::span<float>(owned_.data(), padded);
+  server = std::span<float>(owned_.data() + padded, padded / size_t(world));
+}
+
+CompressionErrors::CompressionErrors(size_t n, int world, float* storage) {
+  const size_t padded = compressed_padded_size(n, world);
+  worker = std::span<float>(storage, padded);
+  server = std::span<float>(storage + padded, padded / size_t(world));
+  reset();
+}
 
 void CompressionErrors::reset() {
   std::fill(worker.begin(), worker.end(), 0.0f);

@@ -44,10 +44,10 @@ const DroppedCandidate* find_dropped(const Enumeration& e, const std::string& ke
 }
 
 TEST(OptimizerAxis, ParsesUnderEverySpellingAndStaysOutOfTheDefaultSpace) {
-  for (const char* text : {R"({"opt": ["AdamW", "OneBitAdam"]})",
-                           R"({"optimizer.type": ["AdamW", "OneBitAdam"]})",
-                           R"({"optimizer": {"type": {"values": ["AdamW", "OneBitAdam"]}}})",
-                           R"({"optimizer": ["AdamW", "OneBitAdam", "AdamW"]})"}) {
+  for (const char* text :
+       {R"({"opt": ["AdamW", "OneBitAdam"]})", R"({"optimizer.type": ["AdamW", "OneBitAdam"]})",
+        R"({"optimizer": {"type": {"values": ["AdamW", "OneBitAdam"]}}})",
+        R"({"optimizer": ["AdamW", "OneBitAdam", "AdamW"]})"}) {
     const SearchSpace s = parse_space(json::parse(text));
     ASSERT_EQ(s.axes.size(), 1u) << text;
     EXPECT_EQ(s.axes[0].def->short_name, "opt") << text;
@@ -174,16 +174,17 @@ TEST(OptimizerAxis, RefusedCombinationsAreDroppedWithTheirReason) {
   for (int stage : {1, 2, 3}) {
     const auto* d = find_dropped(e, fmt::format("mbs=1,gas=1,stage={},opt=OneBitAdam", stage));
     ASSERT_TRUE(d) << stage;
-    EXPECT_THAT(d->reason, HasSubstr(fmt::format(
-                               "optimizer.type OneBitAdam with zero_optimization.stage {}", stage)));
+    EXPECT_THAT(
+        d->reason,
+        HasSubstr(fmt::format("optimizer.type OneBitAdam with zero_optimization.stage {}", stage)));
   }
   const SearchSpace opt_only = parse_space(json::parse(R"({"opt": ["AdamW", "OneBitAdam"]})"));
-  const Enumeration clipped = enumerate_candidates(
-      test::tiny_config({{"gradient_clipping", 1.0}}), opt_only, test::world(2));
+  const Enumeration clipped = enumerate_candidates(test::tiny_config({{"gradient_clipping", 1.0}}),
+                                                   opt_only, test::world(2));
   ASSERT_EQ(clipped.dropped.size(), 1u);
   EXPECT_THAT(clipped.dropped[0].reason, HasSubstr("with gradient_clipping 1"));
-  const Enumeration tp = enumerate_candidates(test::tiny_config({{"tensor_model_parallel_size", 2}}),
-                                              opt_only, test::world(2));
+  const Enumeration tp = enumerate_candidates(
+      test::tiny_config({{"tensor_model_parallel_size", 2}}), opt_only, test::world(2));
   ASSERT_EQ(tp.dropped.size(), 1u);
   EXPECT_THAT(tp.dropped[0].reason, HasSubstr("with tensor or pipeline parallelism"));
   EnumerateOptions gpu = test::world(2);
@@ -206,9 +207,13 @@ ClusterRates alpha_beta_rates(double alpha_s, double bytes_per_s) {
 }
 
 TEST(OptimizerAxis, TheCostModelRanksOneBitFasterOnASlowLinkAndSlowerOnAFastOne) {
-  const json base = test::tiny_config(
-      {{"hybrid", {{"model", {{"n_layer", 2}, {"n_embd", 256}, {"n_head", 4},
-                              {"vocab_size", 8192}, {"seq_len", 64}}}}}});
+  const json base = test::tiny_config({{"hybrid",
+                                        {{"model",
+                                          {{"n_layer", 2},
+                                           {"n_embd", 256},
+                                           {"n_head", 4},
+                                           {"vocab_size", 8192},
+                                           {"seq_len", 64}}}}}});
   const Enumeration e = enumerate_candidates(
       base, parse_space(json::parse(R"({"opt": ["AdamW", "OneBitAdam"]})")), test::world(2));
   ASSERT_EQ(e.candidates.size(), 2u);
@@ -227,9 +232,10 @@ TEST(OptimizerAxis, TheCostModelRanksOneBitFasterOnASlowLinkAndSlowerOnAFastOne)
   const double fast_adamw = model.predict_s(step_features(adamw, 2, fast));
   const double fast_onebit = model.predict_s(step_features(onebit, 2, fast));
   EXPECT_GT(fast_onebit, fast_adamw);
-  std::printf("predicted step: slow link AdamW %.2f ms, OneBitAdam %.2f ms; fast link AdamW "
-              "%.2f ms, OneBitAdam %.2f ms\n",
-              1e3 * slow_adamw, 1e3 * slow_onebit, 1e3 * fast_adamw, 1e3 * fast_onebit);
+  std::printf(
+      "predicted step: slow link AdamW %.2f ms, OneBitAdam %.2f ms; fast link AdamW "
+      "%.2f ms, OneBitAdam %.2f ms\n",
+      1e3 * slow_adamw, 1e3 * slow_onebit, 1e3 * fast_adamw, 1e3 * fast_onebit);
 }
 
 }  // namespace

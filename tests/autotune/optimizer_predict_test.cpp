@@ -40,14 +40,13 @@ profiler::ProbeResult probe(double inter_bytes_per_s) {
 
 std::vector<std::string> ranking(double inter_bytes_per_s) {
   test::TempDir dir;
-  test::write_json(dir / "cfg.json",
-                   test::tiny_config({{"hybrid",
-                                       {{"model",
-                                         {{"n_layer", 2},
-                                          {"n_embd", 256},
-                                          {"n_head", 4},
-                                          {"vocab_size", 8192},
-                                          {"seq_len", 64}}}}}}));
+  test::write_json(dir / "cfg.json", test::tiny_config({{"hybrid",
+                                                         {{"model",
+                                                           {{"n_layer", 2},
+                                                            {"n_embd", 256},
+                                                            {"n_head", 4},
+                                                            {"vocab_size", 8192},
+                                                            {"seq_len", 64}}}}}}));
   test::write_json(dir / "space.json", json::parse(R"({"opt": ["AdamW", "OneBitAdam"]})"));
   {
     profiler::RunStore store(dir / "tune.db", profiler::OpenMode::read_write);
@@ -73,9 +72,8 @@ TEST(OptimizerPredict, OneBitRanksFirstForASlowInterHostLinkAndLastForAFastOne) 
   EXPECT_EQ(ranking(1.25e8),  // 1 Gbit/s
             (std::vector<std::string>{"mbs=1,gas=1,stage=0,opt=OneBitAdam",
                                       "mbs=1,gas=1,stage=0,opt=AdamW"}));
-  EXPECT_EQ(ranking(1e11),
-            (std::vector<std::string>{"mbs=1,gas=1,stage=0,opt=AdamW",
-                                      "mbs=1,gas=1,stage=0,opt=OneBitAdam"}));
+  EXPECT_EQ(ranking(1e11), (std::vector<std::string>{"mbs=1,gas=1,stage=0,opt=AdamW",
+                                                     "mbs=1,gas=1,stage=0,opt=OneBitAdam"}));
 }
 
 }  // namespace

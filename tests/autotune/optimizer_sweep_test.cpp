@@ -32,7 +32,8 @@ uint64_t calls_of(profiler::RunStore& store, int64_t run_id, const std::string& 
 TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTheFasterAdamW) {
   test::TempDir dir;
   const json cfg = test::tiny_config(
-      {{"hybrid", {{"model", {{"n_embd", 64}, {"n_head", 4}, {"vocab_size", 256}, {"seq_len", 32}}}}}});
+      {{"hybrid",
+        {{"model", {{"n_embd", 64}, {"n_head", 4}, {"vocab_size", 256}, {"seq_len", 32}}}}}});
   test::write_json(dir / "cfg.json", cfg);
   test::write_json(dir / "space.json", json::parse(R"({"opt": ["AdamW", "OneBitAdam"]})"));
   const std::string db = dir / "tune.db";
@@ -50,7 +51,8 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   ASSERT_EQ(t.size(), 2u);
   const std::string adamw_key = "mbs=1,gas=1,stage=0,opt=AdamW";
   const std::string onebit_key = "mbs=1,gas=1,stage=0,opt=OneBitAdam";
-  for (const auto& [key, row] : t) ASSERT_EQ(row.status, TrialStatus::ok) << key << ": " << row.reason;
+  for (const auto& [key, row] : t)
+    ASSERT_EQ(row.status, TrialStatus::ok) << key << ": " << row.reason;
   const TrialRow& adamw = t.at(adamw_key);
   const TrialRow& onebit = t.at(onebit_key);
 
@@ -60,8 +62,9 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
             kDefaultFreezeStep);
   const json trial_cfg = test::read_json(dir / ("tune/sweep-1/" + onebit_key + "/config.json"));
   EXPECT_EQ(trial_cfg["optimizer"]["params"]["freeze_step"], 4);
-  EXPECT_EQ(best_config_json(json::parse(onebit.config_json), 2)["optimizer"]["params"]["freeze_step"],
-            kDefaultFreezeStep);
+  EXPECT_EQ(
+      best_config_json(json::parse(onebit.config_json), 2)["optimizer"]["params"]["freeze_step"],
+      kDefaultFreezeStep);
   ASSERT_TRUE(onebit.run_id && adamw.run_id);
   EXPECT_GT(calls_of(store, *onebit.run_id, "all_to_all"), 0u) << "the compressed all-reduce ran";
   EXPECT_EQ(calls_of(store, *adamw.run_id, "all_to_all"), 0u);
@@ -72,11 +75,13 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   const TrialRow& fastest = *adamw.latency_ms <= *onebit.latency_ms ? adamw : onebit;
   const TrialRow& chosen = ties.empty() ? fastest : t.at(ties[0].winner_key);
   EXPECT_THAT(r.output, HasSubstr("best: " + chosen.key));
-  EXPECT_EQ(test::read_json(dir / "best.json"), best_config_json(json::parse(chosen.config_json), 2));
+  EXPECT_EQ(test::read_json(dir / "best.json"),
+            best_config_json(json::parse(chosen.config_json), 2));
   EXPECT_EQ(chosen.key, adamw_key) << "OneBitAdam is not faster on unshaped links";
   EXPECT_LT(*adamw.latency_ms, *onebit.latency_ms);
-  std::printf("2 ranks, unshaped: AdamW %.2f ms/step, OneBitAdam (compressing) %.2f ms/step (%.2fx)\n",
-              *adamw.latency_ms, *onebit.latency_ms, *onebit.latency_ms / *adamw.latency_ms);
+  std::printf(
+      "2 ranks, unshaped: AdamW %.2f ms/step, OneBitAdam (compressing) %.2f ms/step (%.2fx)\n",
+      *adamw.latency_ms, *onebit.latency_ms, *onebit.latency_ms / *adamw.latency_ms);
 }
 
 }  // namespace
