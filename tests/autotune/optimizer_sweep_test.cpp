@@ -1,8 +1,11 @@
 // A real sweep over the optimizer axis on two ranks (mpirun) over this
 // machine's unshaped links, where 1-bit compression does not pay: its four
-// latency-bound collectives per parameter tensor cost more than AdamW's
-// all-reduce of one bucket. The tuner must time OneBitAdam's compressed phase
-// (not its warm-up), record it, and pick the faster measured trial, AdamW.
+// latency-bound collectives per parameter tensor (8 blocks: 100 tensors) cost
+// more than AdamW's all-reduce of one bucket. The tuner must time OneBitAdam's
+// compressed phase (not its warm-up), record it, and pick the faster measured
+// trial, AdamW. The machine is shared, so the choice is taken as the tuner
+// makes it there: --confirm-best runs both again in interleaved rounds and
+// decides on the pooled step times (docs/reliability.md).
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -39,7 +42,7 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   const std::string db = dir / "tune.db";
   const auto r = test::run_command(
       fmt::format("{} --config {} --space {} --nprocs 2 --strategy grid --steps 30 --start-step 6 "
-                  "--no-probe --db {} --out {}",
+                  "--confirm-best --no-probe --db {} --out {}",
                   test::tune_bin(), dir / "cfg.json", dir / "space.json", db, dir / "best.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
@@ -69,19 +72,28 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   EXPECT_GT(calls_of(store, *onebit.run_id, "all_to_all"), 0u) << "the compressed all-reduce ran";
   EXPECT_EQ(calls_of(store, *adamw.run_id, "all_to_all"), 0u);
 
-  // The choice is the faster measured trial (or the recorded tie-break's winner),
-  // and on these links that is AdamW.
+  // The choice is the confirmation's winner, the faster of the two over the
+  // interleaved rounds, and on these links that is AdamW.
   const auto ties = store.tie_breaks(sweeps[0].id);
-  const TrialRow& fastest = *adamw.latency_ms <= *onebit.latency_ms ? adamw : onebit;
-  const TrialRow& chosen = ties.empty() ? fastest : t.at(ties[0].winner_key);
+  ASSERT_EQ(ties.size(), 1u);
+  std::map<std::string, double> confirmed_ms;
+  const json rounds = json::parse(ties[0].candidates_json);
+  for (const auto& c : rounds)
+    confirmed_ms[c.at("key").get<std::string>()] = c.at("confirmed_step_median_ms").get<double>();
+  ASSERT_EQ(confirmed_ms.size(), 2u);
+  const std::string faster =
+      confirmed_ms.at(adamw_key) <= confirmed_ms.at(onebit_key) ? adamw_key : onebit_key;
+  EXPECT_EQ(ties[0].winner_key, faster);
+  const TrialRow& chosen = t.at(ties[0].winner_key);
   EXPECT_THAT(r.output, HasSubstr("best: " + chosen.key));
   EXPECT_EQ(test::read_json(dir / "best.json"),
             best_config_json(json::parse(chosen.config_json), 2));
   EXPECT_EQ(chosen.key, adamw_key) << "OneBitAdam is not faster on unshaped links";
-  EXPECT_LT(*adamw.latency_ms, *onebit.latency_ms);
   std::printf(
-      "2 ranks, unshaped: AdamW %.2f ms/step, OneBitAdam (compressing) %.2f ms/step (%.2fx)\n",
-      *adamw.latency_ms, *onebit.latency_ms, *onebit.latency_ms / *adamw.latency_ms);
+      "2 ranks, unshaped: first pass AdamW %.2f, OneBitAdam (compressing) %.2f ms/step; "
+      "confirmed (interleaved) %.2f vs %.2f ms/step (%.2fx)\n",
+      *adamw.latency_ms, *onebit.latency_ms, confirmed_ms.at(adamw_key),
+      confirmed_ms.at(onebit_key), confirmed_ms.at(onebit_key) / confirmed_ms.at(adamw_key));
 }
 
 }  // namespace
