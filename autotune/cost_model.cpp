@@ -152,20 +152,36 @@ void add_zero_comm(StepFeatures& f, const engine::Config& cfg, const engine::Mod
 }
 
 // The 1-bit optimizers once compressing (the steady state after freeze_step):
-// no gradient reduction; in the optimizer step, per parameter tensor, the
-// compressed exchange of the momentum (engine/comm/compressed_all_reduce.h):
-// two all-to-alls of the packed signs and two all-gathers of one fp32 scale a
-// rank, nothing to hide it behind.
+// no gradient reduction; in the optimizer step, the compressed exchange of the
+// momentum, every parameter tensor in one grouped call
+// (engine/comm/compressed_all_reduce.h): two all-to-alls of all the packed
+// signs and two all-gathers of one fp32 scale per tensor and rank, nothing to
+// hide it behind.
 void add_compressed_comm(StepFeatures& f, const engine::ModuleTree& tree, const ClusterRates& rates,
                          int world) {
+  uint64_t signs = 0, scales = 0;
   for (const engine::ParamSpec* p : tree.params()) {
-    const size_t padded = engine::comm::compressed_padded_size(size_t(p->numel), world);
-    const uint64_t signs = padded / 8, scales = 4 * uint64_t(world);
-    f.x[kCommExposed] += 2 * (rates.collective_s(CollectiveKind::all_to_all, signs, world) +
-                              rates.collective_s(CollectiveKind::all_gather, scales, world));
+    signs += engine::comm::compressed_padded_size(size_t(p->numel), world) / 8;
+    scales += p->numel ? 4 * uint64_t(world) : 0;
     f.comm_bytes_per_step +=
         double(engine::comm::compressed_all_reduce_volume(size_t(p->numel), world).message);
   }
+  f.x[kCommExposed] += 2 * (rates.collective_s(CollectiveKind::all_to_all, signs, world) +
+                            rates.collective_s(CollectiveKind::all_gather, scales, world));
+}
+
+// Bytes one parameter's optimizer step streams. AdamW: the gradient (a), m,
+// v and the master read and written, the working copy written (d). A 1-bit
+// optimizer once compressing, on its host buffers: the gradient to fp32 and
+// scaled (a + 4, 8), m updated (12), the worker error added to, normed,
+// packed and left with the residual (12 + 4 + 4 + 8), the averaged momentum
+// unpacked (4), the update (m, v, master read, master written: 16), the
+// working copy (4 + d), and the server's share (1/W of it) summed, normed,
+// packed and left with its residual (16).
+double optimizer_bytes_per_param(const engine::Config& cfg, int world, double a, double d) {
+  if (world > 1 && cfg.optimizer.onebit())
+    return (a + 4) + 8 + 12 + (12 + 4 + 4 + 8) + 4 + 16 + (4 + d) + 16.0 / world;
+  return a + 4 * 3 + 4 * 3 + d;
 }
 
 }  // namespace
@@ -205,7 +221,7 @@ StepFeatures step_features(const engine::Config& cfg, int world_size, const Clus
   f.x[kMicroSteps] = pipe.slots * pipe.stage_share * ops_per_micro_step * rates.op_overhead_s;
 
   const double n_opt = cfg.zero.stage == 0 ? P : S;
-  f.x[kOptimizer] = n_opt * (a + 4 * 3 + 4 * 3 + d) / rates.memory_bytes_per_s;
+  f.x[kOptimizer] = n_opt * optimizer_bytes_per_param(cfg, world, a, d) / rates.memory_bytes_per_s;
   // tp's all-reduces sit between a micro-batch's kernels: they lengthen every slot.
   f.x[kCommExposed] = pipe.p2p_s + pipe.tied_s + pipe.slots * tens.per_micro_s + tens.per_step_s;
   f.comm_bytes_per_step = pipe.p2p_bytes + pipe.tied_bytes + tens.bytes_per_step;

@@ -111,6 +111,9 @@ profiler::BandwidthSample measure_collective(const ProbeOptions& opts, Collectiv
         comm.reduce_scatter(send.data(), recv.data(), counts, kernels::DType::f32,
                             engine::comm::ReduceOp::sum);
         break;
+      case CollectiveKind::all_to_all:  // a block of total / W values to each rank
+        comm.all_to_all(send.data(), recv.data(), total / size_t(world) * sizeof(float));
+        break;
       default:
         comm.all_gather(send.data(), recv.data(), counts, kernels::DType::f32);
     }
@@ -167,7 +170,8 @@ profiler::ProbeResult run_probe_worker(const ProbeOptions& opts, const std::stri
     for (uint64_t b = 4096; b <= (uint64_t(16) << 20); b *= 4) sizes.push_back(b);
   if (world > 1)  // else nothing moves between ranks
     for (CollectiveKind kind :
-         {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
+         {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather,
+          CollectiveKind::all_to_all})  // all_to_all: the 1-bit optimizers' exchange
       for (uint64_t bytes : sizes)
         res.bandwidth.push_back(measure_collective(opts, kind, bytes, *comm));
   if (comm->rank() == 0 && !out_path.empty())

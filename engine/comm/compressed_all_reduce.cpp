@@ -25,6 +25,7 @@ void check_world(int world) {
 // fp32 rounding).
 float rms_scale(const float* x, size_t n) {
   double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
   for (size_t i = 0; i < n; ++i) sq += double(x[i]) * double(x[i]);
   return float(std::sqrt(sq) / std::sqrt(double(n)));
 }
@@ -34,33 +35,47 @@ void keep_residual(float* x, size_t n, float scale) {
   for (size_t i = 0; i < n; ++i) x[i] -= scale * compressed_sign(x[i]);
 }
 
-// Phase 1 on the worker side: errors.worker becomes m = padded buffer + error,
-// its signs go to `signs`, and it is left holding the new worker error.
-float compress_worker(const float* buffer, size_t n, std::span<float> worker,
-                      std::vector<uint8_t>& signs) {
+// A tensor's place in a grouped call: its padded size P, its chunk P/W, and
+// where its packed chunk sits in each rank's block of the all_to_all buffers.
+struct Slot {
+  size_t padded = 0, chunk = 0, chunk_bytes = 0, offset = 0;
+};
+
+// Phase 1 on the worker side: errors.worker becomes m = padded values + error,
+// the signs of its chunk j go to rank j's block of `send`, and it is left
+// holding the new worker error.
+float compress_worker(const CompressedTensor& t, std::span<float> worker, const Slot& s,
+                      uint8_t* send, size_t block) {
   float* m = worker.data();
-  for (size_t i = 0; i < n; ++i) m[i] += buffer[i];  // the padding adds zeros
-  const float scale = rms_scale(m, worker.size());
-  pack_signs(m, worker.size(), signs.data());
-  keep_residual(m, worker.size(), scale);
+  for (size_t i = 0; i < t.n; ++i) m[i] += t.data[i];  // the padding adds zeros
+  const float scale = rms_scale(m, s.padded);
+  for (size_t j = 0; j * s.chunk < s.padded; ++j)
+    pack_signs(m + j * s.chunk, s.chunk, send + j * block + s.offset);
+  keep_residual(m, s.padded, scale);
   return scale;
 }
 
 // Phase 1 on the server side: the average of the W ranks' compressed chunks
-// plus the server error, compressed again; `server` keeps the new error.
-float compress_server(const std::vector<uint8_t>& chunks, const std::vector<float>& scales,
-                      std::span<float> server, std::vector<uint8_t>& signs) {
-  const size_t chunk = server.size(), chunk_bytes = chunk / 8, world = scales.size();
-  std::vector<float> weight(world);  // scale_r / W, as DeepSpeed multiplies before summing
-  for (size_t r = 0; r < world; ++r) weight[r] = scales[r] * (1.0f / float(world));
-  for (size_t i = 0; i < chunk; ++i) {
-    float avg = 0.0f;
-    for (size_t r = 0; r < world; ++r)
-      avg += weight[r] * sign_of_bit(chunks.data() + r * chunk_bytes, i);
-    server[i] = avg + server[i];
+// (rank r's at received + r·block, its scale at scales[r·stride]) plus the
+// server error, compressed again into `signs`; `server` keeps the new error.
+float compress_server(const uint8_t* received, size_t block, const float* scales, size_t stride,
+                      size_t world, std::span<float> server, uint8_t* signs) {
+  const size_t chunk = server.size();
+  constexpr size_t kTile = 512;  // values summed on the stack (chunk is a multiple of 8)
+  float sum[kTile], term[kTile];
+  for (size_t first = 0; first < chunk; first += kTile) {
+    const size_t n = std::min(kTile, chunk - first);
+    std::fill_n(sum, n, 0.0f);
+    for (size_t r = 0; r < world; ++r) {
+      // scale_r / W, as DeepSpeed multiplies before summing; ±weight is exact.
+      unpack_signs(received + r * block + first / 8, n, scales[r * stride] * (1.0f / float(world)),
+                   term);
+      for (size_t i = 0; i < n; ++i) sum[i] += term[i];
+    }
+    for (size_t i = 0; i < n; ++i) server[first + i] = sum[i] + server[first + i];
   }
   const float scale = rms_scale(server.data(), chunk);
-  pack_signs(server.data(), chunk, signs.data());
+  pack_signs(server.data(), chunk, signs);
   keep_residual(server.data(), chunk, scale);
   return scale;
 }
@@ -75,6 +90,15 @@ void wait_all(std::initializer_list<HandlePtr> handles) {
       if (!first) first = std::current_exception();
     }
   if (first) std::rethrow_exception(first);
+}
+
+// One phase's exchange: the packed blocks (all_to_all) and the scales (all_gather).
+void exchange(Communicator& comm, const std::vector<uint8_t>& send, std::vector<uint8_t>& received,
+              const std::vector<float>& scales, std::vector<float>& all_scales) {
+  const std::vector<size_t> counts(size_t(comm.world_size()), scales.size());
+  auto blocks = comm.all_to_all_async(send.data(), received.data(), send.size() / counts.size());
+  auto gathered = comm.all_gather_async(scales.data(), all_scales.data(), counts, DType::f32);
+  wait_all({blocks, gathered});
 }
 
 void check_errors(const CompressionErrors& e, size_t n, int world) {
@@ -119,32 +143,58 @@ void CompressionErrors::reset() {
 }
 
 void compressed_all_reduce(Communicator& comm, float* buffer, size_t n, CompressionErrors& errors) {
-  const int world = comm.world_size();
-  check_errors(errors, n, world);
+  check_errors(errors, n, comm.world_size());
   if (n == 0) return;
   if (!buffer) throw std::invalid_argument("compressed_all_reduce: buffer is null");
-  const size_t w = size_t(world), padded = errors.worker.size(), chunk = padded / w;
-  const size_t chunk_bytes = chunk / 8;
-  const std::vector<size_t> one_each(w, 1);
+  const CompressedTensor one{buffer, n};
+  compressed_all_reduce(comm, std::span(&one, 1), std::span(&errors, 1));
+}
 
-  std::vector<uint8_t> signs(padded / 8), chunks(padded / 8);
-  std::vector<float> worker_scales(w), server_scales(w);
-  const float worker_scale = compress_worker(buffer, n, errors.worker, signs);
-  auto to_servers = comm.all_to_all_async(signs.data(), chunks.data(), chunk_bytes);
-  auto scales = comm.all_gather_async(&worker_scale, worker_scales.data(), one_each, DType::f32);
-  wait_all({to_servers, scales});
-
-  std::vector<uint8_t> server_signs(chunk_bytes);
-  const float server_scale = compress_server(chunks, worker_scales, errors.server, server_signs);
-  for (size_t r = 0; r < w; ++r)  // the same block for every rank
-    std::copy(server_signs.begin(), server_signs.end(), signs.begin() + ptrdiff_t(r * chunk_bytes));
-  auto from_servers = comm.all_to_all_async(signs.data(), chunks.data(), chunk_bytes);
-  auto gathered = comm.all_gather_async(&server_scale, server_scales.data(), one_each, DType::f32);
-  wait_all({from_servers, gathered});
-
-  for (size_t j = 0; j < w && j * chunk < n; ++j)
-    unpack_signs(chunks.data() + j * chunk_bytes, std::min(chunk, n - j * chunk), server_scales[j],
-                 buffer + j * chunk);
+void compressed_all_reduce(Communicator& comm, std::span<const CompressedTensor> tensors,
+                           std::span<CompressionErrors> errors) {
+  const int world = comm.world_size();
+  if (errors.size() != tensors.size())
+    throw std::invalid_argument(fmt::format("compressed_all_reduce: {} tensors but {} error states",
+                                            tensors.size(), errors.size()));
+  const size_t w = size_t(world);
+  std::vector<size_t> live;  // the non-empty tensors: an empty one sends nothing, not even a scale
+  std::vector<Slot> slots;
+  size_t block = 0;  // bytes of packed signs each rank sends each other rank
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    check_errors(errors[t], tensors[t].n, world);
+    if (tensors[t].n == 0) continue;
+    if (!tensors[t].data)
+      throw std::invalid_argument(fmt::format("compressed_all_reduce: tensor {} is null", t));
+    const size_t padded = errors[t].worker.size();
+    live.push_back(t);
+    slots.push_back({padded, padded / w, padded / w / 8, block});
+    block += slots.back().chunk_bytes;
+  }
+  const size_t count = live.size();
+  if (count == 0) return;
+  std::vector<uint8_t> send(w * block), received(w * block);
+  std::vector<float> scales(count), all_scales(w * count);
+  // Tensors are independent: threads take them whole (GPT-2's sizes differ ~3000×).
+#pragma omp parallel for schedule(dynamic)
+  for (size_t k = 0; k < count; ++k)
+    scales[k] =
+        compress_worker(tensors[live[k]], errors[live[k]].worker, slots[k], send.data(), block);
+  exchange(comm, send, received, scales, all_scales);
+#pragma omp parallel for schedule(dynamic)
+  for (size_t k = 0; k < count; ++k)
+    scales[k] = compress_server(received.data() + slots[k].offset, block, all_scales.data() + k,
+                                count, w, errors[live[k]].server, send.data() + slots[k].offset);
+  for (size_t r = 1; r < w; ++r)  // the same block for every rank
+    std::copy_n(send.begin(), block, send.begin() + ptrdiff_t(r * block));
+  exchange(comm, send, received, scales, all_scales);
+#pragma omp parallel for schedule(dynamic)
+  for (size_t k = 0; k < count; ++k) {
+    const Slot& s = slots[k];
+    const CompressedTensor& t = tensors[live[k]];
+    for (size_t j = 0; j < w && j * s.chunk < t.n; ++j)
+      unpack_signs(received.data() + j * block + s.offset, std::min(s.chunk, t.n - j * s.chunk),
+                   all_scales[j * count + k], t.data + j * s.chunk);
+  }
 }
 
 CommVolume compressed_all_reduce_volume(size_t n, int world) {

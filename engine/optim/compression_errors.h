@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ class CompressionErrorSet {
   void make(const std::vector<size_t>& buffers, int world);
   bool empty() const { return errors_.empty(); }
   comm::CompressionErrors& operator[](size_t i) { return errors_[i]; }
+  std::span<comm::CompressionErrors> all() { return errors_; }
   // Back to zeros: tracked memory is zeroed, owned errors are dropped (made
   // again when next needed).
   void reset();

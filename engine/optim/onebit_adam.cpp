@@ -57,9 +57,12 @@ class OneBitAdam final : public Optimizer, public TracksCompressionErrors {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
     const float* v = a.state + a.n;
-    const std::vector<float> g = scaled_gradient(backend, a);
-    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
+    const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
+    const float* gv = g.data();
+#pragma omp parallel for simd
+    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * gv[i];
     average_.average(m, a.first, a.n);
+#pragma omp parallel for simd
     for (size_t i = 0; i < a.n; ++i) {
       const float p = a.master[i];
       const float update = m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p;
@@ -70,6 +73,7 @@ class OneBitAdam final : public Optimizer, public TracksCompressionErrors {
 
   OptimizerConfig cfg_;
   TensorwiseCompressedAverage average_;  // the momentum's, tensor by tensor
+  std::vector<float> gradient_;          // scaled_gradient's, reused
 };
 
 }  // namespace

@@ -88,7 +88,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       scalars_lost_ = false;
     }
     if (a.step == 1) return;  // DeepSpeed's initialization step
-    const std::vector<float> g = scaled_gradient(backend, a);
+    const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (compressing(a.step))
       compressed_step(a, g);
     else
@@ -223,8 +223,9 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
   std::vector<int64_t> starts_;
   comm::Communicator& comm_;
   ZeroGradientRanges masked_;
-  CompressionErrorSet errors_;  // the flat buffer's: tracked, or made at the first compressed step
-  std::vector<float> padding_;  // DeepSpeed's padding of the flat momentum
+  CompressionErrorSet errors_;   // the flat buffer's: tracked, or made at the first compressed step
+  std::vector<float> gradient_;  // scaled_gradient's, reused
+  std::vector<float> padding_;   // DeepSpeed's padding of the flat momentum
   std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
   bool scalars_lost_ = false;
 };

@@ -34,12 +34,13 @@ void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n
       }
       errors_.make(sizes, ranks);
     }
+    std::vector<comm::CompressedTensor> parts(tensors);
     for (size_t t = 0; t < tensors; ++t) {
       const auto range = part(t);
       if (range.first < range.second)
-        comm::compressed_all_reduce(comm_, values + (range.first - first),
-                                    size_t(range.second - range.first), errors_[t]);
+        parts[t] = {values + (range.first - first), size_t(range.second - range.first)};
     }
+    comm::compressed_all_reduce(comm_, parts, errors_.all());  // one exchange for all tensors
   }
   const auto zero = [&](int64_t b, int64_t e) {
     b = std::max(b, first), e = std::min(e, last);

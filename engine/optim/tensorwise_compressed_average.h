@@ -1,8 +1,8 @@
 // The 1-bit compressed average of a flat range of the parameter space over the
-// data-parallel ranks, one compressed all-reduce per parameter tensor (DeepSpeed
-// compresses each parameter on its own), each tensor keeping its error feedback
-// across calls. The masked ranges (gradients always zero) and the padding past
-// the last tensor come out as 0, as DeepSpeed's exp_avg_mask makes them.
+// data-parallel ranks, each parameter tensor compressed on its own (as DeepSpeed
+// does: its own scales, its error feedback kept across calls), all of them in
+// one grouped compressed all-reduce (one exchange per phase). The masked ranges (gradients always
+// zero) and the padding past the last tensor come out as 0, as DeepSpeed's exp_avg_mask makes them.
 #pragma once
 
 #include <cstdint>

@@ -70,7 +70,7 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
                     a.grad, a.grad_scale, a.param_dtype, a.param_out, a.n);
       return;
     }
-    std::vector<float> g = scaled_gradient(backend, a);
+    std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (frozen(a.step))
       local_step(a, g);
     else
@@ -155,6 +155,7 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
 
   OptimizerConfig cfg_;
   TensorwiseCompressedAverage average_;
+  std::vector<float> gradient_;  // scaled_gradient's, reused
   ZeroOneSchedule schedule_;     // valid at the start of step schedule_step_
   int64_t schedule_step_ = 2;    // step 1 books nothing
   double lr_sum_ = 0.0;          // DeepSpeed's lrs: the lrs of the local steps since the last sync

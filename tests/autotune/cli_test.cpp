@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -155,8 +156,12 @@ TEST(Cli, ProbeUnderMpirunIsStoredAndUsed) {
     ASSERT_TRUE(p);
     EXPECT_EQ(p->world_size, 2);
     EXPECT_GT(p->gemm_flops_per_s, 0.0);
-    // 3 collectives × 3 sizes (4 KiB, 16 KiB, 64 KiB).
-    ASSERT_EQ(p->bandwidth.size(), 9u);
+    // 4 collectives × 3 sizes (4 KiB, 16 KiB, 64 KiB).
+    ASSERT_EQ(p->bandwidth.size(), 12u);
+    std::set<std::string> ops;
+    for (const auto& b : p->bandwidth) ops.insert(b.op);
+    EXPECT_EQ(ops,
+              (std::set<std::string>{"all_gather", "all_reduce", "all_to_all", "reduce_scatter"}));
     for (const auto& b : p->bandwidth) {
       EXPECT_GT(b.algbw_gbps, 0.0) << b.op << " " << b.bytes;
       // nccl-tests' bus factors for 2 ranks: all-reduce 1, the others 1/2.

@@ -92,8 +92,9 @@ TEST(CostModel, ZeroCommunicationVolumesPerStage) {
 }
 
 // OneBitAdam in its compressed phase: per tensor, n rounded up to 16 on 2
-// ranks (2·lcm(2, 8)), two all-to-alls of n/8 bytes of signs and two
-// all-gathers of 2 fp32 scales; no gradient all-reduce.
+// ranks (2·lcm(2, 8)), n/8 bytes of signs in each of the grouped call's two
+// all-to-alls and 2 fp32 scales in each of its two all-gathers; no gradient
+// all-reduce.
 TEST(CostModel, OneBitAdamPricesItsCompressedExchangeInsteadOfTheGradientAllReduce) {
   ClusterRates r = linear_rates(2);
   for (uint64_t b : {uint64_t(1), uint64_t(1) << 30})
@@ -113,6 +114,25 @@ TEST(CostModel, OneBitAdamPricesItsCompressedExchangeInsteadOfTheGradientAllRedu
   EXPECT_EQ(f.x[kCommOverlapped], 0.0);
   EXPECT_DOUBLE_EQ(f.comm_bytes_per_step, bytes);
   EXPECT_LT(f.comm_bytes_per_step, g.comm_bytes_per_step / 15) << "1/16 of the message bytes";
+  // The compressed host step streams each parameter 92 bytes on 2 ranks
+  // (optimizer_bytes_per_param) against AdamW's 32; one rank compresses nothing.
+  EXPECT_NEAR(f.x[kOptimizer] / g.x[kOptimizer], 92.0 / 32.0, 1e-12);
+  EXPECT_EQ(step_features(onebit, 1, r).x[kOptimizer], step_features(adamw, 1, r).x[kOptimizer]);
+}
+
+// Latency-bound, the grouped exchange costs four collectives whatever the
+// number of tensors (one per tensor cost 4 × 148 on GPT-2 small): with every
+// message below the probe's smallest size, each takes that size's time.
+TEST(CostModel, OneBitAdamPaysTheLatencyOfFourCollectivesPerStep) {
+  ClusterRates r = linear_rates(2);
+  const uint64_t smallest = uint64_t(1) << 30;  // 1 GiB at 1 GB/s: 1.07 s a collective
+  r.bandwidth.clear();
+  for (const char* op : {"all_to_all", "all_gather"})
+    r.bandwidth.push_back({op, smallest, 1.0, 1.0});
+  const auto onebit = cfg({{"optimizer", {{"type", "OneBitAdam"}}}}, 2);
+  engine::GPT2 model(onebit.model, onebit.padded_vocab());
+  ASSERT_GT(engine::ModuleTree(model).params().size(), 4u);
+  EXPECT_NEAR(step_features(onebit, 2, r).x[kCommExposed], 4 * double(smallest) / 1e9, 1e-9);
 }
 
 TEST(CostModel, ReduceScatterFalseReducesGradientsByAllReduceAtStagesOneAndTwo) {

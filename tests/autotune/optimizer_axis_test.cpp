@@ -226,8 +226,9 @@ TEST(OptimizerAxis, TheCostModelRanksOneBitFasterOnASlowLinkAndSlowerOnAFastOne)
   const double slow_adamw = model.predict_s(step_features(adamw, 2, slow));
   const double slow_onebit = model.predict_s(step_features(onebit, 2, slow));
   EXPECT_LT(slow_onebit, slow_adamw / 2);
-  // 100 GB/s and 50 us: four latency-bound collectives per tensor cost more than
-  // the few all-reduces of whole buckets.
+  // 100 GB/s and 50 us: the fp32 all-reduce takes well under a millisecond, less
+  // than the 1-bit step's own work on its host buffers (96 bytes a parameter
+  // streamed in fp32, AdamW's 32) plus its four exchanges.
   const ClusterRates fast = alpha_beta_rates(50e-6, 1e11);
   const double fast_adamw = model.predict_s(step_features(adamw, 2, fast));
   const double fast_onebit = model.predict_s(step_features(onebit, 2, fast));

@@ -1,11 +1,14 @@
 // A real sweep over the optimizer axis on two ranks (mpirun) over this
-// machine's unshaped links, where 1-bit compression does not pay: its four
-// latency-bound collectives per parameter tensor (8 blocks: 100 tensors) cost
-// more than AdamW's all-reduce of one bucket. The tuner must time OneBitAdam's
-// compressed phase (not its warm-up), record it, and pick the faster measured
-// trial, AdamW. The machine is shared, so the choice is taken as the tuner
-// makes it there: --confirm-best runs both again in interleaved rounds and
-// decides on the pooled step times (docs/reliability.md).
+// machine's unshaped links (shared memory; 8 blocks, 100 tensors). The tuner
+// must time OneBitAdam's compressed phase (not its warm-up), record it, and
+// pick whichever of AdamW and OneBitAdam is faster measured, never the slower
+// (issue 31: "unshaped, the tuner does not pick it when it does not win").
+// Which one wins is this machine's: since the grouped exchange (one per phase
+// for all tensors) OneBitAdam often beats AdamW here, whose shared-memory
+// all-reduce competes for the 2 loaded cores, and the two swap places with the
+// load; so the test asserts the choice against the measurement, not a name.
+// The machine is shared, so --confirm-best runs both again in interleaved
+// rounds and the tuner decides on the pooled step times (docs/reliability.md).
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,7 +35,7 @@ uint64_t calls_of(profiler::RunStore& store, int64_t run_id, const std::string& 
   return n;
 }
 
-TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTheFasterAdamW) {
+TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTheFasterMeasured) {
   test::TempDir dir;
   const json cfg = test::tiny_config(
       {{"hybrid",
@@ -73,7 +76,7 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   EXPECT_EQ(calls_of(store, *adamw.run_id, "all_to_all"), 0u);
 
   // The choice is the confirmation's winner, the faster of the two over the
-  // interleaved rounds, and on these links that is AdamW.
+  // interleaved rounds; the slower is not picked.
   const auto ties = store.tie_breaks(sweeps[0].id);
   ASSERT_EQ(ties.size(), 1u);
   std::map<std::string, double> confirmed_ms;
@@ -81,19 +84,21 @@ TEST(OptimizerSweep, OnUnshapedLinksTheTunerTimesOneBitAdamCompressingAndPicksTh
   for (const auto& c : rounds)
     confirmed_ms[c.at("key").get<std::string>()] = c.at("confirmed_step_median_ms").get<double>();
   ASSERT_EQ(confirmed_ms.size(), 2u);
-  const std::string faster =
-      confirmed_ms.at(adamw_key) <= confirmed_ms.at(onebit_key) ? adamw_key : onebit_key;
+  const bool adamw_faster = confirmed_ms.at(adamw_key) <= confirmed_ms.at(onebit_key);
+  const std::string faster = adamw_faster ? adamw_key : onebit_key;
+  const std::string slower = adamw_faster ? onebit_key : adamw_key;
   EXPECT_EQ(ties[0].winner_key, faster);
   const TrialRow& chosen = t.at(ties[0].winner_key);
+  EXPECT_NE(chosen.key, slower) << "the slower measured is never picked";
   EXPECT_THAT(r.output, HasSubstr("best: " + chosen.key));
   EXPECT_EQ(test::read_json(dir / "best.json"),
             best_config_json(json::parse(chosen.config_json), 2));
-  EXPECT_EQ(chosen.key, adamw_key) << "OneBitAdam is not faster on unshaped links";
   std::printf(
       "2 ranks, unshaped: first pass AdamW %.2f, OneBitAdam (compressing) %.2f ms/step; "
-      "confirmed (interleaved) %.2f vs %.2f ms/step (%.2fx)\n",
+      "confirmed (interleaved) %.2f vs %.2f ms/step (OneBitAdam / AdamW %.2fx); picked %s\n",
       *adamw.latency_ms, *onebit.latency_ms, confirmed_ms.at(adamw_key),
-      confirmed_ms.at(onebit_key), confirmed_ms.at(onebit_key) / confirmed_ms.at(adamw_key));
+      confirmed_ms.at(onebit_key), confirmed_ms.at(onebit_key) / confirmed_ms.at(adamw_key),
+      chosen.key.c_str());
 }
 
 }  // namespace

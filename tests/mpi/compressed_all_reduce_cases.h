@@ -184,4 +184,50 @@ TEST_F(MpiTest, TracerBooksTheClosedFormAtMostOne28thOfFp32) {
         double(fp32.message) / double(compressed.message));
 }
 
+// Several tensors in one call: every result and error buffer equals, bit for
+// bit, what one call per tensor gives (an empty tensor included), and the
+// tracer books one all_to_all and one all_gather per phase carrying the sum of
+// the tensors' closed-form bytes.
+TEST_F(MpiTest, GroupedCallEqualsOneCallPerTensorInFourCollectives) {
+  const std::vector<size_t> sizes = {3, 64, 0, 1000, 4099};
+  std::vector<engine::comm::CompressionErrors> grouped_errors, single_errors;
+  for (size_t n : sizes) {
+    grouped_errors.emplace_back(n, world());
+    single_errors.emplace_back(n, world());
+  }
+  profiler::CommTracer tracer({}, nullptr, test_clock_ns);
+  for (int call = 0; call < 3; ++call) {
+    std::vector<std::vector<float>> grouped, single;
+    std::vector<engine::comm::CompressedTensor> tensors;
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      grouped.push_back(compressed_test_input(rank(), call * 7 + int(t), sizes[t]));
+      single.push_back(grouped.back());
+    }
+    for (auto& g : grouped) tensors.push_back({g.data(), g.size()});
+    for (size_t t = 0; t < sizes.size(); ++t)
+      engine::comm::compressed_all_reduce(comm(), single[t].data(), sizes[t], single_errors[t]);
+    tracer.reset();
+    comm().set_observer(tracer.observer());
+    engine::comm::compressed_all_reduce(comm(), tensors, grouped_errors);
+    comm().set_observer({});
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      EXPECT_EQ(grouped[t], single[t]) << "tensor " << t << " call " << call;
+      EXPECT_TRUE(std::ranges::equal(grouped_errors[t].worker, single_errors[t].worker))
+          << "tensor " << t;
+      EXPECT_TRUE(std::ranges::equal(grouped_errors[t].server, single_errors[t].server))
+          << "tensor " << t;
+    }
+    uint64_t message = 0, want = 0;
+    int records = 0;
+    for (const auto& s : tracer.stats()) message += s.total_bytes, records += int(s.count);
+    for (size_t n : sizes) want += engine::comm::compressed_all_reduce_volume(n, world()).message;
+    EXPECT_EQ(records, 4);
+    EXPECT_EQ(message, want);
+  }
+  std::vector<engine::comm::CompressionErrors> too_few(1);
+  std::vector<float> a(8);
+  const std::vector<engine::comm::CompressedTensor> two = {{a.data(), 4}, {a.data() + 4, 4}};
+  EXPECT_THROW(engine::comm::compressed_all_reduce(comm(), two, too_few), std::invalid_argument);
+}
+
 }  // namespace hybrid::test
