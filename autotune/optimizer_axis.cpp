@@ -135,4 +135,17 @@ json measured_config(const json& config, int start_profile_step) {
   return j;
 }
 
+std::string onebit_trial_note(int start_profile_step, int steps) {
+  const int first = std::max(start_profile_step - 1, 3);
+  if (steps < first)
+    return fmt::format(
+        "1-bit optimizer trials run {} steps, ending before their first compressed step ({}): "
+        "they time the warm-up only (give --steps {} or more)",
+        steps, first, first);
+  return fmt::format(
+      "1-bit optimizer trials compress from step {} (their config's freeze step moved before the "
+      "measured window); candidates and the best config keep the user's freeze step",
+      first);
+}
+
 }  // namespace hybrid::autotune

@@ -48,4 +48,9 @@ void switch_optimizer(nlohmann::json& cfg, const std::string& type);
 // step 2 is never compressed).
 nlohmann::json measured_config(const nlohmann::json& config, int start_profile_step);
 
+// What a sweep with 1-bit candidates logs: where their trials compress, and
+// that the best config keeps the user's freeze step; a warning when `steps`
+// ends before the first compressed step.
+std::string onebit_trial_note(int start_profile_step, int steps);
+
 }  // namespace hybrid::autotune

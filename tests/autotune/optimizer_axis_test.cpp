@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "autotune/cost_model.h"
+#include "autotune/sweep_plan.h"
 #include "autotune/tune_error.h"
 #include "engine/comm/communicator.h"
 #include "engine/optim/optimizer.h"
@@ -162,6 +163,30 @@ TEST(OptimizerAxis, TheTrialCompressesFromTheStepBeforeTheWindowAndTheCandidateK
   EXPECT_EQ(measured_config(early, 9), early);
   const json adamw = test::tiny_config();
   EXPECT_EQ(measured_config(adamw, 9), adamw);
+}
+
+// The sweep says where its 1-bit trials compress, and warns when they never do.
+TEST(OptimizerAxis, TheSweepNotesWhereOneBitTrialsCompress) {
+  test::TempDir dir;
+  test::write_json(dir / "cfg.json", test::tiny_config());
+  test::write_json(dir / "space.json", json::parse(R"({"opt": ["AdamW", "OneBitAdam"]})"));
+  TuneOptions o;
+  o.config = dir / "cfg.json";
+  o.space = dir / "space.json";
+  o.nprocs = 2;
+  o.dry_run = true;
+  o.steps = 10;
+  o.start_step = 6;
+  const auto has = [](const SweepPlan& p, const std::string& text) {
+    return std::any_of(p.notes.begin(), p.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(has(plan_sweep(o), "1-bit optimizer trials compress from step 5"));
+  o.steps = 2;
+  o.start_step = 2;
+  EXPECT_TRUE(has(plan_sweep(o), "ending before their first compressed step (3)"));
+  o.space.clear();  // the default space: no 1-bit candidate, no note
+  EXPECT_FALSE(has(plan_sweep(o), "1-bit optimizer trials"));
 }
 
 TEST(OptimizerAxis, RefusedCombinationsAreDroppedWithTheirReason) {
