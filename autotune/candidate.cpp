@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "autotune/optimizer_axis.h"
 #include "autotune/tune_error.h"
 #include "profiler/tables/trial_config.h"
 
@@ -110,7 +111,10 @@ std::optional<std::string> apply_axes(json& cfg, const GridPoint& pt, int stage,
     if ((def.short_name == "offopt" || def.short_name == "offparam") && v != json("none") &&
         !opts.offload_supported)
       return std::nullopt;
-    set_path(cfg, def.name, v);
+    if (def.short_name == "opt")
+      switch_optimizer(cfg, v.get<std::string>());
+    else
+      set_path(cfg, def.name, v);
     // Single-valued axes are settings of the whole sweep, not part of the point.
     if (def.short_name != "stage" && pt.space.axes[a].values.size() > 1)
       extra += fmt::format(",{}={}", def.short_name, format_value(v));
@@ -242,6 +246,22 @@ void add_space_notes(const SearchSpace& space, const EnumerateOptions& opts,
                                   stage_list(a.def->stages)));
 }
 
+// Parses the candidate's config as the engine will; why the engine would
+// refuse it, "" when it runs.
+std::string parse_candidate(Candidate& c, const json& cfg, const EnumerateOptions& opts) {
+  try {
+    c.parsed = engine::parse_config(cfg, c.world_size);
+  } catch (const engine::ConfigError& err) {
+    return err.what();
+  }
+  if (c.parsed.optimizer.onebit() && !opts.compressed_supported)
+    return fmt::format(
+        "optimizer.type {} runs on the CPU backend only so far: its compressed all-reduce works "
+        "on host buffers",
+        c.parsed.optimizer.type);
+  return {};
+}
+
 }  // namespace
 
 Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
@@ -289,10 +309,9 @@ Enumeration enumerate_candidates(const json& base_in, const SearchSpace& space,
     Candidate c;
     c.key = key;
     c.world_size = W;
-    try {
-      c.parsed = engine::parse_config(cfg, W);
-    } catch (const engine::ConfigError& err) {
-      e.dropped.push_back({key, cfg, err.what()});
+    const std::string refused = parse_candidate(c, cfg, opts);
+    if (!refused.empty()) {
+      e.dropped.push_back({key, cfg, refused});
       continue;
     }
     c.config = std::move(cfg);

@@ -44,6 +44,9 @@ struct Enumeration {
 struct EnumerateOptions {
   int world_size = 1;
   bool offload_supported = false;  // the trial backend can offload (not the CPU)
+  // The trial backend runs the 1-bit optimizers (the CPU only so far: the
+  // engine refuses them elsewhere); without it 1-bit candidates are dropped.
+  bool compressed_supported = true;
   std::optional<int64_t> max_train_batch_size;
 };
 

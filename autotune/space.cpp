@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "autotune/optimizer_axis.h"
 #include "autotune/tune_error.h"
 #include "base/json_read.h"
 #include "base/json_text.h"
@@ -200,6 +201,10 @@ const std::vector<AxisDef>& axis_table() {
     // padded vocabulary, and Lamb with tp > 1, as the engine does.
     t.push_back(int_axis("tensor_model_parallel_size", "tp", 1, kAll,
                          {"tensor_parallel_size", "tensor_model_parallel", "tp"}));
+    // The optimizer's communication: plain or 1-bit compressed (autotune/optimizer_axis.h;
+    // candidate.cpp translates the params, the engine refuses 1-bit with ZeRO >= 1).
+    t.push_back(string_axis("optimizer.type", "opt", optimizer_axis_types(), kAll));
+    t.back().aliases = {"optimizer"};
     for (auto& a : t)
       if (a.type == AxisType::integer && a.name != "zero_optimization.stage") a.hi = INT64_MAX;
     for (auto& a : t)  // batch sizes are ints in the engine
@@ -261,6 +266,7 @@ SearchSpace parse_space(const json& j) try {
         throw TuneError(
             fmt::format("space: '{}' is given twice (as {} and another spelling)", key, def->name));
     found.push_back({def, expand(*def, spec, key)});
+    if (def->short_name == "opt") check_optimizer_axis(found.back().values);
   }
   if (found.empty()) throw TuneError("space: no keys to tune (the file is an empty object)");
   SearchSpace s;

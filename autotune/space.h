@@ -15,7 +15,9 @@
 // (maxlive), offload_optimizer.device (offopt), offload_param.device (offparam),
 // hybrid.activation_checkpointing.every (ckpt: 0 off, k every k-th block),
 // pipeline.stages (pp), tensor_model_parallel_size (tp: the batch triad then
-// counts world / (pp · tp) data-parallel ranks).
+// counts world / (pp · tp) data-parallel ranks), optimizer.type (opt: the
+// optimizer's communication, plain or 1-bit compressed, one family's types:
+// autotune/optimizer_axis.h; never in the default space).
 // Each axis names the ZeRO stages where it matters; at other stages it keeps the
 // base config's value and is left out of the trial key (no duplicate trials).
 // Memory-saving axes (offopt, offparam, ckpt) trade time for memory: their

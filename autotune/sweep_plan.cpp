@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "autotune/launcher.h"
+#include "autotune/optimizer_axis.h"
 #include "autotune/pruning.h"
 #include "autotune/strategy.h"
 #include "autotune/trial_runner.h"
@@ -123,6 +124,7 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   EnumerateOptions eo;
   eo.world_size = p.settings.nprocs;
   eo.offload_supported = p.device.kind != kernels::BackendKind::cpu;
+  eo.compressed_supported = p.device.kind == kernels::BackendKind::cpu;
   eo.max_train_batch_size = p.autotuning.max_train_batch_size;
   Enumeration e = enumerate_candidates(p.base, p.space, eo);
   p.enumerated = e.candidates.size();
@@ -154,6 +156,11 @@ SweepPlan plan_sweep(const TuneOptions& o) {
     p.runnable.push_back(std::move(e.candidates[i]));
     p.memory.push_back(predictions[i]);
   }
+  for (const auto& c : p.runnable)
+    if (c.parsed.optimizer.onebit()) {
+      p.notes.push_back(onebit_trial_note(p.settings.start_step, p.settings.steps));
+      break;
+    }
   return p;
 }
 

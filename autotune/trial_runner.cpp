@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "autotune/launcher.h"
+#include "autotune/optimizer_axis.h"
 #include "autotune/process.h"
 #include "autotune/scheduler_job.h"
 #include "base/atomic_file.h"
@@ -47,7 +48,8 @@ TrialFiles prepare_trial_dir(const Candidate& c, const TrialSpec& spec) {
   TrialFiles f{(fs::path(spec.dir) / "config.json").string(),
                (fs::path(spec.dir) / "result.json").string(),
                (fs::path(spec.dir) / "output.log").string()};
-  base::write_file_atomic(f.cfg, c.config.dump(2) + "\n");
+  // A 1-bit optimizer's freeze moved before the window (autotune/optimizer_axis.h).
+  base::write_file_atomic(f.cfg, measured_config(c.config, spec.start_profile_step).dump(2) + "\n");
   fs::remove(f.result);
   fs::remove(f.log);
   remove_job_outputs(spec.dir);

@@ -8,6 +8,10 @@
 // store's steps of the trial's run (run_id in the result), falling back to
 // hybrid-train's median over all steps when the run was not stored.
 //
+// The config file is the candidate's, except that a 1-bit optimizer's freeze
+// step is moved before the measured window (measured_config,
+// autotune/optimizer_axis.h): the trial times the compressed phase.
+//
 // Files in the trial directory: config.json, result.json, output.log, and the
 // Slurm job's output where an sbatch template writes it (autotune/scheduler_job.h).
 #pragma once

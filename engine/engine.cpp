@@ -12,21 +12,13 @@
 #include "engine/inference_replica.h"
 #include "engine/memory_model.h"
 #include "engine/model/registry.h"
+#include "engine/optim/compression_errors.h"
 
 namespace hybrid {
 
 using namespace engine;
 
 namespace {
-
-// Where each parameter tensor starts in the flat space, then the count: the
-// segments of a per-tensor optimizer (Lamb).
-std::vector<int64_t> tensor_starts(const ModuleTree& tree) {
-  std::vector<int64_t> starts;
-  for (const ParamSpec* p : tree.params()) starts.push_back(p->offset);
-  starts.push_back(tree.param_count());
-  return starts;
-}
 
 // The padded vocabulary's rows of every [padded_vocab, C] parameter (the
 // embedding, an untied output projection): no token or logit reaches them.
@@ -47,8 +39,12 @@ std::unique_ptr<Optimizer> default_optimizer(const Config& cfg, const ModuleTree
         fmt::format("config: optimizer.type {} runs on the CPU backend only so far: its compressed "
                     "all-reduce works on host buffers (hybrid.device \"cpu\")",
                     cfg.optimizer.type));
-  return make_optimizer(cfg.optimizer, tensor_starts(tree), &runtime.zero_comm(),
-                        padded_vocabulary_rows(tree, cfg.model.vocab_size, cfg.padded_vocab()));
+  auto opt = make_optimizer(cfg.optimizer, tensor_starts(tree), &runtime.zero_comm(),
+                            padded_vocabulary_rows(tree, cfg.model.vocab_size, cfg.padded_vocab()));
+  // The 1-bit optimizers' error feedback in the device memory the model predicts.
+  if (auto* errors = dynamic_cast<TracksCompressionErrors*>(opt.get()))
+    errors->track_errors_in(runtime.allocator());
+  return opt;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "base/units.h"
 #include "engine/model/registry.h"
+#include "engine/optim/compression_errors.h"
 #include "engine/parallel/pipeline_schedule.h"
 #include "engine/zero/grad_reducer.h"
 #include "engine/zero/optimizer_offload.h"
@@ -188,6 +189,9 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   // In the engine's allocation order: runtime, reducer, gatherer, activations.
   l.device.append(
       ZeroRuntime::layout(z, part, optimizer_state_floats(cfg.optimizer), offloaded(cfg)));
+  // A 1-bit optimizer's error feedback, allocated with it (engine/optim/compression_errors.h).
+  l.device.append(compression_error_layout(
+      compressed_buffers(cfg.optimizer.type, tensor_starts(tree), dp), dp));
   l.device.append(GradReducer::layout(z, tree, part));
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
   const CheckpointPlan plan = checkpoint_plan(cfg);

@@ -44,7 +44,7 @@ struct Slot {
 // Phase 1 on the worker side: errors.worker becomes m = padded values + error,
 // the signs of its chunk j go to rank j's block of `send`, and it is left
 // holding the new worker error.
-float compress_worker(const CompressedTensor& t, std::vector<float>& worker, const Slot& s,
+float compress_worker(const CompressedTensor& t, std::span<float> worker, const Slot& s,
                       uint8_t* send, size_t block) {
   float* m = worker.data();
   for (size_t i = 0; i < t.n; ++i) m[i] += t.data[i];  // the padding adds zeros
@@ -59,7 +59,7 @@ float compress_worker(const CompressedTensor& t, std::vector<float>& worker, con
 // (rank r's at received + r·block, its scale at scales[r·stride]) plus the
 // server error, compressed again into `signs`; `server` keeps the new error.
 float compress_server(const uint8_t* received, size_t block, const float* scales, size_t stride,
-                      size_t world, std::vector<float>& server, uint8_t* signs) {
+                      size_t world, std::span<float> server, uint8_t* signs) {
   const size_t chunk = server.size();
   constexpr size_t kTile = 512;  // values summed on the stack (chunk is a multiple of 8)
   float sum[kTile], term[kTile];
@@ -119,8 +119,23 @@ size_t compressed_padded_size(size_t n, int world) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
-CompressionErrors::CompressionErrors(size_t n, int world)
-    : worker(compressed_padded_size(n, world), 0.0f), server(worker.size() / size_t(world), 0.0f) {}
+size_t CompressionErrors::floats(size_t n, int world) {
+  const size_t padded = compressed_padded_size(n, world);
+  return padded + padded / size_t(world);
+}
+
+CompressionErrors::CompressionErrors(size_t n, int world) : owned_(floats(n, world), 0.0f) {
+  const size_t padded = compressed_padded_size(n, world);
+  worker = std::span<float>(owned_.data(), padded);
+  server = std::span<float>(owned_.data() + padded, padded / size_t(world));
+}
+
+CompressionErrors::CompressionErrors(size_t n, int world, float* storage) {
+  const size_t padded = compressed_padded_size(n, world);
+  worker = std::span<float>(storage, padded);
+  server = std::span<float>(storage + padded, padded / size_t(world));
+  reset();
+}
 
 void CompressionErrors::reset() {
   std::fill(worker.begin(), worker.end(), 0.0f);

@@ -39,15 +39,29 @@ namespace hybrid::engine::comm {
 // 0 for n = 0; std::invalid_argument for world < 1.
 size_t compressed_padded_size(size_t n, int world);
 
-// One tensor's error-feedback state, kept across calls; zeros at first.
+// One tensor's error-feedback state, kept across calls; zeros at first. Its
+// floats are its own, or borrowed from a tracked buffer (the 1-bit optimizers'
+// engine/optim/compression_errors.h, which the memory model predicts).
 struct CompressionErrors {
-  std::vector<float> worker;  // compressed_padded_size(n, W) values
-  std::vector<float> server;  // worker.size() / W values: this rank's chunk
+  std::span<float> worker;  // compressed_padded_size(n, W) values
+  std::span<float> server;  // worker.size() / W values: this rank's chunk
 
   CompressionErrors() = default;
-  CompressionErrors(size_t n, int world);
+  CompressionErrors(size_t n, int world);  // owns its floats
+  // Borrows floats(n, world) floats at `storage`, which outlive it; zeroes them.
+  CompressionErrors(size_t n, int world, float* storage);
+  CompressionErrors(CompressionErrors&&) noexcept = default;  // a moved vector keeps its floats
+  CompressionErrors& operator=(CompressionErrors&&) noexcept = default;
+  CompressionErrors(const CompressionErrors&) = delete;
+  CompressionErrors& operator=(const CompressionErrors&) = delete;
+
+  // Worker and server floats for a tensor of n values on `world` ranks.
+  static size_t floats(size_t n, int world);
   void reset();  // back to zeros (DeepSpeed resets them when a checkpoint loads)
   size_t bytes() const { return (worker.size() + server.size()) * sizeof(float); }
+
+ private:
+  std::vector<float> owned_;  // empty when borrowed
 };
 
 // Averages buffer[0, n) over comm's ranks in place, compressed as above.

@@ -17,17 +17,12 @@
 #include "base/json_read.h"
 #include "engine/config/config.h"
 #include "engine/config/config_reader.h"
+#include "engine/config/optimizer_params.h"
 
-namespace hybrid::engine::config_detail {
+namespace hybrid::engine {
 
-using nlohmann::json;
-
-namespace {
-
-constexpr double kMaxDouble = std::numeric_limits<double>::max();
-
-// Parameters each optimizer accepts (DeepSpeed's keyword arguments).
-const std::map<std::string, std::set<std::string>>& optimizer_params() {
+// DeepSpeed's keyword arguments.
+const std::map<std::string, std::set<std::string>>& optimizer_param_table() {
   static const std::set<std::string> adam = {"lr",           "betas",           "eps",
                                              "weight_decay", "bias_correction", "adam_w_mode"};
   static const std::map<std::string, std::set<std::string>> m = {
@@ -51,6 +46,16 @@ const std::map<std::string, std::set<std::string>>& optimizer_params() {
   };
   return m;
 }
+
+}  // namespace hybrid::engine
+
+namespace hybrid::engine::config_detail {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr double kMaxDouble = std::numeric_limits<double>::max();
 
 const std::map<std::string, std::set<std::string>>& scheduler_params() {
   static const std::set<std::string> warmup = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
@@ -189,7 +194,7 @@ void parse_optimizer(const json& block, Config& c) {
   o.type = optimizer_name(*type);
   bool adam_w_mode = true;  // DeepSpeed's ADAM_W_MODE_DEFAULT
   if (const json* params = r.object("params")) {
-    refuse_foreign_params(*params, "optimizer.params", o.type, optimizer_params());
+    refuse_foreign_params(*params, "optimizer.params", o.type, optimizer_param_table());
     ObjectReader p(*params, "optimizer.params", c.ignored_keys);
     if (auto v = p.number("lr", 0.0)) o.lr = float(*v);
     if (auto v = p.number("weight_decay", 0.0)) o.weight_decay = float(*v);

@@ -26,7 +26,7 @@ namespace hybrid::engine {
 
 namespace {
 
-class OneBitAdam final : public Optimizer {
+class OneBitAdam final : public Optimizer, public TracksCompressionErrors {
  public:
   OneBitAdam(const OptimizerConfig& cfg, std::vector<int64_t> tensor_starts,
              comm::Communicator& comm, ZeroGradientRanges masked)
@@ -36,6 +36,7 @@ class OneBitAdam final : public Optimizer {
   int state_floats_per_param() const override { return 2; }  // m, v
   bool reduces_gradients(int64_t step) const override { return !compressing(step); }
   void state_loaded() override { average_.reset_errors(); }
+  void track_errors_in(TrackingAllocator& alloc) override { average_.track_errors_in(alloc); }
 
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
     if (a.step == 1) return;  // DeepSpeed's initialization step

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "engine/comm/compressed_all_reduce.h"
+#include "engine/optim/compression_errors.h"
 #include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 
@@ -46,7 +47,7 @@ float norm(const float* x, size_t n) {
   return float(std::sqrt(s));
 }
 
-class OneBitLamb final : public Optimizer {
+class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
  public:
   OneBitLamb(const OptimizerConfig& cfg, std::vector<int64_t> tensor_starts,
              comm::Communicator& comm, ZeroGradientRanges masked)
@@ -62,8 +63,12 @@ class OneBitLamb final : public Optimizer {
   std::string name() const override { return "OneBitLamb"; }
   int state_floats_per_param() const override { return 3; }  // m, v, the fresh variance
   bool reduces_gradients(int64_t step) const override { return !compressing(step); }
+  void track_errors_in(TrackingAllocator& alloc) override {
+    const int world = comm_.world_size();
+    errors_.track(alloc, compressed_buffers("OneBitLamb", starts_, world), world);
+  }
   void state_loaded() override {
-    errors_ = {};
+    errors_.reset();
     padding_.clear();
     scalars_lost_ = true;
   }
@@ -152,12 +157,12 @@ class OneBitLamb final : public Optimizer {
     const int world = comm_.world_size();
     if (world > 1) {
       const size_t padded = comm::compressed_padded_size(count, world);
-      if (errors_.worker.empty()) errors_ = comm::CompressionErrors(padded, world);
+      errors_.make({count}, world);  // when untracked
       if (padding_.empty()) padding_.assign(padded - count, 0.0f);
       std::vector<float> flat(padded);
       std::copy(m, m + count, flat.begin());
       std::copy(padding_.begin(), padding_.end(), flat.begin() + int64_t(count));
-      comm::compressed_all_reduce(comm_, flat.data(), padded, errors_);
+      comm::compressed_all_reduce(comm_, flat.data(), padded, errors_[0]);
       std::copy(flat.begin(), flat.begin() + int64_t(count), m);
       std::copy(flat.begin() + int64_t(count), flat.end(), padding_.begin());
     }
@@ -218,9 +223,9 @@ class OneBitLamb final : public Optimizer {
   std::vector<int64_t> starts_;
   comm::Communicator& comm_;
   ZeroGradientRanges masked_;
-  comm::CompressionErrors errors_;  // the flat buffer's, made at the first compressed step
-  std::vector<float> gradient_;     // scaled_gradient's, reused
-  std::vector<float> padding_;      // DeepSpeed's padding of the flat momentum
+  CompressionErrorSet errors_;   // the flat buffer's: tracked, or made at the first compressed step
+  std::vector<float> gradient_;  // scaled_gradient's, reused
+  std::vector<float> padding_;   // DeepSpeed's padding of the flat momentum
   std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
   bool scalars_lost_ = false;
 };

@@ -10,6 +10,13 @@ TensorwiseCompressedAverage::TensorwiseCompressedAverage(std::vector<int64_t> te
                                                          ZeroGradientRanges masked)
     : starts_(std::move(tensor_starts)), comm_(comm), masked_(std::move(masked)) {}
 
+void TensorwiseCompressedAverage::track_errors_in(TrackingAllocator& alloc) {
+  std::vector<size_t> sizes;
+  for (size_t t = 0; t + 1 < starts_.size(); ++t)
+    sizes.push_back(size_t(starts_[t + 1] - starts_[t]));
+  if (comm_.world_size() > 1) errors_.track(alloc, sizes, comm_.world_size());
+}
+
 void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n) {
   const int64_t last = first + int64_t(n);
   const size_t tensors = starts_.size() - 1;
@@ -19,18 +26,21 @@ void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n
     return std::pair{std::max(starts_[t], first), std::min(starts_[t + 1], last)};
   };
   if (ranks > 1) {
-    if (errors_.empty())  // the first call, or the first after a reset
+    if (errors_.empty()) {  // untracked: the first call, or the first after a reset
+      std::vector<size_t> sizes;
       for (size_t t = 0; t < tensors; ++t) {
         const auto range = part(t);
-        errors_.emplace_back(size_t(std::max<int64_t>(0, range.second - range.first)), ranks);
+        sizes.push_back(size_t(std::max<int64_t>(0, range.second - range.first)));
       }
+      errors_.make(sizes, ranks);
+    }
     std::vector<comm::CompressedTensor> parts(tensors);
     for (size_t t = 0; t < tensors; ++t) {
       const auto range = part(t);
       if (range.first < range.second)
         parts[t] = {values + (range.first - first), size_t(range.second - range.first)};
     }
-    comm::compressed_all_reduce(comm_, parts, errors_);  // one exchange for all tensors
+    comm::compressed_all_reduce(comm_, parts, errors_.all());  // one exchange for all tensors
   }
   const auto zero = [&](int64_t b, int64_t e) {
     b = std::max(b, first), e = std::min(e, last);

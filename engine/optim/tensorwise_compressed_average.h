@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/comm/compressed_all_reduce.h"
+#include "engine/optim/compression_errors.h"
 #include "engine/optim/optimizer.h"
 
 namespace hybrid::engine {
@@ -23,16 +24,19 @@ class TensorwiseCompressedAverage {
   // one rank the average is the values themselves (only the mask applies).
   // Collective: every rank calls it with the same range.
   void average(float* values, int64_t first, size_t n);
-  // Errors back to zero (made again at the next call): DeepSpeed resets them
-  // when a checkpoint loads, and 0/1 Adam when its variance freezes.
-  void reset_errors() { errors_.clear(); }
+  // Errors back to zero: DeepSpeed resets them when a checkpoint loads, and
+  // 0/1 Adam when its variance freezes.
+  void reset_errors() { errors_.reset(); }
+  // Every tensor's errors in `alloc`'s memory from now on (whole tensors: a
+  // step covers all of them, ZeRO stage 0); nothing on one rank.
+  void track_errors_in(TrackingAllocator& alloc);
   int world() const { return comm_.world_size(); }
 
  private:
   std::vector<int64_t> starts_;
   comm::Communicator& comm_;
   ZeroGradientRanges masked_;
-  std::vector<comm::CompressionErrors> errors_;  // one per tensor, made at the first call
+  CompressionErrorSet errors_;  // one per tensor: tracked, or made at the first call
 };
 
 }  // namespace hybrid::engine

@@ -46,7 +46,7 @@ struct ZeroOneSchedule {
   int64_t local_interval = 1, local_counter = 0;
 };
 
-class ZeroOneAdam final : public Optimizer {
+class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
  public:
   ZeroOneAdam(const OptimizerConfig& cfg, std::vector<int64_t> tensor_starts,
               comm::Communicator& comm, ZeroGradientRanges masked)
@@ -58,6 +58,7 @@ class ZeroOneAdam final : public Optimizer {
     return step == 1 || (!frozen(step) && step % schedule_at(step).var_interval == 0);
   }
   void state_loaded() override { reload_pending_ = true; }
+  void track_errors_in(TrackingAllocator& alloc) override { average_.track_errors_in(alloc); }
 
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
     begin(a);

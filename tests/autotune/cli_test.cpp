@@ -160,8 +160,8 @@ TEST(Cli, ProbeUnderMpirunIsStoredAndUsed) {
     ASSERT_EQ(p->bandwidth.size(), 12u);
     std::set<std::string> ops;
     for (const auto& b : p->bandwidth) ops.insert(b.op);
-    EXPECT_EQ(ops, (std::set<std::string>{"all_gather", "all_reduce", "all_to_all",
-                                          "reduce_scatter"}));
+    EXPECT_EQ(ops,
+              (std::set<std::string>{"all_gather", "all_reduce", "all_to_all", "reduce_scatter"}));
     for (const auto& b : p->bandwidth) {
       EXPECT_GT(b.algbw_gbps, 0.0) << b.op << " " << b.bytes;
       // nccl-tests' bus factors for 2 ranks: all-reduce 1, the others 1/2.

@@ -127,7 +127,8 @@ TEST(CostModel, OneBitAdamPaysTheLatencyOfFourCollectivesPerStep) {
   ClusterRates r = linear_rates(2);
   const uint64_t smallest = uint64_t(1) << 30;  // 1 GiB at 1 GB/s: 1.07 s a collective
   r.bandwidth.clear();
-  for (const char* op : {"all_to_all", "all_gather"}) r.bandwidth.push_back({op, smallest, 1.0, 1.0});
+  for (const char* op : {"all_to_all", "all_gather"})
+    r.bandwidth.push_back({op, smallest, 1.0, 1.0});
   const auto onebit = cfg({{"optimizer", {{"type", "OneBitAdam"}}}}, 2);
   engine::GPT2 model(onebit.model, onebit.padded_vocab());
   ASSERT_GT(engine::ModuleTree(model).params().size(), 4u);

@@ -36,8 +36,8 @@ using profiler::CommRecord;
 
 // max |got − want| over `scale`, the unit of the values compared (a scale of
 // the compression that made them; an error may cancel to ~0).
-template <class A>
-double scaled_difference(const std::vector<A>& got, const std::vector<double>& want, double scale) {
+template <class Values>  // a vector or the errors' spans
+double scaled_difference(const Values& got, const std::vector<double>& want, double scale) {
   double diff = 0.0;
   for (size_t i = 0; i < want.size(); ++i)
     diff = std::max(diff, std::abs(double(got[i]) - want[i]));

@@ -1,0 +1,57 @@
+// See compression_errors.h.
+#include "engine/optim/compression_errors.h"
+
+#include <fmt/format.h>
+
+namespace hybrid::engine {
+
+std::vector<int64_t> tensor_starts(const ModuleTree& tree) {
+  std::vector<int64_t> starts;
+  for (const ParamSpec* p : tree.params()) starts.push_back(p->offset);
+  starts.push_back(tree.param_count());
+  return starts;
+}
+
+std::vector<size_t> compressed_buffers(const std::string& type,
+                                       const std::vector<int64_t>& tensor_starts, int world) {
+  std::vector<size_t> sizes;
+  if (world < 2 || tensor_starts.empty()) return sizes;
+  if (type == "OneBitLamb") {
+    sizes.push_back(size_t(tensor_starts.back()));
+  } else if (type == "OneBitAdam" || type == "ZeroOneAdam") {
+    for (size_t t = 0; t + 1 < tensor_starts.size(); ++t)
+      sizes.push_back(size_t(tensor_starts[t + 1] - tensor_starts[t]));
+  }
+  return sizes;
+}
+
+MemoryLayout compression_error_layout(const std::vector<size_t>& buffers, int world) {
+  MemoryLayout l;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    l.add(fmt::format("compression_errors.{}", i),
+          comm::CompressionErrors::floats(buffers[i], world), sizeof(float), MemCategory::optimizer,
+          /*zeroed=*/true);
+  return l;
+}
+
+void CompressionErrorSet::track(TrackingAllocator& alloc, const std::vector<size_t>& buffers,
+                                int world) {
+  errors_.clear();
+  memory_ = LayoutBuffers(alloc, compression_error_layout(buffers, world));
+  for (size_t i = 0; i < buffers.size(); ++i)
+    errors_.emplace_back(buffers[i], world, memory_.view(i).as<float>());
+}
+
+void CompressionErrorSet::make(const std::vector<size_t>& buffers, int world) {
+  if (!errors_.empty()) return;
+  for (size_t n : buffers) errors_.emplace_back(n, world);
+}
+
+void CompressionErrorSet::reset() {
+  if (tracked())
+    for (auto& e : errors_) e.reset();
+  else
+    errors_.clear();
+}
+
+}  // namespace hybrid::engine

@@ -1,0 +1,70 @@
+// The 1-bit optimizers' error feedback (engine/comm/compressed_all_reduce.h) as
+// tracked memory: per compressed buffer a worker error of its padded size P
+// and a server error of P/W floats, allocated from the engine's device
+// allocator at initialisation (TracksCompressionErrors) from the layout the
+// memory model sums (compression_error_layout), so predicted equals measured.
+// OneBitAdam and ZeroOneAdam compress each parameter tensor, OneBitLamb all of
+// them as one flat buffer; on one rank nothing is compressed and nothing held.
+// An optimizer made outside an engine (tests) owns its errors instead, made at
+// its first compressed step as before.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/comm/compressed_all_reduce.h"
+#include "engine/memory/layout.h"
+#include "engine/memory/layout_buffers.h"
+#include "engine/model/module.h"
+
+namespace hybrid::engine {
+
+// Where each parameter tensor starts in the flat space, then the count: the
+// segments make_lamb and the 1-bit optimizers take.
+std::vector<int64_t> tensor_starts(const ModuleTree& tree);
+
+// The lengths of the buffers an optimizer of `type` compresses each step over
+// `world` data-parallel ranks (before padding): one per tensor (OneBitAdam,
+// ZeroOneAdam), one of the parameter count (OneBitLamb); none for another
+// type or on one rank.
+std::vector<size_t> compressed_buffers(const std::string& type,
+                                       const std::vector<int64_t>& tensor_starts, int world);
+
+// One entry per buffer ("compression_errors.<i>", MemCategory::optimizer,
+// zeroed): CompressionErrors::floats(n, world) floats, worker then server.
+MemoryLayout compression_error_layout(const std::vector<size_t>& buffers, int world);
+
+// The errors of a set of buffers: owned (made when first needed) or carved
+// from tracked memory.
+class CompressionErrorSet {
+ public:
+  // Allocates the errors of `buffers` from `alloc` now.
+  void track(TrackingAllocator& alloc, const std::vector<size_t>& buffers, int world);
+  bool tracked() const { return !memory_.layout().entries().empty(); }
+  // Owned errors for these buffers, unless already made.
+  void make(const std::vector<size_t>& buffers, int world);
+  bool empty() const { return errors_.empty(); }
+  comm::CompressionErrors& operator[](size_t i) { return errors_[i]; }
+  std::span<comm::CompressionErrors> all() { return errors_; }
+  // Back to zeros: tracked memory is zeroed, owned errors are dropped (made
+  // again when next needed).
+  void reset();
+
+ private:
+  LayoutBuffers memory_;
+  std::vector<comm::CompressionErrors> errors_;
+};
+
+// Implemented by the 1-bit optimizers: the engine hands them its device
+// allocator before the first step (engine.cpp).
+class TracksCompressionErrors {
+ public:
+  virtual void track_errors_in(TrackingAllocator& alloc) = 0;
+
+ protected:
+  ~TracksCompressionErrors() = default;
+};
+
+}  // namespace hybrid::engine
