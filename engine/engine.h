@@ -292,6 +292,9 @@ class Engine {
   // hybrid_engine enabled without release_inference_cache: the cache generate
   // keeps between calls.
   engine::KeptCache kept_cache_;
+  // generate's decode thread choice (engine/generate/decode_threads.h), kept
+  // across calls: rollouts and benchmarks generate a few tokens at a time.
+  std::unique_ptr<engine::DecodeThreads> decode_threads_;
 };
 
 // Builds the model the config describes (hybrid.model.type: engine/model/registry.h).

@@ -1,9 +1,11 @@
 // Engine::generate: the generator (engine/generate/) on the training engine's
 // model, context and parameters, between optimizer steps.
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "engine/engine.h"
 #include "engine/inference_replica.h"
@@ -112,6 +114,8 @@ GenerationResult Engine::generate_on_bound_model(const std::vector<std::vector<i
     GenerationHooks hooks;
     hooks.after_forward = [this] { zero_->end_forward(); };
     hooks.tracer = &tracer();
+    if (!decode_threads_) decode_threads_ = std::make_unique<DecodeThreads>(omp_get_max_threads());
+    hooks.threads = decode_threads_.get();
     if (together)
       hooks.any_rank_running = [this](bool mine) { return mean_over_ranks(mine ? 1 : 0) > 0; };
     const auto& he = cfg_.hybrid_engine;

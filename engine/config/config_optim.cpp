@@ -325,8 +325,10 @@ void check_onebit(const Config& c) {
   };
   if (c.zero.stage > 0)
     throw refuse(fmt::format("zero_optimization.stage {}", c.zero.stage),
-                 "the momentum is exchanged whole (DeepSpeed refuses ZeRO with 1-bit optimizers; "
-                 "hybrid's compressed path runs under stage 0 only so far)");
+                 "each rank's momentum takes its whole local gradient and the whole averaged "
+                 "momentum, so a partition saves no memory, and a partitioned update would add "
+                 "ZeRO's all-gather of the parameters, 16x the compressed exchange in fp32 "
+                 "(docs/design.md, 1-bit Adam); DeepSpeed refuses ZeRO with them too");
   if (c.gradient_clipping > 0.0f)
     throw refuse(fmt::format("gradient_clipping {:g}", c.gradient_clipping),
                  "once compressing, each rank holds only its local gradient, whose norm is not "

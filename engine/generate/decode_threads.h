@@ -21,6 +21,7 @@ class DecodeThreads {
  public:
   // most: the rank's threads (omp_get_max_threads()); 1 leaves nothing to choose.
   explicit DecodeThreads(int most);
+  int most() const { return most_; }
   // The thread count for the next step.
   int next() const { return trying_other_ ? other() : chosen_; }
   // That step's wall time.

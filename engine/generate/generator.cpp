@@ -258,10 +258,14 @@ void Generator::decode(Rows& rows) {
     ~ThreadsBack() { omp_set_num_threads(n); }
   } back;
   const bool cpu = ctx_.backend().kind() == kernels::BackendKind::cpu;
-  DecodeThreads threads(cpu ? back.n : 1);
+  const int most = cpu ? back.n : 1;
+  std::optional<DecodeThreads> own;
+  DecodeThreads& threads =
+      hooks_.threads && hooks_.threads->most() == most ? *hooks_.threads : own.emplace(most);
   while (running()) {
     profiler::Scope phase(hooks_.tracer, name, profiler::Category::decode);
-    if (cpu) omp_set_num_threads(threads.next());
+    rows.r.decode_threads.push_back(threads.next());
+    if (cpu) omp_set_num_threads(rows.r.decode_threads.back());
     const auto ts = Clock::now();
     for (int b = 0; b < B; ++b) {
       last[size_t(b)] = rows.r.tokens[size_t(b)].back();

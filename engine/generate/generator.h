@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/generate/decode_threads.h"
 #include "engine/generate/sampling.h"
 #include "engine/memory/layout_buffers.h"
 #include "engine/model/causal_lm.h"
@@ -37,6 +38,7 @@ struct GenerationResult {
   std::vector<std::vector<int>> tokens;  // per prompt: the new tokens
   std::vector<double> ttft_ms;           // per prompt: from the call's start to its first token
   std::vector<double> tpot_ms;           // per decode step: its time (every row got a token)
+  std::vector<int> decode_threads;       // per decode step: the threads it ran on
   double total_ms = 0;
   double gather_ms = 0;  // Engine::generate: parameter all-gathers (ZeRO-3) during the call
   int64_t new_tokens() const;
@@ -57,6 +59,10 @@ struct GenerationHooks {
   // Where each prefill and decode step is recorded as a phase (Category
   // prefill/decode), around the modules' own events, when it is enabled.
   profiler::Tracer* tracer = nullptr;
+  // The decode steps' thread choice, kept from call to call (the Engine's: a
+  // call of a few tokens would otherwise spend them re-measuring); used when
+  // it chooses among this call's threads, else the call makes its own.
+  DecodeThreads* threads = nullptr;
 };
 
 // A key/value cache kept from one generate call to the next (DeepSpeed's

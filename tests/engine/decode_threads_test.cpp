@@ -2,13 +2,18 @@
 // machine where all threads are faster, one where one thread is, and one that
 // changes from the first to the second, it keeps the faster count, tries the
 // other for 3 steps at the documented intervals, and follows the change; a
-// single lucky step on the other count does not switch it.
+// single lucky step on the other count does not switch it. Engine::generate
+// keeps one choice across its calls.
 #include "engine/generate/decode_threads.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <functional>
 #include <vector>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
 
 namespace hybrid::engine {
 namespace {
@@ -76,6 +81,28 @@ TEST(DecodeThreads, OneLuckyStepOfATryDoesNotSwitch) {
 
 TEST(DecodeThreads, OneThreadLeavesNothingToChoose) {
   for (int t : run(1, 50, [](int, int s) { return double(50 - s); })) EXPECT_EQ(t, 1);
+}
+
+// Each decode step's thread count over three generate calls is what one
+// DecodeThreads gives fed the steps' times in order: the second call goes on
+// from where the first left its choice (a chooser made afresh would try one
+// thread at the fourth step of every call).
+TEST(DecodeThreads, TheEngineKeepsItsChoiceFromOneGenerateCallToTheNext) {
+  const auto cfg = test::tiny_config({{"hybrid", {{"threads", 2}}}});
+  auto e = initialize(cfg, make_model(cfg), test::quiet());
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "one thread: nothing to choose";
+  DecodeThreads replay(omp_get_max_threads());
+  GenerationParams p;
+  p.max_new_tokens = 9;
+  for (int call = 0; call < 3; ++call) {
+    const GenerationResult r = e->generate({{1, 2, 3}}, p);
+    ASSERT_EQ(r.decode_threads.size(), r.tpot_ms.size());
+    ASSERT_GE(r.tpot_ms.size(), 7u);
+    for (size_t s = 0; s < r.tpot_ms.size(); ++s) {
+      EXPECT_EQ(r.decode_threads[s], replay.next()) << "call " << call << ", step " << s;
+      replay.record(r.tpot_ms[s]);
+    }
+  }
 }
 
 }  // namespace
