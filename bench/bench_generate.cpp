@@ -13,6 +13,7 @@
 // PyTorch's decode of the same model for the README's ratio:
 // bench/peers/pytorch_gpt2_decode.py (run beside this one, same threads).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -56,6 +57,7 @@ std::unique_ptr<Engine> engine_for(const Shape& s, DType dt, int micro_batch) {
 
 struct Figures {
   std::vector<double> tpot_ms, prefill_ms, forward_ms;
+  std::vector<int> threads;  // per decode step: the threads it ran on (decode_threads.h)
   // The read bandwidth probed before each iteration on one thread and on all.
   std::vector<double> bw_one, bw_all;
   double weight_bytes = 0, cache_bytes = 0, prefill_flops = 0;
@@ -117,6 +119,7 @@ void decode(benchmark::State& state, const std::string& name, const Shape& s, DT
     state.ResumeTiming();
     const auto r = e->generate(ps, p);
     f.tpot_ms.insert(f.tpot_ms.end(), r.tpot_ms.begin(), r.tpot_ms.end());
+    f.threads.insert(f.threads.end(), r.decode_threads.begin(), r.decode_threads.end());
     f.prefill_ms.push_back(r.ttft_ms[0]);
   }
   // The training forward at the prefill's shape: one micro-batch [1, kPrompt].
@@ -131,6 +134,18 @@ void decode(benchmark::State& state, const std::string& name, const Shape& s, DT
     }
   }
   state.counters["tpot_ms"] = base::median(f.tpot_ms);
+}
+
+// How the decode steps split between all threads and one, each count's median.
+void print_thread_split(const std::string& name, const Figures& f) {
+  std::map<int, std::vector<double>> by_count;
+  for (size_t i = 0; i < f.tpot_ms.size() && i < f.threads.size(); ++i)
+    by_count[f.threads[i]].push_back(f.tpot_ms[i]);
+  std::string split;
+  for (const auto& [threads, ms] : by_count)
+    split += fmt::format("{}{} on {} thread(s) (median {:.2f} ms)", split.empty() ? "" : ", ",
+                         ms.size(), threads, base::median(ms));
+  std::printf("%s: steps %s\n", name.c_str(), split.c_str());
 }
 
 void summary() {
@@ -151,6 +166,7 @@ void summary() {
         "%.1f GB/s; 1 thread %.1f, all %.1f): %.0f %% of the bound\n",
         name.c_str(), tpot, tokens_per_s[name], bound, f.weight_bytes / 1e6, bw / 1e9, one / 1e9,
         all / 1e9, 100 * bound / tpot);
+    print_thread_split(name, f);
     if (!f.forward_ms.empty()) {
       const double prefill = f.prefill_flops / (base::median(f.prefill_ms) / 1e3);
       const double forward = f.prefill_flops / (base::median(f.forward_ms) / 1e3);
