@@ -139,6 +139,7 @@ std::string Engine::save_checkpoint(const std::string& dir, const std::string& t
 std::string Engine::load_checkpoint(const std::string& dir, const std::string& tag) {
   const std::string loaded = checkpoint_->load(dir, tag, progress_, scaler_);
   optimizer_->state_loaded();
+  optimizer_->load_scalar_state(progress_.optimizer_scalars);
   micro_step_ = 0;
   return loaded;
 }

@@ -20,11 +20,11 @@
 //                   the previous step's, scales the frozen coefficient.
 // ZeRO stage 0 only (the config refuses others), so a call sees whole tensors and
 // the norms are taken in step() itself, without the two-pass statistics.
-// Checkpoints keep m, v and the fresh variance (3 floats a parameter). The
-// compression errors and the padding are dropped on load, as DeepSpeed does; the
-// per-tensor scalars (averaged coefficient, last factor, scaling) are not in the
-// checkpoint format yet: reset if the load is before the freeze, as DeepSpeed
-// does, and an error if the load resumes the compressed stage in a new process.
+// Checkpoints keep m, v and the fresh variance (3 floats a parameter), and in
+// meta.json (scalar_state) the per-tensor scalars (averaged coefficient, last
+// factor, scaling) and the flat momentum's padding. The compression errors are
+// dropped on load, as DeepSpeed does; the scalars are reset if the load is
+// before the freeze (DeepSpeed's warm-up starts over) and restored after it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,6 +72,15 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
     padding_.clear();
     scalars_lost_ = true;
   }
+  // The frozen coefficients, the last factors, the momentum's scaling and the
+  // flat momentum's padding: what DeepSpeed keeps in each parameter's state.
+  nlohmann::json scalar_state() const override {
+    return {{"coeff_freeze", coeff_freeze_},
+            {"last_factor", last_factor_},
+            {"scaling", scaling_},
+            {"padding", padding_}};
+  }
+  void load_scalar_state(const nlohmann::json& scalars) override { loaded_ = scalars; }
 
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
     const auto count = size_t(starts_.back());
@@ -81,10 +90,9 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
           a.first, a.first + int64_t(a.n)));
     if (scalars_lost_) {
       if (compressing(a.step))
-        throw std::runtime_error(
-            "OneBitLamb: resuming after freeze_step from a checkpoint is not supported yet (the "
-            "frozen per-tensor coefficients are not checkpointed)");
-      reset_scalars();  // DeepSpeed's load before the freeze: the warm-up starts over
+        restore_scalars();
+      else
+        reset_scalars();  // DeepSpeed's load before the freeze: the warm-up starts over
       scalars_lost_ = false;
     }
     if (a.step == 1) return;  // DeepSpeed's initialization step
@@ -104,6 +112,40 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
     coeff_freeze_.assign(tensors(), 0.0);
     last_factor_.assign(tensors(), 1.0);
     scaling_.clear();
+  }
+
+  // A resume past the freeze: the checkpoint's scalar_state, checked against
+  // this model.
+  void restore_scalars() {
+    // optimizer_scalars.KEY as numbers; a missing or malformed one is named.
+    const auto numbers = [this](const char* key) {
+      const auto it = loaded_.is_object() ? loaded_.find(key) : loaded_.end();
+      if (it == loaded_.end() || !it->is_array() ||
+          !std::all_of(it->begin(), it->end(), [](const auto& x) { return x.is_number(); }))
+        throw std::runtime_error(fmt::format(
+            "OneBitLamb: resuming after freeze_step needs the checkpoint's optimizer_scalars.{} "
+            "as an array of numbers (meta.json; checkpoints saved before they were kept have none)",
+            key));
+      return it->template get<std::vector<double>>();
+    };
+    const auto per_tensor = [&](const char* key, bool may_be_empty) {
+      auto v = numbers(key);
+      if (v.size() != tensors() && !(may_be_empty && v.empty()))
+        throw std::runtime_error(fmt::format(
+            "OneBitLamb: the checkpoint's optimizer_scalars.{} holds {} values; this model has {} "
+            "tensors",
+            key, v.size(), tensors()));
+      return v;
+    };
+    coeff_freeze_ = per_tensor("coeff_freeze", false);
+    last_factor_ = per_tensor("last_factor", false);
+    scaling_ = per_tensor("scaling", true);
+    // The padding only where this world size gives it the same length.
+    const size_t count = size_t(starts_.back());
+    const int world = comm_.world_size();
+    const auto padding = numbers("padding");
+    if (world > 1 && padding.size() == comm::compressed_padded_size(count, world) - count)
+      padding_.assign(padding.begin(), padding.end());
   }
 
   // p −= lr·c·u over [b, e): the scalar rounded to float once, as torch does.
@@ -228,6 +270,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
   std::vector<float> padding_;   // DeepSpeed's padding of the flat momentum
   std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
   bool scalars_lost_ = false;
+  nlohmann::json loaded_;  // the last checkpoint's scalar_state
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,12 @@ class Optimizer {
   // After a checkpoint's state was loaded: drops what checkpoints do not keep
   // (1-bit Adam's compression errors, as DeepSpeed resets them).
   virtual void state_loaded() {}
+  // What the optimizer keeps besides its per-parameter state (1-bit LAMB's
+  // frozen per-tensor coefficients), saved in a checkpoint's meta.json as
+  // "optimizer_scalars"; null: nothing. The same on every rank.
+  virtual nlohmann::json scalar_state() const { return nullptr; }
+  // After state_loaded: the checkpoint's scalar_state (null when it has none).
+  virtual void load_scalar_state(const nlohmann::json& scalars) { (void)scalars; }
 };
 
 // Flat ranges [begin, end) of the parameter space whose gradients are always

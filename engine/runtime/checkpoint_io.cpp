@@ -60,7 +60,7 @@ nlohmann::json CheckpointIO::meta(const std::string& tag, bool full,
   const int64_t step = progress.global_step;
   nlohmann::json data = {{"step", step}, {"samples", step * cfg_.train_batch_size}};
   if (!progress.data_position.is_null()) data["documents"] = progress.data_position;
-  return {
+  nlohmann::json m = {
       {"format", "hybrid-checkpoint"},
       {"version", kMetaVersion},
       {"tag", tag},
@@ -84,6 +84,9 @@ nlohmann::json CheckpointIO::meta(const std::string& tag, bool full,
       {"lineage", progress.lineage},
       {"partitions", saved_partitions()},
   };
+  if (auto scalars = optimizer_.scalar_state(); !scalars.is_null())
+    m["optimizer_scalars"] = std::move(scalars);
+  return m;
 }
 
 PartitionData CheckpointIO::partition(FlatRange range) const {
@@ -150,6 +153,7 @@ std::string CheckpointIO::load(const std::string& dir, const std::string& want_t
   // A resumed run continues the checkpoint's lineage: keep_last rotates its tags.
   if (const auto it = meta.find("lineage"); it != meta.end())
     progress.lineage = it->get<std::string>();
+  progress.optimizer_scalars = meta.value("optimizer_scalars", nlohmann::json());
   progress.data_position = meta.contains("data_position")
                                ? meta.at("data_position").value("documents", nlohmann::json())
                                : nlohmann::json();

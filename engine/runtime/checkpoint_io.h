@@ -51,6 +51,9 @@ struct TrainingProgress {
   // The data loader's position (documents as units; null otherwise): the
   // trainer's, saved as the meta's "data_position".
   nlohmann::json data_position;
+  // The optimizer's scalar_state as a load found it in the meta (null: none);
+  // a save writes the optimizer's own.
+  nlohmann::json optimizer_scalars;
   // A fresh run's own; a resumed run continues its checkpoint's (keep_last
   // rotates only this lineage's tags).
   std::string lineage = new_lineage();
