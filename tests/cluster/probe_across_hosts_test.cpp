@@ -56,7 +56,7 @@ Measured measure_inter_host(const hybrid::test::TestCluster& cluster, const test
     if (b.link == "inter_host" && b.bytes <= (uint64_t(64) << 10) && b.algbw_gbps > 0)
       m.fastest_small_s = std::min(m.fastest_small_s, double(b.bytes) / (b.algbw_gbps * 1e9));
   }
-  EXPECT_EQ(inter, 3 * 8) << "3 collectives x 8 sizes (4 KiB..64 MiB) across hosts\n" << r.output;
+  EXPECT_EQ(inter, 4 * 8) << "4 collectives x 8 sizes (4 KiB..64 MiB) across hosts\n" << r.output;
   if (probe)
     for (const auto& f : fit_alpha_beta(probe->bandwidth, probe->world_size)) {
       if (f.link != "inter_host") continue;
