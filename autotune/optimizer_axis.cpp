@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-struct AxisType {
+struct OptimizerTypeInfo {
   const char* name;
   const char* family;
   bool onebit;
@@ -26,7 +26,7 @@ struct AxisType {
   int freeze_lag;
 };
 
-constexpr AxisType kTypes[] = {
+constexpr OptimizerTypeInfo kTypes[] = {
     {"Adam", "Adam", false, nullptr, 0},
     {"AdamW", "Adam", false, nullptr, 0},
     {"OneBitAdam", "Adam", true, "freeze_step", 0},
@@ -36,7 +36,7 @@ constexpr AxisType kTypes[] = {
 };
 
 // The engine accepts the names in any case (DeepSpeed lower-cases them).
-const AxisType* find_type(const std::string& type) {
+const OptimizerTypeInfo* find_type(const std::string& type) {
   for (const auto& t : kTypes) {
     const std::string name = t.name;
     if (name.size() == type.size() &&
@@ -49,7 +49,7 @@ const AxisType* find_type(const std::string& type) {
   return nullptr;
 }
 
-const AxisType* type_of(const json& cfg) {
+const OptimizerTypeInfo* type_of(const json& cfg) {
   if (!cfg.is_object() || !cfg.contains("optimizer") || !cfg["optimizer"].is_object())
     return nullptr;
   const json& t = cfg["optimizer"].value("type", json());
@@ -76,12 +76,12 @@ const std::vector<std::string>& optimizer_axis_types() {
 }
 
 std::string optimizer_family(const std::string& type) {
-  const AxisType* t = find_type(type);
+  const OptimizerTypeInfo* t = find_type(type);
   return t ? t->family : "";
 }
 
 bool is_onebit_type(const std::string& type) {
-  const AxisType* t = find_type(type);
+  const OptimizerTypeInfo* t = find_type(type);
   return t && t->onebit;
 }
 
@@ -97,7 +97,7 @@ void check_optimizer_axis(const std::vector<json>& values) {
 }
 
 void switch_optimizer(json& cfg, const std::string& type) {
-  const AxisType* to = find_type(type);
+  const OptimizerTypeInfo* to = find_type(type);
   if (!to) throw TuneError(fmt::format("space: optimizer.type: {} is not an axis value", type));
   json& opt = cfg["optimizer"];
   if (!opt.is_object()) opt = json::object();
@@ -121,7 +121,7 @@ void switch_optimizer(json& cfg, const std::string& type) {
 }
 
 json measured_config(const json& config, int start_profile_step) {
-  const AxisType* t = type_of(config);
+  const OptimizerTypeInfo* t = type_of(config);
   if (!t || !t->onebit) return config;
   // The first compressed step is the one before the window (its one-time work,
   // the errors' allocation, stays out of the measurement).
