@@ -201,7 +201,8 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       const size_t padded = comm::compressed_padded_size(count, world);
       errors_.make({count}, world);  // when untracked
       if (padding_.empty()) padding_.assign(padded - count, 0.0f);
-      std::vector<float> flat(padded);
+      std::vector<float>& flat = flat_;  // kept: a fresh one each step page-faulted n floats
+      flat.resize(padded);
       std::copy(m, m + count, flat.begin());
       std::copy(padding_.begin(), padding_.end(), flat.begin() + int64_t(count));
       comm::compressed_all_reduce(comm_, flat.data(), padded, errors_[0]);
@@ -268,6 +269,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
   CompressionErrorSet errors_;   // the flat buffer's: tracked, or made at the first compressed step
   std::vector<float> gradient_;  // scaled_gradient's, reused
   std::vector<float> padding_;   // DeepSpeed's padding of the flat momentum
+  std::vector<float> flat_;      // the padded flat momentum exchanged, reused
   std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
   bool scalars_lost_ = false;
   nlohmann::json loaded_;  // the last checkpoint's scalar_state
