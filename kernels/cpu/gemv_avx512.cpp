@@ -2,7 +2,9 @@
 // attributes and chosen at run time (gemv.cpp), whatever -march says.
 // - avx512: 16 fp32 lanes; one weight row against up to four input rows at a
 //   time (4 × 4 accumulators, 4 weight vectors, one input vector: 21 of 32 zmm
-//   registers); fp16/bf16 weights widened in registers, the input fp32.
+//   registers); fp16/bf16 weights widened in registers, the input fp32. From
+//   kPairRows input rows on, two weight rows against all of them (2 × 8
+//   accumulators, each input vector loaded once for both rows).
 // - avx512bf16: bf16 input and weights as they are, 32 per vector;
 //   VDPBF16PS adds the two products of each bf16 pair into one fp32 lane.
 // K's tail is read under a mask (zeros past the end), so there is no scalar loop.
@@ -93,23 +95,73 @@ HYBRID_AVX512_TARGET void dots_of(const float* x, const T* w, int K, __m512* dot
   row_dots(x, w, K, dots, std::make_integer_sequence<int, MB>{});
 }
 
+// Two weight rows against input rows M... at once: each input vector loaded
+// once for both rows, so an FMA needs 0.5 + 1/(2·rows) loads instead of the
+// 1 + 1/rows of row_dots (past four rows the loads, not the weights' stream,
+// set the pace). dots0[m] and dots1[m]: input row m against w0 and w1.
+template <class T, int... M>
+HYBRID_AVX512_TARGET void pair_dots(const float* x, const T* w0, const T* w1, int K, __m512* dots0,
+                                    __m512* dots1, std::integer_sequence<int, M...>) {
+  __m512 acc0[sizeof...(M)] = {}, acc1[sizeof...(M)] = {};
+  for (int k = 0; k < K; k += 16) {
+    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+    if (((k * sizeof(T)) & 63) == 0) {  // a line of each row a line consumed
+      _mm_prefetch(reinterpret_cast<const char*>(w0 + k) + kPairPrefetchAhead, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(w1 + k) + kPairPrefetchAhead, _MM_HINT_T1);
+    }
+    const __m512 a = load16(w0 + k, mask), b = load16(w1 + k, mask);
+    ((acc0[M] = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(mask, x + size_t(M) * K + k), acc0[M]),
+      acc1[M] = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(mask, x + size_t(M) * K + k), acc1[M])),
+     ...);
+  }
+  ((dots0[M] = acc0[M], dots1[M] = acc1[M]), ...);
+}
+
+template <int MB, class T>
+HYBRID_AVX512_TARGET void pair_dots_of(const float* x, const T* w0, const T* w1, int K,
+                                       __m512* dots0, __m512* dots1) {
+  pair_dots(x, w0, w1, K, dots0, dots1, std::make_integer_sequence<int, MB>{});
+}
+
+// The dot products of one block (gemv_kernels.h's BlockFn) from its loops:
+// dots[rows] (row_dots, up to 4 input rows) and pairs[rows] (pair_dots).
+template <class X, class W, class Dots, class Pairs>
+HYBRID_AVX512_TARGET void block_of(const X* x, const W* w, int K, int rows, int cols, float* sums,
+                                   const Dots* dots_fn, const Pairs* pairs_fn) {
+  // dots[m][c]: input row m against weight row c; rows past cols stay zero.
+  __m512 dots[kGemvMaxRows][kGemvCols] = {};
+  if (rows >= kPairRows) {
+    __m512 d0[kGemvMaxRows], d1[kGemvMaxRows];
+    for (int c = 0; c < cols; c += 2) {
+      pairs_fn[rows - 1](x, w + size_t(c) * K, w + size_t(std::min(c + 1, cols - 1)) * K, K, d0,
+                         d1);
+      for (int m = 0; m < rows; ++m) dots[m][c] = d0[m];
+      if (c + 1 < cols)
+        for (int m = 0; m < rows; ++m) dots[m][c + 1] = d1[m];
+    }
+  } else {
+    __m512 d[4];
+    for (int c = 0; c < cols; ++c)  // the block's rows in memory order: one linear stream
+      for (int m = 0; m < rows; m += 4) {
+        const int mb = std::min(rows - m, 4);
+        dots_fn[mb - 1](x + size_t(m) * K, w + size_t(c) * K, K, d);
+        for (int i = 0; i < mb; ++i) dots[m + i][c] = d[i];
+      }
+  }
+  for (int m = 0; m < rows; ++m)
+    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
+}
+
 template <class T>
 HYBRID_AVX512_TARGET void block(const void* x, const void* w, int K, int rows, int cols,
                                 float* sums) {
-  const auto* xf = static_cast<const float*>(x);
   constexpr decltype(&dots_of<1, T>) kDots[] = {&dots_of<1, T>, &dots_of<2, T>, &dots_of<3, T>,
                                                 &dots_of<4, T>};
-  // dots[m][c]: input row m against weight row c; rows past cols stay zero.
-  __m512 dots[kGemvMaxRows][kGemvCols] = {};
-  __m512 d[4];
-  for (int c = 0; c < cols; ++c)  // the block's rows in memory order: one linear stream
-    for (int m = 0; m < rows; m += 4) {
-      const int mb = std::min(rows - m, 4);
-      kDots[mb - 1](xf + size_t(m) * K, static_cast<const T*>(w) + size_t(c) * K, K, d);
-      for (int i = 0; i < mb; ++i) dots[m + i][c] = d[i];
-    }
-  for (int m = 0; m < rows; ++m)
-    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
+  constexpr decltype(&pair_dots_of<1, T>) kPairs[] = {
+      &pair_dots_of<1, T>, &pair_dots_of<2, T>, &pair_dots_of<3, T>, &pair_dots_of<4, T>,
+      &pair_dots_of<5, T>, &pair_dots_of<6, T>, &pair_dots_of<7, T>, &pair_dots_of<8, T>};
+  block_of(static_cast<const float*>(x), static_cast<const T*>(w), K, rows, cols, sums, kDots,
+           kPairs);
 }
 
 // acc[u] += the bf16 pair products of w[u] and x[u·32 ...].
@@ -153,21 +205,40 @@ HYBRID_AVX512BF16_TARGET void bf16_dots_of(const uint16_t* x, const uint16_t* w,
   bf16_row_dots(x, w, K, dots, std::make_integer_sequence<int, MB>{});
 }
 
+// pair_dots on bf16 pairs.
+template <int... M>
+HYBRID_AVX512BF16_TARGET void bf16_pair_dots(const uint16_t* x, const uint16_t* w0,
+                                             const uint16_t* w1, int K, __m512* dots0,
+                                             __m512* dots1, std::integer_sequence<int, M...>) {
+  __m512 acc0[sizeof...(M)] = {}, acc1[sizeof...(M)] = {};
+  for (int k = 0; k < K; k += 32) {
+    const __mmask32 mask = K - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (K - k)) - 1);
+    _mm_prefetch(reinterpret_cast<const char*>(w0 + k) + kPairPrefetchAhead, _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(w1 + k) + kPairPrefetchAhead, _MM_HINT_T1);
+    const __m512bh a = load32(w0 + k, mask), b = load32(w1 + k, mask);
+    ((acc0[M] = _mm512_dpbf16_ps(acc0[M], load32(x + size_t(M) * K + k, mask), a),
+      acc1[M] = _mm512_dpbf16_ps(acc1[M], load32(x + size_t(M) * K + k, mask), b)),
+     ...);
+  }
+  ((dots0[M] = acc0[M], dots1[M] = acc1[M]), ...);
+}
+
+template <int MB>
+HYBRID_AVX512BF16_TARGET void bf16_pair_dots_of(const uint16_t* x, const uint16_t* w0,
+                                                const uint16_t* w1, int K, __m512* dots0,
+                                                __m512* dots1) {
+  bf16_pair_dots(x, w0, w1, K, dots0, dots1, std::make_integer_sequence<int, MB>{});
+}
+
 HYBRID_AVX512BF16_TARGET void bf16_block(const void* x, const void* w, int K, int rows, int cols,
                                          float* sums) {
-  const auto* xb = static_cast<const uint16_t*>(x);
   constexpr decltype(&bf16_dots_of<1>) kDots[] = {&bf16_dots_of<1>, &bf16_dots_of<2>,
                                                   &bf16_dots_of<3>, &bf16_dots_of<4>};
-  __m512 dots[kGemvMaxRows][kGemvCols] = {};
-  __m512 d[4];
-  for (int c = 0; c < cols; ++c)
-    for (int m = 0; m < rows; m += 4) {
-      const int mb = std::min(rows - m, 4);
-      kDots[mb - 1](xb + size_t(m) * K, static_cast<const uint16_t*>(w) + size_t(c) * K, K, d);
-      for (int i = 0; i < mb; ++i) dots[m + i][c] = d[i];
-    }
-  for (int m = 0; m < rows; ++m)
-    _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
+  constexpr decltype(&bf16_pair_dots_of<1>) kPairs[] = {
+      &bf16_pair_dots_of<1>, &bf16_pair_dots_of<2>, &bf16_pair_dots_of<3>, &bf16_pair_dots_of<4>,
+      &bf16_pair_dots_of<5>, &bf16_pair_dots_of<6>, &bf16_pair_dots_of<7>, &bf16_pair_dots_of<8>};
+  block_of(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(w), K, rows, cols, sums,
+           kDots, kPairs);
 }
 
 }  // namespace

@@ -43,6 +43,19 @@ inline void prefetch_ahead(const void* at, size_t bytes) {
   }
 }
 
+// From this many input rows on, the loops read two weight rows at a time and
+// each input vector once for both: past four rows the loads per FMA, not the
+// weights' stream, set the one-row loops' pace (GPT-2 124M's matrices at 8
+// rows, fp32, in cache: 19.8 ms one row at a time, 13.1 two). At that pace a
+// 4 KiB lead no longer covers the memory's latency; 12–32 KiB do. All of GPT-2
+// 124M's matrices at 8 rows, 2 threads, medians of 5–8 interleaved rounds of a
+// throwaway benchmark (AMD EPYC Zen 4, 2026-12-06), before -> after: AVX-512
+// fp32 28.0 -> 22.0 ms, AVX512_BF16 14.3 -> 12.4; capped at AVX2, fp32
+// 32.7 -> 25.7, bf16 weights 25.9 -> 24.0. Below 5 rows two at a time gained
+// nothing.
+inline constexpr int kPairRows = 5;
+inline constexpr size_t kPairPrefetchAhead = 16384;
+
 // sums[m · kGemvCols + c] = Σ_k x[m·K + k] · w[c·K + k] for m < rows (≤ kGemvMaxRows)
 // and c < cols (≤ kGemvCols); sums of c ≥ cols are left unspecified. x is
 // fp32, except for avx512bf16 (bf16).
