@@ -128,8 +128,11 @@ HYBRID_AVX512_TARGET void pair_dots_of(const float* x, const T* w0, const T* w1,
 template <class X, class W, class Dots, class Pairs>
 HYBRID_AVX512_TARGET void block_of(const X* x, const W* w, int K, int rows, int cols, float* sums,
                                    const Dots* dots_fn, const Pairs* pairs_fn) {
-  // dots[m][c]: input row m against weight row c; rows past cols stay zero.
-  __m512 dots[kGemvMaxRows][kGemvCols] = {};
+  // dots[m][c]: input row m against weight row c; columns past cols are zero.
+  // Only the rows in use are set: zeroing all 2 KiB took 2 % of a decode step.
+  __m512 dots[kGemvMaxRows][kGemvCols];
+  for (int m = 0; m < rows; ++m)
+    for (int c = cols; c < kGemvCols; ++c) dots[m][c] = _mm512_setzero_ps();
   if (rows >= kPairRows) {
     __m512 d0[kGemvMaxRows], d1[kGemvMaxRows];
     for (int c = 0; c < cols; c += 2) {
