@@ -3,8 +3,9 @@
 // query-block forward as training's attention (attention_tiles.h) with the
 // cache as the key and value matrices. A query at position p sees the cache's
 // positions 0..p, so the key tiles and the causal mask are those of a full
-// forward over the whole sequence: decode reads each cached head once, in place
-// (an fp32 cache), or converted once into fp32 scratch (16-bit caches). The
+// forward over the whole sequence. Decode reads each cached head once, in place:
+// an fp32 cache as it is, a 16-bit one widened a tile at a time in L1. A
+// prefill converts a 16-bit cache's head once into fp32 scratch. The
 // cache's dtype is its own: new keys and values are converted to it on the way
 // in (an fp32 model may keep a bf16 cache, a bf16 model an fp32 one).
 #include <algorithm>
@@ -68,11 +69,32 @@ const float* cached_f32(const T* head, size_t n, int slot) {
   }
 }
 
+// Positions of a 16-bit cache widened at a time: 32 × hs floats (8 KiB at hs
+// 64) stay in L1 between the conversion and their use, so decode reads the
+// cache once, in place; converting the whole head first wrote and read it
+// again (3 bytes of traffic for each byte of a bf16 cache).
+constexpr int kCacheTile = 32;
+
+// Positions j0 .. j0 + n of a cached head as fp32: in place when it is fp32,
+// else widened into the thread's scratch slot.
+template <class K>
+const float* cache_tile(const K* head, int j0, int n, int hs, int slot) {
+  const K* src = head + size_t(j0) * size_t(hs);
+  if constexpr (std::is_same_v<K, float>) {
+    return src;
+  } else {
+    float* f = cpu::thread_scratch(slot, size_t(kCacheTile) * size_t(hs));
+    cpu::to_f32(f, src, size_t(n) * size_t(hs));
+    return f;
+  }
+}
+
 // Decode (one new token a row): the query's scores over the n cached keys,
-// their softmax and the weighted values in plain vector loops. The tile
-// routine's small GEMM calls cost more than the arithmetic at one row.
-template <class T>
-void decode_query_heads(T* out, const T* row, const float* k, const float* v, int n, int b, int g,
+// their softmax and the weighted values in plain vector loops, the cache read
+// tile by tile in its own type. The tile routine's small GEMM calls cost more
+// than the arithmetic at one row.
+template <class T, class K>
+void decode_query_heads(T* out, const T* row, const K* kc, const K* vc, int n, int b, int g,
                         const QkvLayout& L) {
   const int hs = L.hs;
   const float scale = 1.0f / std::sqrt(float(hs));
@@ -82,22 +104,30 @@ void decode_query_heads(T* out, const T* row, const float* k, const float* v, in
   for (int h = g * L.group(); h < (g + 1) * L.group(); ++h) {
     cpu::to_f32(q, row + size_t(h) * hs, size_t(hs));
     float mx = -std::numeric_limits<float>::infinity();
-    for (int j = 0; j < n; ++j) {
-      const float* kj = k + size_t(j) * hs;
-      float dot = 0.0f;
+    for (int j0 = 0; j0 < n; j0 += kCacheTile) {
+      const int nt = std::min(kCacheTile, n - j0);
+      const float* k = cache_tile(kc, j0, nt, hs, 1);
+      for (int j = 0; j < nt; ++j) {
+        const float* kj = k + size_t(j) * hs;
+        float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-      for (int c = 0; c < hs; ++c) dot += q[c] * kj[c];
-      p[j] = dot * scale;
-      mx = std::max(mx, p[j]);
+        for (int c = 0; c < hs; ++c) dot += q[c] * kj[c];
+        p[j0 + j] = dot * scale;
+        mx = std::max(mx, p[j0 + j]);
+      }
     }
     float sum = 0.0f;
     for (int j = 0; j < n; ++j) sum += p[j] = cpu::fast_exp(p[j] - mx);
     std::fill(o, o + hs, 0.0f);
-    for (int j = 0; j < n; ++j) {
-      const float w = p[j] / sum;
-      const float* vj = v + size_t(j) * hs;
+    for (int j0 = 0; j0 < n; j0 += kCacheTile) {
+      const int nt = std::min(kCacheTile, n - j0);
+      const float* v = cache_tile(vc, j0, nt, hs, 2);
+      for (int j = 0; j < nt; ++j) {
+        const float w = p[j0 + j] / sum;
+        const float* vj = v + size_t(j) * hs;
 #pragma omp simd
-      for (int c = 0; c < hs; ++c) o[c] += w * vj[c];
+        for (int c = 0; c < hs; ++c) o[c] += w * vj[c];
+      }
     }
     cpu::from_f32(out + size_t(b) * L.C + size_t(h) * hs, o, size_t(hs));
   }
@@ -111,14 +141,16 @@ void attention_cached_fwd(T* out, const T* qkv, K* kc, K* vc, const int* start, 
 #pragma omp parallel for schedule(dynamic, 1) if (B * L.NKV > 1)
   for (int bg = 0; bg < B * L.NKV; ++bg) {
     const int b = bg / L.NKV, g = bg % L.NKV;
-    const size_t seen = size_t(start[b] + T_) * size_t(L.hs);  // the last query's keys
-    const float* k = cached_f32(cache_head(kc, b, g, L, max_tokens), seen, 1);
-    const float* v = cached_f32(cache_head(vc, b, g, L, max_tokens), seen, 2);
-    if (T_ == 1)
-      decode_query_heads(out, qkv + size_t(b) * ld, k, v, start[b] + 1, b, g, L);
-    else
-      cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld, k, v,
-                              start[b], T_, b, g, L);
+    const K* kh = cache_head(kc, b, g, L, max_tokens);
+    const K* vh = cache_head(vc, b, g, L, max_tokens);
+    if (T_ == 1) {
+      decode_query_heads(out, qkv + size_t(b) * ld, kh, vh, start[b] + 1, b, g, L);
+    } else {
+      const size_t seen = size_t(start[b] + T_) * size_t(L.hs);  // the last query's keys
+      cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld,
+                              cached_f32(kh, seen, 1), cached_f32(vh, seen, 2), start[b], T_, b,
+                              g, L);
+    }
   }
 }
 
