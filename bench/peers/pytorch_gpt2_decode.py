@@ -3,7 +3,7 @@ GPT2LMHeadModel, random weights), the peer of bench_generate's decode/124M:
 prefill a 128-token prompt, then 31 greedy steps of one token each through
 past_key_values; prints the median time per step.
 
-  /work/peers-venv/bin/python bench/peers/pytorch_gpt2_decode.py [--threads 2] [--dtype fp32|bf16] [--batch 1]
+  /work/peers-venv-deb/bin/python bench/peers/pytorch_gpt2_decode.py [--threads 2] [--dtype fp32|bf16] [--batch 1]
 """
 import argparse
 import statistics

@@ -148,8 +148,8 @@ void attention_cached_fwd(T* out, const T* qkv, K* kc, K* vc, const int* start, 
     } else {
       const size_t seen = size_t(start[b] + T_) * size_t(L.hs);  // the last query's keys
       cpu::attend_query_heads(out, static_cast<float*>(nullptr), qkv + size_t(b) * T_ * ld,
-                              cached_f32(kh, seen, 1), cached_f32(vh, seen, 2), start[b], T_, b,
-                              g, L);
+                              cached_f32(kh, seen, 1), cached_f32(vh, seen, 2), start[b], T_, b, g,
+                              L);
     }
   }
 }

@@ -1,10 +1,15 @@
 // gemv (gemv.h): the instruction set chosen at run time, the columns split
 // across the threads, the bias added and each output rounded once.
 //
-// The columns go to the threads in equal contiguous ranges (a static
-// schedule): each thread then streams one stretch of the weight, which the
-// hardware prefetchers follow; the inner loops (gemv_kernels.h) read each
-// weight row of a block of four once for all the input rows.
+// The columns go to the threads in contiguous chunks, about eight a thread,
+// each taken by the next thread free (a dynamic schedule): a chunk is still a
+// long stretch of the weight, which the prefetchers follow, and a thread that
+// the host slows down no longer holds the other at the region's end. With
+// equal halves (a static schedule) a bf16 decode step of GPT-2 124M spent 9 %
+// of its samples in libgomp's wait at that barrier, 3 % with chunks, and
+// took 9.7 -> 8.9 ms (AMD EPYC Zen 4, 2 vCPUs, medians of 6 interleaved runs;
+// fp32 too noisy to tell: 17.4 -> 16.4). The inner loops (gemv_kernels.h)
+// read each weight row of a block of four once for all the input rows.
 #include "kernels/cpu/gemv.h"
 
 #include <omp.h>
@@ -24,6 +29,8 @@ namespace {
 
 using gemv_detail::BlockFn;
 using gemv_detail::kGemvCols;
+
+constexpr int kChunksPerThread = 8;
 
 bool cpu_has(GemvIsa isa) {
   switch (isa) {
@@ -52,7 +59,8 @@ template <class T>
 void run_blocks(BlockFn fn, const void* x, T* out, const T* weight, const T* bias, int M, int K,
                 int N) {
   const int blocks = (N + kGemvCols - 1) / kGemvCols;
-#pragma omp parallel for schedule(static) if (size_t(N) * K > kParallelMin)
+  const int chunk = std::max(1, blocks / (kChunksPerThread * omp_get_max_threads()));
+#pragma omp parallel for schedule(dynamic, chunk) if (size_t(N) * K > kParallelMin)
   for (int blk = 0; blk < blocks; ++blk) {
     float sums[kGemvMaxRows * kGemvCols];
     const int j = blk * kGemvCols, cols = std::min(kGemvCols, N - j);
