@@ -14,6 +14,8 @@ namespace hybrid::autotune {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+std::string trial_run_name(const GenerateCandidate& c) { return "hybrid-tune generate " + c.key(); }
+
 std::vector<std::string> generate_trial_argv(const GenerateSpec& s, const GenerateCandidate& c,
                                              const std::string& bin,
                                              const std::string& result_path) {
@@ -49,6 +51,8 @@ std::string read_measurement(GenerateTrial& t, const std::string& path, Metric m
   if (timed) t.tpot_p99_ms = tpot["p99"].get<double>();
   if (m == Metric::latency && !timed) return "no decode step was timed (tpot_ms.p99 missing)";
   t.value = m == Metric::latency ? t.tpot_p99_ms : t.tokens_per_s;
+  if (j.contains("run_id") && j["run_id"].is_number_integer())
+    t.run_id = j["run_id"].get<int64_t>();
   return "";
 }
 
@@ -67,7 +71,9 @@ GenerateTrial run_generate_trial(const GenerateSpec& s, const GenerateCandidate&
   po.timeout_s = s.trial_timeout_s;
   po.log_path = log;
   po.cancel = o.cancel;
-  const ProcessResult pr = run_process(generate_trial_argv(s, c, o.generate_bin, result), po);
+  std::vector<std::string> argv = generate_trial_argv(s, c, o.generate_bin, result);
+  if (!o.db.empty()) argv.insert(argv.end(), {"--db", o.db, "--name", trial_run_name(c)});
+  const ProcessResult pr = run_process(argv, po);
   if (pr.cancelled) {
     t.status = "cancelled";
   } else if (pr.exit.timed_out) {
@@ -126,7 +132,8 @@ json generate_sweep_json(const GenerateSpec& s, const GenerateSweepResult& r,
                       {"status", t.status},
                       {"reason", t.reason},
                       {"tokens_per_s", t.tokens_per_s},
-                      {"tpot_p99_ms", t.tpot_p99_ms}});
+                      {"tpot_p99_ms", t.tpot_p99_ms},
+                      {"run_id", t.run_id}});
   json out = {{"metric", generate_metric_name(s.metric)}, {"trials", trials}};
   if (r.best) {
     const GenerateTrial& b = r.trials[*r.best];

@@ -2,8 +2,9 @@
 // generate_space.h) the memory model lets through runs hybrid-generate --json
 // in its own directory (result.json, output.log) with a timeout that kills its
 // process group; the metric is read from the result (tokens_per_s, or the
-// 99th percentile of tpot_ms). The best trial, every trial and every pruned
-// candidate (with its predicted memory) go to the output JSON.
+// 99th percentile of tpot_ms). With a run store, each trial's run is recorded
+// in it by hybrid-generate --db, and its run_id joins the trial's entry. The best trial, every
+// trial and every pruned candidate (with its predicted memory) go to the output JSON.
 #pragma once
 
 #include <atomic>
@@ -22,12 +23,16 @@ struct GenerateTrial {
   std::string status = "pruned";  // pruned | ok | failed | timeout | cancelled
   std::string reason;             // why it was pruned or failed
   double tokens_per_s = 0, tpot_p99_ms = 0;
-  double value = 0;  // the spec's metric (ok trials)
+  double value = 0;    // the spec's metric (ok trials)
+  int64_t run_id = 0;  // its run in the store (GenerateSweepOptions::db); 0: none
 };
 
 struct GenerateSweepOptions {
   std::string generate_bin = "hybrid-generate";
   std::string dir;  // trial directories go under it
+  // Run store each trial records its generation run in, named
+  // "hybrid-tune generate KEY" ("" none).
+  std::string db;
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -35,6 +40,8 @@ struct GenerateSweepOptions {
 std::vector<std::string> generate_trial_argv(const GenerateSpec& s, const GenerateCandidate& c,
                                              const std::string& bin,
                                              const std::string& result_path);
+// The name of a trial's run in the store.
+std::string trial_run_name(const GenerateCandidate& c);
 GenerateTrial run_generate_trial(const GenerateSpec& s, const GenerateCandidate& c,
                                  const GenerateSweepOptions& o);
 

@@ -226,7 +226,7 @@ CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
 
 // `hybrid-tune generate`: hybrid-generate's batch size and cache dtype.
 struct GenerateCommand {
-  std::string spec, dir = "tune/generate", out, generate_bin, train_bin;
+  std::string spec, dir = "tune/generate", out, generate_bin, train_bin, db;
   bool dry_run = false;
 };
 
@@ -246,6 +246,8 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
   gen->add_option(
       "--train-bin", c.train_bin,
       "hybrid-train executable of a rollout spec's trials (default: beside hybrid-tune)");
+  gen->add_option("--db", c.db,
+                  "run store (SQLite) every trial records its run in (default: none)");
   gen->add_flag("--dry-run", c.dry_run, "list candidates with predicted memory; run nothing");
   return gen;
 }
@@ -265,6 +267,12 @@ void print_predictions(const std::vector<Candidate>& candidates) {
               << (k.pruned.empty() ? "" : ", pruned: " + k.pruned) << "\n";
 }
 
+// --db opened once before any trial: a store that cannot be opened or is not
+// ours is refused by its error, instead of failing every trial.
+void open_store_first(const std::string& db) {
+  if (!db.empty()) hybrid::profiler::RunStore store(db);
+}
+
 // A spec naming a training config: hybrid-train's rollouts (autotune/rollout_space.h).
 int run_rollout_command(const GenerateCommand& c, const RolloutSpec& s) {
   const auto candidates = rollout_candidates(s, hybrid::engine::read_prompts_file(s.prompts));
@@ -272,9 +280,11 @@ int run_rollout_command(const GenerateCommand& c, const RolloutSpec& s) {
     print_predictions(candidates);
     return 0;
   }
+  open_store_first(c.db);
   RolloutSweepOptions o;
   o.train_bin = c.train_bin.empty() ? find_train_binary(self_executable()) : c.train_bin;
   o.dir = c.dir;
+  o.db = c.db;
   o.cancel = &g_cancel;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -293,10 +303,12 @@ int run_generate_command(const GenerateCommand& c) {
     print_predictions(candidates);
     return 0;
   }
+  open_store_first(c.db);
   GenerateSweepOptions o;
   o.generate_bin = c.generate_bin.empty() ? find_tool_binary(self_executable(), "hybrid-generate")
                                           : c.generate_bin;
   o.dir = c.dir;
+  o.db = c.db;
   o.cancel = &g_cancel;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

@@ -57,6 +57,8 @@ RolloutTrial run_rollout_trial(const RolloutSpec& s, const RolloutCandidate& c,
   spec.start_profile_step = 1;
   spec.timeout_s = s.trial_timeout_s;
   spec.dir = (fs::path(o.dir) / c.key()).string();
+  spec.db = o.db;
+  if (!o.db.empty()) spec.run_name = "hybrid-tune rollout " + c.key();
   const TrialRun run = run_trial(trial, spec, nullptr, o.cancel);
   if (run.cancelled) {
     t.status = "cancelled";

@@ -33,6 +33,9 @@ struct RolloutTrial {
 struct RolloutSweepOptions {
   std::string train_bin = "hybrid-train";
   std::string dir;  // trial directories go under it
+  // Run store each trial's hybrid-train records its run and rollouts in,
+  // named "hybrid-tune rollout KEY" ("" none).
+  std::string db;
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -2,7 +2,8 @@
 // memory is the engine hybrid-generate builds plus its largest call's key/value
 // cache by the memory model; a candidate over the budget is pruned and never
 // runs; the others run the real hybrid-generate, and the best by tokens/s (or
-// by the lowest p99 time per output token) is the one the result names.
+// by the lowest p99 time per output token) is the one the result names; with
+// --db each trial is a run in the store.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/generate/prompts.h"
 #include "engine/memory_model.h"
+#include "profiler/store/run_store.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -142,6 +144,46 @@ TEST(GenerateTune, TheSweepRunsWhatFitsAndNamesTheBest) {
     EXPECT_EQ(by_key[winner][higher ? "tokens_per_s" : "tpot_p99_ms"].get<double>(), best);
     EXPECT_THAT(r.output, HasSubstr("b4-fp32"));
   }
+}
+
+// --db: each trial is a generation run in the store, named by its key, whose
+// tokens/s is the trial's; a store that cannot be opened is refused by name
+// before any trial runs.
+TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
+  Files f;
+  test::write_json(f.dir / "spec.json", json{{"model", f.model},
+                                             {"prompts", f.prompts},
+                                             {"max_new_tokens", 4},
+                                             {"batch", {1, 2}},
+                                             {"trial_timeout", 120}});
+  const std::string db = f.dir / "runs.db", dir = f.dir / "tune";
+  const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
+                                   " --dir " + dir + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = test::read_json(dir + "/best.json");
+  ASSERT_EQ(j["trials"].size(), 2u);
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  const auto rows = store.generations();
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& t : j["trials"]) {
+    ASSERT_EQ(t["status"], "ok") << t["reason"];
+    const int64_t id = t["run_id"].get<int64_t>();
+    const auto row =
+        std::find_if(rows.begin(), rows.end(), [&](const auto& g) { return g.run_id == id; });
+    ASSERT_NE(row, rows.end()) << t["key"] << ": run " << id << " has no generation row";
+    EXPECT_EQ(row->tokens_per_s, t["tokens_per_s"].get<double>());
+    EXPECT_EQ(row->batch, t["batch"].get<int>());
+    EXPECT_EQ(store.get_run(id).name, "hybrid-tune generate " + t["key"].get<std::string>());
+    EXPECT_EQ(store.get_run(id).status, profiler::RunStatus::ok);
+  }
+  const std::string bad = f.dir / "not-a-store";
+  std::filesystem::create_directories(bad);
+  const std::string dir2 = f.dir / "tune2";
+  const auto refused = test::run_command(test::tune_bin() + " generate --spec " +
+                                         f.dir / "spec.json" + " --dir " + dir2 + " --db " + bad);
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("database " + bad + " is a directory"));
+  EXPECT_FALSE(std::filesystem::exists(dir2 + "/b1-fp32")) << "a trial ran";
 }
 
 TEST(GenerateTune, ABadSpecExitsOneNamingItAndRunsNothing) {

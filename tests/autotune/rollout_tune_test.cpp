@@ -20,6 +20,7 @@
 #include "engine/inference_replica.h"
 #include "engine/memory_model.h"
 #include "kernels/registry.h"
+#include "profiler/store/run_store.h"
 #include "tune_test_util.h"
 
 namespace hybrid::autotune {
@@ -206,11 +207,18 @@ TEST(RolloutTune, ASweepOnTwoRanksRunsTheRolloutsAndNamesTheBest) {
                             {"pin_parameters", {false, true}},
                             {"batch", {1, 2}}});
   test::write_json(f.dir / "spec.json", spec);
-  const std::string dir = f.dir / "tune", out = dir + "/best.json";
+  const std::string dir = f.dir / "tune", out = dir + "/best.json", db = f.dir / "runs.db";
   const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                   " --dir " + dir);
+                                   " --dir " + dir + " --db " + db);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = test::read_json(out);
+  // --db: each trial's hybrid-train recorded its run, named by the trial's key,
+  // with its two rollouts.
+  profiler::RunStore store(db, profiler::OpenMode::read_only);
+  std::map<std::string, int> rollouts_of;
+  for (const auto& run : store.list_runs())
+    for (const auto& g : store.generations(run.id))
+      rollouts_of[run.name] += g.kind == profiler::GenerationKind::rollout;
   EXPECT_EQ(j["mode"], "rollout");
   EXPECT_EQ(j["metric"], "tokens_per_s");
   ASSERT_EQ(j["trials"].size(), 8u);
@@ -228,6 +236,7 @@ TEST(RolloutTune, ASweepOnTwoRanksRunsTheRolloutsAndNamesTheBest) {
     }
     ASSERT_EQ(t["status"], "ok") << t["reason"];
     ++ran;
+    EXPECT_EQ(rollouts_of["hybrid-tune rollout " + key], 2);
     EXPECT_EQ(t["rollouts"], 1) << "two rollouts, the first left out";
     const double v = t["tokens_per_s"];
     EXPECT_GT(v, 0.0);
