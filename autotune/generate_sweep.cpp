@@ -49,6 +49,9 @@ std::string read_measurement(GenerateTrial& t, const std::string& path, Metric m
   const json tpot = j.value("tpot_ms", json());
   const bool timed = tpot.is_object() && tpot.contains("p99") && tpot["p99"].is_number();
   if (timed) t.tpot_p99_ms = tpot["p99"].get<double>();
+  if (tpot.is_object() && tpot.contains("samples") && tpot["samples"].is_array())
+    for (const json& v : tpot["samples"])
+      if (v.is_number()) t.tpot_ms.push_back(v.get<double>());
   if (m == Metric::latency && !timed) return "no decode step was timed (tpot_ms.p99 missing)";
   t.value = m == Metric::latency ? t.tpot_p99_ms : t.tokens_per_s;
   if (j.contains("run_id") && j["run_id"].is_number_integer())

@@ -23,8 +23,9 @@ struct GenerateTrial {
   std::string status = "pruned";  // pruned | ok | failed | timeout | cancelled
   std::string reason;             // why it was pruned or failed
   double tokens_per_s = 0, tpot_p99_ms = 0;
-  double value = 0;    // the spec's metric (ok trials)
-  int64_t run_id = 0;  // its run in the store (GenerateSweepOptions::db); 0: none
+  double value = 0;             // the spec's metric (ok trials)
+  int64_t run_id = 0;           // its run in the store (GenerateSweepOptions::db); 0: none
+  std::vector<double> tpot_ms;  // its decode steps' times (autotune/generate_confirm.h)
 };
 
 struct GenerateSweepOptions {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "autotune/generate_confirm.h"
 #include "autotune/generate_sweep.h"
 #include "autotune/launcher.h"
 #include "autotune/predict.h"
@@ -227,7 +228,8 @@ CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
 // `hybrid-tune generate`: hybrid-generate's batch size and cache dtype.
 struct GenerateCommand {
   std::string spec, dir = "tune/generate", out, generate_bin, train_bin, db;
-  bool dry_run = false;
+  bool dry_run = false, confirm_best = false;
+  int confirm_rounds = 3;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
@@ -248,6 +250,13 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
       "hybrid-train executable of a rollout spec's trials (default: beside hybrid-tune)");
   gen->add_option("--db", c.db,
                   "run store (SQLite) every trial records its run in (default: none)");
+  gen->add_option("--confirm-rounds", c.confirm_rounds,
+                  "interleaved rounds that run candidates within noise of the best again "
+                  "(0: report the tie, run nothing)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_flag("--confirm-best", c.confirm_best,
+                "confirm the best against the runner-up even when they are apart");
   gen->add_flag("--dry-run", c.dry_run, "list candidates with predicted memory; run nothing");
   return gen;
 }
@@ -312,9 +321,15 @@ int run_generate_command(const GenerateCommand& c) {
   o.cancel = &g_cancel;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const auto r = run_generate_sweep(s, candidates, o, std::cout);
-  write_result(c.out.empty() ? c.dir + "/best.json" : c.out,
-               generate_sweep_json(s, r, o.generate_bin));
+  auto r = run_generate_sweep(s, candidates, o, std::cout);
+  std::optional<GenerateConfirmation> confirmed;
+  if (!r.interrupted) {
+    confirmed = confirm_generate(s, r, o, c.confirm_rounds, c.confirm_best, std::cout);
+    r.interrupted = g_cancel.load();
+  }
+  nlohmann::json result = generate_sweep_json(s, r, o.generate_bin);
+  if (confirmed) add_confirmation_json(result, r, *confirmed);
+  write_result(c.out.empty() ? c.dir + "/best.json" : c.out, result);
   if (r.interrupted) return 130;
   return r.best ? 0 : 3;
 }

@@ -3,7 +3,7 @@
 // cache by the memory model; a candidate over the budget is pruned and never
 // runs; the others run the real hybrid-generate, and the best by tokens/s (or
 // by the lowest p99 time per output token) is the one the result names; with
-// --db each trial is a run in the store.
+// --db each trial is a run in the store; a confirmation writes its winner's median.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -121,7 +121,7 @@ TEST(GenerateTune, TheSweepRunsWhatFitsAndNamesTheBest) {
     test::write_json(f.dir / "spec.json", spec);
     const std::string dir = f.dir / ("tune-" + metric), out = dir + "/best.json";
     const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                     " --dir " + dir);
+                                     " --dir " + dir + " --confirm-rounds 0");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json j = test::read_json(out);
     EXPECT_EQ(j["metric"], metric);
@@ -158,7 +158,7 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
                                              {"trial_timeout", 120}});
   const std::string db = f.dir / "runs.db", dir = f.dir / "tune";
   const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                   " --dir " + dir + " --db " + db);
+                                   " --dir " + dir + " --db " + db + " --confirm-rounds 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = test::read_json(dir + "/best.json");
   ASSERT_EQ(j["trials"].size(), 2u);
@@ -184,6 +184,45 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("database " + bad + " is a directory"));
   EXPECT_FALSE(std::filesystem::exists(dir2 + "/b1-fp32")) << "a trial ran";
+}
+
+// --confirm-best: the best and the runner-up run again in interleaved rounds
+// (their own trial directories), and the winner's median is what is written.
+TEST(GenerateTune, AConfirmationRunsRoundsAndWritesTheWinnersMedian) {
+  Files f;
+  test::write_json(f.dir / "spec.json", json{{"model", f.model},
+                                             {"prompts", f.prompts},
+                                             {"max_new_tokens", 4},
+                                             {"batch", {1, 2}},
+                                             {"trial_timeout", 120}});
+  const std::string dir = f.dir / "tune";
+  const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
+                                   " --dir " + dir + " --confirm-best --confirm-rounds 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("confirmation (2 interleaved round(s))"));
+  const json j = test::read_json(dir + "/best.json");
+  const json& c = j["confirmation"];
+  EXPECT_EQ(c["rounds"], 2);
+  ASSERT_EQ(c["candidates"].size(), 2u);
+  std::map<std::string, double> first;
+  for (const auto& t : j["trials"]) first[t["key"]] = t["tokens_per_s"];
+  double best = 0;
+  std::string winner;
+  for (const auto& k : c["candidates"]) {
+    const std::string key = k["key"];
+    ASSERT_EQ(k["values"].size(), 3u) << key;
+    EXPECT_EQ(k["values"][0].get<double>(), first[key]) << "the sweep's value comes first";
+    for (int round : {1, 2})
+      EXPECT_TRUE(
+          std::filesystem::exists(fmt::format("{}/confirm-{}/{}/result.json", dir, round, key)));
+    std::vector<double> v = k["values"];
+    std::sort(v.begin(), v.end());
+    EXPECT_EQ(k["median"].get<double>(), v[1]) << key;
+    if (v[1] > best) best = v[1], winner = key;
+  }
+  EXPECT_EQ(j["value"].get<double>(), best);
+  EXPECT_EQ(fmt::format("b{}-{}", j["batch"].get<int>(), j["cache_dtype"].get<std::string>()),
+            winner);
 }
 
 TEST(GenerateTune, ABadSpecExitsOneNamingItAndRunsNothing) {
