@@ -28,9 +28,8 @@ std::vector<size_t> generate_ties(Metric m, const GenerateSweepResult& r, size_t
   std::vector<size_t> others;
   for (size_t i = 0; i < r.trials.size(); ++i)
     if (i != b && r.trials[i].status == "ok") others.push_back(i);
-  std::sort(others.begin(), others.end(), [&](size_t x, size_t y) {
-    return better(m, r.trials[x].value, r.trials[y].value);
-  });
+  std::sort(others.begin(), others.end(),
+            [&](size_t x, size_t y) { return better(m, r.trials[x].value, r.trials[y].value); });
   std::vector<size_t> tied = {b};
   const auto best_iv = generate_interval(m, r.trials[b]);
   for (size_t i : others) {
@@ -58,7 +57,8 @@ GenerateConfirmation decide_generate_confirmation(Metric m, std::vector<size_t> 
                              [&](double a, double b) { return better(m, b, a); });
   };
   const auto best = [&](const std::vector<double>& v) {
-    return *std::min_element(v.begin(), v.end(), [&](double a, double b) { return better(m, a, b); });
+    return *std::min_element(v.begin(), v.end(),
+                             [&](double a, double b) { return better(m, a, b); });
   };
   c.decided = !c.values[c.winner].empty();
   for (size_t k = 0; k < c.values.size(); ++k)
@@ -96,10 +96,10 @@ std::optional<GenerateConfirmation> confirm_generate(const GenerateSpec& s, Gene
     parts += fmt::format("{}{} {}", k ? ", " : "", r.trials[c.tied[k]].candidate.key(),
                          format_metric(s.metric, c.medians[k]));
   const std::string w = r.trials[*r.best].candidate.key();
-  c.summary = fmt::format("confirmation ({} interleaved round(s)), medians: {}; {}", rounds, parts,
-                          c.decided ? w + " wins (its worst run beats the others' best)"
-                                    : "still a tie: equivalent within noise, " + w +
-                                          " written (best median)");
+  c.summary = fmt::format(
+      "confirmation ({} interleaved round(s)), medians: {}; {}", rounds, parts,
+      c.decided ? w + " wins (its worst run beats the others' best)"
+                : "still a tie: equivalent within noise, " + w + " written (best median)");
   log << c.summary << "\n";
   return c;
 }

@@ -32,12 +32,13 @@ std::vector<size_t> generate_ties(Metric m, const GenerateSweepResult& r, size_t
 
 struct GenerateConfirmation {
   int rounds = 0;
-  std::vector<size_t> tied;                 // trial indices, best of the sweep first
-  std::vector<std::vector<double>> values;  // per tied candidate: its first value, then each round's
-  std::vector<double> medians;              // per tied candidate (0: no value)
-  size_t winner = 0;                        // index into tied
-  bool decided = false;                     // false: still within noise
-  std::string summary;                      // what hybrid-tune prints
+  std::vector<size_t> tied;  // trial indices, best of the sweep first
+  std::vector<std::vector<double>>
+      values;                   // per tied candidate: its first value, then each round's
+  std::vector<double> medians;  // per tied candidate (0: no value)
+  size_t winner = 0;            // index into tied
+  bool decided = false;         // false: still within noise
+  std::string summary;          // what hybrid-tune prints
 };
 
 // The winner of values (the first is each candidate's sweep value) by the rule above.

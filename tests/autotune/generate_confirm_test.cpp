@@ -52,7 +52,8 @@ TEST(GenerateConfirm, TiesAreTheOkTrialsOverlappingTheBestsInterval) {
 
 TEST(GenerateConfirm, TheBestMedianWinsAndHoldsOnlyClearOfTheOthers) {
   // tokens/s: medians 96 and 100.5; 99 (the winner's worst) does not beat 100.
-  auto c = decide_generate_confirmation(Metric::tokens, {4, 7}, {{100, 90, 95, 97}, {99, 101, 102, 100}}, 3);
+  auto c = decide_generate_confirmation(Metric::tokens, {4, 7},
+                                        {{100, 90, 95, 97}, {99, 101, 102, 100}}, 3);
   EXPECT_EQ(c.tied[c.winner], 7u);
   EXPECT_DOUBLE_EQ(c.medians[1], 100.5);
   EXPECT_FALSE(c.decided);
