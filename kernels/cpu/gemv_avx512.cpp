@@ -155,9 +155,27 @@ HYBRID_AVX512_TARGET void block_of(const X* x, const W* w, int K, int rows, int 
     _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
 }
 
+// One input row (a batch-1 decode step), the common case: the block's weight
+// rows as direct calls of Dots, which inline into the caller (no call,
+// vzeroupper and spill of the partial sums per weight row, as through
+// block_of's table). Inlined itself first, so that a caller of a wider target
+// (AVX512_BF16) inlines its Dots too.
+template <auto Dots, class X, class W>
+HYBRID_AVX512_TARGET __attribute__((always_inline)) inline void one_row_block(const X* x,
+                                                                              const W* w, int K,
+                                                                              int cols,
+                                                                              float* sums) {
+  __m512 d[kGemvCols] = {};
+  for (int c = 0; c < cols; ++c) Dots(x, w + size_t(c) * K, K, &d[c]);
+  _mm_storeu_ps(sums, sum4(d[0], d[1], d[2], d[3]));
+}
+
 template <class T>
 HYBRID_AVX512_TARGET void block(const void* x, const void* w, int K, int rows, int cols,
                                 float* sums) {
+  if (rows == 1)
+    return one_row_block<&dots_of<1, T>>(static_cast<const float*>(x), static_cast<const T*>(w),
+                                         K, cols, sums);
   constexpr decltype(&dots_of<1, T>) kDots[] = {&dots_of<1, T>, &dots_of<2, T>, &dots_of<3, T>,
                                                 &dots_of<4, T>};
   constexpr decltype(&pair_dots_of<1, T>) kPairs[] = {
@@ -235,6 +253,9 @@ HYBRID_AVX512BF16_TARGET void bf16_pair_dots_of(const uint16_t* x, const uint16_
 
 HYBRID_AVX512BF16_TARGET void bf16_block(const void* x, const void* w, int K, int rows, int cols,
                                          float* sums) {
+  if (rows == 1)
+    return one_row_block<&bf16_dots_of<1>>(static_cast<const uint16_t*>(x),
+                                           static_cast<const uint16_t*>(w), K, cols, sums);
   constexpr decltype(&bf16_dots_of<1>) kDots[] = {&bf16_dots_of<1>, &bf16_dots_of<2>,
                                                   &bf16_dots_of<3>, &bf16_dots_of<4>};
   constexpr decltype(&bf16_pair_dots_of<1>) kPairs[] = {
