@@ -174,8 +174,8 @@ template <class T>
 HYBRID_AVX512_TARGET void block(const void* x, const void* w, int K, int rows, int cols,
                                 float* sums) {
   if (rows == 1)
-    return one_row_block<&dots_of<1, T>>(static_cast<const float*>(x), static_cast<const T*>(w),
-                                         K, cols, sums);
+    return one_row_block<&dots_of<1, T>>(static_cast<const float*>(x), static_cast<const T*>(w), K,
+                                         cols, sums);
   constexpr decltype(&dots_of<1, T>) kDots[] = {&dots_of<1, T>, &dots_of<2, T>, &dots_of<3, T>,
                                                 &dots_of<4, T>};
   constexpr decltype(&pair_dots_of<1, T>) kPairs[] = {

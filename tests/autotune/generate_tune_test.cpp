@@ -74,6 +74,14 @@ struct Files {
     std::ofstream(prompts) << "{\"tokens\": [1, 2, 3, 4, 5]}\n{\"tokens\": [7]}\n"
                            << "{\"tokens\": [9, 9]}\n{\"tokens\": [3, 1, 4]}\n";
   }
+  // DIR/spec.json: batch 1 and 2, 4 new tokens, a short real sweep.
+  void write_two_batch_spec() const {
+    test::write_json(dir / "spec.json", json{{"model", model},
+                                             {"prompts", prompts},
+                                             {"max_new_tokens", 4},
+                                             {"batch", {1, 2}},
+                                             {"trial_timeout", 120}});
+  }
 };
 
 TEST(GenerateTune, CandidatesPredictTheEngineAndTheLargestCallsCache) {
@@ -151,11 +159,7 @@ TEST(GenerateTune, TheSweepRunsWhatFitsAndNamesTheBest) {
 // before any trial runs.
 TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
   Files f;
-  test::write_json(f.dir / "spec.json", json{{"model", f.model},
-                                             {"prompts", f.prompts},
-                                             {"max_new_tokens", 4},
-                                             {"batch", {1, 2}},
-                                             {"trial_timeout", 120}});
+  f.write_two_batch_spec();
   const std::string db = f.dir / "runs.db", dir = f.dir / "tune";
   const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
                                    " --dir " + dir + " --db " + db + " --confirm-rounds 0");
@@ -190,11 +194,7 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
 // (their own trial directories), and the winner's median is what is written.
 TEST(GenerateTune, AConfirmationRunsRoundsAndWritesTheWinnersMedian) {
   Files f;
-  test::write_json(f.dir / "spec.json", json{{"model", f.model},
-                                             {"prompts", f.prompts},
-                                             {"max_new_tokens", 4},
-                                             {"batch", {1, 2}},
-                                             {"trial_timeout", 120}});
+  f.write_two_batch_spec();
   const std::string dir = f.dir / "tune";
   const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
                                    " --dir " + dir + " --confirm-best --confirm-rounds 2");
