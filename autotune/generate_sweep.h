@@ -26,6 +26,9 @@ struct GenerateTrial {
   double value = 0;             // the spec's metric (ok trials)
   int64_t run_id = 0;           // its run in the store (GenerateSweepOptions::db); 0: none
   std::vector<double> tpot_ms;  // its decode steps' times (autotune/generate_confirm.h)
+  int attempts = 0;             // measurements taken (a noisy trial runs again)
+  double robust_cv = 0;         // of tpot_ms (autotune/noise.h)
+  bool noisy = false;           // still above the threshold after every attempt
 };
 
 struct GenerateSweepOptions {
@@ -34,8 +37,17 @@ struct GenerateSweepOptions {
   // Run store each trial records its generation run in, named
   // "hybrid-tune generate KEY" ("" none).
   std::string db;
+  // A trial whose decode steps' robust CV exceeds noise_threshold runs again,
+  // up to `remeasure` more times, each in DIR/remeasure-N/KEY; the steadiest
+  // attempt is kept (the training sweep's rule, autotune/noise.h).
+  double noise_threshold = 0.10;
+  int remeasure = 2;
   const std::atomic<bool>* cancel = nullptr;
 };
+
+// The trial, measured again while noisy (GenerateSweepOptions::remeasure).
+GenerateTrial run_steady_trial(const GenerateSpec& s, const GenerateCandidate& c,
+                               const GenerateSweepOptions& o);
 
 // One candidate's hybrid-generate command line (its result into result_path).
 std::vector<std::string> generate_trial_argv(const GenerateSpec& s, const GenerateCandidate& c,

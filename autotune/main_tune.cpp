@@ -229,7 +229,8 @@ CLI::App* add_worker_command(CLI::App& app, WorkerCommand& c) {
 struct GenerateCommand {
   std::string spec, dir = "tune/generate", out, generate_bin, train_bin, db;
   bool dry_run = false, confirm_best = false;
-  int confirm_rounds = 3;
+  int confirm_rounds = 3, remeasure = 2;
+  double noise_threshold = 0.10;
 };
 
 CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
@@ -253,6 +254,13 @@ CLI::App* add_generate_command(CLI::App& app, GenerateCommand& c) {
   gen->add_option("--confirm-rounds", c.confirm_rounds,
                   "interleaved rounds that run candidates within noise of the best again "
                   "(0: report the tie, run nothing)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--noise-threshold", c.noise_threshold,
+                  "robust CV of a trial's decode steps above which it is measured again")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--remeasure", c.remeasure, "extra measurements of a noisy trial")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   gen->add_flag("--confirm-best", c.confirm_best,
@@ -318,6 +326,8 @@ int run_generate_command(const GenerateCommand& c) {
                                           : c.generate_bin;
   o.dir = c.dir;
   o.db = c.db;
+  o.noise_threshold = c.noise_threshold;
+  o.remeasure = c.remeasure;
   o.cancel = &g_cancel;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

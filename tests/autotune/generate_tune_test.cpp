@@ -3,7 +3,8 @@
 // cache by the memory model; a candidate over the budget is pruned and never
 // runs; the others run the real hybrid-generate, and the best by tokens/s (or
 // by the lowest p99 time per output token) is the one the result names; with
-// --db each trial is a run in the store; a confirmation writes its winner's median.
+// --db each trial is a run in the store; a confirmation writes its winner's
+// median; a noisy trial is measured again and its steadiest attempt kept.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,7 +130,7 @@ TEST(GenerateTune, TheSweepRunsWhatFitsAndNamesTheBest) {
     test::write_json(f.dir / "spec.json", spec);
     const std::string dir = f.dir / ("tune-" + metric), out = dir + "/best.json";
     const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                     " --dir " + dir + " --confirm-rounds 0");
+                                     " --dir " + dir + " --confirm-rounds 0 --remeasure 0");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json j = test::read_json(out);
     EXPECT_EQ(j["metric"], metric);
@@ -161,8 +162,9 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
   Files f;
   f.write_two_batch_spec();
   const std::string db = f.dir / "runs.db", dir = f.dir / "tune";
-  const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                   " --dir " + dir + " --db " + db + " --confirm-rounds 0");
+  const auto r =
+      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
+                        dir + " --db " + db + " --confirm-rounds 0 --remeasure 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = test::read_json(dir + "/best.json");
   ASSERT_EQ(j["trials"].size(), 2u);
@@ -196,8 +198,9 @@ TEST(GenerateTune, AConfirmationRunsRoundsAndWritesTheWinnersMedian) {
   Files f;
   f.write_two_batch_spec();
   const std::string dir = f.dir / "tune";
-  const auto r = test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" +
-                                   " --dir " + dir + " --confirm-best --confirm-rounds 2");
+  const auto r =
+      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
+                        dir + " --confirm-best --confirm-rounds 2 --remeasure 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("confirmation (2 interleaved round(s))"));
   const json j = test::read_json(dir + "/best.json");
@@ -223,6 +226,47 @@ TEST(GenerateTune, AConfirmationRunsRoundsAndWritesTheWinnersMedian) {
   EXPECT_EQ(j["value"].get<double>(), best);
   EXPECT_EQ(fmt::format("b{}-{}", j["batch"].get<int>(), j["cache_dtype"].get<std::string>()),
             winner);
+}
+
+// The robust CV of a result file's decode steps, by type-7 quantiles written
+// out here: IQR / (1.349 median).
+double robust_cv_of(const json& result) {
+  std::vector<double> v = result["tpot_ms"]["samples"];
+  std::sort(v.begin(), v.end());
+  const auto q = [&](double p) {
+    const double h = double(v.size() - 1) * p;
+    const size_t lo = size_t(h);
+    return lo + 1 < v.size() ? v[lo] + (h - double(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+  };
+  return (q(0.75) - q(0.25)) / (1.349 * q(0.5));
+}
+
+// A noisy trial runs again (here every trial: threshold 0) in its own
+// directory, and the steadier of its attempts is the one kept.
+TEST(GenerateTune, ANoisyTrialIsMeasuredAgainAndTheSteadiestKept) {
+  Files f;
+  f.write_two_batch_spec();
+  const std::string dir = f.dir / "tune";
+  const auto r =
+      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
+                        dir + " --noise-threshold 0 --remeasure 1 --confirm-rounds 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = test::read_json(dir + "/best.json");
+  ASSERT_EQ(j["trials"].size(), 2u);
+  for (const auto& t : j["trials"]) {
+    const std::string key = t["key"];
+    SCOPED_TRACE(key);
+    ASSERT_EQ(t["status"], "ok") << t["reason"];
+    EXPECT_EQ(t["attempts"], 2);
+    EXPECT_TRUE(t["noisy"].get<bool>());
+    EXPECT_THAT(t["reason"].get<std::string>(), HasSubstr("noisy"));
+    const json first = test::read_json(dir + "/" + key + "/result.json");
+    const json second = test::read_json(dir + "/remeasure-2/" + key + "/result.json");
+    const double cv1 = robust_cv_of(first), cv2 = robust_cv_of(second);
+    const json& kept = cv2 < cv1 ? second : first;
+    EXPECT_EQ(t["tokens_per_s"].get<double>(), kept["tokens_per_s"].get<double>());
+    EXPECT_NEAR(t["robust_cv"].get<double>(), std::min(cv1, cv2), 1e-12);
+  }
 }
 
 TEST(GenerateTune, ABadSpecExitsOneNamingItAndRunsNothing) {
