@@ -156,10 +156,10 @@ HYBRID_AVX512_TARGET void block_of(const X* x, const W* w, int K, int rows, int 
 }
 
 // One input row (a batch-1 decode step), the common case: the block's weight
-// rows as direct calls of Dots, which inline into the caller (no call,
-// vzeroupper and spill of the partial sums per weight row, as through
-// block_of's table). Inlined itself first, so that a caller of a wider target
-// (AVX512_BF16) inlines its Dots too.
+// rows as direct calls of Dots, with the partial sums kept in registers (through
+// block_of's table each weight row was an indirect call, a vzeroupper and a
+// spill). Always inlined, so that it compiles for its caller's target
+// (AVX512_BF16 for bf16_block), where Dots may be inlined too.
 template <auto Dots, class X, class W>
 HYBRID_AVX512_TARGET __attribute__((always_inline)) inline void one_row_block(const X* x,
                                                                               const W* w, int K,
