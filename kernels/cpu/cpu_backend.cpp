@@ -1,8 +1,17 @@
 // CpuBackend: memory and identity. Host memory is 64-byte aligned (one cache
 // line, one AVX-512 register) so vector loads never split lines at row starts.
+// Buffers of kHugeFrom bytes or more (weights, activations, optimizer states)
+// are 2 MiB-aligned and advised to transparent huge pages (MADV_HUGEPAGE: used
+// where the kernel's THP mode is madvise or always, Debian's default being
+// madvise; ignored where it is never). A decode step streams every weight once,
+// and with 4 KiB pages each page is a TLB miss and a fresh start for the
+// prefetchers: GPT-2 124M's matrices at one row on 2 threads read in fp32
+// 17.0 -> 15.9 ms, bf16 8.29 -> 7.76 ms (medians of 8 interleaved rounds of a
+// throwaway benchmark, AMD EPYC Zen 4, 2026-12-06).
 #include "kernels/cpu/cpu_backend.h"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +24,7 @@ namespace hybrid::kernels {
 
 namespace {
 constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t(2) << 20, kHugeFrom = size_t(4) << 20;
 
 // Copies and zeroing of large buffers are split across threads: one core
 // does not saturate memory bandwidth.
@@ -44,11 +54,14 @@ std::string CpuBackend::name() const {
 
 void* CpuBackend::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  const bool huge = bytes >= kHugeFrom;
+  const size_t align = huge ? kHugePage : kAlignment;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
   if (!p)  // the engine's tracking allocator names the category it was for
     throw BackendOutOfMemory(
         "out of host memory: cannot allocate " + std::to_string(bytes) + " bytes", bytes);
+  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice: a refusal leaves 4 KiB pages
   return p;
 }
 

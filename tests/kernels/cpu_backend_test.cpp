@@ -1,11 +1,14 @@
-// CpuBackend identity and memory: alignment, zero, copies (large ones go through
-// the threaded path), and dtype support.
+// CpuBackend identity and memory: alignment, huge-page advice for large
+// buffers, zero, copies (large ones go through the threaded path), and dtype support.
 #include "kernels/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
+#include <string>
 
 namespace hybrid::kernels {
 namespace {
@@ -26,6 +29,37 @@ TEST(CpuBackend, AllocationsAre64ByteAligned) {
     be->deallocate(p, bytes);
   }
   EXPECT_EQ(be->allocate(0), nullptr);
+}
+
+// The flags of the mapping holding p in /proc/self/smaps ("" if none).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' '))
+      inside = lo <= at && at < hi;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return "";
+}
+
+// Large buffers are 2 MiB-aligned and their mapping advised to huge pages
+// (VmFlags "hg"); small ones are not advised.
+TEST(CpuBackend, LargeAllocationsAreAdvisedToHugePages) {
+  auto be = make_cpu_backend();
+  const size_t large = (size_t(6) << 20) + 100, small = size_t(1) << 20;
+  void* p = be->allocate(large);
+  void* q = be->allocate(small);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u);
+  const std::string flags = vm_flags_of(p);
+  ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the buffer";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  EXPECT_EQ(vm_flags_of(q).find(" hg"), std::string::npos) << vm_flags_of(q);
+  be->deallocate(p, large);
+  be->deallocate(q, small);
 }
 
 TEST(CpuBackend, ZeroAndCopyLargeBuffers) {
