@@ -75,6 +75,11 @@ struct Files {
     std::ofstream(prompts) << "{\"tokens\": [1, 2, 3, 4, 5]}\n{\"tokens\": [7]}\n"
                            << "{\"tokens\": [9, 9]}\n{\"tokens\": [3, 1, 4]}\n";
   }
+  // hybrid-tune generate on DIR/spec.json, its trials under `tune` and `flags` after.
+  test::CommandResult tune(const std::string& tune, const std::string& flags) const {
+    return test::run_command(test::tune_bin() + " generate --spec " + dir / "spec.json" +
+                             " --dir " + tune + " " + flags);
+  }
   // DIR/spec.json: batch 1 and 2, 4 new tokens, a short real sweep.
   void write_two_batch_spec() const {
     test::write_json(dir / "spec.json", json{{"model", model},
@@ -162,9 +167,7 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
   Files f;
   f.write_two_batch_spec();
   const std::string db = f.dir / "runs.db", dir = f.dir / "tune";
-  const auto r =
-      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
-                        dir + " --db " + db + " --confirm-rounds 0 --remeasure 0");
+  const auto r = f.tune(dir, "--db " + db + " --confirm-rounds 0 --remeasure 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = test::read_json(dir + "/best.json");
   ASSERT_EQ(j["trials"].size(), 2u);
@@ -185,8 +188,7 @@ TEST(GenerateTune, WithADbEveryTrialIsAGenerationRunInTheStore) {
   const std::string bad = f.dir / "not-a-store";
   std::filesystem::create_directories(bad);
   const std::string dir2 = f.dir / "tune2";
-  const auto refused = test::run_command(test::tune_bin() + " generate --spec " +
-                                         f.dir / "spec.json" + " --dir " + dir2 + " --db " + bad);
+  const auto refused = f.tune(dir2, "--db " + bad);
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("database " + bad + " is a directory"));
   EXPECT_FALSE(std::filesystem::exists(dir2 + "/b1-fp32")) << "a trial ran";
@@ -198,9 +200,7 @@ TEST(GenerateTune, AConfirmationRunsRoundsAndWritesTheWinnersMedian) {
   Files f;
   f.write_two_batch_spec();
   const std::string dir = f.dir / "tune";
-  const auto r =
-      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
-                        dir + " --confirm-best --confirm-rounds 2 --remeasure 0");
+  const auto r = f.tune(dir, "--confirm-best --confirm-rounds 2 --remeasure 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("confirmation (2 interleaved round(s))"));
   const json j = test::read_json(dir + "/best.json");
@@ -247,9 +247,7 @@ TEST(GenerateTune, ANoisyTrialIsMeasuredAgainAndTheSteadiestKept) {
   Files f;
   f.write_two_batch_spec();
   const std::string dir = f.dir / "tune";
-  const auto r =
-      test::run_command(test::tune_bin() + " generate --spec " + f.dir / "spec.json" + " --dir " +
-                        dir + " --noise-threshold 0 --remeasure 1 --confirm-rounds 0");
+  const auto r = f.tune(dir, "--noise-threshold 0 --remeasure 1 --confirm-rounds 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = test::read_json(dir + "/best.json");
   ASSERT_EQ(j["trials"].size(), 2u);
