@@ -107,6 +107,27 @@ HYBRID_AVX2_TARGET void pair_dots(const float* x, const T* w0, const T* w1, int 
   }
 }
 
+// Each weight row of the block in memory order (one linear stream) against the
+// input rows two at a time.
+template <class T>
+HYBRID_AVX2_TARGET void rows_block(const float* x, const T* w, int K, int rows, int cols,
+                                   __m256 (*dots)[kGemvCols]) {
+  __m256 d[2];
+  for (int c = 0; c < cols; ++c) {
+    const T* wc = w + size_t(c) * K;
+    int m = 0;
+    for (; m + 2 <= rows; m += 2) {
+      row_dots<2>(x + size_t(m) * K, wc, K, d);
+      dots[m][c] = d[0];
+      dots[m + 1][c] = d[1];
+    }
+    if (m < rows) {
+      row_dots<1>(x + size_t(m) * K, wc, K, d);
+      dots[m][c] = d[0];
+    }
+  }
+}
+
 // Every input row against the block's weight rows two at a time, up to four
 // input rows a pass.
 template <class T>
@@ -135,26 +156,10 @@ HYBRID_AVX2_TARGET void block(const void* x, const void* w, int K, int rows, int
   __m256 dots[kGemvMaxRows][kGemvCols];
   for (int m = 0; m < rows; ++m)
     for (int c = 0; c < kGemvCols; ++c) dots[m][c] = _mm256_setzero_ps();
-  if (rows >= kPairRows) {
+  if (rows >= kPairRows)
     pairs_block(xf, static_cast<const T*>(w), K, rows, cols, dots);
-    for (int m = 0; m < rows; ++m)
-      _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
-    return;
-  }
-  __m256 d[2];
-  for (int c = 0; c < cols; ++c) {  // the block's rows in memory order: one linear stream
-    const T* wc = static_cast<const T*>(w) + size_t(c) * K;
-    int m = 0;
-    for (; m + 2 <= rows; m += 2) {
-      row_dots<2>(xf + size_t(m) * K, wc, K, d);
-      dots[m][c] = d[0];
-      dots[m + 1][c] = d[1];
-    }
-    if (m < rows) {
-      row_dots<1>(xf + size_t(m) * K, wc, K, d);
-      dots[m][c] = d[0];
-    }
-  }
+  else
+    rows_block(xf, static_cast<const T*>(w), K, rows, cols, dots);
   for (int m = 0; m < rows; ++m)
     _mm_storeu_ps(sums + m * kGemvCols, sum4(dots[m][0], dots[m][1], dots[m][2], dots[m][3]));
 }
