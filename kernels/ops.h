@@ -25,6 +25,7 @@
 #include <string>
 
 #include "kernels/dtype.h"
+#include "kernels/sign_compression.h"
 
 namespace hybrid::kernels {
 
@@ -329,6 +330,34 @@ class Backend {
   virtual void lamb_update(const LambParams& p, float* master, const float* m, const float* v,
                            const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
                            void* param_out) = 0;
+
+  // ---- 1-bit compression (kernels/sign_compression.h) ------------------------
+  // Signs are packed as kernels/sign_bits.h packs them (+ for x >= 0).
+  // Worker phase, per tensor k: worker_error += data (zeros past n); scales[k]
+  // = ‖worker_error‖₂/√P; the signs of chunk j go to send + j·block + offset;
+  // worker_error −= scales[k]·sign. scales: count floats, backend memory.
+  virtual void sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales) = 0;
+  // Server phase, per tensor k: server_error += Σ_r (all_scales[r·count + k]/W)
+  // ·sign_r, summed in rank order, rank r's signs of this chunk at received +
+  // r·block + offset; scales[k] = ‖server_error‖₂/√(P/W); its signs go to
+  // signs + offset; server_error −= scales[k]·sign.
+  virtual void sign_compress_server(const SignGroup& g, const uint8_t* received,
+                                    const float* all_scales, uint8_t* signs, float* scales) = 0;
+  // The result, per tensor k: data[j·P/W + i] = all_scales[j·count + k] · the
+  // sign of bit i at received + j·block + offset, for the indices below n.
+  virtual void sign_decompress(const SignGroup& g, const uint8_t* received,
+                               const float* all_scales) = 0;
+
+  // ---- the 1-bit optimizers' elementwise steps ------------------------------
+  // m = β1·m + (1 − β1)·g with g = grad·grad_scale (grad in grad_dt).
+  virtual void momentum_update(float beta1, float* m, DType grad_dt, const void* grad,
+                               float grad_scale, size_t n) = 0;
+  // Adam with a frozen variance and no bias correction: u = lr·(m/(√v + eps) +
+  // wd·w), w −= u, and accumulator −= u where it is non-null (0/1 Adam's local
+  // steps). param_out as for adamw.
+  virtual void frozen_variance_step(const MomentParams& p, float* master, const float* m,
+                                    const float* v, float* accumulator, DType param_dt,
+                                    void* param_out, size_t n) = 0;
 };
 
 // The CPU backend always exists; its GEMM library is measured in bench/.

@@ -5,7 +5,7 @@
 // compressed_padded_size(n, W) and cut into W chunks of P/W:
 //   1. m = padded buffer + worker error; worker scale = ‖m‖₂/√P; the worker
 //      error becomes m − scale·sign(m) (sign(0) = +1);
-//   2. sign(m) packed 8 per byte (sign_bits.h); chunk j goes to rank j
+//   2. sign(m) packed 8 per byte (kernels/sign_bits.h); chunk j goes to rank j
 //      (all_to_all), the W worker scales are all-gathered;
 //   3. rank j, the "server" of chunk j: s = (1/W)·Σ_r scale_r·sign_r + server
 //      error; server scale = ‖s‖₂/√(P/W); server error = s − scale·sign(s);
@@ -21,8 +21,9 @@
 // per tensor. On a link with 1 ms latency GPT-2's 148 tensors took 600
 // collectives a step, most of the step.
 //
-// Host float buffers only (the CPU backend). The CUDA backend's device buffers
-// (packing on the device, NCCL on device memory) are not done yet.
+// The phases' arithmetic runs as the backend's ops (kernels/ops.h) on its
+// memory: host buffers over MPI on the CPU backend, device buffers over NCCL
+// on the CUDA backend (the communicator must reach the backend's memory).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "kernels/ops.h"
 
 namespace hybrid::engine::comm {
 
@@ -47,8 +49,9 @@ struct CompressionErrors {
   std::span<float> server;  // worker.size() / W values: this rank's chunk
 
   CompressionErrors() = default;
-  CompressionErrors(size_t n, int world);  // owns its floats
-  // Borrows floats(n, world) floats at `storage`, which outlive it; zeroes them.
+  CompressionErrors(size_t n, int world);  // owns its floats, in host memory
+  // Borrows floats(n, world) floats at `storage` (zeroed by the caller; the
+  // backend's memory), which outlive it.
   CompressionErrors(size_t n, int world, float* storage);
   CompressionErrors(CompressionErrors&&) noexcept = default;  // a moved vector keeps its floats
   CompressionErrors& operator=(CompressionErrors&&) noexcept = default;
@@ -57,7 +60,9 @@ struct CompressionErrors {
 
   // Worker and server floats for a tensor of n values on `world` ranks.
   static size_t floats(size_t n, int world);
-  void reset();  // back to zeros (DeepSpeed resets them when a checkpoint loads)
+  // Back to zeros (DeepSpeed resets them when a checkpoint loads); host memory
+  // only: CompressionErrorSet zeroes borrowed device memory through its backend.
+  void reset();
   size_t bytes() const { return (worker.size() + server.size()) * sizeof(float); }
 
  private:
@@ -67,17 +72,25 @@ struct CompressionErrors {
 // Averages buffer[0, n) over comm's ranks in place, compressed as above.
 // Collective: every rank calls it with the same n, errors made for (n, W).
 // Wrong error sizes are std::invalid_argument; n = 0 issues nothing.
-void compressed_all_reduce(Communicator& comm, float* buffer, size_t n, CompressionErrors& errors);
+void compressed_all_reduce(kernels::Backend& backend, Communicator& comm, float* buffer, size_t n,
+                           CompressionErrors& errors);
 
 // One tensor of a grouped call: values [data, data + n), averaged in place.
 struct CompressedTensor {
   float* data = nullptr;
   size_t n = 0;
 };
+// The bytes of backend memory a grouped call over tensors of these sizes
+// exchanges through: a step's calls are all alike, so the 1-bit optimizers
+// allocate them once, in the memory model, with their errors.
+size_t compressed_exchange_bytes(std::span<const size_t> sizes, int world);
 // Averages every tensor as above, in one exchange per phase; errors[t] belongs
 // to tensors[t]. Collective: every rank passes the same sizes in the same order.
-void compressed_all_reduce(Communicator& comm, std::span<const CompressedTensor> tensors,
-                           std::span<CompressionErrors> errors);
+// exchange_memory: compressed_exchange_bytes(sizes) bytes of the backend's
+// memory, or null to allocate them for this call.
+void compressed_all_reduce(kernels::Backend& backend, Communicator& comm,
+                           std::span<const CompressedTensor> tensors,
+                           std::span<CompressionErrors> errors, void* exchange_memory = nullptr);
 
 // A call's communication as the tracer books it: `message` the sum of its
 // records' bytes (nccl-tests' message sizes), `sent` what this rank puts on

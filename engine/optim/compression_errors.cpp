@@ -25,19 +25,22 @@ std::vector<size_t> compressed_buffers(const std::string& type,
   return sizes;
 }
 
-MemoryLayout compression_error_layout(const std::vector<size_t>& buffers, int world) {
+MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world) {
   MemoryLayout l;
   for (size_t i = 0; i < buffers.size(); ++i)
     l.add(fmt::format("compression_errors.{}", i),
           comm::CompressionErrors::floats(buffers[i], world), sizeof(float), MemCategory::optimizer,
           /*zeroed=*/true);
+  if (const size_t bytes = buffers.empty() ? 0 : comm::compressed_exchange_bytes(buffers, world))
+    l.add("compression_exchange", bytes, 1, MemCategory::comm);
   return l;
 }
 
 void CompressionErrorSet::track(TrackingAllocator& alloc, const std::vector<size_t>& buffers,
                                 int world) {
   errors_.clear();
-  memory_ = LayoutBuffers(alloc, compression_error_layout(buffers, world));
+  backend_ = &alloc.backend();
+  memory_ = LayoutBuffers(alloc, compression_layout(buffers, world));
   for (size_t i = 0; i < buffers.size(); ++i)
     errors_.emplace_back(buffers[i], world, memory_.view(i).as<float>());
 }
@@ -48,10 +51,14 @@ void CompressionErrorSet::make(const std::vector<size_t>& buffers, int world) {
 }
 
 void CompressionErrorSet::reset() {
-  if (tracked())
+  if (!backend_) {  // owned: host memory
     for (auto& e : errors_) e.reset();
-  else
-    errors_.clear();
+    return;
+  }
+  for (size_t i = 0; i < errors_.size(); ++i) {
+    const BufferView v = memory_.view(i);
+    backend_->zero(v.data(), v.bytes());
+  }
 }
 
 }  // namespace hybrid::engine

@@ -1,12 +1,13 @@
-// The 1-bit optimizers' error feedback (engine/comm/compressed_all_reduce.h) as
-// tracked memory: per compressed buffer a worker error of its padded size P
-// and a server error of P/W floats, allocated from the engine's device
+// The 1-bit optimizers' compression memory as tracked memory: per compressed
+// buffer a worker error of its padded size P and a server error of P/W floats,
+// and the exchange buffers of one grouped call over all of them
+// (comm::compressed_exchange_bytes), allocated from the engine's device
 // allocator at initialisation (TracksCompressionErrors) from the layout the
-// memory model sums (compression_error_layout), so predicted equals measured.
+// memory model sums (compression_layout), so predicted equals measured.
 // OneBitAdam and ZeroOneAdam compress each parameter tensor, OneBitLamb all of
 // them as one flat buffer; on one rank nothing is compressed and nothing held.
-// An optimizer made outside an engine (tests) owns its errors instead, made at
-// its first compressed step as before.
+// An optimizer made outside an engine (tests) owns its errors instead, in host
+// memory, made at its first compressed step.
 #pragma once
 
 #include <cstdint>
@@ -33,26 +34,30 @@ std::vector<size_t> compressed_buffers(const std::string& type,
                                        const std::vector<int64_t>& tensor_starts, int world);
 
 // One entry per buffer ("compression_errors.<i>", MemCategory::optimizer,
-// zeroed): CompressionErrors::floats(n, world) floats, worker then server.
-MemoryLayout compression_error_layout(const std::vector<size_t>& buffers, int world);
+// zeroed): CompressionErrors::floats(n, world) floats, worker then server; and
+// "compression_exchange" (MemCategory::comm): the grouped call's exchange.
+MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world);
 
-// The errors of a set of buffers: owned (made when first needed) or carved
-// from tracked memory.
+// The errors and exchange memory of a set of buffers: tracked, in the
+// allocator's memory (device memory in an engine on a GPU), or owned, in host
+// memory, made when first needed by an optimizer that nothing tracks (tests).
 class CompressionErrorSet {
  public:
-  // Allocates the errors of `buffers` from `alloc` now.
+  // Allocates the layout of `buffers` from `alloc` now.
   void track(TrackingAllocator& alloc, const std::vector<size_t>& buffers, int world);
-  bool tracked() const { return !memory_.layout().entries().empty(); }
-  // Owned errors for these buffers, unless already made.
+  // Owned errors for these buffers, unless already made or tracked.
   void make(const std::vector<size_t>& buffers, int world);
   bool empty() const { return errors_.empty(); }
   comm::CompressionErrors& operator[](size_t i) { return errors_[i]; }
   std::span<comm::CompressionErrors> all() { return errors_; }
-  // Back to zeros: tracked memory is zeroed, owned errors are dropped (made
-  // again when next needed).
+  // Tracked: compressed_exchange_bytes of the buffers, in the same memory;
+  // owned: null (each call allocates its own).
+  void* exchange() const { return memory_.view_if_present("compression_exchange").data(); }
+  // Back to zeros, through the memory's backend.
   void reset();
 
  private:
+  kernels::Backend* backend_ = nullptr;  // whose memory the tracked errors are; null: owned
   LayoutBuffers memory_;
   std::vector<comm::CompressionErrors> errors_;
 };

@@ -12,13 +12,11 @@
 //                   (tensorwise_compressed_average.h); the masked ranges'
 //                   momentum is set to 0 after it, as DeepSpeed's exp_avg_mask.
 // The compression errors are not checkpointed: state_loaded drops them, as
-// DeepSpeed's load_state_dict does. The compressed phase runs on host buffers
-// (the CPU backend; the engine refuses others).
+// DeepSpeed's load_state_dict does. Every step runs as backend ops, so the
+// same code runs on host and device memory.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
-#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 #include "engine/optim/tensorwise_compressed_average.h"
 
@@ -53,27 +51,18 @@ class OneBitAdam final : public Optimizer, public TracksCompressionErrors {
  private:
   bool compressing(int64_t step) const { return step > std::max<int64_t>(cfg_.freeze_step, 2); }
 
+  // Every pass is the backend's op, on its memory: host or device alike.
   void compressed_step(kernels::Backend& backend, const OptimizerStepArgs& a) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
-    const float* v = a.state + a.n;
-    const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
-    const float* gv = g.data();
-#pragma omp parallel for simd
-    for (size_t i = 0; i < a.n; ++i) m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * gv[i];
-    average_.average(m, a.first, a.n);
-#pragma omp parallel for simd
-    for (size_t i = 0; i < a.n; ++i) {
-      const float p = a.master[i];
-      const float update = m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p;
-      a.master[i] = p - mp.lr * update;
-    }
-    write_working_params(backend, a);
+    backend.momentum_update(mp.beta1, m, a.grad_dtype, a.grad, a.grad_scale, a.n);
+    average_.average(backend, m, a.first, a.n);
+    backend.frozen_variance_step(mp, a.master, m, a.state + a.n, /*accumulator=*/nullptr,
+                                 a.param_dtype, a.param_out, a.n);
   }
 
   OptimizerConfig cfg_;
   TensorwiseCompressedAverage average_;  // the momentum's, tensor by tensor
-  std::vector<float> gradient_;          // scaled_gradient's, reused
 };
 
 }  // namespace

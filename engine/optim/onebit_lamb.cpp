@@ -98,7 +98,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
     if (a.step == 1) return;  // DeepSpeed's initialization step
     const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (compressing(a.step))
-      compressed_step(a, g);
+      compressed_step(backend, a, g);
     else
       warmup_step(a, g);
     write_working_params(backend, a);
@@ -195,7 +195,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
   }
 
   // The scaled momenta of every rank averaged as one padded buffer, unscaled, masked.
-  void exchange_momentum(float* m, size_t count) {
+  void exchange_momentum(kernels::Backend& backend, float* m, size_t count) {
     const int world = comm_.world_size();
     if (world > 1) {
       const size_t padded = comm::compressed_padded_size(count, world);
@@ -205,7 +205,9 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       flat.resize(padded);
       std::copy(m, m + count, flat.begin());
       std::copy(padding_.begin(), padding_.end(), flat.begin() + int64_t(count));
-      comm::compressed_all_reduce(comm_, flat.data(), padded, errors_[0]);
+      const comm::CompressedTensor all{flat.data(), padded};
+      comm::compressed_all_reduce(backend, comm_, std::span(&all, 1), errors_.all(),
+                                  errors_.exchange());
       std::copy(flat.begin(), flat.begin() + int64_t(count), m);
       std::copy(flat.begin() + int64_t(count), flat.end(), padding_.begin());
     }
@@ -218,7 +220,8 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
                 0.0f);
   }
 
-  void compressed_step(const OptimizerStepArgs& a, const std::vector<float>& g) {
+  void compressed_step(kernels::Backend& backend, const OptimizerStepArgs& a,
+                       const std::vector<float>& g) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
     const auto count = size_t(starts_.back());
@@ -229,7 +232,7 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       for (int64_t i = starts_[t]; i < starts_[t + 1]; ++i)
         m[i] = (mp.beta1 * m[i] + (1.0f - mp.beta1) * g[size_t(i)]) * s;
     }
-    exchange_momentum(m, count);
+    exchange_momentum(backend, m, count);
     for (size_t t = 0; t < tensors(); ++t) compressed_update(a, mp, previous.data(), t);
   }
 

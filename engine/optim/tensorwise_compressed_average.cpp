@@ -17,7 +17,8 @@ void TensorwiseCompressedAverage::track_errors_in(TrackingAllocator& alloc) {
   if (comm_.world_size() > 1) errors_.track(alloc, sizes, comm_.world_size());
 }
 
-void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n) {
+void TensorwiseCompressedAverage::average(kernels::Backend& backend, float* values, int64_t first,
+                                          size_t n) {
   const int64_t last = first + int64_t(n);
   const size_t tensors = starts_.size() - 1;
   const int ranks = comm_.world_size();
@@ -26,25 +27,20 @@ void TensorwiseCompressedAverage::average(float* values, int64_t first, size_t n
     return std::pair{std::max(starts_[t], first), std::min(starts_[t + 1], last)};
   };
   if (ranks > 1) {
-    if (errors_.empty()) {  // untracked: the first call, or the first after a reset
-      std::vector<size_t> sizes;
-      for (size_t t = 0; t < tensors; ++t) {
-        const auto range = part(t);
-        sizes.push_back(size_t(std::max<int64_t>(0, range.second - range.first)));
-      }
-      errors_.make(sizes, ranks);
-    }
     std::vector<comm::CompressedTensor> parts(tensors);
+    std::vector<size_t> sizes(tensors);
     for (size_t t = 0; t < tensors; ++t) {
       const auto range = part(t);
       if (range.first < range.second)
         parts[t] = {values + (range.first - first), size_t(range.second - range.first)};
+      sizes[t] = parts[t].n;
     }
-    comm::compressed_all_reduce(comm_, parts, errors_.all());  // one exchange for all tensors
+    errors_.make(sizes, ranks);  // when untracked, at the first call
+    comm::compressed_all_reduce(backend, comm_, parts, errors_.all(), errors_.exchange());
   }
   const auto zero = [&](int64_t b, int64_t e) {
     b = std::max(b, first), e = std::min(e, last);
-    if (b < e) std::fill(values + (b - first), values + (e - first), 0.0f);
+    if (b < e) backend.zero(values + (b - first), size_t(e - b) * sizeof(float));
   };
   for (const auto& range : masked_) zero(range.first, range.second);
   zero(starts_.back(), last);

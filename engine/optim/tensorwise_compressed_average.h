@@ -23,7 +23,8 @@ class TensorwiseCompressedAverage {
   // values = [first, first + n) of the parameter space, averaged in place. On
   // one rank the average is the values themselves (only the mask applies).
   // Collective: every rank calls it with the same range.
-  void average(float* values, int64_t first, size_t n);
+  // values: the backend's memory, where the errors are too.
+  void average(kernels::Backend& backend, float* values, int64_t first, size_t n);
   // Errors back to zero: DeepSpeed resets them when a checkpoint loads, and
   // 0/1 Adam when its variance freezes.
   void reset_errors() { errors_.reset(); }

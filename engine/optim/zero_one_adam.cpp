@@ -72,9 +72,9 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
     }
     std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (frozen(a.step))
-      local_step(a, g);
+      local_step(backend, a, g);
     else
-      compressed_gradient_step(a, g);
+      compressed_gradient_step(backend, a, g);
     write_working_params(backend, a);
   }
 
@@ -113,11 +113,12 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
     if (a.step == last_variance_step() + 1) average_.reset_errors();
   }
 
-  void compressed_gradient_step(const OptimizerStepArgs& a, std::vector<float>& g) {
+  void compressed_gradient_step(kernels::Backend& backend, const OptimizerStepArgs& a,
+                                std::vector<float>& g) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* m = a.state;
     const float* v = a.state + a.n;
-    average_.average(g.data(), a.first, a.n);
+    average_.average(backend, g.data(), a.first, a.n);
     for (size_t i = 0; i < a.n; ++i) {
       m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
       const float p = a.master[i];
@@ -125,7 +126,8 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
     }
   }
 
-  void local_step(const OptimizerStepArgs& a, const std::vector<float>& g) {
+  void local_step(kernels::Backend& backend, const OptimizerStepArgs& a,
+                  const std::vector<float>& g) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float *m = a.state, *acc = a.state + 2 * a.n;
     const float* v = a.state + a.n;
@@ -143,7 +145,7 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
       a.master[i] -= acc[i];
       acc[i] *= std::sqrt(v[i]) + mp.eps;
     }
-    average_.average(acc, a.first, a.n);
+    average_.average(backend, acc, a.first, a.n);
     const auto lrs = float(lr_sum_);
     for (size_t i = 0; i < a.n; ++i) {
       m[i] = -(acc[i] / lrs);

@@ -106,6 +106,16 @@ class CpuBackend final : public Backend {
   void lamb_update(const LambParams& p, float* master, const float* m, const float* v,
                    const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
                    void* param_out) override;
+
+  void sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales) override;
+  void sign_compress_server(const SignGroup& g, const uint8_t* received, const float* all_scales,
+                            uint8_t* signs, float* scales) override;
+  void sign_decompress(const SignGroup& g, const uint8_t* received,
+                       const float* all_scales) override;
+  void momentum_update(float beta1, float* m, DType grad_dt, const void* grad, float grad_scale,
+                       size_t n) override;
+  void frozen_variance_step(const MomentParams& p, float* master, const float* m, const float* v,
+                            float* accumulator, DType param_dt, void* param_out, size_t n) override;
 };
 
 }  // namespace hybrid::kernels

@@ -305,6 +305,27 @@ void CudaBackend::lamb_update(const LambParams& p, float* master, const float* m
                     compute_);
 }
 
+void CudaBackend::sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales) {
+  cuda::sign_compress_worker(g, send, scales, *alloc_, compute_);
+}
+void CudaBackend::sign_compress_server(const SignGroup& g, const uint8_t* received,
+                                       const float* all_scales, uint8_t* signs, float* scales) {
+  cuda::sign_compress_server(g, received, all_scales, signs, scales, *alloc_, compute_);
+}
+void CudaBackend::sign_decompress(const SignGroup& g, const uint8_t* received,
+                                  const float* all_scales) {
+  cuda::sign_decompress(g, received, all_scales, *alloc_, compute_);
+}
+void CudaBackend::momentum_update(float beta1, float* m, DType grad_dt, const void* grad,
+                                  float grad_scale, size_t n) {
+  cuda::momentum_update(beta1, m, grad_dt, grad, grad_scale, n, compute_);
+}
+void CudaBackend::frozen_variance_step(const MomentParams& p, float* master, const float* m,
+                                       const float* v, float* accumulator, DType param_dt,
+                                       void* param_out, size_t n) {
+  cuda::frozen_variance_step(p, master, m, v, accumulator, param_dt, param_out, n, compute_);
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }

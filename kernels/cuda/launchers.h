@@ -128,4 +128,19 @@ void lamb_update(const LambParams& p, float* master, const float* m, const float
                  const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
                  void* param_out, CachingAllocator& alloc, cudaStream_t s);
 
+// sign_compression.cu: the 1-bit compressed all-reduce's phases.
+void sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales, CachingAllocator& alloc,
+                          cudaStream_t s);
+void sign_compress_server(const SignGroup& g, const uint8_t* received, const float* all_scales,
+                          uint8_t* signs, float* scales, CachingAllocator& alloc, cudaStream_t s);
+void sign_decompress(const SignGroup& g, const uint8_t* received, const float* all_scales,
+                     CachingAllocator& alloc, cudaStream_t s);
+
+// onebit_steps.cu
+void momentum_update(float beta1, float* m, DType grad_dt, const void* grad, float grad_scale,
+                     size_t n, cudaStream_t s);
+void frozen_variance_step(const MomentParams& p, float* master, const float* m, const float* v,
+                          float* accumulator, DType param_dt, void* param_out, size_t n,
+                          cudaStream_t s);
+
 }  // namespace hybrid::kernels::cuda

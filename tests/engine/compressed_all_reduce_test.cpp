@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/comm/sign_bits.h"
+#include "kernels/sign_bits.h"
 #include "profiler/comm_tracer.h"
 #include "tests/engine/compressed_all_reduce_reference.h"
 
@@ -44,6 +44,12 @@ double scaled_difference(const Values& got, const std::vector<double>& want, dou
   return diff / scale;
 }
 
+// The CPU backend: the buffers here are host memory.
+kernels::Backend& host() {
+  static const auto cpu = kernels::make_cpu_backend();
+  return *cpu;
+}
+
 // fp32 with double norms against all-double: a few fp32 roundings per value,
 // carried through the error feedback of a few calls.
 constexpr double kTolerance = 1e-5;
@@ -52,13 +58,13 @@ TEST(SignBits, PacksMostSignificantBitFirstWithZeroAndNanAsPlus) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float x[] = {1.0f, -1.0f, 0.0f, -0.0f, -2.0f, 3.0f, -5.0f, nan, 0.5f, -0.25f};
   uint8_t bits[2] = {0xAA, 0xAA};
-  engine::comm::pack_signs(x, 10, bits);
+  kernels::pack_signs(x, 10, bits);
   EXPECT_EQ(bits[0], 0b10110101);  // + − + + − + − +
   EXPECT_EQ(bits[1], 0b10000000);  // + −, the unused bits cleared
-  EXPECT_EQ(engine::comm::packed_sign_bytes(10), 2u);
-  EXPECT_EQ(engine::comm::packed_sign_bytes(16), 2u);
+  EXPECT_EQ(kernels::packed_sign_bytes(10), 2u);
+  EXPECT_EQ(kernels::packed_sign_bytes(16), 2u);
   float out[10] = {};
-  engine::comm::unpack_signs(bits, 10, 2.5f, out);
+  kernels::unpack_signs(bits, 10, 2.5f, out);
   for (size_t i = 0; i < 10; ++i)
     EXPECT_EQ(out[i], (std::isnan(x[i]) || x[i] >= 0.0f) ? 2.5f : -2.5f) << i;
 }
@@ -68,10 +74,10 @@ TEST(SignBits, RoundTripsEveryPatternOfAByte) {
     float x[8];
     for (int k = 0; k < 8; ++k) x[k] = (byte >> (7 - k)) & 1 ? 0.5f + float(k) : -1.0f - float(k);
     uint8_t packed = 0;
-    engine::comm::pack_signs(x, 8, &packed);
+    kernels::pack_signs(x, 8, &packed);
     EXPECT_EQ(int(packed), byte);
     for (size_t k = 0; k < 8; ++k)
-      EXPECT_EQ(engine::comm::sign_of_bit(&packed, k), x[k] < 0 ? -1.0f : 1.0f);
+      EXPECT_EQ(kernels::sign_of_bit(&packed, k), x[k] < 0 ? -1.0f : 1.0f);
   }
 }
 
@@ -121,7 +127,7 @@ TEST(CompressedAllReduce, OneRankMatchesTheReferenceOverSuccessiveCalls) {
       std::vector<float> buf = compressed_test_input(0, call, n);
       const std::vector<double> want = ref.call({buf});
       booked.records.clear();
-      compressed_all_reduce(*comm, buf.data(), n, errors);
+      compressed_all_reduce(host(), *comm, buf.data(), n, errors);
       EXPECT_LE(scaled_difference(buf, want, ref.server_scale(0)), kTolerance)
           << "n " << n << " call " << call;
       EXPECT_LE(scaled_difference(errors.worker, ref.worker_error(0), ref.worker_scale(0)),
@@ -150,7 +156,7 @@ TEST(CompressedAllReduce, RefusesErrorsOfAnotherShapeAndSkipsEmptyTensors) {
   std::vector<float> buf(100, 1.0f);
   CompressionErrors wrong(90, 1);
   try {
-    compressed_all_reduce(*comm, buf.data(), 100, wrong);
+    compressed_all_reduce(host(), *comm, buf.data(), 100, wrong);
     ADD_FAILURE() << "errors for 90 values were accepted for 100";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("errors hold 96 worker and 96 server values; a tensor "
@@ -159,7 +165,7 @@ TEST(CompressedAllReduce, RefusesErrorsOfAnotherShapeAndSkipsEmptyTensors) {
         << e.what();
   }
   CompressionErrors none(0, 1);
-  compressed_all_reduce(*comm, nullptr, 0, none);
+  compressed_all_reduce(host(), *comm, nullptr, 0, none);
   EXPECT_EQ(comm->counters().total_bytes(), 0u);
   EXPECT_EQ(compressed_all_reduce_volume(0, 4).message, 0u);
 }
@@ -168,7 +174,7 @@ TEST(CompressedAllReduce, ResetZeroesTheErrors) {
   auto comm = engine::comm::make_single_communicator();
   CompressionErrors errors(40, 1);
   std::vector<float> buf = compressed_test_input(0, 0, 40);
-  compressed_all_reduce(*comm, buf.data(), 40, errors);
+  compressed_all_reduce(host(), *comm, buf.data(), 40, errors);
   EXPECT_NE(std::accumulate(errors.worker.begin(), errors.worker.end(), 0.0), 0.0);
   errors.reset();
   for (float v : errors.worker) EXPECT_EQ(v, 0.0f);

@@ -227,6 +227,26 @@ class DeviceDouble final : public kernels::Backend {
                    void* param_out) override {
     cpu_->lamb_update(p, master, m, v, bounds, segments, coeffs, pdt, param_out);
   }
+  void sign_compress_worker(const kernels::SignGroup& g, uint8_t* send, float* scales) override {
+    cpu_->sign_compress_worker(g, send, scales);
+  }
+  void sign_compress_server(const kernels::SignGroup& g, const uint8_t* received,
+                            const float* all_scales, uint8_t* signs, float* scales) override {
+    cpu_->sign_compress_server(g, received, all_scales, signs, scales);
+  }
+  void sign_decompress(const kernels::SignGroup& g, const uint8_t* received,
+                       const float* all_scales) override {
+    cpu_->sign_decompress(g, received, all_scales);
+  }
+  void momentum_update(float beta1, float* m, kernels::DType gdt, const void* grad,
+                       float grad_scale, size_t n) override {
+    cpu_->momentum_update(beta1, m, gdt, grad, grad_scale, n);
+  }
+  void frozen_variance_step(const kernels::MomentParams& p, float* master, const float* m,
+                            const float* v, float* accumulator, kernels::DType pdt, void* param_out,
+                            size_t n) override {
+    cpu_->frozen_variance_step(p, master, m, v, accumulator, pdt, param_out, n);
+  }
 
  private:
   std::unique_ptr<kernels::Backend> cpu_;

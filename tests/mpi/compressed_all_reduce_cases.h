@@ -21,6 +21,12 @@
 
 namespace hybrid::test {
 
+// The CPU backend: the buffers here are host memory.
+inline kernels::Backend& host_backend() {
+  static const auto cpu = kernels::make_cpu_backend();
+  return *cpu;
+}
+
 // Byte i of the block `from` sends `to`: names both ends and the position.
 inline uint8_t block_byte(int from, int to, size_t i) {
   return uint8_t(from * 41 + to * 13 + int(i % 251));
@@ -101,7 +107,7 @@ TEST_F(MpiTest, CompressedAllReduceMatchesTheReferenceOnEveryRank) {
       for (int r = 0; r < world(); ++r) inputs.push_back(compressed_test_input(r, call, n));
       const std::vector<double> want = ref.call(inputs);
       std::vector<float> buf = inputs[size_t(rank())];
-      engine::comm::compressed_all_reduce(comm(), buf.data(), n, errors);
+      engine::comm::compressed_all_reduce(host_backend(), comm(), buf.data(), n, errors);
 
       // max |got − want| over `scale`: the result's and the errors' natural unit.
       auto rel = [&worst](const auto& got, const std::vector<double>& w, double scale) {
@@ -156,7 +162,7 @@ TEST_F(MpiTest, TracerBooksTheClosedFormAtMostOne28thOfFp32) {
   };
   std::vector<float> buf = compressed_test_input(rank(), 0, n);
   engine::comm::CompressionErrors errors(n, world());
-  engine::comm::compressed_all_reduce(comm(), buf.data(), n, errors);
+  engine::comm::compressed_all_reduce(host_backend(), comm(), buf.data(), n, errors);
   const auto compressed = booked();
   const auto closed = engine::comm::compressed_all_reduce_volume(n, world());
   EXPECT_EQ(compressed.message, closed.message);
@@ -205,10 +211,11 @@ TEST_F(MpiTest, GroupedCallEqualsOneCallPerTensorInFourCollectives) {
     }
     for (auto& g : grouped) tensors.push_back({g.data(), g.size()});
     for (size_t t = 0; t < sizes.size(); ++t)
-      engine::comm::compressed_all_reduce(comm(), single[t].data(), sizes[t], single_errors[t]);
+      engine::comm::compressed_all_reduce(host_backend(), comm(), single[t].data(), sizes[t],
+                                          single_errors[t]);
     tracer.reset();
     comm().set_observer(tracer.observer());
-    engine::comm::compressed_all_reduce(comm(), tensors, grouped_errors);
+    engine::comm::compressed_all_reduce(host_backend(), comm(), tensors, grouped_errors);
     comm().set_observer({});
     for (size_t t = 0; t < sizes.size(); ++t) {
       EXPECT_EQ(grouped[t], single[t]) << "tensor " << t << " call " << call;
@@ -227,7 +234,8 @@ TEST_F(MpiTest, GroupedCallEqualsOneCallPerTensorInFourCollectives) {
   std::vector<engine::comm::CompressionErrors> too_few(1);
   std::vector<float> a(8);
   const std::vector<engine::comm::CompressedTensor> two = {{a.data(), 4}, {a.data() + 4, 4}};
-  EXPECT_THROW(engine::comm::compressed_all_reduce(comm(), two, too_few), std::invalid_argument);
+  EXPECT_THROW(engine::comm::compressed_all_reduce(host_backend(), comm(), two, too_few),
+               std::invalid_argument);
 }
 
 }  // namespace hybrid::test

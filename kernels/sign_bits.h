@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace hybrid::engine::comm {
+namespace hybrid::kernels {
 
 constexpr size_t packed_sign_bytes(size_t n) { return (n + 7) / 8; }
 
@@ -24,4 +24,4 @@ void pack_signs(const float* x, size_t n, uint8_t* out);
 // out[i] = scale · sign_of_bit(bits, i) for i < n.
 void unpack_signs(const uint8_t* bits, size_t n, float scale, float* out);
 
-}  // namespace hybrid::engine::comm
+}  // namespace hybrid::kernels

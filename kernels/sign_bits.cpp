@@ -1,6 +1,6 @@
-#include "engine/comm/sign_bits.h"
+#include "kernels/sign_bits.h"
 
-namespace hybrid::engine::comm {
+namespace hybrid::kernels {
 
 void pack_signs(const float* x, size_t n, uint8_t* out) {
   const size_t full = n / 8;
@@ -39,4 +39,4 @@ void unpack_signs(const uint8_t* bits, size_t n, float scale, float* out) {
   for (size_t i = 8 * full; i < n; ++i) out[i] = scale * sign_of_bit(bits, i);
 }
 
-}  // namespace hybrid::engine::comm
+}  // namespace hybrid::kernels
