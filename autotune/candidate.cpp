@@ -8,6 +8,7 @@
 
 #include "autotune/optimizer_axis.h"
 #include "autotune/tune_error.h"
+#include "engine/optim/optimizer.h"
 #include "profiler/tables/trial_config.h"
 
 namespace hybrid::autotune {
@@ -254,12 +255,7 @@ std::string parse_candidate(Candidate& c, const json& cfg, const EnumerateOption
   } catch (const engine::ConfigError& err) {
     return err.what();
   }
-  if (c.parsed.optimizer.onebit() && !opts.compressed_supported)
-    return fmt::format(
-        "optimizer.type {} runs on the CPU backend only so far: its compressed all-reduce works "
-        "on host buffers",
-        c.parsed.optimizer.type);
-  return {};
+  return engine::backend_refusal(c.parsed.optimizer, opts.trial_backend);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "autotune/autotuning_options.h"
 #include "autotune/space.h"
 #include "engine/config/config.h"
+#include "kernels/ops.h"
 
 namespace hybrid::autotune {
 
@@ -44,9 +45,9 @@ struct Enumeration {
 struct EnumerateOptions {
   int world_size = 1;
   bool offload_supported = false;  // the trial backend can offload (not the CPU)
-  // The trial backend runs the 1-bit optimizers (the CPU only so far: the
-  // engine refuses them elsewhere); without it 1-bit candidates are dropped.
-  bool compressed_supported = true;
+  // The trial backend: optimizers the engine refuses on it are dropped with
+  // its reason (engine::backend_refusal).
+  kernels::BackendKind trial_backend = kernels::BackendKind::cpu;
   std::optional<int64_t> max_train_batch_size;
 };
 

@@ -34,11 +34,9 @@ ZeroGradientRanges padded_vocabulary_rows(const ModuleTree& tree, int vocab, int
 
 std::unique_ptr<Optimizer> default_optimizer(const Config& cfg, const ModuleTree& tree,
                                              DeviceRuntime& runtime) {
-  if (cfg.optimizer.onebit() && !runtime.on_cpu())
-    throw ConfigError(
-        fmt::format("config: optimizer.type {} runs on the CPU backend only so far: its compressed "
-                    "all-reduce works on host buffers (hybrid.device \"cpu\")",
-                    cfg.optimizer.type));
+  if (const std::string why = backend_refusal(cfg.optimizer, runtime.backend().kind());
+      !why.empty())
+    throw ConfigError("config: " + why);
   auto opt = make_optimizer(cfg.optimizer, tensor_starts(tree), &runtime.zero_comm(),
                             padded_vocabulary_rows(tree, cfg.model.vocab_size, cfg.padded_vocab()));
   // The 1-bit optimizers' error feedback in the device memory the model predicts.

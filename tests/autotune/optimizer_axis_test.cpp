@@ -212,12 +212,16 @@ TEST(OptimizerAxis, RefusedCombinationsAreDroppedWithTheirReason) {
       test::tiny_config({{"tensor_model_parallel_size", 2}}), opt_only, test::world(2));
   ASSERT_EQ(tp.dropped.size(), 1u);
   EXPECT_THAT(tp.dropped[0].reason, HasSubstr("with tensor or pipeline parallelism"));
+  // On a GPU, OneBitAdam runs and the host-only ones are dropped with the engine's reason.
   EnumerateOptions gpu = test::world(2);
-  gpu.compressed_supported = false;
-  const Enumeration on_gpu = enumerate_candidates(test::tiny_config(), opt_only, gpu);
-  ASSERT_EQ(on_gpu.candidates.size(), 1u);
+  gpu.trial_backend = kernels::BackendKind::cuda;
+  const SearchSpace adams = parse_space(
+      json::parse(R"({"opt": ["AdamW", "OneBitAdam", "ZeroOneAdam"]})"));
+  const Enumeration on_gpu = enumerate_candidates(test::tiny_config(), adams, gpu);
+  ASSERT_EQ(on_gpu.candidates.size(), 2u);
   ASSERT_EQ(on_gpu.dropped.size(), 1u);
-  EXPECT_THAT(on_gpu.dropped[0].reason, HasSubstr("runs on the CPU backend only"));
+  EXPECT_THAT(on_gpu.dropped[0].reason,
+              HasSubstr("optimizer.type ZeroOneAdam runs on the CPU backend only so far"));
 }
 
 // Every collective takes alpha + bytes / bandwidth, sampled at sizes 4^k.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -227,28 +228,72 @@ class DeviceDouble final : public kernels::Backend {
                    void* param_out) override {
     cpu_->lamb_update(p, master, m, v, bounds, segments, coeffs, pdt, param_out);
   }
+  // The 1-bit ops check that every buffer they get is this backend's memory:
+  // a GPU faults on a host buffer there.
   void sign_compress_worker(const kernels::SignGroup& g, uint8_t* send, float* scales) override {
+    require_group("sign_compress_worker", g);
+    require("sign_compress_worker send", send, size_t(g.world) * g.block);
+    require("sign_compress_worker scales", scales, g.count * sizeof(float));
     cpu_->sign_compress_worker(g, send, scales);
   }
   void sign_compress_server(const kernels::SignGroup& g, const uint8_t* received,
                             const float* all_scales, uint8_t* signs, float* scales) override {
+    require_group("sign_compress_server", g);
+    require("sign_compress_server received", received, size_t(g.world) * g.block);
+    require("sign_compress_server all_scales", all_scales, size_t(g.world) * g.count * 4);
+    require("sign_compress_server signs", signs, g.block);
+    require("sign_compress_server scales", scales, g.count * sizeof(float));
     cpu_->sign_compress_server(g, received, all_scales, signs, scales);
   }
   void sign_decompress(const kernels::SignGroup& g, const uint8_t* received,
                        const float* all_scales) override {
+    require_group("sign_decompress", g);
+    require("sign_decompress received", received, size_t(g.world) * g.block);
+    require("sign_decompress all_scales", all_scales, size_t(g.world) * g.count * 4);
     cpu_->sign_decompress(g, received, all_scales);
   }
   void momentum_update(float beta1, float* m, kernels::DType gdt, const void* grad,
                        float grad_scale, size_t n) override {
+    require("momentum_update m", m, n * sizeof(float));
+    require("momentum_update grad", grad, n * kernels::dtype_size(gdt));
     cpu_->momentum_update(beta1, m, gdt, grad, grad_scale, n);
   }
   void frozen_variance_step(const kernels::MomentParams& p, float* master, const float* m,
-                            const float* v, float* accumulator, kernels::DType pdt, void* param_out,
-                            size_t n) override {
+                            const float* v, float* accumulator, kernels::DType pdt,
+                            void* param_out, size_t n) override {
+    require("frozen_variance_step master", master, n * sizeof(float));
+    require("frozen_variance_step m", m, n * sizeof(float));
+    require("frozen_variance_step v", v, n * sizeof(float));
+    if (accumulator) require("frozen_variance_step accumulator", accumulator, n * sizeof(float));
+    if (param_out) require("frozen_variance_step param_out", param_out, n * kernels::dtype_size(pdt));
     cpu_->frozen_variance_step(p, master, m, v, accumulator, pdt, param_out, n);
+  }
+  // What the 1-bit ops got that is not this backend's memory, and the buffers they checked.
+  std::vector<std::string> foreign_buffers() const {
+    std::lock_guard lock(mutex_);
+    return foreign_;
+  }
+  size_t onebit_buffers_checked() const {
+    std::lock_guard lock(mutex_);
+    return checked_;
   }
 
  private:
+  void require(const std::string& what, const void* p, size_t bytes) {
+    const bool ok = bytes == 0 || owns(p, bytes);
+    std::lock_guard lock(mutex_);
+    ++checked_;
+    if (!ok) foreign_.push_back(what + " (" + std::to_string(bytes) + " bytes)");
+  }
+  void require_group(const std::string& op, const kernels::SignGroup& g) {
+    for (size_t k = 0; k < g.count; ++k) {
+      const kernels::SignTensor& t = g.tensors[k];
+      require(op + " data", t.data, t.n * sizeof(float));
+      require(op + " worker_error", t.worker_error, t.padded * sizeof(float));
+      require(op + " server_error", t.server_error, g.chunk(k) * sizeof(float));
+    }
+  }
+
   std::unique_ptr<kernels::Backend> cpu_;
   size_t capacity_;
   size_t host_capacity_;
@@ -256,6 +301,8 @@ class DeviceDouble final : public kernels::Backend {
   mutable std::mutex mutex_;
   std::map<const char*, size_t> live_;
   size_t in_use_ = 0;
+  std::vector<std::string> foreign_;
+  size_t checked_ = 0;
 };
 
 }  // namespace hybrid::test

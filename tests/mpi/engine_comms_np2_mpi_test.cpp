@@ -37,6 +37,7 @@ struct Wired {
   std::unique_ptr<Engine> engine;
   const CheckedCommunicator* host = nullptr;
   const CheckedCommunicator* device = nullptr;
+  const DeviceDouble* backend = nullptr;
 };
 
 // tests/engine/engine_test_util.h's tiny GPT-2 (that header wants the engine
@@ -67,6 +68,7 @@ Wired make_engine(const nlohmann::json& patch) {
   Wired w;
   w.host = host.get();
   w.device = device.get();
+  w.backend = dev;
   EngineOptions o;
   o.quiet = true;
   o.backend = std::move(backend);
@@ -168,6 +170,30 @@ std::unique_ptr<Engine> make_single_comm_engine(const nlohmann::json& patch) {
   o.communicator = std::make_unique<CheckedCommunicator>(comm(), "unchecked",
                                                          [](const void*, size_t) { return true; });
   return initialize(cfg, make_model(cfg), std::move(o));
+}
+
+// OneBitAdam steps on the device: its momentum, errors and exchange buffers
+// are device memory, the compressed exchange (two all_to_alls and two
+// all_gathers a step) goes to the device communicator, and the weights are
+// the CPU backend's over one communicator, bit for bit.
+TEST_F(MpiTest, OneBitAdamCompressesInDeviceMemoryOverTheDeviceCommunicator) {
+  using K = profiler::CollectiveKind;
+  const nlohmann::json patch = {
+      {"bf16", {{"enabled", true}}},
+      {"optimizer",
+       {{"type", "OneBitAdam"}, {"params", {{"lr", 1e-3}, {"freeze_step", 2}}}}}};
+  auto w = make_engine(patch);
+  train(*w.engine, 6);  // steps 3 to 6 compress
+  for (const auto& v : w.host->violations()) ADD_FAILURE() << v;
+  for (const auto& v : w.device->violations()) ADD_FAILURE() << v;
+  for (const auto& v : w.backend->foreign_buffers()) ADD_FAILURE() << "1-bit op got host memory: " << v;
+  EXPECT_GT(w.backend->onebit_buffers_checked(), 0u);
+  EXPECT_EQ(w.device->calls(K::all_to_all), 8u);
+  EXPECT_EQ(w.host->calls(K::all_to_all), 0u);
+  const auto on_device = w.engine->gather_parameters();
+  auto cpu = make_single_comm_engine(patch);
+  train(*cpu, 6);
+  EXPECT_EQ(on_device, cpu->gather_parameters());
 }
 
 // train_batch: the pipeline's schedule, or forward/backward/step without one.
