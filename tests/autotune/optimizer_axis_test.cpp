@@ -215,8 +215,8 @@ TEST(OptimizerAxis, RefusedCombinationsAreDroppedWithTheirReason) {
   // On a GPU, OneBitAdam runs and the host-only ones are dropped with the engine's reason.
   EnumerateOptions gpu = test::world(2);
   gpu.trial_backend = kernels::BackendKind::cuda;
-  const SearchSpace adams = parse_space(
-      json::parse(R"({"opt": ["AdamW", "OneBitAdam", "ZeroOneAdam"]})"));
+  const SearchSpace adams =
+      parse_space(json::parse(R"({"opt": ["AdamW", "OneBitAdam", "ZeroOneAdam"]})"));
   const Enumeration on_gpu = enumerate_candidates(test::tiny_config(), adams, gpu);
   ASSERT_EQ(on_gpu.candidates.size(), 2u);
   ASSERT_EQ(on_gpu.dropped.size(), 1u);

@@ -259,13 +259,14 @@ class DeviceDouble final : public kernels::Backend {
     cpu_->momentum_update(beta1, m, gdt, grad, grad_scale, n);
   }
   void frozen_variance_step(const kernels::MomentParams& p, float* master, const float* m,
-                            const float* v, float* accumulator, kernels::DType pdt,
-                            void* param_out, size_t n) override {
+                            const float* v, float* accumulator, kernels::DType pdt, void* param_out,
+                            size_t n) override {
     require("frozen_variance_step master", master, n * sizeof(float));
     require("frozen_variance_step m", m, n * sizeof(float));
     require("frozen_variance_step v", v, n * sizeof(float));
     if (accumulator) require("frozen_variance_step accumulator", accumulator, n * sizeof(float));
-    if (param_out) require("frozen_variance_step param_out", param_out, n * kernels::dtype_size(pdt));
+    if (param_out)
+      require("frozen_variance_step param_out", param_out, n * kernels::dtype_size(pdt));
     cpu_->frozen_variance_step(p, master, m, v, accumulator, pdt, param_out, n);
   }
   // What the 1-bit ops got that is not this backend's memory, and the buffers they checked.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/launch_config.h"
+#include "kernels/cuda/sign_tiles.h"
 #include "kernels/registry.h"
 
 #if HYBRID_HAVE_CUDA
@@ -32,6 +33,34 @@ std::vector<int> simulate_grid_stride(const LaunchConfig& c, size_t n) {
     for (size_t t = 0; t < c.block; ++t)
       for (size_t i = b * c.block + t; i < n; i += size_t(c.grid) * c.block) ++visits[i];
   return visits;
+}
+
+// The sign-compression kernels' tiles: thread t of a tile takes the 8 values
+// from begin + 8t (those below the extent); every value of every tensor is
+// taken exactly once, each thread's 8 start at a multiple of 8 (one byte of
+// packed signs, never across a chunk), and first_tile brackets each tensor's.
+TEST(CudaSignTiles, EveryValueOnceInWholeBytesTensorByTensor) {
+  const std::vector<size_t> extents = {0, 8, kSignTile, kSignTile + 8, 6001, 16, 0, 3 * kSignTile};
+  const SignTilePlan plan = sign_tile_plan(extents);
+  ASSERT_EQ(plan.first_tile.size(), extents.size() + 1);
+  for (size_t k = 0; k < extents.size(); ++k) {
+    std::vector<int> visits(extents[k], 0);
+    for (uint32_t i = plan.first_tile[k]; i < plan.first_tile[k + 1]; ++i) {
+      const SignTile& tile = plan.tiles[i];
+      ASSERT_EQ(tile.tensor, k);
+      ASSERT_LE(tile.len, kSignTile);
+      for (size_t t = 0; t < kSignThreads && 8 * t < tile.len; ++t) {
+        const size_t i0 = tile.begin + 8 * t;
+        EXPECT_EQ(i0 % 8, 0u);
+        for (size_t v = i0; v < i0 + 8 && v < extents[k]; ++v) ++visits[v];
+      }
+    }
+    for (size_t v = 0; v < extents[k]; ++v)
+      ASSERT_EQ(visits[v], 1) << "tensor " << k << " value " << v;
+    EXPECT_EQ(plan.first_tile[k + 1] - plan.first_tile[k],
+              (extents[k] + kSignTile - 1) / kSignTile);
+  }
+  EXPECT_EQ(plan.first_tile.back(), plan.tiles.size());
 }
 
 TEST(CudaLaunchConfig, GridStrideCoversEveryElementOnce) {

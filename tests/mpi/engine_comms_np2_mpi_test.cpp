@@ -180,13 +180,13 @@ TEST_F(MpiTest, OneBitAdamCompressesInDeviceMemoryOverTheDeviceCommunicator) {
   using K = profiler::CollectiveKind;
   const nlohmann::json patch = {
       {"bf16", {{"enabled", true}}},
-      {"optimizer",
-       {{"type", "OneBitAdam"}, {"params", {{"lr", 1e-3}, {"freeze_step", 2}}}}}};
+      {"optimizer", {{"type", "OneBitAdam"}, {"params", {{"lr", 1e-3}, {"freeze_step", 2}}}}}};
   auto w = make_engine(patch);
   train(*w.engine, 6);  // steps 3 to 6 compress
   for (const auto& v : w.host->violations()) ADD_FAILURE() << v;
   for (const auto& v : w.device->violations()) ADD_FAILURE() << v;
-  for (const auto& v : w.backend->foreign_buffers()) ADD_FAILURE() << "1-bit op got host memory: " << v;
+  for (const auto& v : w.backend->foreign_buffers())
+    ADD_FAILURE() << "1-bit op got host memory: " << v;
   EXPECT_GT(w.backend->onebit_buffers_checked(), 0u);
   EXPECT_EQ(w.device->calls(K::all_to_all), 8u);
   EXPECT_EQ(w.host->calls(K::all_to_all), 0u);
