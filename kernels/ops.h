@@ -358,6 +358,15 @@ class Backend {
   virtual void frozen_variance_step(const MomentParams& p, float* master, const float* m,
                                     const float* v, float* accumulator, DType param_dt,
                                     void* param_out, size_t n) = 0;
+  // 0/1 Adam's synchronisation of its local steps, around the compressed
+  // average of the accumulator a: begin undoes the local updates and weights
+  // a by the frozen denominator, w −= a, a ·= √v + eps; end applies the
+  // average, m = −a/lr_sum, w += a/(√v + eps), a = 0 (param_out as for adamw).
+  virtual void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps,
+                                   size_t n) = 0;
+  virtual void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v,
+                                 float eps, float lr_sum, DType param_dt, void* param_out,
+                                 size_t n) = 0;
 };
 
 // The CPU backend always exists; its GEMM library is measured in bench/.

@@ -10,10 +10,10 @@
 namespace hybrid::engine {
 
 std::string backend_refusal(const OptimizerConfig& cfg, kernels::BackendKind backend) {
-  if (!cfg.onebit() || cfg.type == "OneBitAdam" || backend == kernels::BackendKind::cpu) return {};
+  if (cfg.type != "OneBitLamb" || backend == kernels::BackendKind::cpu) return {};
   return fmt::format(
       "optimizer.type {} runs on the CPU backend only so far: its steps work on host buffers "
-      "(hybrid.device \"cpu\"); OneBitAdam runs on the GPU",
+      "(hybrid.device \"cpu\"); OneBitAdam and ZeroOneAdam run on the GPU",
       cfg.type);
 }
 

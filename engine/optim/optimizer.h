@@ -125,7 +125,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
                                           comm::Communicator* data_parallel = nullptr,
                                           ZeroGradientRanges masked = {});
 // Why the optimizer cfg names cannot step on a backend of this kind ("" when
-// it can): ZeroOneAdam and OneBitLamb step on host buffers only so far.
+// it can): OneBitLamb steps on host buffers only so far.
 std::string backend_refusal(const OptimizerConfig& cfg, kernels::BackendKind backend);
 // State floats per parameter of the optimizer cfg names (the memory model's figure).
 int optimizer_state_floats(const OptimizerConfig& cfg);

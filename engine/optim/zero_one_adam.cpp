@@ -28,10 +28,8 @@
 // rank the variance phase's non-variance steps use the gradient (DeepSpeed
 // leaves m unchanged there, its update sitting in the `size > 1` branch).
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
-#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 #include "engine/optim/tensorwise_compressed_average.h"
 
@@ -60,8 +58,9 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
   void state_loaded() override { reload_pending_ = true; }
   void track_errors_in(TrackingAllocator& alloc) override { average_.track_errors_in(alloc); }
 
+  // Every pass is the backend's op, on its memory: host or device alike.
   void step(kernels::Backend& backend, const OptimizerStepArgs& a) override {
-    begin(a);
+    begin(backend, a);
     if (a.step == 1) return;  // DeepSpeed's initialization step
     if (!frozen(a.step) && a.step % schedule_.var_interval == 0) {
       kernels::MomentParams p = moment_params(cfg_, a);
@@ -70,12 +69,10 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
                     a.grad, a.grad_scale, a.param_dtype, a.param_out, a.n);
       return;
     }
-    std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (frozen(a.step))
-      local_step(backend, a, g);
+      local_step(backend, a);
     else
-      compressed_gradient_step(backend, a, g);
-    write_working_params(backend, a);
+      compressed_gradient_step(backend, a);
   }
 
  private:
@@ -101,63 +98,52 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
   }
 
   // The schedule of step a.step; what a load or the freeze resets.
-  void begin(const OptimizerStepArgs& a) {
+  void begin(kernels::Backend& backend, const OptimizerStepArgs& a) {
     if (reload_pending_) {
       reload_pending_ = false;
       schedule_ = {}, schedule_step_ = a.step, lr_sum_ = 0.0;
       average_.reset_errors();
-      std::fill(a.state + 2 * a.n, a.state + 3 * a.n, 0.0f);
+      backend.zero(accumulator(a), a.n * sizeof(float));
     } else if (a.step > schedule_step_) {
       schedule_ = schedule_at(a.step), schedule_step_ = a.step;
     }
     if (a.step == last_variance_step() + 1) average_.reset_errors();
   }
+  static float* accumulator(const OptimizerStepArgs& a) { return a.state + 2 * a.n; }
 
-  void compressed_gradient_step(kernels::Backend& backend, const OptimizerStepArgs& a,
-                                std::vector<float>& g) {
+  // The gradients' compressed average takes the momentum. The accumulator,
+  // zero until the variance freezes, holds them meanwhile (and is zeroed again).
+  void compressed_gradient_step(kernels::Backend& backend, const OptimizerStepArgs& a) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
-    float* m = a.state;
-    const float* v = a.state + a.n;
-    average_.average(backend, g.data(), a.first, a.n);
-    for (size_t i = 0; i < a.n; ++i) {
-      m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
-      const float p = a.master[i];
-      a.master[i] = p - mp.lr * (m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p);
-    }
+    float* g = accumulator(a);
+    backend.convert(kernels::DType::f32, g, a.grad_dtype, a.grad, a.n);
+    backend.scale(kernels::DType::f32, g, a.n, a.grad_scale);
+    average_.average(backend, g, a.first, a.n);
+    backend.momentum_update(mp.beta1, a.state, kernels::DType::f32, g, 1.0f, a.n);
+    backend.frozen_variance_step(mp, a.master, a.state, a.state + a.n, nullptr, a.param_dtype,
+                                 a.param_out, a.n);
+    backend.zero(g, a.n * sizeof(float));
   }
 
-  void local_step(kernels::Backend& backend, const OptimizerStepArgs& a,
-                  const std::vector<float>& g) {
+  void local_step(kernels::Backend& backend, const OptimizerStepArgs& a) {
     const kernels::MomentParams mp = moment_params(cfg_, a);
-    float *m = a.state, *acc = a.state + 2 * a.n;
-    const float* v = a.state + a.n;
+    float *m = a.state, *v = a.state + a.n, *acc = accumulator(a);
     lr_sum_ += double(mp.lr);
-    for (size_t i = 0; i < a.n; ++i) {
-      m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
-      const float p = a.master[i];
-      const float update = mp.lr * (m[i] / (std::sqrt(v[i]) + mp.eps) + mp.weight_decay * p);
-      a.master[i] = p - update;
-      acc[i] -= update;
-    }
-    if (a.step % schedule_.local_interval != 0) return;
+    const bool sync = a.step % schedule_.local_interval == 0;
+    backend.momentum_update(mp.beta1, m, a.grad_dtype, a.grad, a.grad_scale, a.n);
+    backend.frozen_variance_step(mp, a.master, m, v, acc, a.param_dtype,
+                                 sync ? nullptr : a.param_out, a.n);
+    if (!sync) return;
     // The synchronisation: the local updates undone, their average applied.
-    for (size_t i = 0; i < a.n; ++i) {
-      a.master[i] -= acc[i];
-      acc[i] *= std::sqrt(v[i]) + mp.eps;
-    }
+    backend.zero_one_sync_begin(a.master, acc, v, mp.eps, a.n);
     average_.average(backend, acc, a.first, a.n);
-    const auto lrs = float(lr_sum_);
-    for (size_t i = 0; i < a.n; ++i) {
-      m[i] = -(acc[i] / lrs);
-      a.master[i] += acc[i] / (std::sqrt(v[i]) + mp.eps);
-      acc[i] = 0.0f;
-    }
+    backend.zero_one_sync_end(a.master, m, acc, v, mp.eps, float(lr_sum_), a.param_dtype,
+                              a.param_out, a.n);
     lr_sum_ = 0.0;
   }
 
   OptimizerConfig cfg_;
   TensorwiseCompressedAverage average_;
-  std::vector<float> gradient_;  // scaled_gradient's, reused
   ZeroOneSchedule schedule_;     // valid at the start of step schedule_step_
   int64_t schedule_step_ = 2;    // step 1 books nothing
   double lr_sum_ = 0.0;          // DeepSpeed's lrs: the lrs of the local steps since the last sync

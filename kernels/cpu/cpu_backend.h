@@ -116,6 +116,10 @@ class CpuBackend final : public Backend {
                        size_t n) override;
   void frozen_variance_step(const MomentParams& p, float* master, const float* m, const float* v,
                             float* accumulator, DType param_dt, void* param_out, size_t n) override;
+  void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps,
+                           size_t n) override;
+  void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
+                         float lr_sum, DType param_dt, void* param_out, size_t n) override;
 };
 
 }  // namespace hybrid::kernels

@@ -326,6 +326,16 @@ void CudaBackend::frozen_variance_step(const MomentParams& p, float* master, con
   cuda::frozen_variance_step(p, master, m, v, accumulator, param_dt, param_out, n, compute_);
 }
 
+void CudaBackend::zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps,
+                                      size_t n) {
+  cuda::zero_one_sync_begin(master, accumulator, v, eps, n, compute_);
+}
+void CudaBackend::zero_one_sync_end(float* master, float* m, float* accumulator, const float* v,
+                                    float eps, float lr_sum, DType param_dt, void* param_out,
+                                    size_t n) {
+  cuda::zero_one_sync_end(master, m, accumulator, v, eps, lr_sum, param_dt, param_out, n, compute_);
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }

@@ -144,6 +144,10 @@ class CudaBackend final : public Backend {
                        size_t n) override;
   void frozen_variance_step(const MomentParams& p, float* master, const float* m, const float* v,
                             float* accumulator, DType param_dt, void* param_out, size_t n) override;
+  void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps,
+                           size_t n) override;
+  void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
+                         float lr_sum, DType param_dt, void* param_out, size_t n) override;
 
   // ---- CUDA-only extras -------------------------------------------------------
   // out = gelu(inp · weightᵀ + bias), with the pre-activation written to

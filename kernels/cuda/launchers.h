@@ -142,5 +142,9 @@ void momentum_update(float beta1, float* m, DType grad_dt, const void* grad, flo
 void frozen_variance_step(const MomentParams& p, float* master, const float* m, const float* v,
                           float* accumulator, DType param_dt, void* param_out, size_t n,
                           cudaStream_t s);
+void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps, size_t n,
+                         cudaStream_t s);
+void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
+                       float lr_sum, DType param_dt, void* param_out, size_t n, cudaStream_t s);
 
 }  // namespace hybrid::kernels::cuda

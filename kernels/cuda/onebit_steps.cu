@@ -31,6 +31,31 @@ __global__ void frozen_variance_step_kernel(float lr, float eps, float wd, float
   }
 }
 
+__global__ void zero_one_sync_begin_kernel(float* master, float* accumulator, const float* v,
+                                           float eps, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float a = accumulator[i];
+    master[i] -= a;
+    accumulator[i] = a * (sqrtf(v[i]) + eps);
+  }
+}
+
+template <class P>
+__global__ void zero_one_sync_end_kernel(float* master, float* m, float* accumulator,
+                                         const float* v, float eps, float lr_sum, P* param_out,
+                                         size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float a = accumulator[i];
+    m[i] = -(a / lr_sum);
+    const float w = master[i] + a / (sqrtf(v[i]) + eps);
+    master[i] = w;
+    accumulator[i] = 0.0f;
+    if (param_out) param_out[i] = from_f32<P>(w);
+  }
+}
+
 }  // namespace
 
 void momentum_update(float beta1, float* m, DType grad_dt, const void* grad, float grad_scale,
@@ -52,6 +77,25 @@ void frozen_variance_step(const MomentParams& p, float* master, const float* m, 
   dispatch_device_dtype(param_dt, [&]<class P>(TypeTag<P>) {
     frozen_variance_step_kernel<P><<<c.grid, c.block, 0, s>>>(
         p.lr, p.eps, p.weight_decay, master, m, v, accumulator, static_cast<P*>(param_out), n);
+  });
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
+void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps, size_t n,
+                         cudaStream_t s) {
+  const LaunchConfig c = launch_config(n, 256, 8192);
+  if (!c.grid) return;
+  zero_one_sync_begin_kernel<<<c.grid, c.block, 0, s>>>(master, accumulator, v, eps, n);
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
+void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
+                       float lr_sum, DType param_dt, void* param_out, size_t n, cudaStream_t s) {
+  const LaunchConfig c = launch_config(n, 256, 8192);
+  if (!c.grid) return;
+  dispatch_device_dtype(param_dt, [&]<class P>(TypeTag<P>) {
+    zero_one_sync_end_kernel<P><<<c.grid, c.block, 0, s>>>(master, m, accumulator, v, eps, lr_sum,
+                                                           static_cast<P*>(param_out), n);
   });
   HYBRID_CUDA_CHECK_LAUNCH();
 }

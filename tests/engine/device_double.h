@@ -269,6 +269,22 @@ class DeviceDouble final : public kernels::Backend {
       require("frozen_variance_step param_out", param_out, n * kernels::dtype_size(pdt));
     cpu_->frozen_variance_step(p, master, m, v, accumulator, pdt, param_out, n);
   }
+  void zero_one_sync_begin(float* master, float* accumulator, const float* v, float eps,
+                           size_t n) override {
+    require("zero_one_sync_begin master", master, n * sizeof(float));
+    require("zero_one_sync_begin accumulator", accumulator, n * sizeof(float));
+    require("zero_one_sync_begin v", v, n * sizeof(float));
+    cpu_->zero_one_sync_begin(master, accumulator, v, eps, n);
+  }
+  void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
+                         float lr_sum, kernels::DType pdt, void* param_out, size_t n) override {
+    require("zero_one_sync_end master", master, n * sizeof(float));
+    require("zero_one_sync_end m", m, n * sizeof(float));
+    require("zero_one_sync_end accumulator", accumulator, n * sizeof(float));
+    require("zero_one_sync_end v", v, n * sizeof(float));
+    if (param_out) require("zero_one_sync_end param_out", param_out, n * kernels::dtype_size(pdt));
+    cpu_->zero_one_sync_end(master, m, accumulator, v, eps, lr_sum, pdt, param_out, n);
+  }
   // What the 1-bit ops got that is not this backend's memory, and the buffers they checked.
   std::vector<std::string> foreign_buffers() const {
     std::lock_guard lock(mutex_);

@@ -2,7 +2,8 @@
 // oracle: the compressed all-reduce built on its ops equals the NumPy
 // reference of DeepSpeed's algorithm, tests/mpi/compressed_all_reduce_cases.h):
 // a group of tensors across several tiles, one tensor shorter than its padding,
-// for 2 and 4 ranks' chunking; then OneBitAdam's elementwise steps per dtype.
+// for 2 and 4 ranks' chunking; then the 1-bit optimizers' elementwise steps
+// (OneBitAdam's and 0/1 Adam's) per dtype.
 // Skips (with the reason) without a usable CUDA device.
 //
 // Tolerances: the packed signs and the values before each norm are computed
@@ -121,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CudaSignCompression, ::testing::Values(2, 4),
 
 class CudaOneBitSteps : public test::CudaOps {};
 
-TEST_P(CudaOneBitSteps, MomentumAndFrozenVarianceStepsMatchTheCpu) {
+TEST_P(CudaOneBitSteps, MomentumFrozenVarianceAndZeroOneSyncMatchTheCpu) {
   const size_t n = 70001;
   auto grad = pair_rand(n, 31);
   RawPair<float> m(*cpu_, *gpu_, random_floats(n, 32, -0.1f, 0.1f));
@@ -142,6 +143,16 @@ TEST_P(CudaOneBitSteps, MomentumAndFrozenVarianceStepsMatchTheCpu) {
     EXPECT_LE(largest_difference(acc.gpu_values(), acc.cpu_values()), 1e-6);
     EXPECT_LE(params.err(), tol());
   }
+  cpu_->zero_one_sync_begin(master.c(), acc.c(), v.c(), p.eps, n);
+  gpu_->zero_one_sync_begin(master.g(), acc.g(), v.g(), p.eps, n);
+  EXPECT_LE(largest_difference(master.gpu_values(), master.cpu_values()), 1e-6);
+  EXPECT_LE(largest_difference(acc.gpu_values(), acc.cpu_values()), 1e-6);
+  cpu_->zero_one_sync_end(master.c(), m.c(), acc.c(), v.c(), p.eps, 3e-3f, dt(), params.c(), n);
+  gpu_->zero_one_sync_end(master.g(), m.g(), acc.g(), v.g(), p.eps, 3e-3f, dt(), params.g(), n);
+  EXPECT_LE(largest_difference(master.gpu_values(), master.cpu_values()), 1e-6);
+  EXPECT_LE(largest_difference(m.gpu_values(), m.cpu_values()), 1e-6);
+  EXPECT_EQ(acc.gpu_values(), std::vector<float>(n, 0.0f));
+  EXPECT_LE(params.err(), tol());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, CudaOneBitSteps,

@@ -172,28 +172,36 @@ std::unique_ptr<Engine> make_single_comm_engine(const nlohmann::json& patch) {
   return initialize(cfg, make_model(cfg), std::move(o));
 }
 
-// OneBitAdam steps on the device: its momentum, errors and exchange buffers
-// are device memory, the compressed exchange (two all_to_alls and two
-// all_gathers a step) goes to the device communicator, and the weights are
-// the CPU backend's over one communicator, bit for bit.
-TEST_F(MpiTest, OneBitAdamCompressesInDeviceMemoryOverTheDeviceCommunicator) {
+// OneBitAdam and ZeroOneAdam step on the device: their momentum, errors and
+// exchange buffers are device memory, the compressed exchange (two
+// all_to_alls and two all_gathers a call) goes to the device communicator,
+// and the weights are the CPU backend's over one communicator, bit for bit.
+TEST_F(MpiTest, OneBitOptimizersCompressInDeviceMemoryOverTheDeviceCommunicator) {
   using K = profiler::CollectiveKind;
-  const nlohmann::json patch = {
-      {"bf16", {{"enabled", true}}},
-      {"optimizer", {{"type", "OneBitAdam"}, {"params", {{"lr", 1e-3}, {"freeze_step", 2}}}}}};
-  auto w = make_engine(patch);
-  train(*w.engine, 6);  // steps 3 to 6 compress
-  for (const auto& v : w.host->violations()) ADD_FAILURE() << v;
-  for (const auto& v : w.device->violations()) ADD_FAILURE() << v;
-  for (const auto& v : w.backend->foreign_buffers())
-    ADD_FAILURE() << "1-bit op got host memory: " << v;
-  EXPECT_GT(w.backend->onebit_buffers_checked(), 0u);
-  EXPECT_EQ(w.device->calls(K::all_to_all), 8u);
-  EXPECT_EQ(w.host->calls(K::all_to_all), 0u);
-  const auto on_device = w.engine->gather_parameters();
-  auto cpu = make_single_comm_engine(patch);
-  train(*cpu, 6);
-  EXPECT_EQ(on_device, cpu->gather_parameters());
+  for (const std::string type : {"OneBitAdam", "ZeroOneAdam"}) {
+    const char* freeze = type == "OneBitAdam" ? "freeze_step" : "var_freeze_step";
+    const nlohmann::json patch = {
+        {"bf16", {{"enabled", true}}},
+        {"optimizer",
+         {{"type", type}, {"params", {{"lr", 1e-3}, {freeze, type == "OneBitAdam" ? 2 : 4}}}}}};
+    auto w = make_engine(patch);
+    train(*w.engine, 8);
+    for (const auto& v : w.host->violations()) ADD_FAILURE() << type << ": " << v;
+    for (const auto& v : w.device->violations()) ADD_FAILURE() << type << ": " << v;
+    for (const auto& v : w.backend->foreign_buffers())
+      ADD_FAILURE() << type << ": a 1-bit op got host memory: " << v;
+    EXPECT_GT(w.backend->onebit_buffers_checked(), 0u) << type;
+    // OneBitAdam compresses at steps 3 to 8; ZeroOneAdam at least once.
+    if (type == "OneBitAdam") {
+      EXPECT_EQ(w.device->calls(K::all_to_all), 12u);
+    }
+    EXPECT_GT(w.device->calls(K::all_to_all), 0u) << type;
+    EXPECT_EQ(w.host->calls(K::all_to_all), 0u) << type;
+    const auto on_device = w.engine->gather_parameters();
+    auto cpu = make_single_comm_engine(patch);
+    train(*cpu, 8);
+    EXPECT_EQ(on_device, cpu->gather_parameters()) << type;
+  }
 }
 
 // train_batch: the pipeline's schedule, or forward/backward/step without one.
