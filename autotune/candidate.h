@@ -13,7 +13,6 @@
 #include "autotune/autotuning_options.h"
 #include "autotune/space.h"
 #include "engine/config/config.h"
-#include "kernels/ops.h"
 
 namespace hybrid::autotune {
 
@@ -45,9 +44,6 @@ struct Enumeration {
 struct EnumerateOptions {
   int world_size = 1;
   bool offload_supported = false;  // the trial backend can offload (not the CPU)
-  // The trial backend: optimizers the engine refuses on it are dropped with
-  // its reason (engine::backend_refusal).
-  kernels::BackendKind trial_backend = kernels::BackendKind::cpu;
   std::optional<int64_t> max_train_batch_size;
 };
 

@@ -124,7 +124,6 @@ SweepPlan plan_sweep(const TuneOptions& o) {
   EnumerateOptions eo;
   eo.world_size = p.settings.nprocs;
   eo.offload_supported = p.device.kind != kernels::BackendKind::cpu;
-  eo.trial_backend = p.device.kind;
   eo.max_train_batch_size = p.autotuning.max_train_batch_size;
   Enumeration e = enumerate_candidates(p.base, p.space, eo);
   p.enumerated = e.candidates.size();

@@ -34,9 +34,6 @@ ZeroGradientRanges padded_vocabulary_rows(const ModuleTree& tree, int vocab, int
 
 std::unique_ptr<Optimizer> default_optimizer(const Config& cfg, const ModuleTree& tree,
                                              DeviceRuntime& runtime) {
-  if (const std::string why = backend_refusal(cfg.optimizer, runtime.backend().kind());
-      !why.empty())
-    throw ConfigError("config: " + why);
   auto opt = make_optimizer(cfg.optimizer, tensor_starts(tree), &runtime.zero_comm(),
                             padded_vocabulary_rows(tree, cfg.model.vocab_size, cfg.padded_vocab()));
   // The 1-bit optimizers' error feedback in the device memory the model predicts.

@@ -189,10 +189,11 @@ EngineLayouts engine_layouts(const Config& cfg, int world_size, uint64_t attenti
   // In the engine's allocation order: runtime, reducer, gatherer, activations.
   l.device.append(
       ZeroRuntime::layout(z, part, optimizer_state_floats(cfg.optimizer), offloaded(cfg)));
-  // A 1-bit optimizer's error feedback and exchange buffers, allocated with it
-  // (engine/optim/compression_errors.h).
-  l.device.append(
-      compression_layout(compressed_buffers(cfg.optimizer.type, tensor_starts(tree), dp), dp));
+  // A 1-bit optimizer's error feedback, exchange and flat buffers, allocated
+  // with it (engine/optim/compression_errors.h).
+  const std::vector<int64_t> starts = tensor_starts(tree);
+  l.device.append(compression_layout(compressed_buffers(cfg.optimizer.type, starts, dp), dp,
+                                     compression_flat_floats(cfg.optimizer.type, starts, dp)));
   l.device.append(GradReducer::layout(z, tree, part));
   if (z.stage == 3) l.device.append(ParamGatherer::layout(z, tree));
   const CheckpointPlan plan = checkpoint_plan(cfg);

@@ -367,6 +367,24 @@ class Backend {
   virtual void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v,
                                  float eps, float lr_sum, DType param_dt, void* param_out,
                                  size_t n) = 0;
+
+  // 1-bit LAMB's compressed phase, over segments as for lamb_moments (bounds,
+  // scales, sums and stats: host). onebit_lamb_momentum: out[i] = (β1·m[i] +
+  // (1 − β1)·grad[i]·grad_scale)·scales[s] over segment s; m is left as it was.
+  virtual void onebit_lamb_momentum(float beta1, const float* m, DType grad_dt, const void* grad,
+                                    float grad_scale, const int64_t* bounds, int segments,
+                                    const float* scales, float* out) = 0;
+  // sums[s] += Σx² over segment s, in fp64.
+  virtual void segment_sum_squares(const float* x, const int64_t* bounds, int segments,
+                                   double* sums) = 0;
+  // After the exchange, over segment s: m' = exchanged/scales[s]; the gradient
+  // it implies, (m' − β1·m)/(1 − β1), enters fresh with β2; m = m'. With d =
+  // √v + eps, q = m'/d and u = q + wd·w (wd > 0): stats[3s] = max(stats[3s],
+  // d/(√fresh + eps)), stats[3s + 1] += Σq², stats[3s + 2] += Σu² (fp64).
+  virtual void onebit_lamb_refresh(const MomentParams& p, const float* exchanged,
+                                   const int64_t* bounds, int segments, const float* scales,
+                                   float* m, const float* v, float* fresh, const float* master,
+                                   double* stats) = 0;
 };
 
 // The CPU backend always exists; its GEMM library is measured in bench/.

@@ -25,7 +25,14 @@ std::vector<size_t> compressed_buffers(const std::string& type,
   return sizes;
 }
 
-MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world) {
+size_t compression_flat_floats(const std::string& type, const std::vector<int64_t>& tensor_starts,
+                               int world) {
+  if (type != "OneBitLamb" || tensor_starts.empty()) return 0;
+  return comm::compressed_padded_size(size_t(tensor_starts.back()), world);
+}
+
+MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world,
+                                size_t flat_floats) {
   MemoryLayout l;
   for (size_t i = 0; i < buffers.size(); ++i)
     l.add(fmt::format("compression_errors.{}", i),
@@ -33,14 +40,15 @@ MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world) {
           /*zeroed=*/true);
   if (const size_t bytes = buffers.empty() ? 0 : comm::compressed_exchange_bytes(buffers, world))
     l.add("compression_exchange", bytes, 1, MemCategory::comm);
+  if (flat_floats) l.add("compression_flat", flat_floats, sizeof(float), MemCategory::comm);
   return l;
 }
 
 void CompressionErrorSet::track(TrackingAllocator& alloc, const std::vector<size_t>& buffers,
-                                int world) {
+                                int world, size_t flat_floats) {
   errors_.clear();
   backend_ = &alloc.backend();
-  memory_ = LayoutBuffers(alloc, compression_layout(buffers, world));
+  memory_ = LayoutBuffers(alloc, compression_layout(buffers, world, flat_floats));
   for (size_t i = 0; i < buffers.size(); ++i)
     errors_.emplace_back(buffers[i], world, memory_.view(i).as<float>());
 }

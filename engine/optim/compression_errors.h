@@ -33,18 +33,26 @@ std::vector<int64_t> tensor_starts(const ModuleTree& tree);
 std::vector<size_t> compressed_buffers(const std::string& type,
                                        const std::vector<int64_t>& tensor_starts, int world);
 
+// 1-bit LAMB's flat momentum as it crosses the network, padded (on one rank
+// too: it holds the scaled momentum beside the previous one); 0 for the others.
+size_t compression_flat_floats(const std::string& type, const std::vector<int64_t>& tensor_starts,
+                               int world);
+
 // One entry per buffer ("compression_errors.<i>", MemCategory::optimizer,
-// zeroed): CompressionErrors::floats(n, world) floats, worker then server; and
-// "compression_exchange" (MemCategory::comm): the grouped call's exchange.
-MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world);
+// zeroed): CompressionErrors::floats(n, world) floats, worker then server;
+// "compression_exchange" (MemCategory::comm): the grouped call's exchange; and
+// "compression_flat" (MemCategory::comm): flat_floats floats, when not 0.
+MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world,
+                                size_t flat_floats = 0);
 
 // The errors and exchange memory of a set of buffers: tracked, in the
 // allocator's memory (device memory in an engine on a GPU), or owned, in host
 // memory, made when first needed by an optimizer that nothing tracks (tests).
 class CompressionErrorSet {
  public:
-  // Allocates the layout of `buffers` from `alloc` now.
-  void track(TrackingAllocator& alloc, const std::vector<size_t>& buffers, int world);
+  // Allocates the layout of `buffers` (and flat_floats) from `alloc` now.
+  void track(TrackingAllocator& alloc, const std::vector<size_t>& buffers, int world,
+             size_t flat_floats = 0);
   // Owned errors for these buffers, unless already made or tracked.
   void make(const std::vector<size_t>& buffers, int world);
   bool empty() const { return errors_.empty(); }
@@ -53,6 +61,8 @@ class CompressionErrorSet {
   // Tracked: compressed_exchange_bytes of the buffers, in the same memory;
   // owned: null (each call allocates its own).
   void* exchange() const { return memory_.view_if_present("compression_exchange").data(); }
+  // Tracked: the flat_floats floats; else null.
+  float* flat() const { return memory_.view_if_present("compression_flat").as<float>(); }
   // Back to zeros, through the memory's backend.
   void reset();
 

@@ -34,18 +34,11 @@
 
 #include "engine/comm/compressed_all_reduce.h"
 #include "engine/optim/compression_errors.h"
-#include "engine/optim/host_step.h"
 #include "engine/optim/optimizer.h"
 
 namespace hybrid::engine {
 
 namespace {
-
-float norm(const float* x, size_t n) {
-  double s = 0.0;
-  for (size_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
-  return float(std::sqrt(s));
-}
 
 class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
  public:
@@ -65,7 +58,8 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
   bool reduces_gradients(int64_t step) const override { return !compressing(step); }
   void track_errors_in(TrackingAllocator& alloc) override {
     const int world = comm_.world_size();
-    errors_.track(alloc, compressed_buffers("OneBitLamb", starts_, world), world);
+    errors_.track(alloc, compressed_buffers("OneBitLamb", starts_, world), world,
+                  compression_flat_floats("OneBitLamb", starts_, world));
   }
   void state_loaded() override {
     errors_.reset();
@@ -96,12 +90,10 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       scalars_lost_ = false;
     }
     if (a.step == 1) return;  // DeepSpeed's initialization step
-    const std::vector<float>& g = scaled_gradient(backend, a, gradient_);
     if (compressing(a.step))
-      compressed_step(backend, a, g);
+      compressed_step(backend, a);
     else
-      warmup_step(a, g);
-    write_working_params(backend, a);
+      warmup_step(backend, a);
   }
 
  private:
@@ -148,131 +140,115 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
       padding_.assign(padding.begin(), padding.end());
   }
 
-  // p −= lr·c·u over [b, e): the scalar rounded to float once, as torch does.
-  static void apply(float* p, const float* u, size_t n, double lr, double c) {
-    const auto f = float(lr * c);
-    for (size_t i = 0; i < n; ++i) p[i] -= f * u[i];
-  }
-
-  void warmup_step(const OptimizerStepArgs& a, const std::vector<float>& g) {
-    const kernels::MomentParams mp = moment_params(cfg_, a);
+  // LAMB without bias correction (the two passes of the backend's Lamb), the
+  // coefficients moving-averaged on the host.
+  void warmup_step(kernels::Backend& backend, const OptimizerStepArgs& a) {
+    kernels::LambParams lp;
+    static_cast<kernels::MomentParams&>(lp) = moment_params(cfg_, a);
+    lp.bias_correction = false;
     float *m = a.state, *v = a.state + a.n, *fresh = a.state + 2 * a.n;
-    const auto count = size_t(starts_.back());
-    for (size_t i = 0; i < count; ++i) {
-      m[i] = mp.beta1 * m[i] + (1.0f - mp.beta1) * g[i];
-      v[i] = mp.beta2 * v[i] + (1.0f - mp.beta2) * g[i] * g[i];
-    }
-    if (a.step == cfg_.freeze_step) std::copy(v, v + count, fresh);
-    std::vector<float> u;
+    std::vector<double> sums(2 * tensors(), 0.0);
+    backend.lamb_moments(lp, a.master, m, v, a.grad_dtype, a.grad, a.grad_scale, starts_.data(),
+                         segments(), sums.data());
+    if (a.step == cfg_.freeze_step) backend.copy(fresh, v, size_t(starts_.back()) * sizeof(float));
+    std::vector<float> coeffs(tensors());
     for (size_t t = 0; t < tensors(); ++t) {
-      const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
-      u.resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        u[i] = m[b + i] / (std::sqrt(v[b + i]) + mp.eps);
-        if (mp.weight_decay > 0.0f) u[i] += mp.weight_decay * a.master[b + i];
-      }
-      const float wn = norm(a.master + b, n), un = norm(u.data(), n);
+      const auto wn = float(std::sqrt(sums[2 * t])), un = float(std::sqrt(sums[2 * t + 1]));
       double c = 1.0;
       if (wn != 0.0f && un != 0.0f)
         c = std::clamp(double(wn / un), double(cfg_.min_coeff), double(cfg_.max_coeff));
       const double beta = cfg_.coeff_beta;
       if (c != 1.0) coeff_freeze_[t] = beta * coeff_freeze_[t] + (1.0 - beta) * c;
-      apply(a.master + b, u.data(), n, mp.lr, c);
+      coeffs[t] = float(c);
     }
+    backend.lamb_update(lp, a.master, m, v, starts_.data(), segments(), coeffs.data(),
+                        a.param_dtype, a.param_out);
   }
 
   // Each tensor's scaling: the mean of the momentum RMS over tensors, over its own.
-  void freeze_scaling(const float* m) {
-    std::vector<double> rms(tensors());
+  void freeze_scaling(kernels::Backend& backend, const float* m) {
+    std::vector<double> sums(tensors(), 0.0), rms(tensors());
+    backend.segment_sum_squares(m, starts_.data(), segments(), sums.data());
     double sum = 0.0;
     for (size_t t = 0; t < tensors(); ++t) {
-      const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
-      rms[t] = double(norm(m + b, n) / float(std::sqrt(double(n))));
+      const auto n = double(starts_[t + 1] - starts_[t]);
+      rms[t] = double(float(std::sqrt(sums[t])) / float(std::sqrt(n)));
       sum += rms[t];
     }
     scaling_.resize(tensors());
     for (size_t t = 0; t < tensors(); ++t) scaling_[t] = sum / double(tensors()) / rms[t];
   }
 
-  // The scaled momenta of every rank averaged as one padded buffer, unscaled, masked.
-  void exchange_momentum(kernels::Backend& backend, float* m, size_t count) {
+  // The scaled momenta of every rank, flat with DeepSpeed's padding (kept on
+  // the host between steps), averaged as one buffer; the masked ranges zeroed.
+  void exchange_momentum(kernels::Backend& backend, float* flat, size_t count) {
     const int world = comm_.world_size();
     if (world > 1) {
       const size_t padded = comm::compressed_padded_size(count, world);
       errors_.make({count}, world);  // when untracked
       if (padding_.empty()) padding_.assign(padded - count, 0.0f);
-      std::vector<float>& flat = flat_;  // kept: a fresh one each step page-faulted n floats
-      flat.resize(padded);
-      std::copy(m, m + count, flat.begin());
-      std::copy(padding_.begin(), padding_.end(), flat.begin() + int64_t(count));
-      const comm::CompressedTensor all{flat.data(), padded};
+      const size_t padding_bytes = padding_.size() * sizeof(float);
+      backend.copy_from_host(flat + count, padding_.data(), padding_bytes);
+      const comm::CompressedTensor all{flat, padded};
       comm::compressed_all_reduce(backend, comm_, std::span(&all, 1), errors_.all(),
                                   errors_.exchange());
-      std::copy(flat.begin(), flat.begin() + int64_t(count), m);
-      std::copy(flat.begin() + int64_t(count), flat.end(), padding_.begin());
+      backend.copy_to_host(padding_.data(), flat + count, padding_bytes);
     }
-    for (size_t t = 0; t < tensors(); ++t) {
-      const auto s = float(scaling_[t]);
-      for (int64_t i = starts_[t]; i < starts_[t + 1]; ++i) m[i] /= s;
+    for (const auto& [b, e] : masked_) {
+      const int64_t end = std::min<int64_t>(e, int64_t(count));
+      if (b < end) backend.zero(flat + b, size_t(end - b) * sizeof(float));
     }
-    for (const auto& [b, e] : masked_)
-      std::fill(m + std::min<int64_t>(b, int64_t(count)), m + std::min<int64_t>(e, int64_t(count)),
-                0.0f);
   }
 
-  void compressed_step(kernels::Backend& backend, const OptimizerStepArgs& a,
-                       const std::vector<float>& g) {
-    const kernels::MomentParams mp = moment_params(cfg_, a);
-    float* m = a.state;
+  void compressed_step(kernels::Backend& backend, const OptimizerStepArgs& a) {
+    kernels::LambParams lp;
+    static_cast<kernels::MomentParams&>(lp) = moment_params(cfg_, a);
+    lp.bias_correction = false;
+    float *m = a.state, *v = a.state + a.n, *fresh = a.state + 2 * a.n;
     const auto count = size_t(starts_.back());
-    const std::vector<float> previous(m, m + count);
-    if (scaling_.empty()) freeze_scaling(m);
-    for (size_t t = 0; t < tensors(); ++t) {
-      const auto s = float(scaling_[t]);
-      for (int64_t i = starts_[t]; i < starts_[t + 1]; ++i)
-        m[i] = (mp.beta1 * m[i] + (1.0f - mp.beta1) * g[size_t(i)]) * s;
+    float* flat = errors_.flat();
+    if (!flat) {  // untracked: host memory
+      flat_.resize(comm::compressed_padded_size(count, comm_.world_size()));
+      flat = flat_.data();
     }
-    exchange_momentum(backend, m, count);
-    for (size_t t = 0; t < tensors(); ++t) compressed_update(a, mp, previous.data(), t);
+    if (scaling_.empty()) freeze_scaling(backend, m);
+    std::vector<float> scales(scaling_.begin(), scaling_.end());
+    backend.onebit_lamb_momentum(lp.beta1, m, a.grad_dtype, a.grad, a.grad_scale, starts_.data(),
+                                 segments(), scales.data(), flat);
+    exchange_momentum(backend, flat, count);
+    std::vector<double> stats(3 * tensors(), 0.0);
+    backend.onebit_lamb_refresh(lp, flat, starts_.data(), segments(), scales.data(), m, v, fresh,
+                                a.master, stats.data());
+    std::vector<float> coeffs(tensors());
+    for (size_t t = 0; t < tensors(); ++t) coeffs[t] = float(coeff_freeze_[t] * factor(lp, stats, t));
+    backend.lamb_update(lp, a.master, m, v, starts_.data(), segments(), coeffs.data(),
+                        a.param_dtype, a.param_out);
   }
 
-  // One tensor's update from the exchanged momentum and the frozen variance.
-  void compressed_update(const OptimizerStepArgs& a, const kernels::MomentParams& mp,
-                         const float* previous, size_t t) {
-    const auto b = size_t(starts_[t]), n = size_t(starts_[t + 1]) - b;
-    const float *m = a.state + b, *v = a.state + a.n + b;
-    float* fresh = a.state + 2 * a.n + b;
-    std::vector<float> prelim(n), u(n);
-    float factor_f = 0.0f;
-    for (size_t i = 0; i < n; ++i) {
-      const float rebuilt = (m[i] - previous[b + i] * mp.beta1) / (1.0f - mp.beta1);
-      fresh[i] = mp.beta2 * fresh[i] + (1.0f - mp.beta2) * rebuilt * rebuilt;
-      const float denom = std::sqrt(v[i]) + mp.eps;
-      prelim[i] = m[i] / denom;
-      u[i] = mp.weight_decay > 0.0f ? prelim[i] + mp.weight_decay * a.master[b + i] : prelim[i];
-      factor_f = std::max(factor_f, denom / (std::sqrt(fresh[i]) + mp.eps));
-    }
-    double factor = factor_f;
+  // Tensor t's factor from its statistics (onebit_lamb_refresh), bounded.
+  double factor(const kernels::MomentParams& mp, const std::vector<double>& stats, size_t t) {
+    double f = stats[3 * t];
     if (mp.weight_decay > 0.0f) {
-      const double ratio = std::min(1.0, double(norm(prelim.data(), n) / norm(u.data(), n)));
-      factor = factor * ratio + (1.0 - ratio);
+      const float q = float(std::sqrt(stats[3 * t + 1])), u = float(std::sqrt(stats[3 * t + 2]));
+      const double ratio = std::min(1.0, double(q / u));
+      f = f * ratio + (1.0 - ratio);
     }
-    factor = std::clamp(factor, double(cfg_.factor_min), double(cfg_.factor_max));
+    f = std::clamp(f, double(cfg_.factor_min), double(cfg_.factor_max));
     const double threshold = cfg_.factor_threshold;
-    factor = std::min(factor, last_factor_[t] * (1.0 + threshold));
-    factor = std::max(factor, last_factor_[t] * (1.0 - threshold));
-    last_factor_[t] = factor;
-    apply(a.master + b, u.data(), n, mp.lr, coeff_freeze_[t] * factor);
+    f = std::min(f, last_factor_[t] * (1.0 + threshold));
+    f = std::max(f, last_factor_[t] * (1.0 - threshold));
+    last_factor_[t] = f;
+    return f;
   }
+  int segments() const { return int(tensors()); }
 
   OptimizerConfig cfg_;
   std::vector<int64_t> starts_;
   comm::Communicator& comm_;
   ZeroGradientRanges masked_;
-  CompressionErrorSet errors_;   // the flat buffer's: tracked, or made at the first compressed step
-  std::vector<float> gradient_;  // scaled_gradient's, reused
-  std::vector<float> padding_;   // DeepSpeed's padding of the flat momentum
-  std::vector<float> flat_;      // the padded flat momentum exchanged, reused
+  CompressionErrorSet errors_;  // the flat buffer's: tracked, or made at the first compressed step
+  std::vector<float> padding_;  // DeepSpeed's padding of the flat momentum
+  std::vector<float> flat_;     // the padded flat momentum, untracked (host memory)
   std::vector<double> coeff_freeze_, last_factor_, scaling_;  // per tensor
   bool scalars_lost_ = false;
   nlohmann::json loaded_;  // the last checkpoint's scalar_state

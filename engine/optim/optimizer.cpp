@@ -1,5 +1,5 @@
-// Which optimizer a config names, where it can run, how much state it keeps
-// per parameter, and the step parameters the Adam-style ones share.
+// Which optimizer a config names, how much state it keeps per parameter, and
+// the step parameters the Adam-style ones share.
 #include "engine/optim/optimizer.h"
 
 #include <fmt/format.h>
@@ -8,14 +8,6 @@
 #include <string>
 
 namespace hybrid::engine {
-
-std::string backend_refusal(const OptimizerConfig& cfg, kernels::BackendKind backend) {
-  if (cfg.type != "OneBitLamb" || backend == kernels::BackendKind::cpu) return {};
-  return fmt::format(
-      "optimizer.type {} runs on the CPU backend only so far: its steps work on host buffers "
-      "(hybrid.device \"cpu\"); OneBitAdam and ZeroOneAdam run on the GPU",
-      cfg.type);
-}
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
                                           std::vector<int64_t> tensor_starts,

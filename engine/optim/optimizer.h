@@ -124,9 +124,6 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
                                           std::vector<int64_t> tensor_starts,
                                           comm::Communicator* data_parallel = nullptr,
                                           ZeroGradientRanges masked = {});
-// Why the optimizer cfg names cannot step on a backend of this kind ("" when
-// it can): OneBitLamb steps on host buffers only so far.
-std::string backend_refusal(const OptimizerConfig& cfg, kernels::BackendKind backend);
 // State floats per parameter of the optimizer cfg names (the memory model's figure).
 int optimizer_state_floats(const OptimizerConfig& cfg);
 // What Adam and Lamb step with: the configured moments, OneCycle's scheduled

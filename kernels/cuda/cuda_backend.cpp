@@ -336,6 +336,24 @@ void CudaBackend::zero_one_sync_end(float* master, float* m, float* accumulator,
   cuda::zero_one_sync_end(master, m, accumulator, v, eps, lr_sum, param_dt, param_out, n, compute_);
 }
 
+void CudaBackend::onebit_lamb_momentum(float beta1, const float* m, DType grad_dt,
+                                       const void* grad, float grad_scale, const int64_t* bounds,
+                                       int segments, const float* scales, float* out) {
+  cuda::onebit_lamb_momentum(beta1, m, grad_dt, grad, grad_scale, bounds, segments, scales, out,
+                             *alloc_, compute_);
+}
+void CudaBackend::segment_sum_squares(const float* x, const int64_t* bounds, int segments,
+                                      double* sums) {
+  cuda::segment_sum_squares(x, bounds, segments, sums, *alloc_, compute_);
+}
+void CudaBackend::onebit_lamb_refresh(const MomentParams& p, const float* exchanged,
+                                      const int64_t* bounds, int segments, const float* scales,
+                                      float* m, const float* v, float* fresh, const float* master,
+                                      double* stats) {
+  cuda::onebit_lamb_refresh(p, exchanged, bounds, segments, scales, m, v, fresh, master, stats,
+                            *alloc_, compute_);
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }

@@ -148,6 +148,14 @@ class CudaBackend final : public Backend {
                            size_t n) override;
   void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
                          float lr_sum, DType param_dt, void* param_out, size_t n) override;
+  void onebit_lamb_momentum(float beta1, const float* m, DType grad_dt, const void* grad,
+                            float grad_scale, const int64_t* bounds, int segments,
+                            const float* scales, float* out) override;
+  void segment_sum_squares(const float* x, const int64_t* bounds, int segments,
+                           double* sums) override;
+  void onebit_lamb_refresh(const MomentParams& p, const float* exchanged, const int64_t* bounds,
+                           int segments, const float* scales, float* m, const float* v,
+                           float* fresh, const float* master, double* stats) override;
 
   // ---- CUDA-only extras -------------------------------------------------------
   // out = gelu(inp · weightᵀ + bias), with the pre-activation written to

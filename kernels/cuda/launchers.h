@@ -147,4 +147,16 @@ void zero_one_sync_begin(float* master, float* accumulator, const float* v, floa
 void zero_one_sync_end(float* master, float* m, float* accumulator, const float* v, float eps,
                        float lr_sum, DType param_dt, void* param_out, size_t n, cudaStream_t s);
 
+// onebit_lamb.cu: the statistics go to the host (synchronises s).
+void onebit_lamb_momentum(float beta1, const float* m, DType grad_dt, const void* grad,
+                          float grad_scale, const int64_t* bounds, int segments,
+                          const float* scales, float* out, CachingAllocator& alloc,
+                          cudaStream_t s);
+void segment_sum_squares(const float* x, const int64_t* bounds, int segments, double* sums,
+                         CachingAllocator& alloc, cudaStream_t s);
+void onebit_lamb_refresh(const MomentParams& p, const float* exchanged, const int64_t* bounds,
+                         int segments, const float* scales, float* m, const float* v,
+                         float* fresh, const float* master, double* stats,
+                         CachingAllocator& alloc, cudaStream_t s);
+
 }  // namespace hybrid::kernels::cuda

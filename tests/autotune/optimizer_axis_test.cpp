@@ -212,20 +212,6 @@ TEST(OptimizerAxis, RefusedCombinationsAreDroppedWithTheirReason) {
       test::tiny_config({{"tensor_model_parallel_size", 2}}), opt_only, test::world(2));
   ASSERT_EQ(tp.dropped.size(), 1u);
   EXPECT_THAT(tp.dropped[0].reason, HasSubstr("with tensor or pipeline parallelism"));
-  // On a GPU, OneBitAdam and ZeroOneAdam run; OneBitLamb is dropped with the engine's reason.
-  EnumerateOptions gpu = test::world(2);
-  gpu.trial_backend = kernels::BackendKind::cuda;
-  const SearchSpace adams =
-      parse_space(json::parse(R"({"opt": ["AdamW", "OneBitAdam", "ZeroOneAdam"]})"));
-  EXPECT_EQ(enumerate_candidates(test::tiny_config(), adams, gpu).candidates.size(), 3u);
-  const SearchSpace lambs = parse_space(json::parse(R"({"opt": ["Lamb", "OneBitLamb"]})"));
-  const Enumeration on_gpu = enumerate_candidates(
-      test::tiny_config({{"optimizer", {{"type", "Lamb"}, {"params", {{"lr", 1e-3}}}}}}), lambs,
-      gpu);
-  ASSERT_EQ(on_gpu.candidates.size(), 1u);
-  ASSERT_EQ(on_gpu.dropped.size(), 1u);
-  EXPECT_THAT(on_gpu.dropped[0].reason,
-              HasSubstr("optimizer.type OneBitLamb runs on the CPU backend only so far"));
 }
 
 // Every collective takes alpha + bytes / bandwidth, sampled at sizes 4^k.

@@ -285,6 +285,32 @@ class DeviceDouble final : public kernels::Backend {
     if (param_out) require("zero_one_sync_end param_out", param_out, n * kernels::dtype_size(pdt));
     cpu_->zero_one_sync_end(master, m, accumulator, v, eps, lr_sum, pdt, param_out, n);
   }
+  void onebit_lamb_momentum(float beta1, const float* m, kernels::DType gdt, const void* grad,
+                            float grad_scale, const int64_t* bounds, int segments,
+                            const float* scales, float* out) override {
+    const auto n = size_t(segments > 0 ? bounds[segments] : 0);
+    require("onebit_lamb_momentum m", m, n * sizeof(float));
+    require("onebit_lamb_momentum grad", grad, n * kernels::dtype_size(gdt));
+    require("onebit_lamb_momentum out", out, n * sizeof(float));
+    cpu_->onebit_lamb_momentum(beta1, m, gdt, grad, grad_scale, bounds, segments, scales, out);
+  }
+  void segment_sum_squares(const float* x, const int64_t* bounds, int segments,
+                           double* sums) override {
+    require("segment_sum_squares x", x, size_t(segments > 0 ? bounds[segments] : 0) * 4);
+    cpu_->segment_sum_squares(x, bounds, segments, sums);
+  }
+  void onebit_lamb_refresh(const kernels::MomentParams& p, const float* exchanged,
+                           const int64_t* bounds, int segments, const float* scales, float* m,
+                           const float* v, float* fresh, const float* master,
+                           double* stats) override {
+    const size_t bytes = size_t(segments > 0 ? bounds[segments] : 0) * sizeof(float);
+    require("onebit_lamb_refresh exchanged", exchanged, bytes);
+    require("onebit_lamb_refresh m", m, bytes);
+    require("onebit_lamb_refresh v", v, bytes);
+    require("onebit_lamb_refresh fresh", fresh, bytes);
+    require("onebit_lamb_refresh master", master, bytes);
+    cpu_->onebit_lamb_refresh(p, exchanged, bounds, segments, scales, m, v, fresh, master, stats);
+  }
   // What the 1-bit ops got that is not this backend's memory, and the buffers they checked.
   std::vector<std::string> foreign_buffers() const {
     std::lock_guard lock(mutex_);

@@ -172,18 +172,19 @@ std::unique_ptr<Engine> make_single_comm_engine(const nlohmann::json& patch) {
   return initialize(cfg, make_model(cfg), std::move(o));
 }
 
-// OneBitAdam and ZeroOneAdam step on the device: their momentum, errors and
+// The 1-bit optimizers step on the device: their momentum, errors and
 // exchange buffers are device memory, the compressed exchange (two
 // all_to_alls and two all_gathers a call) goes to the device communicator,
 // and the weights are the CPU backend's over one communicator, bit for bit.
 TEST_F(MpiTest, OneBitOptimizersCompressInDeviceMemoryOverTheDeviceCommunicator) {
   using K = profiler::CollectiveKind;
-  for (const std::string type : {"OneBitAdam", "ZeroOneAdam"}) {
-    const char* freeze = type == "OneBitAdam" ? "freeze_step" : "var_freeze_step";
+  for (const std::string type : {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
+    const bool zero_one = type == "ZeroOneAdam";
     const nlohmann::json patch = {
         {"bf16", {{"enabled", true}}},
         {"optimizer",
-         {{"type", type}, {"params", {{"lr", 1e-3}, {freeze, type == "OneBitAdam" ? 2 : 4}}}}}};
+         {{"type", type},
+          {"params", {{"lr", 1e-3}, {zero_one ? "var_freeze_step" : "freeze_step", zero_one ? 4 : 2}}}}}};
     auto w = make_engine(patch);
     train(*w.engine, 8);
     for (const auto& v : w.host->violations()) ADD_FAILURE() << type << ": " << v;
@@ -191,9 +192,9 @@ TEST_F(MpiTest, OneBitOptimizersCompressInDeviceMemoryOverTheDeviceCommunicator)
     for (const auto& v : w.backend->foreign_buffers())
       ADD_FAILURE() << type << ": a 1-bit op got host memory: " << v;
     EXPECT_GT(w.backend->onebit_buffers_checked(), 0u) << type;
-    // OneBitAdam compresses at steps 3 to 8; ZeroOneAdam at least once.
-    if (type == "OneBitAdam") {
-      EXPECT_EQ(w.device->calls(K::all_to_all), 12u);
+    // OneBitAdam and OneBitLamb compress at steps 3 to 8; ZeroOneAdam at least once.
+    if (!zero_one) {
+      EXPECT_EQ(w.device->calls(K::all_to_all), 12u) << type;
     }
     EXPECT_GT(w.device->calls(K::all_to_all), 0u) << type;
     EXPECT_EQ(w.host->calls(K::all_to_all), 0u) << type;
