@@ -2,14 +2,15 @@
 // oracle: the compressed all-reduce built on its ops equals the NumPy
 // reference of DeepSpeed's algorithm, tests/mpi/compressed_all_reduce_cases.h):
 // a group of tensors across several tiles, one tensor shorter than its padding,
-// for 2 and 4 ranks' chunking; then the 1-bit optimizers' elementwise steps
-// (OneBitAdam's and 0/1 Adam's) per dtype.
+// for 2 and 4 ranks' chunking; then the 1-bit optimizers' steps per gradient
+// dtype: OneBitAdam's and 0/1 Adam's elementwise ones, 1-bit LAMB's segment ones.
 // Skips (with the reason) without a usable CUDA device.
 //
 // Tolerances: the packed signs and the values before each norm are computed
 // with the same fp32 operations in the same order, so signs and bytes must be
 // equal; only the norms' fp64 summation order differs, so scales agree to
-// 1e-6 relative and residuals to 1e-6 of their scale. Elementwise steps: 1e-6.
+// 1e-6 relative and residuals to 1e-6 of their scale. Elementwise steps: 1e-6;
+// segment statistics (fp32 partials on the GPU, fp64 in order on the CPU): 1e-5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -153,6 +154,38 @@ TEST_P(CudaOneBitSteps, MomentumFrozenVarianceAndZeroOneSyncMatchTheCpu) {
   EXPECT_LE(largest_difference(m.gpu_values(), m.cpu_values()), 1e-6);
   EXPECT_EQ(acc.gpu_values(), std::vector<float>(n, 0.0f));
   EXPECT_LE(params.err(), tol());
+}
+
+// 1-bit LAMB's segment ops on three tensors, one longer than a block's share.
+TEST_P(CudaOneBitSteps, OneBitLambSegmentOpsMatchTheCpu) {
+  const std::vector<int64_t> bounds = {0, 3, 40000, 40100};
+  const auto n = size_t(bounds.back());
+  const std::vector<float> scales = {0.5f, 2.0f, 1.25f};
+  auto grad = pair_rand(n, 41);
+  RawPair<float> m(*cpu_, *gpu_, random_floats(n, 42, -0.1f, 0.1f));
+  RawPair<float> out(*cpu_, *gpu_, std::vector<float>(n, 0.0f));
+  cpu_->onebit_lamb_momentum(0.9f, m.c(), dt(), grad.c(), 0.5f, bounds.data(), 3, scales.data(),
+                             out.c());
+  gpu_->onebit_lamb_momentum(0.9f, m.g(), dt(), grad.g(), 0.5f, bounds.data(), 3, scales.data(),
+                             out.g());
+  EXPECT_LE(largest_difference(out.gpu_values(), out.cpu_values()), 1e-6);
+  std::vector<double> cs(3, 1.0), gs(3, 1.0);  // the ops add into the sums
+  cpu_->segment_sum_squares(m.c(), bounds.data(), 3, cs.data());
+  gpu_->segment_sum_squares(m.g(), bounds.data(), 3, gs.data());
+  for (size_t s = 0; s < 3; ++s) EXPECT_NEAR(gs[s], cs[s], 1e-5 * cs[s]) << "segment " << s;
+  RawPair<float> v(*cpu_, *gpu_, random_floats(n, 43, 0.0f, 0.01f));
+  RawPair<float> fresh(*cpu_, *gpu_, random_floats(n, 44, 0.0f, 0.01f));
+  RawPair<float> master(*cpu_, *gpu_, random_floats(n, 45));
+  MomentParams p;
+  p.beta1 = 0.9f, p.beta2 = 0.999f, p.eps = 1e-8f, p.weight_decay = 0.01f;
+  std::vector<double> cstats(9, 0.0), gstats(9, 0.0);
+  cpu_->onebit_lamb_refresh(p, out.c(), bounds.data(), 3, scales.data(), m.c(), v.c(), fresh.c(),
+                            master.c(), cstats.data());
+  gpu_->onebit_lamb_refresh(p, out.g(), bounds.data(), 3, scales.data(), m.g(), v.g(), fresh.g(),
+                            master.g(), gstats.data());
+  EXPECT_LE(largest_difference(m.gpu_values(), m.cpu_values()), 1e-6);
+  EXPECT_LE(largest_difference(fresh.gpu_values(), fresh.cpu_values()), 1e-6);
+  for (size_t k = 0; k < 9; ++k) EXPECT_NEAR(gstats[k], cstats[k], 1e-5 * cstats[k]) << k;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, CudaOneBitSteps,
