@@ -31,8 +31,7 @@ size_t compression_flat_floats(const std::string& type, const std::vector<int64_
   return comm::compressed_padded_size(size_t(tensor_starts.back()), world);
 }
 
-MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world,
-                                size_t flat_floats) {
+MemoryLayout compression_layout(const std::vector<size_t>& buffers, int world, size_t flat_floats) {
   MemoryLayout l;
   for (size_t i = 0; i < buffers.size(); ++i)
     l.add(fmt::format("compression_errors.{}", i),

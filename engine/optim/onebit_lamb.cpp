@@ -19,7 +19,10 @@
 //                   clamped to [factor_min, factor_max] and to ±factor_threshold of
 //                   the previous step's, scales the frozen coefficient.
 // ZeRO stage 0 only (the config refuses others), so a call sees whole tensors and
-// the norms are taken in step() itself, without the two-pass statistics.
+// the norms are taken in step() itself, without the two-pass statistics. Every
+// pass is a backend op (the warm-up is the backend's Lamb without bias
+// correction), so the same code runs on host and device memory; the
+// per-tensor scalars live on the host.
 // Checkpoints keep m, v and the fresh variance (3 floats a parameter), and in
 // meta.json (scalar_state) the per-tensor scalars (averaged coefficient, last
 // factor, scaling) and the flat momentum's padding. The compression errors are
@@ -220,7 +223,8 @@ class OneBitLamb final : public Optimizer, public TracksCompressionErrors {
     backend.onebit_lamb_refresh(lp, flat, starts_.data(), segments(), scales.data(), m, v, fresh,
                                 a.master, stats.data());
     std::vector<float> coeffs(tensors());
-    for (size_t t = 0; t < tensors(); ++t) coeffs[t] = float(coeff_freeze_[t] * factor(lp, stats, t));
+    for (size_t t = 0; t < tensors(); ++t)
+      coeffs[t] = float(coeff_freeze_[t] * factor(lp, stats, t));
     backend.lamb_update(lp, a.master, m, v, starts_.data(), segments(), coeffs.data(),
                         a.param_dtype, a.param_out);
   }

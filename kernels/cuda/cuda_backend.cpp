@@ -336,9 +336,9 @@ void CudaBackend::zero_one_sync_end(float* master, float* m, float* accumulator,
   cuda::zero_one_sync_end(master, m, accumulator, v, eps, lr_sum, param_dt, param_out, n, compute_);
 }
 
-void CudaBackend::onebit_lamb_momentum(float beta1, const float* m, DType grad_dt,
-                                       const void* grad, float grad_scale, const int64_t* bounds,
-                                       int segments, const float* scales, float* out) {
+void CudaBackend::onebit_lamb_momentum(float beta1, const float* m, DType grad_dt, const void* grad,
+                                       float grad_scale, const int64_t* bounds, int segments,
+                                       const float* scales, float* out) {
   cuda::onebit_lamb_momentum(beta1, m, grad_dt, grad, grad_scale, bounds, segments, scales, out,
                              *alloc_, compute_);
 }

@@ -150,13 +150,12 @@ void zero_one_sync_end(float* master, float* m, float* accumulator, const float*
 // onebit_lamb.cu: the statistics go to the host (synchronises s).
 void onebit_lamb_momentum(float beta1, const float* m, DType grad_dt, const void* grad,
                           float grad_scale, const int64_t* bounds, int segments,
-                          const float* scales, float* out, CachingAllocator& alloc,
-                          cudaStream_t s);
+                          const float* scales, float* out, CachingAllocator& alloc, cudaStream_t s);
 void segment_sum_squares(const float* x, const int64_t* bounds, int segments, double* sums,
                          CachingAllocator& alloc, cudaStream_t s);
 void onebit_lamb_refresh(const MomentParams& p, const float* exchanged, const int64_t* bounds,
-                         int segments, const float* scales, float* m, const float* v,
-                         float* fresh, const float* master, double* stats,
-                         CachingAllocator& alloc, cudaStream_t s);
+                         int segments, const float* scales, float* m, const float* v, float* fresh,
+                         const float* master, double* stats, CachingAllocator& alloc,
+                         cudaStream_t s);
 
 }  // namespace hybrid::kernels::cuda

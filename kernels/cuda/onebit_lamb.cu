@@ -114,8 +114,8 @@ __global__ void refresh_kernel(RefreshConsts k, const float* exchanged, const in
 
 // One thread per segment: its partials in block order (the first statistic a
 // max when `first_is_max`), added into the totals.
-__global__ void totals_kernel(const double* partial, double* totals, int segments,
-                              unsigned splits, unsigned stats, bool first_is_max) {
+__global__ void totals_kernel(const double* partial, double* totals, int segments, unsigned splits,
+                              unsigned stats, bool first_is_max) {
   const int s = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (s >= segments) return;
   for (unsigned k = 0; k < stats; ++k) {
@@ -137,8 +137,8 @@ void finish(const Segments& g, int segments, unsigned stats, bool first_is_max, 
       g.partial, totals.as<double>(), segments, g.plan.splits, stats, first_is_max);
   HYBRID_CUDA_CHECK_LAUNCH();
   std::vector<double> host(n);
-  HYBRID_CUDA_CHECK(cudaMemcpyAsync(host.data(), totals.get(), n * sizeof(double),
-                                    cudaMemcpyDeviceToHost, s));
+  HYBRID_CUDA_CHECK(
+      cudaMemcpyAsync(host.data(), totals.get(), n * sizeof(double), cudaMemcpyDeviceToHost, s));
   HYBRID_CUDA_CHECK(cudaStreamSynchronize(s));
   for (size_t i = 0; i < n; ++i)
     out[i] = first_is_max && i % stats == 0 ? std::max(out[i], host[i]) : out[i] + host[i];
@@ -173,9 +173,9 @@ void segment_sum_squares(const float* x, const int64_t* bounds, int segments, do
 }
 
 void onebit_lamb_refresh(const MomentParams& p, const float* exchanged, const int64_t* bounds,
-                         int segments, const float* scales, float* m, const float* v,
-                         float* fresh, const float* master, double* stats,
-                         CachingAllocator& alloc, cudaStream_t s) {
+                         int segments, const float* scales, float* m, const float* v, float* fresh,
+                         const float* master, double* stats, CachingAllocator& alloc,
+                         cudaStream_t s) {
   std::unique_ptr<Scratch> scratch;
   const Segments g = upload(bounds, segments, scales, 3, scratch, alloc, s);
   if (!g.plan.splits) return;

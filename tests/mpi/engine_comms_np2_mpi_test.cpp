@@ -184,7 +184,8 @@ TEST_F(MpiTest, OneBitOptimizersCompressInDeviceMemoryOverTheDeviceCommunicator)
         {"bf16", {{"enabled", true}}},
         {"optimizer",
          {{"type", type},
-          {"params", {{"lr", 1e-3}, {zero_one ? "var_freeze_step" : "freeze_step", zero_one ? 4 : 2}}}}}};
+          {"params",
+           {{"lr", 1e-3}, {zero_one ? "var_freeze_step" : "freeze_step", zero_one ? 4 : 2}}}}}};
     auto w = make_engine(patch);
     train(*w.engine, 8);
     for (const auto& v : w.host->violations()) ADD_FAILURE() << type << ": " << v;
