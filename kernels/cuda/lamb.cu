@@ -95,26 +95,13 @@ LambConsts consts_of(const LambParams& p, float grad_scale) {
           lamb_step_size(p), p.eps_inside_sqrt};
 }
 
-// Checks the host bounds and returns the plan over them.
-SegmentPlan plan_of(const int64_t* bounds, int segments) {
-  if (segments < 0 || (segments > 0 && bounds[0] != 0))
-    throw std::invalid_argument("lamb: segment bounds must start at 0");
-  size_t longest = 0;
-  for (int s = 0; s < segments; ++s) {
-    if (bounds[s + 1] < bounds[s])
-      throw std::invalid_argument("lamb: segment bounds must not decrease");
-    longest = std::max(longest, size_t(bounds[s + 1] - bounds[s]));
-  }
-  return segment_plan(longest, size_t(segments));
-}
-
 }  // namespace
 
 void lamb_moments(const LambParams& p, const float* master, float* m, float* v, DType grad_dt,
                   const void* grad, float grad_scale, const int64_t* bounds, int segments,
                   double* sums, CachingAllocator& alloc, cudaStream_t s) {
   const LambConsts k = consts_of(p, grad_scale);
-  const SegmentPlan plan = plan_of(bounds, segments);
+  const SegmentPlan plan = segment_plan_of_bounds(bounds, segments, "lamb");
   if (!plan.splits) return;
   const size_t nseg = size_t(segments);
   const size_t partial_doubles = nseg * plan.splits * 2;
@@ -146,7 +133,7 @@ void lamb_update(const LambParams& p, float* master, const float* m, const float
                  const int64_t* bounds, int segments, const float* coeffs, DType param_dt,
                  void* param_out, CachingAllocator& alloc, cudaStream_t s) {
   const LambConsts k = consts_of(p, 1.0f);
-  const SegmentPlan plan = plan_of(bounds, segments);
+  const SegmentPlan plan = segment_plan_of_bounds(bounds, segments, "lamb");
   if (!plan.splits) return;
   const size_t nseg = size_t(segments);
   Scratch scratch(alloc, (nseg + 1) * sizeof(int64_t) + nseg * sizeof(float));

@@ -131,4 +131,18 @@ constexpr std::pair<size_t, size_t> segment_block_range(size_t len, unsigned spl
   return {b, std::min(len, b + chunk)};
 }
 
+// The plan over host segment bounds (segments + 1 offsets from 0, not
+// decreasing), checked: std::invalid_argument naming `op` otherwise.
+inline SegmentPlan segment_plan_of_bounds(const int64_t* bounds, int segments, const char* op) {
+  if (segments < 0 || (segments > 0 && bounds[0] != 0))
+    throw std::invalid_argument(std::string(op) + ": segment bounds must start at 0");
+  size_t longest = 0;
+  for (int s = 0; s < segments; ++s) {
+    if (bounds[s + 1] < bounds[s])
+      throw std::invalid_argument(std::string(op) + ": segment bounds must not decrease");
+    longest = std::max(longest, size_t(bounds[s + 1] - bounds[s]));
+  }
+  return segment_plan(longest, size_t(segments));
+}
+
 }  // namespace hybrid::kernels::cuda

@@ -26,16 +26,8 @@ struct Segments {
 
 Segments upload(const int64_t* bounds, int segments, const float* scales, size_t stats,
                 std::unique_ptr<Scratch>& scratch, CachingAllocator& alloc, cudaStream_t s) {
-  if (segments < 0 || (segments > 0 && bounds[0] != 0))
-    throw std::invalid_argument("onebit lamb: segment bounds must start at 0");
-  size_t longest = 0;
-  for (int k = 0; k < segments; ++k) {
-    if (bounds[k + 1] < bounds[k])
-      throw std::invalid_argument("onebit lamb: segment bounds must not decrease");
-    longest = std::max(longest, size_t(bounds[k + 1] - bounds[k]));
-  }
   Segments g;
-  g.plan = segment_plan(longest, size_t(segments));
+  g.plan = segment_plan_of_bounds(bounds, segments, "onebit lamb");
   if (!g.plan.splits) return g;
   const size_t nseg = size_t(segments);
   const size_t partials = nseg * g.plan.splits * stats;

@@ -143,24 +143,32 @@ __global__ void decompress_kernel(Tables t, const uint8_t* received, const float
 
 enum class Extent { padded, chunk, n };
 
-// The group's descriptors and its tiles over each tensor's `extent`, uploaded
-// into `scratch` (which the caller keeps until the kernels are queued).
-Tables upload(const SignGroup& g, Extent extent, std::unique_ptr<Scratch>& scratch,
-              CachingAllocator& alloc, cudaStream_t s, size_t& tiles) {
+// A phase's tables in device memory, held until its kernels are queued.
+struct Uploaded {
+  std::unique_ptr<Scratch> scratch;
+  Tables tables{};
+  unsigned tiles = 0;  // 0: nothing to launch
+};
+
+// The group's descriptors and its tiles over each tensor's `extent`, uploaded.
+Uploaded upload(const SignGroup& g, Extent extent, CachingAllocator& alloc, cudaStream_t s) {
+  Uploaded u;
+  if (g.count == 0) return u;
   std::vector<size_t> extents(g.count);
   for (size_t k = 0; k < g.count; ++k)
     extents[k] = extent == Extent::padded  ? g.tensors[k].padded
                  : extent == Extent::chunk ? g.chunk(k)
                                            : g.tensors[k].n;
   const SignTilePlan plan = sign_tile_plan(extents);
-  tiles = plan.tiles.size();
+  const size_t tiles = plan.tiles.size();
+  if (tiles == 0) return u;
   const size_t tensor_bytes = g.count * sizeof(SignTensor);
   const size_t tile_bytes = tiles * sizeof(SignTile);
   const size_t first_bytes = plan.first_tile.size() * sizeof(uint32_t);
   const auto align8 = [](size_t b) { return (b + 7) / 8 * 8; };
-  scratch = std::make_unique<Scratch>(alloc, align8(tensor_bytes) + align8(tile_bytes) +
-                                                 align8(first_bytes) + tiles * sizeof(double));
-  auto* base = scratch->as<char>();
+  u.scratch = std::make_unique<Scratch>(alloc, align8(tensor_bytes) + align8(tile_bytes) +
+                                                   align8(first_bytes) + tiles * sizeof(double));
+  auto* base = u.scratch->as<char>();
   auto* tensors = reinterpret_cast<SignTensor*>(base);
   auto* tile_table = reinterpret_cast<SignTile*>(base + align8(tensor_bytes));
   auto* first = reinterpret_cast<uint32_t*>(base + align8(tensor_bytes) + align8(tile_bytes));
@@ -171,7 +179,9 @@ Tables upload(const SignGroup& g, Extent extent, std::unique_ptr<Scratch>& scrat
       cudaMemcpyAsync(tile_table, plan.tiles.data(), tile_bytes, cudaMemcpyHostToDevice, s));
   HYBRID_CUDA_CHECK(
       cudaMemcpyAsync(first, plan.first_tile.data(), first_bytes, cudaMemcpyHostToDevice, s));
-  return {tensors, tile_table, first, partial, g.count, g.world, g.block};
+  u.tables = {tensors, tile_table, first, partial, g.count, g.world, g.block};
+  u.tiles = unsigned(tiles);
+  return u;
 }
 
 unsigned tensor_blocks(size_t count) { return unsigned((count + 127) / 128); }
@@ -180,42 +190,33 @@ unsigned tensor_blocks(size_t count) { return unsigned((count + 127) / 128); }
 
 void sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales, CachingAllocator& alloc,
                           cudaStream_t s) {
-  if (g.count == 0) return;
-  std::unique_ptr<Scratch> scratch;
-  size_t tiles = 0;
-  const Tables t = upload(g, Extent::padded, scratch, alloc, s, tiles);
-  if (!tiles) return;
-  worker_accumulate_kernel<<<unsigned(tiles), kSignThreads, 0, s>>>(t);
+  const Uploaded u = upload(g, Extent::padded, alloc, s);
+  if (!u.tiles) return;
+  worker_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables);
   HYBRID_CUDA_CHECK_LAUNCH();
-  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(t, scales, false);
+  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(u.tables, scales, false);
   HYBRID_CUDA_CHECK_LAUNCH();
-  pack_kernel<false><<<unsigned(tiles), kSignThreads, 0, s>>>(t, scales, send);
+  pack_kernel<false><<<u.tiles, kSignThreads, 0, s>>>(u.tables, scales, send);
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
 void sign_compress_server(const SignGroup& g, const uint8_t* received, const float* all_scales,
                           uint8_t* signs, float* scales, CachingAllocator& alloc, cudaStream_t s) {
-  if (g.count == 0) return;
-  std::unique_ptr<Scratch> scratch;
-  size_t tiles = 0;
-  const Tables t = upload(g, Extent::chunk, scratch, alloc, s, tiles);
-  if (!tiles) return;
-  server_accumulate_kernel<<<unsigned(tiles), kSignThreads, 0, s>>>(t, received, all_scales);
+  const Uploaded u = upload(g, Extent::chunk, alloc, s);
+  if (!u.tiles) return;
+  server_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables, received, all_scales);
   HYBRID_CUDA_CHECK_LAUNCH();
-  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(t, scales, true);
+  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(u.tables, scales, true);
   HYBRID_CUDA_CHECK_LAUNCH();
-  pack_kernel<true><<<unsigned(tiles), kSignThreads, 0, s>>>(t, scales, signs);
+  pack_kernel<true><<<u.tiles, kSignThreads, 0, s>>>(u.tables, scales, signs);
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 
 void sign_decompress(const SignGroup& g, const uint8_t* received, const float* all_scales,
                      CachingAllocator& alloc, cudaStream_t s) {
-  if (g.count == 0) return;
-  std::unique_ptr<Scratch> scratch;
-  size_t tiles = 0;
-  const Tables t = upload(g, Extent::n, scratch, alloc, s, tiles);
-  if (!tiles) return;
-  decompress_kernel<<<unsigned(tiles), kSignThreads, 0, s>>>(t, received, all_scales);
+  const Uploaded u = upload(g, Extent::n, alloc, s);
+  if (!u.tiles) return;
+  decompress_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables, received, all_scales);
   HYBRID_CUDA_CHECK_LAUNCH();
 }
 

@@ -154,6 +154,25 @@ TEST(CudaLaunchConfig, SegmentPlanCoversEverySegmentOnce) {
   EXPECT_THROW(segment_plan(10, 70000), std::invalid_argument);
 }
 
+// Host bounds: the plan of their longest segment, or an error naming the op.
+TEST(CudaLaunchConfig, SegmentPlanOfBoundsChecksThem) {
+  const int64_t bounds[] = {0, 3, 9000, 9100};
+  const SegmentPlan p = segment_plan_of_bounds(bounds, 3, "lamb");
+  EXPECT_EQ(p.segments, 3u);
+  EXPECT_EQ(p.splits, segment_plan(8997, 3).splits);
+  const int64_t late_start[] = {1, 5}, decreasing[] = {0, 5, 4};
+  const auto message = [](const int64_t* b, int n) {
+    try {
+      segment_plan_of_bounds(b, n, "onebit lamb");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message(late_start, 1), "onebit lamb: segment bounds must start at 0");
+  EXPECT_EQ(message(decreasing, 2), "onebit lamb: segment bounds must not decrease");
+}
+
 TEST(BackendRegistry, FallsBackOrFailsWithTheReason) {
   bool gpu = false;
 #if HYBRID_HAVE_CUDA
