@@ -105,8 +105,8 @@ TEST(EngineGpu, Fp32StepsMatchTheCpuBackend) {
 
 // The 1-bit optimizers step on the device (one GPU: their compressed average
 // is the identity there, the momentum's mask applied; the exchange itself is
-// checked against the CPU in cuda_sign_compression_gpu_test.cpp): 6 steps,
-// compressing from step 3, give the CPU backend's weights within 1e-4 of max |w|.
+// checked against the CPU in cuda_sign_compression_gpu_test.cpp): 8 steps,
+// compressing from step 5, give the CPU backend's weights within 1e-4 of max |w|.
 TEST(EngineGpu, OneBitOptimizersFollowTheCpuBackend) {
   SKIP_WITHOUT_GPU();
   for (const std::string type : {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
@@ -114,17 +114,17 @@ TEST(EngineGpu, OneBitOptimizersFollowTheCpuBackend) {
     const nlohmann::json optimizer = {
         {"optimizer",
          {{"type", type},
-          {"params", {{"lr", 1e-3}, {zero_one ? "var_freeze_step" : "freeze_step", 2}}}}}};
+          {"params", {{"lr", 1e-4}, {zero_one ? "var_freeze_step" : "freeze_step", 4}}}}}};
     auto gpu = make(small_gpt("cuda", optimizer));
-    run_steps(*gpu, 6, false);
+    run_steps(*gpu, 8, false);
     auto cpu = make(small_gpt("cpu", optimizer));
-    run_steps(*cpu, 6, false);
+    run_steps(*cpu, 8, false);
     const auto wg = gpu->gather_parameters(), wc = cpu->gather_parameters();
     double diff = 0, scale = 0;
     for (size_t i = 0; i < wc.size(); ++i)
       diff = std::max(diff, double(std::abs(wg[i] - wc[i]))),
       scale = std::max(scale, double(std::abs(wc[i])));
-    EXPECT_LT(diff / scale, 1e-4) << type << ": weights after 6 steps";
+    EXPECT_LT(diff / scale, 1e-4) << type << ": weights after 8 steps";
   }
 }
 
