@@ -5,7 +5,8 @@
 // allocator at initialisation (TracksCompressionErrors) from the layout the
 // memory model sums (compression_layout), so predicted equals measured.
 // OneBitAdam and ZeroOneAdam compress each parameter tensor, OneBitLamb all of
-// them as one flat buffer; on one rank nothing is compressed and nothing held.
+// them as one flat buffer; on one rank nothing is compressed and only 1-bit
+// LAMB's flat buffer is held.
 // An optimizer made outside an engine (tests) owns its errors instead, in host
 // memory, made at its first compressed step.
 #pragma once
