@@ -117,7 +117,7 @@ class ZeroOneAdam final : public Optimizer, public TracksCompressionErrors {
     const kernels::MomentParams mp = moment_params(cfg_, a);
     float* g = accumulator(a);
     backend.convert(kernels::DType::f32, g, a.grad_dtype, a.grad, a.n);
-    backend.scale(kernels::DType::f32, g, a.n, a.grad_scale);
+    if (a.grad_scale != 1.0f) backend.scale(kernels::DType::f32, g, a.n, a.grad_scale);
     average_.average(backend, g, a.first, a.n);
     backend.momentum_update(mp.beta1, a.state, kernels::DType::f32, g, 1.0f, a.n);
     backend.frozen_variance_step(mp, a.master, a.state, a.state + a.n, nullptr, a.param_dtype,

@@ -186,30 +186,36 @@ Uploaded upload(const SignGroup& g, Extent extent, CachingAllocator& alloc, cuda
 
 unsigned tensor_blocks(size_t count) { return unsigned((count + 127) / 128); }
 
+// A compression phase: `accumulate` launches pass 1 over the uploaded tiles
+// (the worker's over P values, the server's over its chunk), then the scales
+// and the packing into `out`.
+template <bool Server, class Accumulate>
+void compress(const SignGroup& g, float* scales, uint8_t* out, CachingAllocator& alloc,
+              cudaStream_t s, Accumulate&& accumulate) {
+  const Uploaded u = upload(g, Server ? Extent::chunk : Extent::padded, alloc, s);
+  if (!u.tiles) return;
+  accumulate(u);
+  HYBRID_CUDA_CHECK_LAUNCH();
+  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(u.tables, scales, Server);
+  HYBRID_CUDA_CHECK_LAUNCH();
+  pack_kernel<Server><<<u.tiles, kSignThreads, 0, s>>>(u.tables, scales, out);
+  HYBRID_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void sign_compress_worker(const SignGroup& g, uint8_t* send, float* scales, CachingAllocator& alloc,
                           cudaStream_t s) {
-  const Uploaded u = upload(g, Extent::padded, alloc, s);
-  if (!u.tiles) return;
-  worker_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables);
-  HYBRID_CUDA_CHECK_LAUNCH();
-  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(u.tables, scales, false);
-  HYBRID_CUDA_CHECK_LAUNCH();
-  pack_kernel<false><<<u.tiles, kSignThreads, 0, s>>>(u.tables, scales, send);
-  HYBRID_CUDA_CHECK_LAUNCH();
+  compress<false>(g, scales, send, alloc, s, [&](const Uploaded& u) {
+    worker_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables);
+  });
 }
 
 void sign_compress_server(const SignGroup& g, const uint8_t* received, const float* all_scales,
                           uint8_t* signs, float* scales, CachingAllocator& alloc, cudaStream_t s) {
-  const Uploaded u = upload(g, Extent::chunk, alloc, s);
-  if (!u.tiles) return;
-  server_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables, received, all_scales);
-  HYBRID_CUDA_CHECK_LAUNCH();
-  tensor_scales_kernel<<<tensor_blocks(g.count), 128, 0, s>>>(u.tables, scales, true);
-  HYBRID_CUDA_CHECK_LAUNCH();
-  pack_kernel<true><<<u.tiles, kSignThreads, 0, s>>>(u.tables, scales, signs);
-  HYBRID_CUDA_CHECK_LAUNCH();
+  compress<true>(g, scales, signs, alloc, s, [&](const Uploaded& u) {
+    server_accumulate_kernel<<<u.tiles, kSignThreads, 0, s>>>(u.tables, received, all_scales);
+  });
 }
 
 void sign_decompress(const SignGroup& g, const uint8_t* received, const float* all_scales,
